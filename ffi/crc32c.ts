@@ -1,0 +1,44 @@
+/**
+ * CRC32C for every record: hardware-accelerated through Intel ISA-L when `libisal.so.2` loads, the
+ * portable slicing-by-16 TypeScript otherwise. Which one is active is observable as
+ * `crc32cImplementation` and is printed by the broker at start-up.
+ *
+ * ISA-L's `crc32_iscsi(buf, len, init)` works on the raw CRC register: it neither inverts the initial
+ * value nor the result. The standard CRC32C is therefore `~crc32_iscsi(buf, len, 0xFFFFFFFF) >>> 0`
+ * (init 0 would give 0x58E3FA20 for "123456789" instead of 0xE3069283). Measured here: 16-24 ns for
+ * 100 B and 41-51 GB/s on 1 MiB, against 73-95 ns and ~2 GB/s for the portable code (bun-platform §5).
+ *
+ * `BOOBLIK_CRC32C=portable` forces the portable implementation (for comparisons and tests).
+ */
+import { dlopen, ptr } from "bun:ffi";
+import { crc32cPortable } from "./crc32c-portable.ts";
+
+export type Crc32cFunction = (bytes: Uint8Array, start: number, end: number) => number;
+export type Crc32cImplementation = "isa-l" | "portable";
+
+function loadIsal(): Crc32cFunction | undefined {
+  let symbols: { crc32_iscsi: (buffer: number, length: number, init: number) => number };
+  try {
+    symbols = dlopen("libisal.so.2", {
+      crc32_iscsi: { args: ["ptr", "i32", "u32"], returns: "u32" },
+    }).symbols;
+  } catch {
+    return undefined;
+  }
+  const crc32Iscsi = symbols.crc32_iscsi;
+  return (bytes, start, end) =>
+    end > start ? ~crc32Iscsi(ptr(bytes, start), end - start, 0xffffffff) >>> 0 : 0;
+}
+
+/** ISA-L's CRC32C, or undefined when libisal.so.2 is not installed. */
+export const crc32cIsal: Crc32cFunction | undefined = loadIsal();
+export { crc32cPortable };
+
+const forcePortable = process.env.BOOBLIK_CRC32C === "portable";
+
+export const crc32cImplementation: Crc32cImplementation =
+  crc32cIsal !== undefined && !forcePortable ? "isa-l" : "portable";
+
+/** Standard CRC32C of `bytes[start, end)`, unsigned 32-bit. */
+export const crc32c: Crc32cFunction =
+  crc32cImplementation === "isa-l" && crc32cIsal !== undefined ? crc32cIsal : crc32cPortable;

@@ -1,0 +1,154 @@
+/**
+ * Typed operating errors shared by every layer.
+ *
+ * Two kinds of failure exist in booblik (TigerStyle's split):
+ * - operating errors: bad input, a full disk, a corrupt file, a peer that hung up. They are values of
+ *   `BooblikError` with a closed `code` and a `retriable` flag, so that a caller (and, through the wire
+ *   codes in `src/protocol`, a remote client) can decide what to do without parsing messages;
+ * - programmer errors: a broken invariant. They are `assert` failures and are not meant to be caught.
+ *
+ * The code names are stable API. The wire numbers live in `src/protocol/error-codes.ts`.
+ */
+
+export const ERROR_CODES = [
+  "UNKNOWN_TOPIC_OR_PARTITION",
+  "OFFSET_OUT_OF_RANGE",
+  "CORRUPT_RECORD",
+  "RECORD_TOO_LARGE",
+  "INVALID_REQUEST",
+  "UNSUPPORTED_VERSION",
+  "TOPIC_EXISTS",
+  "STORAGE_ERROR",
+  "TOO_MANY_CONNECTIONS",
+  "INVALID_ARGUMENT",
+  "SEGMENT_FULL",
+  "PARTITION_FAILED",
+  "BAD_SEGMENT_FILE",
+  "DATA_DIR_LOCKED",
+  "CLOSED",
+  "TIMEOUT",
+  "CONNECTION_ERROR",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class BooblikError extends Error {
+  readonly code: ErrorCode;
+  /** True when repeating the same operation later can succeed without anyone changing anything. */
+  readonly retriable: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: { retriable?: boolean; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = options?.retriable ?? false;
+  }
+}
+
+/** A value from outside (configuration, a name, an API argument) is not acceptable. */
+export class InvalidArgumentError extends BooblikError {
+  constructor(message: string) {
+    super("INVALID_ARGUMENT", message);
+  }
+}
+
+/** A system call failed. Carries the call, the errno and its name, and the path where one exists. */
+export class IoError extends BooblikError {
+  readonly call: string;
+  readonly errno: number;
+  readonly errnoName: string;
+  readonly path: string | undefined;
+
+  constructor(call: string, errno: number, errnoName: string, path: string | undefined, detail?: string) {
+    const where = path === undefined ? "" : ` on ${path}`;
+    const extra = detail === undefined ? "" : ` (${detail})`;
+    // ENOSPC and EDQUOT clear up when an operator frees space; EAGAIN/EINTR clear up by themselves.
+    const retriable = errnoName === "ENOSPC" || errnoName === "EDQUOT" || errnoName === "EAGAIN";
+    super("STORAGE_ERROR", `${call} failed: ${errnoName}${where}${extra}`, { retriable });
+    this.call = call;
+    this.errno = errno;
+    this.errnoName = errnoName;
+    this.path = path;
+  }
+}
+
+/** A record failed its length or CRC check. `position` is the byte position inside `file` (if any). */
+export class CorruptRecordError extends BooblikError {
+  readonly file: string | undefined;
+  readonly position: number;
+  readonly reason: string;
+
+  constructor(reason: string, position: number, file?: string) {
+    const where = file === undefined ? `at byte ${position}` : `in ${file} at byte ${position}`;
+    super("CORRUPT_RECORD", `corrupt record ${where}: ${reason}`);
+    this.file = file;
+    this.position = position;
+    this.reason = reason;
+  }
+}
+
+/** A segment file whose header is missing, foreign, or disagrees with its name. */
+export class BadSegmentFileError extends BooblikError {
+  readonly file: string;
+  constructor(file: string, reason: string) {
+    super("BAD_SEGMENT_FILE", `refusing segment ${file}: ${reason}`);
+    this.file = file;
+  }
+}
+
+export class RecordTooLargeError extends BooblikError {
+  readonly recordBytes: number;
+  readonly maxBytes: number;
+  constructor(recordBytes: number, maxBytes: number, what = "record") {
+    super("RECORD_TOO_LARGE", `${what} of ${recordBytes} bytes exceeds the limit of ${maxBytes} bytes`);
+    this.recordBytes = recordBytes;
+    this.maxBytes = maxBytes;
+  }
+}
+
+/** The requested offset is outside [logStartOffset, nextOffset]. Both bounds travel with the error. */
+export class OffsetOutOfRangeError extends BooblikError {
+  readonly offset: number;
+  readonly logStartOffset: number;
+  readonly nextOffset: number;
+  constructor(offset: number, logStartOffset: number, nextOffset: number) {
+    super(
+      "OFFSET_OUT_OF_RANGE",
+      `offset ${offset} is out of range: the log holds [${logStartOffset}, ${nextOffset})`,
+    );
+    this.offset = offset;
+    this.logStartOffset = logStartOffset;
+    this.nextOffset = nextOffset;
+  }
+}
+
+/** The active segment has no room for the batch; the partition log rolls and retries. */
+export class SegmentFullError extends BooblikError {
+  constructor(needBytes: number, freeBytes: number) {
+    super("SEGMENT_FULL", `segment full: batch needs ${needBytes} bytes, ${freeBytes} free`);
+  }
+}
+
+/**
+ * A write or force failed earlier; the log refuses appends until it is reopened and recovered.
+ * A retried fsync that succeeds proves nothing about the data of the failed one (PostgreSQL's 2018
+ * "fsyncgate"), so the only honest state after a failure is "stopped".
+ */
+export class PartitionFailedError extends BooblikError {
+  constructor(what: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      "PARTITION_FAILED",
+      `${what} refuses appends after an earlier failure: ${reason}; reopen it to recover`,
+      {
+        cause,
+      },
+    );
+  }
+}
+
+export class ClosedError extends BooblikError {
+  constructor(what: string) {
+    super("CLOSED", `${what} is closed`);
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The `file` write path: every batch is one pwrite at an explicit position (never a file cursor; the
+ * predecessor's forgotten `position()` after a reopen overwrote the start of its log). The file is as
+ * long as its data, so the end of the log is the file length.
+ *
+ * A full disk: pwrite may have written part of the batch before ENOSPC. Those bytes lie beyond the
+ * published size but a later, shorter batch could leave a suffix of them in place, and recovery
+ * could then read a never-acknowledged record behind the new one. So the file is cut back to the
+ * published size before the error is reported.
+ */
+import { closeFile, datasync, datasyncNow, pwriteAll, truncateFile } from "../../ffi/file.ts";
+import { BaseSegmentWriter, isDiskFull, type WriteMode } from "./segment-writer.ts";
+
+export class FileSegmentWriter extends BaseSegmentWriter {
+  readonly writeMode: WriteMode = "file";
+  private readonly fd: number;
+
+  /** Takes ownership of `fd`, a read-write descriptor whose file is exactly `sizeBytes` long. */
+  constructor(path: string, fd: number, sizeBytes: number, capacityBytes: number) {
+    super(path, sizeBytes, capacityBytes);
+    this.fd = fd;
+  }
+
+  protected writeAt(batch: Uint8Array, position: number): void {
+    pwriteAll(this.fd, batch, 0, batch.length, position, this.path);
+  }
+
+  protected undoRecoverableWrite(error: unknown, position: number): boolean {
+    if (!isDiskFull(error)) return false;
+    // Shrinking frees blocks and does not need new ones; if even this fails, stop for good.
+    try {
+      truncateFile(this.fd, position, this.path);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  protected datasync(): Promise<void> {
+    return datasync(this.fd, this.path);
+  }
+
+  protected datasyncNow(): void {
+    datasyncNow(this.fd, this.path);
+  }
+
+  protected release(): void {
+    closeFile(this.fd, this.path);
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Scanning a segment file: the one loop behind recovery (open for append), lazy index building of
+ * sealed segments, and offline verification.
+ *
+ * The file is read in RECOVERY_CHUNK_BYTES chunks through one reused buffer: one read per record made
+ * the predecessor 28x slower (174 vs 4900 MiB/s). A record that straddles a chunk boundary is re-read
+ * at the start of the next chunk; a record larger than the buffer gets a temporary buffer of its own.
+ *
+ * A scan never throws for bad data; it reports where the valid prefix ends and why it stopped
+ * (DESIGN invariant 5: stop at the first bad record, keep everything before it). What to do with the
+ * rest (cut it, refuse, report) is the caller's decision.
+ */
+import { preadFull } from "../../ffi/file.ts";
+import { RECORD_HEADER_BYTES, RECOVERY_CHUNK_BYTES } from "../domain/limits.ts";
+import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
+import type { SparseIndex } from "./sparse-index.ts";
+
+export interface SegmentScan {
+  /** Position right after the last valid record. */
+  endPosition: number;
+  /** Valid records between the scan's start and `endPosition`. */
+  recordCount: number;
+  /** Why the scan ended: "end" means the end of the file was reached on a record boundary. */
+  stop: ScanStop;
+  /** Bytes read from the file. */
+  scannedBytes: number;
+}
+
+let chunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
+let chunkView = new DataView(chunk.buffer);
+const chunkScan = newScanResult();
+
+/**
+ * Scans `[startPosition, fileEnd)` of `fd`, whose first record has relative offset `startRelativeOffset`.
+ * Offers every record to `index` when given. With `verifyCrc = false` only the length prefixes are
+ * checked (for data verified before). Synchronous: run it at open time or from tools, not per request.
+ */
+export function scanSegmentFile(
+  fd: number,
+  path: string,
+  startPosition: number,
+  startRelativeOffset: number,
+  fileEnd: number,
+  maxPayloadBytes: number,
+  verifyCrc: boolean,
+  index: SparseIndex | undefined,
+): SegmentScan {
+  let position = startPosition;
+  let recordCount = 0;
+  let scannedBytes = 0;
+  let stop: ScanStop = "end";
+  while (position < fileEnd) {
+    const want = Math.min(chunk.length, fileEnd - position);
+    const got = preadFull(fd, chunk, 0, want, position, path);
+    scannedBytes += got;
+    const chunkBase = position;
+    const relativeBase = startRelativeOffset + recordCount;
+    scanRecords(
+      chunk,
+      chunkView,
+      0,
+      got,
+      maxPayloadBytes,
+      verifyCrc,
+      chunkScan,
+      index === undefined ? undefined : (at, i) => index.offer(relativeBase + i, chunkBase + at),
+    );
+    recordCount += chunkScan.recordCount;
+    position = chunkBase + chunkScan.endPosition;
+    stop = chunkScan.stop;
+    if (stop !== "truncated") {
+      if (stop === "end" && got < want) stop = "truncated"; // the file shrank under us
+      if (stop !== "end") break;
+      continue;
+    }
+    // Truncated inside this chunk: at the real end of the file it is a torn record; otherwise the
+    // record continues in the next chunk, which starts at it.
+    if (chunkBase + got >= fileEnd) break;
+    if (chunkScan.endPosition === 0) {
+      // Not even one record fit: it is larger than the buffer. Grow to hold it, within the limit.
+      const length = got >= 4 ? readUint32(chunk, 0) : 0;
+      const needed = RECORD_HEADER_BYTES + length;
+      if (got < RECORD_HEADER_BYTES || length > maxPayloadBytes || needed <= chunk.length) break;
+      chunk = new Uint8Array(needed);
+      chunkView = new DataView(chunk.buffer);
+    }
+  }
+  if (chunk.length > RECOVERY_CHUNK_BYTES) {
+    chunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
+    chunkView = new DataView(chunk.buffer);
+  }
+  return { endPosition: position, recordCount, stop, scannedBytes };
+}

@@ -1,0 +1,116 @@
+/**
+ * The segment file header and file naming.
+ *
+ * Records carry no offsets: a record's offset is the segment's base offset plus its index. A renamed
+ * or foreign file would therefore silently shift every offset, so each segment starts with a header
+ * that repeats its base offset and is checked against the file name when the segment is opened.
+ *
+ * Header (big-endian), 32 bytes, see docs/format.md:
+ *
+ *   offset  size  field
+ *   0       4     magic          0x424B4C47 ("BKLG")
+ *   4       2     formatVersion  1
+ *   6       2     headerBytes    32 (records start here)
+ *   8       4     baseOffset     high 32 bits
+ *   12      4     baseOffset     low 32 bits
+ *   16      12    reserved       zero
+ *   28      4     crc32c         CRC32C of bytes [0, 28)
+ *
+ * File name: the base offset in 20 zero-padded decimal digits, then ".log" (Kafka's form), so that a
+ * directory listing sorts segments by offset.
+ */
+import { crc32c } from "../../ffi/crc32c.ts";
+import { BadSegmentFileError } from "../domain/errors.ts";
+import { type Offset, toOffset } from "../domain/ids.ts";
+import { SEGMENT_HEADER_BYTES, SEGMENT_NAME_DIGITS } from "../domain/limits.ts";
+
+export const SEGMENT_MAGIC = 0x424b4c47;
+export const SEGMENT_FORMAT_VERSION = 1;
+
+const MAGIC_OFFSET = 0;
+const VERSION_OFFSET = MAGIC_OFFSET + 4;
+const HEADER_BYTES_OFFSET = VERSION_OFFSET + 2;
+const BASE_OFFSET_HIGH_OFFSET = HEADER_BYTES_OFFSET + 2;
+const BASE_OFFSET_LOW_OFFSET = BASE_OFFSET_HIGH_OFFSET + 4;
+const RESERVED_OFFSET = BASE_OFFSET_LOW_OFFSET + 4;
+const HEADER_CRC_OFFSET = RESERVED_OFFSET + 12;
+if (HEADER_CRC_OFFSET + 4 !== SEGMENT_HEADER_BYTES)
+  throw new Error("segment header layout changed; update docs");
+
+export const SEGMENT_FILE_SUFFIX = ".log";
+const SEGMENT_FILE_PATTERN = new RegExp(`^(\\d{${SEGMENT_NAME_DIGITS}})\\.log$`);
+
+export function segmentFileName(baseOffset: Offset): string {
+  return `${String(baseOffset).padStart(SEGMENT_NAME_DIGITS, "0")}${SEGMENT_FILE_SUFFIX}`;
+}
+
+/** The base offset a segment file name claims, or undefined when the name is not a segment's. */
+export function parseSegmentFileName(name: string): Offset | undefined {
+  const match = SEGMENT_FILE_PATTERN.exec(name);
+  if (match === null) return undefined;
+  const value = Number(match[1]);
+  return Number.isSafeInteger(value) ? (value as Offset) : undefined;
+}
+
+export function encodeSegmentHeader(baseOffset: Offset): Uint8Array {
+  const bytes = new Uint8Array(SEGMENT_HEADER_BYTES);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(MAGIC_OFFSET, SEGMENT_MAGIC, false);
+  view.setUint16(VERSION_OFFSET, SEGMENT_FORMAT_VERSION, false);
+  view.setUint16(HEADER_BYTES_OFFSET, SEGMENT_HEADER_BYTES, false);
+  view.setUint32(BASE_OFFSET_HIGH_OFFSET, Math.floor(baseOffset / 2 ** 32), false);
+  view.setUint32(BASE_OFFSET_LOW_OFFSET, baseOffset >>> 0, false);
+  view.setUint32(HEADER_CRC_OFFSET, crc32c(bytes, 0, HEADER_CRC_OFFSET), false);
+  return bytes;
+}
+
+/**
+ * Checks a header read from `path` and returns its base offset. `expectedBaseOffset` is what the file
+ * name says; a mismatch means the file was renamed or copied and is refused.
+ */
+export function decodeSegmentHeader(
+  bytes: Uint8Array,
+  bytesRead: number,
+  path: string,
+  expectedBaseOffset: Offset | undefined,
+): Offset {
+  if (bytesRead < SEGMENT_HEADER_BYTES) {
+    throw new BadSegmentFileError(
+      path,
+      `file is ${bytesRead} bytes long, shorter than the ${SEGMENT_HEADER_BYTES}-byte header`,
+    );
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, SEGMENT_HEADER_BYTES);
+  const magic = view.getUint32(MAGIC_OFFSET, false);
+  if (magic !== SEGMENT_MAGIC) {
+    throw new BadSegmentFileError(
+      path,
+      `not a booblik segment (magic 0x${magic.toString(16).padStart(8, "0")})`,
+    );
+  }
+  const storedCrc = view.getUint32(HEADER_CRC_OFFSET, false);
+  const actualCrc = crc32c(bytes, 0, HEADER_CRC_OFFSET);
+  if (storedCrc !== actualCrc) throw new BadSegmentFileError(path, "header checksum mismatch");
+  const version = view.getUint16(VERSION_OFFSET, false);
+  if (version !== SEGMENT_FORMAT_VERSION) {
+    throw new BadSegmentFileError(
+      path,
+      `format version ${version} is not supported (this build reads ${SEGMENT_FORMAT_VERSION})`,
+    );
+  }
+  const headerBytes = view.getUint16(HEADER_BYTES_OFFSET, false);
+  if (headerBytes !== SEGMENT_HEADER_BYTES) {
+    throw new BadSegmentFileError(path, `header size ${headerBytes} is not ${SEGMENT_HEADER_BYTES}`);
+  }
+  const baseOffset = toOffset(
+    view.getUint32(BASE_OFFSET_HIGH_OFFSET, false) * 2 ** 32 + view.getUint32(BASE_OFFSET_LOW_OFFSET, false),
+    "segment base offset",
+  );
+  if (expectedBaseOffset !== undefined && baseOffset !== expectedBaseOffset) {
+    throw new BadSegmentFileError(
+      path,
+      `header says base offset ${baseOffset} but the file name says ${expectedBaseOffset} (renamed or copied file?)`,
+    );
+  }
+  return baseOffset;
+}

@@ -1,0 +1,134 @@
+/**
+ * The one interface behind which both write paths live (DESIGN invariant 8: nothing above it can tell
+ * them apart; test/storage/segment.suite.ts runs the same assertions over both).
+ *
+ * What a writer owns: the write descriptor (and, for the mapped path, the mapping) of one segment file,
+ * the published size, and the sticky failure state. What it does not own: offsets, the index, the
+ * decision when to force (DESIGN invariant 7), readers.
+ *
+ * Invariants:
+ * - `append` writes at `sizeBytes` and publishes the new `sizeBytes` as its last action; a reader that
+ *   respects `sizeBytes` only ever sees complete records (invariant 2).
+ * - Bytes below `sizeBytes` are never written again (invariant 1).
+ * - `append` either publishes the whole batch or nothing: a batch that does not fit throws
+ *   SegmentFullError before writing; a full disk throws a retriable IoError (ENOSPC) with nothing
+ *   published and nothing left behind beyond `sizeBytes`.
+ * - Any other write failure, and any failed force, is sticky: every later append and force throws
+ *   PartitionFailedError until the segment is reopened (and so recovered).
+ */
+
+import { assert } from "../domain/assert.ts";
+import type { IoError } from "../domain/errors.ts";
+import { ClosedError, PartitionFailedError, SegmentFullError } from "../domain/errors.ts";
+
+export const WRITE_MODES = ["mapped", "file"] as const;
+/** `file`: pwrite at explicit positions. `mapped`: stores through a MAP_SHARED mapping. */
+export type WriteMode = (typeof WRITE_MODES)[number];
+
+export interface SegmentWriter {
+  readonly writeMode: WriteMode;
+  readonly path: string;
+  /** The most bytes this segment holds, header included. The same for both paths. */
+  readonly capacityBytes: number;
+  /** Published size: the end of the last complete record. */
+  readonly sizeBytes: number;
+  /** Size covered by the last completed force (everything below it is durable). */
+  readonly forcedBytes: number;
+  /** The failure that stopped this writer, if any. */
+  readonly failure: unknown;
+  /** Appends framed records (already validated by the caller) as one unit. */
+  append(batch: Uint8Array): void;
+  /** Makes everything appended before the call durable, off the event loop. */
+  force(): Promise<void>;
+  /** Like force, but on the calling thread: for start-up, shutdown, tools and tests. */
+  forceNow(): void;
+  /** Releases the descriptor (and mapping; a mapped file is trimmed to `sizeBytes`). Does not force. */
+  close(): void;
+}
+
+/** The sticky-failure and bookkeeping half that both writers share. */
+export abstract class BaseSegmentWriter implements SegmentWriter {
+  abstract readonly writeMode: WriteMode;
+  readonly path: string;
+  readonly capacityBytes: number;
+  sizeBytes: number;
+  forcedBytes: number;
+  failure: unknown = undefined;
+  protected closed = false;
+
+  constructor(path: string, sizeBytes: number, capacityBytes: number) {
+    assert(sizeBytes <= capacityBytes, "a segment's size is within its capacity");
+    this.path = path;
+    this.sizeBytes = sizeBytes;
+    this.forcedBytes = sizeBytes;
+    this.capacityBytes = capacityBytes;
+  }
+
+  append(batch: Uint8Array): void {
+    this.checkUsable();
+    const position = this.sizeBytes;
+    const batchBytes = batch.length;
+    if (batchBytes > this.capacityBytes - position)
+      throw new SegmentFullError(batchBytes, this.capacityBytes - position);
+    try {
+      this.writeAt(batch, position);
+    } catch (error) {
+      if (!this.undoRecoverableWrite(error, position)) this.failure = error;
+      throw error;
+    }
+    this.sizeBytes = position + batchBytes; // publish last
+  }
+
+  async force(): Promise<void> {
+    this.checkUsable();
+    const target = this.sizeBytes;
+    if (target === this.forcedBytes) return;
+    try {
+      await this.datasync();
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+    if (target > this.forcedBytes) this.forcedBytes = target;
+  }
+
+  forceNow(): void {
+    this.checkUsable();
+    const target = this.sizeBytes;
+    if (target === this.forcedBytes) return;
+    try {
+      this.datasyncNow();
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+    this.forcedBytes = target;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.release();
+  }
+
+  protected checkUsable(): void {
+    if (this.closed) throw new ClosedError(`segment writer ${this.path}`);
+    if (this.failure !== undefined) throw new PartitionFailedError(`segment ${this.path}`, this.failure);
+  }
+
+  /** Writes `batch` at `position` without publishing. */
+  protected abstract writeAt(batch: Uint8Array, position: number): void;
+  /**
+   * Called when writeAt threw: returns true when the failure left nothing behind `sizeBytes` (or cleaned
+   * it up) and is worth retrying later, i.e. a full disk; false makes the failure sticky.
+   */
+  protected abstract undoRecoverableWrite(error: unknown, position: number): boolean;
+  protected abstract datasync(): Promise<void>;
+  protected abstract datasyncNow(): void;
+  protected abstract release(): void;
+}
+
+export function isDiskFull(error: unknown): error is IoError {
+  const name = (error as { errnoName?: unknown } | null)?.errnoName;
+  return name === "ENOSPC" || name === "EDQUOT";
+}

@@ -1,0 +1,711 @@
+/**
+ * One segment: a file `<20-digit base offset>.log` holding a header and then records, its sparse
+ * index, its writer while it is active, and one read descriptor shared by all readers.
+ *
+ * Owns: the segment's offsets (`baseOffset`, `nextOffset`), its index, the writer (while active), the
+ * read descriptor and the reader count that keeps it open after the file is deleted.
+ *
+ * Invariants:
+ * - `nextOffset - baseOffset` records lie in [SEGMENT_HEADER_BYTES, sizeBytes); `nextOffset` is
+ *   published after the writer published `sizeBytes`, so a reader that asks for an offset below
+ *   `nextOffset` finds all of its bytes (DESIGN invariant 2).
+ * - Readers never look past `sizeBytes` and use their own descriptor (never the writer's), with
+ *   positional reads only: no locks are needed because bytes below `sizeBytes` never change.
+ * - Index entries exist only for bytes below the indexed end; an active segment's index is complete,
+ *   a sealed segment opened without a scan builds its index on the first read.
+ * - After `delete()` the file is unlinked at once; the read descriptor stays open until the last
+ *   reader (including an in-flight sendfile) calls `release()`. A reader that started finishes.
+ */
+import path from "node:path";
+import { crc32c } from "../../ffi/crc32c.ts";
+import {
+  closeFile,
+  datasync,
+  datasyncNow,
+  fileSize,
+  openFile,
+  preadFull,
+  pwriteAll,
+  truncateFile,
+  unlinkFile,
+} from "../../ffi/file.ts";
+import { assert } from "../domain/assert.ts";
+import {
+  BadSegmentFileError,
+  ClosedError,
+  CorruptRecordError,
+  InvalidArgumentError,
+  OffsetOutOfRangeError,
+  RecordTooLargeError,
+} from "../domain/errors.ts";
+import type { Offset } from "../domain/ids.ts";
+import {
+  INDEX_INTERVAL_BYTES_DEFAULT,
+  RECORD_HEADER_BYTES,
+  RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  RECORD_PAYLOAD_BYTES_LIMIT,
+  SEGMENT_BYTES_DEFAULT,
+  SEGMENT_BYTES_MAX,
+  SEGMENT_BYTES_MIN,
+  SEGMENT_HEADER_BYTES,
+} from "../domain/limits.ts";
+import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
+import { FileSegmentWriter } from "./file-segment-writer.ts";
+import { MappedSegmentWriter } from "./mapped-segment-writer.ts";
+import { scanSegmentFile } from "./recovery.ts";
+import {
+  decodeSegmentHeader,
+  encodeSegmentHeader,
+  parseSegmentFileName,
+  segmentFileName,
+} from "./segment-header.ts";
+import { type SegmentWriter, WRITE_MODES, type WriteMode } from "./segment-writer.ts";
+import { type IndexEntry, SparseIndex } from "./sparse-index.ts";
+
+export interface SegmentConfig {
+  writeMode: WriteMode;
+  /** Capacity of a segment file in bytes, header included. */
+  segmentBytes: number;
+  /** Largest payload accepted and recognised by recovery. */
+  maxPayloadBytes: number;
+  indexIntervalBytes: number;
+}
+
+export const DEFAULT_SEGMENT_CONFIG: Readonly<SegmentConfig> = {
+  writeMode: "mapped",
+  segmentBytes: SEGMENT_BYTES_DEFAULT,
+  maxPayloadBytes: RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  indexIntervalBytes: INDEX_INTERVAL_BYTES_DEFAULT,
+};
+
+/** Fills in defaults and refuses impossible values with a clear message. */
+export function segmentConfig(partial: Partial<SegmentConfig> = {}): SegmentConfig {
+  const config = { ...DEFAULT_SEGMENT_CONFIG, ...partial };
+  if (!WRITE_MODES.includes(config.writeMode)) {
+    throw new InvalidArgumentError(
+      `write mode must be one of ${WRITE_MODES.join(", ")}, got ${String(config.writeMode)}`,
+    );
+  }
+  const { segmentBytes, maxPayloadBytes, indexIntervalBytes } = config;
+  if (
+    !Number.isInteger(segmentBytes) ||
+    segmentBytes < SEGMENT_BYTES_MIN ||
+    segmentBytes > SEGMENT_BYTES_MAX
+  ) {
+    throw new InvalidArgumentError(
+      `segment size must be in [${SEGMENT_BYTES_MIN}, ${SEGMENT_BYTES_MAX}] bytes, got ${segmentBytes}`,
+    );
+  }
+  if (
+    !Number.isInteger(maxPayloadBytes) ||
+    maxPayloadBytes < 1 ||
+    maxPayloadBytes > RECORD_PAYLOAD_BYTES_LIMIT
+  ) {
+    throw new InvalidArgumentError(
+      `maximum record size must be in [1, ${RECORD_PAYLOAD_BYTES_LIMIT}] bytes, got ${maxPayloadBytes}`,
+    );
+  }
+  if (!Number.isInteger(indexIntervalBytes) || indexIntervalBytes < 1) {
+    throw new InvalidArgumentError(
+      `index interval must be a positive number of bytes, got ${indexIntervalBytes}`,
+    );
+  }
+  return config;
+}
+
+/** What opening a segment for append found and did. */
+export interface SegmentRecoveryReport {
+  path: string;
+  baseOffset: Offset;
+  recordCount: number;
+  /** End of the valid prefix; the next append lands here. */
+  validEndBytes: number;
+  /** Why the scan stopped ("end" or "zero-length" are a clean end of log). */
+  stop: ScanStop;
+  scannedBytes: number;
+  /** Bytes cut from the end of the file (torn or invalid records, garbage, mapped-file padding). */
+  cutBytes: number;
+}
+
+/** A byte range of a segment file, for a zero-copy send. Filled in place by `fileRange`. */
+export interface FileRange {
+  fd: number;
+  position: number;
+  lengthBytes: number;
+  firstOffset: number;
+  recordCount: number;
+}
+
+export function newFileRange(): FileRange {
+  return { fd: -1, position: 0, lengthBytes: 0, firstOffset: 0, recordCount: 0 };
+}
+
+/** The result of a copying read: framed records, CRC-checked, in a buffer the caller may keep. */
+export interface RecordsRead {
+  records: Uint8Array;
+  firstOffset: number;
+  recordCount: number;
+}
+
+// One scratch buffer for the short forward scans of lookups. JS runs one call at a time and lookups
+// are synchronous, so sharing it is safe and saves an allocation per read.
+const SCRATCH_BYTES = 64 * 1024;
+const scratch = new Uint8Array(SCRATCH_BYTES);
+const header = new Uint8Array(SEGMENT_HEADER_BYTES);
+const readScan = newScanResult();
+
+export class Segment {
+  readonly path: string;
+  readonly baseOffset: Offset;
+  readonly config: SegmentConfig;
+  private writer: SegmentWriter | undefined;
+  private index: SparseIndex;
+  /** The index covers every record before this position / relative offset. */
+  private indexedEndBytes: number;
+  private indexedRecords: number;
+  private sealedSizeBytes: number;
+  private sealedForcedBytes: number;
+  private publishedNextOffset: Offset;
+  private readFd = -1;
+  private readers = 0;
+  private deleted = false;
+  private closed = false;
+  private lastAppendMs: number;
+  private readonly entry: IndexEntry = { relativeOffset: 0, position: 0 };
+
+  private constructor(
+    filePath: string,
+    baseOffset: Offset,
+    config: SegmentConfig,
+    writer: SegmentWriter | undefined,
+    sizeBytes: number,
+    nextOffset: Offset,
+    indexComplete: boolean,
+  ) {
+    this.path = filePath;
+    this.baseOffset = baseOffset;
+    this.config = config;
+    this.writer = writer;
+    this.index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
+    this.sealedSizeBytes = sizeBytes;
+    this.sealedForcedBytes = sizeBytes;
+    this.publishedNextOffset = nextOffset;
+    this.indexedEndBytes = indexComplete ? sizeBytes : SEGMENT_HEADER_BYTES;
+    this.indexedRecords = indexComplete ? nextOffset - baseOffset : 0;
+    this.lastAppendMs = Date.now();
+  }
+
+  /** Creates `<directory>/<base offset>.log` with its header and opens it for append. */
+  static create(directory: string, baseOffset: Offset, config: SegmentConfig): Segment {
+    const filePath = path.join(directory, segmentFileName(baseOffset));
+    const fd = openFile(filePath, "createNew");
+    try {
+      pwriteAll(fd, encodeSegmentHeader(baseOffset), 0, SEGMENT_HEADER_BYTES, 0, filePath);
+    } catch (error) {
+      closeFile(fd, filePath);
+      unlinkFile(filePath);
+      throw error;
+    }
+    const writer = createWriter(config.writeMode, filePath, fd, SEGMENT_HEADER_BYTES, config.segmentBytes);
+    return new Segment(filePath, baseOffset, config, writer, SEGMENT_HEADER_BYTES, baseOffset, true);
+  }
+
+  /**
+   * Opens an existing segment for append, whatever path wrote it: checks the header, scans every
+   * record (length and CRC, in large chunks) while rebuilding the index, cuts the file after the last
+   * valid record so that nothing behind the cut can come back, and makes the cut durable. The next
+   * append lands exactly at the end of the valid prefix.
+   */
+  static openForAppend(
+    filePath: string,
+    config: SegmentConfig,
+  ): { segment: Segment; report: SegmentRecoveryReport } {
+    const fd = openFile(filePath, "readWrite");
+    let writer: SegmentWriter | undefined;
+    try {
+      const baseOffset = readHeader(fd, filePath);
+      const sizeOnDisk = fileSize(fd, filePath);
+      const index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
+      const scan = scanSegmentFile(
+        fd,
+        filePath,
+        SEGMENT_HEADER_BYTES,
+        0,
+        sizeOnDisk,
+        config.maxPayloadBytes,
+        true,
+        index,
+      );
+      const validEnd = scan.endPosition;
+      if (sizeOnDisk !== validEnd) {
+        // Cut and make the cut durable before anything new is written behind it: otherwise a crash
+        // could leave new records followed by old ones from behind the cut (resurrection).
+        truncateFile(fd, validEnd, filePath);
+        datasyncNow(fd, filePath);
+      }
+      const capacity = Math.max(config.segmentBytes, validEnd);
+      writer = createWriter(config.writeMode, filePath, fd, validEnd, capacity);
+      const nextOffset = (baseOffset + scan.recordCount) as Offset;
+      const segment = new Segment(filePath, baseOffset, config, writer, validEnd, nextOffset, true);
+      segment.index = index;
+      const report: SegmentRecoveryReport = {
+        path: filePath,
+        baseOffset,
+        recordCount: scan.recordCount,
+        validEndBytes: validEnd,
+        stop: scan.stop,
+        scannedBytes: scan.scannedBytes,
+        cutBytes: sizeOnDisk - validEnd,
+      };
+      return { segment, report };
+    } catch (error) {
+      if (writer === undefined) closeFile(fd, filePath);
+      else writer.close();
+      throw error;
+    }
+  }
+
+  /**
+   * Opens a sealed segment for reading without scanning it (fast restart). The caller vouches for
+   * `nextOffset` (the next segment's base offset) and for the file being trimmed to its records,
+   * which is how a sealed segment is left once it was forced. The index is built on the first read.
+   */
+  static openSealed(filePath: string, config: SegmentConfig, nextOffset: Offset): Segment {
+    const fd = openFile(filePath, "read");
+    try {
+      const baseOffset = readHeader(fd, filePath);
+      if (nextOffset < baseOffset) {
+        throw new BadSegmentFileError(
+          filePath,
+          `next offset ${nextOffset} lies before base offset ${baseOffset}`,
+        );
+      }
+      const sizeBytes = fileSize(fd, filePath);
+      const segment = new Segment(filePath, baseOffset, config, undefined, sizeBytes, nextOffset, false);
+      segment.readFd = fd;
+      return segment;
+    } catch (error) {
+      closeFile(fd, filePath);
+      throw error;
+    }
+  }
+
+  get nextOffset(): Offset {
+    return this.publishedNextOffset;
+  }
+
+  get recordCount(): number {
+    return this.publishedNextOffset - this.baseOffset;
+  }
+
+  /** Published size in bytes, header included. */
+  get sizeBytes(): number {
+    return this.writer === undefined ? this.sealedSizeBytes : this.writer.sizeBytes;
+  }
+
+  /** Size covered by a completed force. */
+  get forcedBytes(): number {
+    return this.writer === undefined ? this.sealedForcedBytes : this.writer.forcedBytes;
+  }
+
+  get isActive(): boolean {
+    return this.writer !== undefined;
+  }
+
+  get writeMode(): WriteMode | undefined {
+    return this.writer?.writeMode;
+  }
+
+  /** Wall-clock time of the last append (or of opening), for retention by age. */
+  get lastAppendTimeMs(): number {
+    return this.lastAppendMs;
+  }
+
+  get failure(): unknown {
+    return this.writer?.failure;
+  }
+
+  /** Bytes the batch would add; lets the caller roll before an append that cannot fit. */
+  hasRoomFor(batchBytes: number): boolean {
+    const writer = this.writer;
+    return writer !== undefined && batchBytes <= writer.capacityBytes - writer.sizeBytes;
+  }
+
+  /**
+   * Appends a batch of framed records as one unit and returns the offset of its first record.
+   * The batch is walked once: every length is checked (and every CRC when `verifyCrc`), index entries
+   * are offered, and the records are counted. A batch with any bad record is refused whole with a
+   * CorruptRecordError naming the position inside the batch; nothing is written.
+   */
+  append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
+    const writer = this.writer;
+    if (writer === undefined) throw new ClosedError(`segment ${this.path} is sealed and`);
+    const batchBytes = batch.length;
+    if (batchBytes === 0) throw new InvalidArgumentError("a batch must hold at least one record");
+    const recordCount = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
+    const position = writer.sizeBytes;
+    writer.append(batch);
+    const firstOffset = this.publishedNextOffset;
+    // Offer index entries for the new records. Only records starting an interval past the last entry
+    // are stored, so for small batches this loop ends after reading a few lengths.
+    const index = this.index;
+    const firstRelative = firstOffset - this.baseOffset;
+    let at = 0;
+    for (let i = 0; i < recordCount; i++) {
+      index.offer(firstRelative + i, position + at);
+      at += RECORD_HEADER_BYTES + readUint32(batch, at);
+    }
+    this.indexedEndBytes = position + batchBytes;
+    this.indexedRecords = firstRelative + recordCount;
+    this.lastAppendMs = nowMs;
+    this.publishedNextOffset = (firstOffset + recordCount) as Offset; // publish last
+    return firstOffset;
+  }
+
+  /** Makes every record appended before the call durable, off the event loop. */
+  async force(): Promise<void> {
+    if (this.writer !== undefined) return this.writer.force();
+    const target = this.sealedSizeBytes;
+    if (target === this.sealedForcedBytes || this.readFd < 0) return;
+    // fdatasync through the read descriptor flushes the file's dirty pages however they got dirty.
+    await datasync(this.readFd, this.path);
+    this.sealedForcedBytes = target;
+  }
+
+  /** Like force, on the calling thread. */
+  forceNow(): void {
+    if (this.writer !== undefined) {
+      this.writer.forceNow();
+      return;
+    }
+    if (this.sealedSizeBytes === this.sealedForcedBytes) return;
+    datasyncNow(this.ensureReadFd(), this.path);
+    this.sealedForcedBytes = this.sealedSizeBytes;
+  }
+
+  /**
+   * Ends appends: the writer is closed (a mapped file is trimmed to its records and unmapped). Does
+   * not force; data not yet forced stays in the page cache and `force()` still covers it.
+   */
+  seal(): void {
+    const writer = this.writer;
+    if (writer === undefined) return;
+    this.sealedSizeBytes = writer.sizeBytes;
+    this.sealedForcedBytes = writer.forcedBytes;
+    // Keep a descriptor across the writer's close, so a pending force can still reach the file.
+    this.ensureReadFd();
+    this.writer = undefined;
+    writer.close();
+  }
+
+  // --- Reading -----------------------------------------------------------------------------------
+
+  /** Marks one more reader. A deleted segment's descriptor stays open until every reader released. */
+  acquire(): void {
+    if (this.closed) throw new ClosedError(`segment ${this.path}`);
+    this.readers++;
+  }
+
+  release(): void {
+    assert(this.readers > 0, "release without acquire");
+    this.readers--;
+    if (this.readers === 0 && this.deleted) this.closeDescriptors();
+  }
+
+  get readerCount(): number {
+    return this.readers;
+  }
+
+  /** Position of the record with `offset` (baseOffset ≤ offset < nextOffset). */
+  positionOf(offset: number): number {
+    const relative = offset - this.baseOffset;
+    if (relative < 0 || offset >= this.publishedNextOffset) {
+      throw new OffsetOutOfRangeError(offset, this.baseOffset, this.publishedNextOffset);
+    }
+    this.ensureIndexed();
+    const entry = this.index.lookup(relative, this.entry);
+    return this.hop(entry.relativeOffset, entry.position, relative);
+  }
+
+  /**
+   * Copying read: complete records from `offset` on, at most `maxBytes` of them (but always the first
+   * record, however large, so a consumer can make progress). Every CRC is checked; a bad record ends
+   * the read, and a read that would start at a bad record throws CorruptRecordError.
+   */
+  read(offset: number, maxBytes: number): RecordsRead {
+    const fd = this.ensureReadFd();
+    const position = this.positionOf(offset);
+    const sizeBytes = this.sizeBytes;
+    const firstBytes = this.recordBytesAt(fd, position, sizeBytes);
+    const length = Math.max(firstBytes, Math.min(maxBytes, sizeBytes - position));
+    const records = new Uint8Array(length);
+    const got = preadFull(fd, records, 0, length, position, this.path);
+    const view = new DataView(records.buffer);
+    scanRecords(records, view, 0, got, this.config.maxPayloadBytes, true, readScan);
+    if (readScan.recordCount === 0) {
+      throw new CorruptRecordError(describeStop(readScan.stop), position, this.path);
+    }
+    const available = this.publishedNextOffset - offset;
+    const recordCount = Math.min(readScan.recordCount, available);
+    return { records: records.subarray(0, readScan.endPosition), firstOffset: offset, recordCount };
+  }
+
+  /**
+   * Zero-copy read: the file range holding complete records from `offset` on, at most `maxBytes`
+   * (but always the whole first record). The range ends on a record boundary, found through the
+   * index with a short scan, so a consumer never receives a partial record. Bytes are not checked
+   * here: the consumer checks every CRC. The caller must hold `acquire()` while it uses `out.fd`.
+   */
+  fileRange(offset: number, maxBytes: number, out: FileRange): FileRange {
+    const fd = this.ensureReadFd();
+    const position = this.positionOf(offset);
+    const sizeBytes = this.sizeBytes;
+    const relative = offset - this.baseOffset;
+    let end: number;
+    let endRelative: number;
+    if (position + maxBytes >= sizeBytes) {
+      end = sizeBytes;
+      endRelative = this.publishedNextOffset - this.baseOffset;
+    } else {
+      // The last record boundary ≤ position + maxBytes: from the index entry at or before the limit
+      // (or from our own record, whichever is later), hop while the next record still fits.
+      const limit = position + maxBytes;
+      const entry = this.index.floorByPosition(limit, this.entry);
+      let at = position;
+      let atRelative = relative;
+      if (entry.position > position) {
+        at = entry.position;
+        atRelative = entry.relativeOffset;
+      }
+      const bounds = this.hopWhileFits(fd, at, atRelative, limit, sizeBytes);
+      end = bounds.position;
+      endRelative = bounds.relative;
+      if (end === position) {
+        end = position + this.recordBytesAt(fd, position, sizeBytes);
+        endRelative = relative + 1;
+      }
+    }
+    out.fd = fd;
+    out.position = position;
+    out.lengthBytes = end - position;
+    out.firstOffset = offset;
+    out.recordCount = endRelative - relative;
+    return out;
+  }
+
+  // --- Lifetime ----------------------------------------------------------------------------------
+
+  /**
+   * Unlinks the file now. The writer (if any) is closed; the read descriptor is closed when the last
+   * reader releases, so a reader that started this segment finishes it.
+   */
+  delete(): void {
+    if (this.deleted) return;
+    this.deleted = true;
+    const writer = this.writer;
+    this.writer = undefined;
+    if (writer !== undefined) {
+      this.sealedSizeBytes = writer.sizeBytes;
+      this.ensureReadFd();
+      writer.close();
+    }
+    unlinkFile(this.path);
+    if (this.readers === 0) this.closeDescriptors();
+  }
+
+  get isDeleted(): boolean {
+    return this.deleted;
+  }
+
+  /** Closes the writer (without forcing) and the read descriptor. Readers must have released. */
+  close(): void {
+    if (this.closed) return;
+    const writer = this.writer;
+    if (writer !== undefined) {
+      this.sealedSizeBytes = writer.sizeBytes;
+      this.writer = undefined;
+      writer.close();
+    }
+    this.closeDescriptors();
+  }
+
+  /** The read descriptor is open (for tests of descriptor hygiene). */
+  get hasOpenDescriptor(): boolean {
+    return this.readFd >= 0 || this.writer !== undefined;
+  }
+
+  private closeDescriptors(): void {
+    this.closed = true;
+    const fd = this.readFd;
+    this.readFd = -1;
+    if (fd >= 0) closeFile(fd, this.path);
+  }
+
+  private ensureReadFd(): number {
+    if (this.readFd >= 0) return this.readFd;
+    if (this.closed) throw new ClosedError(`segment ${this.path}`);
+    this.readFd = openFile(this.path, "read");
+    return this.readFd;
+  }
+
+  /** Builds the index of a segment opened without a scan (lengths only; it was verified before). */
+  private ensureIndexed(): void {
+    const sizeBytes = this.sizeBytes;
+    if (this.indexedEndBytes >= sizeBytes) return;
+    const fd = this.ensureReadFd();
+    const scan = scanSegmentFile(
+      fd,
+      this.path,
+      this.indexedEndBytes,
+      this.indexedRecords,
+      sizeBytes,
+      this.config.maxPayloadBytes,
+      false,
+      this.index,
+    );
+    const expected = this.publishedNextOffset - this.baseOffset;
+    if (scan.endPosition !== sizeBytes || this.indexedRecords + scan.recordCount !== expected) {
+      throw new CorruptRecordError(
+        `sealed segment holds ${this.indexedRecords + scan.recordCount} readable records up to byte ` +
+          `${scan.endPosition} of ${sizeBytes}, expected ${expected} (${describeStop(scan.stop)})`,
+        scan.endPosition,
+        this.path,
+      );
+    }
+    this.indexedEndBytes = sizeBytes;
+    this.indexedRecords = expected;
+  }
+
+  /** From (relative, position) hop over length prefixes to `targetRelative`; returns its position. */
+  private hop(fromRelative: number, fromPosition: number, targetRelative: number): number {
+    if (fromRelative === targetRelative) return fromPosition;
+    const fd = this.ensureReadFd();
+    const sizeBytes = this.sizeBytes;
+    let relative = fromRelative;
+    let position = fromPosition;
+    let bufferStart = 0;
+    let bufferEnd = 0;
+    while (relative < targetRelative) {
+      if (position < bufferStart || position + 4 > bufferEnd) {
+        bufferStart = position;
+        bufferEnd =
+          position +
+          preadFull(fd, scratch, 0, Math.min(SCRATCH_BYTES, sizeBytes - position), position, this.path);
+        if (bufferEnd < position + 4)
+          throw new CorruptRecordError("record header past the end of the segment", position, this.path);
+      }
+      position += RECORD_HEADER_BYTES + readUint32(scratch, position - bufferStart);
+      relative++;
+    }
+    return position;
+  }
+
+  private readonly bounds = { position: 0, relative: 0 };
+
+  /** Hops from a record boundary while the next record ends at or before `limit`. */
+  private hopWhileFits(
+    fd: number,
+    fromPosition: number,
+    fromRelative: number,
+    limit: number,
+    sizeBytes: number,
+  ): { position: number; relative: number } {
+    let position = fromPosition;
+    let relative = fromRelative;
+    let bufferStart = 0;
+    let bufferEnd = 0;
+    while (position + RECORD_HEADER_BYTES <= limit) {
+      if (position < bufferStart || position + 4 > bufferEnd) {
+        bufferStart = position;
+        bufferEnd =
+          position +
+          preadFull(fd, scratch, 0, Math.min(SCRATCH_BYTES, sizeBytes - position), position, this.path);
+        if (bufferEnd < position + 4) break;
+      }
+      const next = position + RECORD_HEADER_BYTES + readUint32(scratch, position - bufferStart);
+      if (next > limit) break;
+      position = next;
+      relative++;
+    }
+    this.bounds.position = position;
+    this.bounds.relative = relative;
+    return this.bounds;
+  }
+
+  private recordBytesAt(fd: number, position: number, sizeBytes: number): number {
+    if (preadFull(fd, scratch, 0, 4, position, this.path) < 4) {
+      throw new CorruptRecordError("record header past the end of the segment", position, this.path);
+    }
+    const length = readUint32(scratch, 0);
+    const recordBytes = RECORD_HEADER_BYTES + length;
+    if (length === 0 || length > this.config.maxPayloadBytes || position + recordBytes > sizeBytes) {
+      throw new CorruptRecordError(`record length ${length} is invalid here`, position, this.path);
+    }
+    return recordBytes;
+  }
+}
+
+function createWriter(
+  mode: WriteMode,
+  filePath: string,
+  fd: number,
+  sizeBytes: number,
+  capacity: number,
+): SegmentWriter {
+  return mode === "mapped"
+    ? new MappedSegmentWriter(filePath, fd, sizeBytes, capacity)
+    : new FileSegmentWriter(filePath, fd, sizeBytes, capacity);
+}
+
+function readHeader(fd: number, filePath: string): Offset {
+  const got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
+  return decodeSegmentHeader(header, got, filePath, parseSegmentFileName(path.basename(filePath)));
+}
+
+/**
+ * Walks a batch of framed records and returns how many it holds, or throws CorruptRecordError with
+ * the position inside the batch of the first record that is empty, too large, cut short or (with
+ * `verifyCrc`) fails its CRC.
+ */
+export function countBatch(batch: Uint8Array, maxPayloadBytes: number, verifyCrc: boolean): number {
+  const end = batch.length;
+  let position = 0;
+  let count = 0;
+  while (position < end) {
+    if (end - position < RECORD_HEADER_BYTES) {
+      throw new CorruptRecordError(`${end - position} trailing bytes are not a record`, position);
+    }
+    const length = readUint32(batch, position);
+    if (length === 0)
+      throw new CorruptRecordError("record length 0 (empty records are not allowed)", position);
+    if (length > maxPayloadBytes) throw new RecordTooLargeError(length, maxPayloadBytes);
+    const recordEnd = position + RECORD_HEADER_BYTES + length;
+    if (recordEnd > end) {
+      throw new CorruptRecordError(`record of ${length} bytes runs past the end of the batch`, position);
+    }
+    if (
+      verifyCrc &&
+      crc32c(batch, position + RECORD_HEADER_BYTES, recordEnd) !== readUint32(batch, position + 4)
+    ) {
+      throw new CorruptRecordError("CRC32C mismatch", position);
+    }
+    count++;
+    position = recordEnd;
+  }
+  return count;
+}
+
+function describeStop(stop: ScanStop): string {
+  switch (stop) {
+    case "end":
+      return "end of data";
+    case "zero-length":
+      return "zero length (end-of-log marker)";
+    case "bad-length":
+      return "record length out of range";
+    case "truncated":
+      return "record cut short";
+    case "crc-mismatch":
+      return "CRC32C mismatch";
+  }
+}
