@@ -1,0 +1,52 @@
+/** Reading a child process's stdout line by line, waiting for conditions instead of time. */
+
+export class LineReader {
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  private buffered = "";
+  private ended = false;
+
+  constructor(stream: ReadableStream<Uint8Array>) {
+    this.reader = stream.getReader();
+  }
+
+  /** The next line, or undefined at end of stream. */
+  async nextLine(): Promise<string | undefined> {
+    for (;;) {
+      const newline = this.buffered.indexOf("\n");
+      if (newline >= 0) {
+        const line = this.buffered.slice(0, newline);
+        this.buffered = this.buffered.slice(newline + 1);
+        return line;
+      }
+      if (this.ended) {
+        if (this.buffered === "") return undefined;
+        const rest = this.buffered;
+        this.buffered = "";
+        return rest;
+      }
+      const { value, done } = await this.reader.read();
+      if (done) this.ended = true;
+      else this.buffered += this.decoder.decode(value, { stream: true });
+    }
+  }
+
+  /** Reads lines until `predicate` accepts one; returns it (throws at end of stream). */
+  async waitFor(predicate: (line: string) => boolean, what: string): Promise<string> {
+    for (;;) {
+      const line = await this.nextLine();
+      if (line === undefined) throw new Error(`stream ended before ${what}`);
+      if (predicate(line)) return line;
+    }
+  }
+
+  /** Every remaining line until the stream ends. */
+  async rest(): Promise<string[]> {
+    const lines: string[] = [];
+    for (;;) {
+      const line = await this.nextLine();
+      if (line === undefined) return lines;
+      lines.push(line);
+    }
+  }
+}
