@@ -169,11 +169,13 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(`byte surgery, %s write path (s
     damaged.fill(0, pristine.positions[victim]!, pristine.positions[victim]! + 4);
     const filePath = stage(root.path, damaged);
     recoverAndCheck(filePath, config, pristine, victim, "zero length");
-    // Append one record; recover again: the old records behind the hole must stay gone.
+    // Append one record and take the file as a crash would leave it (before close, which trims a
+    // mapped file); recover that image: the old records behind the hole must stay gone.
     const { segment } = Segment.openForAppend(filePath, config);
     segment.append(frameRecords([pristine.payloads[victim]!]), true);
+    const crashImage = new Uint8Array(fs.readFileSync(filePath));
     segment.close();
-    const { segment: again, report } = Segment.openForAppend(filePath, config);
+    const { segment: again, report } = Segment.openForAppend(stage(root.path, crashImage), config);
     again.close();
     expect(report.recordCount).toBe(victim + 1);
   });
@@ -191,11 +193,13 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(`byte surgery, %s write path (s
       recoverAndCheck(filePath, config, pristine, victim, `${layout}: first recovery`);
       // A new record exactly as long as the victim: if the old bytes after it survived the cut,
       // a scan would continue straight into the old record victim+1.
+      // The file is then taken as a crash would leave it: while still open (close trims a mapped file).
       const { segment } = Segment.openForAppend(filePath, config);
       const replacement = new Uint8Array(pristine.payloads[victim]!.length).fill(0x55);
       expect(segment.append(frameRecords([replacement]), true)).toBe(BASE + victim);
+      const crashImage = new Uint8Array(fs.readFileSync(filePath));
       segment.close();
-      const { segment: again, report } = Segment.openForAppend(filePath, config);
+      const { segment: again, report } = Segment.openForAppend(stage(root.path, crashImage), config);
       try {
         expect(report.recordCount, layout).toBe(victim + 1);
         expect(again.nextOffset, layout).toBe(BASE + victim + 1);
