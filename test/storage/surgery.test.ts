@@ -167,8 +167,9 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(`byte surgery, %s write path (s
     const victim = 12;
     const damaged = pristine.bytes.slice();
     damaged.fill(0, pristine.positions[victim]!, pristine.positions[victim]! + 4);
+    recoverAndCheck(stage(root.path, damaged), config, pristine, victim, "zero length");
+    // A fresh copy: closing after recovery trims a mapped file, which would hide a missing cut.
     const filePath = stage(root.path, damaged);
-    recoverAndCheck(filePath, config, pristine, victim, "zero length");
     // Append one record and take the file as a crash would leave it (before close, which trims a
     // mapped file); recover that image: the old records behind the hole must stay gone.
     const { segment } = Segment.openForAppend(filePath, config);
@@ -189,8 +190,9 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(`byte surgery, %s write path (s
       const damaged = layout === "trimmed" ? pristine.bytes.slice() : zeroFrom(pristine.bytes, pristine.bytes.length);
       // Break record `victim`'s CRC. Records victim+1.. remain intact on disk behind it.
       damaged[pristine.positions[victim]! + RECORD_HEADER_BYTES]! ^= 0xff;
+      recoverAndCheck(stage(root.path, damaged), config, pristine, victim, `${layout}: first recovery`);
+      // A fresh copy: closing after recovery trims a mapped file, which would hide a missing cut.
       const filePath = stage(root.path, damaged);
-      recoverAndCheck(filePath, config, pristine, victim, `${layout}: first recovery`);
       // A new record exactly as long as the victim: if the old bytes after it survived the cut,
       // a scan would continue straight into the old record victim+1.
       // The file is then taken as a crash would leave it: while still open (close trims a mapped file).
