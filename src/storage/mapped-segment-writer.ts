@@ -81,14 +81,24 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
 
   /** Reserves disk blocks up to at least `end`, a step ahead, so stores never meet a full disk. */
   private reserve(end: number): void {
-    const target = Math.min(this.mappingBytes, roundUpToPage(end + MAPPED_RESERVE_STEP_BYTES));
     const start = this.reservedEnd - (this.reservedEnd % PAGE_BYTES);
+    const target = Math.min(this.mappingBytes, roundUpToPage(end + MAPPED_RESERVE_STEP_BYTES));
     if (this.fallocateSupported) {
-      if (allocateBlocks(this.mapping.fd, start, target - start, this.path)) {
-        this.reservedEnd = target;
+      try {
+        if (allocateBlocks(this.mapping.fd, start, target - start, this.path)) {
+          this.reservedEnd = target;
+          return;
+        }
+        this.fallocateSupported = false;
+      } catch (error) {
+        // A disk with room for this batch but not for a whole step ahead: reserve just what the batch
+        // needs. If even that fails, the disk is full and the caller gets ENOSPC.
+        if (!isDiskFull(error)) throw error;
+        const needed = Math.min(this.mappingBytes, roundUpToPage(end));
+        allocateBlocks(this.mapping.fd, start, needed - start, this.path);
+        this.reservedEnd = needed;
         return;
       }
-      this.fallocateSupported = false;
     }
     // No fallocate here: writing zeros makes the file system allocate just the same. Only bytes
     // beyond the published size are written, so no record is touched.
