@@ -1,0 +1,111 @@
+/**
+ * Style and layering rules checked mechanically (Kafka's import-control, TigerBeetle's tidy.zig).
+ *
+ * The layer table below is the architecture: think hard before adding an edge. An arrow means "may
+ * import". The record codec sits below both storage and protocol because the same bytes live on
+ * disk and on the wire (DESIGN invariant 4); it may use ffi/ only for CRC32C.
+ */
+import { expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+
+const ROOT = path.resolve(import.meta.dir, "../..");
+
+const LAYERS: Record<string, string[]> = {
+  "src/domain": ["src/domain"],
+  ffi: ["ffi", "src/domain"],
+  "src/record": ["src/record", "src/domain", "ffi/crc32c.ts"],
+  "src/storage": ["src/storage", "src/record", "src/domain", "ffi"],
+  "src/broker": ["src/broker", "src/storage", "src/record", "src/domain", "ffi"],
+  "src/protocol": ["src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
+  "src/server": ["src/server", "src/broker", "src/storage", "src/protocol", "src/record", "src/domain", "ffi"],
+  "src/client": ["src/client", "src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
+};
+/** Composition roots: they may import anything, and nothing imports them. */
+const ROOTS = ["src/cli", "src/main.ts", "src/index.ts"];
+
+function sourceFiles(directory: string): string[] {
+  const out: string[] = [];
+  for (const entry of fs.readdirSync(path.join(ROOT, directory), { withFileTypes: true })) {
+    const relative = path.join(directory, entry.name);
+    if (entry.isDirectory()) out.push(...sourceFiles(relative));
+    else if (entry.name.endsWith(".ts")) out.push(relative);
+  }
+  return out;
+}
+
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(path.join(ROOT, file), "utf8");
+  const specifiers: string[] = [];
+  for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)[^"'`;]*?from\s*["']([^"']+)["']/g)) {
+    specifiers.push(match[1]!);
+  }
+  for (const match of text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)) specifiers.push(match[1]!);
+  return specifiers;
+}
+
+function layerOf(file: string): string | undefined {
+  return Object.keys(LAYERS)
+    .filter((layer) => file === layer || file.startsWith(`${layer}/`))
+    .sort((a, b) => b.length - a.length)[0];
+}
+
+const files = [...sourceFiles("src"), ...sourceFiles("ffi")];
+
+test("imports follow the layer table; nothing imports a composition root", () => {
+  const violations: string[] = [];
+  for (const file of files) {
+    const layer = layerOf(file);
+    const isRoot = ROOTS.some((root) => file === root || file.startsWith(`${root}/`));
+    for (const specifier of importsOf(file)) {
+      if (!specifier.startsWith(".")) continue;
+      const target = path.relative(ROOT, path.resolve(ROOT, path.dirname(file), specifier));
+      if (ROOTS.some((root) => target === root || target.startsWith(`${root}/`)) && !isRoot) {
+        violations.push(`${file} imports the composition root ${target}`);
+        continue;
+      }
+      if (isRoot || layer === undefined) continue;
+      const allowed = LAYERS[layer]!;
+      if (!allowed.some((prefix) => target === prefix || target.startsWith(`${prefix}/`))) {
+        violations.push(`${file} (${layer}) may not import ${target}`);
+      }
+    }
+  }
+  expect(violations).toEqual([]);
+});
+
+test("only ffi/ imports bun:ffi; the protocol codec does no I/O", () => {
+  const violations: string[] = [];
+  for (const file of files) {
+    for (const specifier of importsOf(file)) {
+      if (specifier === "bun:ffi" && !file.startsWith("ffi/")) violations.push(`${file} imports bun:ffi`);
+      if (file.startsWith("src/protocol/") && (specifier.startsWith("node:") || specifier.startsWith("bun"))) {
+        violations.push(`${file} imports ${specifier}`);
+      }
+    }
+  }
+  expect(violations).toEqual([]);
+});
+
+test("no `any`, no console.log in library code, no FIXME", () => {
+  const violations: string[] = [];
+  for (const file of files) {
+    const text = fs.readFileSync(path.join(ROOT, file), "utf8");
+    const lines = text.split("\n");
+    lines.forEach((line, i) => {
+      const code = line.replace(/\/\/.*$/, "");
+      if (/(:\s*any\b|\bas any\b|<any>)/.test(code)) violations.push(`${file}:${i + 1} uses any`);
+      if (/FIXME/.test(line)) violations.push(`${file}:${i + 1} has a FIXME`);
+      const mayPrint = ROOTS.some((root) => file === root || file.startsWith(`${root}/`));
+      if (!mayPrint && /console\.log\(/.test(code)) violations.push(`${file}:${i + 1} prints with console.log`);
+    });
+  }
+  expect(violations).toEqual([]);
+});
+
+test("every storage and protocol file opens with a comment saying what it owns", () => {
+  const missing = files
+    .filter((file) => /^(src\/(storage|protocol|record)|ffi)\//.test(file))
+    .filter((file) => !fs.readFileSync(path.join(ROOT, file), "utf8").trimStart().startsWith("/**"));
+  expect(missing).toEqual([]);
+});
