@@ -6,11 +6,11 @@
 import { describe, expect, test } from "bun:test";
 import path from "node:path";
 import {
+  type Crc32cFunction,
   crc32c,
   crc32cImplementation,
   crc32cIsal,
   crc32cPortable,
-  type Crc32cFunction,
 } from "../../ffi/crc32c.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 
@@ -18,9 +18,9 @@ const SEED = testSeed();
 
 // RFC 3720 appendix B.4 test vectors, plus the usual "123456789" check value.
 const ISCSI_READ_PDU = [
-  0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00,
-  0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00,
-  0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00,
+  0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18, 0x28, 0x00, 0x00, 0x00,
+  0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 ];
 const VECTORS: [string, Uint8Array, number][] = [
   ["123456789", new TextEncoder().encode("123456789"), 0xe3069283],
@@ -44,13 +44,16 @@ describe.each(implementations)("crc32c, %s", (name, implementation) => {
     }
   });
 
-  test.skipIf(implementation === undefined)("a sub-range of a larger buffer is checksummed on its own", () => {
-    const inner = new TextEncoder().encode("123456789");
-    const outer = new Uint8Array(100).fill(0xaa);
-    outer.set(inner, 37);
-    expect(implementation!(outer, 37, 46)).toBe(0xe3069283);
-    expect(implementation!(outer.subarray(30), 7, 16)).toBe(0xe3069283);
-  });
+  test.skipIf(implementation === undefined)(
+    "a sub-range of a larger buffer is checksummed on its own",
+    () => {
+      const inner = new TextEncoder().encode("123456789");
+      const outer = new Uint8Array(100).fill(0xaa);
+      outer.set(inner, 37);
+      expect(implementation!(outer, 37, 46)).toBe(0xe3069283);
+      expect(implementation!(outer.subarray(30), 7, 16)).toBe(0xe3069283);
+    },
+  );
 });
 
 test(`isa-l and portable agree on random buffers (seed ${SEED})`, () => {

@@ -1,7 +1,7 @@
 /** Reading a child process's stdout line by line, waiting for conditions instead of time. */
 
 export class LineReader {
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> };
   private readonly decoder = new TextDecoder();
   private buffered = "";
   private ended = false;
@@ -26,7 +26,7 @@ export class LineReader {
         return rest;
       }
       const { value, done } = await this.reader.read();
-      if (done) this.ended = true;
+      if (done || value === undefined) this.ended = true;
       else this.buffered += this.decoder.decode(value, { stream: true });
     }
   }

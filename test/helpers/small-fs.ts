@@ -12,7 +12,9 @@ export interface SmallFileSystem extends Disposable {
 }
 
 function tryMount(target: string, sizeBytes: number): string | undefined {
-  const result = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${sizeBytes}`, "tmpfs", target], { encoding: "utf8" });
+  const result = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${sizeBytes}`, "tmpfs", target], {
+    encoding: "utf8",
+  });
   if (result.status === 0) return undefined;
   return (result.stderr || result.error?.message || `mount exited with ${result.status}`).trim();
 }

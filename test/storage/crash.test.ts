@@ -20,7 +20,10 @@ const SEED = testSeed();
 const FIXTURE = path.join(import.meta.dir, "fixtures", "append-fixture.ts");
 
 function verifyPrefix(filePath: string, mode: WriteMode, forced: number): number {
-  const { segment } = Segment.openForAppend(filePath, segmentConfig({ writeMode: mode, segmentBytes: 8 * 1024 * 1024 }));
+  const { segment } = Segment.openForAppend(
+    filePath,
+    segmentConfig({ writeMode: mode, segmentBytes: 8 * 1024 * 1024 }),
+  );
   try {
     const next = segment.nextOffset;
     expect(next).toBeGreaterThanOrEqual(forced);
@@ -28,7 +31,9 @@ function verifyPrefix(filePath: string, mode: WriteMode, forced: number): number
     while (offset < next) {
       const read = segment.read(offset, 256 * 1024);
       for (const payload of payloadsOf(read.records)) {
-        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset))), `record ${offset}`).toBe(true);
+        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset))), `record ${offset}`).toBe(
+          true,
+        );
         offset++;
       }
     }
@@ -39,34 +44,38 @@ function verifyPrefix(filePath: string, mode: WriteMode, forced: number): number
   }
 }
 
-describe.each(WRITE_MODES.map((mode) => [mode]))(`kill -9, %s write path (seed ${SEED})`, (mode: WriteMode) => {
-  test("every forced record survives SIGKILL; the log is a gap-free prefix", async () => {
-    using dir = tempDir();
-    const random = new Random(SEED);
-    const filePath = path.join(dir.path, segmentFileName(0 as Offset));
-    let survived = 0;
-    for (let round = 0; round < 4; round++) {
-      const child = Bun.spawn([process.execPath, FIXTURE, dir.path, mode, String(random.int(0, 2 ** 31))], {
-        stdout: "pipe",
-        stderr: "inherit",
-      });
-      const lines = new LineReader(child.stdout);
-      const started = await lines.waitFor((line) => line.startsWith("started "), "the child started");
-      // The new child recovered at least everything the previous one had forced.
-      expect(Number(started.split(" ")[1])).toBeGreaterThanOrEqual(survived);
-      const forcesToSee = random.int(1, 40);
-      let forced = 0;
-      for (let seen = 0; seen < forcesToSee; seen++) {
-        const line = await lines.waitFor((l) => l.startsWith("forced ") || l === "full", "a forced offset");
-        if (line === "full") break;
-        forced = Number(line.split(" ")[1]);
+describe.each(WRITE_MODES.map((mode) => [mode]))(
+  `kill -9, %s write path (seed ${SEED})`,
+  (mode: WriteMode) => {
+    test("every forced record survives SIGKILL; the log is a gap-free prefix", async () => {
+      using dir = tempDir();
+      const random = new Random(SEED);
+      const filePath = path.join(dir.path, segmentFileName(0 as Offset));
+      let survived = 0;
+      for (let round = 0; round < 4; round++) {
+        const child = Bun.spawn([process.execPath, FIXTURE, dir.path, mode, String(random.int(0, 2 ** 31))], {
+          stdout: "pipe",
+          stderr: "inherit",
+        });
+        const lines = new LineReader(child.stdout);
+        const started = await lines.waitFor((line) => line.startsWith("started "), "the child started");
+        // The new child recovered at least everything the previous one had forced.
+        expect(Number(started.split(" ")[1])).toBeGreaterThanOrEqual(survived);
+        const forcesToSee = random.int(1, 40);
+        let forced = 0;
+        for (let seen = 0; seen < forcesToSee; seen++) {
+          const line = await lines.waitFor((l) => l.startsWith("forced ") || l === "full", "a forced offset");
+          if (line === "full") break;
+          forced = Number(line.split(" ")[1]);
+        }
+        child.kill("SIGKILL");
+        await child.exited;
+        expect(child.signalCode).toBe("SIGKILL");
+        // Lines printed between our last read and the kill were forced too.
+        for (const line of await lines.rest())
+          if (line.startsWith("forced ")) forced = Number(line.split(" ")[1]);
+        survived = verifyPrefix(filePath, mode, forced);
       }
-      child.kill("SIGKILL");
-      await child.exited;
-      expect(child.signalCode).toBe("SIGKILL");
-      // Lines printed between our last read and the kill were forced too.
-      for (const line of await lines.rest()) if (line.startsWith("forced ")) forced = Number(line.split(" ")[1]);
-      survived = verifyPrefix(filePath, mode, forced);
-    }
-  }, 60_000);
-});
+    }, 60_000);
+  },
+);

@@ -31,11 +31,14 @@ function batchFrom(builder: RecordBatchBuilder, firstOffset: number, count: numb
 }
 
 function expectRecords(segment: Segment, count: number): void {
-  expect(segment.nextOffset).toBe(count);
+  expect<number>(segment.nextOffset).toBe(count);
   let offset = 0;
   while (offset < count) {
     for (const payload of payloadsOf(segment.read(offset, 64 * 1024).records)) {
-      expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, 3000))), `record ${offset}`).toBe(true);
+      expect(
+        Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, 3000))),
+        `record ${offset}`,
+      ).toBe(true);
       offset++;
     }
   }
@@ -73,7 +76,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("disk full, %s write path", (mo
       expect(() => segment.append(batchFrom(builder, acknowledged, 8), false)).toThrow(/ENOSPC/);
       fs.unlinkSync(path.join(small.path, "filler"));
       segment.append(batchFrom(builder, acknowledged, 8), false);
-      expect(segment.nextOffset).toBe(acknowledged + 8);
+      expect<number>(segment.nextOffset).toBe(acknowledged + 8);
       segment.forceNow();
       // What a crash would leave: the file as it is now, recovered elsewhere.
       const image = path.join(copies.path, segmentFileName(0 as Offset));

@@ -18,7 +18,15 @@ const LAYERS: Record<string, string[]> = {
   "src/storage": ["src/storage", "src/record", "src/domain", "ffi"],
   "src/broker": ["src/broker", "src/storage", "src/record", "src/domain", "ffi"],
   "src/protocol": ["src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
-  "src/server": ["src/server", "src/broker", "src/storage", "src/protocol", "src/record", "src/domain", "ffi"],
+  "src/server": [
+    "src/server",
+    "src/broker",
+    "src/storage",
+    "src/protocol",
+    "src/record",
+    "src/domain",
+    "ffi",
+  ],
   "src/client": ["src/client", "src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
 };
 /** Composition roots: they may import anything, and nothing imports them. */
@@ -79,7 +87,10 @@ test("only ffi/ imports bun:ffi; the protocol codec does no I/O", () => {
   for (const file of files) {
     for (const specifier of importsOf(file)) {
       if (specifier === "bun:ffi" && !file.startsWith("ffi/")) violations.push(`${file} imports bun:ffi`);
-      if (file.startsWith("src/protocol/") && (specifier.startsWith("node:") || specifier.startsWith("bun"))) {
+      if (
+        file.startsWith("src/protocol/") &&
+        (specifier.startsWith("node:") || specifier.startsWith("bun"))
+      ) {
         violations.push(`${file} imports ${specifier}`);
       }
     }
@@ -97,7 +108,8 @@ test("no `any`, no console.log in library code, no FIXME", () => {
       if (/(:\s*any\b|\bas any\b|<any>)/.test(code)) violations.push(`${file}:${i + 1} uses any`);
       if (/FIXME/.test(line)) violations.push(`${file}:${i + 1} has a FIXME`);
       const mayPrint = ROOTS.some((root) => file === root || file.startsWith(`${root}/`));
-      if (!mayPrint && /console\.log\(/.test(code)) violations.push(`${file}:${i + 1} prints with console.log`);
+      if (!mayPrint && /console\.log\(/.test(code))
+        violations.push(`${file}:${i + 1} prints with console.log`);
     });
   }
   expect(violations).toEqual([]);
