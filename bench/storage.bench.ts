@@ -1,0 +1,290 @@
+/**
+ * Storage benchmarks: append (both write paths × record size × batch size × force policy), index
+ * lookup, recovery speed, CRC32C. Not part of `bun test`.
+ *
+ *   bun bench/storage.bench.ts [append|lookup|recovery|crc|all] [--seconds=N] [--gib=N]
+ *
+ * Every figure names the write path, durability policy, record size and batch size it was measured
+ * with. Appends run on fresh segments that roll at the default segment size, sustained for
+ * `--seconds` per configuration, and report the mean and the worst whole second. Appends verify every
+ * record's CRC32C as the broker does for PRODUCE. Data goes to BOOBLIK_BENCH_DIR (default
+ * ./bench-data), never to tmpfs.
+ */
+
+import fs from "node:fs";
+import path from "node:path";
+import { bench, do_not_optimize, run, summary } from "mitata";
+import { crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
+import type { Offset } from "../src/domain/ids.ts";
+import { RECORD_HEADER_BYTES, SEGMENT_BYTES_DEFAULT } from "../src/domain/limits.ts";
+import { RecordBatchBuilder } from "../src/record/batch-builder.ts";
+import { Segment, segmentConfig } from "../src/storage/segment.ts";
+import { segmentFileName } from "../src/storage/segment-header.ts";
+import { WRITE_MODES, type WriteMode } from "../src/storage/segment-writer.ts";
+import { type IndexEntry, SparseIndex } from "../src/storage/sparse-index.ts";
+import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/environment.ts";
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number): number => {
+  const found = args.find((arg) => arg.startsWith(`--${name}=`));
+  return found === undefined ? fallback : Number(found.split("=")[1]);
+};
+const section = args.find((arg) => !arg.startsWith("--")) ?? "all";
+const SECONDS = option("seconds", 3);
+const RECOVERY_GIB = option("gib", 1);
+
+function randomBatches(recordBytes: number, batchRecords: number, count: number): Uint8Array[] {
+  const batches: Uint8Array[] = [];
+  for (let b = 0; b < count; b++) {
+    const builder = new RecordBatchBuilder(batchRecords * (recordBytes + RECORD_HEADER_BYTES));
+    for (let r = 0; r < batchRecords; r++) builder.add(crypto.getRandomValues(new Uint8Array(recordBytes)));
+    batches.push(builder.bytes().slice());
+  }
+  return batches;
+}
+
+interface AppendResult {
+  recordsPerSecond: number;
+  worstSecond: number | undefined;
+  megabytesPerSecond: number;
+  forces: number;
+}
+
+async function appendRun(
+  directory: string,
+  mode: WriteMode,
+  recordBytes: number,
+  batchRecords: number,
+  forceEachBatch: boolean,
+): Promise<AppendResult> {
+  const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES_DEFAULT });
+  const batches = randomBatches(recordBytes, batchRecords, 16);
+  const batchBytes = batches[0]!.length;
+  let segment = Segment.create(directory, 0 as Offset, config);
+  const sealed: Segment[] = [];
+  let records = 0;
+  let forces = 0;
+  const start = nowMs();
+  const end = start + SECONDS * 1000;
+  const perSecond: number[] = [];
+  let secondStart = start;
+  let secondRecords = 0;
+  let i = 0;
+  for (;;) {
+    if (!segment.hasRoomFor(batchBytes)) {
+      segment.seal();
+      sealed.push(segment);
+      segment = Segment.create(directory, segment.nextOffset, config);
+    }
+    segment.append(batches[i++ & 15]!, true);
+    records += batchRecords;
+    secondRecords += batchRecords;
+    if (forceEachBatch) {
+      await segment.force();
+      forces++;
+    }
+    // Checking the clock costs ~30 ns; do it every few batches when batches are tiny.
+    if (forceEachBatch || batchRecords >= 100 || (i & 63) === 0) {
+      const now = nowMs();
+      if (now - secondStart >= 1000) {
+        perSecond.push((secondRecords * 1000) / (now - secondStart));
+        secondStart = now;
+        secondRecords = 0;
+      }
+      if (now >= end) break;
+    }
+  }
+  const elapsedSeconds = (nowMs() - start) / 1000;
+  segment.close();
+  for (const old of sealed) old.close();
+  for (const name of fs.readdirSync(directory)) fs.unlinkSync(path.join(directory, name));
+  return {
+    recordsPerSecond: records / elapsedSeconds,
+    worstSecond: perSecond.length >= 2 ? Math.min(...perSecond) : undefined,
+    megabytesPerSecond: (records * (recordBytes + RECORD_HEADER_BYTES)) / elapsedSeconds / 1e6,
+    forces,
+  };
+}
+
+async function appendSection(directory: string): Promise<void> {
+  console.log(
+    `\n## append (${SECONDS} s per run, segments of ${SEGMENT_BYTES_DEFAULT / 2 ** 20} MiB rolling, CRC verified on append)\n`,
+  );
+  console.log(
+    "Each row runs mapped, file, mapped, file in turn and reports the better of the two runs of each",
+  );
+  console.log(
+    "path (machine noise only ever slows a run down), the worst whole second of that run, and the ratio.\n",
+  );
+  console.log(
+    "| policy | record B | batch | mapped rec/s | worst s | file rec/s | worst s | mapped/file | MB/s (best) | forces/s (best) |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
+  for (const forceEachBatch of [false, true]) {
+    for (const recordBytes of [100, 1024]) {
+      for (const batchRecords of [1, 100, 1000]) {
+        const best: Partial<Record<WriteMode, AppendResult>> = {};
+        for (let repetition = 0; repetition < 2; repetition++) {
+          for (const mode of WRITE_MODES) {
+            const result = await appendRun(directory, mode, recordBytes, batchRecords, forceEachBatch);
+            const previous = best[mode];
+            if (previous === undefined || result.recordsPerSecond > previous.recordsPerSecond)
+              best[mode] = result;
+          }
+        }
+        const mapped = best.mapped!;
+        const file = best.file!;
+        const winner = mapped.recordsPerSecond >= file.recordsPerSecond ? mapped : file;
+        const worst = (r: AppendResult) => (r.worstSecond === undefined ? "-" : formatRate(r.worstSecond));
+        const policy = forceEachBatch ? "force per batch" : "no force";
+        const forcesPerSecond = forceEachBatch ? formatRate(winner.forces / SECONDS) : "-";
+        console.log(
+          `| ${policy} | ${recordBytes} | ${batchRecords} | ${formatRate(mapped.recordsPerSecond)} | ${worst(mapped)} | ` +
+            `${formatRate(file.recordsPerSecond)} | ${worst(file)} | ${(mapped.recordsPerSecond / file.recordsPerSecond).toFixed(2)} | ` +
+            `${winner.megabytesPerSecond.toFixed(0)} | ${forcesPerSecond} |`,
+        );
+      }
+    }
+  }
+}
+
+async function lookupSection(directory: string): Promise<void> {
+  console.log("\n## index lookup (index alone, then positionOf on a 128 MiB segment of 100 B records)\n");
+  const index = new SparseIndex(4096, 32);
+  let position = 32;
+  for (let relative = 0; relative < 1_200_000; relative++) {
+    index.offer(relative, position);
+    position += 108;
+  }
+  const entry: IndexEntry = { relativeOffset: 0, position: 0 };
+  const config = segmentConfig({ writeMode: "mapped" });
+  const segment = Segment.create(directory, 0 as Offset, config);
+  const batch = randomBatches(100, 1000, 1)[0]!;
+  while (segment.hasRoomFor(batch.length)) segment.append(batch, false);
+  const count = segment.recordCount;
+  let target = 0;
+  summary(() => {
+    bench(`SparseIndex.lookup, ${index.entryCount} entries`, () => {
+      target = (target + 7919) % 1_200_000;
+      do_not_optimize(index.lookup(target, entry));
+    });
+    bench(`Segment.positionOf (lookup + forward scan), ${count} records`, () => {
+      target = (target + 7919) % count;
+      do_not_optimize(segment.positionOf(target));
+    });
+  });
+  await run({ colors: false });
+  segment.close();
+  fs.unlinkSync(path.join(directory, segmentFileName(0 as Offset)));
+}
+
+function writeSegmentSet(directory: string, recordBytes: number, totalBytes: number): number {
+  const config = segmentConfig({ writeMode: "file" });
+  const batch = randomBatches(recordBytes, Math.max(1, Math.floor((1 << 20) / (recordBytes + 8))), 1)[0]!;
+  let segment = Segment.create(directory, 0 as Offset, config);
+  let written = 0;
+  while (written < totalBytes) {
+    if (!segment.hasRoomFor(batch.length)) {
+      segment.close();
+      segment = Segment.create(directory, segment.nextOffset, config);
+    }
+    segment.append(batch, false);
+    written += batch.length;
+  }
+  segment.forceNow();
+  segment.close();
+  return written;
+}
+
+function dropPageCache(): boolean {
+  try {
+    fs.writeFileSync("/proc/sys/vm/drop_caches", "3");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function recoverySection(directory: string): void {
+  console.log(
+    `\n## recovery (open for append = full CRC scan; ${RECOVERY_GIB} GiB per row; 128 MiB segments)\n`,
+  );
+  console.log("| record B | page cache | GiB scanned | seconds | GiB/s | records/s |");
+  console.log("|---|---|---|---|---|---|");
+  for (const recordBytes of [100, 1024]) {
+    const setDirectory = path.join(directory, `set-${recordBytes}`);
+    fs.mkdirSync(setDirectory);
+    writeSegmentSet(setDirectory, recordBytes, RECOVERY_GIB * 2 ** 30);
+    const files = fs.readdirSync(setDirectory).sort();
+    for (const cache of ["warm", "cold"] as const) {
+      if (cache === "cold" && !dropPageCache()) {
+        console.log(`| ${recordBytes} | cold | - | - | - | (cannot drop the page cache without root) |`);
+        continue;
+      }
+      const start = nowMs();
+      let bytes = 0;
+      let records = 0;
+      for (const name of files) {
+        const { segment, report } = Segment.openForAppend(
+          path.join(setDirectory, name),
+          segmentConfig({ writeMode: "file" }),
+        );
+        bytes += report.scannedBytes;
+        records += report.recordCount;
+        segment.close();
+      }
+      const seconds = (nowMs() - start) / 1000;
+      console.log(
+        `| ${recordBytes} | ${cache} | ${(bytes / 2 ** 30).toFixed(2)} | ${seconds.toFixed(3)} | ${(bytes / 2 ** 30 / seconds).toFixed(2)} | ${formatRate(records / seconds)} |`,
+      );
+    }
+    fs.rmSync(setDirectory, { recursive: true, force: true });
+  }
+}
+
+function plainLoopNs(f: () => void, iterations: number): number {
+  for (let i = 0; i < Math.min(1000, iterations); i++) f();
+  const start = Bun.nanoseconds();
+  for (let i = 0; i < iterations; i++) f();
+  return (Bun.nanoseconds() - start) / iterations;
+}
+
+function crcSection(): void {
+  console.log("\n## CRC32C (plain loop; mitata misreports sub-100 ns FFI calls, bun-platform §5)\n");
+  console.log("| implementation | 100 B | 1 KiB | 64 KiB | 1 MiB |");
+  console.log("|---|---|---|---|---|");
+  const sizes = [100, 1024, 65536, 1 << 20];
+  const buffers = sizes.map((size) => crypto.getRandomValues(new Uint8Array(size)));
+  for (const [name, implementation] of [
+    ["isa-l", crc32cIsal],
+    ["portable", crc32cPortable],
+  ] as const) {
+    if (implementation === undefined) {
+      console.log(`| ${name} | not installed | | | |`);
+      continue;
+    }
+    const cells = buffers.map((buffer) => {
+      let sink = 0;
+      const iterations = Math.max(20, Math.floor(2e8 / (buffer.length * (name === "portable" ? 20 : 1))));
+      const ns = plainLoopNs(() => {
+        sink ^= implementation(buffer, 0, buffer.length);
+      }, iterations);
+      do_not_optimize(sink);
+      return `${ns < 1000 ? `${ns.toFixed(0)} ns` : `${(ns / 1000).toFixed(1)} us`} (${(buffer.length / ns).toFixed(2)} GB/s)`;
+    });
+    console.log(`| ${name} | ${cells.join(" | ")} |`);
+  }
+}
+
+const directory = measurementDirectory("storage");
+console.log(
+  `# booblik storage benchmark\n\n${describeMachine(directory.fileSystem)}\ndata: ${directory.path}`,
+);
+try {
+  if (section === "append" || section === "all") await appendSection(directory.path);
+  if (section === "lookup" || section === "all") await lookupSection(directory.path);
+  if (section === "recovery" || section === "all") recoverySection(directory.path);
+  if (section === "crc" || section === "all") crcSection();
+} finally {
+  directory.remove();
+}
