@@ -9,9 +9,10 @@
  */
 import { ptr } from "bun:ffi";
 import fs from "node:fs";
+import { dirname } from "node:path";
 import { IoError } from "../src/domain/errors.ts";
-import { EINTR, EOPNOTSUPP, errnoFromName, errnoName } from "./errno.ts";
-import { lastErrno, libc } from "./libc.ts";
+import { EAGAIN, EINTR, EOPNOTSUPP, errnoFromName, errnoName } from "./errno.ts";
+import { LOCK_EX, LOCK_NB, lastErrno, libc } from "./libc.ts";
 
 export function ioError(call: string, errno: number, path: string | undefined, detail?: string): IoError {
   return new IoError(call, errno, errnoName(errno), path, detail);
@@ -53,6 +54,14 @@ export function closeFile(fd: number, path?: string): void {
 export function fileSize(fd: number, path?: string): number {
   try {
     return fs.fstatSync(fd).size;
+  } catch (error) {
+    throw fromNodeError("fstat", error, path);
+  }
+}
+
+export function fileModifiedMs(fd: number, path?: string): number {
+  try {
+    return fs.fstatSync(fd).mtimeMs;
   } catch (error) {
     throw fromNodeError("fstat", error, path);
   }
@@ -211,4 +220,86 @@ export function removeDirectoryTree(path: string): void {
 
 export function pathExists(path: string): boolean {
   return fs.existsSync(path);
+}
+
+/**
+ * Replaces `path` with `bytes` so that a crash leaves either the old or the new content, never a mix:
+ * write a temporary file, fsync it, rename it over the target, fsync the directory.
+ * Synchronous: for start-up, shutdown and administrative changes.
+ */
+export function writeFileAtomicallyNow(path: string, bytes: Uint8Array | string): void {
+  const temporary = `${path}.tmp`;
+  let fd = -1;
+  try {
+    fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644);
+    fs.writeSync(fd, typeof bytes === "string" ? Buffer.from(bytes) : bytes);
+    fs.fsyncSync(fd);
+  } catch (error) {
+    throw fromNodeError("write", error, temporary);
+  } finally {
+    if (fd >= 0) fs.closeSync(fd);
+  }
+  renameFile(temporary, path);
+  fsyncDirectory(dirname(path));
+}
+
+/** writeFileAtomicallyNow on Bun's thread pool: the event loop keeps serving meanwhile. */
+export async function writeFileAtomically(path: string, bytes: Uint8Array | string): Promise<void> {
+  const temporary = `${path}.tmp`;
+  try {
+    const handle = await fs.promises.open(temporary, "w", 0o644);
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.promises.rename(temporary, path);
+    const directory = await fs.promises.open(dirname(path), "r");
+    try {
+      await directory.sync();
+    } finally {
+      await directory.close();
+    }
+  } catch (error) {
+    throw fromNodeError("atomic write", error, path);
+  }
+}
+
+/** fsync of a directory on Bun's thread pool. */
+export async function fsyncDirectoryAsync(path: string): Promise<void> {
+  try {
+    const directory = await fs.promises.open(path, "r");
+    try {
+      await directory.sync();
+    } finally {
+      await directory.close();
+    }
+  } catch (error) {
+    throw fromNodeError("fsync(dir)", error, path);
+  }
+}
+
+export function readTextFile(path: string): string | undefined {
+  try {
+    return fs.readFileSync(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw fromNodeError("read", error, path);
+  }
+}
+
+/**
+ * Takes an exclusive advisory lock (flock) on `fd` without waiting. Returns false when another open
+ * file description holds it (another process, or another open in this one). The lock lives as long
+ * as the descriptor.
+ */
+export function tryLockExclusive(fd: number, path?: string): boolean {
+  for (;;) {
+    if (libc.flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+    const errno = lastErrno();
+    if (errno === EINTR) continue;
+    if (errno === EAGAIN) return false;
+    throw ioError("flock", errno, path);
+  }
 }

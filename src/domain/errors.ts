@@ -152,3 +152,29 @@ export class ClosedError extends BooblikError {
     super("CLOSED", `${what} is closed`);
   }
 }
+
+export class UnknownTopicOrPartitionError extends BooblikError {
+  constructor(topic: string, partition?: number) {
+    super(
+      "UNKNOWN_TOPIC_OR_PARTITION",
+      partition === undefined
+        ? `unknown topic ${JSON.stringify(topic)}`
+        : `unknown partition ${topic}/${partition}`,
+    );
+  }
+}
+
+export class TopicExistsError extends BooblikError {
+  constructor(topic: string) {
+    super("TOPIC_EXISTS", `topic ${JSON.stringify(topic)} already exists`);
+  }
+}
+
+/** Another process (or another Broker in this one) holds the data directory. */
+export class DataDirLockedError extends BooblikError {
+  readonly holder: string;
+  constructor(dataDir: string, holder: string) {
+    super("DATA_DIR_LOCKED", `data directory ${dataDir} is in use by ${holder}`);
+    this.holder = holder;
+  }
+}

@@ -55,6 +55,8 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
   forcedBytes: number;
   failure: unknown = undefined;
   protected closed = false;
+  private released = false;
+  private forcesInFlight = 0;
 
   constructor(path: string, sizeBytes: number, capacityBytes: number) {
     assert(sizeBytes <= capacityBytes, "a segment's size is within its capacity");
@@ -83,11 +85,18 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     this.checkUsable();
     const target = this.sizeBytes;
     if (target === this.forcedBytes) return;
+    // While the fdatasync waits on the thread pool, close() must not release the descriptor: the
+    // number could be reused by another open() before the pool runs the call, which would then sync
+    // the wrong file and report our data durable. close() defers the release to the last force.
+    this.forcesInFlight++;
     try {
       await this.datasync();
     } catch (error) {
       this.failure = error;
       throw error;
+    } finally {
+      this.forcesInFlight--;
+      if (this.closed && this.forcesInFlight === 0 && !this.released) this.releaseOnce();
     }
     if (target > this.forcedBytes) this.forcedBytes = target;
   }
@@ -105,9 +114,15 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     this.forcedBytes = target;
   }
 
+  /** Releases now, or after the forces in flight finished (see force()). */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.forcesInFlight === 0) this.releaseOnce();
+  }
+
+  private releaseOnce(): void {
+    this.released = true;
     this.release();
   }
 

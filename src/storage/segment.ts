@@ -22,6 +22,7 @@ import {
   closeFile,
   datasync,
   datasyncNow,
+  fileModifiedMs,
   fileSize,
   openFile,
   preadFull,
@@ -219,52 +220,99 @@ export class Segment {
    * record (length and CRC, in large chunks) while rebuilding the index, cuts the file after the last
    * valid record so that nothing behind the cut can come back, and makes the cut durable. The next
    * append lands exactly at the end of the valid prefix.
+   *
+   * `verifyCrcFrom`: records that start before this position were verified before (a recovery point)
+   * and are walked by their lengths only; the default checks every CRC.
    */
   static openForAppend(
     filePath: string,
     config: SegmentConfig,
+    verifyCrcFrom: number = SEGMENT_HEADER_BYTES,
+  ): { segment: Segment; report: SegmentRecoveryReport } {
+    return Segment.recover(filePath, config, verifyCrcFrom, true);
+  }
+
+  /**
+   * Like openForAppend, but the segment comes back sealed (no writer, no mapping): for segments
+   * behind a recovery point that are not the newest one. The cut, if any, is made the same way.
+   */
+  static openRecovered(
+    filePath: string,
+    config: SegmentConfig,
+    verifyCrcFrom: number = SEGMENT_HEADER_BYTES,
+  ): { segment: Segment; report: SegmentRecoveryReport } {
+    return Segment.recover(filePath, config, verifyCrcFrom, false);
+  }
+
+  private static recover(
+    filePath: string,
+    config: SegmentConfig,
+    verifyCrcFrom: number,
+    forAppend: boolean,
   ): { segment: Segment; report: SegmentRecoveryReport } {
     const fd = openFile(filePath, "readWrite");
     let writer: SegmentWriter | undefined;
+    let fdOwned = true;
     try {
       const baseOffset = readHeader(fd, filePath);
       const sizeOnDisk = fileSize(fd, filePath);
       const index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
-      const scan = scanSegmentFile(
+      const { maxPayloadBytes } = config;
+      // Lengths only up to the recovery point (verified before), lengths and CRCs after it.
+      const trustedEnd = Math.min(Math.max(verifyCrcFrom, SEGMENT_HEADER_BYTES), sizeOnDisk);
+      let scan = scanSegmentFile(
         fd,
         filePath,
         SEGMENT_HEADER_BYTES,
         0,
-        sizeOnDisk,
-        config.maxPayloadBytes,
-        true,
+        trustedEnd,
+        maxPayloadBytes,
+        false,
         index,
       );
-      const validEnd = scan.endPosition;
-      if (sizeOnDisk !== validEnd) {
-        // Cut and make the cut durable before anything new is written behind it: otherwise a crash
-        // could leave new records followed by old ones from behind the cut (resurrection).
-        truncateFile(fd, validEnd, filePath);
-        datasyncNow(fd, filePath);
+      let recordCount = scan.recordCount;
+      let scannedBytes = scan.scannedBytes;
+      if (scan.stop === "end" || (scan.stop === "truncated" && scan.endPosition < trustedEnd)) {
+        // A record straddling the trusted end continues in the verified part: rescan from its start.
+        const from = scan.endPosition;
+        scan = scanSegmentFile(fd, filePath, from, recordCount, sizeOnDisk, maxPayloadBytes, true, index);
+        recordCount += scan.recordCount;
+        scannedBytes += scan.scannedBytes;
       }
-      const capacity = Math.max(config.segmentBytes, validEnd);
-      writer = createWriter(config.writeMode, filePath, fd, validEnd, capacity);
-      const nextOffset = (baseOffset + scan.recordCount) as Offset;
-      const segment = new Segment(filePath, baseOffset, config, writer, validEnd, nextOffset, true);
+      const validEnd = scan.endPosition;
+      // Cut and make the cut durable before anything new is written behind it: otherwise a crash
+      // could leave new records followed by old ones from behind the cut (resurrection).
+      if (sizeOnDisk !== validEnd) truncateFile(fd, validEnd, filePath);
+      // Also force what the scan accepted: after a process crash, records can be readable from the
+      // page cache without being on disk yet, and the caller is about to treat them as durable.
+      datasyncNow(fd, filePath);
+      const nextOffset = (baseOffset + recordCount) as Offset;
+      let segment: Segment;
+      if (forAppend) {
+        const capacity = Math.max(config.segmentBytes, validEnd);
+        fdOwned = false; // the writer owns it from here, also when its constructor throws
+        writer = createWriter(config.writeMode, filePath, fd, validEnd, capacity);
+        segment = new Segment(filePath, baseOffset, config, writer, validEnd, nextOffset, true);
+      } else {
+        segment = new Segment(filePath, baseOffset, config, undefined, validEnd, nextOffset, true);
+        fdOwned = false;
+        segment.readFd = fd; // positional reads only: a read-write descriptor serves reading as well
+        segment.lastAppendMs = fileModifiedMs(fd, filePath);
+      }
       segment.index = index;
       const report: SegmentRecoveryReport = {
         path: filePath,
         baseOffset,
-        recordCount: scan.recordCount,
+        recordCount,
         validEndBytes: validEnd,
         stop: scan.stop,
-        scannedBytes: scan.scannedBytes,
+        scannedBytes,
         cutBytes: sizeOnDisk - validEnd,
       };
       return { segment, report };
     } catch (error) {
-      if (writer === undefined) closeFile(fd, filePath);
-      else writer.close();
+      if (fdOwned) closeFile(fd, filePath);
+      else writer?.close();
       throw error;
     }
   }
@@ -287,6 +335,9 @@ export class Segment {
       const sizeBytes = fileSize(fd, filePath);
       const segment = new Segment(filePath, baseOffset, config, undefined, sizeBytes, nextOffset, false);
       segment.readFd = fd;
+      // A sealed file is not written again after it was trimmed or closed, so its mtime is the time
+      // of its last append (for the mapped path, the trim at seal time, right after it).
+      segment.lastAppendMs = fileModifiedMs(fd, filePath);
       return segment;
     } catch (error) {
       closeFile(fd, filePath);
@@ -372,7 +423,14 @@ export class Segment {
     const target = this.sealedSizeBytes;
     if (target === this.sealedForcedBytes || this.readFd < 0) return;
     // fdatasync through the read descriptor flushes the file's dirty pages however they got dirty.
-    await datasync(this.readFd, this.path);
+    // Held as a reader meanwhile, so that delete() cannot close (and free for reuse) the descriptor
+    // while the call waits on the thread pool.
+    this.acquire();
+    try {
+      await datasync(this.readFd, this.path);
+    } finally {
+      this.release();
+    }
     this.sealedForcedBytes = target;
   }
 
@@ -395,7 +453,9 @@ export class Segment {
     const writer = this.writer;
     if (writer === undefined) return;
     this.sealedSizeBytes = writer.sizeBytes;
-    this.sealedForcedBytes = writer.forcedBytes;
+    // A mapped file is trimmed when its writer closes: a metadata change that the next force must
+    // cover, or a crash could leave a sealed file padded with zeros. Mark it unforced.
+    this.sealedForcedBytes = writer.writeMode === "mapped" ? -1 : writer.forcedBytes;
     // Keep a descriptor across the writer's close, so a pending force can still reach the file.
     this.ensureReadFd();
     this.writer = undefined;
@@ -568,7 +628,11 @@ export class Segment {
       this.index,
     );
     const expected = this.publishedNextOffset - this.baseOffset;
-    if (scan.endPosition !== sizeBytes || this.indexedRecords + scan.recordCount !== expected) {
+    if (scan.stop === "zero-length" && this.indexedRecords + scan.recordCount === expected) {
+      // A mapped segment whose trim did not reach the disk before a crash: every record is there,
+      // followed by the zeros of its preallocated capacity. The records end here.
+      this.sealedSizeBytes = scan.endPosition;
+    } else if (scan.endPosition !== sizeBytes || this.indexedRecords + scan.recordCount !== expected) {
       throw new CorruptRecordError(
         `sealed segment holds ${this.indexedRecords + scan.recordCount} readable records up to byte ` +
           `${scan.endPosition} of ${sizeBytes}, expected ${expected} (${describeStop(scan.stop)})`,
@@ -576,7 +640,7 @@ export class Segment {
         this.path,
       );
     }
-    this.indexedEndBytes = sizeBytes;
+    this.indexedEndBytes = this.sealedSizeBytes;
     this.indexedRecords = expected;
   }
 

@@ -1,0 +1,351 @@
+/**
+ * The broker as an object with no sockets: a data directory of topics and partitions. This is the
+ * embedded form of booblik, and what the server wraps.
+ *
+ * Layout:
+ *   <dataDir>/.lock                      flock held while the broker runs (data-dir-lock.ts)
+ *   <dataDir>/topics/<topic>.json        topic configuration, the commit point of create/delete
+ *   <dataDir>/<topic>-<partition>/       one partition log (segments, checkpoint.json)
+ *
+ * Owns: the lock, the topic registry, the partitions, the retention timer, the open report.
+ */
+import path from "node:path";
+import {
+  fsyncDirectory,
+  listDirectory,
+  makeDirectory,
+  pathExists,
+  readTextFile,
+  removeDirectoryTree,
+  unlinkFile,
+  writeFileAtomicallyNow,
+} from "../../ffi/file.ts";
+import { ClosedError, TopicExistsError, UnknownTopicOrPartitionError } from "../domain/errors.ts";
+import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
+import { frameRecords } from "../record/batch-builder.ts";
+import { PartitionLog } from "../storage/partition-log.ts";
+import type { RecordsRead } from "../storage/segment.ts";
+import { segmentConfig } from "../storage/segment.ts";
+import { DataDirLock } from "./data-dir-lock.ts";
+import { type AppendAck, Partition } from "./partition.ts";
+import {
+  DEFAULT_TOPIC_CONFIG,
+  decodeTopicFile,
+  encodeTopicFile,
+  storageConfigOf,
+  type TopicConfig,
+  validateTopicConfig,
+} from "./topic-config.ts";
+
+export interface BrokerOptions {
+  dataDir: string;
+  /** Defaults for topics created without a setting (and the broker-wide durability default). */
+  topicDefaults?: Partial<TopicConfig>;
+  /** How often retention runs. */
+  retentionCheckIntervalMs?: number;
+  /** How often a partition writes its recovery point after forces. */
+  checkpointIntervalMs?: number;
+}
+
+export interface BrokerOpenReport {
+  dataDir: string;
+  topics: number;
+  partitions: number;
+  segments: number;
+  /** Every partition was closed cleanly last time (nothing sealed was scanned). */
+  cleanShutdown: boolean;
+  segmentsScanned: number;
+  bytesScanned: number;
+  bytesCut: number;
+  segmentsDropped: number;
+  durationMs: number;
+}
+
+export interface PartitionDescription {
+  partition: number;
+  logStartOffset: number;
+  nextOffset: number;
+  sizeBytes: number;
+  segments: number;
+}
+
+export interface TopicDescription {
+  name: string;
+  config: TopicConfig;
+  partitions: PartitionDescription[];
+}
+
+interface Topic {
+  name: TopicName;
+  config: TopicConfig;
+  partitions: Partition[];
+}
+
+const TOPICS_DIRECTORY = "topics";
+
+function partitionDirectory(dataDir: string, topic: string, partition: number): string {
+  return path.join(dataDir, `${topic}-${partition}`);
+}
+
+export class Broker {
+  readonly dataDir: string;
+  readonly topicDefaults: Readonly<TopicConfig>;
+  readonly openReport: BrokerOpenReport;
+  private readonly topics = new Map<string, Topic>();
+  private readonly lock: DataDirLock;
+  private readonly checkpointIntervalMs: number | undefined;
+  private retentionTimer: ReturnType<typeof setInterval> | undefined;
+  private closed = false;
+
+  private constructor(dataDir: string, lock: DataDirLock, defaults: TopicConfig, options: BrokerOptions) {
+    this.dataDir = dataDir;
+    this.lock = lock;
+    this.topicDefaults = defaults;
+    this.checkpointIntervalMs = options.checkpointIntervalMs;
+    this.openReport = {
+      dataDir,
+      topics: 0,
+      partitions: 0,
+      segments: 0,
+      cleanShutdown: true,
+      segmentsScanned: 0,
+      bytesScanned: 0,
+      bytesCut: 0,
+      segmentsDropped: 0,
+      durationMs: 0,
+    };
+  }
+
+  /**
+   * Opens (creating if needed) a data directory: takes its lock, removes leftovers of interrupted
+   * topic creations and deletions, and opens every partition (recovering what needs it).
+   */
+  static open(options: BrokerOptions): Broker {
+    const startMs = performance.now();
+    const dataDir = path.resolve(options.dataDir);
+    const defaults = validateTopicConfig(options.topicDefaults ?? {}, DEFAULT_TOPIC_CONFIG);
+    makeDirectory(path.join(dataDir, TOPICS_DIRECTORY));
+    const lock = DataDirLock.acquire(dataDir);
+    const broker = new Broker(dataDir, lock, defaults, options);
+    try {
+      broker.loadTopics();
+    } catch (error) {
+      for (const topic of broker.topics.values())
+        for (const partition of topic.partitions) partition.log.close(false);
+      lock.release();
+      throw error;
+    }
+    broker.openReport.durationMs = performance.now() - startMs;
+    const interval = options.retentionCheckIntervalMs ?? 60_000;
+    broker.retentionTimer = setInterval(() => broker.applyRetention(), interval);
+    broker.retentionTimer.unref();
+    return broker;
+  }
+
+  private loadTopics(): void {
+    const topicsDir = path.join(this.dataDir, TOPICS_DIRECTORY);
+    for (const name of listDirectory(topicsDir)) {
+      const filePath = path.join(topicsDir, name);
+      if (name.endsWith(".tmp")) {
+        unlinkFile(filePath);
+        continue;
+      }
+      if (!name.endsWith(".json")) continue;
+      const text = readTextFile(filePath) ?? "";
+      const { name: topicName, config } = decodeTopicFile(text, filePath, this.topicDefaults);
+      const partitions: Partition[] = [];
+      const topic: Topic = { name: topicName, config, partitions };
+      this.topics.set(topicName, topic);
+      for (let id = 0; id < config.partitions; id++)
+        partitions.push(this.openPartition(topicName, id, config));
+    }
+    // Partition directories without a topic file: an interrupted create or delete.
+    for (const name of listDirectory(this.dataDir)) {
+      const match = /^(.+)-(\d+)$/.exec(name);
+      if (match === null || name === TOPICS_DIRECTORY) continue;
+      const topic = this.topics.get(match[1]!);
+      if (topic === undefined || Number(match[2]) >= topic.config.partitions) {
+        removeDirectoryTree(path.join(this.dataDir, name));
+      }
+    }
+    const report = this.openReport;
+    for (const topic of this.topics.values()) {
+      report.topics++;
+      for (const partition of topic.partitions) {
+        const opened = partition.log.openReport;
+        report.partitions++;
+        report.segments += opened.segments;
+        report.cleanShutdown &&= opened.cleanShutdown;
+        report.segmentsScanned += opened.segmentsScanned;
+        report.bytesScanned += opened.bytesScanned;
+        report.bytesCut += opened.bytesCut;
+        report.segmentsDropped += opened.segmentsDropped;
+      }
+    }
+  }
+
+  private openPartition(topic: TopicName, id: number, config: TopicConfig): Partition {
+    const log = PartitionLog.open(
+      partitionDirectory(this.dataDir, topic, id),
+      segmentConfig(storageConfigOf(config)),
+      this.checkpointIntervalMs === undefined ? {} : { checkpointIntervalMs: this.checkpointIntervalMs },
+    );
+    return new Partition(topic, id as PartitionId, log, config);
+  }
+
+  // --- Topics ------------------------------------------------------------------------------------
+
+  /** Creates a topic; settings not given come from the broker's topic defaults. */
+  createTopic(name: string, settings: Partial<TopicConfig> = {}): TopicDescription {
+    this.checkOpen();
+    const topicName = toTopicName(name);
+    if (this.topics.has(topicName)) throw new TopicExistsError(topicName);
+    const config = validateTopicConfig(settings, this.topicDefaults);
+    const partitions: Partition[] = [];
+    try {
+      for (let id = 0; id < config.partitions; id++) {
+        const directory = partitionDirectory(this.dataDir, topicName, id);
+        // A leftover directory of the same name (an interrupted delete) must not leak old records.
+        if (pathExists(directory)) removeDirectoryTree(directory);
+        partitions.push(this.openPartition(topicName, id, config));
+      }
+      fsyncDirectory(this.dataDir);
+      // The commit point: the topic exists once this file does.
+      writeFileAtomicallyNow(
+        path.join(this.dataDir, TOPICS_DIRECTORY, `${topicName}.json`),
+        encodeTopicFile(topicName, config),
+      );
+    } catch (error) {
+      for (const partition of partitions) partition.log.destroy();
+      throw error;
+    }
+    this.topics.set(topicName, { name: topicName, config, partitions });
+    return this.describeTopic(topicName);
+  }
+
+  /** Deletes a topic and all its records. Waiting readers end; appends in flight fail. */
+  async deleteTopic(name: string): Promise<void> {
+    this.checkOpen();
+    const topic = this.topicNamed(name);
+    this.topics.delete(topic.name);
+    // The commit point first: after this, a restart will not bring the topic back.
+    unlinkFile(path.join(this.dataDir, TOPICS_DIRECTORY, `${topic.name}.json`));
+    fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
+    for (const partition of topic.partitions) {
+      await partition.close(false);
+      partition.log.destroy();
+    }
+  }
+
+  listTopics(): TopicDescription[] {
+    this.checkOpen();
+    return [...this.topics.keys()].sort().map((name) => this.describeTopic(name));
+  }
+
+  describeTopic(name: string): TopicDescription {
+    this.checkOpen();
+    const topic = this.topicNamed(name);
+    return {
+      name: topic.name,
+      config: { ...topic.config },
+      partitions: topic.partitions.map((partition) => ({
+        partition: partition.id,
+        logStartOffset: partition.log.logStartOffset,
+        nextOffset: partition.log.nextOffset,
+        sizeBytes: partition.log.sizeBytes,
+        segments: partition.log.segmentCount,
+      })),
+    };
+  }
+
+  private topicNamed(name: string): Topic {
+    const topic = this.topics.get(name);
+    if (topic === undefined) throw new UnknownTopicOrPartitionError(name);
+    return topic;
+  }
+
+  /** The partition, or UnknownTopicOrPartitionError. */
+  partition(topic: string, partition: number): Partition {
+    this.checkOpen();
+    const found = this.topicNamed(topic).partitions[partition];
+    if (found === undefined || !Number.isInteger(partition))
+      throw new UnknownTopicOrPartitionError(topic, partition);
+    return found;
+  }
+
+  // --- Records -----------------------------------------------------------------------------------
+
+  /**
+   * Appends records: already framed bytes (checked, CRCs included), or values that are framed here.
+   * Resolves when the topic's durability policy is satisfied; the acknowledgement says which.
+   */
+  append(
+    topic: string,
+    partition: number,
+    records: Uint8Array | readonly (Uint8Array | string)[],
+  ): Promise<AppendAck> {
+    const target = this.partition(topic, partition);
+    if (records instanceof Uint8Array) return target.append(records, true);
+    return target.append(frameRecords(records), false);
+  }
+
+  /** Copying read of CRC-checked records from `offset`, at most `maxBytes` (but always one record). */
+  read(topic: string, partition: number, offset: number, maxBytes = 1024 * 1024): RecordsRead {
+    return this.partition(topic, partition).log.read(offset, maxBytes);
+  }
+
+  /** Records from `offset` on, waiting at the end for new ones; ends when the topic or broker closes. */
+  tail(
+    topic: string,
+    partition: number,
+    offset: number,
+  ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+    return this.partition(topic, partition).log.tail(offset);
+  }
+
+  /** Runs retention on every partition now (it also runs on a timer). */
+  applyRetention(nowMs = Date.now()): { segmentsDeleted: number; bytesDeleted: number } {
+    const total = { segmentsDeleted: 0, bytesDeleted: 0 };
+    if (this.closed) return total;
+    for (const topic of this.topics.values()) {
+      for (const partition of topic.partitions) {
+        const result = partition.applyRetention(nowMs);
+        total.segmentsDeleted += result.segmentsDeleted;
+        total.bytesDeleted += result.bytesDeleted;
+      }
+    }
+    return total;
+  }
+
+  // --- Lifetime ----------------------------------------------------------------------------------
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Clean shutdown: waits for forces in flight, forces everything, writes every partition's recovery
+   * point with the clean-shutdown mark, releases the lock. The next open scans no sealed segment.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.retentionTimer !== undefined) clearInterval(this.retentionTimer);
+    let firstError: unknown;
+    for (const topic of this.topics.values()) {
+      for (const partition of topic.partitions) {
+        try {
+          await partition.close(true);
+        } catch (error) {
+          firstError ??= error;
+        }
+      }
+    }
+    this.lock.release();
+    if (firstError !== undefined) throw firstError;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ClosedError("broker");
+  }
+}

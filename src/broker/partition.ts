@@ -1,0 +1,98 @@
+/**
+ * A partition as the broker runs it: a PartitionLog plus the topic's durability policy.
+ *
+ * Owns: when to force (the policy; storage only knows how), group commit, the interval timer, and the
+ * acknowledgement that says which guarantee an append reached.
+ *
+ * - `append`: acknowledged once written; sealed segments are forced in the background after a roll,
+ *   so the recovery point keeps up and a restart after a crash scans at most about one segment.
+ * - `force`: acknowledged after a force that covers the batch; at most one force in flight, batches
+ *   that arrive meanwhile wait for the next one (GroupCommit). No force runs on the JS thread.
+ * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
+ *   unforced.
+ */
+import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
+import { GroupCommit } from "../storage/group-commit.ts";
+import type { PartitionLog } from "../storage/partition-log.ts";
+import type { DurabilityPolicy, TopicConfig } from "./topic-config.ts";
+
+export interface AppendAck {
+  firstOffset: Offset;
+  recordCount: number;
+  /** What the acknowledgement guarantees: written to the OS, or forced to the disk. */
+  durability: "appended" | "forced";
+}
+
+export class Partition {
+  readonly topic: TopicName;
+  readonly id: PartitionId;
+  readonly log: PartitionLog;
+  readonly policy: DurabilityPolicy;
+  readonly groupCommit: GroupCommit;
+  private readonly config: TopicConfig;
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(topic: TopicName, id: PartitionId, log: PartitionLog, config: TopicConfig) {
+    this.topic = topic;
+    this.id = id;
+    this.log = log;
+    this.config = config;
+    this.policy = config.durability;
+    this.groupCommit = new GroupCommit(() => log.force());
+    if (this.policy === "interval") {
+      this.timer = setInterval(() => this.backgroundForce(), config.flushIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  /**
+   * Appends a batch of framed records (checked: lengths always, CRCs when `verifyCrc`) and resolves
+   * when the topic's policy is satisfied. Throws synchronously-rejected errors for bad batches.
+   */
+  async append(batch: Uint8Array, verifyCrc: boolean): Promise<AppendAck> {
+    const log = this.log;
+    const before = log.nextOffset;
+    const firstOffset = log.append(batch, verifyCrc);
+    const recordCount = log.nextOffset - before;
+    if (this.policy === "force") {
+      await this.groupCommit.request();
+      return { firstOffset, recordCount, durability: "forced" };
+    }
+    if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
+    return { firstOffset, recordCount, durability: "appended" };
+  }
+
+  /**
+   * A force nobody waits for: under `append` after a roll (so sealed segments reach the disk and the
+   * recovery point advances; a restart after a crash then scans about one segment), and under
+   * `interval` on the timer.
+   */
+  private backgroundForce(): void {
+    if (this.log.isClosed || this.log.failure !== undefined || !this.log.hasUnforcedData) return;
+    if (this.groupCommit.inFlight) return;
+    this.groupCommit.request().catch(() => {
+      // The log marked itself failed; appends now refuse with that cause.
+    });
+  }
+
+  /** Applies the topic's retention to this partition. */
+  applyRetention(nowMs = Date.now()) {
+    return this.log.applyRetention(
+      {
+        retentionBytes: this.config.retentionBytes ?? undefined,
+        retentionMs: this.config.retentionMs ?? undefined,
+      },
+      nowMs,
+    );
+  }
+
+  /** Waits for forces in flight, then closes the log (forcing and checkpointing when `clean`). */
+  async close(clean = true): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    while (this.groupCommit.inFlight) {
+      await this.groupCommit.request().catch(() => undefined);
+    }
+    this.log.close(clean);
+  }
+}

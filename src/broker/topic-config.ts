@@ -1,0 +1,164 @@
+/**
+ * Topic configuration: what it holds, its defaults, its validation, and its file.
+ *
+ * `<dataDir>/topics/<name>.json`, written atomically (temporary file, fsync, rename, fsync of the
+ * directory). The config file is the commit point of both create and delete: a topic exists exactly
+ * when its file exists. Create writes the partition directories first and the file last; delete
+ * removes the file first and the directories after; at start-up, partition directories without a
+ * config file are leftovers of an interrupted create or delete and are removed.
+ */
+import { InvalidArgumentError } from "../domain/errors.ts";
+import { type TopicName, toTopicName } from "../domain/ids.ts";
+import {
+  INDEX_INTERVAL_BYTES_DEFAULT,
+  PARTITIONS_MAX,
+  RECORD_HEADER_BYTES,
+  RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  SEGMENT_BYTES_DEFAULT,
+  SEGMENT_HEADER_BYTES,
+} from "../domain/limits.ts";
+import { segmentConfig } from "../storage/segment.ts";
+import { WRITE_MODES, type WriteMode } from "../storage/segment-writer.ts";
+
+/**
+ * When a PRODUCE is acknowledged:
+ * - `append`: after the records are written to the page cache; the OS writes them back later. A crash
+ *   of the process loses nothing; a crash of the machine can lose the last seconds.
+ * - `force`: after a force (fdatasync) that covers them; group commit lets one force answer every
+ *   producer waiting. Nothing acknowledged is lost, whatever crashes.
+ * - `interval`: like `append`, plus a force every `flushIntervalMs`: a machine crash loses at most
+ *   about that much.
+ */
+export const DURABILITY_POLICIES = ["append", "force", "interval"] as const;
+export type DurabilityPolicy = (typeof DURABILITY_POLICIES)[number];
+
+export interface TopicConfig {
+  partitions: number;
+  durability: DurabilityPolicy;
+  /** Force interval of the `interval` policy. */
+  flushIntervalMs: number;
+  writeMode: WriteMode;
+  segmentBytes: number;
+  /** Largest record payload accepted. */
+  maxRecordBytes: number;
+  indexIntervalBytes: number;
+  /** Delete old sealed segments beyond this many bytes per partition; null keeps everything. */
+  retentionBytes: number | null;
+  /** Delete sealed segments whose last append is older than this; null keeps everything. */
+  retentionMs: number | null;
+}
+
+export const DEFAULT_TOPIC_CONFIG: Readonly<TopicConfig> = {
+  partitions: 1,
+  durability: "force",
+  flushIntervalMs: 1000,
+  writeMode: "file",
+  segmentBytes: SEGMENT_BYTES_DEFAULT,
+  maxRecordBytes: RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  indexIntervalBytes: INDEX_INTERVAL_BYTES_DEFAULT,
+  retentionBytes: null,
+  retentionMs: null,
+};
+
+const KEYS = Object.keys(DEFAULT_TOPIC_CONFIG) as (keyof TopicConfig)[];
+
+function positiveInteger(name: string, value: unknown, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new InvalidArgumentError(`${name} must be an integer in [1, ${max}], got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function optionalLimit(name: string, value: unknown): number | null {
+  if (value === null || value === undefined) return null;
+  return positiveInteger(name, value);
+}
+
+/** Merges `partial` over `defaults` and validates every field; unknown fields are refused. */
+export function validateTopicConfig(
+  partial: Record<string, unknown>,
+  defaults: Readonly<TopicConfig>,
+): TopicConfig {
+  for (const key of Object.keys(partial)) {
+    if (!(KEYS as string[]).includes(key)) {
+      throw new InvalidArgumentError(
+        `unknown topic setting ${JSON.stringify(key)}; known: ${KEYS.join(", ")}`,
+      );
+    }
+  }
+  const merged = { ...defaults, ...partial } as Record<keyof TopicConfig, unknown>;
+  const durability = merged.durability;
+  if (!DURABILITY_POLICIES.includes(durability as DurabilityPolicy)) {
+    throw new InvalidArgumentError(
+      `durability must be one of ${DURABILITY_POLICIES.join(", ")}, got ${JSON.stringify(durability)}`,
+    );
+  }
+  const writeMode = merged.writeMode;
+  if (!WRITE_MODES.includes(writeMode as WriteMode)) {
+    throw new InvalidArgumentError(
+      `writeMode must be one of ${WRITE_MODES.join(", ")}, got ${JSON.stringify(writeMode)}`,
+    );
+  }
+  const config: TopicConfig = {
+    partitions: positiveInteger("partitions", merged.partitions, PARTITIONS_MAX),
+    durability: durability as DurabilityPolicy,
+    flushIntervalMs: positiveInteger("flushIntervalMs", merged.flushIntervalMs, 24 * 3600 * 1000),
+    writeMode: writeMode as WriteMode,
+    segmentBytes: positiveInteger("segmentBytes", merged.segmentBytes),
+    maxRecordBytes: positiveInteger("maxRecordBytes", merged.maxRecordBytes),
+    indexIntervalBytes: positiveInteger("indexIntervalBytes", merged.indexIntervalBytes),
+    retentionBytes: optionalLimit("retentionBytes", merged.retentionBytes),
+    retentionMs: optionalLimit("retentionMs", merged.retentionMs),
+  };
+  // The segment layer checks sizes against the hard limits, with its own clear messages.
+  segmentConfig(storageConfigOf(config));
+  if (config.maxRecordBytes + RECORD_HEADER_BYTES > config.segmentBytes - SEGMENT_HEADER_BYTES) {
+    throw new InvalidArgumentError(
+      `maxRecordBytes ${config.maxRecordBytes} plus the 8-byte record header must fit into a segment of ` +
+        `${config.segmentBytes} bytes after its ${SEGMENT_HEADER_BYTES}-byte header`,
+    );
+  }
+  return config;
+}
+
+export function storageConfigOf(config: TopicConfig) {
+  return {
+    writeMode: config.writeMode,
+    segmentBytes: config.segmentBytes,
+    maxPayloadBytes: config.maxRecordBytes,
+    indexIntervalBytes: config.indexIntervalBytes,
+  };
+}
+
+const FILE_VERSION = 1;
+
+export function encodeTopicFile(name: TopicName, config: TopicConfig): string {
+  return `${JSON.stringify({ version: FILE_VERSION, name, config }, null, 2)}\n`;
+}
+
+/** Parses a topic file; throws InvalidArgumentError naming the file when it is not one. */
+export function decodeTopicFile(
+  text: string,
+  filePath: string,
+  defaults: Readonly<TopicConfig>,
+): {
+  name: TopicName;
+  config: TopicConfig;
+} {
+  let parsed: { version?: unknown; name?: unknown; config?: unknown };
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch (error) {
+    throw new InvalidArgumentError(`topic file ${filePath} is not JSON: ${(error as Error).message}`);
+  }
+  if (
+    parsed.version !== FILE_VERSION ||
+    typeof parsed.name !== "string" ||
+    typeof parsed.config !== "object"
+  ) {
+    throw new InvalidArgumentError(`topic file ${filePath} has an unknown format`);
+  }
+  const name = toTopicName(parsed.name);
+  const config = validateTopicConfig(parsed.config as Record<string, unknown>, defaults);
+  return { name, config };
+}

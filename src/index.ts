@@ -1,0 +1,38 @@
+/**
+ * The package entry point: `import { … } from "booblik"`.
+ *
+ * - The embedded broker (`Broker`): topics and partitions in a data directory, no sockets.
+ * - The storage engine on its own (`PartitionLog`, `Segment`) for embedding a log without topics.
+ * - The record codec shared by disk and wire, CRC32C, ids, limits and typed errors.
+ */
+export { crc32c, crc32cImplementation } from "../ffi/crc32c.ts";
+export {
+  Broker,
+  type BrokerOpenReport,
+  type BrokerOptions,
+  type PartitionDescription,
+  type TopicDescription,
+} from "./broker/broker.ts";
+export type { AppendAck } from "./broker/partition.ts";
+export {
+  DEFAULT_TOPIC_CONFIG,
+  DURABILITY_POLICIES,
+  type DurabilityPolicy,
+  type TopicConfig,
+} from "./broker/topic-config.ts";
+export * from "./domain/errors.ts";
+export {
+  type Offset,
+  type PartitionId,
+  type Position,
+  type TopicName,
+  toOffset,
+  toPartitionId,
+  toTopicName,
+} from "./domain/ids.ts";
+export * as limits from "./domain/limits.ts";
+export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
+export { payloadsOf } from "./record/codec.ts";
+export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";
+export { Segment, type SegmentConfig, segmentConfig } from "./storage/segment.ts";
+export { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";

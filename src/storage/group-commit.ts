@@ -1,0 +1,69 @@
+/**
+ * Group commit: many writers ask for durability, one force answers all of them.
+ *
+ * Owns: the queue of waiters and the rule that at most one force runs at a time. Not the decision
+ * whether to force at all (that is the durability policy, in src/broker).
+ *
+ * Invariants:
+ * - At most one force is in flight.
+ * - A request is answered by a force that *started after the request was made*, so the force covers
+ *   every byte appended before the request (appends are synchronous, so "before the request" means
+ *   "before the caller awaited").
+ * - Requests that arrive while a force runs wait for the next one, which starts as soon as the
+ *   running one ends and covers all of them. No waiting window: holding a group open to collect more
+ *   writers lost 1.6-2.6x in the predecessor's measurement, because everyone who could join is
+ *   already waiting on the force in flight.
+ * - A failed force rejects every request it would have answered; the log it forced has marked itself
+ *   failed, so later requests fail too (a retried fsync proves nothing about earlier data).
+ */
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export class GroupCommit {
+  private readonly forceAll: () => Promise<void>;
+  private waiting: Waiter[] = [];
+  private running = false;
+  /** Forces completed (successfully or not): lets tests count forces against requests. */
+  forceCount = 0;
+  requestCount = 0;
+
+  constructor(forceAll: () => Promise<void>) {
+    this.forceAll = forceAll;
+  }
+
+  /** Resolves once a force that started after this call completed. */
+  request(): Promise<void> {
+    this.requestCount++;
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  get inFlight(): boolean {
+    return this.running;
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.waiting;
+        this.waiting = [];
+        try {
+          await this.forceAll();
+          this.forceCount++;
+          for (const waiter of group) waiter.resolve();
+        } catch (error) {
+          this.forceCount++;
+          for (const waiter of group) waiter.reject(error);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}

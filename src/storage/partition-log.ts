@@ -1,0 +1,659 @@
+/**
+ * A partition log: a directory of segments named by base offset, the newest one active.
+ *
+ * Owns: the segment list, rolling, reads across segments, forcing every segment that holds unforced
+ * bytes (with the directory when a segment was created), the recovery point and its checkpoint,
+ * retention of sealed segments, and the wake-up of readers waiting at the end of the log. Does not
+ * own: when to force (the durability policy, src/broker), topics, consumer positions.
+ *
+ * Invariants:
+ * - Segments are contiguous: segment i+1 starts at segment i's next offset. A batch never spans
+ *   segments; the log rolls when the next batch would not fit.
+ * - Only the newest segment has a writer. Retention deletes sealed segments only, oldest first.
+ * - `nextOffset` moves only after a batch is completely written (DESIGN invariant 2).
+ * - After a failed write or force the log refuses appends until it is reopened (and so recovered).
+ * - The recovery point only moves after a completed force that covered it (see checkpoint.ts).
+ *
+ * Opening (numbered passes, as in Kafka's LogLoader):
+ * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
+ * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
+ * 3. Segments before the recovery point's segment are opened without a scan (their index is built
+ *    on first read). The segment holding the recovery point and every later one are scanned: lengths
+ *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut.
+ * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
+ *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
+ *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
+ *    right after a roll) is deleted the same way when it holds nothing.
+ * 5. Write the checkpoint back with `cleanShutdown: false` before the first append.
+ */
+import path from "node:path";
+import {
+  closeFile,
+  fileSize,
+  fsyncDirectory,
+  fsyncDirectoryAsync,
+  listDirectory,
+  makeDirectory,
+  openFile,
+  preadFull,
+  removeDirectoryTree,
+  unlinkFile,
+} from "../../ffi/file.ts";
+import { assert } from "../domain/assert.ts";
+import {
+  BadSegmentFileError,
+  ClosedError,
+  OffsetOutOfRangeError,
+  PartitionFailedError,
+  RecordTooLargeError,
+} from "../domain/errors.ts";
+import type { Offset } from "../domain/ids.ts";
+import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import { readUint32 } from "../record/codec.ts";
+import {
+  CHECKPOINT_FILE,
+  type Checkpoint,
+  type RecoveryPoint,
+  readCheckpoint,
+  writeCheckpoint,
+  writeCheckpointNow,
+} from "./checkpoint.ts";
+import { countBatch, type FileRange, type RecordsRead, Segment, type SegmentConfig } from "./segment.ts";
+import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
+
+export interface PartitionLogOptions {
+  /** Write the checkpoint after a force at most this often (it is also written on close). */
+  checkpointIntervalMs?: number;
+}
+
+/** What opening a partition found and did. */
+export interface PartitionOpenReport {
+  directory: string;
+  cleanShutdown: boolean;
+  segments: number;
+  segmentsScanned: number;
+  bytesScanned: number;
+  /** Bytes cut off the ends of segments (torn or invalid records, padding). */
+  bytesCut: number;
+  /** Segments deleted because an earlier one ended in a hole, or because their header was torn. */
+  segmentsDropped: number;
+  /** True when records that the recovery point said were durable failed their check. */
+  damageBeforeRecoveryPoint: boolean;
+  logStartOffset: number;
+  nextOffset: number;
+  durationMs: number;
+}
+
+/** Retention limits; undefined means "no limit". */
+export interface RetentionPolicy {
+  retentionBytes?: number | undefined;
+  retentionMs?: number | undefined;
+}
+
+export interface RetentionResult {
+  segmentsDeleted: number;
+  bytesDeleted: number;
+}
+
+const EMPTY_RECORDS = new Uint8Array(0);
+
+export class PartitionLog {
+  readonly directory: string;
+  readonly config: SegmentConfig;
+  readonly openReport: PartitionOpenReport;
+  private readonly segments: Segment[];
+  private unforced: Segment[] = [];
+  private directoryDirty = false;
+  private failureCause: unknown = undefined;
+  private closed = false;
+  private durablePoint: RecoveryPoint;
+  private writtenPoint: RecoveryPoint | undefined;
+  private checkpointInFlight = false;
+  private lastCheckpointMs = 0;
+  private readonly checkpointIntervalMs: number;
+  private readonly appendListeners = new Set<() => void>();
+
+  private constructor(
+    directory: string,
+    config: SegmentConfig,
+    segments: Segment[],
+    durablePoint: RecoveryPoint,
+    report: PartitionOpenReport,
+    options: PartitionLogOptions,
+  ) {
+    this.directory = directory;
+    this.config = config;
+    this.segments = segments;
+    this.durablePoint = durablePoint;
+    this.openReport = report;
+    this.checkpointIntervalMs = options.checkpointIntervalMs ?? 5000;
+  }
+
+  /** Opens (or creates) the partition in `directory`. See the passes in the header comment. */
+  static open(directory: string, config: SegmentConfig, options: PartitionLogOptions = {}): PartitionLog {
+    const startMs = performance.now();
+    makeDirectory(directory);
+    // Pass 1: the segment files, in offset order. Temporary files are leftovers of atomic writes.
+    const bases: Offset[] = [];
+    for (const name of listDirectory(directory)) {
+      if (name.endsWith(".tmp")) {
+        unlinkFile(path.join(directory, name));
+        continue;
+      }
+      const base = parseSegmentFileName(name);
+      if (base !== undefined) bases.push(base);
+    }
+    bases.sort((a, b) => a - b);
+    // Pass 2: the checkpoint.
+    const checkpointPath = path.join(directory, CHECKPOINT_FILE);
+    const checkpoint = readCheckpoint(checkpointPath);
+    const report: PartitionOpenReport = {
+      directory,
+      cleanShutdown: checkpoint?.cleanShutdown === true,
+      segments: 0,
+      segmentsScanned: 0,
+      bytesScanned: 0,
+      bytesCut: 0,
+      segmentsDropped: 0,
+      damageBeforeRecoveryPoint: false,
+      logStartOffset: 0,
+      nextOffset: 0,
+      durationMs: 0,
+    };
+    const segments: Segment[] = [];
+    try {
+      PartitionLog.openSegments(directory, config, bases, checkpoint, segments, report);
+      if (segments.length === 0) {
+        const base = (checkpoint?.recoveryPoint.nextOffset ?? 0) as Offset;
+        segments.push(Segment.create(directory, base, config));
+      }
+    } catch (error) {
+      for (const segment of segments) segment.close();
+      throw error;
+    }
+    const active = segments.at(-1)!;
+    // Everything opened is durable now: scanned segments were read back from the file, and
+    // segments with a cut had the cut forced. The end of the log is the recovery point.
+    const durablePoint: RecoveryPoint = {
+      segmentBaseOffset: active.baseOffset,
+      position: active.sizeBytes,
+      nextOffset: active.nextOffset,
+    };
+    // Pass 5: from now on a crash must not look like a clean shutdown.
+    writeCheckpointNow(checkpointPath, { cleanShutdown: false, recoveryPoint: durablePoint });
+    report.segments = segments.length;
+    report.logStartOffset = segments[0]!.baseOffset;
+    report.nextOffset = active.nextOffset;
+    report.durationMs = performance.now() - startMs;
+    const log = new PartitionLog(directory, config, segments, durablePoint, report, options);
+    log.writtenPoint = durablePoint;
+    return log;
+  }
+
+  /** Passes 3 and 4. Fills `segments` in order; on a throw the caller closes what was opened. */
+  private static openSegments(
+    directory: string,
+    config: SegmentConfig,
+    bases: Offset[],
+    checkpoint: Checkpoint | undefined,
+    segments: Segment[],
+    report: PartitionOpenReport,
+  ): void {
+    const point = checkpoint?.recoveryPoint;
+    const clean = checkpoint?.cleanShutdown === true;
+    for (let i = 0; i < bases.length; i++) {
+      const base = bases[i]!;
+      const filePath = path.join(directory, segmentFileName(base));
+      const isLast = i === bases.length - 1;
+      const nextBase = isLast ? undefined : bases[i + 1]!;
+      const trusted =
+        point !== undefined &&
+        (base < point.segmentBaseOffset || (clean && base === point.segmentBaseOffset));
+      if (!isLast && point !== undefined && base < point.segmentBaseOffset) {
+        segments.push(Segment.openSealed(filePath, config, nextBase!));
+        continue;
+      }
+      if (isLast && !trusted && isTornCreation(filePath)) {
+        // A crash right after a roll: the new file exists but its header never reached the disk,
+        // and no record can be in it (nothing is acknowledged before the header is forced).
+        unlinkFile(filePath);
+        report.segmentsDropped++;
+        if (segments.length > 0) {
+          const previous = segments.pop()!;
+          previous.close();
+          const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes);
+          segments.push(reopened.segment);
+        }
+        break;
+      }
+      const verifyFrom =
+        point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
+      const opened = isLast
+        ? Segment.openForAppend(filePath, config, verifyFrom)
+        : Segment.openRecovered(filePath, config, verifyFrom);
+      const segmentReport = opened.report;
+      report.segmentsScanned++;
+      report.bytesScanned += segmentReport.scannedBytes;
+      report.bytesCut += segmentReport.cutBytes;
+      if (segmentReport.validEndBytes < verifyFrom) report.damageBeforeRecoveryPoint = true;
+      segments.push(opened.segment);
+      if (nextBase !== undefined && opened.segment.nextOffset !== nextBase) {
+        if (opened.segment.nextOffset > nextBase) {
+          throw new BadSegmentFileError(
+            filePath,
+            `holds records up to offset ${opened.segment.nextOffset} but the next segment starts at ${nextBase}`,
+          );
+        }
+        // Pass 4: a hole. Everything after it goes; this segment becomes the active one.
+        for (let later = i + 1; later < bases.length; later++) {
+          unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
+          report.segmentsDropped++;
+        }
+        if (!isLast) {
+          const recovered = segments.pop()!;
+          recovered.close();
+          segments.push(Segment.openForAppend(filePath, config, recovered.sizeBytes).segment);
+        }
+        break;
+      }
+    }
+  }
+
+  // --- State -------------------------------------------------------------------------------------
+
+  get logStartOffset(): Offset {
+    return this.segments[0]!.baseOffset;
+  }
+
+  get nextOffset(): Offset {
+    return this.segments.at(-1)!.nextOffset;
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
+  /** Bytes of all segment files (headers included). */
+  get sizeBytes(): number {
+    let total = 0;
+    for (const segment of this.segments) total += segment.sizeBytes;
+    return total;
+  }
+
+  /** The failure that stopped appends, if any. */
+  get failure(): unknown {
+    return this.failureCause;
+  }
+
+  /** True when some appended bytes are not yet covered by a completed force. */
+  get hasUnforcedData(): boolean {
+    if (this.unforced.length > 0 || this.directoryDirty) return true;
+    const active = this.segments.at(-1)!;
+    return active.forcedBytes < active.sizeBytes;
+  }
+
+  /** Sealed segments (or a directory entry) waiting for a force, e.g. after a roll. */
+  get unforcedSealedCount(): number {
+    return this.unforced.length + (this.directoryDirty ? 1 : 0);
+  }
+
+  /** The point up to which the log is known durable (advanced by completed forces). */
+  get recoveryPoint(): RecoveryPoint {
+    return this.durablePoint;
+  }
+
+  /** Base offsets of the segments, oldest first (for tests and tools). */
+  get segmentBaseOffsets(): number[] {
+    return this.segments.map((segment) => segment.baseOffset);
+  }
+
+  // --- Append ------------------------------------------------------------------------------------
+
+  /**
+   * Appends a batch of framed records as one unit and returns the offset of its first record. Rolls
+   * to a new segment first when the batch would not fit. A batch that could not fit even an empty
+   * segment is refused with RecordTooLargeError; an invalid batch with CorruptRecordError; nothing is
+   * written in either case.
+   */
+  append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
+    this.checkUsable();
+    let active = this.segments.at(-1)!;
+    if (!active.hasRoomFor(batch.length)) {
+      const emptySegmentRoom = this.config.segmentBytes - SEGMENT_HEADER_BYTES;
+      if (batch.length > emptySegmentRoom) {
+        const count = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
+        throw count === 1
+          ? new RecordTooLargeError(
+              batch.length,
+              emptySegmentRoom,
+              "a record (with its 8-byte header) larger than a segment",
+            )
+          : new RecordTooLargeError(
+              batch.length,
+              emptySegmentRoom,
+              `a batch of ${count} records larger than a segment`,
+            );
+      }
+      active = this.roll();
+    }
+    let firstOffset: Offset;
+    try {
+      firstOffset = active.append(batch, verifyCrc, nowMs);
+    } catch (error) {
+      if (active.failure !== undefined) this.failureCause = active.failure;
+      throw error;
+    }
+    if (this.appendListeners.size > 0) this.notifyAppend();
+    return firstOffset;
+  }
+
+  private roll(): Segment {
+    const old = this.segments.at(-1)!;
+    // Create the new segment first: if that fails (a full disk), the old one stays active.
+    const next = Segment.create(this.directory, old.nextOffset, this.config);
+    old.seal();
+    if (old.forcedBytes < old.sizeBytes) this.unforced.push(old);
+    this.segments.push(next);
+    this.directoryDirty = true;
+    return next;
+  }
+
+  // --- Durability --------------------------------------------------------------------------------
+
+  /**
+   * Makes every record appended before the call durable: forces the active segment, every sealed
+   * segment with unforced bytes, and the directory when a segment was created, all in parallel on
+   * the thread pool. A failure stops the log (see the header).
+   */
+  async force(): Promise<void> {
+    this.checkUsable();
+    const active = this.segments.at(-1)!;
+    const point: RecoveryPoint = {
+      segmentBaseOffset: active.baseOffset,
+      position: active.sizeBytes,
+      nextOffset: active.nextOffset,
+    };
+    const sealed = this.unforced;
+    this.unforced = [];
+    const directoryDirty = this.directoryDirty;
+    this.directoryDirty = false;
+    const forces: Promise<void>[] = [active.force()];
+    for (const segment of sealed) forces.push(segment.force());
+    if (directoryDirty) forces.push(fsyncDirectoryAsync(this.directory));
+    try {
+      await Promise.all(forces);
+    } catch (error) {
+      this.failureCause ??= error;
+      throw error;
+    }
+    for (const segment of sealed) {
+      if (!segment.isDeleted && segment.forcedBytes < segment.sizeBytes) this.unforced.push(segment);
+    }
+    if (
+      point.nextOffset > this.durablePoint.nextOffset ||
+      point.segmentBaseOffset > this.durablePoint.segmentBaseOffset
+    ) {
+      this.durablePoint = point;
+    }
+    this.maybeCheckpoint();
+  }
+
+  /** Like force, on the calling thread (close, tools, tests). */
+  forceNow(): void {
+    this.checkUsable();
+    for (const segment of this.unforced) if (!segment.isDeleted) segment.forceNow();
+    this.unforced = [];
+    const active = this.segments.at(-1)!;
+    active.forceNow();
+    if (this.directoryDirty) {
+      fsyncDirectory(this.directory);
+      this.directoryDirty = false;
+    }
+    this.durablePoint = {
+      segmentBaseOffset: active.baseOffset,
+      position: active.sizeBytes,
+      nextOffset: active.nextOffset,
+    };
+  }
+
+  /** Writes the checkpoint in the background when it is stale and none is being written. */
+  private maybeCheckpoint(): void {
+    const nowMs = performance.now();
+    if (this.checkpointInFlight || this.closed) return;
+    if (nowMs - this.lastCheckpointMs < this.checkpointIntervalMs) return;
+    const point = this.durablePoint;
+    if (this.writtenPoint !== undefined && this.writtenPoint.nextOffset === point.nextOffset) return;
+    this.checkpointInFlight = true;
+    this.lastCheckpointMs = nowMs;
+    writeCheckpoint(path.join(this.directory, CHECKPOINT_FILE), {
+      cleanShutdown: false,
+      recoveryPoint: point,
+    })
+      .then(() => {
+        this.writtenPoint = point;
+      })
+      .catch(() => {
+        // The checkpoint is an optimisation: an old one only makes the next recovery scan more.
+      })
+      .finally(() => {
+        this.checkpointInFlight = false;
+      });
+  }
+
+  // --- Reading -----------------------------------------------------------------------------------
+
+  private checkReadable(offset: number): void {
+    if (this.closed) throw new ClosedError(`partition ${this.directory}`);
+    if (offset < this.logStartOffset || offset > this.nextOffset || !Number.isInteger(offset)) {
+      throw new OffsetOutOfRangeError(offset, this.logStartOffset, this.nextOffset);
+    }
+  }
+
+  /** The segment holding `offset` (logStartOffset ≤ offset < nextOffset). */
+  private segmentFor(offset: number): Segment {
+    const segments = this.segments;
+    let low = 0;
+    let high = segments.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >>> 1;
+      if (segments[middle]!.baseOffset <= offset) low = middle;
+      else high = middle - 1;
+    }
+    return segments[low]!;
+  }
+
+  /**
+   * Copying read of complete, CRC-checked records from `offset` on, across segments, at most
+   * `maxBytes` of them (but always the first record). At the end of the log the result is empty.
+   */
+  read(offset: number, maxBytes: number): RecordsRead {
+    this.checkReadable(offset);
+    const end = this.nextOffset;
+    if (offset === end) return { records: EMPTY_RECORDS, firstOffset: offset, recordCount: 0 };
+    const first = this.segmentFor(offset).read(offset, maxBytes);
+    let remaining = maxBytes - first.records.length;
+    let at = offset + first.recordCount;
+    if (remaining <= RECORD_HEADER_BYTES || at >= end) return first;
+    const parts: Uint8Array[] = [first.records];
+    let bytes = first.records.length;
+    let count = first.recordCount;
+    while (remaining > RECORD_HEADER_BYTES && at < end) {
+      const next = this.segmentFor(at).read(at, remaining);
+      if (next.records.length > remaining) break; // its first record alone is larger than what is left
+      parts.push(next.records);
+      bytes += next.records.length;
+      count += next.recordCount;
+      remaining -= next.records.length;
+      at += next.recordCount;
+    }
+    if (parts.length === 1) return first;
+    const records = new Uint8Array(bytes);
+    let position = 0;
+    for (const part of parts) {
+      records.set(part, position);
+      position += part.length;
+    }
+    return { records, firstOffset: offset, recordCount: count };
+  }
+
+  /**
+   * Zero-copy read: the file range of whole records from `offset` on within one segment, at most
+   * `maxBytes` (but always the first record). Returns the segment, acquired: the caller sends
+   * `out.fd` and then calls `release()` on it, so retention cannot close the descriptor under it.
+   * Returns undefined at the end of the log.
+   */
+  fileRange(offset: number, maxBytes: number, out: FileRange): Segment | undefined {
+    this.checkReadable(offset);
+    if (offset === this.nextOffset) return undefined;
+    const segment = this.segmentFor(offset);
+    segment.fileRange(offset, maxBytes, out);
+    segment.acquire();
+    return segment;
+  }
+
+  /** Calls `listener` after each append until the returned function is called. */
+  onAppend(listener: () => void): () => void {
+    this.appendListeners.add(listener);
+    return () => this.appendListeners.delete(listener);
+  }
+
+  private notifyAppend(): void {
+    for (const listener of [...this.appendListeners]) listener();
+  }
+
+  /** Resolves once the log holds a record at `offset` (or is closed). */
+  waitForRecord(offset: number): Promise<void> {
+    if (this.closed || this.nextOffset > offset) return Promise.resolve();
+    return new Promise((resolve) => {
+      const stop = this.onAppend(() => {
+        if (this.closed || this.nextOffset > offset) {
+          stop();
+          resolve();
+        }
+      });
+    });
+  }
+
+  /**
+   * Yields records from `offset` on as they are appended, waiting without polling at the end of the
+   * log: the in-process form of a long-poll fetch. Ends when the log closes.
+   */
+  async *tail(
+    offset: number,
+    maxBytes = 1024 * 1024,
+  ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+    let next = offset;
+    for (;;) {
+      if (this.closed) return;
+      if (next >= this.nextOffset) {
+        await this.waitForRecord(next);
+        continue;
+      }
+      const read = this.read(next, maxBytes);
+      const records = read.records;
+      let position = 0;
+      for (let i = 0; i < read.recordCount; i++) {
+        const length = readUint32(records, position);
+        const payload = records.subarray(
+          position + RECORD_HEADER_BYTES,
+          position + RECORD_HEADER_BYTES + length,
+        );
+        position += RECORD_HEADER_BYTES + length;
+        yield { offset: next++, payload };
+      }
+    }
+  }
+
+  // --- Retention ---------------------------------------------------------------------------------
+
+  /**
+   * Deletes the oldest sealed segments while the log without the oldest segment still holds at least
+   * `retentionBytes` (Kafka's rule: a log keeps at most about one segment more than the limit), and
+   * while the oldest segment's last append is older than `retentionMs`. Never the active segment.
+   * Deleted files are unlinked at once; readers that hold a segment finish it.
+   */
+  applyRetention(policy: RetentionPolicy, nowMs = Date.now()): RetentionResult {
+    const result: RetentionResult = { segmentsDeleted: 0, bytesDeleted: 0 };
+    if (this.closed) return result;
+    let total = this.sizeBytes;
+    while (this.segments.length > 1) {
+      const oldest = this.segments[0]!;
+      assert(!oldest.isActive, "only the newest segment is active");
+      const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
+      const byAge = policy.retentionMs !== undefined && nowMs - oldest.lastAppendTimeMs > policy.retentionMs;
+      if (!bySize && !byAge) break;
+      this.segments.shift();
+      this.unforced = this.unforced.filter((segment) => segment !== oldest);
+      total -= oldest.sizeBytes;
+      result.segmentsDeleted++;
+      result.bytesDeleted += oldest.sizeBytes;
+      oldest.delete();
+    }
+    if (result.segmentsDeleted > 0) this.directoryDirty = true;
+    return result;
+  }
+
+  // --- Lifetime ----------------------------------------------------------------------------------
+
+  /**
+   * Closes the log. `clean` (the default) forces everything and writes a checkpoint that marks the
+   * shutdown clean, so the next open scans nothing sealed. A failed log always closes unclean.
+   */
+  close(clean = true): void {
+    if (this.closed) return;
+    let closeError: unknown;
+    if (clean && this.failureCause === undefined) {
+      try {
+        this.forceNow();
+        const active = this.segments.at(-1)!;
+        writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
+          cleanShutdown: true,
+          recoveryPoint: {
+            segmentBaseOffset: active.baseOffset,
+            position: active.sizeBytes,
+            nextOffset: active.nextOffset,
+          },
+        });
+      } catch (error) {
+        closeError = error;
+      }
+    }
+    this.closed = true;
+    for (const segment of this.segments) segment.close();
+    for (const segment of this.unforced) segment.close();
+    this.notifyAppend();
+    this.appendListeners.clear();
+    if (closeError !== undefined) throw closeError;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Closes without forcing and removes the partition's directory. */
+  destroy(): void {
+    if (!this.closed) this.close(false);
+    removeDirectoryTree(this.directory);
+  }
+
+  private checkUsable(): void {
+    if (this.closed) throw new ClosedError(`partition ${this.directory}`);
+    if (this.failureCause !== undefined)
+      throw new PartitionFailedError(`partition ${this.directory}`, this.failureCause);
+  }
+}
+
+/** A file shorter than a header, or whose header and first page are all zeros. */
+function isTornCreation(filePath: string): boolean {
+  const fd = openFile(filePath, "read");
+  try {
+    const size = fileSize(fd, filePath);
+    if (size < SEGMENT_HEADER_BYTES) return true;
+    const probe = new Uint8Array(Math.min(size, 4096));
+    const got = preadFull(fd, probe, 0, probe.length, 0, filePath);
+    for (let i = 0; i < got; i++) if (probe[i] !== 0) return false;
+    return true;
+  } finally {
+    closeFile(fd, filePath);
+  }
+}
