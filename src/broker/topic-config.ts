@@ -87,6 +87,14 @@ export function validateTopicConfig(
     }
   }
   const merged = { ...defaults, ...partial } as Record<keyof TopicConfig, unknown>;
+  // A small segment without an explicit record limit gets the largest record that fits it, rather
+  // than an error about a default the user never chose.
+  if (partial.maxRecordBytes === undefined && typeof merged.segmentBytes === "number") {
+    const fits = merged.segmentBytes - SEGMENT_HEADER_BYTES - RECORD_HEADER_BYTES;
+    if (typeof merged.maxRecordBytes === "number" && merged.maxRecordBytes > fits && fits >= 1) {
+      merged.maxRecordBytes = fits;
+    }
+  }
   const durability = merged.durability;
   if (!DURABILITY_POLICIES.includes(durability as DurabilityPolicy)) {
     throw new InvalidArgumentError(
