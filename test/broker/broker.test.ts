@@ -33,7 +33,12 @@ describe("topics", () => {
     expect(broker.listTopics().map((topic) => topic.name)).toEqual(["audit.log_v2", "orders"]);
     const orders = broker.describeTopic("orders");
     expect(orders.partitions.map((p) => p.partition)).toEqual([0, 1, 2]);
-    expect(orders.config).toMatchObject({ partitions: 3, segmentBytes: 4096, durability: "append", retentionBytes: 1_000_000 });
+    expect(orders.config).toMatchObject({
+      partitions: 3,
+      segmentBytes: 4096,
+      durability: "append",
+      retentionBytes: 1_000_000,
+    });
     expect(broker.describeTopic("audit.log_v2").config.durability).toBe("force");
     await broker.append("orders", 1, ["a", "b"]);
     await broker.append("orders", 1, frameRecords(["c"]));
@@ -46,7 +51,11 @@ describe("topics", () => {
     broker = Broker.open({ dataDir: dir.path });
     try {
       expect(broker.openReport).toMatchObject({ topics: 2, partitions: 4, cleanShutdown: true });
-      expect(broker.describeTopic("orders").config).toMatchObject({ partitions: 3, segmentBytes: 4096, durability: "append" });
+      expect(broker.describeTopic("orders").config).toMatchObject({
+        partitions: 3,
+        segmentBytes: 4096,
+        durability: "append",
+      });
       expect(values(broker, "orders", 1)).toEqual(["a", "b", "c"]);
       await broker.deleteTopic("orders");
       expect(broker.listTopics().map((topic) => topic.name)).toEqual(["audit.log_v2"]);
@@ -65,12 +74,22 @@ describe("topics", () => {
     try {
       expect(() => broker.createTopic("bad name")).toThrow(InvalidArgumentError);
       expect(() => broker.createTopic("..")).toThrow(/reserved/);
-      expect(() => broker.createTopic("t", { partitions: 0 })).toThrow(/partitions must be an integer in \[1, 1024\]/);
-      expect(() => broker.createTopic("t", { durability: "sometimes" as never })).toThrow(/durability must be one of/);
-      expect(() => broker.createTopic("t", { writeMode: "carrier-pigeon" as never })).toThrow(/writeMode must be one of/);
+      expect(() => broker.createTopic("t", { partitions: 0 })).toThrow(
+        /partitions must be an integer in \[1, 1024\]/,
+      );
+      expect(() => broker.createTopic("t", { durability: "sometimes" as never })).toThrow(
+        /durability must be one of/,
+      );
+      expect(() => broker.createTopic("t", { writeMode: "carrier-pigeon" as never })).toThrow(
+        /writeMode must be one of/,
+      );
       expect(() => broker.createTopic("t", { segmentBytes: 10 })).toThrow(/segment size must be in/);
-      expect(() => broker.createTopic("t", { segmentBytes: 4096, maxRecordBytes: 5000 })).toThrow(/must fit into a segment/);
-      expect(() => broker.createTopic("t", { colour: "blue" } as never)).toThrow(/unknown topic setting "colour"/);
+      expect(() => broker.createTopic("t", { segmentBytes: 4096, maxRecordBytes: 5000 })).toThrow(
+        /must fit into a segment/,
+      );
+      expect(() => broker.createTopic("t", { colour: "blue" } as never)).toThrow(
+        /unknown topic setting "colour"/,
+      );
       expect(broker.listTopics()).toEqual([]);
       expect(fs.readdirSync(dir.path).filter((name) => name.startsWith("t-"))).toEqual([]);
       broker.createTopic("t");
@@ -112,7 +131,11 @@ describe("durability policies", () => {
       broker.createTopic("appended", { durability: "append" });
       broker.createTopic("forced", { durability: "force" });
       broker.createTopic("interval", { durability: "interval", flushIntervalMs: 10 });
-      expect(await broker.append("appended", 0, ["x"])).toMatchObject({ firstOffset: 0, recordCount: 1, durability: "appended" });
+      expect(await broker.append("appended", 0, ["x"])).toMatchObject({
+        firstOffset: 0,
+        recordCount: 1,
+        durability: "appended",
+      });
       const forced = await broker.append("forced", 0, ["x", "y"]);
       expect(forced).toMatchObject({ firstOffset: 0, recordCount: 2, durability: "forced" });
       expect(broker.partition("forced", 0).log.recoveryPoint.nextOffset).toBeGreaterThanOrEqual(2);
@@ -138,7 +161,10 @@ describe("durability policies", () => {
       await Promise.all(
         Array.from({ length: producers }, async (_, producer) => {
           for (let batch = 0; batch < batchesEach; batch++) {
-            const ack = await broker.append("gc", 0, [`p${producer}-b${batch}-a`, `p${producer}-b${batch}-b`]);
+            const ack = await broker.append("gc", 0, [
+              `p${producer}-b${batch}-a`,
+              `p${producer}-b${batch}-b`,
+            ]);
             // The durable point moves only after a completed force: it must cover this batch now.
             if (partition.log.recoveryPoint.nextOffset < ack.firstOffset + ack.recordCount) uncovered++;
             expect(ack.durability).toBe("forced");
@@ -150,8 +176,10 @@ describe("durability policies", () => {
       expect(partition.groupCommit.requestCount).toBe(batches);
       expect(partition.groupCommit.forceCount).toBeGreaterThan(0);
       expect(partition.groupCommit.forceCount * 8).toBeLessThanOrEqual(batches);
-      expect(partition.log.nextOffset).toBe(batches * 2);
-      console.log(`group commit: ${batches} batches acknowledged by ${partition.groupCommit.forceCount} forces`);
+      expect<number>(partition.log.nextOffset).toBe(batches * 2);
+      console.log(
+        `group commit: ${batches} batches acknowledged by ${partition.groupCommit.forceCount} forces`,
+      );
     } finally {
       await broker.close();
     }
@@ -223,9 +251,9 @@ describe("data directory", () => {
       expect(result.segmentsDeleted).toBeGreaterThan(0);
       expect(broker.describeTopic("short").partitions[0]!.logStartOffset).toBeGreaterThan(0);
       expect(broker.describeTopic("long").partitions[0]!.logStartOffset).toBe(0);
-      expect(values(broker, "short", 0, broker.describeTopic("short").partitions[0]!.logStartOffset).at(-1)).toStartWith(
-        "record 99",
-      );
+      expect(
+        values(broker, "short", 0, broker.describeTopic("short").partitions[0]!.logStartOffset).at(-1),
+      ).toStartWith("record 99");
     } finally {
       await broker.close();
     }

@@ -46,10 +46,13 @@ describe.each([["force"], ["append"]])(`broker crash rounds, %s policy (seed ${S
     const random = new Random(SEED);
     const acked = new Map<number, string>();
     for (let round = 0; round < 4; round++) {
-      const child = Bun.spawn([process.execPath, FIXTURE, dir.path, policy, "8", String(random.int(0, 2 ** 30))], {
-        stdout: "pipe",
-        stderr: "inherit",
-      });
+      const child = Bun.spawn(
+        [process.execPath, FIXTURE, dir.path, policy, "8", String(random.int(0, 2 ** 30))],
+        {
+          stdout: "pipe",
+          stderr: "inherit",
+        },
+      );
       const lines = new LineReader(child.stdout);
       await lines.waitFor((line) => line.startsWith("started "), "the broker started");
       const acksToSee = random.int(20, 300);
@@ -57,7 +60,8 @@ describe.each([["force"], ["append"]])(`broker crash rounds, %s policy (seed ${S
         const [, first, count, producer, sequence] = line.split(" ").map(Number);
         for (let i = 0; i < count!; i++) acked.set(first! + i, recordPayload(producer!, sequence!, i));
       };
-      for (let seen = 0; seen < acksToSee; seen++) record(await lines.waitFor((l) => l.startsWith("ack "), "an ack"));
+      for (let seen = 0; seen < acksToSee; seen++)
+        record(await lines.waitFor((l) => l.startsWith("ack "), "an ack"));
       child.kill("SIGKILL");
       await child.exited;
       expect(child.signalCode).toBe("SIGKILL");

@@ -7,7 +7,6 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { readFileRange } from "../helpers/read-range.ts";
 import { OffsetOutOfRangeError, RecordTooLargeError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
@@ -19,6 +18,7 @@ import { newFileRange, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
+import { readFileRange } from "../helpers/read-range.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 const SEED = testSeed();
@@ -29,7 +29,8 @@ function fill(log: PartitionLog, count: number, batchSize = 5, maxExtraBytes = 2
   while (log.nextOffset < count) {
     const first = log.nextOffset;
     const values = [];
-    for (let i = 0; i < batchSize && first + i < count; i++) values.push(payloadForOffset(first + i, maxExtraBytes));
+    for (let i = 0; i < batchSize && first + i < count; i++)
+      values.push(payloadForOffset(first + i, maxExtraBytes));
     log.append(frameRecords(values), true);
   }
 }
@@ -40,304 +41,324 @@ function expectAll(log: PartitionLog, from: number, to: number, maxExtraBytes = 
     const read = log.read(offset, 3000);
     expect(read.recordCount).toBeGreaterThan(0);
     for (const payload of payloadsOf(read.records)) {
-      expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, maxExtraBytes))), `offset ${offset}`).toBe(
-        true,
-      );
+      expect(
+        Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, maxExtraBytes))),
+        `offset ${offset}`,
+      ).toBe(true);
       offset++;
     }
   }
   expect(offset).toBe(to);
 }
 
-describe.each(WRITE_MODES.map((mode) => [mode]))(`partition log, %s write path (seed ${SEED})`, (mode: WriteMode) => {
-  test("rolls exactly when the next batch would not fit; offsets stay continuous; segment names are base offsets", () => {
-    using dir = tempDir();
-    // Each record: 8-byte header + 92-byte payload = 100 bytes; three fit after the 32-byte header.
-    const segmentBytes = SEGMENT_HEADER_BYTES + 3 * 100;
-    const config = segmentConfig({ writeMode: mode, segmentBytes });
-    const log = PartitionLog.open(dir.path, config);
-    try {
-      const payload = (i: number) => new TextEncoder().encode(`r${String(i).padStart(4, "0")}`.padEnd(92, "."));
-      for (let i = 0; i < 10; i++) expect<number>(log.append(frameRecords([payload(i)]), true)).toBe(i);
-      // 10 records, 3 per segment: 0-2, 3-5, 6-8, 9.
-      expect(log.segmentBaseOffsets).toEqual([0, 3, 6, 9]);
-      expect(fs.readdirSync(dir.path).filter((name) => name.endsWith(".log")).sort()).toEqual(
-        [0, 3, 6, 9].map((base) => segmentFileName(base as Offset)),
-      );
-      for (const base of [0, 3, 6]) {
-        expect(fs.statSync(path.join(dir.path, segmentFileName(base as Offset))).size).toBe(segmentBytes);
-      }
-      // A batch of two that does not fit into the active segment (one record used, room for two)
-      // goes whole into the active one; then a batch of three rolls.
-      expect<number>(log.append(frameRecords([payload(10), payload(11)]), true)).toBe(10);
-      expect(log.segmentBaseOffsets).toEqual([0, 3, 6, 9]);
-      expect<number>(log.append(frameRecords([payload(12), payload(13), payload(14)]), true)).toBe(12);
-      expect(log.segmentBaseOffsets).toEqual([0, 3, 6, 9, 12]);
-      // Reads span segments: one read from 1 with room for everything returns 1..14.
-      const read = log.read(1, 100_000);
-      expect(read.recordCount).toBe(14);
-      expect(payloadsOf(read.records).map((p) => text(p).slice(0, 5))).toEqual(
-        Array.from({ length: 14 }, (_, i) => `r${String(i + 1).padStart(4, "0")}`),
-      );
-      // A read limited to 250 bytes stops at a record boundary (2 records), even across a segment end.
-      const limited = log.read(2, 250);
-      expect(limited.recordCount).toBe(2);
-      expect(text(payloadsOf(limited.records)[1]!).slice(0, 5)).toBe("r0003");
-    } finally {
-      log.close();
-    }
-  });
-
-  test("a record larger than a segment is refused with a clear error; nothing is written", () => {
-    using dir = tempDir();
-    const config = segmentConfig({ writeMode: mode, segmentBytes: 1024, maxPayloadBytes: 4096 });
-    const log = PartitionLog.open(dir.path, config);
-    try {
-      log.append(frameRecords(["small"]), true);
-      expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(RecordTooLargeError);
-      expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(/larger than a segment/);
-      expect(() => log.append(frameRecords(Array.from({ length: 20 }, () => new Uint8Array(100))), true)).toThrow(
-        /a batch of 20 records larger than a segment/,
-      );
-      expect<number>(log.nextOffset).toBe(1);
-      expect(log.segmentCount).toBe(1);
-    } finally {
-      log.close();
-    }
-  });
-
-  test("offsets outside [logStartOffset, nextOffset] are a typed error with both bounds", () => {
-    using dir = tempDir();
-    const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 4096 }));
-    try {
-      fill(log, 5);
-      expect(log.read(5, 100).recordCount).toBe(0); // the end of the log is a valid, empty position
-      for (const bad of [6, -1, 1.5]) {
-        expect(() => log.read(bad, 100)).toThrow(OffsetOutOfRangeError);
-      }
+describe.each(WRITE_MODES.map((mode) => [mode]))(
+  `partition log, %s write path (seed ${SEED})`,
+  (mode: WriteMode) => {
+    test("rolls exactly when the next batch would not fit; offsets stay continuous; segment names are base offsets", () => {
+      using dir = tempDir();
+      // Each record: 8-byte header + 92-byte payload = 100 bytes; three fit after the 32-byte header.
+      const segmentBytes = SEGMENT_HEADER_BYTES + 3 * 100;
+      const config = segmentConfig({ writeMode: mode, segmentBytes });
+      const log = PartitionLog.open(dir.path, config);
       try {
-        log.read(99, 100);
-      } catch (error) {
-        expect(error).toMatchObject({ code: "OFFSET_OUT_OF_RANGE", offset: 99, logStartOffset: 0, nextOffset: 5 });
+        const payload = (i: number) =>
+          new TextEncoder().encode(`r${String(i).padStart(4, "0")}`.padEnd(92, "."));
+        for (let i = 0; i < 10; i++) expect<number>(log.append(frameRecords([payload(i)]), true)).toBe(i);
+        // 10 records, 3 per segment: 0-2, 3-5, 6-8, 9.
+        expect(log.segmentBaseOffsets).toEqual([0, 3, 6, 9]);
+        expect(
+          fs
+            .readdirSync(dir.path)
+            .filter((name) => name.endsWith(".log"))
+            .sort(),
+        ).toEqual([0, 3, 6, 9].map((base) => segmentFileName(base as Offset)));
+        for (const base of [0, 3, 6]) {
+          expect(fs.statSync(path.join(dir.path, segmentFileName(base as Offset))).size).toBe(segmentBytes);
+        }
+        // A batch of two that does not fit into the active segment (one record used, room for two)
+        // goes whole into the active one; then a batch of three rolls.
+        expect<number>(log.append(frameRecords([payload(10), payload(11)]), true)).toBe(10);
+        expect(log.segmentBaseOffsets).toEqual([0, 3, 6, 9]);
+        expect<number>(log.append(frameRecords([payload(12), payload(13), payload(14)]), true)).toBe(12);
+        expect(log.segmentBaseOffsets).toEqual([0, 3, 6, 9, 12]);
+        // Reads span segments: one read from 1 with room for everything returns 1..14.
+        const read = log.read(1, 100_000);
+        expect(read.recordCount).toBe(14);
+        expect(payloadsOf(read.records).map((p) => text(p).slice(0, 5))).toEqual(
+          Array.from({ length: 14 }, (_, i) => `r${String(i + 1).padStart(4, "0")}`),
+        );
+        // A read limited to 250 bytes stops at a record boundary (2 records), even across a segment end.
+        const limited = log.read(2, 250);
+        expect(limited.recordCount).toBe(2);
+        expect(text(payloadsOf(limited.records)[1]!).slice(0, 5)).toBe("r0003");
+      } finally {
+        log.close();
       }
-    } finally {
-      log.close();
-    }
-  });
+    });
 
-  test("tail yields existing records, then waits at the end and wakes on the next append", async () => {
-    using dir = tempDir();
-    const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 2048 }));
-    try {
-      fill(log, 30);
-      const tail = log.tail(25);
-      const seen: number[] = [];
-      for (let i = 0; i < 5; i++) seen.push((await tail.next()).value!.offset);
-      expect(seen).toEqual([25, 26, 27, 28, 29]);
-      const pending = tail.next();
-      let woke = false;
-      void pending.then(() => {
-        woke = true;
-      });
-      // Let the loop turn: without an append the tail must still be waiting.
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(woke).toBe(false);
-      log.append(frameRecords([payloadForOffset(30)]), true);
-      const next = await pending;
-      expect(next.value!.offset).toBe(30);
-      expect(Buffer.from(next.value!.payload).equals(Buffer.from(payloadForOffset(30)))).toBe(true);
-      // Closing the log ends a waiting tail.
-      const last = tail.next();
-      log.close();
-      expect((await last).done).toBe(true);
-    } finally {
-      log.close();
-    }
-  });
+    test("a record larger than a segment is refused with a clear error; nothing is written", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 1024, maxPayloadBytes: 4096 });
+      const log = PartitionLog.open(dir.path, config);
+      try {
+        log.append(frameRecords(["small"]), true);
+        expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(RecordTooLargeError);
+        expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(/larger than a segment/);
+        expect(() =>
+          log.append(frameRecords(Array.from({ length: 20 }, () => new Uint8Array(100))), true),
+        ).toThrow(/a batch of 20 records larger than a segment/);
+        expect<number>(log.nextOffset).toBe(1);
+        expect(log.segmentCount).toBe(1);
+      } finally {
+        log.close();
+      }
+    });
 
-  test("retention by size deletes the oldest sealed segments, never the active one", () => {
-    using dir = tempDir();
-    const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
-    try {
+    test("offsets outside [logStartOffset, nextOffset] are a typed error with both bounds", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 4096 }));
+      try {
+        fill(log, 5);
+        expect(log.read(5, 100).recordCount).toBe(0); // the end of the log is a valid, empty position
+        for (const bad of [6, -1, 1.5]) {
+          expect(() => log.read(bad, 100)).toThrow(OffsetOutOfRangeError);
+        }
+        try {
+          log.read(99, 100);
+        } catch (error) {
+          expect(error).toMatchObject({
+            code: "OFFSET_OUT_OF_RANGE",
+            offset: 99,
+            logStartOffset: 0,
+            nextOffset: 5,
+          });
+        }
+      } finally {
+        log.close();
+      }
+    });
+
+    test("tail yields existing records, then waits at the end and wakes on the next append", async () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 2048 }));
+      try {
+        fill(log, 30);
+        const tail = log.tail(25);
+        const seen: number[] = [];
+        for (let i = 0; i < 5; i++) seen.push((await tail.next()).value!.offset);
+        expect(seen).toEqual([25, 26, 27, 28, 29]);
+        const pending = tail.next();
+        let woke = false;
+        void pending.then(() => {
+          woke = true;
+        });
+        // Let the loop turn: without an append the tail must still be waiting.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(woke).toBe(false);
+        log.append(frameRecords([payloadForOffset(30)]), true);
+        const next = await pending;
+        expect(next.value!.offset).toBe(30);
+        expect(Buffer.from(next.value!.payload).equals(Buffer.from(payloadForOffset(30)))).toBe(true);
+        // Closing the log ends a waiting tail.
+        const last = tail.next();
+        log.close();
+        expect((await last).done).toBe(true);
+      } finally {
+        log.close();
+      }
+    });
+
+    test("retention by size deletes the oldest sealed segments, never the active one", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
+      try {
+        fill(log, 200);
+        const segmentsBefore = log.segmentCount;
+        expect(segmentsBefore).toBeGreaterThan(5);
+        const limit = 3000;
+        const result = log.applyRetention({ retentionBytes: limit });
+        expect(result.segmentsDeleted).toBeGreaterThan(0);
+        // Kafka's rule: the log without its oldest segment would fall below the limit.
+        const sizes = log.sizeBytes;
+        expect(sizes).toBeGreaterThanOrEqual(limit);
+        expect(log.segmentCount).toBe(segmentsBefore - result.segmentsDeleted);
+        expect<number>(log.logStartOffset).toBe(log.segmentBaseOffsets[0]!);
+        expect(() => log.read(0, 100)).toThrow(OffsetOutOfRangeError);
+        expectAll(log, log.logStartOffset, 200);
+        // Everything but the active segment can go; the active one stays even with a limit of 1 byte.
+        log.applyRetention({ retentionBytes: 1 });
+        expect(log.segmentCount).toBe(1);
+        expect<number>(log.nextOffset).toBe(200);
+        const files = fs.readdirSync(dir.path).filter((name) => name.endsWith(".log"));
+        expect(files).toEqual([segmentFileName(log.logStartOffset)]);
+      } finally {
+        log.close();
+      }
+    });
+
+    test("retention by age uses the time of the last append, not the file's mtime", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
+      try {
+        const hour = 3600_000;
+        const t0 = 1_000_000_000_000;
+        // Segments filled at t0, then at t0 + 2h (append takes the clock as an argument).
+        for (let i = 0; i < 40; i++) log.append(frameRecords([payloadForOffset(i)]), true, t0);
+        const boundary = log.nextOffset;
+        for (let i = 40; i < 80; i++) log.append(frameRecords([payloadForOffset(i)]), true, t0 + 2 * hour);
+        const result = log.applyRetention({ retentionMs: hour }, t0 + 2 * hour + 1);
+        expect(result.segmentsDeleted).toBeGreaterThan(0);
+        // Every segment whose last append was at t0 went; the first survivor was appended to at t0+2h.
+        expect(log.logStartOffset).toBeLessThanOrEqual(boundary);
+        expect(log.logStartOffset).toBeGreaterThan(0);
+        expectAll(log, log.logStartOffset, 80);
+      } finally {
+        log.close();
+      }
+    });
+
+    test("a reader inside a segment that retention deletes finishes it; then its descriptor is closed", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 2048 }));
+      try {
+        fill(log, 100);
+        const range = newFileRange();
+        const segment = log.fileRange(3, 1_000_000, range)!;
+        expect(segment).toBeDefined();
+        const fd = range.fd;
+        log.applyRetention({ retentionBytes: 1 });
+        expect(segment.isDeleted).toBe(true);
+        expect(fs.existsSync(segment.path)).toBe(false); // unlinked at once
+        // The reader still reads the whole range through its descriptor.
+        const bytes = readFileRange(fd, range.position, range.lengthBytes);
+        const payloads = payloadsOf(bytes);
+        expect(payloads.length).toBe(range.recordCount);
+        payloads.forEach((payload, i) => {
+          expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(3 + i)))).toBe(true);
+        });
+        expect(fs.readlinkSync(`/proc/self/fd/${fd}`)).toContain("(deleted)");
+        segment.release();
+        expect(segment.hasOpenDescriptor).toBe(false);
+        expect(() => fs.readlinkSync(`/proc/self/fd/${fd}`)).toThrow();
+      } finally {
+        log.close();
+      }
+    });
+
+    test("clean restart scans no sealed segment; the data and the next append continue exactly", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
+      const first = PartitionLog.open(dir.path, config);
+      fill(first, 300);
+      const segments = first.segmentCount;
+      first.close();
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        const report = reopened.openReport;
+        expect(report.cleanShutdown).toBe(true);
+        expect(report.segments).toBe(segments);
+        // Only the active segment is opened with a scan (lengths only, it was verified before).
+        expect(report.segmentsScanned).toBe(1);
+        expect(report.bytesScanned).toBeLessThanOrEqual(4096);
+        expect(report.bytesCut).toBe(0);
+        expect<number>(reopened.nextOffset).toBe(300);
+        expectAll(reopened, 0, 300);
+        fill(reopened, 310);
+        expectAll(reopened, 0, 310);
+      } finally {
+        reopened.close();
+      }
+      // The open itself marked the checkpoint unclean: a crash now must not look like a clean shutdown.
+      const afterOpen = PartitionLog.open(dir.path, config);
+      afterOpen.close(false);
+      const checkpoint = JSON.parse(fs.readFileSync(path.join(dir.path, CHECKPOINT_FILE), "utf8"));
+      expect(checkpoint.cleanShutdown).toBe(false);
+    });
+
+    test("unclean restart scans only from the recovery point on", async () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
+      const first = PartitionLog.open(dir.path, config, { checkpointIntervalMs: 0 });
+      fill(first, 300);
+      await first.force(); // writes the checkpoint (interval 0) in the background
+      const point = first.recoveryPoint;
+      expect(point.nextOffset).toBe(300);
+      // Wait for the background checkpoint write to land.
+      const checkpointPath = path.join(dir.path, CHECKPOINT_FILE);
+      while (JSON.parse(fs.readFileSync(checkpointPath, "utf8")).recoveryPoint.nextOffset !== 300) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      fill(first, 500); // not forced: after the recovery point
+      const segmentsAfterPoint = first.segmentBaseOffsets.filter(
+        (base) => base >= point.segmentBaseOffset,
+      ).length;
+      first.close(false); // unclean: no final force, no clean mark
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        const report = reopened.openReport;
+        expect(report.cleanShutdown).toBe(false);
+        expect(report.segmentsScanned).toBe(segmentsAfterPoint);
+        expect(report.segments).toBeGreaterThan(segmentsAfterPoint);
+        expect<number>(reopened.nextOffset).toBe(500);
+        expectAll(reopened, 0, 500);
+      } finally {
+        reopened.close();
+      }
+    });
+
+    test("a hole (a sealed segment lost its tail) ends the log there; later segments are dropped", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
       fill(log, 200);
-      const segmentsBefore = log.segmentCount;
-      expect(segmentsBefore).toBeGreaterThan(5);
-      const limit = 3000;
-      const result = log.applyRetention({ retentionBytes: limit });
-      expect(result.segmentsDeleted).toBeGreaterThan(0);
-      // Kafka's rule: the log without its oldest segment would fall below the limit.
-      const sizes = log.sizeBytes;
-      expect(sizes).toBeGreaterThanOrEqual(limit);
-      expect(log.segmentCount).toBe(segmentsBefore - result.segmentsDeleted);
-      expect<number>(log.logStartOffset).toBe(log.segmentBaseOffsets[0]!);
-      expect(() => log.read(0, 100)).toThrow(OffsetOutOfRangeError);
-      expectAll(log, log.logStartOffset, 200);
-      // Everything but the active segment can go; the active one stays even with a limit of 1 byte.
-      log.applyRetention({ retentionBytes: 1 });
-      expect(log.segmentCount).toBe(1);
-      expect<number>(log.nextOffset).toBe(200);
-      const files = fs.readdirSync(dir.path).filter((name) => name.endsWith(".log"));
-      expect(files).toEqual([segmentFileName(log.logStartOffset)]);
-    } finally {
-      log.close();
-    }
-  });
+      const bases = log.segmentBaseOffsets;
+      log.close(false);
+      fs.rmSync(path.join(dir.path, CHECKPOINT_FILE)); // no recovery point: scan everything
+      // Cut the second segment in the middle of its third record.
+      const victim = path.join(dir.path, segmentFileName(bases[1] as Offset));
+      const bytes = fs.readFileSync(victim);
+      let position = SEGMENT_HEADER_BYTES;
+      for (let i = 0; i < 2; i++) position += RECORD_HEADER_BYTES + bytes.readUInt32BE(position);
+      fs.truncateSync(victim, position + 5);
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect(reopened.openReport.segmentsDropped).toBe(bases.length - 2);
+        expect(reopened.segmentBaseOffsets).toEqual(bases.slice(0, 2));
+        expect<number>(reopened.nextOffset).toBe(bases[1]! + 2);
+        expectAll(reopened, 0, bases[1]! + 2);
+        // The log continues from the hole with new offsets.
+        expect<number>(reopened.append(frameRecords([payloadForOffset(bases[1]! + 2)]), true)).toBe(
+          bases[1]! + 2,
+        );
+      } finally {
+        reopened.close();
+      }
+    });
 
-  test("retention by age uses the time of the last append, not the file's mtime", () => {
-    using dir = tempDir();
-    const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
-    try {
-      const hour = 3600_000;
-      const t0 = 1_000_000_000_000;
-      // Segments filled at t0, then at t0 + 2h (append takes the clock as an argument).
-      for (let i = 0; i < 40; i++) log.append(frameRecords([payloadForOffset(i)]), true, t0);
-      const boundary = log.nextOffset;
-      for (let i = 40; i < 80; i++) log.append(frameRecords([payloadForOffset(i)]), true, t0 + 2 * hour);
-      const result = log.applyRetention({ retentionMs: hour }, t0 + 2 * hour + 1);
-      expect(result.segmentsDeleted).toBeGreaterThan(0);
-      // Every segment whose last append was at t0 went; the first survivor was appended to at t0+2h.
-      expect(log.logStartOffset).toBeLessThanOrEqual(boundary);
-      expect(log.logStartOffset).toBeGreaterThan(0);
-      expectAll(log, log.logStartOffset, 80);
-    } finally {
-      log.close();
-    }
-  });
-
-  test("a reader inside a segment that retention deletes finishes it; then its descriptor is closed", () => {
-    using dir = tempDir();
-    const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 2048 }));
-    try {
+    test("a newest segment whose header never reached the disk is dropped; the previous one continues", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
       fill(log, 100);
-      const range = newFileRange();
-      const segment = log.fileRange(3, 1_000_000, range)!;
-      expect(segment).toBeDefined();
-      const fd = range.fd;
-      log.applyRetention({ retentionBytes: 1 });
-      expect(segment.isDeleted).toBe(true);
-      expect(fs.existsSync(segment.path)).toBe(false); // unlinked at once
-      // The reader still reads the whole range through its descriptor.
-      const bytes = readFileRange(fd, range.position, range.lengthBytes);
-      const payloads = payloadsOf(bytes);
-      expect(payloads.length).toBe(range.recordCount);
-      payloads.forEach((payload, i) => {
-        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(3 + i)))).toBe(true);
-      });
-      expect(fs.readlinkSync(`/proc/self/fd/${fd}`)).toContain("(deleted)");
-      segment.release();
-      expect(segment.hasOpenDescriptor).toBe(false);
-      expect(() => fs.readlinkSync(`/proc/self/fd/${fd}`)).toThrow();
-    } finally {
-      log.close();
-    }
-  });
-
-  test("clean restart scans no sealed segment; the data and the next append continue exactly", () => {
-    using dir = tempDir();
-    const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
-    const first = PartitionLog.open(dir.path, config);
-    fill(first, 300);
-    const segments = first.segmentCount;
-    first.close();
-    const reopened = PartitionLog.open(dir.path, config);
-    try {
-      const report = reopened.openReport;
-      expect(report.cleanShutdown).toBe(true);
-      expect(report.segments).toBe(segments);
-      // Only the active segment is opened with a scan (lengths only, it was verified before).
-      expect(report.segmentsScanned).toBe(1);
-      expect(report.bytesScanned).toBeLessThanOrEqual(4096);
-      expect(report.bytesCut).toBe(0);
-      expect<number>(reopened.nextOffset).toBe(300);
-      expectAll(reopened, 0, 300);
-      fill(reopened, 310);
-      expectAll(reopened, 0, 310);
-    } finally {
-      reopened.close();
-    }
-    // The open itself marked the checkpoint unclean: a crash now must not look like a clean shutdown.
-    const afterOpen = PartitionLog.open(dir.path, config);
-    afterOpen.close(false);
-    const checkpoint = JSON.parse(fs.readFileSync(path.join(dir.path, CHECKPOINT_FILE), "utf8"));
-    expect(checkpoint.cleanShutdown).toBe(false);
-  });
-
-  test("unclean restart scans only from the recovery point on", async () => {
-    using dir = tempDir();
-    const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
-    const first = PartitionLog.open(dir.path, config, { checkpointIntervalMs: 0 });
-    fill(first, 300);
-    await first.force(); // writes the checkpoint (interval 0) in the background
-    const point = first.recoveryPoint;
-    expect(point.nextOffset).toBe(300);
-    // Wait for the background checkpoint write to land.
-    const checkpointPath = path.join(dir.path, CHECKPOINT_FILE);
-    while (JSON.parse(fs.readFileSync(checkpointPath, "utf8")).recoveryPoint.nextOffset !== 300) {
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    fill(first, 500); // not forced: after the recovery point
-    const segmentsAfterPoint = first.segmentBaseOffsets.filter((base) => base >= point.segmentBaseOffset).length;
-    first.close(false); // unclean: no final force, no clean mark
-    const reopened = PartitionLog.open(dir.path, config);
-    try {
-      const report = reopened.openReport;
-      expect(report.cleanShutdown).toBe(false);
-      expect(report.segmentsScanned).toBe(segmentsAfterPoint);
-      expect(report.segments).toBeGreaterThan(segmentsAfterPoint);
-      expect<number>(reopened.nextOffset).toBe(500);
-      expectAll(reopened, 0, 500);
-    } finally {
-      reopened.close();
-    }
-  });
-
-  test("a hole (a sealed segment lost its tail) ends the log there; later segments are dropped", () => {
-    using dir = tempDir();
-    const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
-    const log = PartitionLog.open(dir.path, config);
-    fill(log, 200);
-    const bases = log.segmentBaseOffsets;
-    log.close(false);
-    fs.rmSync(path.join(dir.path, CHECKPOINT_FILE)); // no recovery point: scan everything
-    // Cut the second segment in the middle of its third record.
-    const victim = path.join(dir.path, segmentFileName(bases[1] as Offset));
-    const bytes = fs.readFileSync(victim);
-    let position = SEGMENT_HEADER_BYTES;
-    for (let i = 0; i < 2; i++) position += RECORD_HEADER_BYTES + bytes.readUInt32BE(position);
-    fs.truncateSync(victim, position + 5);
-    const reopened = PartitionLog.open(dir.path, config);
-    try {
-      expect(reopened.openReport.segmentsDropped).toBe(bases.length - 2);
-      expect(reopened.segmentBaseOffsets).toEqual(bases.slice(0, 2));
-      expect<number>(reopened.nextOffset).toBe(bases[1]! + 2);
-      expectAll(reopened, 0, bases[1]! + 2);
-      // The log continues from the hole with new offsets.
-      expect<number>(reopened.append(frameRecords([payloadForOffset(bases[1]! + 2)]), true)).toBe(bases[1]! + 2);
-    } finally {
-      reopened.close();
-    }
-  });
-
-  test("a newest segment whose header never reached the disk is dropped; the previous one continues", () => {
-    using dir = tempDir();
-    const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
-    const log = PartitionLog.open(dir.path, config);
-    fill(log, 100);
-    const next = log.nextOffset;
-    log.close(false);
-    fs.writeFileSync(path.join(dir.path, segmentFileName(next)), new Uint8Array(mode === "mapped" ? 2048 : 0));
-    const reopened = PartitionLog.open(dir.path, config);
-    try {
-      expect(reopened.openReport.segmentsDropped).toBe(1);
-      expect<number>(reopened.nextOffset).toBe(100);
-      expect(fs.existsSync(path.join(dir.path, segmentFileName(next)))).toBe(false);
-      fill(reopened, 120);
-      expectAll(reopened, 0, 120);
-    } finally {
-      reopened.close();
-    }
-  });
-});
+      const next = log.nextOffset;
+      log.close(false);
+      fs.writeFileSync(
+        path.join(dir.path, segmentFileName(next)),
+        new Uint8Array(mode === "mapped" ? 2048 : 0),
+      );
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect(reopened.openReport.segmentsDropped).toBe(1);
+        expect<number>(reopened.nextOffset).toBe(100);
+        expect(fs.existsSync(path.join(dir.path, segmentFileName(next)))).toBe(false);
+        fill(reopened, 120);
+        expectAll(reopened, 0, 120);
+      } finally {
+        reopened.close();
+      }
+    });
+  },
+);
 
 test(`random appends, reads and restarts keep a log equal to its model (seed ${SEED})`, () => {
   using dir = tempDir();
@@ -350,7 +371,10 @@ test(`random appends, reads and restarts keep a log equal to its model (seed ${S
       if (action < 0.7) {
         const count = random.int(1, 10);
         const first = log.nextOffset;
-        log.append(frameRecords(Array.from({ length: count }, (_, i) => payloadForOffset(first + i, 500))), true);
+        log.append(
+          frameRecords(Array.from({ length: count }, (_, i) => payloadForOffset(first + i, 500))),
+          true,
+        );
       } else if (action < 0.95 && log.nextOffset > 0) {
         const offset = random.int(0, log.nextOffset - 1);
         const read = log.read(offset, random.int(1, 5000));
