@@ -233,6 +233,52 @@ export class Segment {
   }
 
   /**
+   * Opens the newest segment for append after a clean shutdown, without a scan: the checkpoint
+   * vouches for its size and record count. The index is built on first use (read or append). Falls
+   * back to `openForAppend` (a scan) when the file does not match what the checkpoint says.
+   */
+  static openActiveTrusted(
+    filePath: string,
+    config: SegmentConfig,
+    sizeBytes: number,
+    nextOffset: Offset,
+  ): { segment: Segment; report: SegmentRecoveryReport } {
+    const fd = openFile(filePath, "readWrite");
+    let fdOwned = true;
+    try {
+      const baseOffset = readHeader(fd, filePath);
+      const sizeOnDisk = fileSize(fd, filePath);
+      if (sizeOnDisk !== sizeBytes || nextOffset < baseOffset || sizeBytes < SEGMENT_HEADER_BYTES) {
+        closeFile(fd, filePath);
+        fdOwned = false;
+        return Segment.openForAppend(filePath, config, sizeBytes);
+      }
+      fdOwned = false;
+      const writer = createWriter(
+        config.writeMode,
+        filePath,
+        fd,
+        sizeBytes,
+        Math.max(config.segmentBytes, sizeBytes),
+      );
+      const segment = new Segment(filePath, baseOffset, config, writer, sizeBytes, nextOffset, false);
+      const report: SegmentRecoveryReport = {
+        path: filePath,
+        baseOffset,
+        recordCount: nextOffset - baseOffset,
+        validEndBytes: sizeBytes,
+        stop: "end",
+        scannedBytes: 0,
+        cutBytes: 0,
+      };
+      return { segment, report };
+    } catch (error) {
+      if (fdOwned) closeFile(fd, filePath);
+      throw error;
+    }
+  }
+
+  /**
    * Like openForAppend, but the segment comes back sealed (no writer, no mapping): for segments
    * behind a recovery point that are not the newest one. The cut, if any, is made the same way.
    */
@@ -398,6 +444,8 @@ export class Segment {
     const batchBytes = batch.length;
     if (batchBytes === 0) throw new InvalidArgumentError("a batch must hold at least one record");
     const recordCount = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
+    // Entries must stay in order: an active segment opened without a scan indexes what it holds first.
+    if (this.indexedEndBytes < writer.sizeBytes) this.ensureIndexed();
     const position = writer.sizeBytes;
     writer.append(batch);
     const firstOffset = this.publishedNextOffset;
@@ -628,19 +676,20 @@ export class Segment {
       this.index,
     );
     const expected = this.publishedNextOffset - this.baseOffset;
-    if (scan.stop === "zero-length" && this.indexedRecords + scan.recordCount === expected) {
+    const found = this.indexedRecords + scan.recordCount;
+    if (this.writer === undefined && scan.stop === "zero-length" && found === expected) {
       // A mapped segment whose trim did not reach the disk before a crash: every record is there,
       // followed by the zeros of its preallocated capacity. The records end here.
       this.sealedSizeBytes = scan.endPosition;
-    } else if (scan.endPosition !== sizeBytes || this.indexedRecords + scan.recordCount !== expected) {
+    } else if (scan.endPosition !== sizeBytes || found !== expected) {
       throw new CorruptRecordError(
-        `sealed segment holds ${this.indexedRecords + scan.recordCount} readable records up to byte ` +
-          `${scan.endPosition} of ${sizeBytes}, expected ${expected} (${describeStop(scan.stop)})`,
+        `segment holds ${found} readable records up to byte ${scan.endPosition} of ${sizeBytes}, ` +
+          `expected ${expected} (${describeStop(scan.stop)})`,
         scan.endPosition,
         this.path,
       );
     }
-    this.indexedEndBytes = this.sealedSizeBytes;
+    this.indexedEndBytes = scan.endPosition;
     this.indexedRecords = expected;
   }
 

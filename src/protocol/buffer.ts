@@ -1,0 +1,226 @@
+/**
+ * Byte cursors for the wire codec: a growable writer that the caller reuses, and a bounds-checked
+ * reader over a frame payload. No I/O.
+ *
+ * Encodings (big-endian, like the record format):
+ * - u8, u16, u32: unsigned integers.
+ * - u64: two u32 halves, high first. Values stay below 2^53 (offsets are JS numbers; no BigInt on
+ *   the hot path), and the reader refuses larger ones.
+ * - i64: as u64, with -1 encoded as 0xFFFFFFFF_FFFFFFFF (used for "no limit").
+ * - string: u16 byte length, then UTF-8 bytes.
+ * - bytes: u32 byte length, then the bytes.
+ *
+ * Invariant: a Reader never reads outside [start, end) of its frame; a field that would cross the end
+ * throws ProtocolError naming the field, its position and how many bytes it needed and had.
+ */
+import { BooblikError } from "../domain/errors.ts";
+
+/** A request or frame that breaks the protocol: answered with INVALID_REQUEST or a closed connection. */
+export class ProtocolError extends BooblikError {
+  constructor(message: string) {
+    super("INVALID_REQUEST", message);
+  }
+}
+
+const ENCODER = new TextEncoder();
+const DECODER = new TextDecoder("utf-8", { fatal: true });
+const TWO_TO_32 = 2 ** 32;
+
+export class ByteWriter {
+  bytes: Uint8Array;
+  view: DataView;
+  position = 0;
+
+  constructor(initialBytes = 1024) {
+    this.bytes = new Uint8Array(initialBytes);
+    this.view = new DataView(this.bytes.buffer);
+  }
+
+  reset(): this {
+    this.position = 0;
+    return this;
+  }
+
+  ensure(moreBytes: number): void {
+    const needed = this.position + moreBytes;
+    if (needed <= this.bytes.length) return;
+    let capacity = this.bytes.length * 2;
+    while (capacity < needed) capacity *= 2;
+    const grown = new Uint8Array(capacity);
+    grown.set(this.bytes.subarray(0, this.position));
+    this.bytes = grown;
+    this.view = new DataView(grown.buffer);
+  }
+
+  u8(value: number): this {
+    this.ensure(1);
+    this.bytes[this.position++] = value;
+    return this;
+  }
+
+  u16(value: number): this {
+    this.ensure(2);
+    this.view.setUint16(this.position, value, false);
+    this.position += 2;
+    return this;
+  }
+
+  u32(value: number): this {
+    this.ensure(4);
+    this.view.setUint32(this.position, value >>> 0, false);
+    this.position += 4;
+    return this;
+  }
+
+  u64(value: number): this {
+    this.ensure(8);
+    this.view.setUint32(this.position, Math.floor(value / TWO_TO_32), false);
+    this.view.setUint32(this.position + 4, value >>> 0, false);
+    this.position += 8;
+    return this;
+  }
+
+  /** -1 or a non-negative value below 2^53. */
+  i64(value: number): this {
+    if (value === -1) {
+      this.ensure(8);
+      this.view.setUint32(this.position, 0xffffffff, false);
+      this.view.setUint32(this.position + 4, 0xffffffff, false);
+      this.position += 8;
+      return this;
+    }
+    return this.u64(value);
+  }
+
+  string(value: string): this {
+    // Worst case 3 bytes per UTF-16 unit; encodeInto writes in place.
+    this.ensure(2 + value.length * 3);
+    const { written } = ENCODER.encodeInto(value, this.bytes.subarray(this.position + 2));
+    if (written > 0xffff) throw new ProtocolError(`string of ${written} bytes is longer than 65535`);
+    this.view.setUint16(this.position, written, false);
+    this.position += 2 + written;
+    return this;
+  }
+
+  bytesField(value: Uint8Array): this {
+    this.ensure(4 + value.length);
+    this.view.setUint32(this.position, value.length, false);
+    this.bytes.set(value, this.position + 4);
+    this.position += 4 + value.length;
+    return this;
+  }
+
+  /** Overwrites a u32 at an earlier position (a size filled in afterwards). */
+  patchU32(at: number, value: number): void {
+    this.view.setUint32(at, value >>> 0, false);
+  }
+
+  /** The bytes written so far (a view, valid until the next write or reset). */
+  written(): Uint8Array {
+    return this.bytes.subarray(0, this.position);
+  }
+}
+
+export class ByteReader {
+  private bytes: Uint8Array;
+  private view: DataView;
+  position: number;
+  end: number;
+
+  constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.position = start;
+    this.end = end;
+  }
+
+  get remaining(): number {
+    return this.end - this.position;
+  }
+
+  private need(bytes: number, field: string): void {
+    if (this.end - this.position < bytes) {
+      throw new ProtocolError(
+        `${field} at byte ${this.position} needs ${bytes} bytes, ${Math.max(0, this.end - this.position)} left in the frame`,
+      );
+    }
+  }
+
+  u8(field: string): number {
+    this.need(1, field);
+    return this.bytes[this.position++]!;
+  }
+
+  u16(field: string): number {
+    this.need(2, field);
+    const value = this.view.getUint16(this.position, false);
+    this.position += 2;
+    return value;
+  }
+
+  u32(field: string): number {
+    this.need(4, field);
+    const value = this.view.getUint32(this.position, false);
+    this.position += 4;
+    return value;
+  }
+
+  u64(field: string): number {
+    this.need(8, field);
+    const high = this.view.getUint32(this.position, false);
+    const low = this.view.getUint32(this.position + 4, false);
+    this.position += 8;
+    if (high >= 0x200000) throw new ProtocolError(`${field} is ${high} * 2^32 + ${low}, beyond 2^53`);
+    return high * TWO_TO_32 + low;
+  }
+
+  i64(field: string): number {
+    this.need(8, field);
+    if (
+      this.view.getUint32(this.position, false) === 0xffffffff &&
+      this.view.getUint32(this.position + 4, false) === 0xffffffff
+    ) {
+      this.position += 8;
+      return -1;
+    }
+    return this.u64(field);
+  }
+
+  string(field: string): string {
+    const length = this.u16(`${field} length`);
+    this.need(length, field);
+    let value: string;
+    try {
+      value = DECODER.decode(this.bytes.subarray(this.position, this.position + length));
+    } catch {
+      throw new ProtocolError(`${field} at byte ${this.position} is not valid UTF-8`);
+    }
+    this.position += length;
+    return value;
+  }
+
+  /** A length-prefixed byte field, as a view into the frame (no copy). */
+  bytesField(field: string): Uint8Array {
+    const length = this.u32(`${field} length`);
+    this.need(length, field);
+    const value = this.bytes.subarray(this.position, this.position + length);
+    this.position += length;
+    return value;
+  }
+
+  /** The rest of the frame as a view (no copy); the reader ends up at the end. */
+  restView(): Uint8Array {
+    const value = this.bytes.subarray(this.position, this.end);
+    this.position = this.end;
+    return value;
+  }
+
+  /** Refuses bytes left over after the last field: a frame means exactly what it says. */
+  expectEnd(what: string): void {
+    if (this.position !== this.end) {
+      throw new ProtocolError(
+        `${what} has ${this.end - this.position} unexpected bytes after its last field`,
+      );
+    }
+  }
+}

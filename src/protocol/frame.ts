@@ -1,0 +1,110 @@
+/**
+ * Frames: every request and response travels as one length-prefixed frame. This module owns the
+ * frame headers and the API table; docs/protocol.md has the same tables in prose.
+ *
+ * Request frame (big-endian):
+ *
+ *   offset  size  field
+ *   0       4     size           bytes after this field: 8 + payload
+ *   4       2     apiKey         see API
+ *   6       2     apiVersion     0 for every API in this version of booblik
+ *   8       4     correlationId  chosen by the client, echoed in the response
+ *   12      …     payload
+ *
+ * Response frame:
+ *
+ *   0       4     size           bytes after this field: 6 + payload
+ *   4       4     correlationId  of the request this answers
+ *   8       2     errorCode      0 = success; otherwise the payload is an error body (error-codes.ts)
+ *   10      …     payload
+ *
+ * Invariants: `size` is checked against the broker's maximum frame size before a single payload
+ * byte is buffered; responses on a connection come in the order of its requests.
+ */
+
+export const SIZE_BYTES = 4;
+
+export const REQUEST_API_KEY_OFFSET = SIZE_BYTES;
+export const REQUEST_API_VERSION_OFFSET = REQUEST_API_KEY_OFFSET + 2;
+export const REQUEST_CORRELATION_ID_OFFSET = REQUEST_API_VERSION_OFFSET + 2;
+export const REQUEST_HEADER_BYTES = REQUEST_CORRELATION_ID_OFFSET + 4;
+
+export const RESPONSE_CORRELATION_ID_OFFSET = SIZE_BYTES;
+export const RESPONSE_ERROR_CODE_OFFSET = RESPONSE_CORRELATION_ID_OFFSET + 4;
+export const RESPONSE_HEADER_BYTES = RESPONSE_ERROR_CODE_OFFSET + 2;
+
+if (REQUEST_HEADER_BYTES !== 12 || RESPONSE_HEADER_BYTES !== 10) {
+  throw new Error("frame header layout changed; update docs/protocol.md");
+}
+
+/** The smallest valid `size` of a request: a header with an empty payload. */
+export const REQUEST_SIZE_MIN = REQUEST_HEADER_BYTES - SIZE_BYTES;
+export const RESPONSE_SIZE_MIN = RESPONSE_HEADER_BYTES - SIZE_BYTES;
+
+/** Default ceiling on a frame's `size`: room for a 1 MiB record batch plus headers, with margin. */
+export const FRAME_BYTES_DEFAULT_MAX = 16 * 1024 * 1024;
+
+export const API = {
+  METADATA: 0,
+  CREATE_TOPIC: 1,
+  DELETE_TOPIC: 2,
+  LIST_OFFSETS: 3,
+  PRODUCE: 4,
+  FETCH: 5,
+  STATS: 6,
+} as const;
+
+export type ApiKey = (typeof API)[keyof typeof API];
+
+export const API_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(API).map(([name, key]) => [key, name]),
+);
+
+/** Highest supported version per API. */
+export const API_VERSION_MAX: Record<number, number> = {
+  [API.METADATA]: 0,
+  [API.CREATE_TOPIC]: 0,
+  [API.DELETE_TOPIC]: 0,
+  [API.LIST_OFFSETS]: 0,
+  [API.PRODUCE]: 0,
+  [API.FETCH]: 0,
+  [API.STATS]: 0,
+};
+
+export interface RequestHeader {
+  apiKey: number;
+  apiVersion: number;
+  correlationId: number;
+}
+
+export interface ResponseHeader {
+  correlationId: number;
+  errorCode: number;
+}
+
+function u32(bytes: Uint8Array, at: number): number {
+  return ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0;
+}
+
+function u16(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! << 8) | bytes[at + 1]!;
+}
+
+/** The `size` field of the frame starting at `at`, or -1 when fewer than 4 bytes are there yet. */
+export function peekFrameSize(bytes: Uint8Array, at: number, end: number): number {
+  return end - at < SIZE_BYTES ? -1 : u32(bytes, at);
+}
+
+/** Fills `out` from the request header at `at` (the caller made sure the header is complete). */
+export function readRequestHeader(bytes: Uint8Array, at: number, out: RequestHeader): RequestHeader {
+  out.apiKey = u16(bytes, at + REQUEST_API_KEY_OFFSET);
+  out.apiVersion = u16(bytes, at + REQUEST_API_VERSION_OFFSET);
+  out.correlationId = u32(bytes, at + REQUEST_CORRELATION_ID_OFFSET);
+  return out;
+}
+
+export function readResponseHeader(bytes: Uint8Array, at: number, out: ResponseHeader): ResponseHeader {
+  out.correlationId = u32(bytes, at + RESPONSE_CORRELATION_ID_OFFSET);
+  out.errorCode = u16(bytes, at + RESPONSE_ERROR_CODE_OFFSET);
+  return out;
+}

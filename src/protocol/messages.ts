@@ -1,0 +1,383 @@
+/**
+ * Request and response payloads of every API, encoded into a caller-owned ByteWriter and decoded
+ * from a ByteReader over one frame. Shared by the server and the client: one codec, no copies.
+ * The byte tables are in docs/protocol.md; field order here is the order on the wire.
+ *
+ * Invariants: a decoder consumes its frame exactly (leftover bytes are an error); record batches
+ * travel as the same framed bytes that live on disk (see src/record/codec.ts) and are decoded as
+ * views into the frame, never copied.
+ */
+import { ByteReader, ByteWriter, ProtocolError } from "./buffer.ts";
+import { WIRE_ERROR_CODES } from "./error-codes.ts";
+import { API, RESPONSE_HEADER_BYTES, SIZE_BYTES } from "./frame.ts";
+
+// --- Framing helpers --------------------------------------------------------------------------------
+
+/** Starts a request frame; returns its start position for endFrame. */
+export function beginRequest(
+  writer: ByteWriter,
+  apiKey: number,
+  correlationId: number,
+  apiVersion = 0,
+): number {
+  const start = writer.position;
+  writer.u32(0).u16(apiKey).u16(apiVersion).u32(correlationId);
+  return start;
+}
+
+/** Starts a response frame; returns its start position for endFrame. */
+export function beginResponse(writer: ByteWriter, correlationId: number, errorCode = 0): number {
+  const start = writer.position;
+  writer.u32(0).u32(correlationId).u16(errorCode);
+  return start;
+}
+
+/** Fills in the size of the frame that began at `start` (plus `trailingBytes` sent separately). */
+export function endFrame(writer: ByteWriter, start: number, trailingBytes = 0): void {
+  writer.patchU32(start, writer.position - start - SIZE_BYTES + trailingBytes);
+}
+
+// --- Requests ---------------------------------------------------------------------------------------
+
+export interface MetadataRequest {
+  /** Topics to describe; empty means all. */
+  topics: string[];
+}
+export interface CreateTopicRequest {
+  name: string;
+  /** Topic settings as a JSON object (docs/protocol.md lists the keys); "{}" takes the defaults. */
+  configJson: string;
+}
+export interface DeleteTopicRequest {
+  name: string;
+}
+export interface ListOffsetsRequest {
+  topic: string;
+  partition: number;
+}
+export interface ProduceRequest {
+  topic: string;
+  partition: number;
+  /** Framed records, exactly as on disk. */
+  records: Uint8Array;
+}
+export interface FetchRequest {
+  topic: string;
+  partition: number;
+  offset: number;
+  maxBytes: number;
+  maxWaitMs: number;
+}
+
+export function encodeMetadataRequest(
+  writer: ByteWriter,
+  correlationId: number,
+  request: MetadataRequest,
+): void {
+  const start = beginRequest(writer, API.METADATA, correlationId);
+  writer.u32(request.topics.length);
+  for (const topic of request.topics) writer.string(topic);
+  endFrame(writer, start);
+}
+
+export function decodeMetadataRequest(reader: ByteReader): MetadataRequest {
+  const count = reader.u32("topic count");
+  if (count > reader.remaining / 2) throw new ProtocolError(`topic count ${count} cannot fit in the frame`);
+  const topics: string[] = [];
+  for (let i = 0; i < count; i++) topics.push(reader.string("topic"));
+  reader.expectEnd("METADATA request");
+  return { topics };
+}
+
+export function encodeCreateTopicRequest(
+  writer: ByteWriter,
+  correlationId: number,
+  request: CreateTopicRequest,
+): void {
+  const start = beginRequest(writer, API.CREATE_TOPIC, correlationId);
+  writer.string(request.name).string(request.configJson);
+  endFrame(writer, start);
+}
+
+export function decodeCreateTopicRequest(reader: ByteReader): CreateTopicRequest {
+  const name = reader.string("topic name");
+  const configJson = reader.string("topic config");
+  reader.expectEnd("CREATE_TOPIC request");
+  return { name, configJson };
+}
+
+export function encodeDeleteTopicRequest(
+  writer: ByteWriter,
+  correlationId: number,
+  request: DeleteTopicRequest,
+): void {
+  const start = beginRequest(writer, API.DELETE_TOPIC, correlationId);
+  writer.string(request.name);
+  endFrame(writer, start);
+}
+
+export function decodeDeleteTopicRequest(reader: ByteReader): DeleteTopicRequest {
+  const name = reader.string("topic name");
+  reader.expectEnd("DELETE_TOPIC request");
+  return { name };
+}
+
+export function encodeListOffsetsRequest(
+  writer: ByteWriter,
+  correlationId: number,
+  request: ListOffsetsRequest,
+): void {
+  const start = beginRequest(writer, API.LIST_OFFSETS, correlationId);
+  writer.string(request.topic).u32(request.partition);
+  endFrame(writer, start);
+}
+
+export function decodeListOffsetsRequest(reader: ByteReader): ListOffsetsRequest {
+  const topic = reader.string("topic");
+  const partition = reader.u32("partition");
+  reader.expectEnd("LIST_OFFSETS request");
+  return { topic, partition };
+}
+
+export function encodeProduceRequest(
+  writer: ByteWriter,
+  correlationId: number,
+  request: ProduceRequest,
+): void {
+  const start = beginRequest(writer, API.PRODUCE, correlationId);
+  writer.string(request.topic).u32(request.partition).bytesField(request.records);
+  endFrame(writer, start);
+}
+
+export function decodeProduceRequest(reader: ByteReader): ProduceRequest {
+  const topic = reader.string("topic");
+  const partition = reader.u32("partition");
+  const records = reader.bytesField("records");
+  reader.expectEnd("PRODUCE request");
+  return { topic, partition, records };
+}
+
+export function encodeFetchRequest(writer: ByteWriter, correlationId: number, request: FetchRequest): void {
+  const start = beginRequest(writer, API.FETCH, correlationId);
+  writer
+    .string(request.topic)
+    .u32(request.partition)
+    .u64(request.offset)
+    .u32(request.maxBytes)
+    .u32(request.maxWaitMs);
+  endFrame(writer, start);
+}
+
+export function decodeFetchRequest(reader: ByteReader): FetchRequest {
+  const topic = reader.string("topic");
+  const partition = reader.u32("partition");
+  const offset = reader.u64("offset");
+  const maxBytes = reader.u32("maxBytes");
+  const maxWaitMs = reader.u32("maxWaitMs");
+  reader.expectEnd("FETCH request");
+  return { topic, partition, offset, maxBytes, maxWaitMs };
+}
+
+export function encodeStatsRequest(writer: ByteWriter, correlationId: number): void {
+  const start = beginRequest(writer, API.STATS, correlationId);
+  endFrame(writer, start);
+}
+
+// --- Responses --------------------------------------------------------------------------------------
+
+export interface PartitionMetadata {
+  partition: number;
+  logStartOffset: number;
+  nextOffset: number;
+}
+export interface TopicMetadata {
+  name: string;
+  /** The topic's settings as JSON (partitions, durability, writeMode, segmentBytes, …). */
+  configJson: string;
+  partitions: PartitionMetadata[];
+}
+export interface MetadataResponse {
+  brokerVersion: string;
+  crc32cImplementation: string;
+  topics: TopicMetadata[];
+}
+export interface ListOffsetsResponse {
+  logStartOffset: number;
+  nextOffset: number;
+}
+export const DURABILITY_APPENDED = 0;
+export const DURABILITY_FORCED = 1;
+export interface ProduceResponse {
+  firstOffset: number;
+  recordCount: number;
+  durability: "appended" | "forced";
+}
+/** The fixed part of a FETCH response; `recordsBytes` of framed records follow it in the frame. */
+export interface FetchResponseHeader {
+  logStartOffset: number;
+  nextOffset: number;
+  recordsBytes: number;
+}
+export const FETCH_RESPONSE_FIXED_BYTES = 8 + 8 + 4;
+
+export function encodeMetadataResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  response: MetadataResponse,
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer.string(response.brokerVersion).string(response.crc32cImplementation).u32(response.topics.length);
+  for (const topic of response.topics) {
+    writer.string(topic.name).string(topic.configJson).u32(topic.partitions.length);
+    for (const partition of topic.partitions) {
+      writer.u32(partition.partition).u64(partition.logStartOffset).u64(partition.nextOffset);
+    }
+  }
+  endFrame(writer, start);
+}
+
+export function decodeMetadataResponse(reader: ByteReader): MetadataResponse {
+  const brokerVersion = reader.string("broker version");
+  const crc32cImplementation = reader.string("crc32c implementation");
+  const topicCount = reader.u32("topic count");
+  const topics: TopicMetadata[] = [];
+  for (let t = 0; t < topicCount; t++) {
+    const name = reader.string("topic name");
+    const configJson = reader.string("topic config");
+    const partitionCount = reader.u32("partition count");
+    const partitions: PartitionMetadata[] = [];
+    for (let p = 0; p < partitionCount; p++) {
+      partitions.push({
+        partition: reader.u32("partition"),
+        logStartOffset: reader.u64("logStartOffset"),
+        nextOffset: reader.u64("nextOffset"),
+      });
+    }
+    topics.push({ name, configJson, partitions });
+  }
+  reader.expectEnd("METADATA response");
+  return { brokerVersion, crc32cImplementation, topics };
+}
+
+export function encodeEmptyResponse(writer: ByteWriter, correlationId: number): void {
+  const start = beginResponse(writer, correlationId);
+  endFrame(writer, start);
+}
+
+export function encodeListOffsetsResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  response: ListOffsetsResponse,
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer.u64(response.logStartOffset).u64(response.nextOffset);
+  endFrame(writer, start);
+}
+
+export function decodeListOffsetsResponse(reader: ByteReader): ListOffsetsResponse {
+  const logStartOffset = reader.u64("logStartOffset");
+  const nextOffset = reader.u64("nextOffset");
+  reader.expectEnd("LIST_OFFSETS response");
+  return { logStartOffset, nextOffset };
+}
+
+export function encodeProduceResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  response: ProduceResponse,
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer
+    .u64(response.firstOffset)
+    .u32(response.recordCount)
+    .u8(response.durability === "forced" ? DURABILITY_FORCED : DURABILITY_APPENDED);
+  endFrame(writer, start);
+}
+
+export function decodeProduceResponse(reader: ByteReader): ProduceResponse {
+  const firstOffset = reader.u64("firstOffset");
+  const recordCount = reader.u32("recordCount");
+  const durability = reader.u8("durability");
+  if (durability !== DURABILITY_APPENDED && durability !== DURABILITY_FORCED) {
+    throw new ProtocolError(`unknown durability ${durability}`);
+  }
+  reader.expectEnd("PRODUCE response");
+  return { firstOffset, recordCount, durability: durability === DURABILITY_FORCED ? "forced" : "appended" };
+}
+
+/**
+ * Writes a FETCH response header whose frame size already counts `recordsBytes` that the server
+ * sends right after it (from the file, with sendfile, or copied).
+ */
+export function encodeFetchResponseHeader(
+  writer: ByteWriter,
+  correlationId: number,
+  header: FetchResponseHeader,
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer.u64(header.logStartOffset).u64(header.nextOffset).u32(header.recordsBytes);
+  endFrame(writer, start, header.recordsBytes);
+}
+
+export function decodeFetchResponse(reader: ByteReader): FetchResponseHeader & { records: Uint8Array } {
+  const logStartOffset = reader.u64("logStartOffset");
+  const nextOffset = reader.u64("nextOffset");
+  const recordsBytes = reader.u32("records length");
+  if (recordsBytes !== reader.remaining) {
+    throw new ProtocolError(
+      `FETCH response says ${recordsBytes} record bytes but carries ${reader.remaining}`,
+    );
+  }
+  return { logStartOffset, nextOffset, recordsBytes, records: reader.restView() };
+}
+
+export function encodeStatsResponse(writer: ByteWriter, correlationId: number, statsJson: string): void {
+  const start = beginResponse(writer, correlationId);
+  writer.string(statsJson);
+  endFrame(writer, start);
+}
+
+export function decodeStatsResponse(reader: ByteReader): string {
+  const json = reader.string("stats");
+  reader.expectEnd("STATS response");
+  return json;
+}
+
+// --- Errors -----------------------------------------------------------------------------------------
+
+export interface ErrorBody {
+  retriable: boolean;
+  message: string;
+  /** OFFSET_OUT_OF_RANGE only. */
+  logStartOffset?: number;
+  nextOffset?: number;
+}
+
+export function encodeErrorResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  errorCode: number,
+  body: ErrorBody,
+): void {
+  const start = beginResponse(writer, correlationId, errorCode);
+  // Messages are for people; cut very long ones so the error frame stays small.
+  const message = body.message.length > 2000 ? `${body.message.slice(0, 2000)}…` : body.message;
+  writer.u8(body.retriable ? 1 : 0).string(message);
+  if (errorCode === WIRE_ERROR_CODES.OFFSET_OUT_OF_RANGE) {
+    writer.u64(body.logStartOffset ?? 0).u64(body.nextOffset ?? 0);
+  }
+  endFrame(writer, start);
+}
+
+export function decodeErrorBody(reader: ByteReader, errorCode: number): ErrorBody {
+  const flags = reader.u8("error flags");
+  const message = reader.string("error message");
+  const body: ErrorBody = { retriable: (flags & 1) === 1, message };
+  if (errorCode === WIRE_ERROR_CODES.OFFSET_OUT_OF_RANGE) {
+    body.logStartOffset = reader.u64("logStartOffset");
+    body.nextOffset = reader.u64("nextOffset");
+  }
+  return body;
+}
+
+export { ByteReader, ByteWriter, ProtocolError, RESPONSE_HEADER_BYTES };
