@@ -17,7 +17,7 @@ function niceMax(value: number): number {
   return 10 * magnitude;
 }
 
-function escape(text: string): string {
+function escapeXml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
@@ -54,7 +54,7 @@ export function lineChart(options: {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
-    `<text x="${left}" y="22" font-size="15" font-weight="bold">${escape(options.title)}</text>`,
+    `<text x="${left}" y="22" font-size="15" font-weight="bold">${escapeXml(options.title)}</text>`,
     `<line x1="${left}" y1="${top + plotHeight}" x2="${left + plotWidth}" y2="${top + plotHeight}" stroke="#333"/>`,
     `<line x1="${left}" y1="${top}" x2="${left}" y2="${top + plotHeight}" stroke="#333"/>`,
   ];
@@ -73,8 +73,8 @@ export function lineChart(options: {
     );
   }
   parts.push(
-    `<text x="${left + plotWidth / 2}" y="${height - 10}" text-anchor="middle">${escape(options.xLabel)}</text>`,
-    `<text x="18" y="${top + plotHeight / 2}" text-anchor="middle" transform="rotate(-90 18 ${top + plotHeight / 2})">${escape(options.yLabel)}</text>`,
+    `<text x="${left + plotWidth / 2}" y="${height - 10}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
+    `<text x="18" y="${top + plotHeight / 2}" text-anchor="middle" transform="rotate(-90 18 ${top + plotHeight / 2})">${escapeXml(options.yLabel)}</text>`,
   );
   options.series.forEach((series, index) => {
     const colour = COLOURS[index % COLOURS.length]!;
@@ -85,7 +85,7 @@ export function lineChart(options: {
     const legendY = top + 10 + index * 18;
     parts.push(
       `<line x1="${left + plotWidth + 15}" y1="${legendY}" x2="${left + plotWidth + 35}" y2="${legendY}" stroke="${colour}" stroke-width="3"/>`,
-      `<text x="${left + plotWidth + 40}" y="${legendY + 4}">${escape(series.name)}</text>`,
+      `<text x="${left + plotWidth + 40}" y="${legendY + 4}">${escapeXml(series.name)}</text>`,
     );
   });
   parts.push("</svg>");
