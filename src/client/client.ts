@@ -1,0 +1,235 @@
+/**
+ * The low-level client: one API call per broker request (admin, produce of framed records, fetch),
+ * over a connection that is re-established with backoff when it breaks.
+ *
+ * Retries: a request that failed because the connection failed (refused, reset, timed out) is sent
+ * again on a new connection, up to `retries` times with exponential backoff, only when it is safe to
+ * repeat: reads and admin reads always; PRODUCE only when the caller allows it (a produce whose
+ * answer was lost may have been appended, so a retry can duplicate records). Errors the broker
+ * answered with are never retried here; their `retriable` flag tells the caller whether to.
+ */
+
+import { BooblikError } from "../domain/errors.ts";
+import type { ByteReader, ByteWriter } from "../protocol/buffer.ts";
+import {
+  decodeFetchResponse,
+  decodeListOffsetsResponse,
+  decodeMetadataResponse,
+  decodeProduceResponse,
+  decodeStatsResponse,
+  encodeCreateTopicRequest,
+  encodeDeleteTopicRequest,
+  encodeFetchRequest,
+  encodeListOffsetsRequest,
+  encodeMetadataRequest,
+  encodeProduceRequest,
+  encodeStatsRequest,
+  type ProduceResponse,
+} from "../protocol/messages.ts";
+import { verifyRecords } from "../record/verify.ts";
+import { BrokerConnection, type ConnectionOptions } from "./connection.ts";
+
+export interface ClientOptions extends ConnectionOptions {
+  /** Attempts after the first for requests that are safe to repeat. */
+  retries?: number;
+  /** First backoff; doubles per attempt up to `maxBackoffMs`. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+export interface TopicInfo {
+  name: string;
+  config: Record<string, unknown>;
+  partitions: { partition: number; logStartOffset: number; nextOffset: number }[];
+}
+
+export interface MetadataInfo {
+  brokerVersion: string;
+  crc32cImplementation: string;
+  topics: TopicInfo[];
+}
+
+export interface FetchResult {
+  logStartOffset: number;
+  /** The partition's next offset when the broker answered (how far a consumer could read). */
+  nextOffset: number;
+  /** Framed records as they were on disk, CRC-checked by this client (a copy the caller may keep). */
+  records: Uint8Array;
+  /** Complete records in `records`; a trailing partial record (if any) is not counted nor returned. */
+  recordCount: number;
+}
+
+export interface FetchOptions {
+  maxBytes?: number;
+  /** Long poll: wait up to this long for a record at `offset` when there is none yet. */
+  maxWaitMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class BooblikClient {
+  readonly options: ClientOptions;
+  private connection: BrokerConnection | undefined;
+  private connecting: Promise<BrokerConnection> | undefined;
+  private closed = false;
+  /** Connections opened so far (1 + reconnects). */
+  connectionsOpened = 0;
+
+  private constructor(options: ClientOptions) {
+    this.options = options;
+  }
+
+  /** Connects (with the same retries as requests) and returns the client. */
+  static async connect(options: ClientOptions): Promise<BooblikClient> {
+    const client = new BooblikClient(options);
+    await client.withRetries(true, (connection) => Promise.resolve(connection));
+    return client;
+  }
+
+  private async current(): Promise<BrokerConnection> {
+    if (this.closed) throw new BooblikError("CLOSED", "client is closed");
+    if (this.connection !== undefined && !this.connection.closed) return this.connection;
+    this.connecting ??= BrokerConnection.connect(this.options).then(
+      (connection) => {
+        this.connection = connection;
+        this.connecting = undefined;
+        this.connectionsOpened++;
+        return connection;
+      },
+      (error) => {
+        this.connecting = undefined;
+        throw error;
+      },
+    );
+    return this.connecting;
+  }
+
+  /** Runs `call` on a live connection; on a retriable connection failure reconnects and tries again. */
+  private async withRetries<T>(
+    repeatable: boolean,
+    call: (connection: BrokerConnection) => Promise<T>,
+  ): Promise<T> {
+    const retries = repeatable ? (this.options.retries ?? 5) : 0;
+    let backoffMs = this.options.backoffMs ?? 100;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call(await this.current());
+      } catch (error) {
+        const connectionLevel =
+          error instanceof BooblikError &&
+          (error.code === "CONNECTION_ERROR" ||
+            error.code === "TIMEOUT" ||
+            error.code === "TOO_MANY_CONNECTIONS");
+        if (!connectionLevel || attempt >= retries || this.closed) throw error;
+        await sleep(backoffMs);
+        backoffMs = Math.min(backoffMs * 2, this.options.maxBackoffMs ?? 5000);
+      }
+    }
+  }
+
+  private request<T>(
+    repeatable: boolean,
+    encode: (writer: ByteWriter, correlationId: number) => void,
+    decode: (reader: ByteReader) => T,
+    timeoutMs?: number,
+  ): Promise<T> {
+    return this.withRetries(repeatable, (connection) => connection.send(encode, decode, timeoutMs));
+  }
+
+  // --- Admin -------------------------------------------------------------------------------------
+
+  async metadata(topics: string[] = []): Promise<MetadataInfo> {
+    const response = await this.request(
+      true,
+      (writer, id) => encodeMetadataRequest(writer, id, { topics }),
+      decodeMetadataResponse,
+    );
+    return {
+      brokerVersion: response.brokerVersion,
+      crc32cImplementation: response.crc32cImplementation,
+      topics: response.topics.map((topic) => ({
+        name: topic.name,
+        config: JSON.parse(topic.configJson) as Record<string, unknown>,
+        partitions: topic.partitions,
+      })),
+    };
+  }
+
+  async createTopic(name: string, config: Record<string, unknown> = {}): Promise<void> {
+    await this.request(
+      false,
+      (writer, id) => encodeCreateTopicRequest(writer, id, { name, configJson: JSON.stringify(config) }),
+      () => undefined,
+    );
+  }
+
+  async deleteTopic(name: string): Promise<void> {
+    await this.request(
+      false,
+      (writer, id) => encodeDeleteTopicRequest(writer, id, { name }),
+      () => undefined,
+    );
+  }
+
+  listOffsets(topic: string, partition: number): Promise<{ logStartOffset: number; nextOffset: number }> {
+    return this.request(
+      true,
+      (writer, id) => encodeListOffsetsRequest(writer, id, { topic, partition }),
+      decodeListOffsetsResponse,
+    );
+  }
+
+  async stats(): Promise<Record<string, number | string>> {
+    const json = await this.request(true, encodeStatsRequest, decodeStatsResponse);
+    return JSON.parse(json) as Record<string, number | string>;
+  }
+
+  // --- Records -----------------------------------------------------------------------------------
+
+  /**
+   * Appends a batch of framed records (see RecordBatchBuilder). Not retried on a connection failure
+   * unless `retryOnConnectionFailure` (a lost answer may hide an append that happened).
+   */
+  produce(
+    topic: string,
+    partition: number,
+    records: Uint8Array,
+    retryOnConnectionFailure = false,
+  ): Promise<ProduceResponse> {
+    return this.request(
+      retryOnConnectionFailure,
+      (writer, id) => encodeProduceRequest(writer, id, { topic, partition, records }),
+      decodeProduceResponse,
+    );
+  }
+
+  /**
+   * Fetches records from `offset`. Every record's CRC is checked here: the broker sends file bytes
+   * untouched (zero copy), so the client is the only place that can. A mismatch throws
+   * CorruptRecordError naming the offset.
+   */
+  fetch(topic: string, partition: number, offset: number, options: FetchOptions = {}): Promise<FetchResult> {
+    const maxBytes = options.maxBytes ?? 1024 * 1024;
+    const maxWaitMs = options.maxWaitMs ?? 0;
+    return this.request(
+      true,
+      (writer, id) => encodeFetchRequest(writer, id, { topic, partition, offset, maxBytes, maxWaitMs }),
+      (reader) => {
+        const response = decodeFetchResponse(reader);
+        const verified = verifyRecords(response.records, offset);
+        return {
+          logStartOffset: response.logStartOffset,
+          nextOffset: response.nextOffset,
+          records: response.records.slice(0, verified.completeBytes),
+          recordCount: verified.recordCount,
+        };
+      },
+      (this.options.requestTimeoutMs ?? 30_000) + maxWaitMs,
+    );
+  }
+
+  close(): void {
+    this.closed = true;
+    this.connection?.close();
+  }
+}

@@ -1,0 +1,287 @@
+#!/usr/bin/env bun
+/**
+ * `bun run broker`: the broker process. Parses flags and BOOBLIK_* environment variables, opens the
+ * data directory, starts the TCP server, prints one line saying what it did, and shuts down cleanly
+ * on SIGTERM/SIGINT. A port in use, an address that cannot be bound, or a locked data directory is
+ * a one-line message and exit code 1, never a half-started broker.
+ */
+import path from "node:path";
+import { crc32cImplementation } from "../ffi/crc32c.ts";
+import { Broker } from "./broker/broker.ts";
+import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
+import { BooblikError } from "./domain/errors.ts";
+import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
+import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
+import { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";
+
+interface OptionSpec {
+  flag: string;
+  env: string;
+  fallback: string;
+  help: string;
+}
+
+const OPTIONS = {
+  dataDir: { flag: "--data-dir", env: "BOOBLIK_DATA_DIR", fallback: "./data", help: "data directory" },
+  host: {
+    flag: "--host",
+    env: "BOOBLIK_HOST",
+    fallback: "0.0.0.0",
+    help: "address to bind (wildcard by default)",
+  },
+  port: { flag: "--port", env: "BOOBLIK_PORT", fallback: "7979", help: "TCP port (0 picks a free one)" },
+  durability: {
+    flag: "--durability",
+    env: "BOOBLIK_DURABILITY",
+    fallback: "force",
+    help: `default durability of new topics: ${DURABILITY_POLICIES.join(" | ")}`,
+  },
+  flushInterval: {
+    flag: "--flush-interval",
+    env: "BOOBLIK_FLUSH_INTERVAL",
+    fallback: "1s",
+    help: "force interval of the `interval` durability",
+  },
+  writeMode: {
+    flag: "--write-mode",
+    env: "BOOBLIK_WRITE_MODE",
+    fallback: "file",
+    help: `default write path of new topics: ${WRITE_MODES.join(" | ")}`,
+  },
+  segmentBytes: {
+    flag: "--segment-size",
+    env: "BOOBLIK_SEGMENT_SIZE",
+    fallback: "128MiB",
+    help: "default segment size of new topics",
+  },
+  retentionBytes: {
+    flag: "--retention-size",
+    env: "BOOBLIK_RETENTION_SIZE",
+    fallback: "none",
+    help: "default retention per partition by size (e.g. 10GiB), or none",
+  },
+  retentionMs: {
+    flag: "--retention-time",
+    env: "BOOBLIK_RETENTION_TIME",
+    fallback: "none",
+    help: "default retention by age (e.g. 7d, 12h), or none",
+  },
+  maxRecordBytes: {
+    flag: "--max-record-size",
+    env: "BOOBLIK_MAX_RECORD_SIZE",
+    fallback: "1MiB",
+    help: "default largest record payload of new topics",
+  },
+  maxFrameBytes: {
+    flag: "--max-frame-size",
+    env: "BOOBLIK_MAX_FRAME_SIZE",
+    fallback: `${FRAME_BYTES_DEFAULT_MAX / 2 ** 20}MiB`,
+    help: "largest request frame accepted",
+  },
+  maxConnections: {
+    flag: "--max-connections",
+    env: "BOOBLIK_MAX_CONNECTIONS",
+    fallback: "1024",
+    help: "connections beyond this are refused",
+  },
+  idleTimeoutMs: {
+    flag: "--idle-timeout",
+    env: "BOOBLIK_IDLE_TIMEOUT",
+    fallback: "10m",
+    help: "close connections idle this long",
+  },
+  fetchPath: {
+    flag: "--fetch-path",
+    env: "BOOBLIK_FETCH_PATH",
+    fallback: "sendfile",
+    help: "how FETCH sends records: sendfile (zero-copy) | copy",
+  },
+} satisfies Record<string, OptionSpec>;
+
+type OptionName = keyof typeof OPTIONS;
+
+class UsageError extends Error {}
+
+function usage(): string {
+  const lines = [
+    `booblik ${BROKER_VERSION}: a Kafka-style message broker in one Bun process.`,
+    "",
+    "usage: bun run broker [options]",
+    "",
+    "Every option can also come from its environment variable; a flag wins over the variable.",
+    "",
+  ];
+  for (const spec of Object.values(OPTIONS)) {
+    lines.push(`  ${`${spec.flag} <value>`.padEnd(28)} ${spec.help} (default ${spec.fallback}; ${spec.env})`);
+  }
+  lines.push(`  ${"--help".padEnd(28)} this text`);
+  return lines.join("\n");
+}
+
+function parseArguments(argv: string[]): Record<OptionName, string> {
+  const values = {} as Record<OptionName, string>;
+  const byFlag = new Map(Object.entries(OPTIONS).map(([name, spec]) => [spec.flag, name as OptionName]));
+  for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
+    values[name] = process.env[spec.env] ?? spec.fallback;
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const argument = argv[i]!;
+    const [flag, inline] = argument.includes("=")
+      ? [argument.slice(0, argument.indexOf("=")), argument.slice(argument.indexOf("=") + 1)]
+      : [argument, undefined];
+    const name = byFlag.get(flag);
+    if (name === undefined) throw new UsageError(`unknown option ${flag} (see --help)`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    values[name] = value;
+  }
+  return values;
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  k: 1024,
+  kib: 1024,
+  m: 2 ** 20,
+  mib: 2 ** 20,
+  g: 2 ** 30,
+  gib: 2 ** 30,
+  t: 2 ** 40,
+  tib: 2 ** 40,
+};
+const TIME_UNITS: Record<string, number> = { "": 1, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+function parseQuantity(what: string, text: string, units: Record<string, number>): number {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = match === null ? undefined : units[match[2]!.toLowerCase()];
+  if (match === null || unit === undefined) {
+    throw new UsageError(
+      `${what}: cannot read ${JSON.stringify(text)} (examples: ${Object.keys(units)
+        .filter(Boolean)
+        .slice(0, 3)
+        .map((u) => `10${u}`)
+        .join(", ")})`,
+    );
+  }
+  const value = Math.round(Number(match[1]) * unit);
+  if (!Number.isSafeInteger(value)) throw new UsageError(`${what}: ${text} is too large`);
+  return value;
+}
+
+const bytesOption = (what: string, text: string) => parseQuantity(what, text, SIZE_UNITS);
+const msOption = (what: string, text: string) => parseQuantity(what, text, TIME_UNITS);
+const optionalLimit = (text: string, parse: (t: string) => number) => (text === "none" ? null : parse(text));
+
+function choice<T extends string>(what: string, text: string, allowed: readonly T[]): T {
+  if (!allowed.includes(text as T))
+    throw new UsageError(`${what} must be one of ${allowed.join(", ")}, got ${JSON.stringify(text)}`);
+  return text as T;
+}
+
+function describeOpen(report: Broker["openReport"]): string {
+  const scanned =
+    report.segmentsScanned === 0
+      ? "nothing scanned"
+      : `${report.segmentsScanned} segments scanned (${(report.bytesScanned / 2 ** 20).toFixed(1)} MiB)`;
+  const shutdown =
+    report.partitions === 0 ? "new" : report.cleanShutdown ? "clean shutdown" : "recovered after a crash";
+  const cut = report.bytesCut > 0 ? `, ${report.bytesCut} torn bytes cut` : "";
+  const dropped =
+    report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms`;
+}
+
+async function main(): Promise<number> {
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    console.log(usage());
+    return 0;
+  }
+  const values = parseArguments(process.argv.slice(2));
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`port must be 0-65535, got ${values.port}`);
+  const durability: DurabilityPolicy = choice("durability", values.durability, DURABILITY_POLICIES);
+  const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
+  const fetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
+  const dataDir = path.resolve(values.dataDir);
+  const broker = Broker.open({
+    dataDir,
+    topicDefaults: {
+      durability,
+      writeMode,
+      flushIntervalMs: msOption("flush interval", values.flushInterval),
+      segmentBytes: bytesOption("segment size", values.segmentBytes),
+      maxRecordBytes: bytesOption("max record size", values.maxRecordBytes),
+      retentionBytes: optionalLimit(values.retentionBytes, (t) => bytesOption("retention size", t)),
+      retentionMs: optionalLimit(values.retentionMs, (t) => msOption("retention time", t)),
+    },
+  });
+  const server = new BrokerServer(broker, {
+    hostname: values.host,
+    port,
+    maxFrameBytes: bytesOption("max frame size", values.maxFrameBytes),
+    maxConnections: Number(values.maxConnections),
+    idleTimeoutMs: msOption("idle timeout", values.idleTimeoutMs),
+    fetchPath,
+    maxFetchBytes: 64 * 2 ** 20,
+  });
+  let address: { hostname: string; port: number };
+  try {
+    address = server.listen();
+  } catch (error) {
+    await broker.close();
+    const code = (error as { code?: string }).code;
+    const reason =
+      code === "EADDRINUSE"
+        ? "address already in use (is another broker running? choose another --port)"
+        : code === "EADDRNOTAVAIL"
+          ? "this machine has no such address (check --host)"
+          : code === "EACCES"
+            ? "permission denied (ports below 1024 need privileges)"
+            : (error as Error).message;
+    throw new UsageError(
+      `cannot listen on ${values.host}:${port}: ${reason}${code === undefined ? "" : ` [${code}]`}`,
+    );
+  }
+  console.log(
+    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}, data ${dataDir}, ` +
+      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
+      `opened ${describeOpen(broker.openReport)}`,
+  );
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(
+      `booblik: ${signal}: stopping (finishing in-flight requests, forcing, marking the shutdown clean)`,
+    );
+    const startMs = performance.now();
+    try {
+      await server.stop();
+      await broker.close();
+      console.log(`booblik: stopped cleanly in ${(performance.now() - startMs).toFixed(0)} ms`);
+      process.exit(0);
+    } catch (error) {
+      console.error(`booblik: shutdown failed: ${(error as Error).message}`);
+      process.exit(1);
+    }
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  return -1; // keep running
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof BooblikError) {
+      console.error(`booblik: ${error.message}`);
+    } else {
+      console.error("booblik: failed to start:", error);
+    }
+    process.exit(1);
+  },
+);

@@ -1,0 +1,528 @@
+/**
+ * The broker's TCP server: Bun.listen, the connection registry and limits, request dispatch to the
+ * Broker, long-poll fetches, zero-copy or copying fetch, stats, idle sweeping, graceful shutdown.
+ *
+ * Owns: the listener, every Connection, waiting fetches, counters. Does not own the Broker (the
+ * caller opens and closes it) nor the wire format (src/protocol).
+ *
+ * Invariants:
+ * - A request that cannot be decoded gets an error response and the connection stays usable (its
+ *   frame boundary is known); a frame whose size is impossible closes the connection.
+ * - No handler throws into Bun: every failure becomes an error response.
+ * - A waiting fetch is answered exactly once: by an append, by its timer, or by shutdown; its
+ *   append listener and timer are removed when it is answered or its connection closes.
+ */
+import type { Socket, TCPSocketListener } from "bun";
+import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import type { Broker } from "../broker/broker.ts";
+import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
+import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
+import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
+import {
+  API,
+  API_NAMES,
+  API_VERSION_MAX,
+  REQUEST_HEADER_BYTES,
+  type RequestHeader,
+  readRequestHeader,
+} from "../protocol/frame.ts";
+import {
+  decodeCreateTopicRequest,
+  decodeDeleteTopicRequest,
+  decodeFetchRequest,
+  decodeListOffsetsRequest,
+  decodeMetadataRequest,
+  decodeProduceRequest,
+  encodeEmptyResponse,
+  encodeErrorResponse,
+  encodeFetchResponseHeader,
+  encodeListOffsetsResponse,
+  encodeMetadataResponse,
+  encodeProduceResponse,
+  encodeStatsResponse,
+  type FetchRequest,
+  type TopicMetadata,
+} from "../protocol/messages.ts";
+import type { PartitionLog } from "../storage/partition-log.ts";
+import { newFileRange } from "../storage/segment.ts";
+import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
+
+export const BROKER_VERSION = "0.1.0";
+
+export type FetchPath = "sendfile" | "copy";
+
+export interface ServerOptions {
+  hostname: string;
+  port: number;
+  maxFrameBytes: number;
+  maxConnections: number;
+  idleTimeoutMs: number;
+  fetchPath: FetchPath;
+  /** Upper bound on one FETCH response's records, whatever the client asks for. */
+  maxFetchBytes: number;
+}
+
+export interface ServerCounters extends ConnectionCounters {
+  connectionsAccepted: number;
+  connectionsRefused: number;
+  connectionsActive: number;
+  protocolViolations: number;
+  requests: number;
+  errors: number;
+  produceRequests: number;
+  produceRecords: number;
+  produceBytes: number;
+  fetchRequests: number;
+  fetchRecords: number;
+  fetchBytes: number;
+  copiedFetchBytes: number;
+  fetchWaits: number;
+}
+
+interface Waiter {
+  /** Answers now with whatever the log holds (shutdown). */
+  answer: () => void;
+}
+
+export class BrokerServer implements ConnectionHost {
+  readonly broker: Broker;
+  readonly options: ServerOptions;
+  readonly counters: ServerCounters = {
+    sendfileBytes: 0,
+    sendfileCalls: 0,
+    writtenBytes: 0,
+    connectionsAccepted: 0,
+    connectionsRefused: 0,
+    connectionsActive: 0,
+    protocolViolations: 0,
+    requests: 0,
+    errors: 0,
+    produceRequests: 0,
+    produceRecords: 0,
+    produceBytes: 0,
+    fetchRequests: 0,
+    fetchRecords: 0,
+    fetchBytes: 0,
+    copiedFetchBytes: 0,
+    fetchWaits: 0,
+  };
+  private listener: TCPSocketListener<Connection> | undefined;
+  private readonly connections = new Set<Connection>();
+  private readonly waiters = new Set<Waiter>();
+  private nextConnectionId = 1;
+  private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  private stopping = false;
+  private readonly writer = new ByteWriter(64 * 1024);
+  private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
+  private readonly range = newFileRange();
+
+  constructor(broker: Broker, options: ServerOptions) {
+    this.broker = broker;
+    this.options = options;
+  }
+
+  get maxFrameBytes(): number {
+    return this.options.maxFrameBytes;
+  }
+
+  /**
+   * Starts listening. Throws (EADDRINUSE, EADDRNOTAVAIL, EACCES…) instead of half-starting: the
+   * caller reports it and exits. `reusePort` stays off: with it a second broker would silently share
+   * the port (bun-platform §2, trap 10).
+   */
+  listen(): { hostname: string; port: number } {
+    const server = this;
+    this.listener = Bun.listen<Connection>({
+      hostname: this.options.hostname,
+      port: this.options.port,
+      allowHalfOpen: true,
+      socket: {
+        binaryType: "uint8array",
+        open(socket) {
+          server.onOpen(socket);
+        },
+        data(socket, chunk) {
+          socket.data?.onData(chunk);
+        },
+        drain(socket) {
+          socket.data?.pump();
+        },
+        end(socket) {
+          socket.data?.onEnd();
+        },
+        close(socket) {
+          socket.data?.onClose();
+        },
+        error(socket) {
+          socket.data?.onClose();
+        },
+      },
+    });
+    const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(this.options.idleTimeoutMs / 4)));
+    this.sweepTimer = setInterval(() => this.sweepIdle(), sweepEveryMs);
+    this.sweepTimer.unref();
+    return { hostname: this.listener.hostname, port: this.listener.port };
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  private onOpen(socket: Socket<Connection>): void {
+    if (this.stopping || this.connections.size >= this.options.maxConnections) {
+      this.counters.connectionsRefused++;
+      this.writer.reset();
+      encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS, {
+        retriable: true,
+        message: this.stopping
+          ? "the broker is shutting down"
+          : `too many connections (the limit is ${this.options.maxConnections})`,
+      });
+      socket.write(this.writer.written());
+      socket.end();
+      return;
+    }
+    const connection = new Connection(socket, this, this.nextConnectionId++);
+    socket.data = connection;
+    this.connections.add(connection);
+    this.counters.connectionsAccepted++;
+    this.counters.connectionsActive = this.connections.size;
+  }
+
+  closed(connection: Connection): void {
+    this.connections.delete(connection);
+    this.counters.connectionsActive = this.connections.size;
+  }
+
+  protocolViolation(connection: Connection, reason: string): void {
+    this.counters.protocolViolations++;
+    // The stream is out of sync: no response can be matched to a request any more. Say why (a frame
+    // with correlation id 0) and close.
+    this.writer.reset();
+    encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.INVALID_REQUEST, {
+      retriable: false,
+      message: reason,
+    });
+    connection.socket.write(this.writer.written());
+    connection.abort();
+  }
+
+  private sweepIdle(): void {
+    const now = performance.now();
+    for (const connection of this.connections) {
+      if (connection.idle && now - connection.lastActivityMs > this.options.idleTimeoutMs) connection.abort();
+    }
+  }
+
+  // --- Dispatch ----------------------------------------------------------------------------------
+
+  dispatch(connection: Connection, frame: Uint8Array): void {
+    this.counters.requests++;
+    const header = readRequestHeader(frame, 0, this.header);
+    const correlationId = header.correlationId;
+    const slot = connection.openSlot();
+    const reader = new ByteReader(frame, REQUEST_HEADER_BYTES, frame.length);
+    try {
+      const maxVersion = API_VERSION_MAX[header.apiKey];
+      if (maxVersion === undefined) {
+        throw new ProtocolError(`unknown request type ${header.apiKey}`);
+      }
+      if (header.apiVersion > maxVersion) {
+        throw new BooblikError(
+          "UNSUPPORTED_VERSION",
+          `${API_NAMES[header.apiKey]} version ${header.apiVersion} is not supported (this broker speaks up to ${maxVersion})`,
+        );
+      }
+      switch (header.apiKey) {
+        case API.METADATA:
+          return this.metadata(connection, slot, correlationId, reader);
+        case API.CREATE_TOPIC:
+          return this.createTopic(connection, slot, correlationId, reader);
+        case API.DELETE_TOPIC:
+          return this.deleteTopic(connection, slot, correlationId, reader);
+        case API.LIST_OFFSETS:
+          return this.listOffsets(connection, slot, correlationId, reader);
+        case API.PRODUCE:
+          return this.produce(connection, slot, correlationId, reader);
+        case API.FETCH:
+          return this.fetch(connection, slot, correlationId, decodeFetchRequest(reader));
+        case API.STATS:
+          reader.expectEnd("STATS request");
+          this.writer.reset();
+          encodeStatsResponse(this.writer, correlationId, JSON.stringify(this.stats()));
+          return connection.complete(slot, this.writer.written().slice());
+      }
+    } catch (error) {
+      this.fail(connection, slot, correlationId, error);
+    }
+  }
+
+  /** Completes `slot` with the error response for `error`. */
+  private fail(connection: Connection, slot: ResponseSlot, correlationId: number, error: unknown): void {
+    this.counters.errors++;
+    this.writer.reset();
+    if (error instanceof BooblikError) {
+      const outOfRange = error instanceof OffsetOutOfRangeError ? error : undefined;
+      encodeErrorResponse(this.writer, correlationId, wireCodeOf(error.code), {
+        retriable: error.retriable,
+        message: error.message,
+        ...(outOfRange === undefined
+          ? {}
+          : { logStartOffset: outOfRange.logStartOffset, nextOffset: outOfRange.nextOffset }),
+      });
+    } else {
+      // A bug, not an operating condition: answer, and leave a trace for the operator.
+      console.error("booblik: internal error while handling a request:", error);
+      encodeErrorResponse(this.writer, correlationId, WIRE_ERROR_CODES.STORAGE_ERROR, {
+        retriable: false,
+        message: `internal error: ${error instanceof Error ? error.message : String(error)}`,
+      });
+    }
+    connection.complete(slot, this.writer.written().slice());
+  }
+
+  private metadata(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeMetadataRequest(reader);
+    const descriptions =
+      request.topics.length === 0
+        ? this.broker.listTopics()
+        : request.topics.map((name) => this.broker.describeTopic(name));
+    const topics: TopicMetadata[] = descriptions.map((topic) => ({
+      name: topic.name,
+      configJson: JSON.stringify(topic.config),
+      partitions: topic.partitions.map((partition) => ({
+        partition: partition.partition,
+        logStartOffset: partition.logStartOffset,
+        nextOffset: partition.nextOffset,
+      })),
+    }));
+    this.writer.reset();
+    encodeMetadataResponse(this.writer, correlationId, {
+      brokerVersion: BROKER_VERSION,
+      crc32cImplementation,
+      topics,
+    });
+    connection.complete(slot, this.writer.written().slice());
+  }
+
+  private createTopic(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeCreateTopicRequest(reader);
+    let settings: unknown;
+    try {
+      settings = JSON.parse(request.configJson === "" ? "{}" : request.configJson);
+    } catch (error) {
+      throw new BooblikError("INVALID_ARGUMENT", `topic config is not JSON: ${(error as Error).message}`);
+    }
+    if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
+      throw new BooblikError("INVALID_ARGUMENT", "topic config must be a JSON object");
+    }
+    this.broker.createTopic(request.name, settings as Record<string, never>);
+    this.writer.reset();
+    encodeEmptyResponse(this.writer, correlationId);
+    connection.complete(slot, this.writer.written().slice());
+  }
+
+  private deleteTopic(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeDeleteTopicRequest(reader);
+    this.broker.deleteTopic(request.name).then(
+      () => {
+        this.writer.reset();
+        encodeEmptyResponse(this.writer, correlationId);
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => this.fail(connection, slot, correlationId, error),
+    );
+  }
+
+  private listOffsets(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeListOffsetsRequest(reader);
+    const log = this.broker.partition(request.topic, request.partition).log;
+    this.writer.reset();
+    encodeListOffsetsResponse(this.writer, correlationId, {
+      logStartOffset: log.logStartOffset,
+      nextOffset: log.nextOffset,
+    });
+    connection.complete(slot, this.writer.written().slice());
+  }
+
+  private produce(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeProduceRequest(reader);
+    const partition = this.broker.partition(request.topic, request.partition);
+    this.counters.produceRequests++;
+    // The append itself is synchronous (the records are copied into the page cache before this call
+    // returns), so the frame may be reused afterwards; only the acknowledgement waits.
+    partition.append(request.records, true).then(
+      (ack) => {
+        this.counters.produceRecords += ack.recordCount;
+        this.counters.produceBytes += request.records.length;
+        this.writer.reset();
+        encodeProduceResponse(this.writer, correlationId, ack);
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => this.fail(connection, slot, correlationId, error),
+    );
+  }
+
+  // --- Fetch -------------------------------------------------------------------------------------
+
+  private fetch(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    request: FetchRequest,
+  ): void {
+    this.counters.fetchRequests++;
+    const log = this.broker.partition(request.topic, request.partition).log;
+    const { offset } = request;
+    if (offset < log.logStartOffset || offset > log.nextOffset) {
+      throw new OffsetOutOfRangeError(offset, log.logStartOffset, log.nextOffset);
+    }
+    if (offset < log.nextOffset || request.maxWaitMs === 0 || this.stopping) {
+      this.answerFetch(connection, slot, correlationId, request, log);
+      return;
+    }
+    // Long poll: answer on the first append past `offset`, or when the wait ends, whichever is first.
+    this.counters.fetchWaits++;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopListening: (() => void) | undefined;
+    const stop = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      stopListening?.();
+      this.waiters.delete(waiter);
+    };
+    const answer = () => {
+      stop();
+      if (connection.closed) return;
+      try {
+        this.answerFetch(connection, slot, correlationId, request, log);
+      } catch (error) {
+        this.fail(connection, slot, correlationId, error);
+      }
+    };
+    const waiter: Waiter = { answer };
+    stopListening = log.onAppend(() => {
+      if (log.nextOffset > offset || log.isClosed) answer();
+    });
+    timer = setTimeout(answer, request.maxWaitMs);
+    this.waiters.add(waiter);
+    slot.cancel = stop;
+  }
+
+  private answerFetch(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    request: FetchRequest,
+    log: PartitionLog,
+  ): void {
+    const maxBytes = Math.max(1, Math.min(request.maxBytes, this.options.maxFetchBytes));
+    const { offset } = request;
+    if (log.isClosed)
+      throw new BooblikError("CLOSED", "the topic was deleted or the broker is shutting down");
+    if (offset < log.logStartOffset || offset > log.nextOffset) {
+      throw new OffsetOutOfRangeError(offset, log.logStartOffset, log.nextOffset);
+    }
+    this.writer.reset();
+    if (offset === log.nextOffset) {
+      encodeFetchResponseHeader(this.writer, correlationId, {
+        logStartOffset: log.logStartOffset,
+        nextOffset: log.nextOffset,
+        recordsBytes: 0,
+      });
+      connection.complete(slot, this.writer.written().slice());
+      return;
+    }
+    if (this.options.fetchPath === "copy") {
+      const read = log.read(offset, maxBytes);
+      encodeFetchResponseHeader(this.writer, correlationId, {
+        logStartOffset: log.logStartOffset,
+        nextOffset: log.nextOffset,
+        recordsBytes: read.records.length,
+      });
+      const response = new Uint8Array(this.writer.position + read.records.length);
+      response.set(this.writer.written());
+      response.set(read.records, this.writer.position);
+      this.counters.fetchRecords += read.recordCount;
+      this.counters.fetchBytes += read.records.length;
+      this.counters.copiedFetchBytes += read.records.length;
+      connection.complete(slot, response);
+      return;
+    }
+    const range = this.range;
+    const segment = log.fileRange(offset, maxBytes, range);
+    if (segment === undefined) throw new OffsetOutOfRangeError(offset, log.logStartOffset, log.nextOffset);
+    encodeFetchResponseHeader(this.writer, correlationId, {
+      logStartOffset: log.logStartOffset,
+      nextOffset: log.nextOffset,
+      recordsBytes: range.lengthBytes,
+    });
+    this.counters.fetchRecords += range.recordCount;
+    this.counters.fetchBytes += range.lengthBytes;
+    connection.completeWithFile(
+      slot,
+      this.writer.written().slice(),
+      range.fd,
+      range.position,
+      range.lengthBytes,
+      segment,
+    );
+  }
+
+  // --- Stats and shutdown ------------------------------------------------------------------------
+
+  stats(): Record<string, number | string> {
+    return {
+      brokerVersion: BROKER_VERSION,
+      fetchPath: this.options.fetchPath,
+      ...this.counters,
+      connectionsActive: this.connections.size,
+      waitingFetches: this.waiters.size,
+    };
+  }
+
+  /**
+   * Graceful stop: refuse new connections, stop reading new requests, answer waiting fetches now,
+   * wait (at most `timeoutMs`) until every pending response was sent, then close the sockets.
+   */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.listener?.stop(false);
+    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    for (const connection of this.connections) connection.drain();
+    // Long polls end now, with whatever the log holds.
+    for (const waiter of [...this.waiters]) waiter.answer();
+    const deadline = performance.now() + timeoutMs;
+    while (this.connections.size > 0 && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      for (const connection of this.connections) if (connection.idle) connection.socket.end();
+    }
+    for (const connection of this.connections) connection.abort();
+    this.listener?.stop(true);
+  }
+}
