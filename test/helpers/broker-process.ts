@@ -1,0 +1,81 @@
+/**
+ * A real broker child process for end-to-end tests: `bun src/main.ts` on 127.0.0.1, port 0 (unless
+ * told otherwise), a data directory of the test's. Waits for the start line (a condition, not a
+ * sleep) and parses the port from it. `await using` kills it if the test did not stop it.
+ */
+import path from "node:path";
+import type { Subprocess } from "bun";
+import { LineReader } from "./process.ts";
+
+export const MAIN = path.resolve(import.meta.dir, "../../src/main.ts");
+
+export interface BrokerProcess extends AsyncDisposable {
+  readonly process: Subprocess<"ignore", "pipe", "pipe">;
+  readonly port: number;
+  readonly startLine: string;
+  readonly lines: LineReader;
+  /** Sends `signal` and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+export async function startBroker(
+  dataDir: string,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<BrokerProcess> {
+  const child = Bun.spawn(
+    [process.execPath, MAIN, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0", ...extraArgs],
+    {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, ...env },
+    },
+  );
+  const lines = new LineReader(child.stdout);
+  let startLine: string;
+  try {
+    startLine = await lines.waitFor((line) => line.includes(" listening on "), "the broker's start line");
+  } catch (error) {
+    const stderr = await new Response(child.stderr).text();
+    child.kill("SIGKILL");
+    throw new Error(`broker did not start: ${stderr.trim() || (error as Error).message}`);
+  }
+  const port = Number(/listening on [^:]+:(\d+)/.exec(startLine)?.[1]);
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return child.exited;
+  };
+  return {
+    process: child,
+    port,
+    startLine,
+    lines,
+    stop,
+    async [Symbol.asyncDispose]() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await child.exited;
+    },
+  };
+}
+
+/** Runs the broker expecting it to refuse to start; returns its exit code and stderr. */
+export async function runBrokerExpectingFailure(
+  args: string[],
+): Promise<{ exitCode: number; stderr: string; stdout: string }> {
+  const child = Bun.spawn([process.execPath, MAIN, ...args], { stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { exitCode, stderr, stdout };
+}
+
+/** Resident and anonymous resident memory of a process, in bytes (from /proc/<pid>/status). */
+export async function memoryOf(pid: number): Promise<{ rssBytes: number; anonymousBytes: number }> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  const kib = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0) * 1024;
+  return { rssBytes: kib("VmRSS"), anonymousBytes: kib("RssAnon") };
+}

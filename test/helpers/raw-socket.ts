@@ -1,0 +1,104 @@
+/**
+ * A raw TCP client for hostile-input tests: writes whatever bytes it is given, collects what comes
+ * back, and lets a test wait for "n bytes received" or "closed" (conditions, not sleeps).
+ */
+import type { Socket } from "bun";
+
+export interface RawSocket {
+  readonly socket: Socket<undefined>;
+  write(bytes: Uint8Array): void;
+  received(): Uint8Array;
+  /** Resolves when at least `bytes` bytes arrived (rejects if the socket closes first). */
+  waitForBytes(bytes: number): Promise<Uint8Array>;
+  /** Resolves when the broker closed the connection. */
+  readonly closed: Promise<void>;
+  isClosed(): boolean;
+  end(): void;
+  close(): void;
+}
+
+export async function rawConnect(port: number, options: { readPaused?: boolean } = {}): Promise<RawSocket> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let isClosed = false;
+  let wake: (() => void) | undefined;
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  const pending: Uint8Array[] = [];
+  const socket = await Bun.connect<undefined>({
+    hostname: "127.0.0.1",
+    port,
+    allowHalfOpen: true,
+    socket: {
+      binaryType: "uint8array",
+      data(_socket, chunk) {
+        chunks.push(chunk);
+        total += chunk.length;
+        wake?.();
+      },
+      drain(s) {
+        while (pending.length > 0) {
+          const head = pending[0]!;
+          const written = s.write(head);
+          if (written < head.length) {
+            pending[0] = head.subarray(Math.max(0, written));
+            return;
+          }
+          pending.shift();
+        }
+      },
+      close() {
+        isClosed = true;
+        resolveClosed();
+        wake?.();
+      },
+      end() {
+        isClosed = true;
+        resolveClosed();
+        wake?.();
+      },
+      error() {
+        isClosed = true;
+        resolveClosed();
+        wake?.();
+      },
+    },
+  });
+  if (options.readPaused) socket.pause();
+  const received = () => {
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const chunk of chunks) {
+      out.set(chunk, at);
+      at += chunk.length;
+    }
+    return out;
+  };
+  return {
+    socket,
+    closed,
+    write(bytes) {
+      if (pending.length > 0) {
+        pending.push(bytes.slice());
+        return;
+      }
+      const written = socket.write(bytes);
+      if (written >= 0 && written < bytes.length) pending.push(bytes.slice(written));
+    },
+    received,
+    async waitForBytes(bytes) {
+      while (total < bytes) {
+        if (isClosed) throw new Error(`connection closed after ${total} of ${bytes} bytes`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+      }
+      return received();
+    },
+    isClosed: () => isClosed,
+    end: () => socket.end(),
+    close: () => socket.terminate(),
+  };
+}

@@ -1,0 +1,372 @@
+/**
+ * End to end against a real broker child process on 127.0.0.1, port 0, through the real client:
+ * round trips across segment boundaries, pipelining, long poll, offset errors, bad batches, the
+ * zero-copy proof (bytes counted through sendfile) and the copying path, restarts (kill -9, SIGTERM),
+ * refusals to start.
+ */
+import { describe, expect, test } from "bun:test";
+import net from "node:net";
+import { BooblikClient } from "../../src/client/client.ts";
+import { CorruptRecordError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
+import { frameRecords } from "../../src/record/batch-builder.ts";
+import { payloadsOf } from "../../src/record/codec.ts";
+import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { payloadForOffset } from "../helpers/random.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+async function readAll(
+  client: BooblikClient,
+  topic: string,
+  partition: number,
+  from: number,
+  to: number,
+  maxBytes = 700,
+) {
+  const payloads: Uint8Array[] = [];
+  let offset = from;
+  while (offset < to) {
+    const result = await client.fetch(topic, partition, offset, { maxBytes });
+    expect(result.recordCount).toBeGreaterThan(0);
+    payloads.push(...payloadsOf(result.records));
+    offset += result.recordCount;
+  }
+  return payloads;
+}
+
+describe("produce and fetch", () => {
+  test("round trips across segment boundaries; fetches end on records and continue in the next segment", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("rt", { segmentBytes: 2048, partitions: 2 });
+      let next = 0;
+      for (let batch = 0; batch < 60; batch++) {
+        const values = Array.from({ length: 1 + (batch % 5) }, (_, i) => payloadForOffset(next + i, 120));
+        const ack = await client.produce("rt", 1, frameRecords(values));
+        expect(ack.firstOffset).toBe(next);
+        expect(ack.recordCount).toBe(values.length);
+        expect(ack.durability).toBe("forced");
+        next += values.length;
+      }
+      const offsets = await client.listOffsets("rt", 1);
+      expect(offsets).toEqual({ logStartOffset: 0, nextOffset: next });
+      const payloads = await readAll(client, "rt", 1, 0, next);
+      expect(payloads.length).toBe(next);
+      payloads.forEach((payload, i) =>
+        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 120)))).toBe(true),
+      );
+      // A fetch never crosses a segment end: with a huge maxBytes it stops at the first segment's end.
+      const first = await client.fetch("rt", 1, 0, { maxBytes: 10_000_000 });
+      expect(first.recordCount).toBeLessThan(next);
+      expect(first.records.length).toBeLessThanOrEqual(2048 - 32);
+      // An empty fetch at the end of the log, without waiting.
+      const atEnd = await client.fetch("rt", 1, next);
+      expect(atEnd).toMatchObject({ recordCount: 0, nextOffset: next });
+      expect((await client.fetch("rt", 0, 0)).recordCount).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("pipelining: many requests in flight on one connection are answered in order", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("pipe", { durability: "force" });
+      const acks = await Promise.all(
+        Array.from({ length: 500 }, (_, i) => client.produce("pipe", 0, frameRecords([`r${i}`, `s${i}`]))),
+      );
+      // Every produce was appended in request order: the offsets are exactly 0, 2, 4, …
+      acks.forEach((ack, i) => expect(ack.firstOffset).toBe(2 * i));
+      const mixed = await Promise.all([
+        client.fetch("pipe", 0, 0, { maxBytes: 10 }),
+        client.listOffsets("pipe", 0),
+        client.fetch("pipe", 0, 998, { maxBytes: 1000 }),
+        client.metadata(["pipe"]),
+      ]);
+      expect(decode(payloadsOf(mixed[0].records)[0]!)).toBe("r0");
+      expect(mixed[1].nextOffset).toBe(1000);
+      expect(payloadsOf(mixed[2].records).map(decode)).toEqual(["r499", "s499"]);
+      expect(mixed[3].topics[0]!.partitions[0]!.nextOffset).toBe(1000);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("a long-poll fetch waits and is woken by a produce on another connection; an idle one times out empty", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const consumer = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    const producer = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await producer.createTopic("lp");
+      let answered = false;
+      const waiting = consumer.fetch("lp", 0, 0, { maxWaitMs: 20_000 }).then((result) => {
+        answered = true;
+        return result;
+      });
+      // The fetch is registered as waiting before we produce (a condition, checked through STATS).
+      while ((await producer.stats()).waitingFetches !== 1) await Bun.sleep(2);
+      expect(answered).toBe(false);
+      await producer.produce("lp", 0, frameRecords(["wake up"]));
+      const result = await waiting;
+      expect(payloadsOf(result.records).map(decode)).toEqual(["wake up"]);
+      const empty = await consumer.fetch("lp", 0, 1, { maxWaitMs: 50 });
+      expect(empty.recordCount).toBe(0);
+      expect(empty.nextOffset).toBe(1);
+    } finally {
+      consumer.close();
+      producer.close();
+    }
+  });
+
+  test("errors: offset out of range with bounds, unknown topic, corrupt batch, record too large; nothing appended", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("err", { maxRecordBytes: 100, segmentBytes: 4096 });
+      await client.produce("err", 0, frameRecords(["a", "b", "c"]));
+      const outOfRange = await client.fetch("err", 0, 7).catch((error) => error);
+      expect(outOfRange).toBeInstanceOf(OffsetOutOfRangeError);
+      expect(outOfRange).toMatchObject({
+        code: "OFFSET_OUT_OF_RANGE",
+        offset: 7,
+        logStartOffset: 0,
+        nextOffset: 3,
+      });
+      await expect(client.fetch("nope", 0, 0)).rejects.toMatchObject({ code: "UNKNOWN_TOPIC_OR_PARTITION" });
+      await expect(client.fetch("err", 5, 0)).rejects.toMatchObject({ code: "UNKNOWN_TOPIC_OR_PARTITION" });
+      const corrupt = frameRecords(["good", "bad!"]).slice();
+      corrupt[corrupt.length - 1]! ^= 1;
+      await expect(client.produce("err", 0, corrupt)).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
+      await expect(client.produce("err", 0, frameRecords([new Uint8Array(101)]))).rejects.toMatchObject({
+        code: "RECORD_TOO_LARGE",
+      });
+      await expect(client.produce("err", 0, new Uint8Array([0, 0, 0]))).rejects.toMatchObject({
+        code: "CORRUPT_RECORD",
+      });
+      await expect(client.createTopic("err")).rejects.toMatchObject({ code: "TOPIC_EXISTS" });
+      await expect(client.createTopic("bad name!")).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      await expect(client.createTopic("cfg", { partitions: -1 })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+      });
+      expect((await client.listOffsets("err", 0)).nextOffset).toBe(3);
+      // The connection is still usable after all those errors.
+      expect((await client.produce("err", 0, frameRecords(["d"]))).firstOffset).toBe(3);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("the client checks every CRC of what it fetched", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("crc", { segmentBytes: 4096, durability: "force" });
+      await client.produce("crc", 0, frameRecords(["one", "two", "three"]));
+      // Damage a byte of the second record on disk, behind the broker's back.
+      const file = `${dir.path}/crc-0/00000000000000000000.log`;
+      const bytes = new Uint8Array(await Bun.file(file).arrayBuffer());
+      bytes[32 + 8 + 3 + 8] ^= 0xff;
+      await Bun.write(file, bytes);
+      const failure = await client.fetch("crc", 0, 0).catch((error) => error);
+      expect(failure).toBeInstanceOf(CorruptRecordError);
+      expect((failure as Error).message).toContain("offset 1");
+      expect(payloadsOf((await client.fetch("crc", 0, 0, { maxBytes: 11 })).records).map(decode)).toEqual([
+        "one",
+      ]);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("zero copy", () => {
+  test("FETCH bytes go through sendfile: the broker counts exactly the record bytes it sent that way", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("zc", { durability: "append" });
+      const values = Array.from({ length: 2000 }, (_, i) => payloadForOffset(i, 500));
+      for (let i = 0; i < values.length; i += 100)
+        await client.produce("zc", 0, frameRecords(values.slice(i, i + 100)));
+      const before = await client.stats();
+      expect(before.fetchPath).toBe("sendfile");
+      let fetchedBytes = 0;
+      let offset = 0;
+      while (offset < values.length) {
+        const result = await client.fetch("zc", 0, offset, { maxBytes: 64 * 1024 });
+        fetchedBytes += result.records.length;
+        offset += result.recordCount;
+      }
+      const after = await client.stats();
+      expect(Number(after.sendfileBytes) - Number(before.sendfileBytes)).toBe(fetchedBytes);
+      expect(Number(after.sendfileCalls)).toBeGreaterThan(Number(before.sendfileCalls));
+      expect(after.copiedFetchBytes).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("the copying path behind --fetch-path copy sends the same bytes without sendfile", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, ["--fetch-path", "copy"]);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("cp");
+      await client.produce("cp", 0, frameRecords(["x", "y", "z"]));
+      const result = await client.fetch("cp", 0, 1);
+      expect(payloadsOf(result.records).map(decode)).toEqual(["y", "z"]);
+      const stats = await client.stats();
+      expect(stats).toMatchObject({
+        fetchPath: "copy",
+        sendfileBytes: 0,
+        copiedFetchBytes: result.records.length,
+      });
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("restarts and refusals", () => {
+  test("kill -9 then restart keeps every acknowledged record; SIGTERM then restart is clean and scans nothing", async () => {
+    using dir = tempDir();
+    let broker = await startBroker(dir.path);
+    let client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    await client.createTopic("keep", { segmentBytes: 4096, durability: "force" });
+    for (let i = 0; i < 100; i++) await client.produce("keep", 0, frameRecords([payloadForOffset(i, 50)]));
+    client.close();
+    await broker.stop("SIGKILL");
+    expect(broker.process.signalCode).toBe("SIGKILL");
+
+    broker = await startBroker(dir.path);
+    expect(broker.startLine).toContain("recovered after a crash");
+    client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    const payloads = await readAll(client, "keep", 0, 0, 100);
+    payloads.forEach((payload, i) =>
+      expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 50)))).toBe(true),
+    );
+    await client.produce("keep", 0, frameRecords([payloadForOffset(100, 50)]));
+    client.close();
+    const output = broker.lines.rest();
+    expect(await broker.stop("SIGTERM")).toBe(0);
+    expect((await output).join("\n")).toContain("stopped cleanly");
+
+    await using again = await startBroker(dir.path);
+    expect(again.startLine).toContain("clean shutdown, nothing scanned");
+    const last = await BooblikClient.connect({ host: "127.0.0.1", port: again.port });
+    try {
+      expect((await last.listOffsets("keep", 0)).nextOffset).toBe(101);
+      expect((await readAll(last, "keep", 0, 0, 101)).length).toBe(101);
+    } finally {
+      last.close();
+    }
+  });
+
+  test("a port in use and a locked data directory are refused with a clear message and exit code 1", async () => {
+    using first = tempDir();
+    using second = tempDir();
+    await using broker = await startBroker(first.path);
+    const portTaken = await runBrokerExpectingFailure([
+      "--data-dir",
+      second.path,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(broker.port),
+    ]);
+    expect(portTaken.exitCode).toBe(1);
+    expect(portTaken.stderr).toContain(`cannot listen on 127.0.0.1:${broker.port}: address already in use`);
+    expect(portTaken.stdout).not.toContain("listening");
+    const locked = await runBrokerExpectingFailure([
+      "--data-dir",
+      first.path,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+    ]);
+    expect(locked.exitCode).toBe(1);
+    expect(locked.stderr).toContain(`data directory ${first.path} is in use by pid ${broker.process.pid}`);
+    const badAddress = await runBrokerExpectingFailure([
+      "--data-dir",
+      second.path,
+      "--host",
+      "203.0.113.7",
+      "--port",
+      "0",
+    ]);
+    expect(badAddress.exitCode).toBe(1);
+    expect(badAddress.stderr).toContain("cannot listen on 203.0.113.7:0");
+    const badOption = await runBrokerExpectingFailure(["--data-dir", second.path, "--durability", "maybe"]);
+    expect(badOption.exitCode).toBe(1);
+    expect(badOption.stderr).toContain("durability must be one of append, force, interval");
+    // The refused brokers left the running one alone.
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    expect((await client.metadata()).brokerVersion).toBe("0.1.0");
+    client.close();
+    // And a plain TCP server holding a port is refused the same way as a broker.
+    const holder = net.createServer().listen(0, "127.0.0.1");
+    await new Promise((resolve) => holder.once("listening", resolve));
+    const heldPort = (holder.address() as net.AddressInfo).port;
+    const held = await runBrokerExpectingFailure([
+      "--data-dir",
+      second.path,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(heldPort),
+    ]);
+    holder.close();
+    expect(held.exitCode).toBe(1);
+    expect(held.stderr).toContain("address already in use");
+  });
+
+  test("--help lists every option with its environment variable", async () => {
+    const help = await runBrokerExpectingFailure(["--help"]);
+    expect(help.exitCode).toBe(0);
+    for (const option of [
+      "--data-dir",
+      "--host",
+      "--port",
+      "--durability",
+      "--write-mode",
+      "--segment-size",
+      "--retention-size",
+      "--retention-time",
+      "--max-record-size",
+      "--max-frame-size",
+      "--max-connections",
+      "--idle-timeout",
+      "--fetch-path",
+    ]) {
+      expect(help.stdout).toContain(option);
+    }
+    expect(help.stdout).toContain("BOOBLIK_PORT");
+  });
+
+  test("options come from BOOBLIK_* environment variables", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, [], {
+      BOOBLIK_DURABILITY: "interval",
+      BOOBLIK_WRITE_MODE: "mapped",
+    });
+    expect(broker.startLine).toContain("durability interval, write path mapped");
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("env");
+      const topic = (await client.metadata(["env"])).topics[0]!;
+      expect(topic.config).toMatchObject({ durability: "interval", writeMode: "mapped" });
+    } finally {
+      client.close();
+    }
+  });
+});
