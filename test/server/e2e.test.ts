@@ -173,7 +173,7 @@ describe("produce and fetch", () => {
       // Damage a byte of the second record on disk, behind the broker's back.
       const file = `${dir.path}/crc-0/00000000000000000000.log`;
       const bytes = new Uint8Array(await Bun.file(file).arrayBuffer());
-      bytes[32 + 8 + 3 + 8] ^= 0xff;
+      bytes[32 + 8 + 3 + 8]! ^= 0xff;
       await Bun.write(file, bytes);
       const failure = await client.fetch("crc", 0, 0).catch((error) => error);
       expect(failure).toBeInstanceOf(CorruptRecordError);
