@@ -250,8 +250,10 @@ export class BrokerConnection {
     while (this.outQueue.length > 0) {
       const head = this.outQueue[0]!;
       const written = socket.write(head);
-      if (written < 0)
-        return this.fail(new ConnectionError(`connection to ${this.host}:${this.port} is closed`));
+      if (written < 0) {
+        this.fail(new ConnectionError(`connection to ${this.host}:${this.port} is closed`));
+        return;
+      }
       if (written < head.length) {
         this.outQueue[0] = head.subarray(written);
         return;

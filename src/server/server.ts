@@ -235,22 +235,29 @@ export class BrokerServer implements ConnectionHost {
       }
       switch (header.apiKey) {
         case API.METADATA:
-          return this.metadata(connection, slot, correlationId, reader);
+          this.metadata(connection, slot, correlationId, reader);
+          return;
         case API.CREATE_TOPIC:
-          return this.createTopic(connection, slot, correlationId, reader);
+          this.createTopic(connection, slot, correlationId, reader);
+          return;
         case API.DELETE_TOPIC:
-          return this.deleteTopic(connection, slot, correlationId, reader);
+          this.deleteTopic(connection, slot, correlationId, reader);
+          return;
         case API.LIST_OFFSETS:
-          return this.listOffsets(connection, slot, correlationId, reader);
+          this.listOffsets(connection, slot, correlationId, reader);
+          return;
         case API.PRODUCE:
-          return this.produce(connection, slot, correlationId, reader);
+          this.produce(connection, slot, correlationId, reader);
+          return;
         case API.FETCH:
-          return this.fetch(connection, slot, correlationId, decodeFetchRequest(reader));
+          this.fetch(connection, slot, correlationId, decodeFetchRequest(reader));
+          return;
         case API.STATS:
           reader.expectEnd("STATS request");
           this.writer.reset();
           encodeStatsResponse(this.writer, correlationId, JSON.stringify(this.stats()));
-          return connection.complete(slot, this.writer.written().slice());
+          connection.complete(slot, this.writer.written().slice());
+          return;
       }
     } catch (error) {
       this.fail(connection, slot, correlationId, error);
@@ -501,6 +508,7 @@ export class BrokerServer implements ConnectionHost {
       fetchPath: this.options.fetchPath,
       ...this.counters,
       connectionsActive: this.connections.size,
+      connectionsPaused: [...this.connections].filter((connection) => connection.readPaused).length,
       waitingFetches: this.waiters.size,
     };
   }

@@ -4,7 +4,7 @@
  * acknowledgements say, group commit under many concurrent producers, the event loop staying free
  * during a large force, the data-directory lock, leftovers of interrupted operations, retention.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
@@ -17,6 +17,9 @@ import {
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+
+// These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
+setDefaultTimeout(30_000);
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 

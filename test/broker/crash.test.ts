@@ -4,7 +4,7 @@
  * checks: under `force`, every acknowledged record is at its offset with the right bytes; under every
  * policy, the log is a gap-free sequence of whole records that some producer sent.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
@@ -12,6 +12,9 @@ import { LineReader } from "../helpers/process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { PAYLOAD_PATTERN, recordPayload } from "./fixtures/payloads.ts";
+
+// These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
+setDefaultTimeout(30_000);
 
 const SEED = testSeed();
 const FIXTURE = path.join(import.meta.dir, "fixtures", "producer-fixture.ts");

@@ -4,7 +4,7 @@
  * zero-copy proof (bytes counted through sendfile) and the copying path, restarts (kill -9, SIGTERM),
  * refusals to start.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
 import { CorruptRecordError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
@@ -13,6 +13,9 @@ import { payloadsOf } from "../../src/record/codec.ts";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { payloadForOffset } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+
+// These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
+setDefaultTimeout(30_000);
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
@@ -55,9 +58,9 @@ describe("produce and fetch", () => {
       expect(offsets).toEqual({ logStartOffset: 0, nextOffset: next });
       const payloads = await readAll(client, "rt", 1, 0, next);
       expect(payloads.length).toBe(next);
-      payloads.forEach((payload, i) =>
-        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 120)))).toBe(true),
-      );
+      payloads.forEach((payload, i) => {
+        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 120)))).toBe(true);
+      });
       // A fetch never crosses a segment end: with a huge maxBytes it stops at the first segment's end.
       const first = await client.fetch("rt", 1, 0, { maxBytes: 10_000_000 });
       expect(first.recordCount).toBeLessThan(next);
@@ -81,7 +84,9 @@ describe("produce and fetch", () => {
         Array.from({ length: 500 }, (_, i) => client.produce("pipe", 0, frameRecords([`r${i}`, `s${i}`]))),
       );
       // Every produce was appended in request order: the offsets are exactly 0, 2, 4, …
-      acks.forEach((ack, i) => expect(ack.firstOffset).toBe(2 * i));
+      acks.forEach((ack, i) => {
+        expect(ack.firstOffset).toBe(2 * i);
+      });
       const mixed = await Promise.all([
         client.fetch("pipe", 0, 0, { maxBytes: 10 }),
         client.listOffsets("pipe", 0),
@@ -251,9 +256,9 @@ describe("restarts and refusals", () => {
     expect(broker.startLine).toContain("recovered after a crash");
     client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     const payloads = await readAll(client, "keep", 0, 0, 100);
-    payloads.forEach((payload, i) =>
-      expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 50)))).toBe(true),
-    );
+    payloads.forEach((payload, i) => {
+      expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 50)))).toBe(true);
+    });
     await client.produce("keep", 0, frameRecords([payloadForOffset(100, 50)]));
     client.close();
     const output = broker.lines.rest();

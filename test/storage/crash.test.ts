@@ -5,7 +5,7 @@
  * gap-free prefix of recognisable records. Several rounds on one segment: each child first recovers
  * what the previous one left.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import type { Offset } from "../../src/domain/ids.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
@@ -15,6 +15,9 @@ import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts
 import { LineReader } from "../helpers/process.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+
+// These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
+setDefaultTimeout(30_000);
 
 const SEED = testSeed();
 const FIXTURE = path.join(import.meta.dir, "fixtures", "append-fixture.ts");
