@@ -64,7 +64,10 @@ export interface BrokerOpenReport {
 export interface PartitionDescription {
   partition: number;
   logStartOffset: number;
+  /** The next offset a consumer can read (under `force`: the durable end). */
   nextOffset: number;
+  /** The end of the appended log; above nextOffset only while a force is in flight. */
+  logEndOffset: number;
   sizeBytes: number;
   segments: number;
 }
@@ -251,7 +254,8 @@ export class Broker {
       partitions: topic.partitions.map((partition) => ({
         partition: partition.id,
         logStartOffset: partition.log.logStartOffset,
-        nextOffset: partition.log.nextOffset,
+        nextOffset: partition.visibleNextOffset,
+        logEndOffset: partition.log.nextOffset,
         sizeBytes: partition.log.sizeBytes,
         segments: partition.log.segmentCount,
       })),
@@ -289,9 +293,12 @@ export class Broker {
     return target.append(frameRecords(records), false);
   }
 
-  /** Copying read of CRC-checked records from `offset`, at most `maxBytes` (but always one record). */
+  /**
+   * Copying read of CRC-checked, visible records from `offset`, at most `maxBytes` (but always one
+   * record). Under the `force` policy records become visible once forced (see Partition).
+   */
   read(topic: string, partition: number, offset: number, maxBytes = 1024 * 1024): RecordsRead {
-    return this.partition(topic, partition).log.read(offset, maxBytes);
+    return this.partition(topic, partition).read(offset, maxBytes);
   }
 
   /** Records from `offset` on, waiting at the end for new ones; ends when the topic or broker closes. */
@@ -300,7 +307,7 @@ export class Broker {
     partition: number,
     offset: number,
   ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
-    return this.partition(topic, partition).log.tail(offset);
+    return this.partition(topic, partition).tail(offset);
   }
 
   /** Runs retention on every partition now (it also runs on a timer). */

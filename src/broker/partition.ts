@@ -75,6 +75,36 @@ export class Partition {
     });
   }
 
+  /**
+   * The end of what consumers may read. Under `force` it is the durable end: a record becomes
+   * visible once a force covered it (when its producer is acknowledged), so no consumer ever acts on
+   * a record that a machine crash could take back, and an offset a consumer saw is never reused for
+   * another record after a restart. Under `append` and `interval` it is the end of the log.
+   */
+  get visibleNextOffset(): number {
+    return this.policy === "force" ? this.log.recoveryPoint.nextOffset : this.log.nextOffset;
+  }
+
+  /** Calls `listener` whenever the visible end may have moved, until the returned function is called. */
+  onVisible(listener: () => void): () => void {
+    return this.policy === "force" ? this.log.onForce(listener) : this.log.onAppend(listener);
+  }
+
+  /** Copying read of visible records (CRC-checked). */
+  read(offset: number, maxBytes: number) {
+    return this.log.read(offset, maxBytes, this.visibleNextOffset);
+  }
+
+  /** Visible records from `offset` on as they come; ends when the log closes. */
+  tail(offset: number): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+    return this.log.tail(
+      offset,
+      1024 * 1024,
+      () => this.visibleNextOffset,
+      (listener) => this.onVisible(listener),
+    );
+  }
+
   /** Applies the topic's retention to this partition. */
   applyRetention(nowMs = Date.now()) {
     return this.log.applyRetention(

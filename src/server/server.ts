@@ -15,6 +15,7 @@
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import type { Broker } from "../broker/broker.ts";
+import type { Partition } from "../broker/partition.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
@@ -43,7 +44,6 @@ import {
   type FetchRequest,
   type TopicMetadata,
 } from "../protocol/messages.ts";
-import type { PartitionLog } from "../storage/partition-log.ts";
 import { newFileRange } from "../storage/segment.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 
@@ -363,11 +363,11 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeListOffsetsRequest(reader);
-    const log = this.broker.partition(request.topic, request.partition).log;
+    const partition = this.broker.partition(request.topic, request.partition);
     this.writer.reset();
     encodeListOffsetsResponse(this.writer, correlationId, {
-      logStartOffset: log.logStartOffset,
-      nextOffset: log.nextOffset,
+      logStartOffset: partition.log.logStartOffset,
+      nextOffset: partition.visibleNextOffset,
     });
     connection.complete(slot, this.writer.written().slice());
   }
@@ -404,16 +404,18 @@ export class BrokerServer implements ConnectionHost {
     request: FetchRequest,
   ): void {
     this.counters.fetchRequests++;
-    const log = this.broker.partition(request.topic, request.partition).log;
+    const partition = this.broker.partition(request.topic, request.partition);
+    const log = partition.log;
     const { offset } = request;
-    if (offset < log.logStartOffset || offset > log.nextOffset) {
-      throw new OffsetOutOfRangeError(offset, log.logStartOffset, log.nextOffset);
+    const visible = partition.visibleNextOffset;
+    if (offset < log.logStartOffset || offset > visible) {
+      throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
     }
-    if (offset < log.nextOffset || request.maxWaitMs === 0 || this.stopping) {
-      this.answerFetch(connection, slot, correlationId, request, log);
+    if (offset < visible || request.maxWaitMs === 0 || this.stopping) {
+      this.answerFetch(connection, slot, correlationId, request, partition);
       return;
     }
-    // Long poll: answer on the first append past `offset`, or when the wait ends, whichever is first.
+    // Long poll: answer once a record at `offset` is visible, or when the wait ends, whichever is first.
     this.counters.fetchWaits++;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let stopListening: (() => void) | undefined;
@@ -426,14 +428,14 @@ export class BrokerServer implements ConnectionHost {
       stop();
       if (connection.closed) return;
       try {
-        this.answerFetch(connection, slot, correlationId, request, log);
+        this.answerFetch(connection, slot, correlationId, request, partition);
       } catch (error) {
         this.fail(connection, slot, correlationId, error);
       }
     };
     const waiter: Waiter = { answer };
-    stopListening = log.onAppend(() => {
-      if (log.nextOffset > offset || log.isClosed) answer();
+    stopListening = partition.onVisible(() => {
+      if (partition.visibleNextOffset > offset || log.isClosed) answer();
     });
     timer = setTimeout(answer, request.maxWaitMs);
     this.waiters.add(waiter);
@@ -445,30 +447,32 @@ export class BrokerServer implements ConnectionHost {
     slot: ResponseSlot,
     correlationId: number,
     request: FetchRequest,
-    log: PartitionLog,
+    partition: Partition,
   ): void {
+    const log = partition.log;
     const maxBytes = Math.max(1, Math.min(request.maxBytes, this.options.maxFetchBytes));
     const { offset } = request;
     if (log.isClosed)
       throw new BooblikError("CLOSED", "the topic was deleted or the broker is shutting down");
-    if (offset < log.logStartOffset || offset > log.nextOffset) {
-      throw new OffsetOutOfRangeError(offset, log.logStartOffset, log.nextOffset);
+    const visible = partition.visibleNextOffset;
+    if (offset < log.logStartOffset || offset > visible) {
+      throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
     }
     this.writer.reset();
-    if (offset === log.nextOffset) {
+    if (offset === visible) {
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset: log.logStartOffset,
-        nextOffset: log.nextOffset,
+        nextOffset: visible,
         recordsBytes: 0,
       });
       connection.complete(slot, this.writer.written().slice());
       return;
     }
     if (this.options.fetchPath === "copy") {
-      const read = log.read(offset, maxBytes);
+      const read = log.read(offset, maxBytes, visible);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset: log.logStartOffset,
-        nextOffset: log.nextOffset,
+        nextOffset: visible,
         recordsBytes: read.records.length,
       });
       const response = new Uint8Array(this.writer.position + read.records.length);
@@ -481,11 +485,11 @@ export class BrokerServer implements ConnectionHost {
       return;
     }
     const range = this.range;
-    const segment = log.fileRange(offset, maxBytes, range);
-    if (segment === undefined) throw new OffsetOutOfRangeError(offset, log.logStartOffset, log.nextOffset);
+    const segment = log.fileRange(offset, maxBytes, range, visible);
+    if (segment === undefined) throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
     encodeFetchResponseHeader(this.writer, correlationId, {
       logStartOffset: log.logStartOffset,
-      nextOffset: log.nextOffset,
+      nextOffset: visible,
       recordsBytes: range.lengthBytes,
     });
     this.counters.fetchRecords += range.recordCount;

@@ -112,6 +112,7 @@ export class PartitionLog {
   private lastCheckpointMs = 0;
   private readonly checkpointIntervalMs: number;
   private readonly appendListeners = new Set<() => void>();
+  private readonly forceListeners = new Set<() => void>();
 
   private constructor(
     directory: string,
@@ -411,6 +412,7 @@ export class PartitionLog {
       this.durablePoint = point;
     }
     this.maybeCheckpoint();
+    if (this.forceListeners.size > 0) for (const listener of [...this.forceListeners]) listener();
   }
 
   /** Like force, on the calling thread (close, tools, tests). */
@@ -429,6 +431,7 @@ export class PartitionLog {
       position: active.sizeBytes,
       nextOffset: active.nextOffset,
     };
+    for (const listener of [...this.forceListeners]) listener();
   }
 
   /** Writes the checkpoint in the background when it is stale and none is being written. */
@@ -457,10 +460,10 @@ export class PartitionLog {
 
   // --- Reading -----------------------------------------------------------------------------------
 
-  private checkReadable(offset: number): void {
+  private checkReadable(offset: number, endOffset: number): void {
     if (this.closed) throw new ClosedError(`partition ${this.directory}`);
-    if (offset < this.logStartOffset || offset > this.nextOffset || !Number.isInteger(offset)) {
-      throw new OffsetOutOfRangeError(offset, this.logStartOffset, this.nextOffset);
+    if (offset < this.logStartOffset || offset > endOffset || !Number.isInteger(offset)) {
+      throw new OffsetOutOfRangeError(offset, this.logStartOffset, endOffset);
     }
   }
 
@@ -478,14 +481,15 @@ export class PartitionLog {
   }
 
   /**
-   * Copying read of complete, CRC-checked records from `offset` on, across segments, at most
-   * `maxBytes` of them (but always the first record). At the end of the log the result is empty.
+   * Copying read of complete, CRC-checked records from `offset` on, across segments, below `endOffset`
+   * (default: the end of the log), at most `maxBytes` of them (but always the first record). At the
+   * end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the upper bound.
    */
-  read(offset: number, maxBytes: number): RecordsRead {
-    this.checkReadable(offset);
-    const end = this.nextOffset;
+  read(offset: number, maxBytes: number, endOffset: number = this.nextOffset): RecordsRead {
+    const end = Math.min(endOffset, this.nextOffset);
+    this.checkReadable(offset, end);
     if (offset === end) return { records: EMPTY_RECORDS, firstOffset: offset, recordCount: 0 };
-    const first = this.segmentFor(offset).read(offset, maxBytes);
+    const first = this.segmentFor(offset).read(offset, maxBytes, end);
     let remaining = maxBytes - first.records.length;
     let at = offset + first.recordCount;
     if (remaining <= RECORD_HEADER_BYTES || at >= end) return first;
@@ -493,7 +497,7 @@ export class PartitionLog {
     let bytes = first.records.length;
     let count = first.recordCount;
     while (remaining > RECORD_HEADER_BYTES && at < end) {
-      const next = this.segmentFor(at).read(at, remaining);
+      const next = this.segmentFor(at).read(at, remaining, end);
       if (next.records.length > remaining) break; // its first record alone is larger than what is left
       parts.push(next.records);
       bytes += next.records.length;
@@ -517,13 +521,25 @@ export class PartitionLog {
    * `out.fd` and then calls `release()` on it, so retention cannot close the descriptor under it.
    * Returns undefined at the end of the log.
    */
-  fileRange(offset: number, maxBytes: number, out: FileRange): Segment | undefined {
-    this.checkReadable(offset);
-    if (offset === this.nextOffset) return undefined;
+  fileRange(
+    offset: number,
+    maxBytes: number,
+    out: FileRange,
+    endOffset: number = this.nextOffset,
+  ): Segment | undefined {
+    const end = Math.min(endOffset, this.nextOffset);
+    this.checkReadable(offset, end);
+    if (offset === end) return undefined;
     const segment = this.segmentFor(offset);
-    segment.fileRange(offset, maxBytes, out);
+    segment.fileRange(offset, maxBytes, out, end);
     segment.acquire();
     return segment;
+  }
+
+  /** Calls `listener` after each completed force until the returned function is called. */
+  onForce(listener: () => void): () => void {
+    this.forceListeners.add(listener);
+    return () => this.forceListeners.delete(listener);
   }
 
   /** Calls `listener` after each append until the returned function is called. */
@@ -536,12 +552,19 @@ export class PartitionLog {
     for (const listener of [...this.appendListeners]) listener();
   }
 
-  /** Resolves once the log holds a record at `offset` (or is closed). */
-  waitForRecord(offset: number): Promise<void> {
-    if (this.closed || this.nextOffset > offset) return Promise.resolve();
+  /**
+   * Resolves once a record at `offset` is readable (or the log closed). Readable means below
+   * `end()`, re-checked whenever `subscribe` signals (the default: the end of the log, on appends).
+   */
+  waitForRecord(
+    offset: number,
+    end: () => number = () => this.nextOffset,
+    subscribe: (listener: () => void) => () => void = (listener) => this.onAppend(listener),
+  ): Promise<void> {
+    if (this.closed || end() > offset) return Promise.resolve();
     return new Promise((resolve) => {
-      const stop = this.onAppend(() => {
-        if (this.closed || this.nextOffset > offset) {
+      const stop = subscribe(() => {
+        if (this.closed || end() > offset) {
           stop();
           resolve();
         }
@@ -550,21 +573,25 @@ export class PartitionLog {
   }
 
   /**
-   * Yields records from `offset` on as they are appended, waiting without polling at the end of the
-   * log: the in-process form of a long-poll fetch. Ends when the log closes.
+   * Yields records from `offset` on as they become readable, waiting without polling at the end: the
+   * in-process form of a long-poll fetch. Ends when the log closes. `end`/`subscribe` as in
+   * waitForRecord (a partition under the `force` policy passes its durable end and force signal).
    */
   async *tail(
     offset: number,
     maxBytes = 1024 * 1024,
+    end: () => number = () => this.nextOffset,
+    subscribe: (listener: () => void) => () => void = (listener) => this.onAppend(listener),
   ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
     let next = offset;
     for (;;) {
       if (this.closed) return;
-      if (next >= this.nextOffset) {
-        await this.waitForRecord(next);
+      const limit = end();
+      if (next >= limit) {
+        await this.waitForRecord(next, end, subscribe);
         continue;
       }
-      const read = this.read(next, maxBytes);
+      const read = this.read(next, maxBytes, limit);
       const records = read.records;
       let position = 0;
       for (let i = 0; i < read.recordCount; i++) {
@@ -637,7 +664,9 @@ export class PartitionLog {
     for (const segment of this.segments) segment.close();
     for (const segment of this.unforced) segment.close();
     this.notifyAppend();
+    for (const listener of [...this.forceListeners]) listener();
     this.appendListeners.clear();
+    this.forceListeners.clear();
     if (closeError !== undefined) throw closeError;
   }
 

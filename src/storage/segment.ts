@@ -540,14 +540,16 @@ export class Segment {
   }
 
   /**
-   * Copying read: complete records from `offset` on, at most `maxBytes` of them (but always the first
-   * record, however large, so a consumer can make progress). Every CRC is checked; a bad record ends
+   * Copying read: complete records from `offset` on, below `endOffset`, at most `maxBytes` of them
+   * (but always the first record, however large, so a consumer can make progress). Every CRC is checked; a bad record ends
    * the read, and a read that would start at a bad record throws CorruptRecordError.
    */
-  read(offset: number, maxBytes: number): RecordsRead {
+  read(offset: number, maxBytes: number, endOffset: number = this.publishedNextOffset): RecordsRead {
     const fd = this.ensureReadFd();
     const position = this.positionOf(offset);
-    const sizeBytes = this.sizeBytes;
+    const end = Math.min(endOffset, this.publishedNextOffset);
+    // Records at or after `endOffset` are not handed out (e.g. not yet forced, under `force`).
+    const sizeBytes = end < this.publishedNextOffset ? this.positionOf(end) : this.sizeBytes;
     const firstBytes = this.recordBytesAt(fd, position, sizeBytes);
     const length = Math.max(firstBytes, Math.min(maxBytes, sizeBytes - position));
     const records = new Uint8Array(length);
@@ -557,8 +559,7 @@ export class Segment {
     if (readScan.recordCount === 0) {
       throw new CorruptRecordError(describeStop(readScan.stop), position, this.path);
     }
-    const available = this.publishedNextOffset - offset;
-    const recordCount = Math.min(readScan.recordCount, available);
+    const recordCount = Math.min(readScan.recordCount, end - offset);
     return { records: records.subarray(0, readScan.endPosition), firstOffset: offset, recordCount };
   }
 
@@ -568,16 +569,22 @@ export class Segment {
    * index with a short scan, so a consumer never receives a partial record. Bytes are not checked
    * here: the consumer checks every CRC. The caller must hold `acquire()` while it uses `out.fd`.
    */
-  fileRange(offset: number, maxBytes: number, out: FileRange): FileRange {
+  fileRange(
+    offset: number,
+    maxBytes: number,
+    out: FileRange,
+    endOffset: number = this.publishedNextOffset,
+  ): FileRange {
     const fd = this.ensureReadFd();
     const position = this.positionOf(offset);
-    const sizeBytes = this.sizeBytes;
+    const lastOffset = Math.min(endOffset, this.publishedNextOffset);
+    const sizeBytes = lastOffset < this.publishedNextOffset ? this.positionOf(lastOffset) : this.sizeBytes;
     const relative = offset - this.baseOffset;
     let end: number;
     let endRelative: number;
     if (position + maxBytes >= sizeBytes) {
       end = sizeBytes;
-      endRelative = this.publishedNextOffset - this.baseOffset;
+      endRelative = lastOffset - this.baseOffset;
     } else {
       // The last record boundary ≤ position + maxBytes: from the index entry at or before the limit
       // (or from our own record, whichever is later), hop while the next record still fits.

@@ -152,6 +152,39 @@ describe("durability policies", () => {
     }
   });
 
+  test("under force, a record becomes visible to readers once forced; under append, at once", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("durable", { durability: "force" });
+      broker.createTopic("fast", { durability: "append" });
+      const durable = broker.partition("durable", 0);
+      durable.log.append(frameRecords(["not yet forced"]), true); // appended, no force requested
+      expect(durable.log.nextOffset).toBe(1 as never);
+      expect(durable.visibleNextOffset).toBe(0);
+      expect(broker.read("durable", 0, 0).recordCount).toBe(0);
+      expect(() => broker.read("durable", 0, 1)).toThrow(/out of range: the log holds \[0, 0\)/);
+      expect(broker.describeTopic("durable").partitions[0]).toMatchObject({ nextOffset: 0, logEndOffset: 1 });
+      const tail = broker.tail("durable", 0, 0);
+      let seen = false;
+      const next = tail.next().then((result) => {
+        seen = true;
+        return result;
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(seen).toBe(false);
+      await durable.log.force();
+      expect(decode((await next).value!.payload)).toBe("not yet forced");
+      expect(durable.visibleNextOffset).toBe(1);
+      const fast = broker.partition("fast", 0);
+      fast.log.append(frameRecords(["visible now"]), true);
+      expect(fast.visibleNextOffset).toBe(1);
+      expect(values(broker, "fast", 0)).toEqual(["visible now"]);
+    } finally {
+      await broker.close();
+    }
+  });
+
   test("group commit: every acknowledgement follows a force that covers it, with far fewer forces than batches", async () => {
     using dir = tempDir();
     const broker = Broker.open({ dataDir: dir.path });

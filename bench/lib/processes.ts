@@ -1,0 +1,75 @@
+/** Starting the broker and load generators as separate processes, and reading their CPU and memory. */
+import fs from "node:fs";
+import path from "node:path";
+
+const MAIN = path.resolve(import.meta.dir, "../../src/main.ts");
+
+export interface BrokerHandle {
+  pid: number;
+  port: number;
+  stop(): Promise<number>;
+}
+
+export async function startBrokerProcess(dataDir: string, extraArgs: string[]): Promise<BrokerHandle> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const child = Bun.spawn(
+    [process.execPath, MAIN, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0", ...extraArgs],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  const reader = child.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`broker exited before starting: ${text}`);
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  const port = Number(/listening on [^:]+:(\d+)/.exec(text)?.[1]);
+  if (!Number.isInteger(port) || port === 0) throw new Error(`cannot read the broker's port from: ${text}`);
+  // Keep draining stdout so the broker never blocks on a full pipe.
+  void (async () => {
+    for await (const _ of child.stdout) {
+      // discard
+    }
+  })().catch(() => undefined);
+  return {
+    pid: child.pid,
+    port,
+    stop: async () => {
+      child.kill("SIGTERM");
+      return child.exited;
+    },
+  };
+}
+
+/** Runs a load generator to completion and parses the JSON line it prints. */
+export async function runLoad(script: string, args: string[]): Promise<unknown> {
+  const child = Bun.spawn([process.execPath, script, ...args], { stdout: "pipe", stderr: "inherit" });
+  const output = await new Response(child.stdout).text();
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`${path.basename(script)} exited with ${code}: ${output}`);
+  return JSON.parse(output.trim().split("\n").at(-1)!);
+}
+
+const TICKS_PER_SECOND = 100; // sysconf(_SC_CLK_TCK) on Linux
+
+export function brokerCpuSeconds(pid: number): number;
+export function brokerCpuSeconds(pid: number, split: true): { user: number; system: number };
+export function brokerCpuSeconds(pid: number, split?: true): number | { user: number; system: number } {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may contain spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const user = Number(fields[11]) / TICKS_PER_SECOND;
+  const system = Number(fields[12]) / TICKS_PER_SECOND;
+  return split ? { user, system } : user + system;
+}
+
+export async function brokerMemory(pid: number): Promise<{ rssBytes: number; anonymousBytes: number }> {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0) * 1024;
+  return { rssBytes: kib("VmRSS"), anonymousBytes: kib("RssAnon") };
+}

@@ -1,0 +1,168 @@
+/**
+ * Broker over loopback: the broker is one process, each load generator another (bench/load/*.ts).
+ *
+ *   bun bench/network.bench.ts produce  [--seconds=5]   records/s, MB/s, broker CPU and memory
+ *   bun bench/network.bench.ts consume  [--gib=1]       sendfile vs copying fetch, client checks CRCs
+ *   bun bench/network.bench.ts latency  [--seconds=10]  produce→fetch latency at a fixed rate
+ *   bun bench/network.bench.ts all
+ *
+ * Every figure names the durability policy, record size, batch size and connection count. Broker
+ * CPU is utime+stime of the broker process from /proc/<pid>/stat over the run; memory is its RSS
+ * and anonymous RSS at the end of the run. Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
+ */
+import path from "node:path";
+import { BooblikClient } from "../src/client/client.ts";
+import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import { brokerCpuSeconds, brokerMemory, runLoad, startBrokerProcess } from "./lib/processes.ts";
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: string): string =>
+  args.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
+const section = args.find((arg) => !arg.startsWith("--")) ?? "all";
+const LOAD = path.join(import.meta.dir, "load");
+
+async function produceSection(dataDir: string): Promise<void> {
+  const seconds = Number(option("seconds", "5"));
+  console.log(
+    `\n## produce (${seconds} s per row; load generator: bench/load/produce.ts, 8 requests in flight per connection)\n`,
+  );
+  console.log(
+    "| policy | record B | batch | connections | records/s | MB/s | broker CPU % | broker RSS MiB | anon MiB |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  const broker = await startBrokerProcess(path.join(dataDir, "produce"), []);
+  const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+  let run = 0;
+  try {
+    for (const policy of ["append", "force"] as const) {
+      for (const recordBytes of [100, 1024]) {
+        for (const batch of [1, 100, 1000]) {
+          for (const connections of [1, 16]) {
+            const topic = `produce-${run++}`;
+            await admin.createTopic(topic, { durability: policy, retentionBytes: 2 * 2 ** 30 });
+            const cpuBefore = brokerCpuSeconds(broker.pid);
+            const result = (await runLoad(path.join(LOAD, "produce.ts"), [
+              String(broker.port),
+              topic,
+              String(recordBytes),
+              String(batch),
+              String(connections),
+              String(seconds),
+            ])) as { recordsPerSecond: number; megabytesPerSecond: number; seconds: number };
+            const cpu = (brokerCpuSeconds(broker.pid) - cpuBefore) / result.seconds;
+            const memory = await brokerMemory(broker.pid);
+            console.log(
+              `| ${policy} | ${recordBytes} | ${batch} | ${connections} | ${formatRate(result.recordsPerSecond)} | ` +
+                `${result.megabytesPerSecond.toFixed(0)} | ${(cpu * 100).toFixed(0)} | ${(memory.rssBytes / 2 ** 20).toFixed(0)} | ` +
+                `${(memory.anonymousBytes / 2 ** 20).toFixed(0)} |`,
+            );
+            await admin.deleteTopic(topic);
+          }
+        }
+      }
+    }
+  } finally {
+    admin.close();
+    await broker.stop();
+  }
+}
+
+async function consumeSection(dataDir: string): Promise<void> {
+  const gib = Number(option("gib", "1"));
+  console.log(
+    `\n## consume (${gib} GiB from offset 0, 1 connection, FETCH maxBytes 1 MiB, the client checks every CRC)\n`,
+  );
+  console.log(
+    "| record B | fetch path | records/s | MB/s | broker CPU s per GiB | broker user s | broker sys s |",
+  );
+  console.log("|---|---|---|---|---|---|---|");
+  for (const recordBytes of [100, 1024]) {
+    const directory = path.join(dataDir, `consume-${recordBytes}`);
+    // Fill once through a broker with the append policy.
+    let broker = await startBrokerProcess(directory, []);
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    await admin.createTopic("data", { durability: "append" });
+    let records = 0;
+    while (records * (recordBytes + 8) < gib * 2 ** 30) {
+      await runLoad(path.join(LOAD, "produce.ts"), [
+        String(broker.port),
+        "data",
+        String(recordBytes),
+        "1000",
+        "4",
+        "2",
+      ]);
+      records = (await admin.listOffsets("data", 0)).nextOffset;
+    }
+    admin.close();
+    await broker.stop();
+    for (const fetchPath of ["sendfile", "copy"] as const) {
+      broker = await startBrokerProcess(directory, ["--fetch-path", fetchPath]);
+      // Warm the page cache so both paths read from memory (they differ in how they send, not read).
+      await runLoad(path.join(LOAD, "consume.ts"), [String(broker.port), "data", String(records)]);
+      const before = brokerCpuSeconds(broker.pid, true);
+      const result = (await runLoad(path.join(LOAD, "consume.ts"), [
+        String(broker.port),
+        "data",
+        String(records),
+      ])) as {
+        recordsPerSecond: number;
+        megabytesPerSecond: number;
+        bytes: number;
+      };
+      const after = brokerCpuSeconds(broker.pid, true);
+      const userSeconds = after.user - before.user;
+      const systemSeconds = after.system - before.system;
+      console.log(
+        `| ${recordBytes} | ${fetchPath} | ${formatRate(result.recordsPerSecond)} | ${result.megabytesPerSecond.toFixed(0)} | ` +
+          `${((userSeconds + systemSeconds) / (result.bytes / 2 ** 30)).toFixed(2)} | ${userSeconds.toFixed(2)} | ${systemSeconds.toFixed(2)} |`,
+      );
+      await broker.stop();
+    }
+  }
+}
+
+async function latencySection(dataDir: string): Promise<void> {
+  const seconds = Number(option("seconds", "10"));
+  console.log(
+    `\n## produce → fetch latency (${seconds} s at a fixed rate, 100 B records, batches every ms, long-poll consumer)\n`,
+  );
+  console.log("| policy | rate rec/s | achieved | p50 ms | p99 ms | p99.9 ms | max ms |");
+  console.log("|---|---|---|---|---|---|---|");
+  const broker = await startBrokerProcess(path.join(dataDir, "latency"), []);
+  const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+  try {
+    for (const policy of ["append", "force"] as const) {
+      for (const rate of [50_000]) {
+        const topic = `latency-${policy}-${rate}`;
+        await admin.createTopic(topic, { durability: policy });
+        const result = (await runLoad(path.join(LOAD, "latency.ts"), [
+          String(broker.port),
+          topic,
+          String(rate),
+          String(seconds),
+          "100",
+        ])) as { achievedRate: number; p50Ms: number; p99Ms: number; p999Ms: number; maxMs: number };
+        console.log(
+          `| ${policy} | ${formatRate(rate)} | ${formatRate(result.achievedRate)} | ${result.p50Ms.toFixed(2)} | ` +
+            `${result.p99Ms.toFixed(2)} | ${result.p999Ms.toFixed(2)} | ${result.maxMs.toFixed(2)} |`,
+        );
+      }
+    }
+  } finally {
+    admin.close();
+    await broker.stop();
+  }
+}
+
+const directory = measurementDirectory("network");
+console.log(
+  `# booblik network benchmark\n\n${describeMachine(directory.fileSystem)}\ndata: ${directory.path}`,
+);
+try {
+  if (section === "produce" || section === "all") await produceSection(directory.path);
+  if (section === "consume" || section === "all") await consumeSection(directory.path);
+  if (section === "latency" || section === "all") await latencySection(directory.path);
+} finally {
+  directory.remove();
+}
