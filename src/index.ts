@@ -20,6 +20,21 @@ export {
   type DurabilityPolicy,
   type TopicConfig,
 } from "./broker/topic-config.ts";
+export {
+  BooblikClient,
+  type ClientOptions,
+  type FetchOptions,
+  type FetchResult,
+  type MetadataInfo,
+  type TopicInfo,
+} from "./client/client.ts";
+export {
+  BrokerConnection,
+  BrokerError,
+  ConnectionError,
+  type ConnectionOptions,
+  TimeoutError,
+} from "./client/connection.ts";
 export * from "./domain/errors.ts";
 export {
   type Offset,
@@ -33,6 +48,7 @@ export {
 export * as limits from "./domain/limits.ts";
 export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
 export { payloadsOf } from "./record/codec.ts";
+export { verifyRecords } from "./record/verify.ts";
 export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";
 export { Segment, type SegmentConfig, segmentConfig } from "./storage/segment.ts";
 export { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";
