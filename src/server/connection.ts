@@ -102,6 +102,7 @@ export class Connection {
   private isClosed = false;
   /** No more requests are read (shutdown); pending ones still get their responses. */
   private draining = false;
+  private flushScheduled = false;
 
   constructor(socket: Socket<Connection>, host: ConnectionHost, id: number) {
     this.socket = socket;
@@ -238,8 +239,24 @@ export class Connection {
     slot.bytes = bytes;
     slot.done = true;
     slot.cancel = undefined;
-    this.flushSlots();
+    this.scheduleFlush();
   }
+
+  /**
+   * Flushes completed slots once the current batch of microtasks ran, so that every response
+   * completed in one turn (all the acknowledgements one force answers, all the requests of one
+   * chunk) leaves in one socket write instead of one write syscall each.
+   */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    queueMicrotask(this.runScheduledFlush);
+  }
+
+  private readonly runScheduledFlush = (): void => {
+    this.flushScheduled = false;
+    this.flushSlots();
+  };
 
   /** Completes a slot with a header followed by a file range (the segment is already acquired). */
   completeWithFile(
@@ -258,7 +275,7 @@ export class Connection {
     slot.file = { fd, position, lengthBytes, segment };
     slot.done = true;
     slot.cancel = undefined;
-    this.flushSlots();
+    this.scheduleFlush();
   }
 
   private flushSlots(): void {
