@@ -103,6 +103,8 @@ export class Connection {
   /** No more requests are read (shutdown); pending ones still get their responses. */
   private draining = false;
   private flushScheduled = false;
+  /** Bytes of responses completed but still waiting for an earlier slot or the scheduled flush. */
+  private completedBytes = 0;
 
   constructor(socket: Socket<Connection>, host: ConnectionHost, id: number) {
     this.socket = socket;
@@ -114,8 +116,9 @@ export class Connection {
     return this.slots.length;
   }
 
+  /** Response bytes held for this connection: completed but not yet queued, queued, and staged. */
   get queuedBytes(): number {
-    return this.outboundBytes + this.staging.position;
+    return this.completedBytes + this.outboundBytes + this.staging.position;
   }
 
   get closed(): boolean {
@@ -239,6 +242,7 @@ export class Connection {
     slot.bytes = bytes;
     slot.done = true;
     slot.cancel = undefined;
+    this.completedBytes += bytes.length;
     this.scheduleFlush();
   }
 
@@ -275,6 +279,7 @@ export class Connection {
     slot.file = { fd, position, lengthBytes, segment };
     slot.done = true;
     slot.cancel = undefined;
+    this.completedBytes += header.length + lengthBytes;
     this.scheduleFlush();
   }
 
@@ -284,6 +289,7 @@ export class Connection {
     while (slots.length > 0 && slots[0]!.done) {
       const slot = slots.shift()!;
       moved = true;
+      this.completedBytes -= (slot.bytes?.length ?? 0) + (slot.file?.lengthBytes ?? 0);
       if (slot.bytes !== undefined) this.enqueueBytes(slot.bytes);
       if (slot.file !== undefined) {
         const { fd, position, lengthBytes, segment } = slot.file;
@@ -478,6 +484,7 @@ export class Connection {
     for (const item of this.outbound) if (item.kind === "file") item.segment.release();
     this.outbound.length = 0;
     this.outboundBytes = 0;
+    this.completedBytes = 0;
     this.staging.reset();
     this.host.closed(this);
   }
