@@ -34,7 +34,7 @@ async function produceSection(dataDir: string): Promise<void> {
   const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   let run = 0;
   try {
-    for (const policy of ["append", "force"] as const) {
+    for (const policy of ["append", "force", "interval"] as const) {
       for (const recordBytes of [100, 1024]) {
         for (const batch of [1, 100, 1000]) {
           for (const connections of [1, 16]) {
@@ -132,8 +132,8 @@ async function latencySection(dataDir: string): Promise<void> {
   const broker = await startBrokerProcess(path.join(dataDir, "latency"), []);
   const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
-    for (const policy of ["append", "force"] as const) {
-      for (const rate of [50_000]) {
+    for (const policy of ["append", "force", "interval"] as const) {
+      for (const rate of [10_000, 50_000, 200_000]) {
         const topic = `latency-${policy}-${rate}`;
         await admin.createTopic(topic, { durability: policy });
         const result = (await runLoad(path.join(LOAD, "latency.ts"), [
