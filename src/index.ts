@@ -35,6 +35,15 @@ export {
   type ConnectionOptions,
   TimeoutError,
 } from "./client/connection.ts";
+export {
+  type ConsumedRecord,
+  Consumer,
+  type ConsumerOptions,
+  type StartPosition,
+  textOf,
+} from "./client/consumer.ts";
+export { PositionFile } from "./client/position-file.ts";
+export { Producer, type ProducerOptions, type SendOptions, type SendResult } from "./client/producer.ts";
 export * from "./domain/errors.ts";
 export {
   type Offset,

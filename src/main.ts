@@ -10,6 +10,7 @@ import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { BooblikError } from "./domain/errors.ts";
+import { parseBytes, parseDurationMs } from "./domain/units.ts";
 import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";
@@ -138,39 +139,8 @@ function parseArguments(argv: string[]): Record<OptionName, string> {
   return values;
 }
 
-const SIZE_UNITS: Record<string, number> = {
-  "": 1,
-  b: 1,
-  k: 1024,
-  kib: 1024,
-  m: 2 ** 20,
-  mib: 2 ** 20,
-  g: 2 ** 30,
-  gib: 2 ** 30,
-  t: 2 ** 40,
-  tib: 2 ** 40,
-};
-const TIME_UNITS: Record<string, number> = { "": 1, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-function parseQuantity(what: string, text: string, units: Record<string, number>): number {
-  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
-  const unit = match === null ? undefined : units[match[2]!.toLowerCase()];
-  if (match === null || unit === undefined) {
-    throw new UsageError(
-      `${what}: cannot read ${JSON.stringify(text)} (examples: ${Object.keys(units)
-        .filter(Boolean)
-        .slice(0, 3)
-        .map((u) => `10${u}`)
-        .join(", ")})`,
-    );
-  }
-  const value = Math.round(Number(match[1]) * unit);
-  if (!Number.isSafeInteger(value)) throw new UsageError(`${what}: ${text} is too large`);
-  return value;
-}
-
-const bytesOption = (what: string, text: string) => parseQuantity(what, text, SIZE_UNITS);
-const msOption = (what: string, text: string) => parseQuantity(what, text, TIME_UNITS);
+const bytesOption = (what: string, text: string) => parseBytes(what, text);
+const msOption = (what: string, text: string) => parseDurationMs(what, text);
 const optionalLimit = (text: string, parse: (t: string) => number) => (text === "none" ? null : parse(text));
 
 function choice<T extends string>(what: string, text: string, allowed: readonly T[]): T {

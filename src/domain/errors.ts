@@ -99,8 +99,9 @@ export class BadSegmentFileError extends BooblikError {
 export class RecordTooLargeError extends BooblikError {
   readonly recordBytes: number;
   readonly maxBytes: number;
-  constructor(recordBytes: number, maxBytes: number, what = "record") {
-    super("RECORD_TOO_LARGE", `${what} of ${recordBytes} bytes exceeds the limit of ${maxBytes} bytes`);
+  /** `what` names the thing ("record", "a batch of 12 records"); `limitName` says what the limit is. */
+  constructor(recordBytes: number, maxBytes: number, what = "record", limitName = "the limit") {
+    super("RECORD_TOO_LARGE", `${what} of ${recordBytes} bytes exceeds ${limitName} of ${maxBytes} bytes`);
     this.recordBytes = recordBytes;
     this.maxBytes = maxBytes;
   }

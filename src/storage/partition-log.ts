@@ -338,17 +338,8 @@ export class PartitionLog {
       const emptySegmentRoom = this.config.segmentBytes - SEGMENT_HEADER_BYTES;
       if (batch.length > emptySegmentRoom) {
         const count = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
-        throw count === 1
-          ? new RecordTooLargeError(
-              batch.length,
-              emptySegmentRoom,
-              "a record (with its 8-byte header) larger than a segment",
-            )
-          : new RecordTooLargeError(
-              batch.length,
-              emptySegmentRoom,
-              `a batch of ${count} records larger than a segment`,
-            );
+        const what = count === 1 ? "a record (with its 8-byte header)" : `a batch of ${count} records`;
+        throw new RecordTooLargeError(batch.length, emptySegmentRoom, what, "what fits in an empty segment");
       }
       active = this.roll();
     }

@@ -103,10 +103,12 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       try {
         log.append(frameRecords(["small"]), true);
         expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(RecordTooLargeError);
-        expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(/larger than a segment/);
+        expect(() => log.append(frameRecords([new Uint8Array(2000)]), true)).toThrow(
+          /a record \(with its 8-byte header\) of 2008 bytes exceeds what fits in an empty segment of 992 bytes/,
+        );
         expect(() =>
           log.append(frameRecords(Array.from({ length: 20 }, () => new Uint8Array(100))), true),
-        ).toThrow(/a batch of 20 records larger than a segment/);
+        ).toThrow(/a batch of 20 records of 2160 bytes exceeds what fits in an empty segment/);
         expect<number>(log.nextOffset).toBe(1);
         expect(log.segmentCount).toBe(1);
       } finally {
