@@ -101,7 +101,7 @@ function need(parsed: Parsed, index: number, what: string): string {
 }
 
 async function connect(parsed: Parsed): Promise<BooblikClient> {
-  const broker = parsed.flags.get("broker") ?? process.env.BOOBLIK_BROKER ?? "127.0.0.1:7979";
+  const broker = parsed.flags.get("broker") || process.env.BOOBLIK_BROKER || "127.0.0.1:7979";
   const match = /^(.*):(\d+)$/.exec(broker);
   if (match === null) throw new UsageError(`--broker must be host:port, got ${broker}`);
   const timeoutMs = parseDurationMs("--timeout", parsed.flags.get("timeout") ?? "5s");
@@ -139,10 +139,27 @@ async function health(parsed: Parsed): Promise<number> {
 
 async function topics(parsed: Parsed): Promise<number> {
   const action = need(parsed, 1, "topics action: list, create, delete or describe");
+  if (!["list", "create", "delete", "describe"].includes(action)) {
+    throw new UsageError(`unknown topics action ${action} (list, create, delete, describe)`);
+  }
+  if (action !== "list") need(parsed, 2, "topic name");
+  allowOnly(
+    parsed,
+    action === "create"
+      ? [
+          "partitions",
+          "durability",
+          "write-mode",
+          "segment-size",
+          "retention-size",
+          "retention-time",
+          "max-record-size",
+        ]
+      : [],
+  );
   const client = await connect(parsed);
   try {
     if (action === "list") {
-      allowOnly(parsed, []);
       const metadata = await client.metadata();
       print(parsed, metadata.topics, () =>
         metadata.topics.length === 0
@@ -189,14 +206,12 @@ async function topics(parsed: Parsed): Promise<number> {
       return 0;
     }
     if (action === "delete") {
-      allowOnly(parsed, []);
       const name = need(parsed, 2, "topic name");
       await client.deleteTopic(name);
       print(parsed, { deleted: name }, () => `deleted topic ${name}`);
       return 0;
     }
     if (action === "describe") {
-      allowOnly(parsed, []);
       const name = need(parsed, 2, "topic name");
       const topic = (await client.metadata([name])).topics[0]!;
       print(parsed, topic, () =>

@@ -153,7 +153,10 @@ export class Producer {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       if (this.closed) throw new BooblikError("CLOSED", "producer is closed");
     }
-    const partition = await this.choosePartition(topic, options);
+    const count = await this.partitionCount(topic);
+    // Chosen synchronously with the append to the batch below, so the sticky partition a burst of
+    // concurrent sends sees moves on as their batches fill.
+    const partition = this.choosePartition(topic, options, count);
     this.bufferedBytes += bytes;
     this.unsettled++;
     const acknowledged = new Promise<SendResult>((resolve, reject) => {
@@ -221,9 +224,10 @@ export class Producer {
     return this.batchLimits.get(topic) ?? this.batchBytes;
   }
 
-  private async choosePartition(topic: string, options: SendOptions): Promise<number> {
-    const count = await this.partitionCount(topic);
+  private choosePartition(topic: string, options: SendOptions, count: number): number {
     if (options.partition !== undefined) return options.partition;
+    if (count === 0)
+      throw new BooblikError("UNKNOWN_TOPIC_OR_PARTITION", `unknown topic ${JSON.stringify(topic)}`);
     if (options.key !== undefined) {
       const key = typeof options.key === "string" ? ENCODER.encode(options.key) : options.key;
       return crc32c(key, 0, key.length) % count;
@@ -237,7 +241,7 @@ export class Producer {
     batch.timer = undefined;
     // Unkeyed records move on to the next partition, batch by batch.
     const count = this.partitionCounts.get(batch.topic);
-    if (count !== undefined && count > 0 && this.sticky.get(batch.topic) === batch.partition % count) {
+    if (count !== undefined && count > 0 && (this.sticky.get(batch.topic) ?? 0) === batch.partition % count) {
       this.sticky.set(batch.topic, (batch.partition + 1) % count);
     }
     state.waiting.push(batch);

@@ -1,0 +1,267 @@
+/**
+ * booblik-cli run as a subprocess through `bunx booblik-cli` (the workspace link, offline), for
+ * every command: output, --json, exit codes, one-line errors without stack traces.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { startBroker } from "../helpers/broker-process.ts";
+import { LineReader } from "../helpers/process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(60_000);
+
+const ROOT = path.resolve(import.meta.dir, "../..");
+
+interface Run {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], options: { broker?: number; stdin?: string } = {}): Promise<Run> {
+  const child = Bun.spawn(
+    [
+      "bunx",
+      "booblik-cli",
+      ...(options.broker === undefined ? [] : ["--broker", `127.0.0.1:${options.broker}`]),
+      ...args,
+    ],
+    {
+      cwd: ROOT,
+      stdin: options.stdin === undefined ? "ignore" : new TextEncoder().encode(options.stdin),
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, BOOBLIK_BROKER: "" },
+    },
+  );
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { exitCode, stdout, stderr };
+}
+
+function expectOneLineError(run: Run, exitCode: number, text: string): void {
+  expect(run.exitCode).toBe(exitCode);
+  expect(run.stderr.trim().split("\n").length).toBe(1);
+  expect(run.stderr).toContain(text);
+  expect(run.stderr).not.toContain("    at ");
+}
+
+describe("booblik-cli against a broker", () => {
+  test("health, topics, produce, consume, offsets", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const port = broker.port;
+    const health = await cli(["health"], { broker: port });
+    expect(health.exitCode).toBe(0);
+    expect(health.stdout).toContain("ok: booblik 0.1.0");
+
+    const created = await cli(
+      [
+        "topics",
+        "create",
+        "events",
+        "--partitions",
+        "2",
+        "--segment-size",
+        "64KiB",
+        "--durability",
+        "append",
+      ],
+      { broker: port },
+    );
+    expect(created).toMatchObject({ exitCode: 0 });
+    expect(created.stdout).toContain("created topic events");
+    expectOneLineError(
+      await cli(["topics", "create", "events"], { broker: port }),
+      1,
+      'topic "events" already exists',
+    );
+
+    const list = await cli(["topics", "list", "--json"], { broker: port });
+    const topics = JSON.parse(list.stdout) as {
+      name: string;
+      partitions: unknown[];
+      config: { segmentBytes: number };
+    }[];
+    expect(topics.map((t) => t.name)).toEqual(["events"]);
+    expect(topics[0]!.partitions.length).toBe(2);
+    expect(topics[0]!.config.segmentBytes).toBe(65536);
+    expect((await cli(["topics", "list"], { broker: port })).stdout).toMatch(/events\s+2\s+append\s+0/);
+
+    const produced = await cli(["produce", "events", "--partition", "1"], {
+      broker: port,
+      stdin: "first\nsecond\n\nthird",
+    });
+    expect(produced.exitCode).toBe(0);
+    expect(produced.stdout).toContain("produced 3 records to events (offsets 0..2); skipped 1 empty lines");
+    const file = dir.file("lines.txt");
+    fs.writeFileSync(file, Array.from({ length: 5000 }, (_, i) => `line ${i}`).join("\n"));
+    const fromFile = await cli(
+      ["produce", "events", "--partition", "1", "--file", file, "--json", "--progress"],
+      { broker: port },
+    );
+    expect(JSON.parse(fromFile.stdout)).toMatchObject({ produced: 5000, firstOffset: 3, lastOffset: 5002 });
+    expect(fromFile.stderr).toContain("producing to events [");
+    const keyed = await cli(["produce", "events", "--key", "k1"], { broker: port, stdin: "x\ny\n" });
+    expect(keyed.exitCode).toBe(0);
+
+    const raw = await cli(["consume", "events", "--partition", "1", "--max", "3"], { broker: port });
+    expect(raw).toMatchObject({ exitCode: 0, stdout: "first\nsecond\nthird\n" });
+    const json = await cli(
+      ["consume", "events", "--partition", "1", "--from", "5001", "--format", "json", "--max", "2"],
+      {
+        broker: port,
+      },
+    );
+    expect(
+      json.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    ).toEqual([
+      { offset: 5001, value: "line 4998" },
+      { offset: 5002, value: "line 4999" },
+    ]);
+    expect(
+      (await cli(["consume", "events", "--partition", "1", "--from", "latest"], { broker: port })).stdout,
+    ).toBe("");
+
+    const offsets = JSON.parse((await cli(["offsets", "events", "--json"], { broker: port })).stdout);
+    expect(offsets).toEqual([
+      { partition: 0, logStartOffset: 0, nextOffset: expect.any(Number) },
+      { partition: 1, logStartOffset: 0, nextOffset: expect.any(Number) },
+    ]);
+    expect(offsets[0].nextOffset + offsets[1].nextOffset).toBe(5005);
+
+    const described = await cli(["topics", "describe", "events"], { broker: port });
+    expect(described.stdout).toContain("durability: append");
+    expect(described.stdout).toMatch(/1\s+0\s+\d+\s+\d+/);
+
+    expect((await cli(["topics", "delete", "events"], { broker: port })).stdout).toContain(
+      "deleted topic events",
+    );
+    expectOneLineError(
+      await cli(["topics", "describe", "events"], { broker: port }),
+      1,
+      'unknown topic "events"',
+    );
+  });
+
+  test("consume --follow prints records as they are produced", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    await cli(["topics", "create", "live"], { broker: broker.port });
+    const follower = Bun.spawn(
+      ["bunx", "booblik-cli", "--broker", `127.0.0.1:${broker.port}`, "consume", "live", "--follow"],
+      {
+        cwd: ROOT,
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
+    const lines = new LineReader(follower.stdout);
+    await cli(["produce", "live"], { broker: broker.port, stdin: "hello\n" });
+    expect(await lines.nextLine()).toBe("hello");
+    await cli(["produce", "live"], { broker: broker.port, stdin: "again\n" });
+    expect(await lines.nextLine()).toBe("again");
+    follower.kill();
+    await follower.exited;
+  });
+
+  test("failures: broker down, bad arguments, unknown commands", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const port = broker.port;
+    await broker.stop();
+    expectOneLineError(await cli(["health", "--timeout", "1s"], { broker: port }), 1, "connection refused");
+    expectOneLineError(await cli(["frobnicate"]), 2, "unknown command frobnicate");
+    expectOneLineError(await cli(["topics", "create"]), 2, "missing topic name");
+    expectOneLineError(
+      await cli(["consume", "t", "--from", "soon"], { broker: port }),
+      2,
+      "--from must be earliest, latest or an offset",
+    );
+    expectOneLineError(
+      await cli(["produce", "t", "--partition", "1", "--key", "k"], { broker: port }),
+      2,
+      "give --partition or --key, not both",
+    );
+    expectOneLineError(
+      await cli(["topics", "list", "--colour", "red"], { broker: port }),
+      2,
+      "unknown option --colour",
+    );
+    const help = await cli(["--help"]);
+    expect(help.exitCode).toBe(0);
+    for (const command of [
+      "health",
+      "topics list",
+      "produce",
+      "consume",
+      "offsets",
+      "segment dump",
+      "segment verify",
+    ]) {
+      expect(help.stdout).toContain(command);
+    }
+  });
+});
+
+describe("booblik-cli offline", () => {
+  test("segment dump and verify; verify names the first damaged record and exits 3", async () => {
+    using dir = tempDir();
+    {
+      await using broker = await startBroker(dir.path);
+      await cli(["topics", "create", "t", "--segment-size", "1KiB", "--durability", "force"], {
+        broker: broker.port,
+      });
+      await cli(["produce", "t"], {
+        broker: broker.port,
+        stdin: Array.from({ length: 200 }, (_, i) => `record number ${i}`).join("\n"),
+      });
+      // Verify is read-only and safe while the broker runs.
+      const live = await cli(["segment", "verify", dir.path]);
+      expect(live.exitCode).toBe(0);
+      expect(live.stdout).toContain("verified 1 partitions: no damage");
+    }
+    const partition = path.join(dir.path, "t-0");
+    const segments = fs
+      .readdirSync(partition)
+      .filter((name) => name.endsWith(".log"))
+      .sort();
+    expect(segments.length).toBeGreaterThan(3);
+    const dump = await cli(["segment", "dump", path.join(partition, segments[0]!), "--max", "2"]);
+    expect(dump.exitCode).toBe(0);
+    expect(dump.stdout).toContain("base offset 0");
+    expect(dump.stdout).toMatch(/0\s+32\s+15\s+"record number 0"/);
+    const dumpJson = JSON.parse(
+      (await cli(["segment", "dump", path.join(partition, segments[1]!), "--json"])).stdout,
+    );
+    expect(dumpJson.records[0].value).toBe(`record number ${dumpJson.baseOffset}`);
+
+    const clean = await cli(["segment", "verify", dir.path, "--json"]);
+    expect(clean.exitCode).toBe(0);
+    const report = JSON.parse(clean.stdout);
+    expect(report).toMatchObject({ ok: true });
+    expect(report.partitions[0].records).toBe(200);
+
+    // Damage a byte in the second (sealed) segment: verify reports the file and position, exit 3.
+    const victim = path.join(partition, segments[1]!);
+    const bytes = fs.readFileSync(victim);
+    const position = 32 + 8 + (bytes.readUInt32BE(32) + 8) + 3; // inside the second record's payload
+    bytes[position]! ^= 0xff;
+    fs.writeFileSync(victim, bytes);
+    const damaged = await cli(["segment", "verify", dir.path]);
+    expect(damaged.exitCode).toBe(3);
+    expect(damaged.stdout).toContain(`damage: ${victim} at byte ${32 + 8 + bytes.readUInt32BE(32)}`);
+    expect(damaged.stdout).toContain("CRC32C mismatch");
+    expect(damaged.stdout).toMatch(/t-0\s+\d+\s+\d+\s+.*DAMAGED/);
+    // A single file can be verified too.
+    expect((await cli(["segment", "verify", victim])).exitCode).toBe(3);
+    expectOneLineError(await cli(["segment", "verify", dir.file("nowhere")]), 1, "does not exist");
+  });
+});

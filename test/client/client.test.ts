@@ -1,0 +1,356 @@
+/**
+ * The client library against a real broker process: producer batching, partitioning, backpressure
+ * and lossless flush/close; consumer across segment boundaries and broker restarts, resuming from a
+ * saved position, out-of-range handling; CRC damage detected by the consumer (a fake broker hands
+ * it corrupted bytes); reconnecting after a restart; typed errors.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import { BooblikClient } from "../../src/client/client.ts";
+import { ConnectionError } from "../../src/client/connection.ts";
+import { Consumer, textOf } from "../../src/client/consumer.ts";
+import { PositionFile } from "../../src/client/position-file.ts";
+import { Producer } from "../../src/client/producer.ts";
+import { CorruptRecordError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
+import { ByteWriter } from "../../src/protocol/buffer.ts";
+import { API, peekFrameSize, readRequestHeader, SIZE_BYTES } from "../../src/protocol/frame.ts";
+import { encodeFetchResponseHeader, encodeListOffsetsResponse } from "../../src/protocol/messages.ts";
+import { frameRecords } from "../../src/record/batch-builder.ts";
+import { startBroker } from "../helpers/broker-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(30_000);
+
+async function consumeAll(consumer: Consumer): Promise<string[]> {
+  const values: string[] = [];
+  for await (const record of consumer) values.push(textOf(record));
+  return values;
+}
+
+describe("producer", () => {
+  test("batches many concurrent sends into few requests; every send learns its own offsets", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("batched", { durability: "force" });
+      const producer = new Producer(client, { lingerMs: 20 });
+      const results = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) =>
+          producer.send("batched", i % 10 === 0 ? [`v${i}`, `w${i}`] : `v${i}`),
+        ),
+      );
+      await producer.close();
+      expect(producer.requestsSent).toBeLessThan(50);
+      const stats = await client.stats();
+      expect(Number(stats.produceRequests)).toBe(producer.requestsSent);
+      // Offsets are unique, gap-free, and each points at what that send sent.
+      const offsets = results
+        .flatMap((result) => Array.from({ length: result.count }, (_, k) => result.offset + k))
+        .sort((a, b) => a - b);
+      expect(offsets).toEqual(Array.from({ length: 1100 }, (_, i) => i));
+      const stored = await consumeAll(new Consumer(client, { topic: "batched", stopAtEnd: true }));
+      results.forEach((result, i) => {
+        expect(stored[result.offset]).toBe(`v${i}`);
+        if (result.count === 2) expect(stored[result.offset + 1]).toBe(`w${i}`);
+        expect(result.durability).toBe("forced");
+      });
+    } finally {
+      client.close();
+    }
+  });
+
+  test("a key always goes to the same partition; records without one spread over all partitions", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("keyed", { partitions: 4, durability: "append" });
+      const producer = new Producer(client, { lingerMs: 1, batchBytes: 1024 });
+      const keyed = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => producer.send("keyed", `k${i}`, { key: "customer-42" })),
+      );
+      expect(new Set(keyed.map((result) => result.partition)).size).toBe(1);
+      const spread = await Promise.all(
+        Array.from({ length: 400 }, (_, i) => producer.send("keyed", `value number ${i}`)),
+      );
+      await producer.close();
+      const perPartition = [0, 1, 2, 3].map((p) => spread.filter((result) => result.partition === p).length);
+      for (const count of perPartition) expect(count).toBeGreaterThan(0);
+      const explicit = await new Producer(client).send("keyed", "here", { partition: 3 });
+      expect(explicit.partition).toBe(3);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("backpressure: accept() waits for room; buffered bytes never exceed the bound; close() loses nothing", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("bounded", { durability: "force" });
+      const bufferBytes = 64 * 1024;
+      const producer = new Producer(client, { bufferBytes, batchBytes: 16 * 1024, lingerMs: 2 });
+      const value = new Uint8Array(1000).fill(7);
+      let maxBuffered = 0;
+      let waited = 0;
+      const acknowledgements: Promise<unknown>[] = [];
+      for (let i = 0; i < 3000; i++) {
+        const before = performance.now();
+        const { acknowledged } = await producer.accept("bounded", value);
+        if (performance.now() - before > 0.5) waited++;
+        acknowledgements.push(acknowledged);
+        maxBuffered = Math.max(maxBuffered, producer.buffered);
+      }
+      expect(maxBuffered).toBeLessThanOrEqual(bufferBytes);
+      expect(waited).toBeGreaterThan(0); // the application was slowed to the broker's pace
+      await producer.close();
+      expect(producer.buffered).toBe(0);
+      await Promise.all(acknowledgements);
+      expect((await client.listOffsets("bounded", 0)).nextOffset).toBe(3000);
+      await expect(producer.send("bounded", "late")).rejects.toMatchObject({ code: "CLOSED" });
+    } finally {
+      client.close();
+    }
+  });
+
+  test("failures reach the sender and flush(); empty records and unknown topics are refused", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("small", { maxRecordBytes: 10, segmentBytes: 4096 });
+      const producer = new Producer(client);
+      await expect(producer.send("small", "")).rejects.toThrow(/must not be empty/);
+      const tooLarge = producer.send("small", "this is far more than ten bytes", { partition: 0 });
+      await expect(tooLarge).rejects.toMatchObject({ code: "RECORD_TOO_LARGE" });
+      await expect(producer.flush()).rejects.toMatchObject({ code: "RECORD_TOO_LARGE" });
+      await expect(producer.send("missing", "x")).rejects.toMatchObject({
+        code: "UNKNOWN_TOPIC_OR_PARTITION",
+      });
+      await producer.flush().catch(() => undefined);
+      expect((await producer.send("small", "fine")).offset).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("consumer", () => {
+  test("reads across segment boundaries and waits for new records at the end (long poll)", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("segments", { segmentBytes: 1024 });
+      const producer = new Producer(client);
+      for (let i = 0; i < 500; i += 50)
+        await producer.send(
+          "segments",
+          Array.from({ length: 50 }, (_, k) => `record ${i + k}`),
+        );
+      const consumer = new Consumer(client, {
+        topic: "segments",
+        from: "earliest",
+        maxBytes: 700,
+        maxWaitMs: 5000,
+      });
+      const seen: string[] = [];
+      for await (const record of consumer) {
+        expect(record.offset).toBe(seen.length);
+        seen.push(textOf(record));
+        if (seen.length === 500) {
+          // At the end: the next record arrives while the consumer waits in a long poll.
+          setTimeout(() => void producer.send("segments", "the late one"), 50);
+        }
+        if (seen.length === 501) break;
+      }
+      expect(seen.slice(0, 500)).toEqual(Array.from({ length: 500 }, (_, i) => `record ${i}`));
+      expect(seen[500]).toBe("the late one");
+      expect(consumer.position).toBe(501);
+      expect(
+        await consumeAll(new Consumer(client, { topic: "segments", from: "latest", stopAtEnd: true })),
+      ).toEqual([]);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("resumes from a saved position; a position file for another partition is refused", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("resume");
+      await new Producer(client).send(
+        "resume",
+        Array.from({ length: 300 }, (_, i) => `r${i}`),
+      );
+      const positions = new PositionFile(dir.file("position.json"), "resume", 0);
+      expect(await positions.load()).toBeUndefined();
+      const first = new Consumer(client, { topic: "resume", from: (await positions.load()) ?? "earliest" });
+      let processed = 0;
+      for await (const record of first) {
+        processed++;
+        if (processed === 120) {
+          await positions.save(first.position!);
+          expect(record.offset).toBe(119);
+          break;
+        }
+      }
+      expect(await positions.load()).toBe(120);
+      const second = new Consumer(client, {
+        topic: "resume",
+        from: (await positions.load()) ?? "earliest",
+        stopAtEnd: true,
+      });
+      const rest = await consumeAll(second);
+      expect(rest[0]).toBe("r120");
+      expect(rest.length).toBe(180);
+      expect(fs.readdirSync(dir.path).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+      await expect(new PositionFile(dir.file("position.json"), "resume", 1).load()).rejects.toThrow(
+        /is for resume\/0, not resume\/1/,
+      );
+    } finally {
+      client.close();
+    }
+  });
+
+  test("an offset outside the partition is a clear error, or a reset when asked", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("range");
+      await new Producer(client).send("range", ["a", "b", "c"]);
+      const strict = new Consumer(client, { topic: "range", from: 10, stopAtEnd: true });
+      const failure = await consumeAll(strict).catch((error) => error);
+      expect(failure).toBeInstanceOf(OffsetOutOfRangeError);
+      expect(failure).toMatchObject({ logStartOffset: 0, nextOffset: 3 });
+      const toEarliest = new Consumer(client, {
+        topic: "range",
+        from: 10,
+        onOutOfRange: "earliest",
+        stopAtEnd: true,
+      });
+      expect(await consumeAll(toEarliest)).toEqual(["a", "b", "c"]);
+      expect(toEarliest.resets).toBe(1);
+      const toLatest = new Consumer(client, {
+        topic: "range",
+        from: 10,
+        onOutOfRange: "latest",
+        stopAtEnd: true,
+      });
+      expect(await consumeAll(toLatest)).toEqual([]);
+      expect(toLatest.position).toBe(3);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("detects a CRC mismatch in the bytes it is handed (a fake broker serves a corrupted record)", async () => {
+    const good = frameRecords(["intact", "damaged", "never reached"]).slice();
+    const corrupted = good.slice();
+    corrupted[8 + 6 + 8 + 2]! ^= 0x20; // a payload byte of the second record
+    const writer = new ByteWriter();
+    // A minimal broker: answers LIST_OFFSETS and FETCH (from offset 0 only) with the bytes above.
+    const fake = Bun.listen<undefined>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        binaryType: "uint8array",
+        data(socket, chunk) {
+          let at = 0;
+          while (peekFrameSize(chunk, at, chunk.length) >= 0) {
+            const size = peekFrameSize(chunk, at, chunk.length);
+            const header = readRequestHeader(chunk, at, { apiKey: 0, apiVersion: 0, correlationId: 0 });
+            writer.reset();
+            if (header.apiKey === API.LIST_OFFSETS) {
+              encodeListOffsetsResponse(writer, header.correlationId, { logStartOffset: 0, nextOffset: 3 });
+              socket.write(writer.written());
+            } else {
+              encodeFetchResponseHeader(writer, header.correlationId, {
+                logStartOffset: 0,
+                nextOffset: 3,
+                recordsBytes: corrupted.length,
+              });
+              socket.write(writer.written());
+              socket.write(corrupted);
+            }
+            at += SIZE_BYTES + size;
+          }
+        },
+      },
+    });
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: fake.port, retries: 0 });
+    try {
+      const consumer = new Consumer(client, { topic: "any", stopAtEnd: true });
+      const failure = await consumeAll(consumer).catch((error) => error);
+      expect(failure).toBeInstanceOf(CorruptRecordError);
+      expect((failure as Error).message).toContain("offset 1 fails its CRC32C check");
+    } finally {
+      client.close();
+      fake.stop(true);
+    }
+  });
+});
+
+describe("connections", () => {
+  test("a broker restart is a pause: producer and consumer carry on over a new connection", async () => {
+    using dir = tempDir();
+    let broker = await startBroker(dir.path);
+    const port = broker.port;
+    const client = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port,
+      retries: 40,
+      backoffMs: 25,
+      maxBackoffMs: 200,
+    });
+    try {
+      await client.createTopic("restart", { durability: "force" });
+      const producer = new Producer(client);
+      await producer.send(
+        "restart",
+        Array.from({ length: 100 }, (_, i) => `before ${i}`),
+      );
+      expect(await broker.stop("SIGTERM")).toBe(0);
+      const restarting = startBroker(dir.path, ["--port", String(port)]);
+      // Sent while the broker is down: the client reconnects with backoff and the send goes through.
+      const during = producer.send("restart", "during the restart");
+      broker = await restarting;
+      expect((await during).offset).toBe(100);
+      const values = await consumeAll(new Consumer(client, { topic: "restart", stopAtEnd: true }));
+      expect(values.length).toBe(101);
+      expect(values[100]).toBe("during the restart");
+      expect(client.connectionsOpened).toBe(2);
+    } finally {
+      client.close();
+      await broker.stop();
+    }
+  });
+
+  test("typed errors say whether a retry can help", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const port = broker.port;
+    await broker.stop();
+    const refused = await BooblikClient.connect({ host: "127.0.0.1", port, retries: 0 }).catch(
+      (error) => error,
+    );
+    expect(refused).toBeInstanceOf(ConnectionError);
+    expect(refused).toMatchObject({ code: "CONNECTION_ERROR", retriable: true });
+    expect((refused as Error).message).toContain("connection refused");
+    await using again = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: again.port });
+    try {
+      await expect(client.listOffsets("nope", 0)).rejects.toMatchObject({
+        code: "UNKNOWN_TOPIC_OR_PARTITION",
+        retriable: false,
+      });
+    } finally {
+      client.close();
+    }
+  });
+});
