@@ -17,7 +17,7 @@ export type Crc32cFunction = (bytes: Uint8Array, start: number, end: number) => 
 export type Crc32cImplementation = "isa-l" | "portable";
 
 function loadIsal(): Crc32cFunction | undefined {
-  let symbols: { crc32_iscsi: (buffer: number, length: number, init: number) => number };
+  let symbols: { crc32_iscsi: (buffer: number | Uint8Array, length: number, init: number) => number };
   try {
     symbols = dlopen("libisal.so.2", {
       crc32_iscsi: { args: ["ptr", "i32", "u32"], returns: "u32" },
@@ -25,9 +25,15 @@ function loadIsal(): Crc32cFunction | undefined {
   } catch {
     return undefined;
   }
-  const crc32Iscsi = symbols.crc32_iscsi;
+  const crc32Iscsi = symbols.crc32_iscsi as unknown as (
+    buffer: number | Uint8Array,
+    length: number,
+    init: number,
+  ) => number;
+  // Passing the typed array itself costs ~17-21 ns a call against ~31-35 ns through ptr() (measured
+  // in one loop): use it whenever the range starts at the view's start (every record a producer frames).
   return (bytes, start, end) =>
-    end > start ? ~crc32Iscsi(ptr(bytes, start), end - start, 0xffffffff) >>> 0 : 0;
+    end <= start ? 0 : ~crc32Iscsi(start === 0 ? bytes : ptr(bytes, start), end - start, 0xffffffff) >>> 0;
 }
 
 /** ISA-L's CRC32C, or undefined when libisal.so.2 is not installed. */

@@ -22,7 +22,7 @@ import {
   encodeFetchRequest,
   encodeListOffsetsRequest,
   encodeMetadataRequest,
-  encodeProduceRequest,
+  encodeProduceRequestHeader,
   encodeStatsRequest,
   type ProduceResponse,
 } from "../protocol/messages.ts";
@@ -196,10 +196,15 @@ export class BooblikClient {
     records: Uint8Array,
     retryOnConnectionFailure = false,
   ): Promise<ProduceResponse> {
-    return this.request(
-      retryOnConnectionFailure,
-      (writer, id) => encodeProduceRequest(writer, id, { topic, partition, records }),
-      decodeProduceResponse,
+    // The records go out as they are, after a header that counts them: no copy into the frame.
+    return this.withRetries(retryOnConnectionFailure, (connection) =>
+      connection.send(
+        (writer, id) =>
+          encodeProduceRequestHeader(writer, id, { topic, partition, recordsBytes: records.length }),
+        decodeProduceResponse,
+        undefined,
+        records,
+      ),
     );
   }
 

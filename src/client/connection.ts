@@ -202,6 +202,7 @@ export class BrokerConnection {
     encode: (writer: ByteWriter, correlationId: number) => void,
     decode: (reader: ByteReader) => T,
     timeoutMs?: number,
+    body?: Uint8Array,
   ): Promise<T> {
     while (this.inFlight.length >= this.maxInFlight && this.closedWith === undefined) {
       await new Promise<void>((resolve) => this.waitingForRoom.push(resolve));
@@ -226,6 +227,8 @@ export class BrokerConnection {
       }, limit);
       this.inFlight.push(entry);
       this.write(frame);
+      // A body the encoder counted in the frame size but did not copy (a large record batch).
+      if (body !== undefined && body.length > 0) this.write(body);
     });
   }
 

@@ -92,7 +92,56 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
     return where === "earliest" ? offsets.logStartOffset : offsets.nextOffset;
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<ConsumedRecord> {
+  /**
+   * The records one by one. Hand-written rather than an async generator: a generator's `yield`
+   * costs a promise and a suspension per record, which made per-record iteration 3× slower than the
+   * fetches feeding it. Records of a fetch are handed out from a buffer without awaiting anything.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<ConsumedRecord> {
+    const batches = this.batches();
+    let current: ConsumedBatch | undefined;
+    let index = 0;
+    let position = 0;
+    const take = (batch: ConsumedBatch): ConsumedRecord => {
+      const records = batch.records;
+      const length = readUint32(records, position);
+      const value = records.subarray(position + RECORD_HEADER_BYTES, position + RECORD_HEADER_BYTES + length);
+      position += RECORD_HEADER_BYTES + length;
+      const offset = batch.firstOffset + index++;
+      this.next = offset + 1;
+      return { topic: this.topic, partition: this.partition, offset, value };
+    };
+    const refill = async (): Promise<IteratorResult<ConsumedRecord>> => {
+      while (current === undefined || index >= current.count) {
+        if (this.stopped) return { value: undefined, done: true };
+        const result = await batches.next();
+        if (result.done) return { value: undefined, done: true };
+        current = result.value;
+        index = 0;
+        position = 0;
+      }
+      return { value: take(current), done: false };
+    };
+    return {
+      // Not an async function: a buffered record costs one already-resolved promise, nothing more.
+      next: (): Promise<IteratorResult<ConsumedRecord>> =>
+        current !== undefined && index < current.count && !this.stopped
+          ? Promise.resolve({ value: take(current), done: false })
+          : refill(),
+      return: async (): Promise<IteratorResult<ConsumedRecord>> => {
+        this.stopped = true;
+        await batches.return(undefined);
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
+  /**
+   * The records fetch by fetch: each batch holds the complete, CRC-checked records of one fetch
+   * (framed, as on disk; iterate it or use `payloadsOf`). The cheapest way to consume: no per-record
+   * promise at all. `position` advances past a batch when the next one is requested.
+   */
+  async *batches(): AsyncGenerator<ConsumedBatch> {
     let next = this.next ?? (await this.resolveStart(this.from));
     this.next = next;
     while (!this.stopped) {
@@ -115,21 +164,17 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
         if (this.stopAtEnd && next >= result.nextOffset) return;
         continue;
       }
-      const records = result.records;
-      let position = 0;
-      for (let i = 0; i < result.recordCount; i++) {
-        const length = readUint32(records, position);
-        const value = records.subarray(
-          position + RECORD_HEADER_BYTES,
-          position + RECORD_HEADER_BYTES + length,
-        );
-        position += RECORD_HEADER_BYTES + length;
-        const offset = next;
-        next = offset + 1;
-        this.next = next;
-        yield { topic: this.topic, partition: this.partition, offset, value };
-        if (this.stopped) return;
-      }
+      const batch: ConsumedBatch = { firstOffset: next, count: result.recordCount, records: result.records };
+      next += result.recordCount;
+      yield batch;
+      this.next = Math.max(this.next ?? next, next);
     }
   }
+}
+
+/** The complete, CRC-checked records of one fetch, framed as on disk. */
+export interface ConsumedBatch {
+  firstOffset: number;
+  count: number;
+  records: Uint8Array;
 }

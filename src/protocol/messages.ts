@@ -149,6 +149,20 @@ export function encodeProduceRequest(
   endFrame(writer, start);
 }
 
+/**
+ * A PRODUCE request frame without its records: the frame size and the records length already count
+ * `recordsBytes`, which the caller sends right after (so a large batch is not copied into the frame).
+ */
+export function encodeProduceRequestHeader(
+  writer: ByteWriter,
+  correlationId: number,
+  request: { topic: string; partition: number; recordsBytes: number },
+): void {
+  const start = beginRequest(writer, API.PRODUCE, correlationId);
+  writer.string(request.topic).u32(request.partition).u32(request.recordsBytes);
+  endFrame(writer, start, request.recordsBytes);
+}
+
 export function decodeProduceRequest(reader: ByteReader): ProduceRequest {
   const topic = reader.string("topic");
   const partition = reader.u32("partition");

@@ -40,6 +40,16 @@ export class RecordBatchBuilder {
     return this;
   }
 
+  /**
+   * Appends one record whose payload the caller already checked (non-empty, within the limit): the
+   * producer's per-record path, without the checks and the string branch of `add`.
+   */
+  addChecked(payload: Uint8Array): void {
+    this.ensureRoom(RECORD_HEADER_BYTES + payload.length);
+    this.sizeBytes = writeRecord(this.buffer, this.view, this.sizeBytes, payload);
+    this.count++;
+  }
+
   /** The framed records added so far (a view, not a copy). */
   bytes(): Uint8Array {
     return this.buffer.subarray(0, this.sizeBytes);
@@ -51,6 +61,11 @@ export class RecordBatchBuilder {
 
   get byteLength(): number {
     return this.sizeBytes;
+  }
+
+  /** Bytes the buffer holds before it must grow. */
+  get capacityBytes(): number {
+    return this.buffer.length;
   }
 
   reset(): void {

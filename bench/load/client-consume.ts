@@ -1,0 +1,40 @@
+/**
+ * Consumer load through the client library from offset 0 to `until` (every CRC checked). Mode
+ * `records` (default): `for await (const record of consumer)`; mode `batches`: `consumer.batches()`.
+ * Usage: bun client-consume.ts <port> <topic> <until> [records|batches]
+ */
+import { BooblikClient } from "../../src/client/client.ts";
+import { Consumer } from "../../src/client/consumer.ts";
+
+const [portText, topic, untilText, mode] = process.argv.slice(2);
+const until = Number(untilText);
+const client = await BooblikClient.connect({ host: "127.0.0.1", port: Number(portText) });
+const consumer = new Consumer(client, { topic: topic!, from: 0, stopAtEnd: true });
+let records = 0;
+let bytes = 0;
+const start = performance.now();
+if (mode === "batches") {
+  for await (const batch of consumer.batches()) {
+    records += batch.count;
+    bytes += batch.records.length;
+    if (records >= until) break;
+  }
+} else {
+  for await (const record of consumer) {
+    records++;
+    bytes += record.value.length + 8;
+    if (records >= until) break;
+  }
+}
+const elapsed = (performance.now() - start) / 1000;
+client.close();
+console.log(
+  JSON.stringify({
+    records,
+    bytes,
+    seconds: elapsed,
+    recordsPerSecond: records / elapsed,
+    megabytesPerSecond: bytes / elapsed / 1e6,
+  }),
+);
+process.exit(0);
