@@ -16,6 +16,7 @@ import { ByteWriter } from "../../src/protocol/buffer.ts";
 import { API, peekFrameSize, readRequestHeader, SIZE_BYTES } from "../../src/protocol/frame.ts";
 import { encodeFetchResponseHeader, encodeListOffsetsResponse } from "../../src/protocol/messages.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
+import { payloadsOf } from "../../src/record/codec.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -115,6 +116,38 @@ describe("producer", () => {
     }
   });
 
+  test("write() is synchronous, says when the buffer is full, and drained() waits for room", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("stream", { durability: "force", partitions: 2 });
+      const producer = new Producer(client, { bufferBytes: 32 * 1024, batchBytes: 8 * 1024, lingerMs: 1 });
+      let full = 0;
+      // The first writes go out before the topic's metadata arrived: they wait, then go.
+      for (let i = 0; i < 5000; i++) {
+        if (!producer.write("stream", `w${i}`, { partition: 1 })) {
+          full++;
+          expect(producer.buffered).toBeGreaterThanOrEqual(32 * 1024);
+          await producer.drained();
+          expect(producer.buffered).toBeLessThan(32 * 1024);
+        }
+      }
+      expect(full).toBeGreaterThan(0);
+      await producer.close();
+      const stored = await consumeAll(
+        new Consumer(client, { topic: "stream", partition: 1, stopAtEnd: true }),
+      );
+      expect(stored).toEqual(Array.from({ length: 5000 }, (_, i) => `w${i}`));
+      expect(() => producer.write("stream", "late")).toThrow(/closed/);
+      const failing = new Producer(client);
+      failing.write("no-such-topic", "x");
+      await expect(failing.flush()).rejects.toMatchObject({ code: "UNKNOWN_TOPIC_OR_PARTITION" });
+    } finally {
+      client.close();
+    }
+  });
+
   test("failures reach the sender and flush(); empty records and unknown topics are refused", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path);
@@ -172,6 +205,39 @@ describe("consumer", () => {
       expect(
         await consumeAll(new Consumer(client, { topic: "segments", from: "latest", stopAtEnd: true })),
       ).toEqual([]);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("batches() hands out each fetch's checked records with their first offset", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("batches", { segmentBytes: 2048 });
+      const producer = new Producer(client);
+      for (let i = 0; i < 400; i += 50)
+        await producer.send(
+          "batches",
+          Array.from({ length: 50 }, (_, k) => `b${i + k}`),
+        );
+      const consumer = new Consumer(client, { topic: "batches", from: 7, maxBytes: 500, stopAtEnd: true });
+      let expected = 7;
+      let fetches = 0;
+      for await (const batch of consumer.batches()) {
+        fetches++;
+        expect(batch.firstOffset).toBe(expected);
+        const values = payloadsOf(batch.records).map((bytes) => new TextDecoder().decode(bytes));
+        expect(values.length).toBe(batch.count);
+        values.forEach((value, i) => {
+          expect(value).toBe(`b${expected + i}`);
+        });
+        expected += batch.count;
+      }
+      expect(expected).toBe(400);
+      expect(fetches).toBeGreaterThan(5);
+      expect(consumer.position).toBe(400);
     } finally {
       client.close();
     }
