@@ -128,12 +128,15 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
   }
 
   protected release(): void {
-    // Trim first (no store happens between the trim and the unmap), then detach and unmap.
+    // Trim first (no store happens between the trim and the unmap), then detach and unmap. A failed
+    // writer does not touch the file any more: recovery decides what is valid in it.
     let trimError: unknown;
-    try {
-      truncateFile(this.mapping.fd, this.sizeBytes, this.path);
-    } catch (error) {
-      trimError = error;
+    if (this.failure === undefined) {
+      try {
+        truncateFile(this.mapping.fd, this.sizeBytes, this.path);
+      } catch (error) {
+        trimError = error;
+      }
     }
     this.mapping.close();
     if (trimError !== undefined) throw trimError;

@@ -652,8 +652,15 @@ export class PartitionLog {
       }
     }
     this.closed = true;
-    for (const segment of this.segments) segment.close();
-    for (const segment of this.unforced) segment.close();
+    // Close everything even when one close fails; report the first failure unless the log had
+    // already failed (then closing is best effort and the original failure is the story).
+    for (const segment of [...this.segments, ...this.unforced]) {
+      try {
+        segment.close();
+      } catch (error) {
+        if (this.failureCause === undefined) closeError ??= error;
+      }
+    }
     this.notifyAppend();
     for (const listener of [...this.forceListeners]) listener();
     this.appendListeners.clear();

@@ -123,7 +123,17 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
 
   private releaseOnce(): void {
     this.released = true;
-    this.release();
+    if (this.failure === undefined) {
+      this.release();
+      return;
+    }
+    // A failed writer is stopped: releasing it is best effort (its descriptor may be the thing that
+    // failed), and whatever went wrong was already reported by the failure itself.
+    try {
+      this.release();
+    } catch {
+      // already failed
+    }
   }
 
   protected checkUsable(): void {

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { OffsetOutOfRangeError, RecordTooLargeError } from "../../src/domain/errors.ts";
+import { OffsetOutOfRangeError, PartitionFailedError, RecordTooLargeError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
@@ -333,6 +333,57 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expect<number>(reopened.append(frameRecords([payloadForOffset(bases[1]! + 2)]), true)).toBe(
           bases[1]! + 2,
         );
+      } finally {
+        reopened.close();
+      }
+    });
+
+    test("after a failed write or force the log refuses appends until it is reopened, and then recovers", async () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 50);
+      await log.force();
+      // Pull the writer's descriptor out from under it (what a failing device looks like from here:
+      // every later write or force of that file fails).
+      const file = path.join(dir.path, segmentFileName(0 as Offset));
+      for (const fd of fs.readdirSync("/proc/self/fd")) {
+        let target = "";
+        try {
+          target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          continue;
+        }
+        if (target === file && (fs.fstatSync(Number(fd)).mode & 0o170000) === 0o100000) {
+          const flags = fs.readFileSync(`/proc/self/fdinfo/${fd}`, "utf8");
+          if (/flags:\s+\d*[2]$/m.test(flags)) fs.closeSync(Number(fd)); // the read-write one
+        }
+      }
+      // The file path fails at the pwrite; the mapped path stores into the mapping and fails at the force.
+      let failure: unknown;
+      try {
+        log.append(frameRecords([payloadForOffset(50)]), true);
+        await log.force();
+      } catch (error) {
+        failure = error;
+      }
+      expect(failure).toMatchObject({ code: "STORAGE_ERROR", errnoName: "EBADF" });
+      expect(() => log.append(frameRecords([payloadForOffset(51)]), true)).toThrow(PartitionFailedError);
+      await expect(log.force()).rejects.toThrow(PartitionFailedError);
+      expect(log.failure).toBeDefined();
+      // Reads of what was there keep working.
+      expectAll(log, 0, log.nextOffset);
+      log.close();
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect(reopened.failure).toBeUndefined();
+        // Record 50 may be there (stored through the mapping before the force failed): never
+        // acknowledged, but whole and checked, so recovery keeps it.
+        expect<number>(reopened.nextOffset).toBeGreaterThanOrEqual(50);
+        expectAll(reopened, 0, reopened.nextOffset);
+        const next = reopened.nextOffset;
+        reopened.append(frameRecords([payloadForOffset(next)]), true);
+        await reopened.force();
       } finally {
         reopened.close();
       }
