@@ -12,6 +12,7 @@ import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-confi
 import { BooblikError } from "./domain/errors.ts";
 import { parseBytes, parseDurationMs } from "./domain/units.ts";
 import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
+import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";
 
@@ -90,6 +91,18 @@ const OPTIONS = {
     env: "BOOBLIK_IDLE_TIMEOUT",
     fallback: "10m",
     help: "close connections idle this long",
+  },
+  metricsPort: {
+    flag: "--metrics-port",
+    env: "BOOBLIK_METRICS_PORT",
+    fallback: "off",
+    help: "serve Prometheus /metrics and /ready over HTTP on this port (off by default)",
+  },
+  metricsHost: {
+    flag: "--metrics-host",
+    env: "BOOBLIK_METRICS_HOST",
+    fallback: "same as --host",
+    help: "address the metrics listener binds",
   },
   fetchPath: {
     flag: "--fetch-path",
@@ -175,17 +188,42 @@ async function main(): Promise<number> {
   const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
   const fetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
   const dataDir = path.resolve(values.dataDir);
-  const broker = Broker.open({
-    dataDir,
-    topicDefaults: {
-      durability,
-      writeMode,
-      flushIntervalMs: msOption("flush interval", values.flushInterval),
-      segmentBytes: bytesOption("segment size", values.segmentBytes),
-      maxRecordBytes: bytesOption("max record size", values.maxRecordBytes),
-      retentionBytes: optionalLimit(values.retentionBytes, (t) => bytesOption("retention size", t)),
-      retentionMs: optionalLimit(values.retentionMs, (t) => msOption("retention time", t)),
+  // Metrics first (when asked for), so /ready answers "not yet" while the data directory opens.
+  const targets: MetricsTargets = { broker: undefined, server: undefined, ready: false };
+  let metrics: ReturnType<typeof startMetricsServer> | undefined;
+  if (values.metricsPort !== "off") {
+    const metricsPort = Number(values.metricsPort);
+    if (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535) {
+      throw new UsageError(`metrics port must be 0-65535 or off, got ${values.metricsPort}`);
+    }
+    const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
+    try {
+      metrics = startMetricsServer(metricsHost, metricsPort, targets);
+    } catch (error) {
+      throw new UsageError(
+        `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
+      );
+    }
+  }
+  const broker = await Broker.openAsync(
+    {
+      dataDir,
+      topicDefaults: {
+        durability,
+        writeMode,
+        flushIntervalMs: msOption("flush interval", values.flushInterval),
+        segmentBytes: bytesOption("segment size", values.segmentBytes),
+        maxRecordBytes: bytesOption("max record size", values.maxRecordBytes),
+        retentionBytes: optionalLimit(values.retentionBytes, (t) => bytesOption("retention size", t)),
+        retentionMs: optionalLimit(values.retentionMs, (t) => msOption("retention time", t)),
+      },
     },
+    (opening) => {
+      targets.broker = opening;
+    },
+  ).catch((error: unknown) => {
+    metrics?.stop(true);
+    throw error;
   });
   const server = new BrokerServer(broker, {
     hostname: values.host,
@@ -201,6 +239,7 @@ async function main(): Promise<number> {
     address = server.listen();
   } catch (error) {
     await broker.close();
+    metrics?.stop(true);
     const code = (error as { code?: string }).code;
     const reason =
       code === "EADDRINUSE"
@@ -214,8 +253,11 @@ async function main(): Promise<number> {
       `cannot listen on ${values.host}:${port}: ${reason}${code === undefined ? "" : ` [${code}]`}`,
     );
   }
+  targets.server = server;
+  targets.ready = true;
+  const metricsNote = metrics === undefined ? "" : `, metrics on ${metrics.hostname}:${metrics.port}`;
   console.log(
-    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}, data ${dataDir}, ` +
+    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
       `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
       `opened ${describeOpen(broker.openReport)}`,
   );
@@ -228,8 +270,10 @@ async function main(): Promise<number> {
     );
     const startMs = performance.now();
     try {
+      targets.ready = false;
       await server.stop();
       await broker.close();
+      metrics?.stop(true);
       console.log(`booblik: stopped cleanly in ${(performance.now() - startMs).toFixed(0)} ms`);
       process.exit(0);
     } catch (error) {

@@ -27,6 +27,7 @@ import { PartitionLog } from "../storage/partition-log.ts";
 import type { RecordsRead } from "../storage/segment.ts";
 import { segmentConfig } from "../storage/segment.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
+import { Histogram } from "./metrics.ts";
 import { type AppendAck, Partition } from "./partition.ts";
 import {
   DEFAULT_TOPIC_CONFIG,
@@ -99,6 +100,11 @@ export class Broker {
   private readonly checkpointIntervalMs: number | undefined;
   private retentionTimer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
+  private openStartMs = 0;
+  /** Where opening stands (for readiness probes while a large data directory recovers). */
+  readonly recoveryProgress = { partitionsTotal: 0, partitionsOpened: 0, done: false };
+  /** Duration of every completed force, in seconds. */
+  readonly forceLatency = new Histogram();
 
   private constructor(dataDir: string, lock: DataDirLock, defaults: TopicConfig, options: BrokerOptions) {
     this.dataDir = dataDir;
@@ -124,29 +130,65 @@ export class Broker {
    * topic creations and deletions, and opens every partition (recovering what needs it).
    */
   static open(options: BrokerOptions): Broker {
-    const startMs = performance.now();
+    const { broker, steps } = Broker.begin(options);
+    try {
+      for (let step = steps.next(); !step.done; step = steps.next()) {
+        // Synchronous open: no pause between partitions.
+      }
+    } catch (error) {
+      broker.abandon();
+      throw error;
+    }
+    return broker.finishOpen(options);
+  }
+
+  /**
+   * Like open, but yields to the event loop after each partition, so that a process can answer
+   * health and readiness probes (and report `recoveryProgress`) while a large data directory opens.
+   */
+  static async openAsync(options: BrokerOptions, onBroker?: (broker: Broker) => void): Promise<Broker> {
+    const { broker, steps } = Broker.begin(options);
+    onBroker?.(broker);
+    try {
+      for (let step = steps.next(); !step.done; step = steps.next()) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      broker.abandon();
+      throw error;
+    }
+    return broker.finishOpen(options);
+  }
+
+  private static begin(options: BrokerOptions): { broker: Broker; steps: Generator<void> } {
     const dataDir = path.resolve(options.dataDir);
     const defaults = validateTopicConfig(options.topicDefaults ?? {}, DEFAULT_TOPIC_CONFIG);
     makeDirectory(path.join(dataDir, TOPICS_DIRECTORY));
     const lock = DataDirLock.acquire(dataDir);
     const broker = new Broker(dataDir, lock, defaults, options);
-    try {
-      broker.loadTopics();
-    } catch (error) {
-      for (const topic of broker.topics.values())
-        for (const partition of topic.partitions) partition.log.close(false);
-      lock.release();
-      throw error;
-    }
-    broker.openReport.durationMs = performance.now() - startMs;
-    const interval = options.retentionCheckIntervalMs ?? 60_000;
-    broker.retentionTimer = setInterval(() => broker.applyRetention(), interval);
-    broker.retentionTimer.unref();
-    return broker;
+    broker.openStartMs = performance.now();
+    return { broker, steps: broker.loadTopics() };
   }
 
-  private loadTopics(): void {
+  private abandon(): void {
+    for (const topic of this.topics.values())
+      for (const partition of topic.partitions) partition.log.close(false);
+    this.lock.release();
+  }
+
+  private finishOpen(options: BrokerOptions): Broker {
+    this.openReport.durationMs = performance.now() - this.openStartMs;
+    this.recoveryProgress.done = true;
+    const interval = options.retentionCheckIntervalMs ?? 60_000;
+    this.retentionTimer = setInterval(() => this.applyRetention(), interval);
+    this.retentionTimer.unref();
+    return this;
+  }
+
+  /** Opens the topics' partitions one by one (a step per partition), then tallies the report. */
+  private *loadTopics(): Generator<void> {
     const topicsDir = path.join(this.dataDir, TOPICS_DIRECTORY);
+    const found: { topicName: TopicName; config: TopicConfig }[] = [];
     for (const name of listDirectory(topicsDir)) {
       const filePath = path.join(topicsDir, name);
       if (name.endsWith(".tmp")) {
@@ -156,19 +198,27 @@ export class Broker {
       if (!name.endsWith(".json")) continue;
       const text = readTextFile(filePath) ?? "";
       const { name: topicName, config } = decodeTopicFile(text, filePath, this.topicDefaults);
-      const partitions: Partition[] = [];
-      const topic: Topic = { name: topicName, config, partitions };
-      this.topics.set(topicName, topic);
-      for (let id = 0; id < config.partitions; id++)
-        partitions.push(this.openPartition(topicName, id, config));
+      found.push({ topicName, config });
+      this.recoveryProgress.partitionsTotal += config.partitions;
     }
     // Partition directories without a topic file: an interrupted create or delete.
+    const partitionsOf = new Map(
+      found.map(({ topicName, config }) => [topicName as string, config.partitions]),
+    );
     for (const name of listDirectory(this.dataDir)) {
       const match = /^(.+)-(\d+)$/.exec(name);
       if (match === null || name === TOPICS_DIRECTORY) continue;
-      const topic = this.topics.get(match[1]!);
-      if (topic === undefined || Number(match[2]) >= topic.config.partitions) {
+      const count = partitionsOf.get(match[1]!);
+      if (count === undefined || Number(match[2]) >= count)
         removeDirectoryTree(path.join(this.dataDir, name));
+    }
+    for (const { topicName, config } of found) {
+      const partitions: Partition[] = [];
+      this.topics.set(topicName, { name: topicName, config, partitions });
+      for (let id = 0; id < config.partitions; id++) {
+        partitions.push(this.openPartition(topicName, id, config));
+        this.recoveryProgress.partitionsOpened++;
+        yield;
       }
     }
     const report = this.openReport;
@@ -193,7 +243,9 @@ export class Broker {
       segmentConfig(storageConfigOf(config)),
       this.checkpointIntervalMs === undefined ? {} : { checkpointIntervalMs: this.checkpointIntervalMs },
     );
-    return new Partition(topic, id as PartitionId, log, config);
+    return new Partition(topic, id as PartitionId, log, config, (seconds) =>
+      this.forceLatency.observe(seconds),
+    );
   }
 
   // --- Topics ------------------------------------------------------------------------------------

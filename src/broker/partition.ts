@@ -32,13 +32,23 @@ export class Partition {
   private readonly config: TopicConfig;
   private timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(topic: TopicName, id: PartitionId, log: PartitionLog, config: TopicConfig) {
+  constructor(
+    topic: TopicName,
+    id: PartitionId,
+    log: PartitionLog,
+    config: TopicConfig,
+    observeForceSeconds?: (seconds: number) => void,
+  ) {
     this.topic = topic;
     this.id = id;
     this.log = log;
     this.config = config;
     this.policy = config.durability;
-    this.groupCommit = new GroupCommit(() => log.force());
+    this.groupCommit = new GroupCommit(async () => {
+      const startMs = performance.now();
+      await log.force();
+      observeForceSeconds?.((performance.now() - startMs) / 1000);
+    });
     if (this.policy === "interval") {
       this.timer = setInterval(() => this.backgroundForce(), config.flushIntervalMs);
       this.timer.unref();

@@ -51,6 +51,9 @@ type OutItem = BufferItem | FileItem;
 
 /** A response slot: filled when its request completes, sent when every earlier one was sent. */
 export interface ResponseSlot {
+  /** The request's API, and when it arrived: for the latency histograms. */
+  apiKey: number;
+  startMs: number;
   done: boolean;
   bytes: Uint8Array | undefined;
   file: { fd: number; position: number; lengthBytes: number; segment: Segment } | undefined;
@@ -72,6 +75,8 @@ export interface ConnectionHost {
   /** The connection's peer broke the protocol in a way that desynchronises the stream. */
   protocolViolation(connection: Connection, reason: string): void;
   closed(connection: Connection): void;
+  /** A response left the queue of completed responses for the socket, `elapsedMs` after its request. */
+  responded(apiKey: number, elapsedMs: number): void;
 }
 
 const oneByte = new Uint8Array(1);
@@ -230,8 +235,15 @@ export class Connection {
   // --- Responses ---------------------------------------------------------------------------------
 
   /** Reserves the next response position; the request's handler fills it now or later. */
-  openSlot(): ResponseSlot {
-    const slot: ResponseSlot = { done: false, bytes: undefined, file: undefined, cancel: undefined };
+  openSlot(apiKey: number): ResponseSlot {
+    const slot: ResponseSlot = {
+      apiKey,
+      startMs: performance.now(),
+      done: false,
+      bytes: undefined,
+      file: undefined,
+      cancel: undefined,
+    };
     this.slots.push(slot);
     return slot;
   }
@@ -289,6 +301,7 @@ export class Connection {
     while (slots.length > 0 && slots[0]!.done) {
       const slot = slots.shift()!;
       moved = true;
+      this.host.responded(slot.apiKey, performance.now() - slot.startMs);
       this.completedBytes -= (slot.bytes?.length ?? 0) + (slot.file?.lengthBytes ?? 0);
       if (slot.bytes !== undefined) this.enqueueBytes(slot.bytes);
       if (slot.file !== undefined) {

@@ -15,6 +15,7 @@
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import type { Broker } from "../broker/broker.ts";
+import { Histogram } from "../broker/metrics.ts";
 import type { Partition } from "../broker/partition.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
@@ -189,6 +190,17 @@ export class BrokerServer implements ConnectionHost {
     this.counters.connectionsActive = this.connections.size;
   }
 
+  /** Request latency by API name, from arrival to the response being handed to the socket. */
+  readonly requestLatency = new Map<string, Histogram>(
+    [...Object.values(API).map((key) => API_NAMES[key]!), "UNKNOWN"].map((name) => [name, new Histogram()]),
+  );
+
+  responded(apiKey: number, elapsedMs: number): void {
+    const histogram =
+      this.requestLatency.get(API_NAMES[apiKey] ?? "UNKNOWN") ?? this.requestLatency.get("UNKNOWN")!;
+    histogram.observe(elapsedMs / 1000);
+  }
+
   closed(connection: Connection): void {
     this.connections.delete(connection);
     this.counters.connectionsActive = this.connections.size;
@@ -220,7 +232,7 @@ export class BrokerServer implements ConnectionHost {
     this.counters.requests++;
     const header = readRequestHeader(frame, 0, this.header);
     const correlationId = header.correlationId;
-    const slot = connection.openSlot();
+    const slot = connection.openSlot(header.apiKey);
     const reader = new ByteReader(frame, REQUEST_HEADER_BYTES, frame.length);
     try {
       const maxVersion = API_VERSION_MAX[header.apiKey];

@@ -1,0 +1,174 @@
+/**
+ * The opt-in HTTP listener (`--metrics-port`): Prometheus metrics at /metrics and readiness at
+ * /ready. It starts before the data directory is opened, so that /ready can say "not yet" (503, with
+ * the recovery progress) while a large directory recovers, instead of the port being silent.
+ *
+ * Owns: the Bun.serve listener and the metric families. Reads the broker and the TCP server when
+ * they exist; before that, only the process and recovery series have values.
+ */
+import type { Server } from "bun";
+import type { Broker } from "../broker/broker.ts";
+import { MetricsRegistry } from "../broker/metrics.ts";
+import type { BrokerServer } from "./server.ts";
+
+export interface MetricsTargets {
+  broker: Broker | undefined;
+  server: BrokerServer | undefined;
+  /** True once the broker opened its data directory and listens. */
+  ready: boolean;
+}
+
+export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
+  const registry = new MetricsRegistry();
+  const counter = (name: string, help: string, read: (server: BrokerServer) => number) =>
+    registry.register(name, "counter", help, () =>
+      targets.server === undefined ? [] : [[{}, read(targets.server)]],
+    );
+  registry.register(
+    "booblik_ready",
+    "gauge",
+    "1 once the data directory is open and the broker listens.",
+    () => [[{}, targets.ready ? 1 : 0]],
+  );
+  registry.register(
+    "booblik_recovery_partitions",
+    "gauge",
+    "Partitions to open at start-up, and opened so far.",
+    () => {
+      const progress = targets.broker?.recoveryProgress;
+      return progress === undefined
+        ? []
+        : [
+            [{ state: "total" }, progress.partitionsTotal],
+            [{ state: "opened" }, progress.partitionsOpened],
+          ];
+    },
+  );
+  registry.register(
+    "booblik_recovery_scanned_bytes",
+    "gauge",
+    "Bytes recovery scanned at the last start-up.",
+    () => (targets.broker?.recoveryProgress.done ? [[{}, targets.broker.openReport.bytesScanned]] : []),
+  );
+  registry.register(
+    "booblik_recovery_duration_seconds",
+    "gauge",
+    "How long opening the data directory took.",
+    () => (targets.broker?.recoveryProgress.done ? [[{}, targets.broker.openReport.durationMs / 1000]] : []),
+  );
+  registry.register("booblik_connections", "gauge", "Open client connections.", () =>
+    targets.server === undefined ? [] : [[{}, targets.server.connectionCount]],
+  );
+  counter("booblik_requests_total", "Requests received.", (s) => s.counters.requests);
+  counter("booblik_request_errors_total", "Requests answered with an error.", (s) => s.counters.errors);
+  counter(
+    "booblik_produce_records_total",
+    "Records appended through PRODUCE.",
+    (s) => s.counters.produceRecords,
+  );
+  counter(
+    "booblik_produce_bytes_total",
+    "Record bytes appended through PRODUCE.",
+    (s) => s.counters.produceBytes,
+  );
+  counter("booblik_fetch_records_total", "Records sent by FETCH.", (s) => s.counters.fetchRecords);
+  counter("booblik_fetch_bytes_total", "Record bytes sent by FETCH.", (s) => s.counters.fetchBytes);
+  counter(
+    "booblik_fetch_sendfile_bytes_total",
+    "Bytes sent with sendfile (zero copy).",
+    (s) => s.counters.sendfileBytes,
+  );
+  counter(
+    "booblik_fetch_copied_bytes_total",
+    "Record bytes sent by the copying fetch path.",
+    (s) => s.counters.copiedFetchBytes,
+  );
+  counter(
+    "booblik_connections_refused_total",
+    "Connections refused (limit or shutdown).",
+    (s) => s.counters.connectionsRefused,
+  );
+  counter(
+    "booblik_protocol_violations_total",
+    "Connections closed for an impossible frame.",
+    (s) => s.counters.protocolViolations,
+  );
+  registry.registerHistograms(
+    "booblik_request_duration_seconds",
+    "Time from a request's arrival to its response.",
+    () =>
+      targets.server === undefined
+        ? []
+        : [...targets.server.requestLatency.entries()]
+            .filter(([, histogram]) => histogram.observations > 0)
+            .map(([api, histogram]) => [{ api }, histogram]),
+  );
+  registry.registerHistograms(
+    "booblik_force_duration_seconds",
+    "Duration of each force (fdatasync of a partition).",
+    () => (targets.broker === undefined ? [] : [[{}, targets.broker.forceLatency]]),
+  );
+  const partitionGauge = (
+    name: string,
+    help: string,
+    read: (p: { sizeBytes: number; logStartOffset: number; nextOffset: number }) => number,
+  ) =>
+    registry.register(name, "gauge", help, () => {
+      const broker = targets.broker;
+      if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return [];
+      return broker
+        .listTopics()
+        .flatMap((topic) =>
+          topic.partitions.map((partition): [Record<string, string>, number] => [
+            { topic: topic.name, partition: String(partition.partition) },
+            read(partition),
+          ]),
+        );
+    });
+  partitionGauge("booblik_partition_size_bytes", "Bytes on disk per partition.", (p) => p.sizeBytes);
+  partitionGauge(
+    "booblik_partition_log_start_offset",
+    "Oldest offset still stored.",
+    (p) => p.logStartOffset,
+  );
+  partitionGauge("booblik_partition_next_offset", "Next offset a consumer can read.", (p) => p.nextOffset);
+  registry.register(
+    "process_resident_memory_bytes",
+    "gauge",
+    "Resident memory of the broker process.",
+    () => [[{}, process.memoryUsage().rss]],
+  );
+  return registry;
+}
+
+export function startMetricsServer(
+  hostname: string,
+  port: number,
+  targets: MetricsTargets,
+): Server<undefined> {
+  const registry = buildRegistry(targets);
+  return Bun.serve({
+    hostname,
+    port,
+    fetch(request) {
+      const { pathname } = new URL(request.url);
+      if (pathname === "/metrics") {
+        return new Response(registry.render(), {
+          headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+        });
+      }
+      if (pathname === "/ready") {
+        if (targets.ready) return new Response("ready\n");
+        const progress = targets.broker?.recoveryProgress;
+        const detail =
+          progress === undefined
+            ? "starting"
+            : `opening partitions: ${progress.partitionsOpened} of ${progress.partitionsTotal}`;
+        return new Response(`not ready: ${detail}\n`, { status: 503 });
+      }
+      return new Response("booblik metrics: /metrics (Prometheus), /ready (readiness)\n", {
+        status: pathname === "/" ? 200 : 404,
+      });
+    },
+  });
+}

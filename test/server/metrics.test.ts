@@ -1,0 +1,107 @@
+/**
+ * The opt-in metrics listener, scraped like Prometheus would: counters and histograms move with
+ * produce and fetch, partitions are listed with their sizes, and /ready answers 503 with the
+ * recovery progress while a large data directory opens, then 200.
+ */
+import { expect, setDefaultTimeout, test } from "bun:test";
+import net from "node:net";
+import { Broker } from "../../src/broker/broker.ts";
+import { BooblikClient } from "../../src/client/client.ts";
+import { Producer } from "../../src/client/producer.ts";
+import { MAIN, startBroker } from "../helpers/broker-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(60_000);
+
+function metric(text: string, name: string): number {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const match = new RegExp(`^${escaped} (\\S+)$`, "m").exec(text);
+  if (match === null) throw new Error(`no ${name} in\n${text}`);
+  return Number(match[1]);
+}
+
+test("/metrics reports traffic, latency, forces and partitions", async () => {
+  using dir = tempDir();
+  await using broker = await startBroker(dir.path, ["--metrics-port", "0"]);
+  const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+  const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+  try {
+    await client.createTopic("m", { partitions: 2, durability: "force" });
+    await new Producer(client).send("m", ["a", "bb", "ccc"], { partition: 1 });
+    await client.fetch("m", 1, 0);
+    const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+    const text = await response.text();
+    expect(metric(text, "booblik_ready")).toBe(1);
+    expect(metric(text, "booblik_produce_records_total")).toBe(3);
+    expect(metric(text, "booblik_fetch_records_total")).toBe(3);
+    expect(metric(text, "booblik_fetch_sendfile_bytes_total")).toBe(3 * 8 + 6);
+    expect(metric(text, "booblik_connections")).toBe(1);
+    expect(metric(text, 'booblik_request_duration_seconds_count{api="PRODUCE"}')).toBe(1);
+    expect(metric(text, 'booblik_request_duration_seconds_bucket{api="FETCH",le="+Inf"}')).toBe(1);
+    expect(metric(text, "booblik_force_duration_seconds_count")).toBeGreaterThanOrEqual(1);
+    expect(metric(text, 'booblik_partition_next_offset{topic="m",partition="1"}')).toBe(3);
+    expect(metric(text, 'booblik_partition_size_bytes{topic="m",partition="0"}')).toBe(32);
+    expect(metric(text, "process_resident_memory_bytes")).toBeGreaterThan(1e6);
+    expect(await (await fetch(`http://127.0.0.1:${metricsPort}/ready`)).text()).toBe("ready\n");
+  } finally {
+    client.close();
+  }
+});
+
+test("/ready is 503 with the recovery progress while the data directory opens, then 200", async () => {
+  using dir = tempDir();
+  // Many partitions, closed uncleanly: opening takes a while (a scan and a checkpoint each).
+  const setup = Broker.open({ dataDir: dir.path });
+  setup.createTopic("wide", { partitions: 400, durability: "append" });
+  for (let p = 0; p < 400; p++) await setup.append("wide", p, [`record in ${p}`]);
+  for (const topic of setup.listTopics())
+    for (const partition of topic.partitions)
+      setup.partition(topic.name, partition.partition).log.close(false);
+  // (the lock is released with the process below: the broker child opens the directory afterwards)
+  await setup.close().catch(() => undefined);
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const chosen = (probe.address() as net.AddressInfo).port;
+      probe.close(() => resolve(chosen));
+    });
+  });
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      MAIN,
+      "--data-dir",
+      dir.path,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--metrics-port",
+      String(port),
+    ],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
+  try {
+    const seen: string[] = [];
+    for (;;) {
+      const answer = await fetch(`http://127.0.0.1:${port}/ready`).then(
+        async (response) => `${response.status} ${await response.text()}`,
+        () => undefined,
+      );
+      if (answer === undefined) continue; // not listening yet
+      seen.push(answer.trim());
+      if (answer.startsWith("200")) break;
+    }
+    expect(seen.at(-1)).toBe("200 ready");
+    const waiting = seen.filter((answer) => answer.startsWith("503"));
+    expect(waiting.length).toBeGreaterThan(0);
+    expect(waiting.at(-1)).toMatch(/^503 not ready: opening partitions: \d+ of 400$/);
+  } finally {
+    child.kill("SIGTERM");
+    await child.exited;
+  }
+});
