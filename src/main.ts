@@ -72,7 +72,7 @@ const OPTIONS = {
     flag: "--max-record-size",
     env: "BOOBLIK_MAX_RECORD_SIZE",
     fallback: "1MiB",
-    help: "default largest record payload of new topics",
+    help: "default largest record payload of new topics (at most what fits a segment)",
   },
   maxFrameBytes: {
     flag: "--max-frame-size",
@@ -132,11 +132,16 @@ function usage(): string {
   return lines.join("\n");
 }
 
+/** Options the user gave (flag or environment), as opposed to defaults. */
+const explicit = new Set<OptionName>();
+
 function parseArguments(argv: string[]): Record<OptionName, string> {
   const values = {} as Record<OptionName, string>;
   const byFlag = new Map(Object.entries(OPTIONS).map(([name, spec]) => [spec.flag, name as OptionName]));
   for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
-    values[name] = process.env[spec.env] ?? spec.fallback;
+    const fromEnvironment = process.env[spec.env];
+    values[name] = fromEnvironment ?? spec.fallback;
+    if (fromEnvironment !== undefined) explicit.add(name);
   }
   for (let i = 0; i < argv.length; i++) {
     const argument = argv[i]!;
@@ -148,6 +153,7 @@ function parseArguments(argv: string[]): Record<OptionName, string> {
     const value = inline ?? argv[++i];
     if (value === undefined) throw new UsageError(`${flag} needs a value`);
     values[name] = value;
+    explicit.add(name);
   }
   return values;
 }
@@ -213,7 +219,10 @@ async function main(): Promise<number> {
         writeMode,
         flushIntervalMs: msOption("flush interval", values.flushInterval),
         segmentBytes: bytesOption("segment size", values.segmentBytes),
-        maxRecordBytes: bytesOption("max record size", values.maxRecordBytes),
+        // Only when given: otherwise the record limit follows the segment size (a record must fit one).
+        ...(explicit.has("maxRecordBytes")
+          ? { maxRecordBytes: bytesOption("max record size", values.maxRecordBytes) }
+          : {}),
         retentionBytes: optionalLimit(values.retentionBytes, (t) => bytesOption("retention size", t)),
         retentionMs: optionalLimit(values.retentionMs, (t) => msOption("retention time", t)),
       },
