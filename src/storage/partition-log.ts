@@ -43,6 +43,7 @@ import { assert } from "../domain/assert.ts";
 import {
   BadSegmentFileError,
   ClosedError,
+  CorruptRecordError,
   OffsetOutOfRangeError,
   PartitionFailedError,
   RecordTooLargeError,
@@ -488,7 +489,15 @@ export class PartitionLog {
     let bytes = first.records.length;
     let count = first.recordCount;
     while (remaining > RECORD_HEADER_BYTES && at < end) {
-      const next = this.segmentFor(at).read(at, remaining, end);
+      let next: RecordsRead;
+      try {
+        next = this.segmentFor(at).read(at, remaining, end);
+      } catch (error) {
+        // A bad record further on ends this read with what was good before it; the next read,
+        // starting at the bad record, reports it.
+        if (error instanceof CorruptRecordError) break;
+        throw error;
+      }
       if (next.records.length > remaining) break; // its first record alone is larger than what is left
       parts.push(next.records);
       bytes += next.records.length;

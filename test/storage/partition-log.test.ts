@@ -389,6 +389,40 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
+    test("bit rot in a sealed segment: reads stop at it; the documented repair (drop the checkpoint) cuts there", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 200);
+      const bases = log.segmentBaseOffsets;
+      log.close(); // clean: the next open trusts every sealed segment and scans nothing
+      const victim = path.join(dir.path, segmentFileName(bases[2] as Offset));
+      const bytes = fs.readFileSync(victim);
+      bytes[SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES + 1]! ^= 0x10; // the first record's payload
+      fs.writeFileSync(victim, bytes);
+      const trusting = PartitionLog.open(dir.path, config);
+      try {
+        expect(trusting.openReport.segmentsScanned).toBe(0);
+        expect(() => trusting.read(bases[2]!, 100)).toThrow(/CRC32C mismatch/);
+        expectAll(trusting, 0, bases[2]!);
+      } finally {
+        trusting.close();
+      }
+      // docs/operations.md, "segment verify exits 3": delete the partition's checkpoint and restart.
+      fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
+      const repaired = PartitionLog.open(dir.path, config);
+      try {
+        expect(repaired.openReport.segmentsDropped).toBe(bases.length - 3);
+        expect(repaired.openReport.bytesCut).toBeGreaterThan(0);
+        expect<number>(repaired.nextOffset).toBe(bases[2]!);
+        expectAll(repaired, 0, bases[2]!);
+        fill(repaired, bases[2]! + 10);
+        expectAll(repaired, 0, bases[2]! + 10);
+      } finally {
+        repaired.close();
+      }
+    });
+
     test("a newest segment whose header never reached the disk is dropped; the previous one continues", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
