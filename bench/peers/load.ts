@@ -1,0 +1,342 @@
+/**
+ * Load generator for bench/peers.bench.ts, one process per run, talking to one system through its
+ * own client: booblik through its client library, NATS JetStream through the official `nats` client
+ * (async publish with acks, an ordered pull consumer), Redis Streams through Bun's built-in Redis
+ * client (auto-pipelined XADD; XRANGE and XREAD to consume).
+ *
+ *   bun load.ts <booblik|nats|redis> <produce|fill|consume|latency> <port> '<options JSON>'
+ *
+ * Prints one JSON line with the result.
+ */
+import { connect, StorageType } from "nats";
+import { BooblikClient } from "../../src/client/client.ts";
+import { Consumer } from "../../src/client/consumer.ts";
+import { Producer } from "../../src/client/producer.ts";
+import { frameRecords } from "../../src/record/batch-builder.ts";
+import { payloadsOf } from "../../src/record/codec.ts";
+
+type Family = "booblik" | "nats" | "redis";
+interface Options {
+  recordBytes?: number;
+  producers?: number;
+  seconds?: number;
+  count?: number;
+  rate?: number;
+}
+
+const [familyText, mode, portText, optionsText] = process.argv.slice(2);
+const family = familyText as Family;
+const port = Number(portText);
+const options = JSON.parse(optionsText ?? "{}") as Options;
+const recordBytes = options.recordBytes ?? 100;
+const TOPIC = "peers";
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+function value(): Uint8Array {
+  return crypto.getRandomValues(new Uint8Array(recordBytes));
+}
+
+// --- booblik ----------------------------------------------------------------------------------------
+
+async function booblikClient(): Promise<BooblikClient> {
+  const client = await BooblikClient.connect({ host: "127.0.0.1", port });
+  await client.createTopic(TOPIC).catch((error: { code?: string }) => {
+    if (error.code !== "TOPIC_EXISTS") throw error;
+  });
+  return client;
+}
+
+async function booblikProduce(
+  seconds: number,
+  producers: number,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  const values = Array.from({ length: 64 }, value);
+  let records = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: producers }, async () => {
+      const client = await booblikClient();
+      const producer = new Producer(client);
+      let i = 0;
+      while (performance.now() < end && records < limit) {
+        for (let k = 0; k < 256 && records < limit; k++) {
+          if (!producer.write(TOPIC, values[i++ & 63]!, { partition: 0 })) await producer.drained();
+          records++;
+        }
+      }
+      await producer.close();
+      client.close();
+    }),
+  );
+  return records;
+}
+
+async function booblikConsume(count: number): Promise<number> {
+  const client = await booblikClient();
+  const consumer = new Consumer(client, { topic: TOPIC, from: "earliest", stopAtEnd: true });
+  let records = 0;
+  for await (const batch of consumer.batches()) {
+    records += batch.count;
+    if (records >= count) break;
+  }
+  client.close();
+  return records;
+}
+
+// --- NATS JetStream ---------------------------------------------------------------------------------
+
+async function natsConnection() {
+  const nc = await connect({ servers: `127.0.0.1:${port}` });
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams
+    .add({ name: "PEERS", subjects: [TOPIC], storage: StorageType.File })
+    .catch(() => undefined);
+  return nc;
+}
+
+async function natsProduce(
+  seconds: number,
+  producers: number,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  const values = Array.from({ length: 64 }, value);
+  let records = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: producers }, async () => {
+      const nc = await natsConnection();
+      const js = nc.jetstream();
+      const window: Promise<unknown>[] = [];
+      let i = 0;
+      while (performance.now() < end && records < limit) {
+        window.push(js.publish(TOPIC, values[i++ & 63]!));
+        records++;
+        if (window.length >= 512) await window.shift();
+      }
+      await Promise.all(window);
+      await nc.close();
+    }),
+  );
+  return records;
+}
+
+async function natsConsume(count: number): Promise<number> {
+  const nc = await natsConnection();
+  const consumer = await nc.jetstream().consumers.get("PEERS");
+  const messages = await consumer.consume({ max_messages: 1000 });
+  let records = 0;
+  for await (const _message of messages) {
+    if (++records >= count) break;
+  }
+  await nc.close();
+  return records;
+}
+
+// --- Redis Streams ----------------------------------------------------------------------------------
+
+function redisClient(): InstanceType<typeof Bun.RedisClient> {
+  return new Bun.RedisClient(`redis://127.0.0.1:${port}`);
+}
+
+async function redisProduce(
+  seconds: number,
+  producers: number,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<number> {
+  const values = Array.from({ length: 64 }, () => Buffer.from(value()).toString("latin1"));
+  let records = 0;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: producers }, async () => {
+      const redis = redisClient();
+      await redis.connect();
+      const window: Promise<unknown>[] = [];
+      let i = 0;
+      while (performance.now() < end && records < limit) {
+        window.push(redis.send("XADD", [TOPIC, "*", "v", values[i++ & 63]!]));
+        records++;
+        if (window.length >= 1024) await window.shift();
+      }
+      await Promise.all(window);
+      redis.close();
+    }),
+  );
+  return records;
+}
+
+async function redisConsume(count: number): Promise<number> {
+  const redis = redisClient();
+  await redis.connect();
+  let records = 0;
+  let start = "-";
+  while (records < count) {
+    const entries = (await redis.send("XRANGE", [TOPIC, start, "+", "COUNT", "1000"])) as [
+      string,
+      string[],
+    ][];
+    if (entries.length === 0) break;
+    records += entries.length;
+    start = `(${entries.at(-1)![0]}`;
+  }
+  redis.close();
+  return records;
+}
+
+// --- Latency ----------------------------------------------------------------------------------------
+
+/**
+ * A producer sends `rate` records/s (everything due, every millisecond; each record carries the time
+ * it was due); a consumer on another connection measures due → arrival per record.
+ */
+async function latency(rate: number, seconds: number): Promise<number[]> {
+  const total = rate * seconds;
+  const latencies: number[] = [];
+  const payload = new Uint8Array(Math.max(16, recordBytes));
+  const stamp = (dueUs: number) => {
+    const copy = payload.slice();
+    new DataView(copy.buffer).setFloat64(0, dueUs, false);
+    return copy;
+  };
+  const arrived = (bytes: Uint8Array, atUs: number) =>
+    latencies.push(atUs - new DataView(bytes.buffer, bytes.byteOffset, 8).getFloat64(0, false));
+  let send: (records: Uint8Array[]) => void;
+  let consume: () => Promise<void>;
+  let finish: () => Promise<void>;
+  if (family === "booblik") {
+    const producer = await booblikClient();
+    const consumer = await booblikClient();
+    const pending: Promise<unknown>[] = [];
+    send = (records) => void pending.push(producer.produce(TOPIC, 0, frameRecords(records)));
+    consume = async () => {
+      let offset = (await consumer.listOffsets(TOPIC, 0)).nextOffset;
+      while (latencies.length < total) {
+        const result = await consumer.fetch(TOPIC, 0, offset, { maxWaitMs: 1000 });
+        const at = nowUs();
+        for (const record of payloadsOf(result.records)) arrived(record, at);
+        offset += result.recordCount;
+      }
+    };
+    finish = async () => {
+      await Promise.all(pending);
+      producer.close();
+      consumer.close();
+    };
+  } else if (family === "nats") {
+    const producer = await natsConnection();
+    const consumerConnection = await natsConnection();
+    const js = producer.jetstream();
+    const info = await (await producer.jetstreamManager()).streams.info("PEERS");
+    // An ordered consumer that starts after what earlier runs left in the stream.
+    const consumer = await consumerConnection
+      .jetstream()
+      .consumers.get("PEERS", { opt_start_seq: info.state.last_seq + 1 });
+    const pending: Promise<unknown>[] = [];
+    send = (records) => {
+      for (const record of records) pending.push(js.publish(TOPIC, record));
+    };
+    consume = async () => {
+      const messages = await consumer.consume({ max_messages: 1000 });
+      for await (const message of messages) {
+        arrived(message.data, nowUs());
+        if (latencies.length >= total) break;
+      }
+    };
+    finish = async () => {
+      await Promise.all(pending);
+      await producer.close();
+      await consumerConnection.close();
+    };
+  } else {
+    const producer = redisClient();
+    const consumer = redisClient();
+    await producer.connect();
+    await consumer.connect();
+    const pending: Promise<unknown>[] = [];
+    send = (records) => {
+      for (const record of records)
+        pending.push(producer.send("XADD", [TOPIC, "*", "v", Buffer.from(record).toString("latin1")]));
+    };
+    consume = async () => {
+      let last = "$";
+      while (latencies.length < total) {
+        // Bun's client speaks RESP3: the reply is a map from stream name to entries (null on timeout).
+        const reply = (await consumer.send("XREAD", [
+          "COUNT",
+          "10000",
+          "BLOCK",
+          "1000",
+          "STREAMS",
+          TOPIC,
+          last,
+        ])) as Record<string, [string, string[]][]> | null;
+        const at = nowUs();
+        const entries = reply?.[TOPIC];
+        if (entries === undefined) continue;
+        for (const [id, fields] of entries) {
+          arrived(Buffer.from(fields[1]!, "latin1"), at);
+          last = id;
+        }
+      }
+    };
+    finish = async () => {
+      await Promise.all(pending);
+      producer.close();
+      consumer.close();
+    };
+  }
+  const consuming = consume();
+  await new Promise((resolve) => setTimeout(resolve, 200)); // the consumer is waiting before the first record
+  const perMs = rate / 1000;
+  const startUs = nowUs();
+  let sent = 0;
+  while (sent < total) {
+    const now = nowUs();
+    const batch: Uint8Array[] = [];
+    while (sent < total && startUs + (sent / perMs) * 1000 <= now)
+      batch.push(stamp(startUs + (sent++ / perMs) * 1000));
+    if (batch.length > 0) send(batch);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  await consuming;
+  await finish();
+  return latencies.sort((a, b) => a - b);
+}
+
+// --- Entry ------------------------------------------------------------------------------------------
+
+const produceOf = { booblik: booblikProduce, nats: natsProduce, redis: redisProduce }[family];
+const consumeOf = { booblik: booblikConsume, nats: natsConsume, redis: redisConsume }[family];
+const started = performance.now();
+if (mode === "produce" || mode === "fill") {
+  const records =
+    mode === "fill"
+      ? await produceOf(3600, options.producers ?? 4, options.count ?? 1_000_000)
+      : await produceOf(options.seconds ?? 5, options.producers ?? 1);
+  const seconds = (performance.now() - started) / 1000;
+  console.log(JSON.stringify({ records, seconds, recordsPerSecond: records / seconds }));
+} else if (mode === "consume") {
+  const records = await consumeOf(options.count ?? 1_000_000);
+  const seconds = (performance.now() - started) / 1000;
+  console.log(JSON.stringify({ records, seconds, recordsPerSecond: records / seconds }));
+} else if (mode === "latency") {
+  const sorted = await latency(options.rate ?? 10_000, options.seconds ?? 10);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! / 1000;
+  const cdf = Array.from({ length: 200 }, (_, i) => {
+    const q = 1 - 10 ** (-(i / 199) * 3.5); // denser towards the tail
+    return [q, at(q)];
+  });
+  console.log(
+    JSON.stringify({
+      records: sorted.length,
+      p50Ms: at(0.5),
+      p99Ms: at(0.99),
+      p999Ms: at(0.999),
+      maxMs: sorted.at(-1)! / 1000,
+      cdf,
+    }),
+  );
+} else {
+  throw new Error(`unknown mode ${mode}`);
+}
+process.exit(0);
