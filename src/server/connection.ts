@@ -392,7 +392,13 @@ export class Connection {
       // so send the next real byte through Bun: it either goes out (advance one and try sendfile
       // again) or arms the drain event (bun-platform §2, trap 8).
       if (sent === SEND_WOULD_BLOCK) {
-        if (preadFull(item.fd, oneByte, 0, 1, item.position) !== 1) {
+        let got: number;
+        try {
+          got = preadFull(item.fd, oneByte, 0, 1, item.position);
+        } catch {
+          got = 0;
+        }
+        if (got !== 1) {
           this.abort();
           return;
         }

@@ -239,6 +239,54 @@ describe("unlucky clients", () => {
     }
   });
 
+  test("a slow reader of a large zero-copy fetch gets every byte (sendfile EAGAIN, then drain)", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await admin.createTopic("large", { durability: "append" });
+      const values = Array.from({ length: 600 }, (_, i) =>
+        `record ${i} `.padEnd(50_000, String.fromCharCode(97 + (i % 26))),
+      );
+      for (let i = 0; i < values.length; i += 20)
+        await admin.produce("large", 0, frameRecords(values.slice(i, i + 20)));
+      // One FETCH of ~30 MiB, far more than the socket buffers hold, to a client that is not reading.
+      const slow = await rawConnect(broker.port, { readPaused: true });
+      slow.write(
+        frame((w) =>
+          encodeFetchRequest(w, 9, {
+            topic: "large",
+            partition: 0,
+            offset: 0,
+            maxBytes: 64 * 1024 * 1024,
+            maxWaitMs: 0,
+          }),
+        ),
+      );
+      // The broker hit EAGAIN: sendfile stopped part way (it counts what it sent so far).
+      let stats = await admin.stats();
+      while (Number(stats.sendfileBytes) === 0) stats = await admin.stats();
+      const sentWhilePaused = Number(stats.sendfileBytes);
+      expect(sentWhilePaused).toBeLessThan(30 * 1024 * 1024);
+      // Other clients are served meanwhile; then the slow one reads, and drain resumes the send.
+      expect((await admin.listOffsets("large", 0)).nextOffset).toBe(600);
+      slow.socket.resume();
+      const expectedBytes =
+        RESPONSE_HEADER_BYTES + 20 + values.reduce((sum, value) => sum + 8 + value.length, 0);
+      const bytes = await slow.waitForBytes(expectedBytes);
+      expect(bytes.length).toBe(expectedBytes);
+      const records = payloadsOf(bytes.subarray(RESPONSE_HEADER_BYTES + 20));
+      expect(records.length).toBe(600);
+      records.forEach((record, i) => {
+        expect(new TextDecoder().decode(record)).toBe(values[i]!);
+      });
+      expect(Number((await admin.stats()).sendfileBytes)).toBeGreaterThan(sentWhilePaused);
+      slow.close();
+    } finally {
+      admin.close();
+    }
+  });
+
   test("a client that half-closes after its request still gets the response", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path);
