@@ -255,15 +255,10 @@ export async function writeFileAtomically(path: string, bytes: Uint8Array | stri
       await handle.close();
     }
     await fs.promises.rename(temporary, path);
-    const directory = await fs.promises.open(dirname(path), "r");
-    try {
-      await directory.sync();
-    } finally {
-      await directory.close();
-    }
   } catch (error) {
     throw fromNodeError("atomic write", error, path);
   }
+  await fsyncDirectoryAsync(dirname(path));
 }
 
 /** fsync of a directory on Bun's thread pool. */

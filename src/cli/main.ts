@@ -177,15 +177,6 @@ async function topics(parsed: Parsed): Promise<number> {
       return 0;
     }
     if (action === "create") {
-      allowOnly(parsed, [
-        "partitions",
-        "durability",
-        "write-mode",
-        "segment-size",
-        "retention-size",
-        "retention-time",
-        "max-record-size",
-      ]);
       const name = need(parsed, 2, "topic name");
       const config: Record<string, unknown> = {};
       const partitions = integerFlag(parsed, "partitions");

@@ -26,6 +26,7 @@ import {
   readResponseHeader,
   SIZE_BYTES,
 } from "../protocol/frame.ts";
+import { InboundBuffer } from "../protocol/inbound-buffer.ts";
 import { decodeErrorBody } from "../protocol/messages.ts";
 
 export interface ConnectionOptions {
@@ -109,9 +110,7 @@ export class BrokerConnection {
   private nextCorrelationId = 1;
   private readonly writer = new ByteWriter(64 * 1024);
   private outQueue: Uint8Array[] = [];
-  private inbound = new Uint8Array(64 * 1024);
-  private inboundStart = 0;
-  private inboundEnd = 0;
+  private readonly inbound = new InboundBuffer();
   private closedWith: BooblikError | undefined;
   private readonly header: ResponseHeader = { correlationId: 0, errorCode: 0 };
   private readonly closeListeners: ((error: BooblikError) => void)[] = [];
@@ -266,27 +265,12 @@ export class BrokerConnection {
   }
 
   private onData(chunk: Uint8Array): void {
-    // Append, growing for one frame at most (each frame's size is checked below).
-    const length = this.inboundEnd - this.inboundStart;
-    if (this.inboundEnd + chunk.length > this.inbound.length) {
-      if (length + chunk.length > this.inbound.length) {
-        let capacity = this.inbound.length * 2;
-        while (capacity < length + chunk.length) capacity *= 2;
-        const grown = new Uint8Array(capacity);
-        grown.set(this.inbound.subarray(this.inboundStart, this.inboundEnd));
-        this.inbound = grown;
-      } else {
-        this.inbound.copyWithin(0, this.inboundStart, this.inboundEnd);
-      }
-      this.inboundStart = 0;
-      this.inboundEnd = length;
-    }
-    this.inbound.set(chunk, this.inboundEnd);
-    this.inboundEnd += chunk.length;
-    let at = this.inboundStart;
-    const end = this.inboundEnd;
+    const inbound = this.inbound;
+    inbound.append(chunk);
+    let at = inbound.start;
+    const end = inbound.end;
     while (this.closedWith === undefined) {
-      const size = peekFrameSize(this.inbound, at, end);
+      const size = peekFrameSize(inbound.bytes, at, end);
       if (size < 0) break;
       if (size < RESPONSE_SIZE_MIN || size > this.maxResponseBytes) {
         this.fail(new ConnectionError(`broker sent a frame of impossible size ${size}`));
@@ -294,14 +278,10 @@ export class BrokerConnection {
       }
       const frameEnd = at + SIZE_BYTES + size;
       if (frameEnd > end) break;
-      this.onFrame(this.inbound, at, frameEnd);
+      this.onFrame(inbound.bytes, at, frameEnd);
       at = frameEnd;
     }
-    this.inboundStart = at;
-    if (this.inboundStart === this.inboundEnd) {
-      this.inboundStart = 0;
-      this.inboundEnd = 0;
-    }
+    inbound.consumeTo(at);
   }
 
   private onFrame(bytes: Uint8Array, start: number, end: number): void {

@@ -25,6 +25,7 @@ import { preadFull } from "../../ffi/file.ts";
 import { SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
 import { ByteWriter } from "../protocol/buffer.ts";
 import { peekFrameSize, REQUEST_SIZE_MIN, SIZE_BYTES } from "../protocol/frame.ts";
+import { InboundBuffer } from "../protocol/inbound-buffer.ts";
 import type { Segment } from "../storage/segment.ts";
 
 /** Stop reading a connection's requests while this many response bytes wait to be sent. */
@@ -95,9 +96,7 @@ export class Connection {
   readonly host: ConnectionHost;
   readonly id: number;
   lastActivityMs = performance.now();
-  private inbound = new Uint8Array(64 * 1024);
-  private inboundStart = 0;
-  private inboundEnd = 0;
+  private readonly inbound = new InboundBuffer();
   private readonly slots: ResponseSlot[] = [];
   private readonly outbound: OutItem[] = [];
   private readonly staging = new ByteWriter(16 * 1024);
@@ -145,37 +144,17 @@ export class Connection {
   onData(chunk: Uint8Array): void {
     if (this.isClosed || this.draining) return;
     this.lastActivityMs = performance.now();
-    let bytes: Uint8Array;
-    let start: number;
-    let end: number;
-    if (this.inboundEnd === this.inboundStart) {
-      // Nothing buffered: frame straight out of the chunk (Bun hands us a fresh buffer each time).
-      bytes = chunk;
-      start = 0;
-      end = chunk.length;
+    const inbound = this.inbound;
+    if (inbound.length === 0) {
+      // Nothing buffered: frame straight out of the chunk (Bun hands us a fresh buffer each time) and
+      // keep only its incomplete tail.
+      const consumed = this.frameLoop(chunk, 0, chunk.length);
+      if (!this.isClosed && consumed < chunk.length) inbound.append(chunk.subarray(consumed));
     } else {
-      this.appendInbound(chunk);
-      bytes = this.inbound;
-      start = this.inboundStart;
-      end = this.inboundEnd;
+      inbound.append(chunk);
+      inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
     }
-    const consumed = this.frameLoop(bytes, start, end);
-    if (this.isClosed) return;
-    if (bytes === chunk) {
-      // Keep the incomplete tail of the chunk.
-      if (consumed < end) {
-        this.inboundStart = 0;
-        this.inboundEnd = 0;
-        this.appendInbound(chunk.subarray(consumed));
-      }
-    } else {
-      this.inboundStart = consumed;
-      if (this.inboundStart === this.inboundEnd) {
-        this.inboundStart = 0;
-        this.inboundEnd = 0;
-      }
-    }
-    this.updateReading();
+    if (!this.isClosed) this.updateReading();
   }
 
   /** Dispatches every complete frame in bytes[start, end); returns where the first incomplete one starts. */
@@ -203,27 +182,6 @@ export class Connection {
       at = frameEnd;
     }
     return at;
-  }
-
-  private appendInbound(chunk: Uint8Array): void {
-    const length = this.inboundEnd - this.inboundStart;
-    if (this.inboundEnd + chunk.length > this.inbound.length) {
-      const needed = length + chunk.length;
-      if (needed > this.inbound.length) {
-        // Grow to hold at most one maximum frame plus a chunk: the size check above bounds this.
-        let capacity = this.inbound.length * 2;
-        while (capacity < needed) capacity *= 2;
-        const grown = new Uint8Array(capacity);
-        grown.set(this.inbound.subarray(this.inboundStart, this.inboundEnd));
-        this.inbound = grown;
-      } else {
-        this.inbound.copyWithin(0, this.inboundStart, this.inboundEnd);
-      }
-      this.inboundStart = 0;
-      this.inboundEnd = length;
-    }
-    this.inbound.set(chunk, this.inboundEnd);
-    this.inboundEnd += chunk.length;
   }
 
   /** The client half-closed its side: answer what it asked, then close ours. */
@@ -460,12 +418,9 @@ export class Connection {
     this.paused = false;
     this.socket.resume();
     // Frames that arrived before the pause may still sit in the buffer.
-    if (this.inboundEnd > this.inboundStart) {
-      this.inboundStart = this.frameLoop(this.inbound, this.inboundStart, this.inboundEnd);
-      if (this.inboundStart === this.inboundEnd) {
-        this.inboundStart = 0;
-        this.inboundEnd = 0;
-      }
+    const inbound = this.inbound;
+    if (inbound.length > 0) {
+      inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
       if (this.congested) {
         this.paused = true;
         this.socket.pause();
