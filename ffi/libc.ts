@@ -85,10 +85,8 @@ export const MAP_SHARED = 0x01;
 export const MS_ASYNC = 1;
 export const MS_SYNC = 4;
 export const MADV_SEQUENTIAL = 2;
-export const MADV_DONTNEED = 4;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
-export const LOCK_UN = 8;
 const SC_PAGESIZE = 30;
 /** The kernel page size: mapping offsets and msync ranges must be multiples of it. */
 export const PAGE_BYTES: number = libc.sysconf(SC_PAGESIZE);

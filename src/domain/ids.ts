@@ -4,7 +4,7 @@
  * `to*` functions, which validate; code that derives one id from another (offset + count) casts.
  */
 import { InvalidArgumentError } from "./errors.ts";
-import { OFFSET_MAX, PARTITIONS_MAX, SEGMENT_BYTES_MAX, TOPIC_NAME_LENGTH_MAX } from "./limits.ts";
+import { OFFSET_MAX, PARTITIONS_MAX, TOPIC_NAME_LENGTH_MAX } from "./limits.ts";
 
 /** Logical position of a record in a partition: 0, 1, 2, … without gaps. */
 export type Offset = number & { readonly __brand: "Offset" };
@@ -18,13 +18,6 @@ export function toOffset(value: number, what = "offset"): Offset {
     throw new InvalidArgumentError(`${what} must be an integer in [0, 2^53), got ${value}`);
   }
   return value as Offset;
-}
-
-export function toPosition(value: number): Position {
-  if (!Number.isInteger(value) || value < 0 || value > SEGMENT_BYTES_MAX) {
-    throw new InvalidArgumentError(`position must be an integer in [0, ${SEGMENT_BYTES_MAX}], got ${value}`);
-  }
-  return value as Position;
 }
 
 const TOPIC_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;

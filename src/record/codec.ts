@@ -28,11 +28,6 @@ export const PAYLOAD_OFFSET = CRC_OFFSET + CRC_BYTES;
 if (PAYLOAD_OFFSET !== RECORD_HEADER_BYTES)
   throw new Error("record header layout changed; update docs/format.md");
 
-/** Bytes a record with `payloadBytes` of payload occupies, header included. */
-export function framedBytes(payloadBytes: number): number {
-  return RECORD_HEADER_BYTES + payloadBytes;
-}
-
 /**
  * Writes one framed record at `target[position]` and returns the position after it. The caller
  * guarantees room; `view` is a DataView over the same buffer as `target` (reused, never created here).

@@ -19,6 +19,7 @@ import {
   encodeMetadataRequest,
   encodeProduceRequest,
   endFrame,
+  FETCH_RESPONSE_FIXED_BYTES,
 } from "../../src/protocol/messages.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
@@ -272,10 +273,12 @@ describe("unlucky clients", () => {
       expect((await admin.listOffsets("large", 0)).nextOffset).toBe(600);
       slow.socket.resume();
       const expectedBytes =
-        RESPONSE_HEADER_BYTES + 20 + values.reduce((sum, value) => sum + 8 + value.length, 0);
+        RESPONSE_HEADER_BYTES +
+        FETCH_RESPONSE_FIXED_BYTES +
+        values.reduce((sum, value) => sum + 8 + value.length, 0);
       const bytes = await slow.waitForBytes(expectedBytes);
       expect(bytes.length).toBe(expectedBytes);
-      const records = payloadsOf(bytes.subarray(RESPONSE_HEADER_BYTES + 20));
+      const records = payloadsOf(bytes.subarray(RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES));
       expect(records.length).toBe(600);
       records.forEach((record, i) => {
         expect(new TextDecoder().decode(record)).toBe(values[i]!);
