@@ -50,6 +50,18 @@ import { Connection, type ConnectionCounters, type ConnectionHost, type Response
 
 export const BROKER_VERSION = "0.1.0";
 
+/** Where the process's memory is: the JS heap, buffers outside it, and the whole resident set. */
+function memoryStats(): Record<string, number> {
+  const usage = process.memoryUsage();
+  return {
+    memoryRssBytes: usage.rss,
+    memoryHeapUsedBytes: usage.heapUsed,
+    memoryHeapTotalBytes: usage.heapTotal,
+    memoryExternalBytes: usage.external,
+    memoryArrayBuffersBytes: usage.arrayBuffers,
+  };
+}
+
 export type FetchPath = "sendfile" | "copy";
 
 export interface ServerOptions {
@@ -526,6 +538,7 @@ export class BrokerServer implements ConnectionHost {
       connectionsActive: this.connections.size,
       connectionsPaused: [...this.connections].filter((connection) => connection.readPaused).length,
       waitingFetches: this.waiters.size,
+      ...memoryStats(),
     };
   }
 
