@@ -19,7 +19,8 @@
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
  *    on first read). The segment holding the recovery point and every later one are scanned: lengths
- *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut.
+ *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut. After a clean
+ *    shutdown the recovery point is the exact end, and the newest segment is not scanned either.
  * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
  *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
  *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
