@@ -79,7 +79,12 @@ try {
       buffers: Number(stats.memoryArrayBuffersBytes) / 2 ** 20,
     });
   }
-  const result = (await load) as { produced: number; fastConsumed: number; slowConsumed: number };
+  const result = (await load) as {
+    produced: number;
+    fastConsumed: number;
+    slowConsumed: number;
+    resets: number;
+  };
   const secondHalf = samples.slice(Math.floor(samples.length / 2));
   const maxAnon = Math.max(...samples.map((s) => s.anon));
   const maxRss = Math.max(...samples.map((s) => s.rss));
@@ -94,7 +99,8 @@ try {
   console.log(`
 peak anonymous RSS at second ${peak.second}: ${peak.anon.toFixed(0)} MiB, of which JS heap ${peak.heap.toFixed(0)} MiB, array buffers ${peak.buffers.toFixed(0)} MiB`);
   console.log(
-    `\nproduced ${result.produced} records; fast consumers read ${result.fastConsumed}, slow ${result.slowConsumed}` +
+    `\nproduced ${result.produced} records; fast consumers read ${result.fastConsumed}, slow ${result.slowConsumed} ` +
+      `(retention overtook slow consumers ${result.resets} times)` +
       `\nmax RSS ${maxRss.toFixed(0)} MiB, max anonymous RSS ${maxAnon.toFixed(0)} MiB (target < 128)` +
       `\nanonymous RSS slope over the second half: ${slopePerMinute(secondHalf.map((s) => [s.second, s.anon])).toFixed(2)} MiB/min; ` +
       `RSS slope ${slopePerMinute(secondHalf.map((s) => [s.second, s.rss])).toFixed(2)} MiB/min`,
