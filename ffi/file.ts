@@ -243,9 +243,18 @@ export function writeFileAtomicallyNow(path: string, bytes: Uint8Array | string)
   fsyncDirectory(dirname(path));
 }
 
-/** writeFileAtomicallyNow on Bun's thread pool: the event loop keeps serving meanwhile. */
-export async function writeFileAtomically(path: string, bytes: Uint8Array | string): Promise<void> {
-  const temporary = `${path}.tmp`;
+/**
+ * writeFileAtomicallyNow on Bun's thread pool: the event loop keeps serving meanwhile. Returns false
+ * (and leaves the target alone) when `stillWanted` says no once the new content is on disk.
+ */
+export async function writeFileAtomically(
+  path: string,
+  bytes: Uint8Array | string,
+  stillWanted: () => boolean = () => true,
+): Promise<boolean> {
+  // Its own temporary name, so that a synchronous write of the same file (writeFileAtomicallyNow)
+  // never shares a temporary file with this one.
+  const temporary = `${path}.async.tmp`;
   try {
     const handle = await fs.promises.open(temporary, "w", 0o644);
     try {
@@ -254,11 +263,18 @@ export async function writeFileAtomically(path: string, bytes: Uint8Array | stri
     } finally {
       await handle.close();
     }
+    // The caller may have moved on while the disk worked (e.g. a checkpoint superseded by the clean
+    // one of a shutdown): then the old content must not replace the new.
+    if (!stillWanted()) {
+      await fs.promises.unlink(temporary);
+      return false;
+    }
     await fs.promises.rename(temporary, path);
   } catch (error) {
     throw fromNodeError("atomic write", error, path);
   }
   await fsyncDirectoryAsync(dirname(path));
+  return true;
 }
 
 /** fsync of a directory on Bun's thread pool. */

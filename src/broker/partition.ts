@@ -133,6 +133,7 @@ export class Partition {
     while (this.groupCommit.inFlight) {
       await this.groupCommit.request().catch(() => undefined);
     }
+    await this.log.settled();
     this.log.close(clean);
   }
 }

@@ -84,6 +84,11 @@ export function writeCheckpointNow(path: string, checkpoint: Checkpoint): void {
   writeFileAtomicallyNow(path, encode(checkpoint));
 }
 
-export function writeCheckpoint(path: string, checkpoint: Checkpoint): Promise<void> {
-  return writeFileAtomically(path, encode(checkpoint));
+/** Writes in the background; skips the final rename when `stillWanted()` has turned false. */
+export function writeCheckpoint(
+  path: string,
+  checkpoint: Checkpoint,
+  stillWanted: () => boolean,
+): Promise<boolean> {
+  return writeFileAtomically(path, encode(checkpoint), stillWanted);
 }

@@ -110,7 +110,7 @@ export class PartitionLog {
   private closed = false;
   private durablePoint: RecoveryPoint;
   private writtenPoint: RecoveryPoint | undefined;
-  private checkpointInFlight = false;
+  private checkpointInFlight: Promise<void> | undefined;
   private lastCheckpointMs = 0;
   private readonly checkpointIntervalMs: number;
   private readonly appendListeners = new Set<() => void>();
@@ -430,25 +430,32 @@ export class PartitionLog {
   /** Writes the checkpoint in the background when it is stale and none is being written. */
   private maybeCheckpoint(): void {
     const nowMs = performance.now();
-    if (this.checkpointInFlight || this.closed) return;
+    if (this.checkpointInFlight !== undefined || this.closed) return;
     if (nowMs - this.lastCheckpointMs < this.checkpointIntervalMs) return;
     const point = this.durablePoint;
     if (this.writtenPoint !== undefined && this.writtenPoint.nextOffset === point.nextOffset) return;
-    this.checkpointInFlight = true;
     this.lastCheckpointMs = nowMs;
-    writeCheckpoint(path.join(this.directory, CHECKPOINT_FILE), {
-      cleanShutdown: false,
-      recoveryPoint: point,
-    })
-      .then(() => {
-        this.writtenPoint = point;
+    // Once the log is closed, the clean checkpoint of the close is the last word: a background write
+    // that finishes later must not put an older, unclean one back.
+    this.checkpointInFlight = writeCheckpoint(
+      path.join(this.directory, CHECKPOINT_FILE),
+      { cleanShutdown: false, recoveryPoint: point },
+      () => !this.closed,
+    )
+      .then((written) => {
+        if (written) this.writtenPoint = point;
       })
       .catch(() => {
         // The checkpoint is an optimisation: an old one only makes the next recovery scan more.
       })
       .finally(() => {
-        this.checkpointInFlight = false;
+        this.checkpointInFlight = undefined;
       });
+  }
+
+  /** Resolves when no background checkpoint write is under way (close after it for a clean mark). */
+  async settled(): Promise<void> {
+    while (this.checkpointInFlight !== undefined) await this.checkpointInFlight;
   }
 
   // --- Reading -----------------------------------------------------------------------------------

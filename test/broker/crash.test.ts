@@ -19,7 +19,7 @@ setDefaultTimeout(30_000);
 const SEED = testSeed();
 const FIXTURE = path.join(import.meta.dir, "fixtures", "producer-fixture.ts");
 
-function verify(dataDir: string, acked: Map<number, string>, requireAcked: boolean): number {
+async function verify(dataDir: string, acked: Map<number, string>, requireAcked: boolean): Promise<number> {
   const broker = Broker.open({ dataDir });
   try {
     const next = broker.describeTopic("crash").partitions[0]!.nextOffset;
@@ -39,7 +39,7 @@ function verify(dataDir: string, acked: Map<number, string>, requireAcked: boole
     if (requireAcked) for (const ackedOffset of acked.keys()) expect(ackedOffset).toBeLessThan(next);
     return next;
   } finally {
-    void broker.close();
+    await broker.close();
   }
 }
 
@@ -69,7 +69,7 @@ describe.each([["force"], ["append"]])(`broker crash rounds, %s policy (seed ${S
       await child.exited;
       expect(child.signalCode).toBe("SIGKILL");
       for (const line of await lines.rest()) if (line.startsWith("ack ")) record(line);
-      verify(dir.path, acked, policy === "force");
+      await verify(dir.path, acked, policy === "force");
     }
     expect(acked.size).toBeGreaterThan(0);
   }, 60_000);

@@ -278,6 +278,20 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       expect(checkpoint.cleanShutdown).toBe(false);
     });
 
+    test("a background checkpoint still being written when the log closes does not undo the clean mark", async () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
+      const log = PartitionLog.open(dir.path, config, { checkpointIntervalMs: 0 });
+      fill(log, 50);
+      await log.force(); // starts a background checkpoint write (interval 0)
+      log.close(); // writes the clean checkpoint while that one is still on the thread pool
+      await log.settled(); // let the background write finish (it must then leave the file alone)
+      const checkpoint = JSON.parse(fs.readFileSync(path.join(dir.path, CHECKPOINT_FILE), "utf8"));
+      expect(checkpoint.cleanShutdown).toBe(true);
+      expect(checkpoint.recoveryPoint.nextOffset).toBe(50);
+      expect(fs.readdirSync(dir.path).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+    });
+
     test("unclean restart scans only from the recovery point on", async () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
