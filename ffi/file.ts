@@ -59,6 +59,16 @@ export function fileSize(fd: number, path?: string): number {
   }
 }
 
+/** Size and modification time of a file by name, without opening it. */
+export function statFile(path: string): { sizeBytes: number; modifiedMs: number } {
+  try {
+    const stat = fs.statSync(path);
+    return { sizeBytes: stat.size, modifiedMs: stat.mtimeMs };
+  } catch (error) {
+    throw fromNodeError("stat", error, path);
+  }
+}
+
 export function fileModifiedMs(fd: number, path?: string): number {
   try {
     return fs.fstatSync(fd).mtimeMs;

@@ -27,6 +27,7 @@ import {
   openFile,
   preadFull,
   pwriteAll,
+  statFile,
   truncateFile,
   unlinkFile,
 } from "../../ffi/file.ts";
@@ -173,6 +174,8 @@ export class Segment {
   private publishedNextOffset: Offset;
   private readFd = -1;
   private readers = 0;
+  /** Opened by name only (openSealed): the header is checked when the file is first opened. */
+  private headerUnchecked = false;
   private deleted = false;
   private closed = false;
   private lastAppendMs: number;
@@ -364,31 +367,29 @@ export class Segment {
   }
 
   /**
-   * Opens a sealed segment for reading without scanning it (fast restart). The caller vouches for
-   * `nextOffset` (the next segment's base offset) and for the file being trimmed to its records,
-   * which is how a sealed segment is left once it was forced. The index is built on the first read.
+   * A sealed segment for reading, without a scan and without a descriptor (fast restart; a directory
+   * of thousands of segments costs no descriptor until one is read). The caller vouches for
+   * `nextOffset` (the next segment's base offset) and for the file being trimmed to its records, as
+   * a sealed segment is once it was forced. The header is checked, and the index built, on the first
+   * read; a file that fails the check refuses that read with BadSegmentFileError.
    */
   static openSealed(filePath: string, config: SegmentConfig, nextOffset: Offset): Segment {
-    const fd = openFile(filePath, "read");
-    try {
-      const baseOffset = readHeader(fd, filePath);
-      if (nextOffset < baseOffset) {
-        throw new BadSegmentFileError(
-          filePath,
-          `next offset ${nextOffset} lies before base offset ${baseOffset}`,
-        );
-      }
-      const sizeBytes = fileSize(fd, filePath);
-      const segment = new Segment(filePath, baseOffset, config, undefined, sizeBytes, nextOffset, false);
-      segment.readFd = fd;
-      // A sealed file is not written again after it was trimmed or closed, so its mtime is the time
-      // of its last append (for the mapped path, the trim at seal time, right after it).
-      segment.lastAppendMs = fileModifiedMs(fd, filePath);
-      return segment;
-    } catch (error) {
-      closeFile(fd, filePath);
-      throw error;
+    const baseOffset = parseSegmentFileName(path.basename(filePath));
+    if (baseOffset === undefined)
+      throw new BadSegmentFileError(filePath, "not named <20-digit base offset>.log");
+    if (nextOffset < baseOffset) {
+      throw new BadSegmentFileError(
+        filePath,
+        `next offset ${nextOffset} lies before base offset ${baseOffset}`,
+      );
     }
+    const { sizeBytes, modifiedMs } = statFile(filePath);
+    const segment = new Segment(filePath, baseOffset, config, undefined, sizeBytes, nextOffset, false);
+    segment.headerUnchecked = true;
+    // A sealed file is not written again after it was trimmed or closed, so its mtime is the time of
+    // its last append (for the mapped path, the trim at seal time, right after it).
+    segment.lastAppendMs = modifiedMs;
+    return segment;
   }
 
   get nextOffset(): Offset {
@@ -663,8 +664,18 @@ export class Segment {
   private ensureReadFd(): number {
     if (this.readFd >= 0) return this.readFd;
     if (this.closed) throw new ClosedError(`segment ${this.path}`);
-    this.readFd = openFile(this.path, "read");
-    return this.readFd;
+    const fd = openFile(this.path, "read");
+    if (this.headerUnchecked) {
+      try {
+        readHeader(fd, this.path);
+      } catch (error) {
+        closeFile(fd, this.path);
+        throw error;
+      }
+      this.headerUnchecked = false;
+    }
+    this.readFd = fd;
+    return fd;
   }
 
   /** Builds the index of a segment opened without a scan (lengths only; it was verified before). */

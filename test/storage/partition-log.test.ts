@@ -254,7 +254,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fill(first, 300);
       const segments = first.segmentCount;
       first.close();
+      const descriptorsBefore = fs.readdirSync("/proc/self/fd").length;
       const reopened = PartitionLog.open(dir.path, config);
+      // Sealed segments take no descriptor until they are read: only the active segment's writer.
+      expect(segments).toBeGreaterThan(5);
+      expect(fs.readdirSync("/proc/self/fd").length - descriptorsBefore).toBe(1);
       try {
         const report = reopened.openReport;
         expect(report.cleanShutdown).toBe(true);
