@@ -429,7 +429,7 @@ export class Connection {
   }
 
   /** Stop reading requests (shutdown); answer the pending ones, then close. */
-  drain(): void {
+  finishAndClose(): void {
     this.draining = true;
     this.closeIfFinished();
   }

@@ -551,7 +551,7 @@ export class BrokerServer implements ConnectionHost {
     this.stopping = true;
     this.listener?.stop(false);
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
-    for (const connection of this.connections) connection.drain();
+    for (const connection of this.connections) connection.finishAndClose();
     // Long polls end now, with whatever the log holds.
     for (const waiter of [...this.waiters]) waiter.answer();
     const deadline = performance.now() + timeoutMs;
