@@ -14,6 +14,7 @@ import { parseBytes, parseDurationMs } from "./domain/units.ts";
 import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
+import { SEALED_READ_DESCRIPTORS_MIN, sealedReadDescriptors } from "./storage/read-descriptors.ts";
 import { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";
 
 interface OptionSpec {
@@ -85,6 +86,12 @@ const OPTIONS = {
     env: "BOOBLIK_MAX_CONNECTIONS",
     fallback: "1024",
     help: "connections beyond this are refused",
+  },
+  maxOpenSegmentFiles: {
+    flag: "--max-open-segment-files",
+    env: "BOOBLIK_MAX_OPEN_SEGMENT_FILES",
+    fallback: "auto",
+    help: "idle read descriptors of old segments beyond this are closed (auto: a quarter of the open-files limit, at most 4096)",
   },
   idleTimeoutMs: {
     flag: "--idle-timeout",
@@ -159,6 +166,13 @@ function parseArguments(argv: string[]): Record<OptionName, string> {
 }
 
 const bytesOption = (what: string, text: string) => parseBytes(what, text);
+function integerOption(what: string, text: string, min: number): number {
+  const value = Number(text);
+  if (text.trim() === "" || !Number.isInteger(value) || value < min) {
+    throw new UsageError(`${what} must be an integer ≥ ${min}, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
 const msOption = (what: string, text: string) => parseDurationMs(what, text);
 const optionalLimit = (text: string, parse: (t: string) => number) => (text === "none" ? null : parse(text));
 
@@ -193,6 +207,12 @@ async function main(): Promise<number> {
   const durability: DurabilityPolicy = choice("durability", values.durability, DURABILITY_POLICIES);
   const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
   const fetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
+  const maxConnections = integerOption("max connections", values.maxConnections, 1);
+  if (values.maxOpenSegmentFiles !== "auto") {
+    sealedReadDescriptors.setLimit(
+      integerOption("max open segment files", values.maxOpenSegmentFiles, SEALED_READ_DESCRIPTORS_MIN),
+    );
+  }
   const dataDir = path.resolve(values.dataDir);
   // Metrics first (when asked for), so /ready answers "not yet" while the data directory opens.
   const targets: MetricsTargets = { broker: undefined, server: undefined, ready: false };
@@ -238,7 +258,7 @@ async function main(): Promise<number> {
     hostname: values.host,
     port,
     maxFrameBytes: bytesOption("max frame size", values.maxFrameBytes),
-    maxConnections: Number(values.maxConnections),
+    maxConnections,
     idleTimeoutMs: msOption("idle timeout", values.idleTimeoutMs),
     fetchPath,
     maxFetchBytes: 64 * 2 ** 20,

@@ -9,6 +9,7 @@
 import type { Server } from "bun";
 import type { Broker } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
+import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { BrokerServer } from "./server.ts";
 
 export interface MetricsTargets {
@@ -58,6 +59,21 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   );
   registry.register("booblik_connections", "gauge", "Open client connections.", () =>
     targets.server === undefined ? [] : [[{}, targets.server.connectionCount]],
+  );
+  registry.register(
+    "booblik_segment_read_descriptors",
+    "gauge",
+    "Read descriptors of sealed segments: open now, and the bound (--max-open-segment-files).",
+    () => [
+      [{ state: "open" }, sealedReadDescriptors.openCount],
+      [{ state: "limit" }, sealedReadDescriptors.limit],
+    ],
+  );
+  registry.register(
+    "booblik_segment_read_descriptors_closed_total",
+    "counter",
+    "Idle read descriptors of sealed segments closed to stay within the bound.",
+    () => [[{}, sealedReadDescriptors.closedByLimitCount]],
   );
   counter("booblik_requests_total", "Requests received.", (s) => s.counters.requests);
   counter("booblik_request_errors_total", "Requests answered with an error.", (s) => s.counters.errors);

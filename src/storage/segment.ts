@@ -15,6 +15,8 @@
  *   a sealed segment opened without a scan builds its index on the first read.
  * - After `delete()` the file is unlinked at once; the read descriptor stays open until the last
  *   reader (including an in-flight sendfile) calls `release()`. A reader that started finishes.
+ * - A sealed segment's read descriptor counts against the process-wide bound of read-descriptors.ts,
+ *   which may close it while it is idle (no reader, nothing unforced); the next read reopens it.
  */
 import path from "node:path";
 import { crc32c } from "../../ffi/crc32c.ts";
@@ -54,6 +56,7 @@ import {
 import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
 import { FileSegmentWriter } from "./file-segment-writer.ts";
 import { MappedSegmentWriter } from "./mapped-segment-writer.ts";
+import { type ReadDescriptorHolder, sealedReadDescriptors } from "./read-descriptors.ts";
 import { scanSegmentFile } from "./recovery.ts";
 import {
   decodeSegmentHeader,
@@ -160,7 +163,7 @@ const scratch = new Uint8Array(SCRATCH_BYTES);
 const header = new Uint8Array(SEGMENT_HEADER_BYTES);
 const readScan = newScanResult();
 
-export class Segment {
+export class Segment implements ReadDescriptorHolder {
   readonly path: string;
   readonly baseOffset: Offset;
   readonly config: SegmentConfig;
@@ -174,6 +177,8 @@ export class Segment {
   private publishedNextOffset: Offset;
   private readFd = -1;
   private readers = 0;
+  /** When this segment was last read, on the read-descriptor budget's clock. */
+  lastReadTick = 0;
   /** Opened by name only (openSealed): the header is checked when the file is first opened. */
   private headerUnchecked = false;
   private deleted = false;
@@ -346,6 +351,7 @@ export class Segment {
         segment = new Segment(filePath, baseOffset, config, undefined, validEnd, nextOffset, true);
         fdOwned = false;
         segment.readFd = fd; // positional reads only: a read-write descriptor serves reading as well
+        sealedReadDescriptors.opened(segment);
         segment.lastAppendMs = fileModifiedMs(fd, filePath);
       }
       segment.index = index;
@@ -481,6 +487,7 @@ export class Segment {
       this.release();
     }
     this.sealedForcedBytes = target;
+    sealedReadDescriptors.becameIdle();
   }
 
   /** Like force, on the calling thread. */
@@ -509,6 +516,7 @@ export class Segment {
     this.ensureReadFd();
     this.writer = undefined;
     writer.close();
+    sealedReadDescriptors.opened(this);
   }
 
   // --- Reading -----------------------------------------------------------------------------------
@@ -658,10 +666,32 @@ export class Segment {
     this.closed = true;
     const fd = this.readFd;
     this.readFd = -1;
+    sealedReadDescriptors.closed(this);
     if (fd >= 0) closeFile(fd, this.path);
   }
 
+  /** For the read-descriptor budget: closes the descriptor if nothing can be using it. */
+  closeIdleReadDescriptor(): boolean {
+    if (
+      this.readFd < 0 ||
+      this.writer !== undefined ||
+      this.readers > 0 ||
+      this.deleted ||
+      this.closed ||
+      // A force in flight or to come reaches the file through this descriptor (see force()).
+      this.sealedForcedBytes !== this.sealedSizeBytes
+    ) {
+      return false;
+    }
+    const fd = this.readFd;
+    this.readFd = -1;
+    sealedReadDescriptors.closed(this);
+    closeFile(fd, this.path);
+    return true;
+  }
+
   private ensureReadFd(): number {
+    this.lastReadTick = sealedReadDescriptors.nextTick();
     if (this.readFd >= 0) return this.readFd;
     if (this.closed) throw new ClosedError(`segment ${this.path}`);
     const fd = openFile(this.path, "read");
@@ -675,6 +705,7 @@ export class Segment {
       this.headerUnchecked = false;
     }
     this.readFd = fd;
+    if (this.writer === undefined) sealedReadDescriptors.opened(this);
     return fd;
   }
 

@@ -314,6 +314,23 @@ describe("restarts and refusals", () => {
     const badOption = await runBrokerExpectingFailure(["--data-dir", second.path, "--durability", "maybe"]);
     expect(badOption.exitCode).toBe(1);
     expect(badOption.stderr).toContain("durability must be one of append, force, interval");
+    // Numbers that are not numbers are refused, not read as "no limit" (NaN compares false).
+    const badConnections = await runBrokerExpectingFailure([
+      "--data-dir",
+      second.path,
+      "--max-connections",
+      "many",
+    ]);
+    expect(badConnections.exitCode).toBe(1);
+    expect(badConnections.stderr).toContain('max connections must be an integer ≥ 1, got "many"');
+    const badSegmentFiles = await runBrokerExpectingFailure([
+      "--data-dir",
+      second.path,
+      "--max-open-segment-files",
+      "2",
+    ]);
+    expect(badSegmentFiles.exitCode).toBe(1);
+    expect(badSegmentFiles.stderr).toContain('max open segment files must be an integer ≥ 4, got "2"');
     // The refused brokers left the running one alone.
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     expect((await client.metadata()).brokerVersion).toBe("0.1.0");
@@ -350,6 +367,7 @@ describe("restarts and refusals", () => {
       "--max-record-size",
       "--max-frame-size",
       "--max-connections",
+      "--max-open-segment-files",
       "--idle-timeout",
       "--fetch-path",
     ]) {

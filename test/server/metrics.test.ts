@@ -22,7 +22,7 @@ function metric(text: string, name: string): number {
 
 test("/metrics reports traffic, latency, forces and partitions", async () => {
   using dir = tempDir();
-  await using broker = await startBroker(dir.path, ["--metrics-port", "0"]);
+  await using broker = await startBroker(dir.path, ["--metrics-port", "0", "--max-open-segment-files", "16"]);
   const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
   const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
@@ -38,6 +38,9 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     expect(metric(text, "booblik_fetch_records_total")).toBe(3);
     expect(metric(text, "booblik_fetch_sendfile_bytes_total")).toBe(3 * 8 + 6);
     expect(metric(text, "booblik_connections")).toBe(1);
+    expect(metric(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
+    expect(metric(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
+    expect(metric(text, "booblik_segment_read_descriptors_closed_total")).toBe(0);
     expect(metric(text, 'booblik_request_duration_seconds_count{api="PRODUCE"}')).toBe(1);
     expect(metric(text, 'booblik_request_duration_seconds_bucket{api="FETCH",le="+Inf"}')).toBe(1);
     expect(metric(text, "booblik_force_duration_seconds_count")).toBeGreaterThanOrEqual(1);
