@@ -1,8 +1,9 @@
 /**
  * Storage benchmarks: append (both write paths × record size × batch size × force policy), index
- * lookup, recovery speed, CRC32C. Not part of `bun test`.
+ * lookup, recovery speed, CRC32C, reading a long history under the read-descriptor bound. Not part
+ * of `bun test`.
  *
- *   bun bench/storage.bench.ts [append|lookup|recovery|crc|all] [--seconds=N] [--gib=N]
+ *   bun bench/storage.bench.ts [append|lookup|recovery|crc|history|all] [--seconds=N] [--gib=N]
  *
  * Every figure names the write path, durability policy, record size and batch size it was measured
  * with. Appends run on fresh segments that roll at the default segment size, sustained for
@@ -18,6 +19,8 @@ import { crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
 import type { Offset } from "../src/domain/ids.ts";
 import { RECORD_HEADER_BYTES, SEGMENT_BYTES_DEFAULT } from "../src/domain/limits.ts";
 import { RecordBatchBuilder } from "../src/record/batch-builder.ts";
+import { PartitionLog } from "../src/storage/partition-log.ts";
+import { sealedReadDescriptors } from "../src/storage/read-descriptors.ts";
 import { Segment, segmentConfig } from "../src/storage/segment.ts";
 import { segmentFileName } from "../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../src/storage/segment-writer.ts";
@@ -276,6 +279,59 @@ function crcSection(): void {
   }
 }
 
+/**
+ * A consumer reading a partition of 2,000 small segments from the start, with the read-descriptor
+ * bound far above the segment count (every descriptor stays open) and far below it (one close and one
+ * reopen per segment). Two rounds each, alternating, so that page-cache warmth favours neither.
+ */
+async function historySection(directory: string): Promise<void> {
+  const segmentBytes = 256 * 1024;
+  const segments = 2000;
+  const recordBytes = 100;
+  const batchRecords = 100;
+  const readBytes = 1 << 20;
+  console.log(
+    `\n## reading a history of ${segments} segments of ${segmentBytes / 1024} KiB (copying reads of ` +
+      `${readBytes / 2 ** 20} MiB, ${recordBytes} B records written in batches of ${batchRecords}, durability append then one force)\n`,
+  );
+  const logDirectory = path.join(directory, "history");
+  const config = segmentConfig({ writeMode: "file", segmentBytes });
+  const batch = randomBatches(recordBytes, batchRecords, 1)[0]!;
+  const writer = PartitionLog.open(logDirectory, config);
+  while (writer.segmentCount < segments) writer.append(batch, false);
+  await writer.force();
+  writer.close();
+  const previousLimit = sealedReadDescriptors.limit;
+  console.log("| round | descriptor bound | records/s | MiB/s | descriptors closed by the bound |");
+  console.log("|---|---|---|---|---|");
+  try {
+    for (const round of [1, 2]) {
+      for (const limit of [4096, 16]) {
+        sealedReadDescriptors.setLimit(limit);
+        const log = PartitionLog.open(logDirectory, config);
+        const closedBefore = sealedReadDescriptors.closedByLimitCount;
+        const startMs = nowMs();
+        let offset = 0;
+        let bytes = 0;
+        while (offset < log.nextOffset) {
+          const read = log.read(offset, readBytes);
+          offset += read.recordCount;
+          bytes += read.records.length;
+        }
+        const seconds = (nowMs() - startMs) / 1000;
+        console.log(
+          `| ${round} | ${limit} | ${formatRate(offset / seconds)} | ${(bytes / 2 ** 20 / seconds).toFixed(0)} | ` +
+            `${sealedReadDescriptors.closedByLimitCount - closedBefore} |`,
+        );
+        log.close();
+      }
+    }
+  } finally {
+    sealedReadDescriptors.setLimit(previousLimit);
+    fs.rmSync(logDirectory, { recursive: true, force: true });
+  }
+}
+
 const directory = measurementDirectory("storage");
 console.log(
   `# booblik storage benchmark\n\n${describeMachine(directory.fileSystem)}\ndata: ${directory.path}`,
@@ -285,6 +341,7 @@ try {
   if (section === "lookup" || section === "all") await lookupSection(directory.path);
   if (section === "recovery" || section === "all") recoverySection(directory.path);
   if (section === "crc" || section === "all") crcSection();
+  if (section === "history" || section === "all") await historySection(directory.path);
 } finally {
   directory.remove();
 }
