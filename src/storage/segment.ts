@@ -349,10 +349,10 @@ export class Segment implements ReadDescriptorHolder {
         segment = new Segment(filePath, baseOffset, config, writer, validEnd, nextOffset, true);
       } else {
         segment = new Segment(filePath, baseOffset, config, undefined, validEnd, nextOffset, true);
+        segment.lastAppendMs = fileModifiedMs(fd, filePath);
         fdOwned = false;
         segment.readFd = fd; // positional reads only: a read-write descriptor serves reading as well
         sealedReadDescriptors.opened(segment);
-        segment.lastAppendMs = fileModifiedMs(fd, filePath);
       }
       segment.index = index;
       const report: SegmentRecoveryReport = {
@@ -686,7 +686,12 @@ export class Segment implements ReadDescriptorHolder {
     const fd = this.readFd;
     this.readFd = -1;
     sealedReadDescriptors.closed(this);
-    closeFile(fd, this.path);
+    try {
+      closeFile(fd, this.path);
+    } catch {
+      // A read-only use of the file ended; nothing written is at stake, and the read that made
+      // room must not fail because of another segment's descriptor.
+    }
     return true;
   }
 
