@@ -12,16 +12,18 @@
 import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
+import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
 import { brokerMemory, runLoad, startBrokerProcess } from "./lib/processes.ts";
 import { lineChart } from "./lib/svg.ts";
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: string) =>
-  args.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
-const seconds = Number(option("seconds", "180"));
-const rate = Number(option("rate", "200000"));
-const writeMode = option("write-mode", "file");
+const args = parseBenchArgs({
+  usage: "bun bench/memory.bench.ts [--seconds=180] [--rate=200000] [--write-mode=file|mapped]",
+  options: { seconds: "180", rate: "200000", "write-mode": "file" },
+});
+const seconds = args.number("seconds");
+const rate = args.number("rate");
+const writeMode = args.text("write-mode");
 const PARTITIONS = 100;
 
 function slopePerMinute(points: [number, number][]): number {

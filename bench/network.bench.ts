@@ -12,17 +12,24 @@
  */
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
+import { RECORD_HEADER_BYTES } from "../src/domain/limits.ts";
+import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import type { ThroughputResult } from "./lib/load-result.ts";
 import { brokerCpuSeconds, brokerMemory, runLoad, startBrokerProcess } from "./lib/processes.ts";
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: string): string =>
-  args.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
-const section = args.find((arg) => !arg.startsWith("--")) ?? "all";
+// Option defaults differ per section ("" = the section's own default).
+const args = parseBenchArgs({
+  usage: "bun bench/network.bench.ts [all|produce|consume|latency] [--seconds=N] [--gib=1]",
+  sections: ["all", "produce", "consume", "latency"],
+  options: { seconds: "", gib: "1" },
+});
+const section = args.section;
+const secondsOr = (fallback: number) => (args.text("seconds") === "" ? fallback : args.number("seconds"));
 const LOAD = path.join(import.meta.dir, "load");
 
 async function produceSection(dataDir: string): Promise<void> {
-  const seconds = Number(option("seconds", "5"));
+  const seconds = secondsOr(5);
   console.log(
     `\n## produce (${seconds} s per row; load generator: bench/load/produce.ts, 8 requests in flight per connection)\n`,
   );
@@ -48,7 +55,7 @@ async function produceSection(dataDir: string): Promise<void> {
               String(batch),
               String(connections),
               String(seconds),
-            ])) as { recordsPerSecond: number; megabytesPerSecond: number; seconds: number };
+            ])) as ThroughputResult;
             const cpu = (brokerCpuSeconds(broker.pid) - cpuBefore) / result.seconds;
             const memory = await brokerMemory(broker.pid);
             console.log(
@@ -68,14 +75,15 @@ async function produceSection(dataDir: string): Promise<void> {
 }
 
 async function consumeSection(dataDir: string): Promise<void> {
-  const gib = Number(option("gib", "1"));
+  const gib = args.number("gib");
   console.log(
-    `\n## consume (${gib} GiB from offset 0, 1 connection, FETCH maxBytes 1 MiB, the client checks every CRC)\n`,
+    `\n## consume (at least ${gib} GiB written under durability append in batches of 1000, read from offset 0; ` +
+      "1 connection, FETCH maxBytes 1 MiB, the client checks every CRC)\n",
   );
   console.log(
-    "| record B | fetch path | records/s | MB/s | broker CPU s per GiB | broker user s | broker sys s |",
+    "| record B | fetch path | GiB read | records/s | MB/s | broker CPU s per GiB | broker user s | broker sys s |",
   );
-  console.log("|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|");
   for (const recordBytes of [100, 1024]) {
     const directory = path.join(dataDir, `consume-${recordBytes}`);
     // Fill once through a broker with the append policy.
@@ -83,7 +91,7 @@ async function consumeSection(dataDir: string): Promise<void> {
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     await admin.createTopic("data", { durability: "append" });
     let records = 0;
-    while (records * (recordBytes + 8) < gib * 2 ** 30) {
+    while (records * (recordBytes + RECORD_HEADER_BYTES) < gib * 2 ** 30) {
       await runLoad(path.join(LOAD, "produce.ts"), [
         String(broker.port),
         "data",
@@ -105,16 +113,13 @@ async function consumeSection(dataDir: string): Promise<void> {
         String(broker.port),
         "data",
         String(records),
-      ])) as {
-        recordsPerSecond: number;
-        megabytesPerSecond: number;
-        bytes: number;
-      };
+      ])) as ThroughputResult;
       const after = brokerCpuSeconds(broker.pid, true);
       const userSeconds = after.user - before.user;
       const systemSeconds = after.system - before.system;
       console.log(
-        `| ${recordBytes} | ${fetchPath} | ${formatRate(result.recordsPerSecond)} | ${result.megabytesPerSecond.toFixed(0)} | ` +
+        `| ${recordBytes} | ${fetchPath} | ${(result.bytes / 2 ** 30).toFixed(2)} | ${formatRate(result.recordsPerSecond)} | ` +
+          `${result.megabytesPerSecond.toFixed(0)} | ` +
           `${((userSeconds + systemSeconds) / (result.bytes / 2 ** 30)).toFixed(2)} | ${userSeconds.toFixed(2)} | ${systemSeconds.toFixed(2)} |`,
       );
       await broker.stop();
@@ -123,7 +128,7 @@ async function consumeSection(dataDir: string): Promise<void> {
 }
 
 async function latencySection(dataDir: string): Promise<void> {
-  const seconds = Number(option("seconds", "10"));
+  const seconds = secondsOr(10);
   console.log(
     `\n## produce → fetch latency (${seconds} s at a fixed rate, 100 B records, batches every ms, long-poll consumer)\n`,
   );

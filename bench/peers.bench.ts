@@ -12,10 +12,12 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
 import { brokerCpuSeconds, brokerMemory, runLoad } from "./lib/processes.ts";
 import { lineChart, type Series } from "./lib/svg.ts";
 import {
+  describeLoadSettings,
   ensurePeersInstalled,
   PROMISES,
   type RunningSystem,
@@ -24,13 +26,14 @@ import {
   startSystem,
 } from "./peers/systems.ts";
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: string) =>
-  args.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
-const seconds = Number(option("seconds", "5"));
-const consumeCount = Number(option("consume", "1000000"));
-const latencySeconds = Number(option("latency-seconds", "10"));
-const rates = option("rates", "10000,50000").split(",").map(Number);
+const args = parseBenchArgs({
+  usage: "bun run bench:peers [--seconds=5] [--consume=1000000] [--latency-seconds=10] [--rates=10000,50000]",
+  options: { seconds: "5", consume: "1000000", "latency-seconds": "10", rates: "10000,50000" },
+});
+const seconds = args.number("seconds");
+const consumeCount = args.number("consume");
+const latencySeconds = args.number("latency-seconds");
+const rates = args.text("rates").split(",").map(Number);
 const LOAD = path.join(import.meta.dir, "peers", "load.ts");
 
 const familyOf = (name: SystemName) =>
@@ -138,6 +141,7 @@ try {
 
 console.log("\nVersions:");
 for (const version of versions) console.log(`- ${version}`);
+console.log(`\nBatching: ${describeLoadSettings()}.`);
 console.log("\nWhat an acknowledgement promises:");
 for (const name of SYSTEMS) console.log(`- ${name}: ${PROMISES[name]}`);
 

@@ -25,16 +25,17 @@ import { Segment, segmentConfig } from "../src/storage/segment.ts";
 import { segmentFileName } from "../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../src/storage/segment-writer.ts";
 import { type IndexEntry, SparseIndex } from "../src/storage/sparse-index.ts";
+import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/environment.ts";
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const found = args.find((arg) => arg.startsWith(`--${name}=`));
-  return found === undefined ? fallback : Number(found.split("=")[1]);
-};
-const section = args.find((arg) => !arg.startsWith("--")) ?? "all";
-const SECONDS = option("seconds", 3);
-const RECOVERY_GIB = option("gib", 1);
+const args = parseBenchArgs({
+  usage: "bun bench/storage.bench.ts [all|append|lookup|recovery|crc|history] [--seconds=3] [--gib=1]",
+  sections: ["all", "append", "lookup", "recovery", "crc", "history"],
+  options: { seconds: "3", gib: "1" },
+});
+const section = args.section;
+const SECONDS = args.number("seconds");
+const RECOVERY_GIB = args.number("gib");
 
 function randomBatches(recordBytes: number, batchRecords: number, count: number): Uint8Array[] {
   const batches: Uint8Array[] = [];
@@ -183,7 +184,11 @@ async function lookupSection(directory: string): Promise<void> {
 
 function writeSegmentSet(directory: string, recordBytes: number, totalBytes: number): number {
   const config = segmentConfig({ writeMode: "file" });
-  const batch = randomBatches(recordBytes, Math.max(1, Math.floor((1 << 20) / (recordBytes + 8))), 1)[0]!;
+  const batch = randomBatches(
+    recordBytes,
+    Math.max(1, Math.floor((1 << 20) / (recordBytes + RECORD_HEADER_BYTES))),
+    1,
+  )[0]!;
   let segment = Segment.create(directory, 0 as Offset, config);
   let written = 0;
   while (written < totalBytes) {

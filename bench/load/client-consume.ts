@@ -5,6 +5,7 @@
  */
 import { BooblikClient } from "../../src/client/client.ts";
 import { Consumer } from "../../src/client/consumer.ts";
+import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, mode] = process.argv.slice(2);
 const until = Number(untilText);
@@ -28,13 +29,4 @@ if (mode === "batches") {
 }
 const elapsed = (performance.now() - start) / 1000;
 client.close();
-console.log(
-  JSON.stringify({
-    records,
-    bytes,
-    seconds: elapsed,
-    recordsPerSecond: records / elapsed,
-    megabytesPerSecond: bytes / elapsed / 1e6,
-  }),
-);
-process.exit(0);
+reportThroughput(records, bytes, elapsed);

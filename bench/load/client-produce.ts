@@ -1,19 +1,22 @@
 /**
- * Producer load through the client library (the application's view): one Producer with default
- * batching, fed record by record. Mode `write` (default): `write()` and `await drained()` when it
- * returns false; mode `accept`: `await accept()` per record.
- * Usage: bun client-produce.ts <port> <topic> <recordBytes> <seconds> [write|accept]
+ * Producer load through the client library (the application's view): one Producer with the given
+ * batching, fed record by record. Mode `write`: `write()` and `await drained()` when it returns
+ * false; mode `accept`: `await accept()` per record.
+ * Usage: bun client-produce.ts <port> <topic> <recordBytes> <seconds> <write|accept> <batchBytes> <maxInFlightBatches>
  * Prints one JSON line: records, seconds, recordsPerSecond, megabytesPerSecond.
  */
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
+import { RECORD_HEADER_BYTES } from "../../src/domain/limits.ts";
+import { reportThroughput } from "../lib/load-result.ts";
 
-const [portText, topic, recordBytesText, secondsText, mode] = process.argv.slice(2);
+const [portText, topic, recordBytesText, secondsText, mode, batchBytesText, inFlightText] =
+  process.argv.slice(2);
 const recordBytes = Number(recordBytesText);
 const client = await BooblikClient.connect({ host: "127.0.0.1", port: Number(portText) });
 const producer = new Producer(client, {
-  ...(process.env.BATCH_BYTES ? { batchBytes: Number(process.env.BATCH_BYTES) } : {}),
-  ...(process.env.IN_FLIGHT ? { maxInFlightBatches: Number(process.env.IN_FLIGHT) } : {}),
+  batchBytes: Number(batchBytesText),
+  maxInFlightBatches: Number(inFlightText),
 });
 const values = Array.from({ length: 64 }, () => crypto.getRandomValues(new Uint8Array(recordBytes)));
 let records = 0;
@@ -36,12 +39,4 @@ await producer.flush();
 const elapsed = (performance.now() - start) / 1000;
 await producer.close();
 client.close();
-console.log(
-  JSON.stringify({
-    records,
-    seconds: elapsed,
-    recordsPerSecond: records / elapsed,
-    megabytesPerSecond: (records * (recordBytes + 8)) / elapsed / 1e6,
-  }),
-);
-process.exit(0);
+reportThroughput(records, records * (recordBytes + RECORD_HEADER_BYTES), elapsed);

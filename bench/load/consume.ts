@@ -7,6 +7,7 @@
 import { BrokerConnection } from "../../src/client/connection.ts";
 import { decodeFetchResponse, encodeFetchRequest } from "../../src/protocol/messages.ts";
 import { verifyRecords } from "../../src/record/verify.ts";
+import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, maxBytesText] = process.argv.slice(2);
 const until = Number(untilText);
@@ -29,13 +30,4 @@ while (offset < until) {
 }
 const elapsed = (performance.now() - start) / 1000;
 connection.close();
-console.log(
-  JSON.stringify({
-    records: offset,
-    bytes,
-    seconds: elapsed,
-    recordsPerSecond: offset / elapsed,
-    megabytesPerSecond: bytes / elapsed / 1e6,
-  }),
-);
-process.exit(0);
+reportThroughput(offset, bytes, elapsed);

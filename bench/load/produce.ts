@@ -5,8 +5,10 @@
  * Prints one JSON line: records, seconds, recordsPerSecond, megabytesPerSecond.
  */
 import { BrokerConnection } from "../../src/client/connection.ts";
+import { RECORD_HEADER_BYTES } from "../../src/domain/limits.ts";
 import { decodeProduceResponse, encodeProduceRequest } from "../../src/protocol/messages.ts";
 import { RecordBatchBuilder } from "../../src/record/batch-builder.ts";
+import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, recordBytesText, batchText, connectionsText, secondsText, inflightText] =
   process.argv.slice(2);
@@ -19,7 +21,7 @@ const inflight = Number(inflightText ?? 8);
 
 const batches: Uint8Array[] = [];
 for (let b = 0; b < 8; b++) {
-  const builder = new RecordBatchBuilder(batchRecords * (recordBytes + 8));
+  const builder = new RecordBatchBuilder(batchRecords * (recordBytes + RECORD_HEADER_BYTES));
   for (let r = 0; r < batchRecords; r++) builder.add(crypto.getRandomValues(new Uint8Array(recordBytes)));
   batches.push(builder.bytes().slice());
 }
@@ -50,12 +52,4 @@ await Promise.all(
 );
 const elapsed = (performance.now() - start) / 1000;
 for (const connection of connections) connection.close();
-console.log(
-  JSON.stringify({
-    records,
-    seconds: elapsed,
-    recordsPerSecond: records / elapsed,
-    megabytesPerSecond: (records * (recordBytes + 8)) / elapsed / 1e6,
-  }),
-);
-process.exit(0);
+reportThroughput(records, records * (recordBytes + RECORD_HEADER_BYTES), elapsed);

@@ -14,6 +14,7 @@ import { Consumer } from "../../src/client/consumer.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
+import { LOAD_SETTINGS } from "./systems.ts";
 
 type Family = "booblik" | "nats" | "redis";
 interface Options {
@@ -36,6 +37,51 @@ function value(): Uint8Array {
   return crypto.getRandomValues(new Uint8Array(recordBytes));
 }
 
+// --- What every system's produce load shares --------------------------------------------------------
+
+/** One producer's view of the run: whether to go on, and counting what it sent. */
+interface ProduceRun {
+  /** Time left and records left. */
+  more(): boolean;
+  /** Records left (no clock read). */
+  belowLimit(): boolean;
+  sent(): void;
+}
+
+/**
+ * Runs `producers` producer sessions side by side until `seconds` pass or `limit` records were sent
+ * in all; returns the records sent.
+ */
+async function produceFor(
+  seconds: number,
+  producers: number,
+  limit: number,
+  session: (run: ProduceRun) => Promise<void>,
+): Promise<number> {
+  let records = 0;
+  const end = performance.now() + seconds * 1000;
+  const run: ProduceRun = {
+    more: () => records < limit && performance.now() < end,
+    belowLimit: () => records < limit,
+    sent: () => {
+      records++;
+    },
+  };
+  await Promise.all(Array.from({ length: producers }, () => session(run)));
+  return records;
+}
+
+/** Sends while `run` says so, with at most `window` acknowledgements outstanding. */
+async function windowed(window: number, run: ProduceRun, send: () => Promise<unknown>): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  while (run.more()) {
+    pending.push(send());
+    run.sent();
+    if (pending.length >= window) await pending.shift();
+  }
+  await Promise.all(pending);
+}
+
 // --- booblik ----------------------------------------------------------------------------------------
 
 async function booblikClient(): Promise<BooblikClient> {
@@ -52,28 +98,24 @@ async function booblikProduce(
   limit = Number.POSITIVE_INFINITY,
 ): Promise<number> {
   const values = Array.from({ length: 64 }, value);
-  let records = 0;
-  const end = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: producers }, async () => {
-      const client = await booblikClient();
-      // 8 MiB per producer: sixteen producers in one process must not buffer half a gigabyte.
-      const producer = new Producer(client, { bufferBytes: 8 * 1024 * 1024 });
-      let i = 0;
-      while (performance.now() < end && records < limit) {
-        for (let k = 0; k < 4096 && records < limit; k++) {
-          if (!producer.write(TOPIC, values[i++ & 63]!, { partition: 0 })) await producer.drained();
-          records++;
-        }
-        // Let the other producers, the sockets and the acknowledgements run (the other systems'
-        // loops do so while they wait on their publish windows).
-        await new Promise((resolve) => setImmediate(resolve));
+  return produceFor(seconds, producers, limit, async (run) => {
+    const client = await booblikClient();
+    const producer = new Producer(client, { bufferBytes: LOAD_SETTINGS.booblikBufferBytes });
+    let i = 0;
+    while (run.more()) {
+      // The clock is read once per 4096 records, not per record: at millions of records/s a
+      // performance.now() per record would be a measurable share of the sender's time.
+      for (let k = 0; k < 4096 && run.belowLimit(); k++) {
+        if (!producer.write(TOPIC, values[i++ & 63]!, { partition: 0 })) await producer.drained();
+        run.sent();
       }
-      await producer.close();
-      client.close();
-    }),
-  );
-  return records;
+      // Let the other producers, the sockets and the acknowledgements run (the other systems'
+      // loops do so while they wait on their publish windows).
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await producer.close();
+    client.close();
+  });
 }
 
 async function booblikConsume(count: number): Promise<number> {
@@ -105,30 +147,19 @@ async function natsProduce(
   limit = Number.POSITIVE_INFINITY,
 ): Promise<number> {
   const values = Array.from({ length: 64 }, value);
-  let records = 0;
-  const end = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: producers }, async () => {
-      const nc = await natsConnection();
-      const js = nc.jetstream();
-      const window: Promise<unknown>[] = [];
-      let i = 0;
-      while (performance.now() < end && records < limit) {
-        window.push(js.publish(TOPIC, values[i++ & 63]!));
-        records++;
-        if (window.length >= 512) await window.shift();
-      }
-      await Promise.all(window);
-      await nc.close();
-    }),
-  );
-  return records;
+  return produceFor(seconds, producers, limit, async (run) => {
+    const nc = await natsConnection();
+    const js = nc.jetstream();
+    let i = 0;
+    await windowed(LOAD_SETTINGS.natsPublishWindow, run, () => js.publish(TOPIC, values[i++ & 63]!));
+    await nc.close();
+  });
 }
 
 async function natsConsume(count: number): Promise<number> {
   const nc = await natsConnection();
   const consumer = await nc.jetstream().consumers.get("PEERS");
-  const messages = await consumer.consume({ max_messages: 1000 });
+  const messages = await consumer.consume({ max_messages: LOAD_SETTINGS.consumeBatchRecords });
   let records = 0;
   for await (const _message of messages) {
     if (++records >= count) break;
@@ -149,24 +180,15 @@ async function redisProduce(
   limit = Number.POSITIVE_INFINITY,
 ): Promise<number> {
   const values = Array.from({ length: 64 }, () => Buffer.from(value()).toString("latin1"));
-  let records = 0;
-  const end = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: producers }, async () => {
-      const redis = redisClient();
-      await redis.connect();
-      const window: Promise<unknown>[] = [];
-      let i = 0;
-      while (performance.now() < end && records < limit) {
-        window.push(redis.send("XADD", [TOPIC, "*", "v", values[i++ & 63]!]));
-        records++;
-        if (window.length >= 1024) await window.shift();
-      }
-      await Promise.all(window);
-      redis.close();
-    }),
-  );
-  return records;
+  return produceFor(seconds, producers, limit, async (run) => {
+    const redis = redisClient();
+    await redis.connect();
+    let i = 0;
+    await windowed(LOAD_SETTINGS.redisXaddWindow, run, () =>
+      redis.send("XADD", [TOPIC, "*", "v", values[i++ & 63]!]),
+    );
+    redis.close();
+  });
 }
 
 async function redisConsume(count: number): Promise<number> {
@@ -175,10 +197,13 @@ async function redisConsume(count: number): Promise<number> {
   let records = 0;
   let start = "-";
   while (records < count) {
-    const entries = (await redis.send("XRANGE", [TOPIC, start, "+", "COUNT", "1000"])) as [
-      string,
-      string[],
-    ][];
+    const entries = (await redis.send("XRANGE", [
+      TOPIC,
+      start,
+      "+",
+      "COUNT",
+      String(LOAD_SETTINGS.consumeBatchRecords),
+    ])) as [string, string[]][];
     if (entries.length === 0) break;
     records += entries.length;
     start = `(${entries.at(-1)![0]}`;
@@ -240,7 +265,7 @@ async function latency(rate: number, seconds: number): Promise<number[]> {
       for (const record of records) pending.push(js.publish(TOPIC, record));
     };
     consume = async () => {
-      const messages = await consumer.consume({ max_messages: 1000 });
+      const messages = await consumer.consume({ max_messages: LOAD_SETTINGS.consumeBatchRecords });
       for await (const message of messages) {
         arrived(message.data, nowUs());
         if (latencies.length >= total) break;

@@ -35,6 +35,31 @@ export const PROMISES: Record<SystemName, string> = {
     "appendonly yes, appendfsync always: fsync before acknowledging (group commit in the event loop)",
 };
 
+/**
+ * How each load batches or pipelines (printed with the figures). Every client keeps many records
+ * in flight; none waits for one acknowledgement before sending the next record.
+ */
+export const LOAD_SETTINGS = {
+  /** booblik Producer buffer per producer: sixteen producers in one process must not buffer 0.5 GiB. */
+  booblikBufferBytes: 8 * 1024 * 1024,
+  /** JetStream async publishes in flight per producer. */
+  natsPublishWindow: 512,
+  /** Redis XADDs in flight per producer (auto-pipelined by Bun's client). */
+  redisXaddWindow: 1024,
+  /** Records per consumer pull (JetStream max_messages, Redis XRANGE COUNT). */
+  consumeBatchRecords: 1000,
+} as const;
+
+/** One line saying what LOAD_SETTINGS means for each system. */
+export function describeLoadSettings(): string {
+  const s = LOAD_SETTINGS;
+  return (
+    `booblik: Producer.write() with its default batching (256 KiB batches), ${s.booblikBufferBytes / 2 ** 20} MiB buffer per producer, ` +
+    `Consumer.batches(); JetStream: ${s.natsPublishWindow} async publishes in flight per producer, pull consumer of ` +
+    `${s.consumeBatchRecords}; Redis: ${s.redisXaddWindow} XADDs in flight per producer, XRANGE COUNT ${s.consumeBatchRecords}`
+  );
+}
+
 export interface RunningSystem {
   name: SystemName;
   pid: number;
