@@ -35,7 +35,6 @@ const ERRNO_NAMES: Record<number, string> = {
 
 export const EINTR = 4;
 export const EAGAIN = 11;
-export const ENOSPC = 28;
 export const EOPNOTSUPP = 95;
 
 export function errnoName(errno: number): string {

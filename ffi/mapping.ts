@@ -9,7 +9,7 @@
  *   SIGSEGV the whole process on its next access; a detached view throws or reads `undefined` instead.
  * - The mapping owns its descriptor and closes it in `close()`; the predecessor leaked one descriptor
  *   per rolled segment when the mapping did not.
- * - `close()` is idempotent; after it, `bytes` and `view` have length 0.
+ * - `close()` is idempotent; after it, `bytes` has length 0.
  */
 import { toArrayBuffer } from "bun:ffi";
 import { assert } from "../src/domain/assert.ts";
@@ -31,8 +31,6 @@ export class Mapping {
   readonly lengthBytes: number;
   /** The whole mapping as bytes; length 0 after close(). */
   bytes: Uint8Array;
-  /** The whole mapping as a DataView (big-endian access for record headers); detached after close(). */
-  view: DataView;
   private fdOwned: number;
   private address: number;
   private buffer: ArrayBuffer;
@@ -44,7 +42,6 @@ export class Mapping {
     this.lengthBytes = lengthBytes;
     this.buffer = toArrayBuffer(address, 0, lengthBytes);
     this.bytes = new Uint8Array(this.buffer);
-    this.view = new DataView(this.buffer);
   }
 
   /**
@@ -100,7 +97,6 @@ export class Mapping {
     // Detach before munmap: afterwards the old views have length 0 instead of pointing at freed pages.
     this.buffer.transfer(0);
     this.bytes = new Uint8Array(0);
-    this.view = new DataView(new ArrayBuffer(0));
     const unmapResult = libc.munmap(address, this.lengthBytes);
     const unmapErrno = unmapResult === 0 ? 0 : lastErrno();
     const fd = this.fdOwned;

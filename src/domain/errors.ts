@@ -63,13 +63,26 @@ export class IoError extends BooblikError {
     const where = path === undefined ? "" : ` on ${path}`;
     const extra = detail === undefined ? "" : ` (${detail})`;
     // ENOSPC and EDQUOT clear up when an operator frees space; EAGAIN/EINTR clear up by themselves.
-    const retriable = errnoName === "ENOSPC" || errnoName === "EDQUOT" || errnoName === "EAGAIN";
+    const retriable = isDiskFullErrnoName(errnoName) || errnoName === "EAGAIN";
     super("STORAGE_ERROR", `${call} failed: ${errnoName}${where}${extra}`, { retriable });
     this.call = call;
     this.errno = errno;
     this.errnoName = errnoName;
     this.path = path;
   }
+}
+
+/** The errno names of a full file system: out of space (ENOSPC) or out of quota (EDQUOT). */
+function isDiskFullErrnoName(errnoName: string): boolean {
+  return errnoName === "ENOSPC" || errnoName === "EDQUOT";
+}
+
+/**
+ * True for an IoError that says the file system is full: retriable once space is freed, and a write
+ * that the segment writers undo instead of stopping the partition.
+ */
+export function isDiskFull(error: unknown): error is IoError {
+  return error instanceof IoError && isDiskFullErrnoName(error.errnoName);
 }
 
 /** A record failed its length or CRC check. `position` is the byte position inside `file` (if any). */

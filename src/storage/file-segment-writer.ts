@@ -9,7 +9,8 @@
  * published size before the error is reported.
  */
 import { closeFile, datasync, datasyncNow, pwriteAll, truncateFile } from "../../ffi/file.ts";
-import { BaseSegmentWriter, isDiskFull, type WriteMode } from "./segment-writer.ts";
+import { isDiskFull } from "../domain/errors.ts";
+import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
 
 export class FileSegmentWriter extends BaseSegmentWriter {
   readonly writeMode: WriteMode = "file";

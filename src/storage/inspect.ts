@@ -21,7 +21,7 @@ import {
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import { readUint32 } from "../record/codec.ts";
-import { decodeSegmentHeader, parseSegmentFileName } from "./segment-header.ts";
+import { decodeSegmentHeader, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
 export interface InspectedRecord {
   offset: number;
@@ -54,7 +54,7 @@ export function walkSegmentFile(
 ): SegmentWalk {
   const fd = openFile(file, "read");
   try {
-    const sizeBytes = fileSize(fd, file);
+    let sizeBytes = fileSize(fd, file);
     const header = new Uint8Array(SEGMENT_HEADER_BYTES);
     const got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, file);
     const baseOffset = decodeSegmentHeader(header, got, file, parseSegmentFileName(path.basename(file)));
@@ -73,6 +73,10 @@ export function walkSegmentFile(
       const want = Math.min(buffer.length, sizeBytes - position);
       const read = preadFull(fd, buffer, 0, want, position, file);
       onProgress?.(read);
+      // A short read means the file shrank while we read it (this tool runs beside a broker that
+      // may cut a torn tail): it ends here now. Without this, a read of 0 bytes far from the old
+      // end would look like "a record larger than the buffer" and the walk would loop forever.
+      if (read < want) sizeBytes = position + read;
       let at = 0;
       while (at < read) {
         if (read - at < RECORD_HEADER_BYTES) break;
@@ -171,7 +175,7 @@ export function verifyPartitionDirectory(
   };
   let expectedBase: number | undefined;
   for (let i = 0; i < bases.length; i++) {
-    const file = path.join(directory, `${String(bases[i]).padStart(20, "0")}.log`);
+    const file = path.join(directory, segmentFileName(bases[i]!));
     const newest = i === bases.length - 1;
     let walk: SegmentWalk;
     try {

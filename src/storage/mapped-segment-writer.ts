@@ -32,8 +32,9 @@ import {
 } from "../../ffi/file.ts";
 import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { Mapping } from "../../ffi/mapping.ts";
+import { isDiskFull } from "../domain/errors.ts";
 import { MAPPED_RESERVE_STEP_BYTES } from "../domain/limits.ts";
-import { BaseSegmentWriter, isDiskFull, type WriteMode } from "./segment-writer.ts";
+import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
 
 function roundUpToPage(bytes: number): number {
   return Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES;

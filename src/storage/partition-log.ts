@@ -164,26 +164,36 @@ export class PartitionLog {
       durationMs: 0,
     };
     const segments: Segment[] = [];
+    let durablePoint: RecoveryPoint;
     try {
       PartitionLog.openSegments(directory, config, bases, checkpoint, segments, report);
       if (segments.length === 0) {
         const base = (checkpoint?.recoveryPoint.nextOffset ?? 0) as Offset;
         segments.push(Segment.create(directory, base, config));
       }
+      const active = segments.at(-1)!;
+      // Everything opened is durable now: scanned segments were read back from the file, and
+      // segments with a cut had the cut forced. The end of the log is the recovery point.
+      durablePoint = {
+        segmentBaseOffset: active.baseOffset,
+        position: active.sizeBytes,
+        nextOffset: active.nextOffset,
+      };
+      // Pass 5: from now on a crash must not look like a clean shutdown. Inside the guarded region:
+      // a failed write (a full disk) must not leak the descriptors and mappings opened above.
+      writeCheckpointNow(checkpointPath, { cleanShutdown: false, recoveryPoint: durablePoint });
     } catch (error) {
-      for (const segment of segments) segment.close();
+      // Close every one even when a close fails: the error that stopped the open is the story.
+      for (const segment of segments) {
+        try {
+          segment.close();
+        } catch {
+          // Already failing.
+        }
+      }
       throw error;
     }
     const active = segments.at(-1)!;
-    // Everything opened is durable now: scanned segments were read back from the file, and
-    // segments with a cut had the cut forced. The end of the log is the recovery point.
-    const durablePoint: RecoveryPoint = {
-      segmentBaseOffset: active.baseOffset,
-      position: active.sizeBytes,
-      nextOffset: active.nextOffset,
-    };
-    // Pass 5: from now on a crash must not look like a clean shutdown.
-    writeCheckpointNow(checkpointPath, { cleanShutdown: false, recoveryPoint: durablePoint });
     report.segments = segments.length;
     report.logStartOffset = segments[0]!.baseOffset;
     report.nextOffset = active.nextOffset;
@@ -360,7 +370,28 @@ export class PartitionLog {
     const old = this.segments.at(-1)!;
     // Create the new segment first: if that fails (a full disk), the old one stays active.
     const next = Segment.create(this.directory, old.nextOffset, this.config);
-    old.seal();
+    try {
+      old.seal();
+    } catch (error) {
+      // Undo the create, or its file (created with O_EXCL) would fail every later roll with EEXIST.
+      let discarded = true;
+      try {
+        next.close();
+      } catch {
+        // An empty segment's writer: nothing in it is at stake; the unlink below is what matters.
+      }
+      try {
+        unlinkFile(next.path);
+      } catch {
+        discarded = false;
+      }
+      // A seal that failed before taking the writer (e.g. EMFILE opening the read descriptor) left
+      // the old segment active: appends go on there and the next one retries the roll. One that
+      // failed in the writer's close (a mapped trim) left no active segment, and a leftover file
+      // blocks every later roll: the log stops, like after a failed write, until it is reopened.
+      if (!old.isActive || !discarded) this.failureCause ??= error;
+      throw error;
+    }
     if (old.forcedBytes < old.sizeBytes) this.unforced.push(old);
     this.segments.push(next);
     this.directoryDirty = true;

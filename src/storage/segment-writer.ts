@@ -18,7 +18,6 @@
  */
 
 import { assert } from "../domain/assert.ts";
-import type { IoError } from "../domain/errors.ts";
 import { ClosedError, PartitionFailedError, SegmentFullError } from "../domain/errors.ts";
 
 export const WRITE_MODES = ["mapped", "file"] as const;
@@ -151,9 +150,4 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
   protected abstract datasync(): Promise<void>;
   protected abstract datasyncNow(): void;
   protected abstract release(): void;
-}
-
-export function isDiskFull(error: unknown): error is IoError {
-  const name = (error as { errnoName?: unknown } | null)?.errnoName;
-  return name === "ENOSPC" || name === "EDQUOT";
 }

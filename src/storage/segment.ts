@@ -185,6 +185,13 @@ export class Segment implements ReadDescriptorHolder {
   private closed = false;
   private lastAppendMs: number;
   private readonly entry: IndexEntry = { relativeOffset: 0, position: 0 };
+  /**
+   * Bytes read per refill by the two hops (hop, hopWhileFits). A walk from an index entry covers
+   * about one index interval, so read that much (plus a page) rather than the whole scratch buffer:
+   * reading 64 KiB per lookup cost 6.6 us against 1.9 us, most of it copying. A record larger than
+   * this only costs another read: a hop needs just the 4-byte length at each record start.
+   */
+  private readonly hopReadBytes: number;
 
   private constructor(
     filePath: string,
@@ -200,6 +207,7 @@ export class Segment implements ReadDescriptorHolder {
     this.config = config;
     this.writer = writer;
     this.index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
+    this.hopReadBytes = Math.min(SCRATCH_BYTES, config.indexIntervalBytes + 4096);
     this.sealedSizeBytes = sizeBytes;
     this.sealedForcedBytes = sizeBytes;
     this.publishedNextOffset = nextOffset;
@@ -212,15 +220,20 @@ export class Segment implements ReadDescriptorHolder {
   static create(directory: string, baseOffset: Offset, config: SegmentConfig): Segment {
     const filePath = path.join(directory, segmentFileName(baseOffset));
     const fd = openFile(filePath, "createNew");
+    let fdOwned = true;
     try {
       pwriteAll(fd, encodeSegmentHeader(baseOffset), 0, SEGMENT_HEADER_BYTES, 0, filePath);
+      fdOwned = false; // the writer owns it from here, also when its constructor throws
+      const writer = createWriter(config.writeMode, filePath, fd, SEGMENT_HEADER_BYTES, config.segmentBytes);
+      return new Segment(filePath, baseOffset, config, writer, SEGMENT_HEADER_BYTES, baseOffset, true);
     } catch (error) {
-      closeFile(fd, filePath);
-      unlinkFile(filePath);
+      // Leave no file behind: the file was created with O_EXCL, so a leftover would make every later
+      // create of this base offset (the log's next roll) fail with EEXIST. Cleanup failures are
+      // secondary; the caller gets the error that stopped the create.
+      if (fdOwned) closeQuietly(fd, filePath);
+      unlinkQuietly(filePath);
       throw error;
     }
-    const writer = createWriter(config.writeMode, filePath, fd, SEGMENT_HEADER_BYTES, config.segmentBytes);
-    return new Segment(filePath, baseOffset, config, writer, SEGMENT_HEADER_BYTES, baseOffset, true);
   }
 
   /**
@@ -441,9 +454,10 @@ export class Segment implements ReadDescriptorHolder {
 
   /**
    * Appends a batch of framed records as one unit and returns the offset of its first record.
-   * The batch is walked once: every length is checked (and every CRC when `verifyCrc`), index entries
-   * are offered, and the records are counted. A batch with any bad record is refused whole with a
-   * CorruptRecordError naming the position inside the batch; nothing is written.
+   * The batch is walked twice: before the write every length is checked (and every CRC when
+   * `verifyCrc`) and the records are counted; after it, the lengths are read again to offer index
+   * entries. A batch with any bad record is refused whole with a CorruptRecordError naming the
+   * position inside the batch; nothing is written.
    */
   append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
     const writer = this.writer;
@@ -515,8 +529,13 @@ export class Segment implements ReadDescriptorHolder {
     // Keep a descriptor across the writer's close, so a pending force can still reach the file.
     this.ensureReadFd();
     this.writer = undefined;
-    writer.close();
-    sealedReadDescriptors.opened(this);
+    try {
+      writer.close();
+    } finally {
+      // Sealed from here even when the close failed (the writer is gone either way): its descriptor
+      // counts against the budget like any sealed segment's, and close() releases it.
+      sealedReadDescriptors.opened(this);
+    }
   }
 
   // --- Reading -----------------------------------------------------------------------------------
@@ -531,10 +550,6 @@ export class Segment implements ReadDescriptorHolder {
     assert(this.readers > 0, "release without acquire");
     this.readers--;
     if (this.readers === 0 && this.deleted) this.closeDescriptors();
-  }
-
-  get readerCount(): number {
-    return this.readers;
   }
 
   /** Position of the record with `offset` (baseOffset ≤ offset < nextOffset). */
@@ -649,12 +664,17 @@ export class Segment implements ReadDescriptorHolder {
   close(): void {
     if (this.closed) return;
     const writer = this.writer;
-    if (writer !== undefined) {
-      this.sealedSizeBytes = writer.sizeBytes;
-      this.writer = undefined;
-      writer.close();
+    try {
+      if (writer !== undefined) {
+        this.sealedSizeBytes = writer.sizeBytes;
+        this.writer = undefined;
+        writer.close();
+      }
+    } finally {
+      // Also when the writer's close failed (a mapped trim): the read descriptor must not leak, and
+      // the segment is closed either way.
+      this.closeDescriptors();
     }
-    this.closeDescriptors();
   }
 
   /** The read descriptor is open (for tests of descriptor hygiene). */
@@ -756,9 +776,7 @@ export class Segment implements ReadDescriptorHolder {
     let position = fromPosition;
     let bufferStart = 0;
     let bufferEnd = 0;
-    // The walk from an index entry covers about one index interval, so read that much (plus a page)
-    // rather than the whole scratch buffer: reading 64 KiB per lookup cost 6.6 us, most of it copying.
-    const readBytes = Math.min(SCRATCH_BYTES, this.config.indexIntervalBytes + 4096);
+    const readBytes = this.hopReadBytes;
     while (relative < targetRelative) {
       if (position < bufferStart || position + 4 > bufferEnd) {
         bufferStart = position;
@@ -793,7 +811,7 @@ export class Segment implements ReadDescriptorHolder {
         bufferStart = position;
         bufferEnd =
           position +
-          preadFull(fd, scratch, 0, Math.min(SCRATCH_BYTES, sizeBytes - position), position, this.path);
+          preadFull(fd, scratch, 0, Math.min(this.hopReadBytes, sizeBytes - position), position, this.path);
         if (bufferEnd < position + 4) break;
       }
       const next = position + RECORD_HEADER_BYTES + readUint32(scratch, position - bufferStart);
@@ -829,6 +847,22 @@ function createWriter(
   return mode === "mapped"
     ? new MappedSegmentWriter(filePath, fd, sizeBytes, capacity)
     : new FileSegmentWriter(filePath, fd, sizeBytes, capacity);
+}
+
+function closeQuietly(fd: number, filePath: string): void {
+  try {
+    closeFile(fd, filePath);
+  } catch {
+    // Already failing: the error that got us here is the one worth reporting.
+  }
+}
+
+function unlinkQuietly(filePath: string): void {
+  try {
+    unlinkFile(filePath);
+  } catch {
+    // Already failing (see closeQuietly).
+  }
 }
 
 function readHeader(fd: number, filePath: string): Offset {

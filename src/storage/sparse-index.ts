@@ -108,10 +108,4 @@ export class SparseIndex {
     }
     return out;
   }
-
-  /** Forgets every entry (a segment that is re-scanned). Keeps the allocated array. */
-  clear(): void {
-    this.count = 0;
-    this.lastPosition = this.firstPosition;
-  }
 }
