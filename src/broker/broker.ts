@@ -7,7 +7,8 @@
  *   <dataDir>/topics/<topic>.json        topic configuration, the commit point of create/delete
  *   <dataDir>/<topic>-<partition>/       one partition log (segments, checkpoint.json)
  *
- * Owns: the lock, the topic registry, the partitions, the retention timer, the open report.
+ * Owns: the lock, the topic registry, the partitions, the retention timer, the open report, and the
+ * names of topics whose delete is still removing their directories (reserved until it finished).
  */
 import path from "node:path";
 import {
@@ -20,7 +21,12 @@ import {
   unlinkFile,
   writeFileAtomicallyNow,
 } from "../../ffi/file.ts";
-import { ClosedError, TopicExistsError, UnknownTopicOrPartitionError } from "../domain/errors.ts";
+import {
+  BooblikError,
+  ClosedError,
+  TopicExistsError,
+  UnknownTopicOrPartitionError,
+} from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
 import { frameRecords } from "../record/batch-builder.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
@@ -96,6 +102,13 @@ export class Broker {
   readonly topicDefaults: Readonly<TopicConfig>;
   readonly openReport: BrokerOpenReport;
   private readonly topics = new Map<string, Topic>();
+  /**
+   * Deletes past their commit point that are still closing partitions and removing directories, by
+   * topic name. The name stays reserved until the delete finished: the directories it removes are
+   * named after the topic, so a topic created under the same name in the meantime would lose its
+   * directories (and records) to the delete resuming after its await.
+   */
+  private readonly deletions = new Map<string, Promise<void>>();
   private readonly lock: DataDirLock;
   private readonly checkpointIntervalMs: number | undefined;
   private retentionTimer: ReturnType<typeof setInterval> | undefined;
@@ -250,11 +263,26 @@ export class Broker {
 
   // --- Topics ------------------------------------------------------------------------------------
 
-  /** Creates a topic; settings not given come from the broker's topic defaults. */
+  /**
+   * Creates a topic; settings not given come from the broker's topic defaults.
+   *
+   * While a delete of the same name is still running, the name is taken: this refuses with a
+   * retriable TOPIC_EXISTS (Kafka answers a create of a topic marked for deletion the same way,
+   * without the retriable hint) rather than waiting, because creating is synchronous here and the
+   * caller who did not await the delete can await it (`deletion(name)`) and try again. The server
+   * does exactly that, so that requests on one connection apply in the order they were sent.
+   */
   createTopic(name: string, settings: Partial<TopicConfig> = {}): TopicDescription {
     this.checkOpen();
     const topicName = toTopicName(name);
     if (this.topics.has(topicName)) throw new TopicExistsError(topicName);
+    if (this.deletions.has(topicName)) {
+      throw new BooblikError(
+        "TOPIC_EXISTS",
+        `topic ${JSON.stringify(topicName)} is still being deleted; create it again once the delete finished`,
+        { retriable: true },
+      );
+    }
     const config = validateTopicConfig(settings, this.topicDefaults);
     const partitions: Partition[] = [];
     try {
@@ -278,11 +306,27 @@ export class Broker {
     return this.describeTopic(topicName);
   }
 
-  /** Deletes a topic and all its records. Waiting readers end; appends in flight fail. */
+  /**
+   * Deletes a topic and all its records. Waiting readers end; appends in flight fail. The name is
+   * unknown to every other call from the start, and cannot be created again until this resolved.
+   */
   async deleteTopic(name: string): Promise<void> {
     this.checkOpen();
     const topic = this.topicNamed(name);
     this.topics.delete(topic.name);
+    // Settles (and frees the name) only after the last directory was removed; `finally` runs even
+    // when the removal failed, and a later create removes leftover directories of the name anyway.
+    const deletion = this.removeTopic(topic).finally(() => this.deletions.delete(topic.name));
+    this.deletions.set(topic.name, deletion);
+    return deletion;
+  }
+
+  /** The delete of `name` still running, if any: resolves (never rejects) once the name is free. */
+  deletion(name: string): Promise<void> | undefined {
+    return this.deletions.get(name)?.catch(() => undefined);
+  }
+
+  private async removeTopic(topic: Topic): Promise<void> {
     // The commit point first: after this, a restart will not bring the topic back.
     unlinkFile(path.join(this.dataDir, TOPICS_DIRECTORY, `${topic.name}.json`));
     fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
@@ -391,6 +435,10 @@ export class Broker {
     this.closed = true;
     if (this.retentionTimer !== undefined) clearInterval(this.retentionTimer);
     let firstError: unknown;
+    // A delete still removing directories must finish before the lock is released: another broker
+    // could otherwise open the directory while this one still deletes in it. Its error belongs to
+    // its caller (who awaits deleteTopic), not to close.
+    await Promise.allSettled(this.deletions.values());
     for (const topic of this.topics.values()) {
       for (const partition of topic.partitions) {
         try {

@@ -78,6 +78,15 @@ interface Family {
 
 export class MetricsRegistry {
   private readonly families: Family[] = [];
+  private readonly scrapeHooks: (() => void)[] = [];
+
+  /**
+   * Runs `hook` at the start of every scrape, before any family is read: for a snapshot several
+   * families share (read once per scrape, and consistent across them).
+   */
+  onScrape(hook: () => void): void {
+    this.scrapeHooks.push(hook);
+  }
 
   /** A counter or gauge whose values are read when scraped. */
   register(name: string, type: "counter" | "gauge", help: string, collect: () => [Labels, number][]): void {
@@ -90,6 +99,7 @@ export class MetricsRegistry {
   }
 
   render(): string {
+    for (const hook of this.scrapeHooks) hook();
     const lines: string[] = [];
     for (const family of this.families) {
       lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);

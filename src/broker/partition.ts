@@ -130,9 +130,10 @@ export class Partition {
   async close(clean = true): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    while (this.groupCommit.inFlight) {
-      await this.groupCommit.request().catch(() => undefined);
-    }
+    // Wait for the force in flight without queueing another: a clean close forces in log.close, and a
+    // delete (`clean` false) needs none. A failed force already marked the log failed; idle() never
+    // rejects. The loop covers a request made by an append while we waited.
+    while (this.groupCommit.inFlight) await this.groupCommit.idle();
     await this.log.settled();
     this.log.close(clean);
   }

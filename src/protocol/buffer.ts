@@ -3,9 +3,10 @@
  * reader over a frame payload. No I/O.
  *
  * Encodings (big-endian, like the record format):
- * - u8, u16, u32: unsigned integers.
+ * - u8, u16, u32: unsigned integers. The writer refuses a u32 that is not an integer in [0, 2^32)
+ *   rather than wrapping it (2^32 as a partition once went out as partition 0).
  * - u64: two u32 halves, high first. Values stay below 2^53 (offsets are JS numbers; no BigInt on
- *   the hot path), and the reader refuses larger ones.
+ *   the hot path): the writer refuses anything but a non-negative safe integer, the reader larger ones.
  * - i64: as u64, with -1 encoded as 0xFFFFFFFF_FFFFFFFF (used for "no limit").
  * - string: u16 byte length, then UTF-8 bytes.
  * - bytes: u32 byte length, then the bytes.
@@ -13,7 +14,7 @@
  * Invariant: a Reader never reads outside [start, end) of its frame; a field that would cross the end
  * throws ProtocolError naming the field, its position and how many bytes it needed and had.
  */
-import { BooblikError } from "../domain/errors.ts";
+import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
 
 /** A request or frame that breaks the protocol: answered with INVALID_REQUEST or a closed connection. */
 export class ProtocolError extends BooblikError {
@@ -25,6 +26,14 @@ export class ProtocolError extends BooblikError {
 const ENCODER = new TextEncoder();
 const DECODER = new TextDecoder("utf-8", { fatal: true });
 const TWO_TO_32 = 2 ** 32;
+
+/**
+ * A value a writer cannot encode: an argument of the caller (a client API, the CLI), so an
+ * InvalidArgumentError; built only when throwing.
+ */
+function outOfRange(type: string, value: number, range: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${value} does not fit a ${type} field (${range})`);
+}
 
 export class ByteWriter {
   bytes: Uint8Array;
@@ -66,13 +75,18 @@ export class ByteWriter {
   }
 
   u32(value: number): this {
+    // One comparison: `>>> 0` maps every value that is not an integer in [0, 2^32) (NaN, fractions,
+    // negatives, 2^32 and up) to a different number.
+    if (value >>> 0 !== value) throw outOfRange("u32", value, "an integer from 0 to 2^32 - 1");
     this.ensure(4);
-    this.view.setUint32(this.position, value >>> 0, false);
+    this.view.setUint32(this.position, value, false);
     this.position += 4;
     return this;
   }
 
   u64(value: number): this {
+    if (!(value >= 0 && Number.isSafeInteger(value)))
+      throw outOfRange("u64", value, "an integer from 0 to 2^53 - 1");
     this.ensure(8);
     this.view.setUint32(this.position, Math.floor(value / TWO_TO_32), false);
     this.view.setUint32(this.position + 4, value >>> 0, false);
@@ -80,7 +94,7 @@ export class ByteWriter {
     return this;
   }
 
-  /** -1 or a non-negative value below 2^53. */
+  /** -1 or a non-negative value below 2^53 (anything else is refused by u64). */
   i64(value: number): this {
     if (value === -1) {
       this.ensure(8);
@@ -112,7 +126,9 @@ export class ByteWriter {
 
   /** Overwrites a u32 at an earlier position (a size filled in afterwards). */
   patchU32(at: number, value: number): void {
-    this.view.setUint32(at, value >>> 0, false);
+    // A frame size of 4 GiB or more would wrap into a small, wrong one.
+    if (value >>> 0 !== value) throw outOfRange("u32", value, "an integer from 0 to 2^32 - 1");
+    this.view.setUint32(at, value, false);
   }
 
   /** The bytes written so far (a view, valid until the next write or reset). */
@@ -138,10 +154,14 @@ export class ByteReader {
     return this.end - this.position;
   }
 
-  private need(bytes: number, field: string): void {
+  /**
+   * Throws unless `bytes` more are left. The field's name is `field` + `suffix`, joined only when
+   * throwing: callers pass constants, so a field read that succeeds builds no string.
+   */
+  private need(bytes: number, field: string, suffix = ""): void {
     if (this.end - this.position < bytes) {
       throw new ProtocolError(
-        `${field} at byte ${this.position} needs ${bytes} bytes, ${Math.max(0, this.end - this.position)} left in the frame`,
+        `${field}${suffix} at byte ${this.position} needs ${bytes} bytes, ${Math.max(0, this.end - this.position)} left in the frame`,
       );
     }
   }
@@ -187,7 +207,9 @@ export class ByteReader {
   }
 
   string(field: string): string {
-    const length = this.u16(`${field} length`);
+    this.need(2, field, " length");
+    const length = this.view.getUint16(this.position, false);
+    this.position += 2;
     this.need(length, field);
     let value: string;
     try {
@@ -201,7 +223,9 @@ export class ByteReader {
 
   /** A length-prefixed byte field, as a view into the frame (no copy). */
   bytesField(field: string): Uint8Array {
-    const length = this.u32(`${field} length`);
+    this.need(4, field, " length");
+    const length = this.view.getUint32(this.position, false);
+    this.position += 4;
     this.need(length, field);
     const value = this.bytes.subarray(this.position, this.position + length);
     this.position += length;

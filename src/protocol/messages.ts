@@ -7,9 +7,9 @@
  * travel as the same framed bytes that live on disk (see src/record/codec.ts) and are decoded as
  * views into the frame, never copied.
  */
-import { ByteReader, ByteWriter, ProtocolError } from "./buffer.ts";
+import { type ByteReader, type ByteWriter, ProtocolError } from "./buffer.ts";
 import { WIRE_ERROR_CODES } from "./error-codes.ts";
-import { API, RESPONSE_HEADER_BYTES, SIZE_BYTES } from "./frame.ts";
+import { API, SIZE_BYTES } from "./frame.ts";
 
 // --- Framing helpers --------------------------------------------------------------------------------
 
@@ -383,6 +383,11 @@ export function encodeErrorResponse(
   endFrame(writer, start);
 }
 
+/**
+ * The layout is fixed by the error code (the detail exists for OFFSET_OUT_OF_RANGE only, and is read
+ * before the end check) and, like every payload, by the request's apiVersion: a detail added later
+ * comes with a new version, so leftover bytes mean disagreement, as for every other decoder.
+ */
 export function decodeErrorBody(reader: ByteReader, errorCode: number): ErrorBody {
   const flags = reader.u8("error flags");
   const message = reader.string("error message");
@@ -391,7 +396,6 @@ export function decodeErrorBody(reader: ByteReader, errorCode: number): ErrorBod
     body.logStartOffset = reader.u64("logStartOffset");
     body.nextOffset = reader.u64("nextOffset");
   }
+  reader.expectEnd("error body");
   return body;
 }
-
-export { ByteReader, ByteWriter, ProtocolError, RESPONSE_HEADER_BYTES };

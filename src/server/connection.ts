@@ -19,6 +19,8 @@
  *   connection stops reading: a client that sends and never reads cannot grow broker memory.
  * - Every acquired segment is released exactly once: when its range was sent, or when the
  *   connection closes.
+ * - A connection whose queued output made no progress for the idle timeout is closed by the sweep
+ *   (outputStalledMs): a client that stops reading must not hold its segments and buffers forever.
  */
 import type { Socket } from "bun";
 import { preadFull } from "../../ffi/file.ts";
@@ -94,7 +96,7 @@ function socketFd(socket: Socket<Connection>): number {
 export class Connection {
   readonly socket: Socket<Connection>;
   readonly host: ConnectionHost;
-  readonly id: number;
+  /** When the last request bytes arrived. */
   lastActivityMs = performance.now();
   private readonly inbound = new InboundBuffer();
   private readonly slots: ResponseSlot[] = [];
@@ -109,15 +111,18 @@ export class Connection {
   private flushScheduled = false;
   /** Bytes of responses completed but still waiting for an earlier slot or the scheduled flush. */
   private completedBytes = 0;
+  /**
+   * Response bytes handed to the socket so far. The pump only counts (no clock on the hot path); the
+   * idle sweep compares it with what it saw last time to tell a slow reader from one that stopped.
+   */
+  private sentBytes = 0;
+  private sentBytesSeen = 0;
+  /** When the sweep last saw output move (or nothing queued). */
+  private outputProgressMs = performance.now();
 
-  constructor(socket: Socket<Connection>, host: ConnectionHost, id: number) {
+  constructor(socket: Socket<Connection>, host: ConnectionHost) {
     this.socket = socket;
     this.host = host;
-    this.id = id;
-  }
-
-  get pendingRequests(): number {
-    return this.slots.length;
   }
 
   /** Response bytes held for this connection: completed but not yet queued, queued, and staged. */
@@ -137,6 +142,25 @@ export class Connection {
   /** True when nothing is pending and nothing waits to be sent. */
   get idle(): boolean {
     return this.slots.length === 0 && this.outbound.length === 0 && this.staging.position === 0;
+  }
+
+  /** Response bytes sit in the outbound queue or staging: possibly a response half written. */
+  get hasQueuedOutput(): boolean {
+    return this.outbound.length > 0 || this.staging.position > 0;
+  }
+
+  /**
+   * For the idle sweep (called periodically): how long queued output has waited without a byte
+   * leaving and without a request arriving, or 0 when nothing is queued or something moved since the
+   * last call. Resolution is the sweep period, measured from the last call that saw progress.
+   */
+  outputStalledMs(nowMs: number): number {
+    if (!this.hasQueuedOutput || this.sentBytes !== this.sentBytesSeen) {
+      this.sentBytesSeen = this.sentBytes;
+      this.outputProgressMs = nowMs;
+      return 0;
+    }
+    return nowMs - Math.max(this.outputProgressMs, this.lastActivityMs);
   }
 
   // --- Inbound -----------------------------------------------------------------------------------
@@ -311,6 +335,7 @@ export class Connection {
           return;
         }
         this.outboundBytes -= written;
+        this.sentBytes += written;
         this.host.counters.writtenBytes += written;
         if (written < item.bytes.length) {
           item.bytes = item.bytes.subarray(written);
@@ -336,6 +361,7 @@ export class Connection {
         this.host.counters.sendfileCalls++;
         item.position += sent;
         this.outboundBytes -= sent;
+        this.sentBytes += sent;
         if (item.position >= item.end) {
           outbound.shift();
           item.segment.release();
@@ -368,6 +394,7 @@ export class Connection {
         if (written === 1) {
           item.position++;
           this.outboundBytes--;
+          this.sentBytes++;
           this.host.counters.writtenBytes++;
           if (item.position >= item.end) {
             outbound.shift();
@@ -386,6 +413,7 @@ export class Connection {
         this.abort();
         return;
       }
+      this.sentBytes += written;
       this.host.counters.writtenBytes += written;
       if (written < staged.length) {
         const rest = staged.slice(written);

@@ -7,7 +7,7 @@
  * they exist; before that, only the process and recovery series have values.
  */
 import type { Server } from "bun";
-import type { Broker } from "../broker/broker.ts";
+import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { BrokerServer } from "./server.ts";
@@ -124,23 +124,27 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "Duration of each force (fdatasync of a partition).",
     () => (targets.broker === undefined ? [] : [[{}, targets.broker.forceLatency]]),
   );
+  // The partition families share one listing per scrape (listing describes every partition; three
+  // families used to list three times).
+  let topics: TopicDescription[] = [];
+  registry.onScrape(() => {
+    const broker = targets.broker;
+    topics =
+      broker === undefined || broker.isClosed || !broker.recoveryProgress.done ? [] : broker.listTopics();
+  });
   const partitionGauge = (
     name: string,
     help: string,
     read: (p: { sizeBytes: number; logStartOffset: number; nextOffset: number }) => number,
   ) =>
-    registry.register(name, "gauge", help, () => {
-      const broker = targets.broker;
-      if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return [];
-      return broker
-        .listTopics()
-        .flatMap((topic) =>
-          topic.partitions.map((partition): [Record<string, string>, number] => [
-            { topic: topic.name, partition: String(partition.partition) },
-            read(partition),
-          ]),
-        );
-    });
+    registry.register(name, "gauge", help, () =>
+      topics.flatMap((topic) =>
+        topic.partitions.map((partition): [Record<string, string>, number] => [
+          { topic: topic.name, partition: String(partition.partition) },
+          read(partition),
+        ]),
+      ),
+    );
   partitionGauge("booblik_partition_size_bytes", "Bytes on disk per partition.", (p) => p.sizeBytes);
   partitionGauge(
     "booblik_partition_log_start_offset",

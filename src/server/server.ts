@@ -78,7 +78,6 @@ export interface ServerOptions {
 export interface ServerCounters extends ConnectionCounters {
   connectionsAccepted: number;
   connectionsRefused: number;
-  connectionsActive: number;
   protocolViolations: number;
   requests: number;
   errors: number;
@@ -106,7 +105,6 @@ export class BrokerServer implements ConnectionHost {
     writtenBytes: 0,
     connectionsAccepted: 0,
     connectionsRefused: 0,
-    connectionsActive: 0,
     protocolViolations: 0,
     requests: 0,
     errors: 0,
@@ -122,7 +120,6 @@ export class BrokerServer implements ConnectionHost {
   private listener: TCPSocketListener<Connection> | undefined;
   private readonly connections = new Set<Connection>();
   private readonly waiters = new Set<Waiter>();
-  private nextConnectionId = 1;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
@@ -195,11 +192,10 @@ export class BrokerServer implements ConnectionHost {
       socket.end();
       return;
     }
-    const connection = new Connection(socket, this, this.nextConnectionId++);
+    const connection = new Connection(socket, this);
     socket.data = connection;
     this.connections.add(connection);
     this.counters.connectionsAccepted++;
-    this.counters.connectionsActive = this.connections.size;
   }
 
   /** Request latency by API name, from arrival to the response being handed to the socket. */
@@ -208,33 +204,44 @@ export class BrokerServer implements ConnectionHost {
   );
 
   responded(apiKey: number, elapsedMs: number): void {
-    const histogram =
-      this.requestLatency.get(API_NAMES[apiKey] ?? "UNKNOWN") ?? this.requestLatency.get("UNKNOWN")!;
-    histogram.observe(elapsedMs / 1000);
+    // Every API name and "UNKNOWN" got a histogram above, so the lookup always finds one.
+    this.requestLatency.get(API_NAMES[apiKey] ?? "UNKNOWN")!.observe(elapsedMs / 1000);
   }
 
   closed(connection: Connection): void {
     this.connections.delete(connection);
-    this.counters.connectionsActive = this.connections.size;
   }
 
   protocolViolation(connection: Connection, reason: string): void {
     this.counters.protocolViolations++;
     // The stream is out of sync: no response can be matched to a request any more. Say why (a frame
-    // with correlation id 0) and close.
-    this.writer.reset();
-    encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.INVALID_REQUEST, {
-      retriable: false,
-      message: reason,
-    });
-    connection.socket.write(this.writer.written());
+    // with correlation id 0) and close. Only at a frame boundary: with an earlier response still
+    // queued (perhaps half written), bytes written now would land inside it, so just close.
+    if (!connection.hasQueuedOutput) {
+      this.writer.reset();
+      encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.INVALID_REQUEST, {
+        retriable: false,
+        message: reason,
+      });
+      connection.socket.write(this.writer.written());
+    }
     connection.abort();
   }
 
+  /**
+   * Closes connections quiet for the idle timeout: nothing pending and no request arriving, or
+   * responses queued of which no byte left (the client stopped reading; it would otherwise hold its
+   * acquired segments and queued buffers forever). A pending request with nothing queued (a long
+   * poll, a produce waiting for its force) waits on the broker, not the client, and is not swept.
+   */
   private sweepIdle(): void {
     const now = performance.now();
+    const timeoutMs = this.options.idleTimeoutMs;
     for (const connection of this.connections) {
-      if (connection.idle && now - connection.lastActivityMs > this.options.idleTimeoutMs) connection.abort();
+      // Called for every connection, idle or not, so that its progress clock stays current.
+      const stalledMs = connection.outputStalledMs(now);
+      if (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs)
+        connection.abort();
     }
   }
 
@@ -357,10 +364,26 @@ export class BrokerServer implements ConnectionHost {
     if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
       throw new BooblikError("INVALID_ARGUMENT", "topic config must be a JSON object");
     }
-    this.broker.createTopic(request.name, settings as Record<string, never>);
-    this.writer.reset();
-    encodeEmptyResponse(this.writer, correlationId);
-    connection.complete(slot, this.writer.written().slice());
+    const create = () => {
+      this.broker.createTopic(request.name, settings as Record<string, never>);
+      this.writer.reset();
+      encodeEmptyResponse(this.writer, correlationId);
+      connection.complete(slot, this.writer.written().slice());
+    };
+    // A delete of this name still removing its directories (a DELETE_TOPIC sent just before, maybe on
+    // this very connection): requests apply in the order they arrived, so wait for it, then create.
+    const deletion = this.broker.deletion(request.name);
+    if (deletion === undefined) {
+      create();
+      return;
+    }
+    deletion.then(() => {
+      try {
+        create();
+      } catch (error) {
+        this.fail(connection, slot, correlationId, error);
+      }
+    });
   }
 
   private deleteTopic(
@@ -461,7 +484,8 @@ export class BrokerServer implements ConnectionHost {
     stopListening = partition.onVisible(() => {
       if (partition.visibleNextOffset > offset || log.isClosed) answer();
     });
-    timer = setTimeout(answer, request.maxWaitMs);
+    // maxWaitMs is a u32; setTimeout runs a delay above 2^31 - 1 after 1 ms, so clamp (~24.8 days).
+    timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
     this.waiters.add(waiter);
     slot.cancel = stop;
   }

@@ -26,6 +26,8 @@ export class GroupCommit {
   private readonly forceAll: () => Promise<void>;
   private waiting: Waiter[] = [];
   private running = false;
+  /** The current (or last) run of drain; it never rejects (each group's failure goes to its waiters). */
+  private drained: Promise<void> = Promise.resolve();
   /** Forces completed (successfully or not): lets tests count forces against requests. */
   forceCount = 0;
   requestCount = 0;
@@ -39,12 +41,20 @@ export class GroupCommit {
     this.requestCount++;
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ resolve, reject });
-      if (!this.running) void this.drain();
+      if (!this.running) this.drained = this.drain();
     });
   }
 
   get inFlight(): boolean {
     return this.running;
+  }
+
+  /**
+   * Resolves once no force runs: the one in flight and every group queued behind it finished. Asks
+   * for no force itself (unlike `request`), so a closing log waits without paying one more fdatasync.
+   */
+  idle(): Promise<void> {
+    return this.drained;
   }
 
   private async drain(): Promise<void> {
