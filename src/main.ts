@@ -3,14 +3,16 @@
  * `bun run broker`: the broker process. Parses flags and BOOBLIK_* environment variables, opens the
  * data directory, starts the TCP server, prints one line saying what it did, and shuts down cleanly
  * on SIGTERM/SIGINT. A port in use, an address that cannot be bound, or a locked data directory is
- * a one-line message and exit code 1, never a half-started broker.
+ * a one-line message and exit code 1, never a half-started broker. Every option is read and checked
+ * before anything starts: a bad value found after the data directory opened would exit without the
+ * clean-shutdown mark, and the next start would scan the whole log as after a crash.
  */
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { BooblikError } from "./domain/errors.ts";
-import { parseBytes, parseDurationMs } from "./domain/units.ts";
+import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
@@ -162,18 +164,13 @@ function parseArguments(argv: string[]): Record<OptionName, string> {
     values[name] = value;
     explicit.add(name);
   }
+  // No option means anything when empty: `--port=` or BOOBLIK_PORT="" must not become port 0.
+  for (const [name, spec] of Object.entries(OPTIONS) as [OptionName, OptionSpec][]) {
+    if (values[name].trim() === "") throw new UsageError(`${spec.flag} (${spec.env}) must not be empty`);
+  }
   return values;
 }
 
-const bytesOption = (what: string, text: string) => parseBytes(what, text);
-function integerOption(what: string, text: string, min: number): number {
-  const value = Number(text);
-  if (text.trim() === "" || !Number.isInteger(value) || value < min) {
-    throw new UsageError(`${what} must be an integer ≥ ${min}, got ${JSON.stringify(text)}`);
-  }
-  return value;
-}
-const msOption = (what: string, text: string) => parseDurationMs(what, text);
 const optionalLimit = (text: string, parse: (t: string) => number) => (text === "none" ? null : parse(text));
 
 function choice<T extends string>(what: string, text: string, allowed: readonly T[]): T {
@@ -201,28 +198,40 @@ async function main(): Promise<number> {
     return 0;
   }
   const values = parseArguments(process.argv.slice(2));
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`port must be 0-65535, got ${values.port}`);
+  // Every option, before anything starts (see the header).
+  const port = parseInteger("port", values.port, 0, 65535);
   const durability: DurabilityPolicy = choice("durability", values.durability, DURABILITY_POLICIES);
   const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
   const fetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
-  const maxConnections = integerOption("max connections", values.maxConnections, 1);
-  if (values.maxOpenSegmentFiles !== "auto") {
-    sealedReadDescriptors.setLimit(
-      integerOption("max open segment files", values.maxOpenSegmentFiles, SEALED_READ_DESCRIPTORS_MIN),
-    );
-  }
+  const maxConnections = parseInteger("max connections", values.maxConnections, 1);
+  const maxOpenSegmentFiles =
+    values.maxOpenSegmentFiles === "auto"
+      ? undefined
+      : parseInteger("max open segment files", values.maxOpenSegmentFiles, SEALED_READ_DESCRIPTORS_MIN);
+  const topicDefaults = {
+    durability,
+    writeMode,
+    flushIntervalMs: parseDurationMs("flush interval", values.flushInterval),
+    segmentBytes: parseBytes("segment size", values.segmentBytes),
+    // Only when given: otherwise the record limit follows the segment size (a record must fit one).
+    ...(explicit.has("maxRecordBytes")
+      ? { maxRecordBytes: parseBytes("max record size", values.maxRecordBytes) }
+      : {}),
+    retentionBytes: optionalLimit(values.retentionBytes, (t) => parseBytes("retention size", t)),
+    retentionMs: optionalLimit(values.retentionMs, (t) => parseDurationMs("retention time", t)),
+  };
+  const maxFrameBytes = parseBytes("max frame size", values.maxFrameBytes);
+  const idleTimeoutMs = parseDurationMs("idle timeout", values.idleTimeoutMs);
+  const metricsPort =
+    values.metricsPort === "off" ? undefined : parseInteger("metrics port", values.metricsPort, 0, 65535);
+  const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
   const dataDir = path.resolve(values.dataDir);
+
+  if (maxOpenSegmentFiles !== undefined) sealedReadDescriptors.setLimit(maxOpenSegmentFiles);
   // Metrics first (when asked for), so /ready answers "not yet" while the data directory opens.
   const targets: MetricsTargets = { broker: undefined, server: undefined, ready: false };
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
-  if (values.metricsPort !== "off") {
-    const metricsPort = Number(values.metricsPort);
-    if (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535) {
-      throw new UsageError(`metrics port must be 0-65535 or off, got ${values.metricsPort}`);
-    }
-    const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
+  if (metricsPort !== undefined) {
     try {
       metrics = startMetricsServer(metricsHost, metricsPort, targets);
     } catch (error) {
@@ -231,35 +240,18 @@ async function main(): Promise<number> {
       );
     }
   }
-  const broker = await Broker.openAsync(
-    {
-      dataDir,
-      topicDefaults: {
-        durability,
-        writeMode,
-        flushIntervalMs: msOption("flush interval", values.flushInterval),
-        segmentBytes: bytesOption("segment size", values.segmentBytes),
-        // Only when given: otherwise the record limit follows the segment size (a record must fit one).
-        ...(explicit.has("maxRecordBytes")
-          ? { maxRecordBytes: bytesOption("max record size", values.maxRecordBytes) }
-          : {}),
-        retentionBytes: optionalLimit(values.retentionBytes, (t) => bytesOption("retention size", t)),
-        retentionMs: optionalLimit(values.retentionMs, (t) => msOption("retention time", t)),
-      },
-    },
-    (opening) => {
-      targets.broker = opening;
-    },
-  ).catch((error: unknown) => {
+  const broker = await Broker.openAsync({ dataDir, topicDefaults }, (opening) => {
+    targets.broker = opening;
+  }).catch((error: unknown) => {
     metrics?.stop(true);
     throw error;
   });
   const server = new BrokerServer(broker, {
     hostname: values.host,
     port,
-    maxFrameBytes: bytesOption("max frame size", values.maxFrameBytes),
+    maxFrameBytes,
     maxConnections,
-    idleTimeoutMs: msOption("idle timeout", values.idleTimeoutMs),
+    idleTimeoutMs,
     fetchPath,
     maxFetchBytes: 64 * 2 ** 20,
   });

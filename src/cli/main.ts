@@ -2,22 +2,28 @@
 /**
  * booblik-cli: the operator's command line. `bunx booblik-cli --help` for the commands.
  *
- * Exit codes: 0 success; 1 the operation failed (broker down, unknown topic, refused); 2 the command
- * line is wrong; 3 `segment verify` found damage. Expected failures print one line, no stack trace.
+ * Exit codes: 0 success; 1 the operation failed (broker down, unknown topic, refused, nothing to
+ * verify); 2 the command line is wrong (every flag is read before connecting, so a bad value never
+ * half-runs a command); 3 `segment verify` found damage. Expected failures print one line, no stack
+ * trace.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../client/client.ts";
 import { Consumer, type StartPosition } from "../client/consumer.ts";
 import { Producer } from "../client/producer.ts";
-import { BooblikError } from "../domain/errors.ts";
-import { formatBytes, parseBytes, parseDurationMs } from "../domain/units.ts";
+import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
+import { PARTITIONS_MAX } from "../domain/limits.ts";
+import { formatBytes, parseBytes, parseDurationMs, parseHostPort, parseInteger } from "../domain/units.ts";
 import { type PartitionVerification, verifyPartitionDirectory, walkSegmentFile } from "../storage/inspect.ts";
 import { Progress, table } from "./output.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 const EXIT_DAMAGE = 3;
+/** Partitions are u32 on the wire; offsets are JS numbers, exact up to 2^53 - 1. */
+const PARTITION_MAX = 2 ** 32 - 1;
+const OFFSET_MAX = Number.MAX_SAFE_INTEGER;
 
 class UsageError extends Error {}
 
@@ -40,7 +46,8 @@ usage: booblik-cli [--broker host:port] [--json] [--timeout 5s] <command>
   segment dump <file> [--max N]         the records of a segment file (offline)
   segment verify <path>                 check every record of a data directory, partition
                                         directory or segment file (offline, read-only, safe while a
-                                        broker runs); exit 3 on damage
+                                        broker runs); exit 3 on damage, 1 when it
+                                        holds no segment at all
 
   --broker host:port   the broker (default 127.0.0.1:7979; BOOBLIK_BROKER)
   --json               machine-readable output
@@ -85,13 +92,27 @@ function allowOnly(parsed: Parsed, allowed: string[]): void {
   }
 }
 
-function integerFlag(parsed: Parsed, name: string): number | undefined {
+/**
+ * Reads a flag's value with one of the shared parsers (src/domain/units.ts). A value they refuse is
+ * the command line's fault (exit 2), not a failed operation: InvalidArgumentError becomes UsageError
+ * here, and only here, since the broker's INVALID_ARGUMENT answers must stay exit 1.
+ */
+function flagValue<T>(parsed: Parsed, name: string, parse: (what: string, text: string) => T): T | undefined {
   const text = parsed.flags.get(name);
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 0)
-    throw new UsageError(`--${name} must be a non-negative integer, got ${text}`);
-  return value;
+  return text === undefined ? undefined : asUsage(() => parse(`--${name}`, text));
+}
+
+function asUsage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function integerFlag(parsed: Parsed, name: string, min: number, max: number): number | undefined {
+  return flagValue(parsed, name, (what, text) => parseInteger(what, text, min, max));
 }
 
 function need(parsed: Parsed, index: number, what: string): string {
@@ -101,13 +122,13 @@ function need(parsed: Parsed, index: number, what: string): string {
 }
 
 async function connect(parsed: Parsed): Promise<BooblikClient> {
-  const broker = parsed.flags.get("broker") || process.env.BOOBLIK_BROKER || "127.0.0.1:7979";
-  const match = /^(.*):(\d+)$/.exec(broker);
-  if (match === null) throw new UsageError(`--broker must be host:port, got ${broker}`);
-  const timeoutMs = parseDurationMs("--timeout", parsed.flags.get("timeout") ?? "5s");
+  // An empty --broker is a mistake; an empty BOOBLIK_BROKER counts as unset (the way to clear it).
+  const broker = parsed.flags.get("broker") ?? (process.env.BOOBLIK_BROKER || "127.0.0.1:7979");
+  const { host, port } = asUsage(() => parseHostPort("--broker", broker));
+  const timeoutMs = flagValue(parsed, "timeout", parseDurationMs) ?? 5000;
   return BooblikClient.connect({
-    host: match[1]!,
-    port: Number(match[2]),
+    host,
+    port,
     connectTimeoutMs: timeoutMs,
     requestTimeoutMs: timeoutMs,
     retries: 0,
@@ -157,6 +178,8 @@ async function topics(parsed: Parsed): Promise<number> {
         ]
       : [],
   );
+  // Read before connecting: a bad value is a usage error, whatever the broker's state.
+  const config = action === "create" ? topicConfig(parsed) : {};
   const client = await connect(parsed);
   try {
     if (action === "list") {
@@ -178,20 +201,6 @@ async function topics(parsed: Parsed): Promise<number> {
     }
     if (action === "create") {
       const name = need(parsed, 2, "topic name");
-      const config: Record<string, unknown> = {};
-      const partitions = integerFlag(parsed, "partitions");
-      if (partitions !== undefined) config.partitions = partitions;
-      const flag = (key: string) => parsed.flags.get(key);
-      if (flag("durability") !== undefined) config.durability = flag("durability");
-      if (flag("write-mode") !== undefined) config.writeMode = flag("write-mode");
-      if (flag("segment-size") !== undefined)
-        config.segmentBytes = parseBytes("--segment-size", flag("segment-size")!);
-      if (flag("max-record-size") !== undefined)
-        config.maxRecordBytes = parseBytes("--max-record-size", flag("max-record-size")!);
-      if (flag("retention-size") !== undefined)
-        config.retentionBytes = parseBytes("--retention-size", flag("retention-size")!);
-      if (flag("retention-time") !== undefined)
-        config.retentionMs = parseDurationMs("--retention-time", flag("retention-time")!);
       await client.createTopic(name, config);
       print(parsed, { created: name }, () => `created topic ${name}`);
       return 0;
@@ -231,6 +240,22 @@ async function topics(parsed: Parsed): Promise<number> {
   }
 }
 
+/** The settings of `topics create` (the broker checks them against each other and its limits). */
+function topicConfig(parsed: Parsed): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined) config[key] = value;
+  };
+  set("partitions", integerFlag(parsed, "partitions", 1, PARTITIONS_MAX));
+  set("durability", parsed.flags.get("durability"));
+  set("writeMode", parsed.flags.get("write-mode"));
+  set("segmentBytes", flagValue(parsed, "segment-size", parseBytes));
+  set("maxRecordBytes", flagValue(parsed, "max-record-size", parseBytes));
+  set("retentionBytes", flagValue(parsed, "retention-size", parseBytes));
+  set("retentionMs", flagValue(parsed, "retention-time", parseDurationMs));
+  return config;
+}
+
 async function offsets(parsed: Parsed): Promise<number> {
   allowOnly(parsed, []);
   const name = need(parsed, 1, "topic");
@@ -268,7 +293,7 @@ async function* lines(source: AsyncIterable<Uint8Array>): AsyncGenerator<string>
 async function produce(parsed: Parsed): Promise<number> {
   allowOnly(parsed, ["partition", "key", "file"]);
   const topic = need(parsed, 1, "topic");
-  const partition = integerFlag(parsed, "partition");
+  const partition = integerFlag(parsed, "partition", 0, PARTITION_MAX);
   const key = parsed.flags.get("key");
   if (partition !== undefined && key !== undefined)
     throw new UsageError("give --partition or --key, not both");
@@ -317,13 +342,14 @@ async function produce(parsed: Parsed): Promise<number> {
 async function consume(parsed: Parsed): Promise<number> {
   allowOnly(parsed, ["partition", "from", "follow", "max", "format"]);
   const topic = need(parsed, 1, "topic");
-  const partition = integerFlag(parsed, "partition") ?? 0;
+  const partition = integerFlag(parsed, "partition", 0, PARTITION_MAX) ?? 0;
   const fromText = parsed.flags.get("from") ?? "earliest";
   let from: StartPosition;
   if (fromText === "earliest" || fromText === "latest") from = fromText;
-  else if (/^\d+$/.test(fromText)) from = Number(fromText);
-  else throw new UsageError(`--from must be earliest, latest or an offset, got ${fromText}`);
-  const max = integerFlag(parsed, "max");
+  else if (/^\s*\d+\s*$/.test(fromText))
+    from = asUsage(() => parseInteger("--from", fromText, 0, OFFSET_MAX));
+  else throw new UsageError(`--from must be earliest, latest or an offset, got ${JSON.stringify(fromText)}`);
+  const max = integerFlag(parsed, "max", 0, OFFSET_MAX);
   const format = parsed.flags.get("format") ?? (parsed.flags.has("json") ? "json" : "raw");
   if (format !== "raw" && format !== "json")
     throw new UsageError(`--format must be raw or json, got ${format}`);
@@ -373,7 +399,7 @@ async function segment(parsed: Parsed): Promise<number> {
   if (!fs.existsSync(target)) throw new BooblikError("INVALID_ARGUMENT", `${target} does not exist`);
   if (action === "dump") {
     allowOnly(parsed, ["max"]);
-    const max = integerFlag(parsed, "max") ?? Number.POSITIVE_INFINITY;
+    const max = integerFlag(parsed, "max", 0, OFFSET_MAX) ?? Number.POSITIVE_INFINITY;
     const decoder = new TextDecoder();
     const rows: (string | number)[][] = [];
     const records: { offset: number; position: number; length: number; value: string }[] = [];
@@ -425,6 +451,13 @@ async function segment(parsed: Parsed): Promise<number> {
       });
     }
     progress.finish();
+    // "no damage" about zero segments would pass a typo'd path or an empty mount as healthy.
+    if (results.every((result) => result.segments === 0)) {
+      throw new BooblikError(
+        "INVALID_ARGUMENT",
+        `nothing to verify: ${target} holds no segment files (expected a data directory, a partition directory or a segment file)`,
+      );
+    }
     const damaged = results.filter((result) => result.damage !== undefined);
     print(parsed, { ok: damaged.length === 0, partitions: results }, () => {
       const out = [

@@ -91,9 +91,15 @@ export class BooblikClient {
     if (this.connection !== undefined && !this.connection.closed) return this.connection;
     this.connecting ??= BrokerConnection.connect(this.options).then(
       (connection) => {
-        this.connection = connection;
         this.connecting = undefined;
         this.connectionsOpened++;
+        if (this.closed) {
+          // close() ran while this connection was being opened: it found nothing to close, and
+          // nobody else will, so the socket would stay open (and the process alive).
+          connection.close();
+          throw new BooblikError("CLOSED", "client is closed");
+        }
+        this.connection = connection;
         return connection;
       },
       (error) => {
@@ -132,8 +138,11 @@ export class BooblikClient {
     encode: (writer: ByteWriter, correlationId: number) => void,
     decode: (reader: ByteReader) => T,
     timeoutMs?: number,
+    offset?: number,
   ): Promise<T> {
-    return this.withRetries(repeatable, (connection) => connection.send(encode, decode, timeoutMs));
+    return this.withRetries(repeatable, (connection) =>
+      connection.send(encode, decode, timeoutMs, undefined, offset),
+    );
   }
 
   // --- Admin -------------------------------------------------------------------------------------
@@ -212,25 +221,36 @@ export class BooblikClient {
    * Fetches records from `offset`. Every record's CRC is checked here: the broker sends file bytes
    * untouched (zero copy), so the client is the only place that can. A mismatch throws
    * CorruptRecordError naming the offset.
+   *
+   * The check runs once the response arrived, not inside its decoder: damaged records are this
+   * fetch's error, not a broken connection (which would fail every request pipelined behind it).
    */
-  fetch(topic: string, partition: number, offset: number, options: FetchOptions = {}): Promise<FetchResult> {
+  async fetch(
+    topic: string,
+    partition: number,
+    offset: number,
+    options: FetchOptions = {},
+  ): Promise<FetchResult> {
     const maxBytes = options.maxBytes ?? 1024 * 1024;
     const maxWaitMs = options.maxWaitMs ?? 0;
-    return this.request(
+    const response = await this.request(
       true,
       (writer, id) => encodeFetchRequest(writer, id, { topic, partition, offset, maxBytes, maxWaitMs }),
       (reader) => {
-        const response = decodeFetchResponse(reader);
-        const verified = verifyRecords(response.records, offset);
-        return {
-          logStartOffset: response.logStartOffset,
-          nextOffset: response.nextOffset,
-          records: response.records.slice(0, verified.completeBytes),
-          recordCount: verified.recordCount,
-        };
+        const decoded = decodeFetchResponse(reader);
+        // The records are a view into the connection's receive buffer: copy them out now.
+        return { ...decoded, records: decoded.records.slice() };
       },
       (this.options.requestTimeoutMs ?? 30_000) + maxWaitMs,
+      offset,
     );
+    const verified = verifyRecords(response.records, offset);
+    return {
+      logStartOffset: response.logStartOffset,
+      nextOffset: response.nextOffset,
+      records: response.records.subarray(0, verified.completeBytes),
+      recordCount: verified.recordCount,
+    };
   }
 
   close(): void {

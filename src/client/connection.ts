@@ -10,14 +10,18 @@
  * - At most `maxInFlight` requests wait for responses; further `send`s wait for a free place rather
  *   than growing memory.
  * - A request that times out fails with a retriable TIMEOUT and closes the connection: a late answer
- *   could otherwise be taken for the next request's. Reconnecting is the caller's choice (see
- *   ReconnectingConnection in client.ts).
+ *   could otherwise be taken for the next request's. Reconnecting is the caller's choice
+ *   (BooblikClient in client.ts reconnects with backoff).
+ * - A response that does not decode closes the connection only when it breaks the protocol
+ *   (ProtocolError: this client and the broker disagree, so later frames cannot be trusted either).
+ *   Any other error a decoder throws is that request's alone; frames are delimited by their size, so
+ *   the requests behind it are unaffected (failing them would make a retried PRODUCE append twice).
  * - Bun's `socket.write` does not buffer: the unwritten rest is queued here and written on `drain`.
  */
 import type { Socket } from "bun";
-import { BooblikError, type ErrorCode, OffsetOutOfRangeError } from "../domain/errors.ts";
-import { ByteReader, ByteWriter } from "../protocol/buffer.ts";
-import { WIRE_ERROR_CODES, wireErrorName } from "../protocol/error-codes.ts";
+import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
+import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
+import { errorCodeOfWire, WIRE_ERROR_CODES, wireErrorName } from "../protocol/error-codes.ts";
 import {
   peekFrameSize,
   RESPONSE_HEADER_BYTES,
@@ -39,25 +43,12 @@ export interface ConnectionOptions {
   maxResponseBytes?: number;
 }
 
-const WIRE_TO_CODE: Record<number, ErrorCode> = {
-  [WIRE_ERROR_CODES.UNKNOWN_TOPIC_OR_PARTITION]: "UNKNOWN_TOPIC_OR_PARTITION",
-  [WIRE_ERROR_CODES.OFFSET_OUT_OF_RANGE]: "OFFSET_OUT_OF_RANGE",
-  [WIRE_ERROR_CODES.CORRUPT_RECORD]: "CORRUPT_RECORD",
-  [WIRE_ERROR_CODES.RECORD_TOO_LARGE]: "RECORD_TOO_LARGE",
-  [WIRE_ERROR_CODES.INVALID_REQUEST]: "INVALID_REQUEST",
-  [WIRE_ERROR_CODES.UNSUPPORTED_VERSION]: "UNSUPPORTED_VERSION",
-  [WIRE_ERROR_CODES.TOPIC_EXISTS]: "TOPIC_EXISTS",
-  [WIRE_ERROR_CODES.STORAGE_ERROR]: "STORAGE_ERROR",
-  [WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS]: "TOO_MANY_CONNECTIONS",
-  [WIRE_ERROR_CODES.INVALID_CONFIG]: "INVALID_ARGUMENT",
-  [WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN]: "CLOSED",
-};
-
 /** An error the broker answered with. `wireCode` is the number on the wire (docs/protocol.md). */
 export class BrokerError extends BooblikError {
   readonly wireCode: number;
   constructor(wireCode: number, message: string, retriable: boolean) {
-    super(WIRE_TO_CODE[wireCode] ?? "INVALID_REQUEST", message, { retriable });
+    // A number from a newer broker that this client does not know yet reads as INVALID_REQUEST.
+    super(errorCodeOfWire(wireCode) ?? "INVALID_REQUEST", message, { retriable });
     this.wireCode = wireCode;
   }
 }
@@ -81,18 +72,18 @@ interface InFlight {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The offset the request asked for (FETCH), or -1: an OFFSET_OUT_OF_RANGE answer names it. */
+  offset: number;
 }
 
-/** Turns an error response into the error to throw. */
-function errorFromResponse(errorCode: number, reader: ByteReader): BooblikError {
+/**
+ * Turns an error response into the error to throw. The message is for people (docs/protocol.md):
+ * nothing is parsed out of it; the offset comes from the request that was refused.
+ */
+function errorFromResponse(errorCode: number, reader: ByteReader, requestedOffset: number): BooblikError {
   const body = decodeErrorBody(reader, errorCode);
   if (errorCode === WIRE_ERROR_CODES.OFFSET_OUT_OF_RANGE) {
-    const match = /offset (\d+)/.exec(body.message);
-    return new OffsetOutOfRangeError(
-      match === null ? -1 : Number(match[1]),
-      body.logStartOffset ?? 0,
-      body.nextOffset ?? 0,
-    );
+    return new OffsetOutOfRangeError(requestedOffset, body.logStartOffset ?? 0, body.nextOffset ?? 0);
   }
   const name = wireErrorName(errorCode) ?? `error ${errorCode}`;
   return new BrokerError(errorCode, body.message === "" ? name : body.message, body.retriable);
@@ -113,7 +104,6 @@ export class BrokerConnection {
   private readonly inbound = new InboundBuffer();
   private closedWith: BooblikError | undefined;
   private readonly header: ResponseHeader = { correlationId: 0, errorCode: 0 };
-  private readonly closeListeners: ((error: BooblikError) => void)[] = [];
 
   private constructor(options: ConnectionOptions) {
     this.host = options.host;
@@ -139,35 +129,40 @@ export class BrokerConnection {
         timeoutMs,
       );
     });
+    // Inside an async function, so that a synchronous throw (a bad address) is a rejection too.
+    const connecting = (async () =>
+      Bun.connect<undefined>({
+        hostname: options.host,
+        port: options.port,
+        socket: {
+          binaryType: "uint8array",
+          data: (_socket, chunk) => connection.onData(chunk),
+          drain: () => connection.flushQueue(),
+          close: () =>
+            connection.fail(new ConnectionError(`connection to ${options.host}:${options.port} closed`)),
+          end: () =>
+            connection.fail(
+              new ConnectionError(`broker ${options.host}:${options.port} closed the connection`),
+            ),
+          error: (_socket, error) =>
+            connection.fail(
+              new ConnectionError(
+                `connection to ${options.host}:${options.port} failed: ${error.message}`,
+                error,
+              ),
+            ),
+        },
+      }))();
     try {
-      const socket = await Promise.race([
-        Bun.connect<undefined>({
-          hostname: options.host,
-          port: options.port,
-          socket: {
-            binaryType: "uint8array",
-            data: (_socket, chunk) => connection.onData(chunk),
-            drain: () => connection.flushQueue(),
-            close: () =>
-              connection.fail(new ConnectionError(`connection to ${options.host}:${options.port} closed`)),
-            end: () =>
-              connection.fail(
-                new ConnectionError(`broker ${options.host}:${options.port} closed the connection`),
-              ),
-            error: (_socket, error) =>
-              connection.fail(
-                new ConnectionError(
-                  `connection to ${options.host}:${options.port} failed: ${error.message}`,
-                  error,
-                ),
-              ),
-          },
-        }),
-        timeout,
-      ]);
+      const socket = await Promise.race([connecting, timeout]);
       connection.socket = socket;
       return connection;
     } catch (error) {
+      // When the timeout won, the attempt still runs: a socket it opens later has no owner, so end it.
+      connecting.then(
+        (late) => late.end(),
+        () => undefined,
+      );
       if (error instanceof BooblikError) throw error;
       const code = (error as { code?: string }).code;
       throw new ConnectionError(
@@ -183,25 +178,19 @@ export class BrokerConnection {
     return this.closedWith !== undefined;
   }
 
-  get inFlightCount(): number {
-    return this.inFlight.length;
-  }
-
-  /** Called once when the connection closes, with the reason. */
-  onClose(listener: (error: BooblikError) => void): void {
-    this.closeListeners.push(listener);
-  }
-
   /**
    * Sends one request. `encode` writes the whole request frame with the given correlation id;
-   * `decode` reads the success payload. Resolves with the decoded response or rejects with a typed
-   * error (BrokerError, OffsetOutOfRangeError, ConnectionError, TimeoutError).
+   * `decode` reads the success payload (a view into the receive buffer: copy what it keeps).
+   * Resolves with the decoded response or rejects with a typed error (BrokerError,
+   * OffsetOutOfRangeError, ConnectionError, TimeoutError, or what `decode` threw). `offset` is the
+   * offset a FETCH asks for, for its OffsetOutOfRangeError.
    */
   async send<T>(
     encode: (writer: ByteWriter, correlationId: number) => void,
     decode: (reader: ByteReader) => T,
     timeoutMs?: number,
     body?: Uint8Array,
+    offset = -1,
   ): Promise<T> {
     while (this.inFlight.length >= this.maxInFlight && this.closedWith === undefined) {
       await new Promise<void>((resolve) => this.waitingForRoom.push(resolve));
@@ -219,6 +208,7 @@ export class BrokerConnection {
         resolve: resolve as (value: unknown) => void,
         reject,
         timer: undefined,
+        offset,
       };
       const limit = timeoutMs ?? this.requestTimeoutMs;
       entry.timer = setTimeout(() => {
@@ -291,7 +281,7 @@ export class BrokerConnection {
       // The broker speaks about the connection (too many connections, a protocol violation).
       let error: BooblikError;
       try {
-        error = errorFromResponse(header.errorCode, reader);
+        error = errorFromResponse(header.errorCode, reader, -1);
       } catch {
         error = new ConnectionError(`broker refused the connection (error ${header.errorCode})`);
       }
@@ -311,12 +301,15 @@ export class BrokerConnection {
     clearTimeout(entry.timer);
     this.waitingForRoom.shift()?.();
     try {
-      if (header.errorCode !== 0) entry.reject(errorFromResponse(header.errorCode, reader));
+      if (header.errorCode !== 0) entry.reject(errorFromResponse(header.errorCode, reader, entry.offset));
       else entry.resolve(entry.decode(reader));
     } catch (error) {
-      // The payload did not decode: the broker and this client disagree about the protocol.
       entry.reject(error);
-      this.fail(new ConnectionError(`undecodable response: ${(error as Error).message}`, error));
+      // A frame that breaks the protocol: the broker and this client disagree, so nothing after it
+      // can be trusted. Anything else (bad records, say) belongs to this request only (see header).
+      if (error instanceof ProtocolError) {
+        this.fail(new ConnectionError(`undecodable response: ${error.message}`, error));
+      }
     }
   }
 
@@ -333,7 +326,6 @@ export class BrokerConnection {
     this.waitingForRoom.length = 0;
     this.outQueue = [];
     this.socket?.end();
-    for (const listener of this.closeListeners) listener(error);
   }
 
   close(): void {

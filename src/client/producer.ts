@@ -22,14 +22,27 @@
  * - Delivery: a batch whose connection failed is sent again (up to the client's `retries`), so a
  *   record can be appended twice if only the acknowledgement was lost: at-least-once. Set
  *   `retryOnConnectionFailure: false` for at-most-once.
+ * - Metadata: a topic's partition count and limits come from one METADATA request, made by its
+ *   first record. Records for it (from any way in) queue in call order until it answers, are counted
+ *   by flush()/close() like batches, and then join batches in that order; the queue is emptied in
+ *   the same step that makes the topic known, so no later record can overtake a queued one.
+ * - A record larger than the topic's `maxRecordBytes` is refused alone before it joins a batch (the
+ *   broker refuses a whole batch for one such record): `accept()`/`send()` reject, `write()` reports
+ *   it from `flush()`/`close()`, and either way flush()/close() reject.
  * - `flush()` and `close()` resolve only when everything accepted before them was acknowledged; if
- *   any batch failed they reject once everything settled. Nothing accepted is silently dropped.
+ *   any batch failed (or a record was refused) they reject once everything settled. Nothing accepted
+ *   is silently dropped.
  */
 import { crc32c } from "../../ffi/crc32c.ts";
-import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
-import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import {
+  BooblikError,
+  InvalidArgumentError,
+  RecordTooLargeError,
+  UnknownTopicOrPartitionError,
+} from "../domain/errors.ts";
+import { RECORD_HEADER_BYTES, RECORD_PAYLOAD_BYTES_LIMIT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import { RecordBatchBuilder } from "../record/batch-builder.ts";
-import type { BooblikClient } from "./client.ts";
+import type { BooblikClient, MetadataInfo } from "./client.ts";
 
 export interface ProducerOptions {
   /** Send a batch once it holds this many bytes. */
@@ -89,12 +102,18 @@ interface PartitionState {
 interface TopicInfo {
   partitions: number;
   batchLimitBytes: number;
+  /** The topic's largest record payload: a larger one is refused before it joins a batch. */
+  maxRecordBytes: number;
 }
 
-/** Records written before the topic's metadata arrived. */
+/** Records given (by write() or accept()) before the topic's metadata arrived. */
 interface Deferred {
-  value: Uint8Array;
+  values: Uint8Array[];
+  /** Framed bytes, counted in `bufferedBytes` while they wait. */
+  bytes: number;
   options: SendOptions;
+  /** accept()'s: its acknowledgement, and settling accept() itself; undefined for write(). */
+  accept: { send: PendingSend; accepted: () => void; refused: (error: unknown) => void } | undefined;
 }
 
 const ENCODER = new TextEncoder();
@@ -117,7 +136,7 @@ export class Producer {
   private lastState: PartitionState | undefined;
   private readonly freeBuilders: RecordBatchBuilder[] = [];
   private readonly topics = new Map<string, TopicInfo>();
-  private readonly loading = new Map<string, Promise<TopicInfo>>();
+  /** Per topic whose METADATA request is in flight: the records waiting for it, in call order. */
   private readonly deferred = new Map<string, Deferred[]>();
   private readonly sticky = new Map<string, number>();
   private roomWaiters: (() => void)[] = [];
@@ -186,14 +205,23 @@ export class Producer {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       this.checkOpen();
     }
-    const info = this.topics.get(topic) ?? (await this.load(topic));
     let send!: PendingSend;
     const acknowledged = new Promise<SendResult>((resolve, reject) => {
       send = { firstIndex: 0, count: list.length, resolve, reject };
     });
     // The caller may never look at `acknowledged`; flush()/close() report failures too.
     acknowledged.catch(() => undefined);
-    this.enqueue(topic, this.choosePartition(topic, options, info), list, bytes, send);
+    const info = this.topics.get(topic);
+    if (info === undefined) {
+      // Queued with the topic's other waiting records, so flush()/close() wait for this one too
+      // (close() cannot finish, and close the producer, while it waits).
+      await new Promise<void>((accepted, refused) =>
+        this.defer(topic, { values: list, bytes, options, accept: { send, accepted, refused } }),
+      );
+    } else {
+      const refused = this.acceptInto(topic, list, bytes, options, send, info);
+      if (refused !== undefined) throw refused;
+    }
     return { acknowledged };
   }
 
@@ -207,28 +235,20 @@ export class Producer {
     const info = this.topics.get(topic);
     if (info === undefined) {
       // The partition count is not known yet: keep the record until metadata arrives.
-      this.bufferedBytes += RECORD_HEADER_BYTES + bytes.length;
-      let waiting = this.deferred.get(topic);
-      if (waiting === undefined) {
-        waiting = [];
-        this.deferred.set(topic, waiting);
-        this.outstanding++;
-        this.load(topic).then(
-          () => this.replayDeferred(topic),
-          (error: unknown) => this.failDeferred(topic, error),
-        );
-      }
-      waiting.push({ value: bytes, options });
+      const framed = RECORD_HEADER_BYTES + bytes.length;
+      this.defer(topic, { values: [bytes], bytes: framed, options, accept: undefined });
     } else {
-      this.enqueueOne(topic, this.choosePartition(topic, options, info), bytes);
+      this.writeInto(topic, bytes, options, info);
     }
     return this.bufferedBytes < this.bufferBytes;
   }
 
   /** Resolves once the buffer has room again (at once when it has). */
-  drained(): Promise<void> {
-    if (this.bufferedBytes < this.bufferBytes || this.closed) return Promise.resolve();
-    return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+  async drained(): Promise<void> {
+    // A loop: a wake-up means room may have come back, not that it did.
+    while (this.bufferedBytes >= this.bufferBytes && !this.closed) {
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
   }
 
   // --- Batching ----------------------------------------------------------------------------------
@@ -237,61 +257,127 @@ export class Producer {
     if (this.closed) throw new BooblikError("CLOSED", "producer is closed");
   }
 
-  private load(topic: string): Promise<TopicInfo> {
-    let loading = this.loading.get(topic);
-    if (loading === undefined) {
-      loading = this.client.metadata([topic]).then(
-        (metadata) => {
-          const found = metadata.topics[0];
-          const segmentBytes = Number(found?.config.segmentBytes);
-          // A batch never spans segments, so it must fit an empty one; a quarter of a segment keeps
-          // segments at least three quarters full when batches roll them.
-          const batchLimitBytes =
-            Number.isFinite(segmentBytes) && segmentBytes > SEGMENT_HEADER_BYTES
-              ? Math.max(1, Math.min(this.batchBytes, Math.floor((segmentBytes - SEGMENT_HEADER_BYTES) / 4)))
-              : this.batchBytes;
-          const info = { partitions: found?.partitions.length ?? 0, batchLimitBytes };
-          this.topics.set(topic, info);
-          this.loading.delete(topic);
-          return info;
-        },
-        (error: unknown) => {
-          this.loading.delete(topic);
-          throw error;
-        },
-      );
-      this.loading.set(topic, loading);
+  /** Queues records until the topic's metadata arrives; the first one asks for it. */
+  private defer(topic: string, entry: Deferred): void {
+    this.bufferedBytes += entry.bytes;
+    let waiting = this.deferred.get(topic);
+    if (waiting === undefined) {
+      waiting = [];
+      this.deferred.set(topic, waiting);
+      this.outstanding++;
+      this.client
+        .metadata([topic])
+        .then((metadata) => this.topicInfoOf(topic, metadata))
+        .then(
+          (info) => this.replayDeferred(topic, info),
+          (error: unknown) => this.failDeferred(topic, error),
+        );
     }
-    return loading;
+    waiting.push(entry);
   }
 
-  private replayDeferred(topic: string): void {
-    const waiting = this.deferred.get(topic) ?? [];
+  private topicInfoOf(topic: string, metadata: MetadataInfo): TopicInfo {
+    const found = metadata.topics[0];
+    // A broker answers an unknown topic with an error; an empty answer means the same.
+    if (found === undefined || found.partitions.length === 0) throw new UnknownTopicOrPartitionError(topic);
+    const segmentBytes = Number(found.config.segmentBytes);
+    // A batch never spans segments, so it must fit an empty one; a quarter of a segment keeps
+    // segments at least three quarters full when batches roll them.
+    const batchLimitBytes =
+      Number.isFinite(segmentBytes) && segmentBytes > SEGMENT_HEADER_BYTES
+        ? Math.max(1, Math.min(this.batchBytes, Math.floor((segmentBytes - SEGMENT_HEADER_BYTES) / 4)))
+        : this.batchBytes;
+    // The config is the broker's JSON: without the setting, only the format's own limit applies.
+    const maxRecordBytes =
+      typeof found.config.maxRecordBytes === "number"
+        ? found.config.maxRecordBytes
+        : RECORD_PAYLOAD_BYTES_LIMIT;
+    return { partitions: found.partitions.length, batchLimitBytes, maxRecordBytes };
+  }
+
+  /**
+   * Makes the topic known and moves its waiting records into batches, in one step: a record given
+   * after this point finds the topic known, and none given before can be overtaken by it.
+   */
+  private replayDeferred(topic: string, info: TopicInfo): void {
+    this.topics.set(topic, info);
+    const waiting = this.deferred.get(topic)!; // set by defer() before it asked for the metadata
     this.deferred.delete(topic);
-    const info = this.topics.get(topic)!;
-    for (const { value, options } of waiting) {
-      this.bufferedBytes -= RECORD_HEADER_BYTES + value.length;
-      try {
-        this.enqueueOne(topic, this.choosePartition(topic, options, info), value);
-      } catch (error) {
-        this.failures.push(error);
+    const before = this.bufferedBytes;
+    for (const entry of waiting) {
+      this.bufferedBytes -= entry.bytes;
+      const accept = entry.accept;
+      if (accept === undefined) {
+        this.writeInto(topic, entry.values[0]!, entry.options, info);
+        continue;
       }
+      const refused = this.acceptInto(topic, entry.values, entry.bytes, entry.options, accept.send, info);
+      if (refused === undefined) accept.accepted();
+      else accept.refused(refused);
     }
+    if (this.bufferedBytes < before) this.wakeRoomWaiters(); // refused records gave their room back
     this.settleOutstanding();
   }
 
   private failDeferred(topic: string, error: unknown): void {
-    const waiting = this.deferred.get(topic) ?? [];
+    const waiting = this.deferred.get(topic)!; // set by defer() before it asked for the metadata
     this.deferred.delete(topic);
-    for (const { value } of waiting) this.bufferedBytes -= RECORD_HEADER_BYTES + value.length;
-    this.failures.push(error);
+    let writes = false;
+    for (const entry of waiting) {
+      this.bufferedBytes -= entry.bytes;
+      if (entry.accept === undefined) writes = true;
+      else {
+        entry.accept.send.reject(error);
+        entry.accept.refused(error);
+      }
+    }
+    // accept() callers were just told; write() callers learn it from flush()/close().
+    if (writes) this.failures.push(error);
+    this.wakeRoomWaiters();
     this.settleOutstanding();
+  }
+
+  /** Refuses a record over the topic's limit; the error is also kept for flush()/close(). */
+  private tooLarge(topic: string, length: number, info: TopicInfo): RecordTooLargeError {
+    const error = new RecordTooLargeError(
+      length,
+      info.maxRecordBytes,
+      "record",
+      `the maxRecordBytes of topic ${JSON.stringify(topic)}`,
+    );
+    this.failures.push(error);
+    return error;
+  }
+
+  /** write()'s record into a batch, unless it is too large (then flush() reports it). */
+  private writeInto(topic: string, value: Uint8Array, options: SendOptions, info: TopicInfo): void {
+    if (value.length > info.maxRecordBytes) this.tooLarge(topic, value.length, info);
+    else this.enqueueOne(topic, this.choosePartition(topic, options, info), value, info);
+  }
+
+  /** accept()'s values into one batch; the refusal instead when one of them is too large. */
+  private acceptInto(
+    topic: string,
+    values: Uint8Array[],
+    bytes: number,
+    options: SendOptions,
+    send: PendingSend,
+    info: TopicInfo,
+  ): RecordTooLargeError | undefined {
+    for (const value of values) {
+      if (value.length > info.maxRecordBytes) {
+        // The values stay together, so one too large refuses them all (and nothing else).
+        const refused = this.tooLarge(topic, value.length, info);
+        send.reject(refused);
+        return refused;
+      }
+    }
+    this.enqueue(topic, this.choosePartition(topic, options, info), values, bytes, send, info);
+    return undefined;
   }
 
   private choosePartition(topic: string, options: SendOptions, info: TopicInfo): number {
     if (options.partition !== undefined) return options.partition;
-    if (info.partitions === 0)
-      throw new BooblikError("UNKNOWN_TOPIC_OR_PARTITION", `unknown topic ${JSON.stringify(topic)}`);
     if (options.key !== undefined) {
       const key = typeof options.key === "string" ? ENCODER.encode(options.key) : options.key;
       return crc32c(key, 0, key.length) % info.partitions;
@@ -299,15 +385,21 @@ export class Producer {
     return (this.sticky.get(topic) ?? 0) % info.partitions;
   }
 
-  private stateOf(topic: string, partition: number): PartitionState {
+  private stateOf(topic: string, partition: number, info: TopicInfo): PartitionState {
     // Records usually come in runs for one partition: skip building the map key for them.
     const last = this.lastState;
     if (last !== undefined && last.partition === partition && last.topic === topic) return last;
     const key = `${partition}\u0000${topic}`;
     let state = this.partitions.get(key);
     if (state === undefined) {
-      const limitBytes = this.topics.get(topic)?.batchLimitBytes ?? this.batchBytes;
-      state = { topic, partition, limitBytes, open: undefined, inFlight: 0, waiting: [] };
+      state = {
+        topic,
+        partition,
+        limitBytes: info.batchLimitBytes,
+        open: undefined,
+        inFlight: 0,
+        waiting: [],
+      };
       this.partitions.set(key, state);
     }
     this.lastState = state;
@@ -359,9 +451,9 @@ export class Producer {
   }
 
   /** The write() path: one record, no promise. */
-  private enqueueOne(topic: string, partition: number, value: Uint8Array): void {
+  private enqueueOne(topic: string, partition: number, value: Uint8Array, info: TopicInfo): void {
     const bytes = RECORD_HEADER_BYTES + value.length;
-    const state = this.stateOf(topic, partition);
+    const state = this.stateOf(topic, partition, info);
     const batch = this.batchFor(state, bytes);
     batch.builder.addChecked(value);
     this.bufferedBytes += bytes;
@@ -375,8 +467,9 @@ export class Producer {
     values: Uint8Array[],
     bytes: number,
     send: PendingSend,
+    info: TopicInfo,
   ): void {
-    const state = this.stateOf(topic, partition);
+    const state = this.stateOf(topic, partition, info);
     const batch = this.batchFor(state, bytes);
     send.firstIndex = batch.builder.recordCount;
     for (const value of values) batch.builder.addChecked(value);
@@ -433,11 +526,15 @@ export class Producer {
   private settle(state: PartitionState, bytes: number): void {
     state.inFlight--;
     this.bufferedBytes -= bytes;
+    this.wakeRoomWaiters();
+    this.settleOutstanding();
+    this.pump(state);
+  }
+
+  private wakeRoomWaiters(): void {
     const waiters = this.roomWaiters;
     this.roomWaiters = [];
     for (const wake of waiters) wake();
-    this.settleOutstanding();
-    this.pump(state);
   }
 
   private settleOutstanding(): void {
@@ -482,9 +579,7 @@ export class Producer {
       await this.flush();
     } finally {
       this.closed = true;
-      const waiters = this.roomWaiters;
-      this.roomWaiters = [];
-      for (const wake of waiters) wake();
+      this.wakeRoomWaiters();
     }
   }
 }

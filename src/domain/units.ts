@@ -1,6 +1,7 @@
 /**
- * Reading sizes and durations written by people: `128MiB`, `10GiB`, `64k`, `7d`, `250ms`, `1.5h`.
- * Shared by the broker's flags and the CLI. Binary units (K = KiB = 1024).
+ * Reading sizes, durations, integers and addresses written by people: `128MiB`, `10GiB`, `64k`, `7d`,
+ * `250ms`, `1.5h`, `7979`, `127.0.0.1:7979`. Shared by the broker's flags and the CLI, so both read a
+ * value the same way. Binary units (K = KiB = 1024). An empty text is never a value (it is not 0).
  */
 import { InvalidArgumentError } from "./errors.ts";
 
@@ -49,6 +50,41 @@ export function parseBytes(what: string, text: string): number {
 /** Milliseconds from `250ms`, `30s`, `10m`, `12h`, `7d` (a bare number is milliseconds). */
 export function parseDurationMs(what: string, text: string): number {
   return parseQuantity(what, text, TIME_UNITS, "250ms, 30s, 10m, 12h, 7d");
+}
+
+/**
+ * A whole number from decimal digits (a leading `-` only matters when `min` is negative), within
+ * [min, max]. Stricter than `Number()`: that reads "" and " " as 0, and "0x10", "1e3" and "1.0" as
+ * integers; and a too-long digit string is rounded to a double, so it must be range-checked here
+ * rather than wrapped or truncated later (2^64 became offset 0; 2^32 became partition 0).
+ */
+export function parseInteger(
+  what: string,
+  text: string,
+  min: number,
+  max: number = Number.MAX_SAFE_INTEGER,
+): number {
+  const trimmed = text.trim();
+  // Digits only, so Number() cannot read anything else; past 2^53 it rounds, but stays > max.
+  const value = /^-?\d+$/.test(trimmed) ? Number(trimmed) + 0 : Number.NaN; // + 0: -0 is 0
+  if (Number.isNaN(value) || value < min) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw new InvalidArgumentError(`${what} must be an integer ${range}, got ${JSON.stringify(text)}`);
+  }
+  if (value > max)
+    throw new InvalidArgumentError(`${what} must be at most ${max}, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** `host:port` (IPv6 as `[::1]:7979`): a non-empty host and a port from 1 to 65535. */
+export function parseHostPort(what: string, text: string): { host: string; port: number } {
+  const colon = text.lastIndexOf(":");
+  let host = colon < 0 ? "" : text.slice(0, colon).trim();
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  if (colon < 0 || host === "") {
+    throw new InvalidArgumentError(`${what} must be host:port, got ${JSON.stringify(text)}`);
+  }
+  return { host, port: parseInteger(`${what} port`, text.slice(colon + 1), 1, 65535) };
 }
 
 export function formatBytes(bytes: number): string {

@@ -1,6 +1,6 @@
 /**
  * Wire error codes. The numbers are fixed forever (Kafka's rule: names may change, codes never);
- * test/protocol/error-codes.test.ts freezes this table.
+ * test/protocol/codec.test.ts freezes this table.
  *
  * Error body, the payload of a response whose errorCode is not 0:
  *
@@ -36,37 +36,56 @@ export function wireErrorName(code: number): WireErrorName | undefined {
   return NAMES_BY_NUMBER.get(code);
 }
 
-/** The wire code for a broker-side error code. Everything storage-related is STORAGE_ERROR. */
+/**
+ * What each wire code means as an ErrorCode: the one table both directions derive from (the client
+ * reads it wire to code, the broker code to wire), so the two cannot drift apart.
+ */
+const ERROR_CODE_OF_WIRE = {
+  UNKNOWN_TOPIC_OR_PARTITION: "UNKNOWN_TOPIC_OR_PARTITION",
+  OFFSET_OUT_OF_RANGE: "OFFSET_OUT_OF_RANGE",
+  CORRUPT_RECORD: "CORRUPT_RECORD",
+  RECORD_TOO_LARGE: "RECORD_TOO_LARGE",
+  INVALID_REQUEST: "INVALID_REQUEST",
+  UNSUPPORTED_VERSION: "UNSUPPORTED_VERSION",
+  TOPIC_EXISTS: "TOPIC_EXISTS",
+  STORAGE_ERROR: "STORAGE_ERROR",
+  TOO_MANY_CONNECTIONS: "TOO_MANY_CONNECTIONS",
+  INVALID_CONFIG: "INVALID_ARGUMENT",
+  BROKER_SHUTTING_DOWN: "CLOSED",
+} as const satisfies Record<Exclude<WireErrorName, "NONE">, ErrorCode>;
+
+type WireCarriedCode = (typeof ERROR_CODE_OF_WIRE)[keyof typeof ERROR_CODE_OF_WIRE];
+
+/**
+ * The codes no wire code stands for, and the wider one they travel as: everything storage-related
+ * is STORAGE_ERROR; client-side failures never come from a broker. The type makes this list exactly
+ * the codes the table above leaves out.
+ */
+const FOLDED_CODES = {
+  PARTITION_FAILED: "STORAGE_ERROR",
+  BAD_SEGMENT_FILE: "STORAGE_ERROR",
+  SEGMENT_FULL: "STORAGE_ERROR",
+  DATA_DIR_LOCKED: "STORAGE_ERROR",
+  TIMEOUT: "INVALID_REQUEST",
+  CONNECTION_ERROR: "INVALID_REQUEST",
+} as const satisfies Record<Exclude<ErrorCode, WireCarriedCode>, WireErrorName>;
+
+/** Complete: the two `satisfies` above cover every ErrorCode exactly once between them. */
+const WIRE_BY_CODE = Object.fromEntries([
+  ...Object.entries(ERROR_CODE_OF_WIRE).map(([name, code]) => [
+    code,
+    WIRE_ERROR_CODES[name as WireErrorName],
+  ]),
+  ...Object.entries(FOLDED_CODES).map(([code, name]) => [code, WIRE_ERROR_CODES[name]]),
+]) as Record<ErrorCode, number>;
+
+/** The wire code for a broker-side error code. */
 export function wireCodeOf(code: ErrorCode): number {
-  switch (code) {
-    case "UNKNOWN_TOPIC_OR_PARTITION":
-      return WIRE_ERROR_CODES.UNKNOWN_TOPIC_OR_PARTITION;
-    case "OFFSET_OUT_OF_RANGE":
-      return WIRE_ERROR_CODES.OFFSET_OUT_OF_RANGE;
-    case "CORRUPT_RECORD":
-      return WIRE_ERROR_CODES.CORRUPT_RECORD;
-    case "RECORD_TOO_LARGE":
-      return WIRE_ERROR_CODES.RECORD_TOO_LARGE;
-    case "INVALID_REQUEST":
-      return WIRE_ERROR_CODES.INVALID_REQUEST;
-    case "UNSUPPORTED_VERSION":
-      return WIRE_ERROR_CODES.UNSUPPORTED_VERSION;
-    case "TOPIC_EXISTS":
-      return WIRE_ERROR_CODES.TOPIC_EXISTS;
-    case "TOO_MANY_CONNECTIONS":
-      return WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS;
-    case "INVALID_ARGUMENT":
-      return WIRE_ERROR_CODES.INVALID_CONFIG;
-    case "CLOSED":
-      return WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN;
-    case "STORAGE_ERROR":
-    case "PARTITION_FAILED":
-    case "BAD_SEGMENT_FILE":
-    case "SEGMENT_FULL":
-    case "DATA_DIR_LOCKED":
-      return WIRE_ERROR_CODES.STORAGE_ERROR;
-    case "TIMEOUT":
-    case "CONNECTION_ERROR":
-      return WIRE_ERROR_CODES.INVALID_REQUEST;
-  }
+  return WIRE_BY_CODE[code];
+}
+
+/** The ErrorCode a wire code means; undefined for NONE and for numbers this version does not know. */
+export function errorCodeOfWire(wireCode: number): ErrorCode | undefined {
+  const name = NAMES_BY_NUMBER.get(wireCode);
+  return name === undefined || name === "NONE" ? undefined : ERROR_CODE_OF_WIRE[name];
 }
