@@ -8,7 +8,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
-import { LineReader } from "../helpers/process.ts";
+import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { PAYLOAD_PATTERN, recordPayload } from "./fixtures/payloads.ts";
@@ -56,6 +56,8 @@ describe.each([["force"], ["append"]])(`broker crash rounds, %s policy (seed ${S
           stderr: "inherit",
         },
       );
+      // Killed and waited for even when an assertion below fails.
+      await using _child = killAtEnd(child);
       const lines = new LineReader(child.stdout);
       await lines.waitFor((line) => line.startsWith("started "), "the broker started");
       const acksToSee = random.int(20, 300);

@@ -6,7 +6,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { startBroker } from "../helpers/broker-process.ts";
-import { LineReader } from "../helpers/process.ts";
+import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
@@ -163,6 +163,8 @@ describe("booblik-cli against a broker", () => {
         stderr: "pipe",
       },
     );
+    // SIGKILLed and waited for if the test fails before it stops the follower itself.
+    await using _follower = killAtEnd(follower);
     const lines = new LineReader(follower.stdout);
     await cli(["produce", "live"], { broker: broker.port, stdin: "hello\n" });
     expect(await lines.nextLine()).toBe("hello");

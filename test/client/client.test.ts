@@ -19,6 +19,7 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(30_000);
 
@@ -175,6 +176,9 @@ describe("consumer", () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    // A second connection to ask the broker whether the consumer's fetch is waiting (responses on one
+    // connection come in order, so the consumer's own would queue behind the waiting fetch).
+    const observer = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
       await client.createTopic("segments", { segmentBytes: 1024 });
       const producer = new Producer(client);
@@ -187,18 +191,25 @@ describe("consumer", () => {
         topic: "segments",
         from: "earliest",
         maxBytes: 700,
-        maxWaitMs: 5000,
+        // Longer than the test's timeout: only the produce below can end the wait in time.
+        maxWaitMs: 120_000,
       });
       const seen: string[] = [];
+      let late: Promise<unknown> | undefined;
       for await (const record of consumer) {
         expect(record.offset).toBe(seen.length);
         seen.push(textOf(record));
         if (seen.length === 500) {
-          // At the end: the next record arrives while the consumer waits in a long poll.
-          setTimeout(() => void producer.send("segments", "the late one"), 50);
+          // At the end: the next record arrives while the consumer waits in a long poll (produced once
+          // the broker reports the fetch waiting).
+          late = waitUntil(
+            async () => (await observer.stats()).waitingFetches === 1,
+            "the consumer's fetch to wait at the end of the partition",
+          ).then(() => producer.send("segments", "the late one"));
         }
         if (seen.length === 501) break;
       }
+      await late;
       expect(seen.slice(0, 500)).toEqual(Array.from({ length: 500 }, (_, i) => `record ${i}`));
       expect(seen[500]).toBe("the late one");
       expect(consumer.position).toBe(501);
@@ -207,6 +218,7 @@ describe("consumer", () => {
       ).toEqual([]);
     } finally {
       client.close();
+      observer.close();
     }
   });
 

@@ -7,11 +7,14 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { startBroker } from "../helpers/broker-process.ts";
+import { killAtEnd } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
 
 const ROOT = path.resolve(import.meta.dir, "../..");
+/** One example's limit: well inside the test's, so a hanging example is killed and reported by name. */
+const EXAMPLE_TIMEOUT_MS = 20_000;
 
 function blocksOf(file: string): string[] {
   const text = fs.readFileSync(path.join(ROOT, file), "utf8");
@@ -36,11 +39,21 @@ describe.each([["docs/client.md"], ["README.md"]])("examples in %s", (file) => {
           stderr: "pipe",
           env: { ...process.env, BOOBLIK_PORT: String(broker.port), TMPDIR: dir.path },
         });
+        await using _child = killAtEnd(child);
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          child.kill("SIGKILL");
+        }, EXAMPLE_TIMEOUT_MS);
         const [stdout, stderr, exitCode] = await Promise.all([
           new Response(child.stdout).text(),
           new Response(child.stderr).text(),
           child.exited,
-        ]);
+        ]).finally(() => clearTimeout(timer));
+        if (timedOut)
+          throw new Error(
+            `${file} example ${index + 1} did not exit within ${EXAMPLE_TIMEOUT_MS} ms (killed):\n${block}\n${stdout}\n${stderr}`,
+          );
         if (exitCode !== 0)
           throw new Error(
             `${file} example ${index + 1} failed (${exitCode}):\n${block}\n${stdout}\n${stderr}`,

@@ -56,18 +56,15 @@ describe.each(implementations)("crc32c, %s", (name, implementation) => {
   );
 });
 
-test(`isa-l and portable agree on random buffers (seed ${SEED})`, () => {
-  if (crc32cIsal === undefined) {
-    // Only one implementation here; agreement is checked wherever libisal2 is installed (CI installs it).
-    console.warn("libisal.so.2 not found: cross-check skipped");
-    return;
-  }
+// Only one implementation without libisal2: the cross-check is reported skipped there, and runs
+// wherever libisal2 is installed (CI installs it).
+test.skipIf(crc32cIsal === undefined)(`isa-l and portable agree on random buffers (seed ${SEED})`, () => {
   const random = new Random(SEED);
   for (let i = 0; i < 5000; i++) {
     const length = random.next() < 0.9 ? random.int(0, 300) : random.int(301, 70_000);
     const start = random.int(0, 15);
     const bytes = random.bytes(start + length + random.int(0, 15));
-    expect(crc32cIsal(bytes, start, start + length)).toBe(crc32cPortable(bytes, start, start + length));
+    expect(crc32cIsal!(bytes, start, start + length)).toBe(crc32cPortable(bytes, start, start + length));
   }
 });
 

@@ -1,4 +1,22 @@
-/** Reading a child process's stdout line by line, waiting for conditions instead of time. */
+/**
+ * Child processes in tests: reading stdout line by line (waiting for conditions instead of time), and
+ * making sure a child is gone when the test's scope ends, whether it passed or failed.
+ */
+import type { Subprocess } from "bun";
+
+/**
+ * `await using _child = killAtEnd(child)`: when the scope ends (normally or by a failed assertion),
+ * SIGKILLs the child if it is still running and waits for it to exit. A child the test already
+ * stopped is left as it is.
+ */
+export function killAtEnd(child: Subprocess): AsyncDisposable {
+  return {
+    async [Symbol.asyncDispose]() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await child.exited;
+    },
+  };
+}
 
 export class LineReader {
   private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array | undefined }> };

@@ -9,7 +9,7 @@ import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
-import { LineReader } from "../helpers/process.ts";
+import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(120_000);
@@ -34,6 +34,8 @@ test("the compiled single executable starts, serves a produce and a fetch, and s
     stdout: "pipe",
     stderr: "inherit",
   });
+  // SIGKILLed and waited for if the test fails before it stops the binary itself.
+  await using _child = killAtEnd(child);
   const lines = new LineReader(child.stdout);
   const start = await lines.waitFor((line) => line.includes("listening on"), "the start line");
   const port = Number(/listening on [^:]+:(\d+)/.exec(start)?.[1]);

@@ -195,6 +195,8 @@ test(`decoders given random and mutated bytes return a value or throw ProtocolEr
       protocolErrors++;
     }
   }
-  expect(values + protocolErrors).toBe(20_000);
+  // Both outcomes occur: the fuzz reaches past the first length check into whole decodes, and damage
+  // is reported as ProtocolError (anything else already failed above).
+  expect(values).toBeGreaterThan(0);
   expect(protocolErrors).toBeGreaterThan(0);
 });

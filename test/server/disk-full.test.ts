@@ -36,17 +36,20 @@ describe("disk full under a running broker", () => {
         let acknowledged = 0;
         let failure: unknown;
         for (let batch = 0; batch < 1000 && failure === undefined; batch++) {
+          let ack: Awaited<ReturnType<typeof client.produce>>;
           try {
-            const ack = await client.produce(
+            ack = await client.produce(
               "full",
               0,
               frameRecords(Array.from({ length: 10 }, (_, i) => record(acknowledged + i))),
             );
-            expect(ack.firstOffset).toBe(acknowledged);
-            acknowledged += ack.recordCount;
           } catch (error) {
             failure = error;
+            break;
           }
+          // Outside the try: a wrong offset fails here, not later as a confusing "failure" mismatch.
+          expect(ack.firstOffset).toBe(acknowledged);
+          acknowledged += ack.recordCount;
         }
         expect(failure).toMatchObject({ code: "STORAGE_ERROR", retriable: true });
         expect((failure as Error).message).toContain("ENOSPC");

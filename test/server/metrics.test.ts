@@ -10,6 +10,7 @@ import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { MAIN, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -62,8 +63,9 @@ test("/ready is 503 with the recovery progress while the data directory opens, t
   for (const topic of setup.listTopics())
     for (const partition of topic.partitions)
       setup.partition(topic.name, partition.partition).log.close(false);
-  // (the lock is released with the process below: the broker child opens the directory afterwards)
-  await setup.close().catch(() => undefined);
+  // The logs are closed already (uncleanly): this releases the lock for the broker child below. A
+  // failure here fails the setup rather than leaving the directory locked.
+  await setup.close();
   const port = await new Promise<number>((resolve) => {
     const probe = net.createServer().listen(0, "127.0.0.1", () => {
       const chosen = (probe.address() as net.AddressInfo).port;
@@ -90,15 +92,22 @@ test("/ready is 503 with the recovery progress while the data directory opens, t
   );
   try {
     const seen: string[] = [];
-    for (;;) {
-      const answer = await fetch(`http://127.0.0.1:${port}/ready`).then(
-        async (response) => `${response.status} ${await response.text()}`,
-        () => undefined,
-      );
-      if (answer === undefined) continue; // not listening yet
-      seen.push(answer.trim());
-      if (answer.startsWith("200")) break;
-    }
+    await waitUntil(
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`the broker exited (${child.exitCode ?? child.signalCode}) before it was ready`);
+        const answer = await fetch(`http://127.0.0.1:${port}/ready`).then(
+          async (response) => `${response.status} ${await response.text()}`,
+          () => undefined,
+        );
+        if (answer === undefined) return false; // not listening yet
+        seen.push(answer.trim());
+        return answer.startsWith("200");
+      },
+      "/ready to answer 200",
+      45_000,
+      0,
+    );
     expect(seen.at(-1)).toBe("200 ready");
     const waiting = seen.filter((answer) => answer.startsWith("503"));
     expect(waiting.length).toBeGreaterThan(0);

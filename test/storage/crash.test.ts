@@ -12,7 +12,7 @@ import { payloadsOf } from "../../src/record/codec.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
-import { LineReader } from "../helpers/process.ts";
+import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -60,6 +60,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
           stdout: "pipe",
           stderr: "inherit",
         });
+        // Killed and waited for even when an assertion below fails.
+        await using _child = killAtEnd(child);
         const lines = new LineReader(child.stdout);
         const started = await lines.waitFor((line) => line.startsWith("started "), "the child started");
         // The new child recovered at least everything the previous one had forced.

@@ -12,24 +12,14 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
+import { mappingsContaining, openDescriptorCount } from "../helpers/proc.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
-
-function openDescriptors(): number {
-  return fs.readdirSync("/proc/self/fd").length;
-}
-
-function mappingsUnder(directory: string): number {
-  return fs
-    .readFileSync("/proc/self/maps", "utf8")
-    .split("\n")
-    .filter((line) => line.includes(directory)).length;
-}
 
 describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode: WriteMode) => {
   test("1,000 segments opened and closed leave no descriptor and no mapping behind", () => {
     using dir = tempDir();
     const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
-    const descriptorsBefore = openDescriptors();
+    const descriptorsBefore = openDescriptorCount();
     const range = newFileRange();
     const batch = frameRecords(["hygiene", "check"]);
     for (let i = 0; i < 1000; i++) {
@@ -55,14 +45,14 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode
         sealed.close();
       }
     }
-    expect(openDescriptors()).toBe(descriptorsBefore);
-    expect(mappingsUnder(dir.path)).toBe(0);
+    expect(openDescriptorCount()).toBe(descriptorsBefore);
+    expect(mappingsContaining(dir.path)).toBe(0);
   }, 60_000);
 
   test("a failing open closes what it opened", () => {
     using dir = tempDir();
     const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
-    const descriptorsBefore = openDescriptors();
+    const descriptorsBefore = openDescriptorCount();
     const bad = path.join(dir.path, segmentFileName(0 as Offset));
     fs.writeFileSync(bad, "not a segment, long enough to hold a header of 32 bytes");
     for (let i = 0; i < 100; i++) {
@@ -73,7 +63,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode
       sealed.close();
     }
     expect(() => Segment.openForAppend(path.join(dir.path, "missing.log"), config)).toThrow(/ENOENT/);
-    expect(openDescriptors()).toBe(descriptorsBefore);
-    expect(mappingsUnder(dir.path)).toBe(0);
+    expect(openDescriptorCount()).toBe(descriptorsBefore);
+    expect(mappingsContaining(dir.path)).toBe(0);
   });
 });

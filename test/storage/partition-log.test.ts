@@ -17,9 +17,11 @@ import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { newFileRange, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
+import { openDescriptorCount } from "../helpers/proc.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
 import { readFileRange } from "../helpers/read-range.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 const SEED = testSeed();
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
@@ -125,16 +127,19 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         for (const bad of [6, -1, 1.5]) {
           expect(() => log.read(bad, 100)).toThrow(OffsetOutOfRangeError);
         }
+        let thrown: unknown;
         try {
           log.read(99, 100);
         } catch (error) {
-          expect(error).toMatchObject({
-            code: "OFFSET_OUT_OF_RANGE",
-            offset: 99,
-            logStartOffset: 0,
-            nextOffset: 5,
-          });
+          thrown = error;
         }
+        expect(thrown).toBeInstanceOf(OffsetOutOfRangeError);
+        expect(thrown).toMatchObject({
+          code: "OFFSET_OUT_OF_RANGE",
+          offset: 99,
+          logStartOffset: 0,
+          nextOffset: 5,
+        });
       } finally {
         log.close();
       }
@@ -254,11 +259,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fill(first, 300);
       const segments = first.segmentCount;
       first.close();
-      const descriptorsBefore = fs.readdirSync("/proc/self/fd").length;
+      const descriptorsBefore = openDescriptorCount();
       const reopened = PartitionLog.open(dir.path, config);
       // Sealed segments take no descriptor until they are read: only the active segment's writer.
       expect(segments).toBeGreaterThan(5);
-      expect(fs.readdirSync("/proc/self/fd").length - descriptorsBefore).toBe(1);
+      expect(openDescriptorCount() - descriptorsBefore).toBe(1);
       try {
         const report = reopened.openReport;
         expect(report.cleanShutdown).toBe(true);
@@ -306,9 +311,12 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       expect(point.nextOffset).toBe(300);
       // Wait for the background checkpoint write to land.
       const checkpointPath = path.join(dir.path, CHECKPOINT_FILE);
-      while (JSON.parse(fs.readFileSync(checkpointPath, "utf8")).recoveryPoint.nextOffset !== 300) {
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+      await waitUntil(
+        () => JSON.parse(fs.readFileSync(checkpointPath, "utf8")).recoveryPoint.nextOffset === 300,
+        "the checkpoint at offset 300",
+        10_000,
+        0,
+      );
       fill(first, 500); // not forced: after the recovery point
       const segmentsAfterPoint = first.segmentBaseOffsets.filter(
         (base) => base >= point.segmentBaseOffset,

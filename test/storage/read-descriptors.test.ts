@@ -5,7 +5,6 @@
  * never closed under its user.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import fs from "node:fs";
 import type { Offset } from "../../src/domain/ids.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
@@ -13,6 +12,7 @@ import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { sealedReadDescriptors } from "../../src/storage/read-descriptors.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
+import { openDescriptorCount } from "../helpers/proc.ts";
 import { payloadForOffset } from "../helpers/random.ts";
 import { readFileRange } from "../helpers/read-range.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -28,10 +28,6 @@ beforeEach(() => {
 afterEach(() => {
   sealedReadDescriptors.setLimit(previousLimit);
 });
-
-function openDescriptors(): number {
-  return fs.readdirSync("/proc/self/fd").length;
-}
 
 /** Appends records until the log has `segments` segments (each record a batch, so rolls are exact). */
 function fillSegments(log: PartitionLog, segments: number): void {
@@ -68,7 +64,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("read descriptors, %s write pat
       log.close();
     }
     // Reopened after a clean shutdown: every old segment is sealed, opened by name, no descriptor.
-    const descriptorsBefore = openDescriptors();
+    const descriptorsBefore = openDescriptorCount();
     const closedBefore = sealedReadDescriptors.closedByLimitCount;
     const log = PartitionLog.open(dir.path, config);
     try {
@@ -78,7 +74,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("read descriptors, %s write pat
       while (offset < log.nextOffset) {
         const read = log.read(offset, 4096);
         offset += read.recordCount;
-        peak = Math.max(peak, openDescriptors() - descriptorsBefore);
+        peak = Math.max(peak, openDescriptorCount() - descriptorsBefore);
         expect(sealedReadDescriptors.openCount).toBeLessThanOrEqual(LIMIT);
       }
       // The active segment holds its writer's descriptor and a reader's; the rest is the bound.
@@ -103,7 +99,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("read descriptors, %s write pat
     } finally {
       log.close();
     }
-    expect(openDescriptors()).toBe(descriptorsBefore);
+    expect(openDescriptorCount()).toBe(descriptorsBefore);
     expect(sealedReadDescriptors.openCount).toBe(0);
   }, 60_000);
 

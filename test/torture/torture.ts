@@ -24,6 +24,12 @@ const ROOT = path.resolve(import.meta.dir, "../..");
 const TOPIC = "torture";
 const PARTITIONS = 3;
 const PAYLOAD = /^c(\d+)-p(\d+)-s(\d+)-i(\d+):x*$/;
+/**
+ * A stall detector, not a pace: a cycle normally reaches its kill point in well under a second. If the
+ * producers have not made the acknowledgements a cycle waits for within this time, the cycle fails
+ * instead of killing an idle broker and passing.
+ */
+const STALL_TIMEOUT_MS = 30_000;
 
 export interface TortureOptions {
   cycles: number;
@@ -33,6 +39,7 @@ export interface TortureOptions {
 }
 
 export interface TortureResult {
+  /** Kill cycles completed whose crash was then verified through a restarted broker. */
   cycles: number;
   acknowledged: number;
   consumed: number;
@@ -65,6 +72,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     (_, p) => new PositionFile(path.join(workDir, `position-${p}.json`), TOPIC, p),
   );
   let broker: BrokerProcess | undefined;
+  let verifiedCycles = 0;
   try {
     for (let cycle = 0; cycle < cycles; cycle++) {
       broker = await startBroker(dataDir, ["--segment-size", "64KiB"]);
@@ -82,29 +90,66 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
         });
       // Verify what the previous crash left, through the restarted broker.
       await verifyLog(client, acknowledged);
+      if (cycle > 0) verifiedCycles++;
       // Producers and the consumer run until the broker dies under them.
       const producers = random.int(2, 6);
       const acksBeforeKill = random.int(1, 150);
       let acks = 0;
+      let killed = false;
+      const brokerKilled = () => killed;
       let killRequested: () => void = () => undefined;
       const killPoint = new Promise<void>((resolve) => {
         killRequested = resolve;
       });
       const running = [
         ...Array.from({ length: producers }, (_, producer) =>
-          produce(client, cycle, producer, random.int(0, 2 ** 30), acknowledged, () => {
-            if (++acks === acksBeforeKill) killRequested();
-          }),
+          produce(
+            client,
+            cycle,
+            producer,
+            random.int(0, 2 ** 30),
+            acknowledged,
+            () => {
+              if (++acks === acksBeforeKill) killRequested();
+            },
+            brokerKilled,
+          ),
         ),
-        consume(client, positions, consumedOffsets),
+        consume(client, positions, consumedOffsets, brokerKilled),
       ];
-      await Promise.race([killPoint, new Promise((resolve) => setTimeout(resolve, 3000))]);
+      // Until the kill point; a check failing in a producer or the consumer (a rejection) ends the
+      // cycle at once, and so does a stall.
+      let stallTimer: ReturnType<typeof setTimeout> | undefined;
+      let outcome: "kill" | "ended" | "stalled";
+      try {
+        outcome = await Promise.race([
+          killPoint.then(() => "kill" as const),
+          Promise.all(running).then(() => "ended" as const),
+          new Promise<"stalled">((resolve) => {
+            stallTimer = setTimeout(() => resolve("stalled"), STALL_TIMEOUT_MS);
+          }),
+        ]);
+      } finally {
+        clearTimeout(stallTimer);
+      }
+      check(
+        outcome !== "stalled",
+        `cycle ${cycle}: producers stalled: ${acks} of the ${acksBeforeKill} acknowledgements before the kill in ${STALL_TIMEOUT_MS} ms`,
+      );
+      check(
+        outcome !== "ended",
+        `cycle ${cycle}: the producers and the consumer stopped before the kill (${acks} of ${acksBeforeKill} acknowledgements)`,
+      );
       // A random extra moment, so the kill does not always land right after an acknowledgement.
       if (random.next() < 0.5) await new Promise((resolve) => setTimeout(resolve, random.int(0, 5)));
+      killed = true;
       broker.process.kill("SIGKILL");
       await broker.process.exited;
       check(broker.process.signalCode === "SIGKILL", `cycle ${cycle}: the broker was not killed by SIGKILL`);
-      await Promise.allSettled(running);
+      // Every producer and the consumer ended with the broker; a check that failed in any of them fails
+      // the cycle (connection errors after the kill are expected and were tolerated where they arose).
+      for (const settled of await Promise.allSettled(running))
+        if (settled.status === "rejected") throw settled.reason;
       client.close();
       broker = undefined;
       // The crashed directory, offline: no damage (an incomplete newest tail is allowed).
@@ -125,10 +170,12 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     broker = await startBroker(dataDir);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     await verifyLog(client, acknowledged);
-    await consume(client, positions, consumedOffsets, true);
+    // Nothing kills this broker: here every error fails the run.
+    await consume(client, positions, consumedOffsets, () => false, true);
     client.close();
+    if (cycles > 0) verifiedCycles++;
     return {
-      cycles,
+      cycles: verifiedCycles,
       acknowledged: acknowledged.reduce((sum, map) => sum + map.size, 0),
       consumed: consumedOffsets.reduce((sum, set) => sum + set.size, 0),
     };
@@ -147,6 +194,7 @@ async function produce(
   seed: number,
   acknowledged: Map<number, string>[],
   onAck: () => void,
+  brokerKilled: () => boolean,
 ): Promise<void> {
   const random = new Random(seed);
   const sender = new Producer(client, { retryOnConnectionFailure: false, lingerMs: 1 });
@@ -163,8 +211,14 @@ async function produce(
       for (let i = 0; i < count; i++) acknowledged[result.partition]!.set(result.offset + i, values[i]!);
       onAck();
     }
-  } catch {
-    // The broker died under us: whatever was not acknowledged may or may not be in the log.
+  } catch (error) {
+    if (error instanceof TortureFailure) throw error;
+    // The broker died under us: whatever was not acknowledged may or may not be in the log. Failing
+    // while it was still running is not expected.
+    check(
+      brokerKilled(),
+      `cycle ${cycle}: producer ${producer} failed while the broker ran: ${String(error)}`,
+    );
   }
 }
 
@@ -172,6 +226,7 @@ async function consume(
   client: BooblikClient,
   positions: PositionFile[],
   consumed: Set<number>[],
+  brokerKilled: () => boolean,
   toTheEnd = false,
 ): Promise<void> {
   await Promise.all(
@@ -198,7 +253,12 @@ async function consume(
         }
       } catch (error) {
         if (error instanceof TortureFailure) throw error;
-        // The broker died under us; the saved position is where the next cycle resumes.
+        // The broker died under us; the saved position is where the next cycle resumes. Failing while
+        // it was still running is not expected.
+        check(
+          brokerKilled(),
+          `partition ${partition}: the consumer failed while the broker ran: ${String(error)}`,
+        );
       }
     }),
   );
