@@ -30,7 +30,7 @@ const broker = await startBrokerProcess(path.join(directory.path, "broker"), [])
 const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
 try {
   console.log(
-    `\n## one producer and one consumer, ${seconds} s produce runs, durability append; raw: batches of ` +
+    `\n## one producer and one consumer, ${seconds} s produce runs, durability append, file write path; raw: batches of ` +
       `1000 records, 8 requests in flight; client: Producer batchBytes ${PRODUCER_BATCH_BYTES / 1024} KiB ` +
       `(the default), ${PRODUCER_IN_FLIGHT} batches in flight (the default)\n`,
   );

@@ -31,7 +31,7 @@ const LOAD = path.join(import.meta.dir, "load");
 async function produceSection(dataDir: string): Promise<void> {
   const seconds = secondsOr(5);
   console.log(
-    `\n## produce (${seconds} s per row; load generator: bench/load/produce.ts, 8 requests in flight per connection)\n`,
+    `\n## produce (${seconds} s per row; file write path (the default); load generator: bench/load/produce.ts, 8 requests in flight per connection)\n`,
   );
   console.log(
     "| policy | record B | batch | connections | records/s | MB/s | broker CPU % | broker RSS MiB | anon MiB |",
@@ -77,7 +77,7 @@ async function produceSection(dataDir: string): Promise<void> {
 async function consumeSection(dataDir: string): Promise<void> {
   const gib = args.number("gib");
   console.log(
-    `\n## consume (at least ${gib} GiB written under durability append in batches of 1000, read from offset 0; ` +
+    `\n## consume (at least ${gib} GiB written under durability append in batches of 1000, file write path, read from offset 0; ` +
       "1 connection, FETCH maxBytes 1 MiB, the client checks every CRC)\n",
   );
   console.log(
@@ -130,7 +130,7 @@ async function consumeSection(dataDir: string): Promise<void> {
 async function latencySection(dataDir: string): Promise<void> {
   const seconds = secondsOr(10);
   console.log(
-    `\n## produce → fetch latency (${seconds} s at a fixed rate, 100 B records, batches every ms, long-poll consumer)\n`,
+    `\n## produce → fetch latency (${seconds} s at a fixed rate, file write path, 100 B records, batches every ms, long-poll consumer)\n`,
   );
   console.log("| policy | rate rec/s | achieved | p50 ms | p99 ms | p99.9 ms | max ms |");
   console.log("|---|---|---|---|---|---|---|");

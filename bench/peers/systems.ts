@@ -54,7 +54,7 @@ export const LOAD_SETTINGS = {
 export function describeLoadSettings(): string {
   const s = LOAD_SETTINGS;
   return (
-    `booblik: Producer.write() with its default batching (256 KiB batches), ${s.booblikBufferBytes / 2 ** 20} MiB buffer per producer, ` +
+    `booblik: file write path (the default), Producer.write() with its default batching (256 KiB batches), ${s.booblikBufferBytes / 2 ** 20} MiB buffer per producer, ` +
     `Consumer.batches(); JetStream: ${s.natsPublishWindow} async publishes in flight per producer, pull consumer of ` +
     `${s.consumeBatchRecords}; Redis: ${s.redisXaddWindow} XADDs in flight per producer, XRANGE COUNT ${s.consumeBatchRecords}`
   );
