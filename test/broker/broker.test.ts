@@ -17,6 +17,7 @@ import {
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 // These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
 setDefaultTimeout(30_000);
@@ -145,7 +146,7 @@ describe("durability policies", () => {
       expect(await broker.append("interval", 0, ["x"])).toMatchObject({ durability: "appended" });
       // The interval timer forces what is unforced; wait for it (a condition, not a sleep).
       const log = broker.partition("interval", 0).log;
-      while (log.hasUnforcedData) await new Promise((resolve) => setTimeout(resolve, 5));
+      await waitUntil(() => !log.hasUnforcedData, "the background force");
       expect(log.recoveryPoint.nextOffset).toBe(1);
     } finally {
       await broker.close();

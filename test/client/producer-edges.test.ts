@@ -35,17 +35,9 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(30_000);
-
-/** Polls `condition` until it holds (a condition, not a fixed sleep); fails after `timeoutMs`. */
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 async function consumeAll(client: BooblikClient, topic: string, partition = 0): Promise<string[]> {
   const values: string[] = [];
@@ -379,8 +371,8 @@ describe("connection", () => {
       const request = client.listOffsets("t", 0); // starts connecting again
       client.close(); // while that connection is being opened
       expect(await request.catch((error: unknown) => error)).toMatchObject({ code: "CLOSED" });
-      await waitFor("the new connection to be opened", () => fake.opened === opened + 1);
-      await waitFor("the new connection to be closed", () => fake.closed.has(opened));
+      await waitUntil(() => fake.opened === opened + 1, "the new connection to be opened");
+      await waitUntil(() => fake.closed.has(opened), "the new connection to be closed");
     } finally {
       client.close();
       fake.stop();

@@ -3,6 +3,21 @@
  * back, and lets a test wait for "n bytes received" or "closed" (conditions, not sleeps).
  */
 import type { Socket } from "bun";
+import { ByteWriter } from "../../src/protocol/buffer.ts";
+
+/** One request frame, built by an encoder of src/protocol/messages.ts, as bytes of its own. */
+export function frame(build: (writer: ByteWriter) => void): Uint8Array {
+  const writer = new ByteWriter();
+  build(writer);
+  return writer.written().slice();
+}
+
+/** `count` copies of `bytes` back to back: a pipelined burst of one request. */
+export function repeated(bytes: Uint8Array, count: number): Uint8Array {
+  const burst = new Uint8Array(bytes.length * count);
+  for (let i = 0; i < count; i++) burst.set(bytes, i * bytes.length);
+  return burst;
+}
 
 export interface RawSocket {
   readonly socket: Socket<undefined>;

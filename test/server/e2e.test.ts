@@ -13,6 +13,7 @@ import { payloadsOf } from "../../src/record/codec.ts";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { payloadForOffset } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 // These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
 setDefaultTimeout(30_000);
@@ -115,7 +116,12 @@ describe("produce and fetch", () => {
         return result;
       });
       // The fetch is registered as waiting before we produce (a condition, checked through STATS).
-      while ((await producer.stats()).waitingFetches !== 1) await Bun.sleep(2);
+      await waitUntil(
+        async () => (await producer.stats()).waitingFetches === 1,
+        "the FETCH to wait",
+        10_000,
+        2,
+      );
       expect(answered).toBe(false);
       await producer.produce("lp", 0, frameRecords(["wake up"]));
       const result = await waiting;

@@ -9,7 +9,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
-import { ByteReader, ByteWriter } from "../../src/protocol/buffer.ts";
+import { ByteReader, type ByteWriter } from "../../src/protocol/buffer.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
 import { API, RESPONSE_HEADER_BYTES, readResponseHeader } from "../../src/protocol/frame.ts";
 import {
@@ -25,7 +25,7 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { memoryOf, startBroker } from "../helpers/broker-process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
-import { rawConnect } from "../helpers/raw-socket.ts";
+import { frame, rawConnect, repeated } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -47,12 +47,6 @@ function request(
     body(writer);
     endFrame(writer, start);
   });
-}
-
-function frame(build: (writer: ByteWriter) => void): Uint8Array {
-  const writer = new ByteWriter();
-  build(writer);
-  return writer.written().slice();
 }
 
 /** Parses the response frames in `bytes`: [correlationId, errorCode, error message?]. */
@@ -223,9 +217,7 @@ describe("unlucky clients", () => {
           maxWaitMs: 0,
         }),
       );
-      const burst = new Uint8Array(request.length * 4000);
-      for (let i = 0; i < 4000; i++) burst.set(request, i * request.length);
-      slow.write(burst);
+      slow.write(repeated(request, 4000));
       // Wait until the broker stopped reading that connection: its queue is full and it is paused.
       let stats = await admin.stats();
       await waitUntil(

@@ -19,29 +19,19 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { buildRegistry } from "../../src/server/metrics-http.ts";
 import { startBroker } from "../helpers/broker-process.ts";
-import { rawConnect } from "../helpers/raw-socket.ts";
+import { metricValue } from "../helpers/metrics.ts";
+import { frame, rawConnect, repeated } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(30_000);
-
-function frame(build: (writer: ByteWriter) => void): Uint8Array {
-  const writer = new ByteWriter();
-  build(writer);
-  return writer.written().slice();
-}
-
-function metric(text: string, name: string): number {
-  const match = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
-  if (match === null) throw new Error(`no ${name} in\n${text}`);
-  return Number(match[1]);
-}
 
 test("a client that pipelines fetches and never reads is closed after the idle timeout", async () => {
   using dir = tempDir();
   await using broker = await startBroker(dir.path, ["--idle-timeout", "300ms", "--metrics-port", "0"]);
   const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
   const connections = async () =>
-    metric(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), "booblik_connections");
+    metricValue(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), "booblik_connections");
   const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
     await admin.createTopic("big", { durability: "append" });
@@ -51,7 +41,7 @@ test("a client that pipelines fetches and never reads is closed after the idle t
   } finally {
     admin.close();
   }
-  while ((await connections()) !== 0) await Bun.sleep(10);
+  await waitUntil(async () => (await connections()) === 0, "the admin connection to close");
   const slow = await rawConnect(broker.port, { readPaused: true });
   try {
     const request = frame((w) =>
@@ -63,16 +53,17 @@ test("a client that pipelines fetches and never reads is closed after the idle t
         maxWaitMs: 0,
       }),
     );
-    const burst = new Uint8Array(request.length * 200);
-    for (let i = 0; i < 200; i++) burst.set(request, i * request.length);
     const startMs = performance.now();
-    slow.write(burst);
-    while ((await connections()) !== 1) await Bun.sleep(5);
+    slow.write(repeated(request, 200));
+    await waitUntil(async () => (await connections()) === 1, "the slow connection to be counted");
     // Its responses are queued (and its segment held) but never read: no progress, so it is swept.
     // The deadline only turns a hang into a readable failure; the sweep takes about 300-375 ms.
-    const deadlineMs = startMs + 10_000;
-    while ((await connections()) !== 0 && performance.now() < deadlineMs) await Bun.sleep(20);
-    expect(await connections()).toBe(0);
+    await waitUntil(
+      async () => (await connections()) === 0,
+      "the stalled connection to be closed",
+      10_000,
+      20,
+    );
     expect(performance.now() - startMs).toBeGreaterThanOrEqual(250);
   } finally {
     slow.close();
@@ -108,7 +99,7 @@ test("a FETCH whose maxWaitMs is beyond setTimeout's range waits for a record in
       ),
     );
     // The fetch reached the broker and is waiting (or, with the bug, was answered after 1 ms).
-    while (Number((await admin.stats()).fetchWaits) < 1) await Bun.sleep(5);
+    await waitUntil(async () => Number((await admin.stats()).fetchWaits) >= 1, "the FETCH to wait");
     await admin.produce("w", 0, frameRecords(["late"]));
     const bytes = await socket.waitForBytes(RESPONSE_HEADER_BYTES);
     const size = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, false);
@@ -177,9 +168,9 @@ test("/metrics lists the topics once per scrape, not once per partition family",
     const listTopics = spyOn(broker, "listTopics");
     const text = registry.render();
     expect(listTopics).toHaveBeenCalledTimes(1);
-    expect(metric(text, 'booblik_partition_next_offset\\{topic="a",partition="1"\\}')).toBe(1);
-    expect(metric(text, 'booblik_partition_log_start_offset\\{topic="a",partition="0"\\}')).toBe(0);
-    expect(metric(text, 'booblik_partition_size_bytes\\{topic="a",partition="1"\\}')).toBeGreaterThan(0);
+    expect(metricValue(text, 'booblik_partition_next_offset{topic="a",partition="1"}')).toBe(1);
+    expect(metricValue(text, 'booblik_partition_log_start_offset{topic="a",partition="0"}')).toBe(0);
+    expect(metricValue(text, 'booblik_partition_size_bytes{topic="a",partition="1"}')).toBeGreaterThan(0);
     registry.render();
     expect(listTopics).toHaveBeenCalledTimes(2);
     listTopics.mockRestore();

@@ -9,17 +9,11 @@ import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { MAIN, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
-
-function metric(text: string, name: string): number {
-  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const match = new RegExp(`^${escaped} (\\S+)$`, "m").exec(text);
-  if (match === null) throw new Error(`no ${name} in\n${text}`);
-  return Number(match[1]);
-}
 
 test("/metrics reports traffic, latency, forces and partitions", async () => {
   using dir = tempDir();
@@ -34,20 +28,20 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4");
     const text = await response.text();
-    expect(metric(text, "booblik_ready")).toBe(1);
-    expect(metric(text, "booblik_produce_records_total")).toBe(3);
-    expect(metric(text, "booblik_fetch_records_total")).toBe(3);
-    expect(metric(text, "booblik_fetch_sendfile_bytes_total")).toBe(3 * 8 + 6);
-    expect(metric(text, "booblik_connections")).toBe(1);
-    expect(metric(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
-    expect(metric(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
-    expect(metric(text, "booblik_segment_read_descriptors_closed_total")).toBe(0);
-    expect(metric(text, 'booblik_request_duration_seconds_count{api="PRODUCE"}')).toBe(1);
-    expect(metric(text, 'booblik_request_duration_seconds_bucket{api="FETCH",le="+Inf"}')).toBe(1);
-    expect(metric(text, "booblik_force_duration_seconds_count")).toBeGreaterThanOrEqual(1);
-    expect(metric(text, 'booblik_partition_next_offset{topic="m",partition="1"}')).toBe(3);
-    expect(metric(text, 'booblik_partition_size_bytes{topic="m",partition="0"}')).toBe(32);
-    expect(metric(text, "process_resident_memory_bytes")).toBeGreaterThan(1e6);
+    expect(metricValue(text, "booblik_ready")).toBe(1);
+    expect(metricValue(text, "booblik_produce_records_total")).toBe(3);
+    expect(metricValue(text, "booblik_fetch_records_total")).toBe(3);
+    expect(metricValue(text, "booblik_fetch_sendfile_bytes_total")).toBe(3 * 8 + 6);
+    expect(metricValue(text, "booblik_connections")).toBe(1);
+    expect(metricValue(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
+    expect(metricValue(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
+    expect(metricValue(text, "booblik_segment_read_descriptors_closed_total")).toBe(0);
+    expect(metricValue(text, 'booblik_request_duration_seconds_count{api="PRODUCE"}')).toBe(1);
+    expect(metricValue(text, 'booblik_request_duration_seconds_bucket{api="FETCH",le="+Inf"}')).toBe(1);
+    expect(metricValue(text, "booblik_force_duration_seconds_count")).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'booblik_partition_next_offset{topic="m",partition="1"}')).toBe(3);
+    expect(metricValue(text, 'booblik_partition_size_bytes{topic="m",partition="0"}')).toBe(32);
+    expect(metricValue(text, "process_resident_memory_bytes")).toBeGreaterThan(1e6);
     expect(await (await fetch(`http://127.0.0.1:${metricsPort}/ready`)).text()).toBe("ready\n");
   } finally {
     client.close();
