@@ -297,46 +297,33 @@ describe("restarts and refusals", () => {
     expect(portTaken.exitCode).toBe(1);
     expect(portTaken.stderr).toContain(`cannot listen on 127.0.0.1:${broker.port}: address already in use`);
     expect(portTaken.stdout).not.toContain("listening");
-    const locked = await runBrokerExpectingFailure([
-      "--data-dir",
-      first.path,
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-    ]);
-    expect(locked.exitCode).toBe(1);
-    expect(locked.stderr).toContain(`data directory ${first.path} is in use by pid ${broker.process.pid}`);
-    const badAddress = await runBrokerExpectingFailure([
-      "--data-dir",
-      second.path,
-      "--host",
-      "203.0.113.7",
-      "--port",
-      "0",
-    ]);
-    expect(badAddress.exitCode).toBe(1);
-    expect(badAddress.stderr).toContain("cannot listen on 203.0.113.7:0");
-    const badOption = await runBrokerExpectingFailure(["--data-dir", second.path, "--durability", "maybe"]);
-    expect(badOption.exitCode).toBe(1);
-    expect(badOption.stderr).toContain("durability must be one of append, force, interval");
+    // Each refusal: exit code 1 and a message that says why.
+    const refused = async (args: string[], message: string) => {
+      const run = await runBrokerExpectingFailure(args);
+      expect(run.exitCode, args.join(" ")).toBe(1);
+      expect(run.stderr).toContain(message);
+    };
+    await refused(
+      ["--data-dir", first.path, "--host", "127.0.0.1", "--port", "0"],
+      `data directory ${first.path} is in use by pid ${broker.process.pid}`,
+    );
+    await refused(
+      ["--data-dir", second.path, "--host", "203.0.113.7", "--port", "0"],
+      "cannot listen on 203.0.113.7:0",
+    );
+    await refused(
+      ["--data-dir", second.path, "--durability", "maybe"],
+      "durability must be one of append, force, interval",
+    );
     // Numbers that are not numbers are refused, not read as "no limit" (NaN compares false).
-    const badConnections = await runBrokerExpectingFailure([
-      "--data-dir",
-      second.path,
-      "--max-connections",
-      "many",
-    ]);
-    expect(badConnections.exitCode).toBe(1);
-    expect(badConnections.stderr).toContain('max connections must be an integer ≥ 1, got "many"');
-    const badSegmentFiles = await runBrokerExpectingFailure([
-      "--data-dir",
-      second.path,
-      "--max-open-segment-files",
-      "2",
-    ]);
-    expect(badSegmentFiles.exitCode).toBe(1);
-    expect(badSegmentFiles.stderr).toContain('max open segment files must be an integer ≥ 4, got "2"');
+    await refused(
+      ["--data-dir", second.path, "--max-connections", "many"],
+      'max connections must be an integer ≥ 1, got "many"',
+    );
+    await refused(
+      ["--data-dir", second.path, "--max-open-segment-files", "2"],
+      'max open segment files must be an integer ≥ 4, got "2"',
+    );
     // The refused brokers left the running one alone.
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     expect((await client.metadata()).brokerVersion).toBe("0.1.0");
