@@ -25,19 +25,9 @@ import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
+import { descriptorsUnder, mappingsContaining } from "../helpers/proc.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
-
-function openDescriptors(): number {
-  return fs.readdirSync("/proc/self/fd").length;
-}
-
-function mappingsUnder(directory: string): number {
-  return fs
-    .readFileSync("/proc/self/maps", "utf8")
-    .split("\n")
-    .filter((line) => line.includes(directory)).length;
-}
 
 /** 92-byte payloads: with the 8-byte header each record is 100 bytes. */
 function payload(offset: number): string {
@@ -121,7 +111,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("a failed roll, %s write path",
       try {
         for (let i = 0; i < RECORDS_PER_SEGMENT; i++) appendOne(log);
         const nextPath = path.join(dir.path, segmentFileName(log.nextOffset));
-        const descriptorsBefore = openDescriptors();
+        const descriptorsBefore = descriptorsUnder(dir.path);
         // One descriptor left: Segment.create takes it, then the seal cannot open the old segment's
         // read descriptor. Synchronous from here to the release, so nothing else can take it.
         const fillers = exhaustDescriptorsButOne();
@@ -141,7 +131,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("a failed roll, %s write path",
         });
         // Nothing of the half-made roll is left: no file, no descriptor; the log is not stopped.
         expect(fs.existsSync(nextPath)).toBe(false);
-        expect(openDescriptors()).toBe(descriptorsBefore);
+        expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
         expect(log.failure).toBeUndefined();
         expect(log.segmentCount).toBe(1);
         // Before the fix this append failed with EEXIST (the leftover file), and so would every later one.
@@ -165,7 +155,7 @@ describe("a failed trim, mapped write path", () => {
     () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: "mapped", segmentBytes: SEGMENT_BYTES });
-      const descriptorsBefore = openDescriptors();
+      const descriptorsBefore = descriptorsUnder(dir.path);
       const log = PartitionLog.open(dir.path, config);
       const oldPath = path.join(dir.path, segmentFileName(0 as Offset));
       const nextPath = path.join(dir.path, segmentFileName(RECORDS_PER_SEGMENT as Offset));
@@ -184,8 +174,8 @@ describe("a failed trim, mapped write path", () => {
       } finally {
         chattr("-a", oldPath);
       }
-      expect(openDescriptors()).toBe(descriptorsBefore);
-      expect(mappingsUnder(dir.path)).toBe(0);
+      expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
+      expect(mappingsContaining(dir.path)).toBe(0);
       // Recovery cuts the untrimmed padding; the roll happens this time.
       const reopened = PartitionLog.open(dir.path, config);
       expectAll(reopened, RECORDS_PER_SEGMENT);
@@ -201,7 +191,7 @@ describe("a failed trim, mapped write path", () => {
     () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: "mapped", segmentBytes: SEGMENT_BYTES });
-      const descriptorsBefore = openDescriptors();
+      const descriptorsBefore = descriptorsUnder(dir.path);
       const segment = Segment.create(dir.path, 0 as Offset, config);
       segment.append(frameRecords([payload(0)]), true);
       segment.read(0, 1000); // opens the read descriptor
@@ -213,8 +203,8 @@ describe("a failed trim, mapped write path", () => {
       }
       // Before the fix the read descriptor stayed open and the segment did not count as closed.
       expect(segment.hasOpenDescriptor).toBe(false);
-      expect(openDescriptors()).toBe(descriptorsBefore);
-      expect(mappingsUnder(dir.path)).toBe(0);
+      expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
+      expect(mappingsContaining(dir.path)).toBe(0);
       expect(() => segment.read(0, 1000)).toThrow(/is closed/);
     },
   );
@@ -284,11 +274,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("PartitionLog.open, %s write pa
       } finally {
         fs.closeSync(filler);
       }
-      const descriptorsBefore = openDescriptors();
+      const descriptorsBefore = descriptorsUnder(small.path);
       expect(() => PartitionLog.open(directory, config)).toThrow(/ENOSPC/);
       // Before the fix every segment opened by the failed open kept its descriptor (and mapping).
-      expect(openDescriptors()).toBe(descriptorsBefore);
-      expect(mappingsUnder(small.path)).toBe(0);
+      expect(descriptorsUnder(small.path)).toBe(descriptorsBefore);
+      expect(mappingsContaining(small.path)).toBe(0);
       fs.unlinkSync(path.join(small.path, "filler"));
       const reopened = PartitionLog.open(directory, config);
       expect(reopened.openReport.segmentsScanned).toBeGreaterThan(1);

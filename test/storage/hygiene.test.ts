@@ -12,14 +12,14 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
-import { mappingsContaining, openDescriptorCount } from "../helpers/proc.ts";
+import { descriptorsUnder, mappingsContaining } from "../helpers/proc.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode: WriteMode) => {
   test("1,000 segments opened and closed leave no descriptor and no mapping behind", () => {
     using dir = tempDir();
     const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
-    const descriptorsBefore = openDescriptorCount();
+    const descriptorsBefore = descriptorsUnder(dir.path);
     const range = newFileRange();
     const batch = frameRecords(["hygiene", "check"]);
     for (let i = 0; i < 1000; i++) {
@@ -45,14 +45,14 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode
         sealed.close();
       }
     }
-    expect(openDescriptorCount()).toBe(descriptorsBefore);
+    expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
     expect(mappingsContaining(dir.path)).toBe(0);
   }, 60_000);
 
   test("a failing open closes what it opened", () => {
     using dir = tempDir();
     const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
-    const descriptorsBefore = openDescriptorCount();
+    const descriptorsBefore = descriptorsUnder(dir.path);
     const bad = path.join(dir.path, segmentFileName(0 as Offset));
     fs.writeFileSync(bad, "not a segment, long enough to hold a header of 32 bytes");
     for (let i = 0; i < 100; i++) {
@@ -63,7 +63,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode
       sealed.close();
     }
     expect(() => Segment.openForAppend(path.join(dir.path, "missing.log"), config)).toThrow(/ENOENT/);
-    expect(openDescriptorCount()).toBe(descriptorsBefore);
+    expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
     expect(mappingsContaining(dir.path)).toBe(0);
   });
 });

@@ -17,7 +17,7 @@ import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { newFileRange, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
-import { openDescriptorCount } from "../helpers/proc.ts";
+import { descriptorsUnder } from "../helpers/proc.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
 import { readFileRange } from "../helpers/read-range.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -259,11 +259,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fill(first, 300);
       const segments = first.segmentCount;
       first.close();
-      const descriptorsBefore = openDescriptorCount();
+      const descriptorsBefore = descriptorsUnder(dir.path);
       const reopened = PartitionLog.open(dir.path, config);
       // Sealed segments take no descriptor until they are read: only the active segment's writer.
       expect(segments).toBeGreaterThan(5);
-      expect(openDescriptorCount() - descriptorsBefore).toBe(1);
+      expect(descriptorsUnder(dir.path) - descriptorsBefore).toBe(1);
       try {
         const report = reopened.openReport;
         expect(report.cleanShutdown).toBe(true);

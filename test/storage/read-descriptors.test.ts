@@ -12,7 +12,7 @@ import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { sealedReadDescriptors } from "../../src/storage/read-descriptors.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
-import { openDescriptorCount } from "../helpers/proc.ts";
+import { descriptorsUnder } from "../helpers/proc.ts";
 import { payloadForOffset } from "../helpers/random.ts";
 import { readFileRange } from "../helpers/read-range.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -64,7 +64,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("read descriptors, %s write pat
       log.close();
     }
     // Reopened after a clean shutdown: every old segment is sealed, opened by name, no descriptor.
-    const descriptorsBefore = openDescriptorCount();
+    const descriptorsBefore = descriptorsUnder(dir.path);
     const closedBefore = sealedReadDescriptors.closedByLimitCount;
     const log = PartitionLog.open(dir.path, config);
     try {
@@ -74,7 +74,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("read descriptors, %s write pat
       while (offset < log.nextOffset) {
         const read = log.read(offset, 4096);
         offset += read.recordCount;
-        peak = Math.max(peak, openDescriptorCount() - descriptorsBefore);
+        peak = Math.max(peak, descriptorsUnder(dir.path) - descriptorsBefore);
         expect(sealedReadDescriptors.openCount).toBeLessThanOrEqual(LIMIT);
       }
       // The active segment holds its writer's descriptor and a reader's; the rest is the bound.
@@ -99,7 +99,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("read descriptors, %s write pat
     } finally {
       log.close();
     }
-    expect(openDescriptorCount()).toBe(descriptorsBefore);
+    expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
     expect(sealedReadDescriptors.openCount).toBe(0);
   }, 60_000);
 
