@@ -12,6 +12,13 @@ import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { BooblikError } from "./domain/errors.ts";
+import {
+  CONNECTIONS_PER_ADDRESS_DEFAULT,
+  INBOUND_BUDGET_BYTES_DEFAULT,
+  INBOUND_FREE_BYTES,
+  REQUEST_MIN_BYTES_PER_SECOND,
+  REQUEST_TIMEOUT_MS_DEFAULT,
+} from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
@@ -88,6 +95,24 @@ const OPTIONS = {
     env: "BOOBLIK_MAX_CONNECTIONS",
     fallback: "1024",
     help: "connections beyond this are refused",
+  },
+  maxConnectionsPerAddress: {
+    flag: "--max-connections-per-address",
+    env: "BOOBLIK_MAX_CONNECTIONS_PER_ADDRESS",
+    fallback: String(CONNECTIONS_PER_ADDRESS_DEFAULT),
+    help: "connections one client address may hold",
+  },
+  requestTimeoutMs: {
+    flag: "--request-timeout",
+    env: "BOOBLIK_REQUEST_TIMEOUT",
+    fallback: `${REQUEST_TIMEOUT_MS_DEFAULT / 1000}s`,
+    help: `a request must arrive whole within this, plus 1 s per ${REQUEST_MIN_BYTES_PER_SECOND / 2 ** 20} MiB of its size`,
+  },
+  maxInboundBytes: {
+    flag: "--max-inbound-memory",
+    env: "BOOBLIK_MAX_INBOUND_MEMORY",
+    fallback: `${INBOUND_BUDGET_BYTES_DEFAULT / 2 ** 20}MiB`,
+    help: `memory for requests still arriving, all connections together (beyond ${INBOUND_FREE_BYTES / 1024} KiB each); at least the max frame size`,
   },
   maxOpenSegmentFiles: {
     flag: "--max-open-segment-files",
@@ -222,6 +247,20 @@ async function main(): Promise<number> {
   };
   const maxFrameBytes = parseBytes("max frame size", values.maxFrameBytes);
   const idleTimeoutMs = parseDurationMs("idle timeout", values.idleTimeoutMs);
+  const maxConnectionsPerAddress = parseInteger(
+    "max connections per address",
+    values.maxConnectionsPerAddress,
+    1,
+  );
+  const requestTimeoutMs = parseDurationMs("request timeout", values.requestTimeoutMs);
+  const maxInboundBytes = parseBytes("max inbound memory", values.maxInboundBytes);
+  // A frame the broker accepts must be able to get the budget it needs, or its connection would
+  // wait forever.
+  if (maxInboundBytes + INBOUND_FREE_BYTES < maxFrameBytes + 4) {
+    throw new UsageError(
+      `--max-inbound-memory (${maxInboundBytes} bytes) must be at least --max-frame-size (${maxFrameBytes} bytes)`,
+    );
+  }
   const metricsPort =
     values.metricsPort === "off" ? undefined : parseInteger("metrics port", values.metricsPort, 0, 65535);
   const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
@@ -251,7 +290,10 @@ async function main(): Promise<number> {
     port,
     maxFrameBytes,
     maxConnections,
+    maxConnectionsPerAddress,
     idleTimeoutMs,
+    requestTimeoutMs,
+    maxInboundBytes,
     fetchPath,
     maxFetchBytes: 64 * 2 ** 20,
   });

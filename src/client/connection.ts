@@ -285,6 +285,10 @@ export class BrokerConnection {
       } catch {
         error = new ConnectionError(`broker refused the connection (error ${header.errorCode})`);
       }
+      // A broker shutting down (a restart, usually) refuses with BROKER_SHUTTING_DOWN: for the
+      // caller that is a lost connection like any other, retried with backoff.
+      if (error.code === "CLOSED")
+        error = new ConnectionError(`broker refused the connection: ${error.message}`);
       this.fail(error);
       return;
     }

@@ -53,6 +53,44 @@ export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
  */
 export const MAPPED_RESERVE_STEP_BYTES = 4 * 1024 * 1024;
 
+// --- Connections and requests ----------------------------------------------------------------------
+
+/** Stop reading a connection's requests while this many response bytes wait to be sent. */
+export const OUTBOUND_HIGH_BYTES = 8 * 1024 * 1024;
+/** Resume reading once the queue drained below this. */
+export const OUTBOUND_LOW_BYTES = 2 * 1024 * 1024;
+/** Stop reading while this many requests of one connection wait for their responses. */
+export const INFLIGHT_MAX = 1024;
+/**
+ * Inbound buffer capacity every connection may hold without asking the broker-wide budget: one
+ * ordinary request (a 1,000-record batch of 100-byte records is 108 KiB) plus a read chunk. Beyond
+ * it, a connection reserves from the budget before its buffer grows (server/inbound-budget.ts), so
+ * memory for unfinished requests is at most connections × this + the budget.
+ */
+export const INBOUND_FREE_BYTES = 128 * 1024;
+/** What an inbound buffer starts with and shrinks back to once a large request was consumed. */
+export const INBOUND_INITIAL_BYTES = 64 * 1024;
+/** How far past its need an inbound buffer may grow at once (see protocol/inbound-buffer.ts). */
+export const INBOUND_GROWTH_SLACK_BYTES = 64 * 1024;
+/** Default broker-wide budget for inbound bytes beyond the free allowance (`--max-inbound-memory`). */
+export const INBOUND_BUDGET_BYTES_DEFAULT = 256 * 1024 * 1024;
+/**
+ * A request must arrive whole within this long (`--request-timeout`) plus the time its size takes
+ * at REQUEST_MIN_BYTES_PER_SECOND. A header claiming 16 MiB followed by a byte a second once held a
+ * connection slot and 16 MiB past the 10-minute idle timeout.
+ */
+export const REQUEST_TIMEOUT_MS_DEFAULT = 30_000;
+/** The slowest sender a large request is allowed to be: 16 MiB get 16 s on top of the timeout. */
+export const REQUEST_MIN_BYTES_PER_SECOND = 1024 * 1024;
+/** Default connection slots one client address may hold (`--max-connections-per-address`). */
+export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
+/**
+ * After its last response (an error frame before a close) the broker half-closes and keeps reading,
+ * discarding, for at most this long: closing with unread input makes the kernel send RST, and a
+ * reset can destroy the error frame the client has not read yet.
+ */
+export const CLOSE_LINGER_MS = 5_000;
+
 // --- Offsets and names ---------------------------------------------------------------------------
 
 /** Offsets are JS numbers on every hot path (no BigInt); they stay exact below 2^53. */
@@ -75,3 +113,5 @@ assert(
 );
 assert(RECOVERY_CHUNK_BYTES >= 1024 * 1024, "recovery reads at least 1 MiB per syscall");
 assert(SEGMENT_BYTES_MAX % 4096 === 0, "segment capacity is page aligned for the mapping");
+assert(INBOUND_INITIAL_BYTES <= INBOUND_FREE_BYTES, "a fresh connection needs no budget");
+assert(OUTBOUND_LOW_BYTES < OUTBOUND_HIGH_BYTES, "backpressure resumes below where it paused");

@@ -8,7 +8,23 @@
  *
  * Invariants:
  * - A frame's size is checked against the maximum before any of its payload is buffered; an
- *   impossible size closes the connection (the stream can no longer be trusted to be in sync).
+ *   impossible size ends the connection (the stream can no longer be trusted to be in sync), but
+ *   only after every request read before it was answered: those requests were executed, and a
+ *   client that never heard of them would resend them. The error frame (correlation id 0) follows
+ *   the last answer, then a half-close (FIN); input is read and discarded until the client closes
+ *   or CLOSE_LINGER_MS pass, because closing with unread input makes the kernel send RST.
+ * - Requests apply in arrival order (docs/protocol.md, "Order of application"): a request is
+ *   dispatched only once every earlier request of the connection has settled (its effect is visible),
+ *   except that a PRODUCE waits only for earlier non-PRODUCE requests. Consecutive PRODUCEs are
+ *   appended at once, in order, and share group commits; a LIST_OFFSETS, FETCH or METADATA behind
+ *   them waits until they are acknowledged. A long-poll FETCH settles when it starts waiting.
+ *   Frames that may not apply yet stay in the inbound buffer (reading pauses once it holds more than
+ *   INBOUND_FREE_BYTES).
+ * - A request must arrive whole within the request timeout plus its size at
+ *   REQUEST_MIN_BYTES_PER_SECOND; the clock runs only while the broker reads the connection.
+ * - Inbound buffer capacity beyond INBOUND_FREE_BYTES is reserved from the broker-wide
+ *   InboundBudget before the buffer grows for a frame; a connection whose frame does not fit stops
+ *   reading until it does, and gives everything back when the frame was consumed or it closed.
  * - Responses leave in the order their requests arrived; a slow request (a produce waiting for a
  *   force, a long-poll fetch) holds back the responses behind it, never reorders them.
  * - Bytes leave in queue order. Bun's `socket.write` does not buffer (a partial count means "the rest
@@ -17,6 +33,8 @@
  * - `socket.fd` is read at every sendfile call (the number is reused after close).
  * - While more than OUTBOUND_HIGH_BYTES are queued or INFLIGHT_MAX requests are pending, the
  *   connection stops reading: a client that sends and never reads cannot grow broker memory.
+ *   Reading is paused for exactly four reasons (congestion, waiting for budget, requests held back
+ *   by ordering beyond the free allowance, none while closing) and `updateReading` alone decides.
  * - Every acquired segment is released exactly once: when its range was sent, or when the
  *   connection closes.
  * - A connection whose queued output made no progress for the idle timeout is closed by the sweep
@@ -25,17 +43,26 @@
 import type { Socket } from "bun";
 import { preadFull } from "../../ffi/file.ts";
 import { SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
+import {
+  CLOSE_LINGER_MS,
+  INBOUND_FREE_BYTES,
+  INBOUND_INITIAL_BYTES,
+  INFLIGHT_MAX,
+  OUTBOUND_HIGH_BYTES,
+  OUTBOUND_LOW_BYTES,
+  REQUEST_MIN_BYTES_PER_SECOND,
+} from "../domain/limits.ts";
 import { ByteWriter } from "../protocol/buffer.ts";
-import { peekFrameSize, REQUEST_SIZE_MIN, SIZE_BYTES } from "../protocol/frame.ts";
+import {
+  API,
+  peekFrameSize,
+  REQUEST_API_KEY_OFFSET,
+  REQUEST_SIZE_MIN,
+  SIZE_BYTES,
+} from "../protocol/frame.ts";
 import { InboundBuffer } from "../protocol/inbound-buffer.ts";
 import type { Segment } from "../storage/segment.ts";
-
-/** Stop reading a connection's requests while this many response bytes wait to be sent. */
-export const OUTBOUND_HIGH_BYTES = 8 * 1024 * 1024;
-/** Resume reading once the queue drained below this. */
-export const OUTBOUND_LOW_BYTES = 2 * 1024 * 1024;
-/** Stop reading while this many requests of one connection wait for their responses. */
-export const INFLIGHT_MAX = 1024;
+import type { BudgetWaiter, InboundBudget } from "./inbound-budget.ts";
 
 interface BufferItem {
   kind: "buffer";
@@ -54,10 +81,12 @@ type OutItem = BufferItem | FileItem;
 
 /** A response slot: filled when its request completes, sent when every earlier one was sent. */
 export interface ResponseSlot {
-  /** The request's API, and when it arrived: for the latency histograms. */
+  /** The request's API, and when it arrived: for the latency histograms (-1: the closing error frame). */
   apiKey: number;
   startMs: number;
   done: boolean;
+  /** Its effect is visible to later requests (see "Requests apply in arrival order"). */
+  settled: boolean;
   bytes: Uint8Array | undefined;
   file: { fd: number; position: number; lengthBytes: number; segment: Segment } | undefined;
   /** Called if the connection closes before the slot was sent (releases waiters and references). */
@@ -73,9 +102,13 @@ export interface ConnectionCounters {
 export interface ConnectionHost {
   readonly maxFrameBytes: number;
   readonly counters: ConnectionCounters;
+  readonly inboundBudget: InboundBudget;
   /** Handles one complete request frame; `frame` is valid only during the call. */
   dispatch(connection: Connection, frame: Uint8Array): void;
-  /** The connection's peer broke the protocol in a way that desynchronises the stream. */
+  /**
+   * The connection's peer broke the protocol in a way that desynchronises the stream: the host
+   * counts it and calls `closeAfterAnswers` with the error frame to send last.
+   */
   protocolViolation(connection: Connection, reason: string): void;
   closed(connection: Connection): void;
   /** A response left the queue of completed responses for the socket, `elapsedMs` after its request. */
@@ -93,12 +126,33 @@ function socketFd(socket: Socket<Connection>): number {
   return typeof fd === "number" ? fd : -1;
 }
 
-export class Connection {
+export class Connection implements BudgetWaiter {
   readonly socket: Socket<Connection>;
   readonly host: ConnectionHost;
+  /** The client's address, for the per-address connection limit. */
+  readonly remoteAddress: string;
   /** When the last request bytes arrived. */
   lastActivityMs = performance.now();
   private readonly inbound = new InboundBuffer();
+  /** Bytes of `inbound.capacity` beyond INBOUND_FREE_BYTES, reserved from the host's budget. */
+  private reservedBytes = 0;
+  /** Reading stopped until the budget has room for the frame being received. */
+  private waitingForBudget = false;
+  /** Requests dispatched whose effect is not yet visible, PRODUCEs and the rest. */
+  private unsettledProduces = 0;
+  private unsettledOthers = 0;
+  /** The frame loop stopped at a request that may not apply yet (ordering). */
+  private blocked = false;
+  private inFrameLoop = false;
+  /** Request bytes consumed since the connection opened: names the frame being received. */
+  private consumedBytes = 0;
+  /** Where (in consumedBytes) and since when the frame at the head of the buffer has been arriving. */
+  private partialFrameAt = -1;
+  private partialFrameSinceMs = 0;
+  /** Set once the connection ends after its answers (protocol violation, request timeout). */
+  private closingReason: string | undefined;
+  /** The write side was shut down after the last byte; input is discarded until this deadline. */
+  private lingerUntilMs = 0;
   private readonly slots: ResponseSlot[] = [];
   private readonly outbound: OutItem[] = [];
   private readonly staging = new ByteWriter(16 * 1024);
@@ -123,6 +177,7 @@ export class Connection {
   constructor(socket: Socket<Connection>, host: ConnectionHost) {
     this.socket = socket;
     this.host = host;
+    this.remoteAddress = socket.remoteAddress;
   }
 
   /** Response bytes held for this connection: completed but not yet queued, queued, and staged. */
@@ -167,45 +222,174 @@ export class Connection {
 
   onData(chunk: Uint8Array): void {
     if (this.isClosed || this.draining) return;
+    if (this.closingReason !== undefined) return; // discarded: the stream is over (see the header)
     this.lastActivityMs = performance.now();
     const inbound = this.inbound;
-    if (inbound.length === 0) {
+    if (inbound.length === 0 && !this.blocked) {
       // Nothing buffered: frame straight out of the chunk (Bun hands us a fresh buffer each time) and
       // keep only its incomplete tail.
       const consumed = this.frameLoop(chunk, 0, chunk.length);
-      if (!this.isClosed && consumed < chunk.length) inbound.append(chunk.subarray(consumed));
+      if (this.closingReason === undefined && consumed < chunk.length)
+        inbound.append(chunk.subarray(consumed));
     } else {
       inbound.append(chunk);
       inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
     }
-    if (!this.isClosed) this.updateReading();
+    this.afterFraming();
   }
 
-  /** Dispatches every complete frame in bytes[start, end); returns where the first incomplete one starts. */
+  /**
+   * Dispatches every complete frame in bytes[start, end) that may apply now; returns where the first
+   * one not dispatched starts (or `end` when the stream ended in a protocol violation).
+   */
   private frameLoop(bytes: Uint8Array, start: number, end: number): number {
     let at = start;
+    this.inFrameLoop = true;
+    this.blocked = false;
     // Stop dispatching (the rest stays buffered, and reading pauses) as soon as this connection's
     // responses pile up: a burst of 4,000 fetches in one chunk once queued 3.4 GB before this check.
-    while (!this.isClosed && !this.draining && !this.congested) {
+    while (!this.isClosed && !this.draining && this.closingReason === undefined && !this.congested) {
       const size = peekFrameSize(bytes, at, end);
       if (size < 0) break;
       // Check the size before waiting for (or buffering) the payload: a garbage length must not make
       // us hold gigabytes, and a short one cannot even carry a header.
       if (size < REQUEST_SIZE_MIN || size > this.host.maxFrameBytes) {
+        this.inFrameLoop = false;
         this.host.protocolViolation(
           this,
           size < REQUEST_SIZE_MIN
             ? `frame size ${size} is smaller than a request header (${REQUEST_SIZE_MIN})`
             : `frame size ${size} exceeds the maximum of ${this.host.maxFrameBytes} bytes`,
         );
-        return at;
+        return end;
       }
       const frameEnd = at + SIZE_BYTES + size;
       if (frameEnd > end) break;
+      // size >= REQUEST_SIZE_MIN, so the header is complete.
+      const apiKey = (bytes[at + REQUEST_API_KEY_OFFSET]! << 8) | bytes[at + REQUEST_API_KEY_OFFSET + 1]!;
+      if (
+        apiKey === API.PRODUCE ? this.unsettledOthers > 0 : this.unsettledOthers + this.unsettledProduces > 0
+      ) {
+        this.blocked = true;
+        break;
+      }
       this.host.dispatch(this, bytes.subarray(at, frameEnd));
       at = frameEnd;
     }
+    this.inFrameLoop = false;
+    this.consumedBytes += at - start;
     return at;
+  }
+
+  /**
+   * After framing: note when the frame at the head started arriving, reserve budget for it (or wait
+   * for it), give back what a consumed large frame held, and decide whether to keep reading.
+   */
+  private afterFraming(): void {
+    if (this.isClosed || this.closingReason !== undefined) return;
+    const inbound = this.inbound;
+    if (inbound.length === 0) {
+      this.partialFrameAt = -1;
+    } else if (this.partialFrameAt !== this.consumedBytes) {
+      this.partialFrameAt = this.consumedBytes;
+      this.partialFrameSinceMs = performance.now();
+    }
+    this.admitInbound();
+    this.updateReading();
+  }
+
+  /** Sizes the inbound buffer for the frame at its head, within the budget. */
+  private admitInbound(): void {
+    const inbound = this.inbound;
+    let neededBytes = inbound.length;
+    if (!this.blocked && !this.congested) {
+      // Everything before the head was dispatched: the head is the frame being received.
+      const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
+      if (size >= 0) neededBytes = SIZE_BYTES + size;
+    }
+    if (neededBytes <= INBOUND_FREE_BYTES) {
+      if (inbound.capacity > INBOUND_FREE_BYTES)
+        inbound.shrinkTo(
+          inbound.length <= INBOUND_INITIAL_BYTES ? INBOUND_INITIAL_BYTES : INBOUND_FREE_BYTES,
+        );
+      this.forgetBudgetWait();
+    } else if (neededBytes > inbound.capacity) {
+      const wantedBytes = neededBytes - INBOUND_FREE_BYTES;
+      if (this.host.inboundBudget.tryReserve(this, wantedBytes - this.reservedBytes)) {
+        this.reservedBytes = wantedBytes;
+        inbound.ensureCapacity(neededBytes);
+        this.waitingForBudget = false;
+      } else {
+        this.waitingForBudget = true;
+      }
+    }
+    this.syncReservation();
+  }
+
+  /** Makes the reservation match the buffer's real capacity (shrinks, chunks that arrived anyway). */
+  private syncReservation(): void {
+    const budget = this.host.inboundBudget;
+    const heldBytes = Math.max(0, this.inbound.capacity - INBOUND_FREE_BYTES);
+    if (heldBytes > this.reservedBytes) budget.force(heldBytes - this.reservedBytes);
+    else if (heldBytes < this.reservedBytes) {
+      const released = this.reservedBytes - heldBytes;
+      this.reservedBytes = heldBytes;
+      budget.release(released);
+      return;
+    }
+    this.reservedBytes = heldBytes;
+  }
+
+  private forgetBudgetWait(): void {
+    if (!this.waitingForBudget) return;
+    this.waitingForBudget = false;
+    this.host.inboundBudget.forget(this);
+  }
+
+  /** The budget has room again: try once more, and resume reading on a later tick if it fits. */
+  retryBudget(): boolean {
+    if (this.isClosed || !this.waitingForBudget) {
+      this.host.inboundBudget.forget(this);
+      return true;
+    }
+    const inbound = this.inbound;
+    const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
+    const neededBytes = size < 0 ? inbound.length : SIZE_BYTES + size;
+    const wantedBytes = neededBytes - INBOUND_FREE_BYTES;
+    if (!this.host.inboundBudget.tryReserve(this, Math.max(0, wantedBytes - this.reservedBytes)))
+      return false;
+    this.reservedBytes = Math.max(this.reservedBytes, wantedBytes);
+    inbound.ensureCapacity(neededBytes);
+    this.waitingForBudget = false;
+    // Not from inside the budget's release loop: resume on the next microtask.
+    queueMicrotask(() => this.updateReading());
+    return true;
+  }
+
+  /** Dispatches buffered frames that may apply now (an earlier request settled, or reading resumed). */
+  private processInbound(): void {
+    if (this.inFrameLoop || this.isClosed || this.draining || this.closingReason !== undefined) return;
+    const inbound = this.inbound;
+    if (inbound.length > 0) inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
+    else this.blocked = false;
+    this.afterFraming();
+  }
+
+  /**
+   * For the sweep: the reason to end the connection when the frame being received is overdue
+   * (it has taken longer than `requestTimeoutMs` plus its size at REQUEST_MIN_BYTES_PER_SECOND while
+   * the broker was reading), or undefined.
+   */
+  requestOverdue(nowMs: number, requestTimeoutMs: number): string | undefined {
+    if (this.partialFrameAt < 0 || this.paused || this.blocked || this.closingReason !== undefined) return;
+    const inbound = this.inbound;
+    const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
+    const allowedMs = requestTimeoutMs + (size > 0 ? (size / REQUEST_MIN_BYTES_PER_SECOND) * 1000 : 0);
+    const elapsedMs = nowMs - this.partialFrameSinceMs;
+    if (elapsedMs <= allowedMs) return;
+    return `the request was not received whole within ${Math.round(allowedMs)} ms (${inbound.length} of ${
+      size < 0 ? "?" : SIZE_BYTES + size
+    } bytes arrived)`;
   }
 
   /** The client half-closed its side: answer what it asked, then close ours. */
@@ -222,12 +406,28 @@ export class Connection {
       apiKey,
       startMs: performance.now(),
       done: false,
+      settled: false,
       bytes: undefined,
       file: undefined,
       cancel: undefined,
     };
+    if (apiKey === API.PRODUCE) this.unsettledProduces++;
+    else this.unsettledOthers++;
     this.slots.push(slot);
     return slot;
+  }
+
+  /**
+   * The request's effect is visible to later requests of this connection; requests held back for it
+   * may now be dispatched. Completing a slot settles it; a long-poll FETCH settles when it starts
+   * waiting (it has no effect, and what it waits for may come from a later request).
+   */
+  settle(slot: ResponseSlot): void {
+    if (slot.settled) return;
+    slot.settled = true;
+    if (slot.apiKey === API.PRODUCE) this.unsettledProduces--;
+    else this.unsettledOthers--;
+    if (this.blocked) this.scheduleFlush();
   }
 
   /** Completes a slot with a buffered response. */
@@ -237,7 +437,31 @@ export class Connection {
     slot.done = true;
     slot.cancel = undefined;
     this.completedBytes += bytes.length;
+    this.settle(slot);
     this.scheduleFlush();
+  }
+
+  /**
+   * Ends the connection after every request already read was answered: `lastFrame` (an error frame
+   * with correlation id 0) follows the last answer, then the write side is shut down. Input from
+   * now on is discarded; the buffer and the budget it held are given back at once.
+   */
+  closeAfterAnswers(reason: string, lastFrame: Uint8Array): void {
+    if (this.isClosed || this.closingReason !== undefined) return;
+    this.closingReason = reason;
+    this.inbound.clear(INBOUND_INITIAL_BYTES);
+    this.forgetBudgetWait();
+    this.syncReservation();
+    this.blocked = false;
+    const slot = this.openSlot(-1);
+    this.complete(slot, lastFrame);
+    // Keep reading (and discarding) so the close is a FIN, not a reset; see the header.
+    this.updateReading();
+  }
+
+  /** The connection is ending after its answers (a protocol violation or an overdue request). */
+  get closing(): boolean {
+    return this.closingReason !== undefined;
   }
 
   /**
@@ -254,6 +478,7 @@ export class Connection {
   private readonly runScheduledFlush = (): void => {
     this.flushScheduled = false;
     this.flushSlots();
+    if (this.blocked) this.processInbound();
   };
 
   /** Completes a slot with a header followed by a file range (the segment is already acquired). */
@@ -274,6 +499,7 @@ export class Connection {
     slot.done = true;
     slot.cancel = undefined;
     this.completedBytes += header.length + lengthBytes;
+    this.settle(slot);
     this.scheduleFlush();
   }
 
@@ -283,7 +509,7 @@ export class Connection {
     while (slots.length > 0 && slots[0]!.done) {
       const slot = slots.shift()!;
       moved = true;
-      this.host.responded(slot.apiKey, performance.now() - slot.startMs);
+      if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
       this.completedBytes -= (slot.bytes?.length ?? 0) + (slot.file?.lengthBytes ?? 0);
       if (slot.bytes !== undefined) this.enqueueBytes(slot.bytes);
       if (slot.file !== undefined) {
@@ -432,28 +658,27 @@ export class Connection {
     return this.queuedBytes > OUTBOUND_HIGH_BYTES || this.slots.length >= INFLIGHT_MAX;
   }
 
+  /** The one place that pauses and resumes reading (the reasons are listed in the header). */
   private updateReading(): void {
     if (this.isClosed) return;
-    if (this.congested) {
-      if (!this.paused) {
-        this.paused = true;
-        this.socket.pause();
-      }
+    let pause: boolean;
+    if (this.closingReason !== undefined) pause = false;
+    else if (this.congested || this.waitingForBudget) pause = true;
+    else if (this.blocked && this.inbound.length >= INBOUND_FREE_BYTES) pause = true;
+    else if (this.paused && (this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2))
+      pause = true; // hysteresis: resume only once the output drained well below the high mark
+    else pause = false;
+    if (pause === this.paused) return;
+    this.paused = pause;
+    if (pause) {
+      this.socket.pause();
       return;
     }
-    if (!this.paused || this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2)
-      return;
-    this.paused = false;
     this.socket.resume();
+    // The request clock restarts: the broker, not the client, held the frame back.
+    this.partialFrameAt = -1;
     // Frames that arrived before the pause may still sit in the buffer.
-    const inbound = this.inbound;
-    if (inbound.length > 0) {
-      inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
-      if (this.congested) {
-        this.paused = true;
-        this.socket.pause();
-      }
-    }
+    this.processInbound();
   }
 
   /** Stop reading requests (shutdown); answer the pending ones, then close. */
@@ -463,8 +688,23 @@ export class Connection {
   }
 
   private closeIfFinished(): void {
-    if (this.isClosed || !(this.readClosed || this.draining)) return;
-    if (this.idle) this.socket.end();
+    if (this.isClosed || !this.idle) return;
+    if (this.closingReason !== undefined) {
+      if (this.readClosed) {
+        this.socket.end();
+      } else if (this.lingerUntilMs === 0) {
+        // Half-close: the client reads the error frame and then our FIN; we keep discarding its input.
+        this.lingerUntilMs = performance.now() + CLOSE_LINGER_MS;
+        this.socket.shutdown();
+      }
+      return;
+    }
+    if (this.readClosed || this.draining) this.socket.end();
+  }
+
+  /** For the sweep: the write side was shut down and the client has not closed within the linger time. */
+  lingerExpired(nowMs: number): boolean {
+    return this.lingerUntilMs !== 0 && nowMs > this.lingerUntilMs;
   }
 
   /** Closes at once (protocol violation, dead peer, idle timeout). */
@@ -488,6 +728,9 @@ export class Connection {
     this.outboundBytes = 0;
     this.completedBytes = 0;
     this.staging.reset();
+    this.inbound.clear(INBOUND_INITIAL_BYTES);
+    this.forgetBudgetWait();
+    this.syncReservation();
     this.host.closed(this);
   }
 }

@@ -7,7 +7,10 @@
  *
  * Invariants:
  * - A request that cannot be decoded gets an error response and the connection stays usable (its
- *   frame boundary is known); a frame whose size is impossible closes the connection.
+ *   frame boundary is known); a frame whose size is impossible, or a request not received whole
+ *   within the request timeout, ends the connection after the answers to every earlier request.
+ * - A refused connection (the limit, the per-address limit, shutdown) gets one error frame with
+ *   correlation id 0 and a half-close, from accept until the process exits.
  * - No handler throws into Bun: every failure becomes an error response.
  * - A waiting fetch is answered exactly once: by an append, by its timer, or by shutdown; its
  *   append listener and timer are removed when it is answered or its connection closes.
@@ -47,6 +50,7 @@ import {
 } from "../protocol/messages.ts";
 import { newFileRange } from "../storage/segment.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
+import { InboundBudget } from "./inbound-budget.ts";
 
 export const BROKER_VERSION = "0.1.0";
 
@@ -69,7 +73,13 @@ export interface ServerOptions {
   port: number;
   maxFrameBytes: number;
   maxConnections: number;
+  /** Connection slots one client address may hold. */
+  maxConnectionsPerAddress: number;
   idleTimeoutMs: number;
+  /** A request must arrive whole within this (plus its size at REQUEST_MIN_BYTES_PER_SECOND). */
+  requestTimeoutMs: number;
+  /** Broker-wide bytes of unfinished requests beyond each connection's free allowance. */
+  maxInboundBytes: number;
   fetchPath: FetchPath;
   /** Upper bound on one FETCH response's records, whatever the client asks for. */
   maxFetchBytes: number;
@@ -79,6 +89,7 @@ export interface ServerCounters extends ConnectionCounters {
   connectionsAccepted: number;
   connectionsRefused: number;
   protocolViolations: number;
+  requestTimeouts: number;
   requests: number;
   errors: number;
   produceRequests: number;
@@ -106,6 +117,7 @@ export class BrokerServer implements ConnectionHost {
     connectionsAccepted: 0,
     connectionsRefused: 0,
     protocolViolations: 0,
+    requestTimeouts: 0,
     requests: 0,
     errors: 0,
     produceRequests: 0,
@@ -117,8 +129,12 @@ export class BrokerServer implements ConnectionHost {
     copiedFetchBytes: 0,
     fetchWaits: 0,
   };
+  readonly inboundBudget: InboundBudget;
   private listener: TCPSocketListener<Connection> | undefined;
   private readonly connections = new Set<Connection>();
+  /** Refused connections lingering after their error frame (see Connection.closeAfterAnswers). */
+  private readonly refused = new Set<Connection>();
+  private readonly connectionsByAddress = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private stopping = false;
@@ -129,6 +145,7 @@ export class BrokerServer implements ConnectionHost {
   constructor(broker: Broker, options: ServerOptions) {
     this.broker = broker;
     this.options = options;
+    this.inboundBudget = new InboundBudget(options.maxInboundBytes);
   }
 
   get maxFrameBytes(): number {
@@ -168,7 +185,8 @@ export class BrokerServer implements ConnectionHost {
         },
       },
     });
-    const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(this.options.idleTimeoutMs / 4)));
+    const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
+    const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(shortestMs / 4)));
     this.sweepTimer = setInterval(() => this.sweepIdle(), sweepEveryMs);
     this.sweepTimer.unref();
     return { hostname: this.listener.hostname, port: this.listener.port };
@@ -179,22 +197,33 @@ export class BrokerServer implements ConnectionHost {
   }
 
   private onOpen(socket: Socket<Connection>): void {
-    if (this.stopping || this.connections.size >= this.options.maxConnections) {
-      this.counters.connectionsRefused++;
-      this.writer.reset();
-      encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS, {
-        retriable: true,
-        message: this.stopping
-          ? "the broker is shutting down"
-          : `too many connections (the limit is ${this.options.maxConnections})`,
-      });
-      socket.write(this.writer.written());
-      socket.end();
-      return;
-    }
     const connection = new Connection(socket, this);
     socket.data = connection;
+    const address = connection.remoteAddress;
+    const fromAddress = this.connectionsByAddress.get(address) ?? 0;
+    const refusal = this.stopping
+      ? { code: WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN, message: "the broker is shutting down" }
+      : this.connections.size >= this.options.maxConnections
+        ? {
+            code: WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS,
+            message: `too many connections (the limit is ${this.options.maxConnections})`,
+          }
+        : fromAddress >= this.options.maxConnectionsPerAddress
+          ? {
+              code: WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS,
+              message: `too many connections from ${address} (the limit is ${this.options.maxConnectionsPerAddress} per address)`,
+            }
+          : undefined;
+    if (refusal !== undefined) {
+      this.counters.connectionsRefused++;
+      this.refused.add(connection);
+      this.writer.reset();
+      encodeErrorResponse(this.writer, 0, refusal.code, { retriable: true, message: refusal.message });
+      connection.closeAfterAnswers(refusal.message, this.writer.written().slice());
+      return;
+    }
     this.connections.add(connection);
+    this.connectionsByAddress.set(address, fromAddress + 1);
     this.counters.connectionsAccepted++;
   }
 
@@ -209,23 +238,24 @@ export class BrokerServer implements ConnectionHost {
   }
 
   closed(connection: Connection): void {
-    this.connections.delete(connection);
+    this.refused.delete(connection);
+    if (!this.connections.delete(connection)) return;
+    const address = connection.remoteAddress;
+    const remaining = (this.connectionsByAddress.get(address) ?? 1) - 1;
+    if (remaining > 0) this.connectionsByAddress.set(address, remaining);
+    else this.connectionsByAddress.delete(address);
   }
 
   protocolViolation(connection: Connection, reason: string): void {
     this.counters.protocolViolations++;
-    // The stream is out of sync: no response can be matched to a request any more. Say why (a frame
-    // with correlation id 0) and close. Only at a frame boundary: with an earlier response still
-    // queued (perhaps half written), bytes written now would land inside it, so just close.
-    if (!connection.hasQueuedOutput) {
-      this.writer.reset();
-      encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.INVALID_REQUEST, {
-        retriable: false,
-        message: reason,
-      });
-      connection.socket.write(this.writer.written());
-    }
-    connection.abort();
+    // The stream is out of sync: no later byte can be matched to a request. Every request read
+    // before this point is answered first (they were executed); then this frame, then a close.
+    this.writer.reset();
+    encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.INVALID_REQUEST, {
+      retriable: false,
+      message: reason,
+    });
+    connection.closeAfterAnswers(reason, this.writer.written().slice());
   }
 
   /**
@@ -238,11 +268,23 @@ export class BrokerServer implements ConnectionHost {
     const now = performance.now();
     const timeoutMs = this.options.idleTimeoutMs;
     for (const connection of this.connections) {
+      if (connection.lingerExpired(now)) {
+        connection.abort();
+        continue;
+      }
       // Called for every connection, idle or not, so that its progress clock stays current.
       const stalledMs = connection.outputStalledMs(now);
-      if (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs)
+      if (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs) {
         connection.abort();
+        continue;
+      }
+      const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs);
+      if (overdue !== undefined) {
+        this.counters.requestTimeouts++;
+        this.protocolViolation(connection, overdue);
+      }
     }
+    for (const connection of this.refused) if (connection.lingerExpired(now)) connection.abort();
   }
 
   // --- Dispatch ----------------------------------------------------------------------------------
@@ -488,6 +530,9 @@ export class BrokerServer implements ConnectionHost {
     timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
     this.waiters.add(waiter);
     slot.cancel = stop;
+    // A waiting fetch has no effect to wait for: later requests of this connection (a PRODUCE that
+    // brings what it waits for, say) apply now.
+    connection.settle(slot);
   }
 
   private answerFetch(
@@ -562,19 +607,24 @@ export class BrokerServer implements ConnectionHost {
       connectionsActive: this.connections.size,
       connectionsPaused: [...this.connections].filter((connection) => connection.readPaused).length,
       waitingFetches: this.waiters.size,
+      inboundBudgetLimitBytes: this.inboundBudget.limitBytes,
+      inboundBudgetUsedBytes: this.inboundBudget.usedBytes,
+      inboundBudgetPeakBytes: this.inboundBudget.peakBytes,
+      inboundBudgetWaiting: this.inboundBudget.waitingCount,
+      inboundBudgetWaits: this.inboundBudget.waits,
       ...memoryStats(),
     };
   }
 
   /**
-   * Graceful stop: refuse new connections, stop reading new requests, answer waiting fetches now,
-   * wait (at most `timeoutMs`) until every pending response was sent, then close the sockets.
+   * Graceful stop: stop reading new requests, answer waiting fetches now, wait (at most `timeoutMs`)
+   * until every pending response was sent, then close the sockets. Until then the listener stays
+   * open and answers every new connection with BROKER_SHUTTING_DOWN (correlation id 0), as
+   * docs/protocol.md promises; once the process exits, connections are refused by TCP.
    */
   async stop(timeoutMs = 10_000): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.listener?.stop(false);
-    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
     for (const connection of this.connections) connection.finishAndClose();
     // Long polls end now, with whatever the log holds.
     for (const waiter of [...this.waiters]) waiter.answer();
@@ -583,7 +633,9 @@ export class BrokerServer implements ConnectionHost {
       await new Promise((resolve) => setTimeout(resolve, 5));
       for (const connection of this.connections) if (connection.idle) connection.socket.end();
     }
-    for (const connection of this.connections) connection.abort();
+    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    this.listener?.stop(false);
+    for (const connection of [...this.connections, ...this.refused]) connection.abort();
     this.listener?.stop(true);
   }
 }

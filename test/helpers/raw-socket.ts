@@ -3,7 +3,9 @@
  * back, and lets a test wait for "n bytes received" or "closed" (conditions, not sleeps).
  */
 import type { Socket } from "bun";
-import { ByteWriter } from "../../src/protocol/buffer.ts";
+import { ByteReader, ByteWriter } from "../../src/protocol/buffer.ts";
+import { RESPONSE_HEADER_BYTES, readResponseHeader } from "../../src/protocol/frame.ts";
+import { decodeErrorBody } from "../../src/protocol/messages.ts";
 
 /** One request frame, built by an encoder of src/protocol/messages.ts, as bytes of its own. */
 export function frame(build: (writer: ByteWriter) => void): Uint8Array {
@@ -17,6 +19,52 @@ export function repeated(bytes: Uint8Array, count: number): Uint8Array {
   const burst = new Uint8Array(bytes.length * count);
   for (let i = 0; i < count; i++) burst.set(bytes, i * bytes.length);
   return burst;
+}
+
+export interface ParsedResponse {
+  correlationId: number;
+  errorCode: number;
+  /** The error body's message, for an error response. */
+  message: string | undefined;
+  /** A reader over the response payload (after the header), for the API's decoder. */
+  body: ByteReader;
+}
+
+/** Parses the complete response frames in `bytes` (a trailing partial frame is left out). */
+export function responses(bytes: Uint8Array): ParsedResponse[] {
+  const out: ParsedResponse[] = [];
+  let at = 0;
+  while (bytes.length - at >= RESPONSE_HEADER_BYTES) {
+    const size = new DataView(bytes.buffer, bytes.byteOffset + at).getUint32(0, false);
+    const end = at + 4 + size;
+    if (end > bytes.length) break;
+    const header = readResponseHeader(bytes, at, { correlationId: 0, errorCode: 0 });
+    const message =
+      header.errorCode === 0
+        ? undefined
+        : decodeErrorBody(new ByteReader(bytes, at + RESPONSE_HEADER_BYTES, end), header.errorCode).message;
+    out.push({
+      correlationId: header.correlationId,
+      errorCode: header.errorCode,
+      message,
+      body: new ByteReader(bytes, at + RESPONSE_HEADER_BYTES, end),
+    });
+    at = end;
+  }
+  return out;
+}
+
+/** Waits until `count` complete responses arrived after byte `fromByte`, and returns them. */
+export async function waitForResponses(
+  socket: RawSocket,
+  count: number,
+  fromByte = 0,
+): Promise<ParsedResponse[]> {
+  for (;;) {
+    const parsed = responses(socket.received().subarray(fromByte));
+    if (parsed.length >= count) return parsed;
+    await socket.waitForBytes(socket.received().length + 1);
+  }
 }
 
 export interface RawSocket {

@@ -9,12 +9,11 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
-import { ByteReader, type ByteWriter } from "../../src/protocol/buffer.ts";
+import type { ByteWriter } from "../../src/protocol/buffer.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
-import { API, RESPONSE_HEADER_BYTES, readResponseHeader } from "../../src/protocol/frame.ts";
+import { API, RESPONSE_HEADER_BYTES } from "../../src/protocol/frame.ts";
 import {
   beginRequest,
-  decodeErrorBody,
   encodeFetchRequest,
   encodeMetadataRequest,
   encodeProduceRequest,
@@ -25,7 +24,7 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { memoryOf, startBroker } from "../helpers/broker-process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
-import { frame, rawConnect, repeated } from "../helpers/raw-socket.ts";
+import { frame, rawConnect, repeated, responses } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -47,27 +46,6 @@ function request(
     body(writer);
     endFrame(writer, start);
   });
-}
-
-/** Parses the response frames in `bytes`: [correlationId, errorCode, error message?]. */
-function responses(
-  bytes: Uint8Array,
-): { correlationId: number; errorCode: number; message: string | undefined }[] {
-  const out = [];
-  let at = 0;
-  while (bytes.length - at >= RESPONSE_HEADER_BYTES) {
-    const size = new DataView(bytes.buffer, bytes.byteOffset + at).getUint32(0, false);
-    const end = at + 4 + size;
-    if (end > bytes.length) break;
-    const header = readResponseHeader(bytes, at, { correlationId: 0, errorCode: 0 });
-    const message =
-      header.errorCode === 0
-        ? undefined
-        : decodeErrorBody(new ByteReader(bytes, at + RESPONSE_HEADER_BYTES, end), header.errorCode).message;
-    out.push({ correlationId: header.correlationId, errorCode: header.errorCode, message });
-    at = end;
-  }
-  return out;
 }
 
 describe("malformed requests", () => {
@@ -312,7 +290,9 @@ describe("unlucky clients", () => {
     });
     await closed;
     const said = responses(new Uint8Array(Buffer.concat(chunks)));
-    expect(said).toEqual([{ correlationId: 42, errorCode: 0, message: undefined }]);
+    expect(said.map(({ correlationId, errorCode }) => ({ correlationId, errorCode }))).toEqual([
+      { correlationId: 42, errorCode: 0 },
+    ]);
   });
 
   test("idle connections are closed after the configured time; busy ones are not", async () => {
