@@ -10,10 +10,15 @@ export interface BrokerHandle {
   stop(): Promise<number>;
 }
 
-export async function startBrokerProcess(dataDir: string, extraArgs: string[]): Promise<BrokerHandle> {
+/** Starts `main` (this checkout's src/main.ts unless another checkout's is given) on a fresh port. */
+export async function startBrokerProcess(
+  dataDir: string,
+  extraArgs: string[],
+  main = MAIN,
+): Promise<BrokerHandle> {
   fs.mkdirSync(dataDir, { recursive: true });
   const child = Bun.spawn(
-    [process.execPath, MAIN, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0", ...extraArgs],
+    [process.execPath, main, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0", ...extraArgs],
     {
       stdout: "pipe",
       stderr: "inherit",

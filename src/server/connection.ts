@@ -290,6 +290,8 @@ export class Connection implements BudgetWaiter {
     const inbound = this.inbound;
     if (inbound.length === 0) {
       this.partialFrameAt = -1;
+      // The common case (every request of the chunk dispatched): nothing held, nothing to decide.
+      if (this.reservedBytes === 0 && !this.paused && !this.waitingForBudget && !this.congested) return;
     } else if (this.partialFrameAt !== this.consumedBytes) {
       this.partialFrameAt = this.consumedBytes;
       this.partialFrameSinceMs = performance.now();

@@ -61,6 +61,20 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     targets.server === undefined ? [] : [[{}, targets.server.connectionCount]],
   );
   registry.register(
+    "booblik_inbound_budget_bytes",
+    "gauge",
+    "Memory for requests still arriving, beyond each connection's free allowance: used now, and the bound (--max-inbound-memory).",
+    () => {
+      const budget = targets.server?.inboundBudget;
+      return budget === undefined
+        ? []
+        : [
+            [{ state: "used" }, budget.usedBytes],
+            [{ state: "limit" }, budget.limitBytes],
+          ];
+    },
+  );
+  registry.register(
     "booblik_segment_read_descriptors",
     "gauge",
     "Read descriptors of sealed segments: open now, and the bound (--max-open-segment-files).",
@@ -106,8 +120,18 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   );
   counter(
     "booblik_protocol_violations_total",
-    "Connections closed for an impossible frame.",
+    "Connections ended for an impossible frame or a request not received whole in time.",
     (s) => s.counters.protocolViolations,
+  );
+  counter(
+    "booblik_request_timeouts_total",
+    "Connections ended because a request was not received whole within the request timeout.",
+    (s) => s.counters.requestTimeouts,
+  );
+  counter(
+    "booblik_inbound_budget_waits_total",
+    "Times a connection stopped reading until the inbound budget had room for its request.",
+    (s) => s.inboundBudget.waits,
   );
   registry.registerHistograms(
     "booblik_request_duration_seconds",

@@ -36,6 +36,10 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
     expect(metricValue(text, "booblik_segment_read_descriptors_closed_total")).toBe(0);
+    expect(metricValue(text, 'booblik_inbound_budget_bytes{state="limit"}')).toBe(256 * 2 ** 20);
+    expect(metricValue(text, 'booblik_inbound_budget_bytes{state="used"}')).toBe(0);
+    expect(metricValue(text, "booblik_inbound_budget_waits_total")).toBe(0);
+    expect(metricValue(text, "booblik_request_timeouts_total")).toBe(0);
     expect(metricValue(text, 'booblik_request_duration_seconds_count{api="PRODUCE"}')).toBe(1);
     expect(metricValue(text, 'booblik_request_duration_seconds_bucket{api="FETCH",le="+Inf"}')).toBe(1);
     expect(metricValue(text, "booblik_force_duration_seconds_count")).toBeGreaterThanOrEqual(1);
