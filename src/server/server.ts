@@ -303,7 +303,7 @@ export class BrokerServer implements ConnectionHost {
       const outOfRange = error instanceof OffsetOutOfRangeError ? error : undefined;
       encodeErrorResponse(this.writer, correlationId, wireCodeOf(error.code), {
         retriable: error.retriable,
-        message: error.message,
+        message: this.clientMessage(error.message),
         ...(outOfRange === undefined
           ? {}
           : { logStartOffset: outOfRange.logStartOffset, nextOffset: outOfRange.nextOffset }),
@@ -313,10 +313,21 @@ export class BrokerServer implements ConnectionHost {
       console.error("booblik: internal error while handling a request:", error);
       encodeErrorResponse(this.writer, correlationId, WIRE_ERROR_CODES.STORAGE_ERROR, {
         retriable: false,
-        message: `internal error: ${error instanceof Error ? error.message : String(error)}`,
+        message: this.clientMessage(
+          `internal error: ${error instanceof Error ? error.message : String(error)}`,
+        ),
       });
     }
     connection.complete(slot, this.writer.written().slice());
+  }
+
+  /**
+   * `message` with the data directory's absolute path replaced by `<data-dir>`: storage errors name
+   * their file by full path (IoError, CorruptRecordError), which is for the operator's log, not for
+   * every client (a CREATE_TOPIC once answered `ENAMETOOLONG on /srv/…/topics/….json.tmp`).
+   */
+  private clientMessage(message: string): string {
+    return message.split(this.broker.dataDir).join("<data-dir>");
   }
 
   private metadata(
