@@ -167,6 +167,10 @@ export function decodeProduceRequest(reader: ByteReader): ProduceRequest {
   const topic = reader.string("topic");
   const partition = reader.u32("partition");
   const records = reader.bytesField("records");
+  // docs/protocol.md: "a record batch of at least one record". Refused here, as a malformed request
+  // (INVALID_REQUEST, a code the PRODUCE section lists), not deep in storage as a bad argument: that
+  // went out as INVALID_CONFIG, a code about topic settings.
+  if (records.length === 0) throw new ProtocolError("PRODUCE records must hold at least one record");
   reader.expectEnd("PRODUCE request");
   return { topic, partition, records };
 }

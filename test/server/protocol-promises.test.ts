@@ -14,6 +14,7 @@ import { RESPONSE_HEADER_BYTES, readResponseHeader } from "../../src/protocol/fr
 import {
   decodeErrorBody,
   decodeFetchResponse,
+  decodeListOffsetsResponse,
   decodeMetadataResponse,
   decodeProduceResponse,
   encodeCreateTopicRequest,
@@ -112,7 +113,7 @@ class Session {
   }
 }
 
-const { NONE, INVALID_CONFIG } = WIRE_ERROR_CODES;
+const { NONE, INVALID_REQUEST, INVALID_CONFIG } = WIRE_ERROR_CODES;
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
@@ -167,6 +168,21 @@ describe("topic names", () => {
     expect(failed.errorCode).toBe(WIRE_ERROR_CODES.CORRUPT_RECORD);
     expect(failed.message).toContain("00000000000000000000.log");
     expect(failed.message).not.toContain(dir.path);
+    session.close();
+  });
+});
+
+describe("PRODUCE", () => {
+  test("an empty batch is INVALID_REQUEST (a code the PRODUCE section lists); nothing is appended", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const session = await Session.open(broker.port);
+    expect((await session.createTopic("empty")).errorCode).toBe(NONE);
+    const refused = await session.produce("empty", 0, new Uint8Array(0));
+    expect([refused.errorCode, refused.retriable]).toEqual([INVALID_REQUEST, false]);
+    expect(refused.message).toContain("at least one record");
+    // The connection stays usable and the log is untouched.
+    expect(decodeListOffsetsResponse((await session.listOffsets("empty", 0)).reader).nextOffset).toBe(0);
     session.close();
   });
 });
