@@ -301,8 +301,11 @@ export class BrokerServer implements ConnectionHost {
     this.writer.reset();
     if (error instanceof BooblikError) {
       const outOfRange = error instanceof OffsetOutOfRangeError ? error : undefined;
-      encodeErrorResponse(this.writer, correlationId, wireCodeOf(error.code), {
-        retriable: error.retriable,
+      const code = wireCodeOf(error.code);
+      encodeErrorResponse(this.writer, correlationId, code, {
+        // docs/protocol.md's table: BROKER_SHUTTING_DOWN is retriable (another broker, or this one
+        // restarted, can answer), whichever closed object raised it (broker.checkOpen's ClosedError).
+        retriable: error.retriable || code === WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN,
         message: this.clientMessage(error.message),
         ...(outOfRange === undefined
           ? {}
@@ -511,8 +514,7 @@ export class BrokerServer implements ConnectionHost {
     const log = partition.log;
     const maxBytes = Math.max(1, Math.min(request.maxBytes, this.options.maxFetchBytes));
     const { offset } = request;
-    if (log.isClosed)
-      throw new BooblikError("CLOSED", "the topic was deleted or the broker is shutting down");
+    if (log.isClosed) throw this.closedLogError(partition);
     const visible = partition.visibleNextOffset;
     if (offset < log.logStartOffset || offset > visible) {
       throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
@@ -560,6 +562,21 @@ export class BrokerServer implements ConnectionHost {
       range.position,
       range.lengthBytes,
       segment,
+    );
+  }
+
+  /**
+   * Why a partition's log closed under a waiting FETCH. With the broker open it was a DELETE_TOPIC:
+   * the partition is gone for good, like any unknown one. Otherwise the broker is closing its
+   * storage: BROKER_SHUTTING_DOWN, retriable as the error table says (this used to be one
+   * non-retriable CLOSED for both).
+   */
+  private closedLogError(partition: Partition): BooblikError {
+    if (this.stopping || this.broker.isClosed)
+      return new BooblikError("CLOSED", "the broker is shutting down", { retriable: true });
+    return new BooblikError(
+      "UNKNOWN_TOPIC_OR_PARTITION",
+      `topic ${JSON.stringify(partition.topic)} was deleted while the FETCH waited`,
     );
   }
 

@@ -10,18 +10,22 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import { ByteReader, type ByteWriter } from "../../src/protocol/buffer.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
-import { RESPONSE_HEADER_BYTES, readResponseHeader } from "../../src/protocol/frame.ts";
+import { API, RESPONSE_HEADER_BYTES, readResponseHeader } from "../../src/protocol/frame.ts";
 import {
+  beginRequest,
   decodeErrorBody,
   decodeFetchResponse,
   decodeListOffsetsResponse,
   decodeMetadataResponse,
   decodeProduceResponse,
+  decodeStatsResponse,
   encodeCreateTopicRequest,
+  encodeDeleteTopicRequest,
   encodeFetchRequest,
   encodeListOffsetsRequest,
   encodeMetadataRequest,
   encodeProduceRequest,
+  endFrame,
   type FetchRequest,
 } from "../../src/protocol/messages.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
@@ -29,6 +33,7 @@ import { payloadsOf } from "../../src/record/codec.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { frame, type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(30_000);
 
@@ -113,7 +118,7 @@ class Session {
   }
 }
 
-const { NONE, INVALID_REQUEST, INVALID_CONFIG } = WIRE_ERROR_CODES;
+const { NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, INVALID_CONFIG } = WIRE_ERROR_CODES;
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
@@ -186,3 +191,52 @@ describe("PRODUCE", () => {
     session.close();
   });
 });
+
+describe("long polls that end without records", () => {
+  test("a DELETE_TOPIC ends a waiting FETCH with UNKNOWN_TOPIC_OR_PARTITION, not retriable", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const consumer = await Session.open(broker.port);
+    const admin = await Session.open(broker.port);
+    expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
+    const waiting = consumer.send((w, id) =>
+      encodeFetchRequest(w, id, { topic: "gone", partition: 0, offset: 0, maxBytes: 100, maxWaitMs: 20_000 }),
+    );
+    await waitUntil(async () => (await waitingFetches(admin)) === 1, "the FETCH to wait");
+    const deleted = await admin.call((w, id) => encodeDeleteTopicRequest(w, id, { name: "gone" }));
+    expect(deleted.errorCode).toBe(NONE);
+    const ended = await consumer.read(waiting);
+    expect([ended.errorCode, ended.retriable]).toEqual([UNKNOWN_TOPIC_OR_PARTITION, false]);
+    expect(ended.message).toContain("gone");
+    consumer.close();
+    admin.close();
+  });
+
+  test("a shutdown answers a waiting FETCH at once with what the log holds (no records, no error)", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const consumer = await Session.open(broker.port);
+    expect((await consumer.createTopic("stay")).errorCode).toBe(NONE);
+    expect((await consumer.produce("stay", 0, frameRecords(["a"]))).errorCode).toBe(NONE);
+    const waiting = consumer.send((w, id) =>
+      encodeFetchRequest(w, id, { topic: "stay", partition: 0, offset: 1, maxBytes: 100, maxWaitMs: 20_000 }),
+    );
+    const startMs = performance.now();
+    const admin = await Session.open(broker.port);
+    await waitUntil(async () => (await waitingFetches(admin)) === 1, "the FETCH to wait");
+    admin.close();
+    broker.process.kill("SIGTERM");
+    const ended = await consumer.read(waiting);
+    expect(ended.errorCode).toBe(NONE);
+    expect(decodeFetchResponse(ended.reader)).toMatchObject({ recordsBytes: 0, nextOffset: 1 });
+    expect(performance.now() - startMs).toBeLessThan(15_000);
+    expect(await broker.process.exited).toBe(0);
+    consumer.close();
+  });
+});
+
+/** The broker's count of waiting FETCHes, from STATS. */
+async function waitingFetches(session: Session): Promise<number> {
+  const response = await session.call((w, id) => endFrame(w, beginRequest(w, API.STATS, id)));
+  return (JSON.parse(decodeStatsResponse(response.reader)) as { waitingFetches: number }).waitingFetches;
+}
