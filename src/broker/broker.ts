@@ -44,6 +44,7 @@ import {
   DEFAULT_TOPIC_CONFIG,
   decodeTopicFile,
   encodeTopicFile,
+  type RecordBytesCeiling,
   storageConfigOf,
   type TopicConfig,
   validateTopicConfig,
@@ -280,8 +281,15 @@ export class Broker {
    * without the retriable hint) rather than waiting, because creating is synchronous here and the
    * caller who did not await the delete can await it (`deletion(name)`) and try again. The server
    * does exactly that, so that requests on one connection apply in the order they were sent.
+   *
+   * `ceiling` bounds maxRecordBytes from outside (the server's maximum request frame): an explicit
+   * larger value is refused, a default one shrinks to it.
    */
-  createTopic(name: string, settings: Partial<TopicConfig> = {}): TopicDescription {
+  createTopic(
+    name: string,
+    settings: Partial<TopicConfig> = {},
+    ceiling?: RecordBytesCeiling,
+  ): TopicDescription {
     this.checkOpen();
     const topicName = toTopicName(name);
     if (this.topics.has(topicName)) throw new TopicExistsError(topicName);
@@ -292,7 +300,7 @@ export class Broker {
         { retriable: true },
       );
     }
-    const config = validateTopicConfig(settings, this.topicDefaults);
+    const config = validateTopicConfig(settings, this.topicDefaults, ceiling);
     const partitions: Partition[] = [];
     try {
       for (let id = 0; id < config.partitions; id++) {

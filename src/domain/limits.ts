@@ -33,6 +33,11 @@ export const SEGMENT_BYTES_DEFAULT = 128 * 1024 * 1024;
 /** Segment files are named by their base offset in this many zero-padded decimal digits (Kafka's form). */
 export const SEGMENT_NAME_DIGITS = 20;
 
+// --- Topics --------------------------------------------------------------------------------------
+
+/** Longest force interval of the `interval` durability: a day (beyond that, use `append`). */
+export const FLUSH_INTERVAL_MS_MAX = 24 * 3600 * 1000;
+
 // --- Sparse index --------------------------------------------------------------------------------
 
 /** One index entry per this many bytes of log (Kafka's value: a forward scan stays within a page). */

@@ -7,9 +7,10 @@
  * travel as the same framed bytes that live on disk (see src/record/codec.ts) and are decoded as
  * views into the frame, never copied.
  */
+import { RECORD_HEADER_BYTES } from "../domain/limits.ts";
 import { type ByteReader, type ByteWriter, ProtocolError } from "./buffer.ts";
 import { WIRE_ERROR_CODES } from "./error-codes.ts";
-import { API, SIZE_BYTES } from "./frame.ts";
+import { API, REQUEST_HEADER_BYTES, SIZE_BYTES } from "./frame.ts";
 
 // --- Framing helpers --------------------------------------------------------------------------------
 
@@ -161,6 +162,17 @@ export function encodeProduceRequestHeader(
   const start = beginRequest(writer, API.PRODUCE, correlationId);
   writer.string(request.topic).u32(request.partition).u32(request.recordsBytes);
   endFrame(writer, start, request.recordsBytes);
+}
+
+/**
+ * The largest record payload a PRODUCE to `topic` can carry in a request frame of at most
+ * `maxFrameBytes` (the frame's `size`): the frame holds apiKey, apiVersion and correlationId (8),
+ * the topic string (2 + its UTF-8 bytes), partition (4), the records length (4) and one record
+ * header (8) besides the payload. A topic whose maxRecordBytes is above this could never be sent one.
+ */
+export function largestProducibleRecordBytes(maxFrameBytes: number, topic: string): number {
+  const topicBytes = new TextEncoder().encode(topic).length;
+  return maxFrameBytes - (REQUEST_HEADER_BYTES - SIZE_BYTES) - (2 + topicBytes) - 4 - 4 - RECORD_HEADER_BYTES;
 }
 
 export function decodeProduceRequest(reader: ByteReader): ProduceRequest {

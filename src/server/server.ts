@@ -43,6 +43,7 @@ import {
   encodeProduceResponse,
   encodeStatsResponse,
   type FetchRequest,
+  largestProducibleRecordBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { newFileRange } from "../storage/segment.ts";
@@ -378,8 +379,14 @@ export class BrokerServer implements ConnectionHost {
     if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
       throw new BooblikError("INVALID_ARGUMENT", "topic config must be a JSON object");
     }
+    // A record limit no PRODUCE could reach is refused (explicit) or lowered (a default).
+    const maxFrameBytes = this.options.maxFrameBytes;
+    const ceiling = {
+      bytes: largestProducibleRecordBytes(maxFrameBytes, request.name),
+      why: `the largest record a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
+    };
     const create = () => {
-      this.broker.createTopic(request.name, settings as Record<string, never>);
+      this.broker.createTopic(request.name, settings as Record<string, never>, ceiling);
       this.writer.reset();
       encodeEmptyResponse(this.writer, correlationId);
       connection.complete(slot, this.writer.written().slice());

@@ -30,7 +30,7 @@ import {
 } from "../../src/protocol/messages.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { frame, type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -189,6 +189,88 @@ describe("PRODUCE", () => {
     // The connection stays usable and the log is untouched.
     expect(decodeListOffsetsResponse((await session.listOffsets("empty", 0)).reader).nextOffset).toBe(0);
     session.close();
+  });
+});
+
+describe("CREATE_TOPIC settings", () => {
+  test("every INVALID_CONFIG names the key and its real range", async () => {
+    using dir = tempDir();
+    // A frame limit above the record hard limit, so that the hard limit is what bounds maxRecordBytes.
+    await using broker = await startBroker(dir.path, ["--max-frame-size", "128MiB"]);
+    const session = await Session.open(broker.port);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ segmentBytes: 100 }, "segmentBytes must be an integer in [256, 1073741824], got 100"],
+      [{ segmentBytes: 2 ** 31 }, "segmentBytes must be an integer in [256, 1073741824], got 2147483648"],
+      [
+        { segmentBytes: 2 ** 30, maxRecordBytes: 2 ** 26 + 1 },
+        "maxRecordBytes must be an integer in [1, 67108864] (the hard limit of 67108864 bytes), got 67108865",
+      ],
+      [
+        { maxRecordBytes: 0 },
+        "maxRecordBytes must be an integer in [1, 67108864] (the hard limit of 67108864 bytes), got 0",
+      ],
+      [
+        { segmentBytes: 4096, maxRecordBytes: 4057 },
+        "maxRecordBytes must be an integer in [1, 4056] (a record and its 8-byte header must fit a " +
+          "segment of 4096 bytes after its 32-byte header), got 4057",
+      ],
+      [{ partitions: 0 }, "partitions must be an integer in [1, 1024], got 0"],
+      [{ partitions: 1.5 }, "partitions must be an integer in [1, 1024], got 1.5"],
+      [{ flushIntervalMs: 0 }, "flushIntervalMs must be an integer in [1, 86400000], got 0"],
+      [{ indexIntervalBytes: 0 }, "indexIntervalBytes must be an integer in [1, 9007199254740991], got 0"],
+      [{ retentionBytes: 0 }, "retentionBytes must be an integer in [1, 9007199254740991], got 0"],
+      [{ retentionMs: "1d" }, 'retentionMs must be an integer in [1, 9007199254740991], got "1d"'],
+      [{ durability: "sometimes" }, 'durability must be one of append, force, interval, got "sometimes"'],
+      [{ writeMode: 1 }, "writeMode must be one of mapped, file, got 1"],
+      [{ colour: "blue" }, 'unknown topic setting "colour"'],
+    ];
+    for (const [config, message] of cases) {
+      const refused = await session.createTopic("t", config);
+      expect([refused.errorCode, refused.retriable, refused.message]).toEqual([
+        INVALID_CONFIG,
+        false,
+        expect.stringContaining(message),
+      ]);
+    }
+    // Nothing of all that was created; the bounds themselves are accepted.
+    expect(decodeMetadataResponse((await session.metadata([])).reader).topics).toEqual([]);
+    expect((await session.createTopic("t", { segmentBytes: 4096, maxRecordBytes: 4056 })).errorCode).toBe(
+      NONE,
+    );
+    session.close();
+  });
+
+  test("a maxRecordBytes no PRODUCE could carry in the broker's maximum frame is refused, naming both", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, ["--max-frame-size", "64KiB"]);
+    const session = await Session.open(broker.port);
+    // A frame of 65536 bytes holds 8 (header) + 2 + 3 ("big") + 4 + 4 + 8 (record header) + payload.
+    const largest = 65536 - 29;
+    const refused = await session.createTopic("big", { maxRecordBytes: largest + 1 });
+    expect(refused.errorCode).toBe(INVALID_CONFIG);
+    expect(refused.message).toBe(
+      `maxRecordBytes must be an integer in [1, ${largest}] (the largest record a PRODUCE to this topic ` +
+        `can carry in the broker's maximum frame of 65536 bytes), got ${largest + 1}`,
+    );
+    expect((await session.createTopic("big", { maxRecordBytes: largest })).errorCode).toBe(NONE);
+    // The bound is exact: a PRODUCE of one record of that size is a frame of exactly 65536 bytes.
+    const produced = await session.produce("big", 0, frameRecords([new Uint8Array(largest).fill(1)]));
+    expect(produced.errorCode).toBe(NONE);
+    // Without an explicit maxRecordBytes the default (1 MiB) shrinks to what the frame carries.
+    expect((await session.createTopic("dflt")).errorCode).toBe(NONE);
+    const [described] = decodeMetadataResponse((await session.metadata(["dflt"])).reader).topics;
+    expect(JSON.parse(described!.configJson).maxRecordBytes).toBe(65536 - 30);
+    session.close();
+    // An explicit broker default that no PRODUCE could carry stops the broker before it starts.
+    using other = tempDir();
+    const run = await runBrokerExpectingFailure([
+      ...["--data-dir", other.path, "--host", "127.0.0.1", "--port", "0"],
+      ...["--max-frame-size", "64KiB", "--max-record-size", "64KiB"],
+    ]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain(
+      "--max-record-size 65536 does not fit a --max-frame-size of 65536 bytes: a PRODUCE of one record carries at most 65509",
+    );
   });
 });
 
