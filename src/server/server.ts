@@ -537,7 +537,7 @@ export class BrokerServer implements ConnectionHost {
       return;
     }
     if (this.options.fetchPath === "copy") {
-      const read = log.read(offset, maxBytes, visible);
+      const read = log.read(offset, maxBytes, visible, true);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset: log.logStartOffset,
         nextOffset: visible,

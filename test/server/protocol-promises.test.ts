@@ -43,6 +43,9 @@ interface Response {
   /** The error body when errorCode ≠ 0. */
   retriable: boolean;
   message: string;
+  /** OFFSET_OUT_OF_RANGE only: the bounds its error body carries. */
+  logStartOffset?: number | undefined;
+  nextOffset?: number | undefined;
   /** The payload after the response header (a view), for the API's decoder. */
   reader: ByteReader;
 }
@@ -86,7 +89,7 @@ class Session {
     expect(header.correlationId).toBe(correlationId);
     if (header.errorCode === 0) return { ...header, retriable: false, message: "", reader };
     const body = decodeErrorBody(reader, header.errorCode);
-    return { ...header, retriable: body.retriable, message: body.message, reader };
+    return { ...header, ...body, reader };
   }
 
   createTopic(name: string, config: Record<string, unknown> = {}): Promise<Response> {
@@ -314,6 +317,24 @@ describe("long polls that end without records", () => {
     expect(performance.now() - startMs).toBeLessThan(15_000);
     expect(await broker.process.exited).toBe(0);
     consumer.close();
+  });
+});
+
+describe("FETCH", () => {
+  test("a FETCH response ends at the end of a segment, on either fetch path", async () => {
+    using dir = tempDir();
+    for (const fetchPath of ["sendfile", "copy"]) {
+      await using broker = await startBroker(`${dir.path}/${fetchPath}`, ["--fetch-path", fetchPath]);
+      const session = await Session.open(broker.port);
+      // 256-byte segments: (256 - 32) / 18 = 12 records of 10 bytes each.
+      expect((await session.createTopic("s", { segmentBytes: 256 })).errorCode).toBe(NONE);
+      const payloads = Array.from({ length: 20 }, (_, i) => `record-${String(i).padStart(3, "0")}`);
+      expect((await session.produce("s", 0, frameRecords(payloads.slice(0, 12)))).errorCode).toBe(NONE);
+      expect((await session.produce("s", 0, frameRecords(payloads.slice(12)))).errorCode).toBe(NONE);
+      const first = decodeFetchResponse((await session.fetch({ topic: "s", maxBytes: 1000 })).reader);
+      expect([fetchPath, payloadsOf(first.records).length]).toEqual([fetchPath, 12]);
+      session.close();
+    }
   });
 });
 
