@@ -3,8 +3,9 @@
  * process: every topic name the doc allows works (and survives a restart), error messages on the wire
  * never show the server's data directory, an empty PRODUCE batch gets a code the PRODUCE section
  * lists, a long poll ended by a delete or a shutdown gets what the doc says, INVALID_CONFIG names the
- * key and its real range, a record limit the frame cannot carry is refused, and the statements about
- * u64 ≥ 2^53, error order, FETCH maxBytes and METADATA answers hold.
+ * key and its real range, a record limit the frame cannot carry is refused, a FETCH ends at a
+ * segment's end on both fetch paths, and the statements about u64 ≥ 2^53, error order, FETCH
+ * maxBytes, METADATA answers and the default connection limit hold.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
@@ -121,7 +122,8 @@ class Session {
   }
 }
 
-const { NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, INVALID_CONFIG } = WIRE_ERROR_CODES;
+const { NONE, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE, INVALID_REQUEST, INVALID_CONFIG } =
+  WIRE_ERROR_CODES;
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
@@ -320,7 +322,127 @@ describe("long polls that end without records", () => {
   });
 });
 
-describe("FETCH", () => {
+describe("what the doc leaves no longer open", () => {
+  test("a u64 of 2^53 or more is INVALID_REQUEST; 2^53 - 1 decodes; the connection stays usable", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const session = await Session.open(broker.port);
+    expect((await session.createTopic("t")).errorCode).toBe(NONE);
+    const fetchAt = (high: number, low: number) =>
+      session.call((w, id) => {
+        const start = beginRequest(w, API.FETCH, id);
+        // topic, partition, offset as two u32 halves (the writer refuses a u64 ≥ 2^53), maxBytes, maxWaitMs
+        w.string("t").u32(0).u32(high).u32(low).u32(100).u32(0);
+        endFrame(w, start);
+      });
+    for (const [high, low] of [
+      [0x200000, 0],
+      [0xffffffff, 0xffffffff],
+    ] as const) {
+      const refused = await fetchAt(high, low);
+      expect([refused.errorCode, refused.retriable]).toEqual([INVALID_REQUEST, false]);
+      expect(refused.message).toBe(`offset is ${high} * 2^32 + ${low}, beyond 2^53`);
+    }
+    const largest = await fetchAt(0x1fffff, 0xffffffff);
+    expect(largest.errorCode).toBe(OFFSET_OUT_OF_RANGE);
+    expect(decodeListOffsetsResponse((await session.listOffsets("t", 0)).reader)).toEqual({
+      logStartOffset: 0,
+      nextOffset: 0,
+    });
+    session.close();
+  });
+
+  test("errors of LIST_OFFSETS, FETCH and METADATA, and the order their checks apply in", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const session = await Session.open(broker.port);
+    expect((await session.createTopic("t")).errorCode).toBe(NONE);
+    expect((await session.produce("t", 0, frameRecords(["r"]))).errorCode).toBe(NONE);
+    const errorOf = (response: Response) => [response.errorCode, response.message];
+    // For every API: the apiKey, then the apiVersion, then the payload (here undecodable: one byte).
+    const header = async (apiKey: number, apiVersion: number) =>
+      errorOf(
+        await session.call((w, id) => {
+          const start = beginRequest(w, apiKey, id, apiVersion);
+          w.u8(0);
+          endFrame(w, start);
+        }),
+      );
+    expect(await header(99, 1)).toEqual([INVALID_REQUEST, "unknown request type 99"]);
+    expect(await header(API.METADATA, 1)).toEqual([
+      WIRE_ERROR_CODES.UNSUPPORTED_VERSION,
+      "METADATA version 1 is not supported (this broker speaks up to 0)",
+    ]);
+    expect((await header(API.METADATA, 0))[0]).toBe(INVALID_REQUEST);
+    // The topic and partition are checked before the offset.
+    const offset = Number.MAX_SAFE_INTEGER;
+    expect(errorOf(await session.fetch({ topic: "nope", offset }))).toEqual([
+      UNKNOWN_TOPIC_OR_PARTITION,
+      'unknown topic "nope"',
+    ]);
+    expect(errorOf(await session.fetch({ topic: "t", partition: 1, offset }))).toEqual([
+      UNKNOWN_TOPIC_OR_PARTITION,
+      "unknown partition t/1",
+    ]);
+    const outOfRange = await session.fetch({ topic: "t", offset: 2 });
+    expect(outOfRange.errorCode).toBe(OFFSET_OUT_OF_RANGE);
+    expect([outOfRange.logStartOffset, outOfRange.nextOffset]).toEqual([0, 1]);
+    expect(errorOf(await session.listOffsets("nope", 0))).toEqual([
+      UNKNOWN_TOPIC_OR_PARTITION,
+      'unknown topic "nope"',
+    ]);
+    expect(errorOf(await session.listOffsets("t", 1))).toEqual([
+      UNKNOWN_TOPIC_OR_PARTITION,
+      "unknown partition t/1",
+    ]);
+    // METADATA fails whole, naming the first unknown name in request order.
+    expect(errorOf(await session.metadata(["t", "nope1", "nope2"]))).toEqual([
+      UNKNOWN_TOPIC_OR_PARTITION,
+      'unknown topic "nope1"',
+    ]);
+    session.close();
+  });
+
+  test("METADATA: all topics sorted by name; named ones in request order, a name asked twice answered twice", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const session = await Session.open(broker.port);
+    for (const name of ["b", "a-1", "A", "a"]) expect((await session.createTopic(name)).errorCode).toBe(NONE);
+    const names = async (topics: string[]) =>
+      decodeMetadataResponse((await session.metadata(topics)).reader).topics.map((topic) => topic.name);
+    expect(await names([])).toEqual(["A", "a", "a-1", "b"]);
+    expect(await names(["b", "a", "b"])).toEqual(["b", "a", "b"]);
+    session.close();
+  });
+
+  test("the default connection limit is 1,024", async () => {
+    const help = await runBrokerExpectingFailure(["--help"]);
+    expect(help.exitCode).toBe(0);
+    expect(help.stdout).toMatch(
+      /--max-connections <value> +connections beyond this are refused \(default 1024;/,
+    );
+  });
+
+  for (const fetchPath of ["sendfile", "copy"]) {
+    test(`FETCH maxBytes counts record headers, and 0 still returns one record (--fetch-path ${fetchPath})`, async () => {
+      using dir = tempDir();
+      await using broker = await startBroker(dir.path, ["--fetch-path", fetchPath]);
+      const session = await Session.open(broker.port);
+      expect((await session.createTopic("m")).errorCode).toBe(NONE);
+      // Three records of 10 payload bytes: 18 bytes each with their headers.
+      const payloads = ["0123456789", "abcdefghij", "ABCDEFGHIJ"];
+      expect((await session.produce("m", 0, frameRecords(payloads))).errorCode).toBe(NONE);
+      const countAt = async (maxBytes: number) => {
+        const response = await session.fetch({ topic: "m", maxBytes });
+        return payloadsOf(decodeFetchResponse(response.reader).records).length;
+      };
+      const counts = [];
+      for (const maxBytes of [0, 1, 17, 18, 35, 36, 53, 54, 1000]) counts.push(await countAt(maxBytes));
+      expect(counts).toEqual([1, 1, 1, 1, 1, 2, 2, 3, 3]);
+      session.close();
+    });
+  }
+
   test("a FETCH response ends at the end of a segment, on either fetch path", async () => {
     using dir = tempDir();
     for (const fetchPath of ["sendfile", "copy"]) {
