@@ -303,11 +303,13 @@ export class BrokerServer implements ConnectionHost {
     if (error instanceof BooblikError) {
       const outOfRange = error instanceof OffsetOutOfRangeError ? error : undefined;
       const code = wireCodeOf(error.code);
+      const message = this.clientMessage(error.message);
+      if (message !== error.message) this.logForOperator(error.message);
       encodeErrorResponse(this.writer, correlationId, code, {
         // docs/protocol.md's table: BROKER_SHUTTING_DOWN is retriable (another broker, or this one
         // restarted, can answer), whichever closed object raised it (broker.checkOpen's ClosedError).
         retriable: error.retriable || code === WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN,
-        message: this.clientMessage(error.message),
+        message,
         ...(outOfRange === undefined
           ? {}
           : { logStartOffset: outOfRange.logStartOffset, nextOffset: outOfRange.nextOffset }),
@@ -332,6 +334,19 @@ export class BrokerServer implements ConnectionHost {
    */
   private clientMessage(message: string): string {
     return message.split(this.broker.dataDir).join("<data-dir>");
+  }
+
+  private lastOperatorLogMs = Number.NEGATIVE_INFINITY;
+
+  /**
+   * The full message of an error that named a file, on stderr: at most one line a second, because a
+   * full disk fails every PRODUCE with the same message.
+   */
+  private logForOperator(message: string): void {
+    const nowMs = performance.now();
+    if (nowMs - this.lastOperatorLogMs < 1000) return;
+    this.lastOperatorLogMs = nowMs;
+    console.error(`booblik: request failed: ${message}`);
   }
 
   private metadata(

@@ -179,6 +179,10 @@ describe("topic names", () => {
     expect(failed.message).toContain("00000000000000000000.log");
     expect(failed.message).not.toContain(dir.path);
     session.close();
+    // The operator's log keeps the full path.
+    expect(await broker.stop()).toBe(0);
+    const stderr = await new Response(broker.process.stderr).text();
+    expect(stderr).toContain(`booblik: request failed: corrupt record in ${dir.path}/disk-0/`);
   });
 });
 
