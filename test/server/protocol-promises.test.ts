@@ -290,8 +290,9 @@ describe("long polls that end without records", () => {
     const consumer = await Session.open(broker.port);
     const admin = await Session.open(broker.port);
     expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
+    expect((await admin.produce("gone", 0, frameRecords(["old"]))).errorCode).toBe(NONE);
     const waiting = consumer.send((w, id) =>
-      encodeFetchRequest(w, id, { topic: "gone", partition: 0, offset: 0, maxBytes: 100, maxWaitMs: 20_000 }),
+      encodeFetchRequest(w, id, { topic: "gone", partition: 0, offset: 1, maxBytes: 100, maxWaitMs: 20_000 }),
     );
     await waitUntil(async () => (await waitingFetches(admin)) === 1, "the FETCH to wait");
     const deleted = await admin.call((w, id) => encodeDeleteTopicRequest(w, id, { name: "gone" }));
@@ -299,6 +300,13 @@ describe("long polls that end without records", () => {
     const ended = await consumer.read(waiting);
     expect([ended.errorCode, ended.retriable]).toEqual([UNKNOWN_TOPIC_OR_PARTITION, false]);
     expect(ended.message).toContain("gone");
+    // Created again, the name starts empty.
+    expect((await admin.produce("gone", 0, frameRecords(["x"]))).errorCode).toBe(UNKNOWN_TOPIC_OR_PARTITION);
+    expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
+    expect(decodeListOffsetsResponse((await admin.listOffsets("gone", 0)).reader)).toEqual({
+      logStartOffset: 0,
+      nextOffset: 0,
+    });
     consumer.close();
     admin.close();
   });
