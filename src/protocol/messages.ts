@@ -5,7 +5,9 @@
  *
  * Invariants: a decoder consumes its frame exactly (leftover bytes are an error); record batches
  * travel as the same framed bytes that live on disk (see src/record/codec.ts) and are decoded as
- * views into the frame, never copied.
+ * views into the frame, never copied; a PRODUCE batch holds at least one byte (the records
+ * themselves are checked by the partition). `largestProducibleRecordBytes` is the one place that
+ * knows how much of a frame a PRODUCE spends besides its record's payload.
  */
 import { RECORD_HEADER_BYTES } from "../domain/limits.ts";
 import { type ByteReader, type ByteWriter, ProtocolError } from "./buffer.ts";
