@@ -333,7 +333,10 @@ export class BrokerServer implements ConnectionHost {
    * every client (a CREATE_TOPIC once answered `ENAMETOOLONG on /srv/…/topics/….json.tmp`).
    */
   private clientMessage(message: string): string {
-    return message.split(this.broker.dataDir).join("<data-dir>");
+    const dataDir = this.broker.dataDir;
+    // A data directory of "/" would turn every slash into <data-dir>; its files are then `/<name>`.
+    if (dataDir === "/") return message;
+    return message.split(dataDir).join("<data-dir>");
   }
 
   private lastOperatorLogMs = Number.NEGATIVE_INFINITY;
