@@ -234,11 +234,15 @@ export function pathExists(path: string): boolean {
 
 /**
  * Replaces `path` with `bytes` so that a crash leaves either the old or the new content, never a mix:
- * write a temporary file, fsync it, rename it over the target, fsync the directory.
- * Synchronous: for start-up, shutdown and administrative changes.
+ * write a temporary file (`temporary`, by default `<path>.tmp`; a caller whose names run close to
+ * NAME_MAX passes a shorter one in the same directory), fsync it, rename it over the target, fsync
+ * the directory. Synchronous: for start-up, shutdown and administrative changes.
  */
-export function writeFileAtomicallyNow(path: string, bytes: Uint8Array | string): void {
-  const temporary = `${path}.tmp`;
+export function writeFileAtomicallyNow(
+  path: string,
+  bytes: Uint8Array | string,
+  temporary = `${path}.tmp`,
+): void {
   let fd = -1;
   try {
     fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644);

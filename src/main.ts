@@ -21,6 +21,7 @@ import {
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
+import { largestProducibleRecordBytes } from "./protocol/messages.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { SEALED_READ_DESCRIPTORS_MIN, sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -246,6 +247,15 @@ async function main(): Promise<number> {
     retentionMs: optionalLimit(values.retentionMs, (t) => parseDurationMs("retention time", t)),
   };
   const maxFrameBytes = parseBytes("max frame size", values.maxFrameBytes);
+  // A default record limit that no PRODUCE could carry, even to a one-character topic, is a
+  // contradiction between two options: refuse it now rather than lower it at every CREATE_TOPIC.
+  const largestRecordBytes = largestProducibleRecordBytes(maxFrameBytes, "t");
+  if (topicDefaults.maxRecordBytes !== undefined && topicDefaults.maxRecordBytes > largestRecordBytes) {
+    throw new UsageError(
+      `--max-record-size ${topicDefaults.maxRecordBytes} does not fit a --max-frame-size of ${maxFrameBytes} ` +
+        `bytes: a PRODUCE of one record carries at most ${largestRecordBytes} payload bytes`,
+    );
+  }
   const idleTimeoutMs = parseDurationMs("idle timeout", values.idleTimeoutMs);
   const maxConnectionsPerAddress = parseInteger(
     "max connections per address",

@@ -5,10 +5,14 @@
  * Layout:
  *   <dataDir>/.lock                      flock held while the broker runs (data-dir-lock.ts)
  *   <dataDir>/topics/<topic>.json        topic configuration, the commit point of create/delete
+ *   <dataDir>/topics/<topic>.tmp         its temporary file while it is written (removed at open)
  *   <dataDir>/<topic>-<partition>/       one partition log (segments, checkpoint.json)
  *
  * Owns: the lock, the topic registry, the partitions, the retention timer, the open report, and the
  * names of topics whose delete is still removing their directories (reserved until it finished).
+ *
+ * Invariant: every name above fits NAME_MAX for every allowed topic name and partition (checked in
+ * src/domain/limits.ts), so no valid CREATE_TOPIC fails with ENAMETOOLONG.
  */
 import path from "node:path";
 import {
@@ -28,6 +32,7 @@ import {
   UnknownTopicOrPartitionError,
 } from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
+import { TOPIC_FILE_SUFFIX, TOPIC_TEMPORARY_FILE_SUFFIX } from "../domain/limits.ts";
 import { frameRecords } from "../record/batch-builder.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import type { RecordsRead } from "../storage/segment.ts";
@@ -39,6 +44,7 @@ import {
   DEFAULT_TOPIC_CONFIG,
   decodeTopicFile,
   encodeTopicFile,
+  type RecordBytesCeiling,
   storageConfigOf,
   type TopicConfig,
   validateTopicConfig,
@@ -95,6 +101,10 @@ const TOPICS_DIRECTORY = "topics";
 
 function partitionDirectory(dataDir: string, topic: string, partition: number): string {
   return path.join(dataDir, `${topic}-${partition}`);
+}
+
+function topicFilePath(dataDir: string, topic: string): string {
+  return path.join(dataDir, TOPICS_DIRECTORY, `${topic}${TOPIC_FILE_SUFFIX}`);
 }
 
 export class Broker {
@@ -204,11 +214,11 @@ export class Broker {
     const found: { topicName: TopicName; config: TopicConfig }[] = [];
     for (const name of listDirectory(topicsDir)) {
       const filePath = path.join(topicsDir, name);
-      if (name.endsWith(".tmp")) {
+      if (name.endsWith(TOPIC_TEMPORARY_FILE_SUFFIX)) {
         unlinkFile(filePath);
         continue;
       }
-      if (!name.endsWith(".json")) continue;
+      if (!name.endsWith(TOPIC_FILE_SUFFIX)) continue;
       const text = readTextFile(filePath) ?? "";
       const { name: topicName, config } = decodeTopicFile(text, filePath, this.topicDefaults);
       found.push({ topicName, config });
@@ -271,8 +281,15 @@ export class Broker {
    * without the retriable hint) rather than waiting, because creating is synchronous here and the
    * caller who did not await the delete can await it (`deletion(name)`) and try again. The server
    * does exactly that, so that requests on one connection apply in the order they were sent.
+   *
+   * `ceiling` bounds maxRecordBytes from outside (the server's maximum request frame): an explicit
+   * larger value is refused, a default one shrinks to it.
    */
-  createTopic(name: string, settings: Partial<TopicConfig> = {}): TopicDescription {
+  createTopic(
+    name: string,
+    settings: Partial<TopicConfig> = {},
+    ceiling?: RecordBytesCeiling,
+  ): TopicDescription {
     this.checkOpen();
     const topicName = toTopicName(name);
     if (this.topics.has(topicName)) throw new TopicExistsError(topicName);
@@ -283,7 +300,7 @@ export class Broker {
         { retriable: true },
       );
     }
-    const config = validateTopicConfig(settings, this.topicDefaults);
+    const config = validateTopicConfig(settings, this.topicDefaults, ceiling);
     const partitions: Partition[] = [];
     try {
       for (let id = 0; id < config.partitions; id++) {
@@ -294,9 +311,12 @@ export class Broker {
       }
       fsyncDirectory(this.dataDir);
       // The commit point: the topic exists once this file does.
+      // Not the default `<topic>.json.tmp`: 249 + 9 bytes is beyond NAME_MAX. `<topic>.tmp` cannot
+      // collide with another topic's file (those end in .json) and open removes it like any `.tmp`.
       writeFileAtomicallyNow(
-        path.join(this.dataDir, TOPICS_DIRECTORY, `${topicName}.json`),
+        topicFilePath(this.dataDir, topicName),
         encodeTopicFile(topicName, config),
+        path.join(this.dataDir, TOPICS_DIRECTORY, `${topicName}${TOPIC_TEMPORARY_FILE_SUFFIX}`),
       );
     } catch (error) {
       for (const partition of partitions) partition.log.destroy();
@@ -328,7 +348,7 @@ export class Broker {
 
   private async removeTopic(topic: Topic): Promise<void> {
     // The commit point first: after this, a restart will not bring the topic back.
-    unlinkFile(path.join(this.dataDir, TOPICS_DIRECTORY, `${topic.name}.json`));
+    unlinkFile(topicFilePath(this.dataDir, topic.name));
     fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
     for (const partition of topic.partitions) {
       await partition.close(false);

@@ -10,11 +10,15 @@
 import { InvalidArgumentError } from "../domain/errors.ts";
 import { type TopicName, toTopicName } from "../domain/ids.ts";
 import {
+  FLUSH_INTERVAL_MS_MAX,
   INDEX_INTERVAL_BYTES_DEFAULT,
   PARTITIONS_MAX,
   RECORD_HEADER_BYTES,
   RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  RECORD_PAYLOAD_BYTES_LIMIT,
   SEGMENT_BYTES_DEFAULT,
+  SEGMENT_BYTES_MAX,
+  SEGMENT_BYTES_MIN,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import { segmentConfig } from "../storage/segment.ts";
@@ -62,22 +66,64 @@ export const DEFAULT_TOPIC_CONFIG: Readonly<TopicConfig> = {
 
 const KEYS = Object.keys(DEFAULT_TOPIC_CONFIG) as (keyof TopicConfig)[];
 
-function positiveInteger(name: string, value: unknown, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max) {
-    throw new InvalidArgumentError(`${name} must be an integer in [1, ${max}], got ${JSON.stringify(value)}`);
+/**
+ * An integer setting within [min, max]. The message names the key and the range the value really
+ * has (and, in `why`, what bounds it when that is another setting or the broker): clients are
+ * written from docs/protocol.md, which promises "a message naming the key".
+ */
+function integerIn(key: string, value: unknown, min: number, max: number, why?: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    const reason = why === undefined ? "" : ` (${why})`;
+    throw new InvalidArgumentError(
+      `${key} must be an integer in [${min}, ${max}]${reason}, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
 
-function optionalLimit(name: string, value: unknown): number | null {
+function optionalLimit(key: string, value: unknown): number | null {
   if (value === null || value === undefined) return null;
-  return positiveInteger(name, value);
+  return integerIn(key, value, 1, Number.MAX_SAFE_INTEGER);
 }
 
-/** Merges `partial` over `defaults` and validates every field; unknown fields are refused. */
+/**
+ * A bound on record payloads from outside the topic's settings: the broker's maximum request frame,
+ * which a PRODUCE of one record must fit. Given when a topic is created over the wire, not when one
+ * is read back from its file (a topic made under a larger frame limit stays readable).
+ */
+export interface RecordBytesCeiling {
+  bytes: number;
+  /** Why, for the message: names the frame limit. */
+  why: string;
+}
+
+/** The largest maxRecordBytes for `segmentBytes` (and `ceiling`), and what sets it. */
+function recordBytesMax(segmentBytes: number, ceiling?: RecordBytesCeiling): { max: number; why: string } {
+  const fitsSegment = segmentBytes - SEGMENT_HEADER_BYTES - RECORD_HEADER_BYTES;
+  let bound = {
+    max: RECORD_PAYLOAD_BYTES_LIMIT,
+    why: `the hard limit of ${RECORD_PAYLOAD_BYTES_LIMIT} bytes`,
+  };
+  if (fitsSegment < bound.max) {
+    bound = {
+      max: fitsSegment,
+      why:
+        `a record and its ${RECORD_HEADER_BYTES}-byte header must fit a segment of ${segmentBytes} ` +
+        `bytes after its ${SEGMENT_HEADER_BYTES}-byte header`,
+    };
+  }
+  if (ceiling !== undefined && ceiling.bytes < bound.max) bound = { max: ceiling.bytes, why: ceiling.why };
+  return bound;
+}
+
+/**
+ * Merges `partial` over `defaults` and validates every field; unknown fields are refused. A
+ * maxRecordBytes that `partial` does not set shrinks to the largest that fits (segment, `ceiling`).
+ */
 export function validateTopicConfig(
   partial: Record<string, unknown>,
   defaults: Readonly<TopicConfig>,
+  ceiling?: RecordBytesCeiling,
 ): TopicConfig {
   for (const key of Object.keys(partial)) {
     if (!(KEYS as string[]).includes(key)) {
@@ -87,14 +133,6 @@ export function validateTopicConfig(
     }
   }
   const merged = { ...defaults, ...partial } as Record<keyof TopicConfig, unknown>;
-  // A small segment without an explicit record limit gets the largest record that fits it, rather
-  // than an error about a default the user never chose.
-  if (partial.maxRecordBytes === undefined && typeof merged.segmentBytes === "number") {
-    const fits = merged.segmentBytes - SEGMENT_HEADER_BYTES - RECORD_HEADER_BYTES;
-    if (typeof merged.maxRecordBytes === "number" && merged.maxRecordBytes > fits && fits >= 1) {
-      merged.maxRecordBytes = fits;
-    }
-  }
   const durability = merged.durability;
   if (!DURABILITY_POLICIES.includes(durability as DurabilityPolicy)) {
     throw new InvalidArgumentError(
@@ -107,25 +145,31 @@ export function validateTopicConfig(
       `writeMode must be one of ${WRITE_MODES.join(", ")}, got ${JSON.stringify(writeMode)}`,
     );
   }
+  const segmentBytes = integerIn("segmentBytes", merged.segmentBytes, SEGMENT_BYTES_MIN, SEGMENT_BYTES_MAX);
+  const records = recordBytesMax(segmentBytes, ceiling);
+  // Without an explicit record limit in `partial`, a small segment or frame gets the largest record
+  // that fits it, rather than an error about a default the user never chose.
+  if (partial.maxRecordBytes === undefined && typeof merged.maxRecordBytes === "number") {
+    merged.maxRecordBytes = Math.min(merged.maxRecordBytes, records.max);
+  }
   const config: TopicConfig = {
-    partitions: positiveInteger("partitions", merged.partitions, PARTITIONS_MAX),
+    partitions: integerIn("partitions", merged.partitions, 1, PARTITIONS_MAX),
     durability: durability as DurabilityPolicy,
-    flushIntervalMs: positiveInteger("flushIntervalMs", merged.flushIntervalMs, 24 * 3600 * 1000),
+    flushIntervalMs: integerIn("flushIntervalMs", merged.flushIntervalMs, 1, FLUSH_INTERVAL_MS_MAX),
     writeMode: writeMode as WriteMode,
-    segmentBytes: positiveInteger("segmentBytes", merged.segmentBytes),
-    maxRecordBytes: positiveInteger("maxRecordBytes", merged.maxRecordBytes),
-    indexIntervalBytes: positiveInteger("indexIntervalBytes", merged.indexIntervalBytes),
+    segmentBytes,
+    maxRecordBytes: integerIn("maxRecordBytes", merged.maxRecordBytes, 1, records.max, records.why),
+    indexIntervalBytes: integerIn(
+      "indexIntervalBytes",
+      merged.indexIntervalBytes,
+      1,
+      Number.MAX_SAFE_INTEGER,
+    ),
     retentionBytes: optionalLimit("retentionBytes", merged.retentionBytes),
     retentionMs: optionalLimit("retentionMs", merged.retentionMs),
   };
-  // The segment layer checks sizes against the hard limits, with its own clear messages.
+  // Checked above already, key by key; the segment layer's own checks must agree (a backstop).
   segmentConfig(storageConfigOf(config));
-  if (config.maxRecordBytes + RECORD_HEADER_BYTES > config.segmentBytes - SEGMENT_HEADER_BYTES) {
-    throw new InvalidArgumentError(
-      `maxRecordBytes ${config.maxRecordBytes} plus the 8-byte record header must fit into a segment of ` +
-        `${config.segmentBytes} bytes after its ${SEGMENT_HEADER_BYTES}-byte header`,
-    );
-  }
   return config;
 }
 

@@ -33,6 +33,11 @@ export const SEGMENT_BYTES_DEFAULT = 128 * 1024 * 1024;
 /** Segment files are named by their base offset in this many zero-padded decimal digits (Kafka's form). */
 export const SEGMENT_NAME_DIGITS = 20;
 
+// --- Topics --------------------------------------------------------------------------------------
+
+/** Longest force interval of the `interval` durability: a day (beyond that, use `append`). */
+export const FLUSH_INTERVAL_MS_MAX = 24 * 3600 * 1000;
+
 // --- Sparse index --------------------------------------------------------------------------------
 
 /** One index entry per this many bytes of log (Kafka's value: a forward scan stays within a page). */
@@ -98,6 +103,15 @@ export const OFFSET_MAX = Number.MAX_SAFE_INTEGER;
 /** Kafka's limit, so a name that works there works here. */
 export const TOPIC_NAME_LENGTH_MAX = 249;
 export const PARTITIONS_MAX = 1024;
+/**
+ * Longest file or directory name (Linux NAME_MAX, in bytes; topic names are ASCII). Every on-disk
+ * name derived from a topic name must fit: a 249-character name once failed with ENAMETOOLONG
+ * because its temporary config file `<topic>.json.tmp` was 258 bytes long.
+ */
+export const FILE_NAME_BYTES_MAX = 255;
+/** Suffixes of the names derived from a topic name (src/broker/broker.ts uses these). */
+export const TOPIC_FILE_SUFFIX = ".json";
+export const TOPIC_TEMPORARY_FILE_SUFFIX = ".tmp";
 
 // --- Relationships -------------------------------------------------------------------------------
 
@@ -115,3 +129,12 @@ assert(RECOVERY_CHUNK_BYTES >= 1024 * 1024, "recovery reads at least 1 MiB per s
 assert(SEGMENT_BYTES_MAX % 4096 === 0, "segment capacity is page aligned for the mapping");
 assert(INBOUND_INITIAL_BYTES <= INBOUND_FREE_BYTES, "a fresh connection needs no budget");
 assert(OUTBOUND_LOW_BYTES < OUTBOUND_HIGH_BYTES, "backpressure resumes below where it paused");
+assert(
+  TOPIC_NAME_LENGTH_MAX + `-${PARTITIONS_MAX - 1}`.length <= FILE_NAME_BYTES_MAX,
+  "every partition directory <topic>-<partition> fits NAME_MAX",
+);
+assert(
+  TOPIC_NAME_LENGTH_MAX + Math.max(TOPIC_FILE_SUFFIX.length, TOPIC_TEMPORARY_FILE_SUFFIX.length) <=
+    FILE_NAME_BYTES_MAX,
+  "every topic file <topic>.json and its temporary file <topic>.tmp fit NAME_MAX",
+);

@@ -5,11 +5,14 @@
  *
  * Invariants: a decoder consumes its frame exactly (leftover bytes are an error); record batches
  * travel as the same framed bytes that live on disk (see src/record/codec.ts) and are decoded as
- * views into the frame, never copied.
+ * views into the frame, never copied; a PRODUCE batch holds at least one byte (the records
+ * themselves are checked by the partition). `largestProducibleRecordBytes` is the one place that
+ * knows how much of a frame a PRODUCE spends besides its record's payload.
  */
+import { RECORD_HEADER_BYTES } from "../domain/limits.ts";
 import { type ByteReader, type ByteWriter, ProtocolError } from "./buffer.ts";
 import { WIRE_ERROR_CODES } from "./error-codes.ts";
-import { API, SIZE_BYTES } from "./frame.ts";
+import { API, REQUEST_HEADER_BYTES, SIZE_BYTES } from "./frame.ts";
 
 // --- Framing helpers --------------------------------------------------------------------------------
 
@@ -163,10 +166,25 @@ export function encodeProduceRequestHeader(
   endFrame(writer, start, request.recordsBytes);
 }
 
+/**
+ * The largest record payload a PRODUCE to `topic` can carry in a request frame of at most
+ * `maxFrameBytes` (the frame's `size`): the frame holds apiKey, apiVersion and correlationId (8),
+ * the topic string (2 + its UTF-8 bytes), partition (4), the records length (4) and one record
+ * header (8) besides the payload. A topic whose maxRecordBytes is above this could never be sent one.
+ */
+export function largestProducibleRecordBytes(maxFrameBytes: number, topic: string): number {
+  const topicBytes = new TextEncoder().encode(topic).length;
+  return maxFrameBytes - (REQUEST_HEADER_BYTES - SIZE_BYTES) - (2 + topicBytes) - 4 - 4 - RECORD_HEADER_BYTES;
+}
+
 export function decodeProduceRequest(reader: ByteReader): ProduceRequest {
   const topic = reader.string("topic");
   const partition = reader.u32("partition");
   const records = reader.bytesField("records");
+  // docs/protocol.md: "a record batch of at least one record". Refused here, as a malformed request
+  // (INVALID_REQUEST, a code the PRODUCE section lists), not deep in storage as a bad argument: that
+  // went out as INVALID_CONFIG, a code about topic settings.
+  if (records.length === 0) throw new ProtocolError("PRODUCE records must hold at least one record");
   reader.expectEnd("PRODUCE request");
   return { topic, partition, records };
 }

@@ -46,6 +46,7 @@ import {
   encodeProduceResponse,
   encodeStatsResponse,
   type FetchRequest,
+  largestProducibleRecordBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { newFileRange } from "../storage/segment.ts";
@@ -343,9 +344,14 @@ export class BrokerServer implements ConnectionHost {
     this.writer.reset();
     if (error instanceof BooblikError) {
       const outOfRange = error instanceof OffsetOutOfRangeError ? error : undefined;
-      encodeErrorResponse(this.writer, correlationId, wireCodeOf(error.code), {
-        retriable: error.retriable,
-        message: error.message,
+      const code = wireCodeOf(error.code);
+      const message = this.clientMessage(error.message);
+      if (message !== error.message) this.logForOperator(error.message);
+      encodeErrorResponse(this.writer, correlationId, code, {
+        // docs/protocol.md's table: BROKER_SHUTTING_DOWN is retriable (another broker, or this one
+        // restarted, can answer), whichever closed object raised it (broker.checkOpen's ClosedError).
+        retriable: error.retriable || code === WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN,
+        message,
         ...(outOfRange === undefined
           ? {}
           : { logStartOffset: outOfRange.logStartOffset, nextOffset: outOfRange.nextOffset }),
@@ -355,10 +361,37 @@ export class BrokerServer implements ConnectionHost {
       console.error("booblik: internal error while handling a request:", error);
       encodeErrorResponse(this.writer, correlationId, WIRE_ERROR_CODES.STORAGE_ERROR, {
         retriable: false,
-        message: `internal error: ${error instanceof Error ? error.message : String(error)}`,
+        message: this.clientMessage(
+          `internal error: ${error instanceof Error ? error.message : String(error)}`,
+        ),
       });
     }
     connection.complete(slot, this.writer.written().slice());
+  }
+
+  /**
+   * `message` with the data directory's absolute path replaced by `<data-dir>`: storage errors name
+   * their file by full path (IoError, CorruptRecordError), which is for the operator's log, not for
+   * every client (a CREATE_TOPIC once answered `ENAMETOOLONG on /srv/…/topics/….json.tmp`).
+   */
+  private clientMessage(message: string): string {
+    const dataDir = this.broker.dataDir;
+    // A data directory of "/" would turn every slash into <data-dir>; its files are then `/<name>`.
+    if (dataDir === "/") return message;
+    return message.split(dataDir).join("<data-dir>");
+  }
+
+  private lastOperatorLogMs = Number.NEGATIVE_INFINITY;
+
+  /**
+   * The full message of an error that named a file, on stderr: at most one line a second, because a
+   * full disk fails every PRODUCE with the same message.
+   */
+  private logForOperator(message: string): void {
+    const nowMs = performance.now();
+    if (nowMs - this.lastOperatorLogMs < 1000) return;
+    this.lastOperatorLogMs = nowMs;
+    console.error(`booblik: request failed: ${message}`);
   }
 
   private metadata(
@@ -406,8 +439,14 @@ export class BrokerServer implements ConnectionHost {
     if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
       throw new BooblikError("INVALID_ARGUMENT", "topic config must be a JSON object");
     }
+    // A record limit no PRODUCE could reach is refused (explicit) or lowered (a default).
+    const maxFrameBytes = this.options.maxFrameBytes;
+    const ceiling = {
+      bytes: largestProducibleRecordBytes(maxFrameBytes, request.name),
+      why: `the largest record a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
+    };
     const create = () => {
-      this.broker.createTopic(request.name, settings as Record<string, never>);
+      this.broker.createTopic(request.name, settings as Record<string, never>, ceiling);
       this.writer.reset();
       encodeEmptyResponse(this.writer, correlationId);
       connection.complete(slot, this.writer.written().slice());
@@ -545,8 +584,7 @@ export class BrokerServer implements ConnectionHost {
     const log = partition.log;
     const maxBytes = Math.max(1, Math.min(request.maxBytes, this.options.maxFetchBytes));
     const { offset } = request;
-    if (log.isClosed)
-      throw new BooblikError("CLOSED", "the topic was deleted or the broker is shutting down");
+    if (log.isClosed) throw this.closedLogError(partition);
     const visible = partition.visibleNextOffset;
     if (offset < log.logStartOffset || offset > visible) {
       throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
@@ -562,7 +600,7 @@ export class BrokerServer implements ConnectionHost {
       return;
     }
     if (this.options.fetchPath === "copy") {
-      const read = log.read(offset, maxBytes, visible);
+      const read = log.read(offset, maxBytes, visible, true);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset: log.logStartOffset,
         nextOffset: visible,
@@ -594,6 +632,21 @@ export class BrokerServer implements ConnectionHost {
       range.position,
       range.lengthBytes,
       segment,
+    );
+  }
+
+  /**
+   * Why a partition's log closed under a waiting FETCH. With the broker open it was a DELETE_TOPIC:
+   * the partition is gone for good, like any unknown one. Otherwise the broker is closing its
+   * storage: BROKER_SHUTTING_DOWN, retriable as the error table says (this used to be one
+   * non-retriable CLOSED for both).
+   */
+  private closedLogError(partition: Partition): BooblikError {
+    if (this.stopping || this.broker.isClosed)
+      return new BooblikError("CLOSED", "the broker is shutting down", { retriable: true });
+    return new BooblikError(
+      "UNKNOWN_TOPIC_OR_PARTITION",
+      `topic ${JSON.stringify(partition.topic)} was deleted while the FETCH waited`,
     );
   }
 

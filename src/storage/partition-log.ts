@@ -515,15 +515,22 @@ export class PartitionLog {
    * Copying read of complete, CRC-checked records from `offset` on, across segments, below `endOffset`
    * (default: the end of the log), at most `maxBytes` of them (but always the first record). At the
    * end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the upper bound.
+   * `oneSegment` stops at the end of the first segment, like `fileRange` (the server's copying FETCH
+   * path uses it, so both paths keep docs/protocol.md's "a response never crosses a segment end").
    */
-  read(offset: number, maxBytes: number, endOffset: number = this.nextOffset): RecordsRead {
+  read(
+    offset: number,
+    maxBytes: number,
+    endOffset: number = this.nextOffset,
+    oneSegment = false,
+  ): RecordsRead {
     const end = Math.min(endOffset, this.nextOffset);
     this.checkReadable(offset, end);
     if (offset === end) return { records: EMPTY_RECORDS, firstOffset: offset, recordCount: 0 };
     const first = this.segmentFor(offset).read(offset, maxBytes, end);
     let remaining = maxBytes - first.records.length;
     let at = offset + first.recordCount;
-    if (remaining <= RECORD_HEADER_BYTES || at >= end) return first;
+    if (oneSegment || remaining <= RECORD_HEADER_BYTES || at >= end) return first;
     const parts: Uint8Array[] = [first.records];
     let bytes = first.records.length;
     let count = first.recordCount;

@@ -87,9 +87,11 @@ describe("topics", () => {
       expect(() => broker.createTopic("t", { writeMode: "carrier-pigeon" as never })).toThrow(
         /writeMode must be one of/,
       );
-      expect(() => broker.createTopic("t", { segmentBytes: 10 })).toThrow(/segment size must be in/);
+      expect(() => broker.createTopic("t", { segmentBytes: 10 })).toThrow(
+        /segmentBytes must be an integer in \[256, 1073741824\], got 10/,
+      );
       expect(() => broker.createTopic("t", { segmentBytes: 4096, maxRecordBytes: 5000 })).toThrow(
-        /must fit into a segment/,
+        /maxRecordBytes must be an integer in \[1, 4056\] \(a record and its 8-byte header must fit a segment/,
       );
       expect(() => broker.createTopic("t", { colour: "blue" } as never)).toThrow(
         /unknown topic setting "colour"/,

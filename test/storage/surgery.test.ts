@@ -143,7 +143,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       for (let i = 0; i < 15; i++) starts.push(random.int(SEGMENT_HEADER_BYTES, end - 1));
       for (let at = pristine.positions.at(-2)!; at < end; at++) starts.push(at);
       for (const start of starts) {
-        const expected = recordsBefore(pristine, start);
+        // Zeroing changes nothing where the payload already held zeros (seed 1352786543 ended the
+        // last record with a zero byte): the damage starts at the first byte that really changes.
+        let changed = start;
+        while (changed < pristine.bytes.length && pristine.bytes[changed] === 0) changed++;
+        const expected = recordsBefore(pristine, changed);
         recoverAndCheck(
           stage(root.path, zeroFrom(pristine.bytes, start)),
           config,
