@@ -249,6 +249,14 @@ export function writeFileAtomicallyNow(
     fs.writeSync(fd, typeof bytes === "string" ? Buffer.from(bytes) : bytes);
     fs.fsyncSync(fd);
   } catch (error) {
+    // Leave nothing behind: a full disk used to leave a 0-byte temporary file after every attempt.
+    try {
+      if (fd >= 0) fs.closeSync(fd);
+      fs.rmSync(temporary, { force: true });
+    } catch {
+      // Best effort; the write's failure is the story.
+    }
+    fd = -1;
     throw fromNodeError("write", error, temporary);
   } finally {
     if (fd >= 0) fs.closeSync(fd);
@@ -285,6 +293,7 @@ export async function writeFileAtomically(
     }
     await fs.promises.rename(temporary, path);
   } catch (error) {
+    await fs.promises.rm(temporary, { force: true }).catch(() => undefined); // no 0-byte leftovers
     throw fromNodeError("atomic write", error, path);
   }
   await fsyncDirectoryAsync(dirname(path));

@@ -205,6 +205,10 @@ function choice<T extends string>(what: string, text: string, allowed: readonly 
   return text as T;
 }
 
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 function describeOpen(report: Broker["openReport"]): string {
   const scanned =
     report.segmentsScanned === 0
@@ -215,7 +219,11 @@ function describeOpen(report: Broker["openReport"]): string {
   const cut = report.bytesCut > 0 ? `, ${report.bytesCut} torn bytes cut` : "";
   const dropped =
     report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms`;
+  const readOnly =
+    report.readOnlyPartitions > 0
+      ? `; DISK FULL: ${plural(report.readOnlyPartitions, "partition")} read-only until space is freed (reads work)`
+      : "";
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}`;
 }
 
 async function main(): Promise<number> {
@@ -347,6 +355,11 @@ async function main(): Promise<number> {
       await server.stop();
       await broker.close();
       metrics?.stop(true);
+      if (broker.cleanMarksSkipped > 0) {
+        console.log(
+          `booblik: the disk is full: ${plural(broker.cleanMarksSkipped, "partition")} could not write the clean-shutdown mark; everything is forced and nothing is lost, the next start scans the unforced tail`,
+        );
+      }
       console.log(`booblik: stopped cleanly in ${(performance.now() - startMs).toFixed(0)} ms`);
       process.exit(0);
     } catch (error) {

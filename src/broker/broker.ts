@@ -32,7 +32,7 @@ import {
   UnknownTopicOrPartitionError,
 } from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
-import { TOPIC_FILE_SUFFIX, TOPIC_TEMPORARY_FILE_SUFFIX } from "../domain/limits.ts";
+import { DISK_FULL_RETRY_MS, TOPIC_FILE_SUFFIX, TOPIC_TEMPORARY_FILE_SUFFIX } from "../domain/limits.ts";
 import { frameRecords } from "../record/batch-builder.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import type { RecordsRead } from "../storage/segment.ts";
@@ -71,6 +71,8 @@ export interface BrokerOpenReport {
   bytesScanned: number;
   bytesCut: number;
   segmentsDropped: number;
+  /** Partitions opened read-only because the disk was full (they take writes once space returns). */
+  readOnlyPartitions: number;
   durationMs: number;
 }
 
@@ -122,6 +124,9 @@ export class Broker {
   private readonly lock: DataDirLock;
   private readonly checkpointIntervalMs: number | undefined;
   private retentionTimer: ReturnType<typeof setInterval> | undefined;
+  private readOnlyTimer: ReturnType<typeof setInterval> | undefined;
+  /** Partitions whose clean-shutdown mark did not fit on a full disk at close (the next start scans them). */
+  cleanMarksSkipped = 0;
   private closed = false;
   private openStartMs = 0;
   /** Where opening stands (for readiness probes while a large data directory recovers). */
@@ -144,6 +149,7 @@ export class Broker {
       bytesScanned: 0,
       bytesCut: 0,
       segmentsDropped: 0,
+      readOnlyPartitions: 0,
       durationMs: 0,
     };
   }
@@ -205,7 +211,35 @@ export class Broker {
     const interval = options.retentionCheckIntervalMs ?? 60_000;
     this.retentionTimer = setInterval(() => this.applyRetention(), interval);
     this.retentionTimer.unref();
+    if (this.openReport.readOnlyPartitions > 0) {
+      // Partitions opened on a full disk take writes again once their mark fits: the next append
+      // retries it, and so does this timer, so /ready and metrics say when space came back.
+      this.readOnlyTimer = setInterval(() => {
+        if (this.readOnlyPartitionCount() === 0) clearInterval(this.readOnlyTimer);
+      }, DISK_FULL_RETRY_MS);
+      this.readOnlyTimer.unref();
+    }
     return this;
+  }
+
+  /**
+   * Partitions that cannot take writes because the disk was full when they opened; tries each one's
+   * mark again first (a small file write per read-only partition, nothing for the others).
+   */
+  readOnlyPartitionCount(): number {
+    let count = 0;
+    for (const topic of this.topics.values()) {
+      for (const partition of topic.partitions) {
+        const log = partition.log;
+        if (!log.readOnly || log.isClosed) continue;
+        try {
+          if (!log.writeUncleanMark()) count++;
+        } catch {
+          // Not a full disk: the log failed and says so on its next append.
+        }
+      }
+    }
+    return count;
   }
 
   /** Opens the topics' partitions one by one (a step per partition), then tallies the report. */
@@ -256,6 +290,7 @@ export class Broker {
         report.bytesScanned += opened.bytesScanned;
         report.bytesCut += opened.bytesCut;
         report.segmentsDropped += opened.segmentsDropped;
+        if (opened.readOnlyCause !== undefined) report.readOnlyPartitions++;
       }
     }
   }
@@ -454,6 +489,7 @@ export class Broker {
     if (this.closed) return;
     this.closed = true;
     if (this.retentionTimer !== undefined) clearInterval(this.retentionTimer);
+    if (this.readOnlyTimer !== undefined) clearInterval(this.readOnlyTimer);
     let firstError: unknown;
     // A delete still removing directories must finish before the lock is released: another broker
     // could otherwise open the directory while this one still deletes in it. Its error belongs to
@@ -463,6 +499,7 @@ export class Broker {
       for (const partition of topic.partitions) {
         try {
           await partition.close(true);
+          if (partition.log.cleanMarkSkipped !== undefined) this.cleanMarksSkipped++;
         } catch (error) {
           firstError ??= error;
         }

@@ -96,6 +96,15 @@ export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
  */
 export const CLOSE_LINGER_MS = 5_000;
 
+// --- Full disk ---------------------------------------------------------------------------------
+
+/**
+ * How often a broker that opened partitions read-only on a full disk tries their checkpoint again,
+ * so that /ready and the metrics say when space came back even without a PRODUCE (one small file
+ * write per read-only partition; none once all take writes).
+ */
+export const DISK_FULL_RETRY_MS = 5_000;
+
 // --- Offsets and names ---------------------------------------------------------------------------
 
 /** Offsets are JS numbers on every hot path (no BigInt); they stay exact below 2^53. */

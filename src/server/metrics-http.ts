@@ -57,6 +57,12 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "How long opening the data directory took.",
     () => (targets.broker?.recoveryProgress.done ? [[{}, targets.broker.openReport.durationMs / 1000]] : []),
   );
+  registry.register(
+    "booblik_read_only_partitions",
+    "gauge",
+    "Partitions that take no writes because the disk was full when they opened (reads work).",
+    () => (targets.broker === undefined ? [] : [[{}, targets.broker.readOnlyPartitionCount()]]),
+  );
   registry.register("booblik_connections", "gauge", "Open client connections.", () =>
     targets.server === undefined ? [] : [[{}, targets.server.connectionCount]],
   );
@@ -202,7 +208,15 @@ export function startMetricsServer(
         });
       }
       if (pathname === "/ready") {
-        if (targets.ready) return new Response("ready\n");
+        if (targets.ready) {
+          // Reads work on a full disk, so the broker stays ready; it says what it cannot do.
+          const readOnly = targets.broker?.readOnlyPartitionCount() ?? 0;
+          return new Response(
+            readOnly === 0
+              ? "ready\n"
+              : `ready, read-only: the disk is full; ${readOnly} partitions take no writes until space is freed (reads work)\n`,
+          );
+        }
         const progress = targets.broker?.recoveryProgress;
         const detail =
           progress === undefined

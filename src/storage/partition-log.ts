@@ -25,7 +25,15 @@
  *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
  *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
  *    right after a roll) is deleted the same way when it holds nothing.
- * 5. Write the checkpoint back with `cleanShutdown: false` before the first append.
+ * 5. Write the checkpoint back with `cleanShutdown: false` before the first append. On a full disk
+ *    that write fails; the log then opens read-only (`awaitingUncleanMark`): reads work, and every
+ *    append first retries the write and is refused with the disk-full error while it fails. The
+ *    old checkpoint stays true meanwhile, because nothing is appended (a clean mark from the last
+ *    close still names the exact end). A full disk must never stop reads or the start itself.
+ *
+ * Closing on a full disk: a clean-shutdown mark that cannot be written is not an error. The
+ * checkpoint on disk then says "not clean" (or is the one of the last clean close, when nothing was
+ * appended since), and the next open scans what a crash would make it scan; nothing is lost.
  */
 import path from "node:path";
 import {
@@ -45,6 +53,8 @@ import {
   BadSegmentFileError,
   ClosedError,
   CorruptRecordError,
+  IoError,
+  isDiskFull,
   OffsetOutOfRangeError,
   PartitionFailedError,
   RecordTooLargeError,
@@ -81,6 +91,8 @@ export interface PartitionOpenReport {
   segmentsDropped: number;
   /** True when records that the recovery point said were durable failed their check. */
   damageBeforeRecoveryPoint: boolean;
+  /** Set when the disk was full at the open: the log opened read-only (pass 5). */
+  readOnlyCause?: IoError;
   logStartOffset: number;
   nextOffset: number;
   durationMs: number;
@@ -107,6 +119,10 @@ export class PartitionLog {
   private unforced: Segment[] = [];
   private directoryDirty = false;
   private failureCause: unknown = undefined;
+  /** A clean close whose clean-shutdown mark did not fit on the disk (the next open scans). */
+  cleanMarkSkipped: unknown = undefined;
+  /** The open could not write its "not clean" mark (a full disk): appends retry it first (pass 5). */
+  private awaitingUncleanMark = false;
   private closed = false;
   private durablePoint: RecoveryPoint;
   private writtenPoint: RecoveryPoint | undefined;
@@ -180,8 +196,14 @@ export class PartitionLog {
         nextOffset: active.nextOffset,
       };
       // Pass 5: from now on a crash must not look like a clean shutdown. Inside the guarded region:
-      // a failed write (a full disk) must not leak the descriptors and mappings opened above.
-      writeCheckpointNow(checkpointPath, { cleanShutdown: false, recoveryPoint: durablePoint });
+      // a failed write must not leak the descriptors and mappings opened above. A full disk opens
+      // the log read-only instead (see the header).
+      try {
+        writeCheckpointNow(checkpointPath, { cleanShutdown: false, recoveryPoint: durablePoint });
+      } catch (error) {
+        if (!isDiskFull(error)) throw error;
+        report.readOnlyCause = error;
+      }
     } catch (error) {
       // Close every one even when a close fails: the error that stopped the open is the story.
       for (const segment of segments) {
@@ -200,6 +222,7 @@ export class PartitionLog {
     report.durationMs = performance.now() - startMs;
     const log = new PartitionLog(directory, config, segments, durablePoint, report, options);
     log.writtenPoint = durablePoint;
+    log.awaitingUncleanMark = report.readOnlyCause !== undefined;
     return log;
   }
 
@@ -308,6 +331,40 @@ export class PartitionLog {
     return total;
   }
 
+  /**
+   * True while the log cannot take appends because the disk was full when it opened (pass 5); reads
+   * work. Cleared by the first append or `writeUncleanMark` that finds space again.
+   */
+  get readOnly(): boolean {
+    return this.awaitingUncleanMark;
+  }
+
+  /**
+   * Tries the "not clean" mark the open could not write; returns whether the log takes appends now.
+   * A disk still full leaves it read-only; any other failure stops the log like a failed write.
+   */
+  writeUncleanMark(): boolean {
+    return this.retryUncleanMark() === undefined;
+  }
+
+  /** The disk-full error when the mark still does not fit; undefined once it was written. */
+  private retryUncleanMark(): IoError | undefined {
+    if (!this.awaitingUncleanMark) return undefined;
+    try {
+      writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
+        cleanShutdown: false,
+        recoveryPoint: this.durablePoint,
+      });
+    } catch (error) {
+      if (isDiskFull(error)) return error;
+      this.failureCause ??= error;
+      throw error;
+    }
+    this.awaitingUncleanMark = false;
+    this.writtenPoint = this.durablePoint;
+    return undefined;
+  }
+
   /** The failure that stopped appends, if any. */
   get failure(): unknown {
     return this.failureCause;
@@ -345,6 +402,18 @@ export class PartitionLog {
    */
   append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
     this.checkUsable();
+    if (this.awaitingUncleanMark) {
+      const full = this.retryUncleanMark();
+      if (full !== undefined) {
+        throw new IoError(
+          full.call,
+          full.errno,
+          full.errnoName,
+          full.path,
+          "the disk is full: this partition is read-only until space is freed; reads work",
+        );
+      }
+    }
     let active = this.segments.at(-1)!;
     if (!active.hasRoomFor(batch.length)) {
       const emptySegmentRoom = this.config.segmentBytes - SEGMENT_HEADER_BYTES;
@@ -703,7 +772,9 @@ export class PartitionLog {
           },
         });
       } catch (error) {
-        closeError = error;
+        // A full disk only costs the next open a scan (see the header); everything is forced.
+        if (isDiskFull(error)) this.cleanMarkSkipped = error;
+        else closeError = error;
       }
     }
     this.closed = true;

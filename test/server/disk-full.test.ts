@@ -1,7 +1,9 @@
 /**
  * A full disk under a running broker (a small tmpfs mounted by the test as its data directory):
  * PRODUCE gets a retriable STORAGE_ERROR naming ENOSPC, nothing acknowledged is lost, reads and
- * fetches keep working, and appends resume once space is freed, without a restart. Skipped, with
+ * fetches keep working, and appends resume once space is freed, without a restart. A broker started
+ * or stopped on a full disk starts read-only (start line, /ready, every refused write say so), stops
+ * with exit 0, leaves no temporary files, and takes writes again once space returns. Skipped, with
  * the reason printed, where mounting is impossible.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -10,6 +12,7 @@ import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
+import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 
@@ -88,6 +91,98 @@ describe("disk full under a running broker", () => {
       } finally {
         client.close();
       }
+      expect(await broker.stop("SIGTERM")).toBe(0);
+    },
+  );
+
+  test.skipIf(smallFileSystemUnavailable !== undefined).each(WRITE_MODES.map((mode) => [mode]))(
+    "%s write path: a broker started and stopped on a full disk serves reads, refuses writes saying why, exits 0, and writes again once space returns",
+    async (writeMode: WriteMode) => {
+      using small = mountSmallFileSystem(2 * 1024 * 1024);
+      const dataDir = path.join(small.path, "data");
+      const record = (i: number) => `record ${i} `.padEnd(500, "x");
+      const filler = path.join(small.path, "filler");
+      const fillTheDisk = () => {
+        const fd = fs.openSync(filler, "a"); // tops up what a previous fill left
+        const block = new Uint8Array(4096);
+        try {
+          for (;;) fs.writeSync(fd, block);
+        } catch (error) {
+          expect((error as NodeJS.ErrnoException).code).toBe("ENOSPC");
+        } finally {
+          fs.closeSync(fd);
+        }
+      };
+      {
+        // The disk fills under a running broker; SIGTERM still stops it cleanly.
+        await using broker = await startBroker(dataDir);
+        const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+        await client.createTopic("kept", {
+          partitions: 2,
+          durability: "force",
+          writeMode,
+          segmentBytes: 64 * 1024,
+        });
+        for (let p = 0; p < 2; p++) await client.produce("kept", p, frameRecords([0, 1, 2].map(record)));
+        client.close();
+        fillTheDisk();
+        expect(await broker.stop("SIGTERM")).toBe(0);
+        const said = await broker.lines.rest();
+        // How many depends on the write path: closing a mapped segment trims its reserved blocks,
+        // which can make room for the next partition's mark.
+        expect(said.join("\n")).toMatch(
+          /the disk is full: [12] partitions? could not write the clean-shutdown mark/,
+        );
+      }
+      const leftovers = () =>
+        fs.readdirSync(dataDir, { recursive: true }).filter((name) => String(name).endsWith(".tmp"));
+      for (let start = 0; start < 2; start++) {
+        fillTheDisk(); // a mapped segment's close trims its reserved blocks: space comes back
+        await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
+        expect(broker.startLine).toContain("DISK FULL: 2 partitions read-only until space is freed");
+        const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+        const ready = await fetch(`http://127.0.0.1:${metricsPort}/ready`);
+        expect(ready.status).toBe(200);
+        expect(await ready.text()).toContain("read-only: the disk is full; 2 partitions");
+        const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+        for (let p = 0; p < 2; p++) {
+          const fetched = await client.fetch("kept", p, 0);
+          expect(payloadsOf(fetched.records).map((bytes) => new TextDecoder().decode(bytes))).toEqual(
+            [0, 1, 2].map(record),
+          );
+        }
+        const refused = await client.produce("kept", 0, frameRecords(["no room"])).catch((error) => error);
+        expect(refused).toMatchObject({ code: "STORAGE_ERROR", retriable: true });
+        expect((refused as Error).message).toContain("ENOSPC");
+        expect((refused as Error).message).toContain("read-only until space is freed");
+        expect((await client.listOffsets("kept", 0)).nextOffset).toBe(3);
+        client.close();
+        expect(await broker.stop("SIGTERM")).toBe(0);
+        expect(leftovers()).toEqual([]);
+      }
+      // Space returns while a broker runs: writes resume without a restart, and /ready says so.
+      {
+        await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
+        const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+        fs.unlinkSync(filler);
+        expect(await (await fetch(`http://127.0.0.1:${metricsPort}/ready`)).text()).toBe("ready\n");
+        const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+        expect(await client.produce("kept", 0, frameRecords(["after space returned"]))).toMatchObject({
+          firstOffset: 3,
+          durability: "forced",
+        });
+        client.close();
+        expect(await broker.stop("SIGTERM")).toBe(0);
+      }
+      // Nothing was lost across the starts and stops on the full disk.
+      await using broker = await startBroker(dataDir);
+      expect(broker.startLine).not.toContain("DISK FULL");
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      const values = payloadsOf((await client.fetch("kept", 0, 0)).records).map((b) =>
+        new TextDecoder().decode(b),
+      );
+      expect(values).toEqual([...[0, 1, 2].map(record), "after space returned"]);
+      client.close();
       expect(await broker.stop("SIGTERM")).toBe(0);
     },
   );

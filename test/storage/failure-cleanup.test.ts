@@ -8,8 +8,10 @@
  * - Segment.close releases the read descriptor even when the writer's close (the trim) fails;
  * - Segment.create leaves no file and no descriptor behind when its writer cannot be made (ftruncate
  *   beyond RLIMIT_FSIZE: EFBIG, in a child process started with `ulimit -f`);
- * - PartitionLog.open closes every opened segment when the checkpoint write of pass 5 fails (a full
- *   tmpfs: ENOSPC).
+ * - PartitionLog.open closes every opened segment when the checkpoint write of pass 5 fails (an
+ *   append-only directory refuses the rename: EPERM);
+ * - a full disk at that write (a full tmpfs: ENOSPC) opens the log read-only instead: reads work,
+ *   appends are refused until space returns, no temporary file or descriptor is left.
  * Tests that need root (chattr, mount) are skipped with the reason where that is impossible.
  */
 import { describe, expect, test } from "bun:test";
@@ -253,8 +255,36 @@ console.log(JSON.stringify({ error, leakedDescriptors: after - before, files: fs
 });
 
 describe.each(WRITE_MODES.map((mode) => [mode]))("PartitionLog.open, %s write path", (mode: WriteMode) => {
+  test.skipIf(chattrUnavailable !== undefined)(
+    "a failed checkpoint write (EPERM: an append-only directory refuses the rename) closes every opened segment: no descriptor, no mapping left",
+    () => {
+      using dir = tempDir();
+      const directory = path.join(dir.path, "partition");
+      const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES });
+      const log = PartitionLog.open(directory, config);
+      for (let i = 0; i < 4 * RECORDS_PER_SEGMENT; i++) appendOne(log);
+      log.forceNow();
+      // Unclean: the next open scans (and so opens) every segment past the recovery point.
+      log.close(false);
+      const descriptorsBefore = descriptorsUnder(dir.path);
+      chattr("+a", directory);
+      try {
+        expect(() => PartitionLog.open(directory, config)).toThrow(/rename failed: EPERM/);
+        // Before the fix every segment opened by the failed open kept its descriptor (and mapping).
+        expect(descriptorsUnder(dir.path)).toBe(descriptorsBefore);
+        expect(mappingsContaining(dir.path)).toBe(0);
+      } finally {
+        chattr("-a", directory);
+      }
+      const reopened = PartitionLog.open(directory, config);
+      expect(reopened.openReport.segmentsScanned).toBeGreaterThan(1);
+      expectAll(reopened, 4 * RECORDS_PER_SEGMENT);
+      reopened.close();
+    },
+  );
+
   test.skipIf(smallFileSystemUnavailable !== undefined)(
-    "a failed checkpoint write (ENOSPC) closes every opened segment: no descriptor, no mapping left",
+    "a full disk at open (ENOSPC for the checkpoint) opens read-only: reads work, appends are refused until space returns, nothing leaks",
     () => {
       using small = mountSmallFileSystem(1024 * 1024);
       const directory = path.join(small.path, "partition");
@@ -262,7 +292,6 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("PartitionLog.open, %s write pa
       const log = PartitionLog.open(directory, config);
       for (let i = 0; i < 4 * RECORDS_PER_SEGMENT; i++) appendOne(log);
       log.forceNow();
-      // Unclean: the next open scans (and so opens) every segment past the recovery point.
       log.close(false);
       // Fill the file system: the checkpoint's temporary file gets no page.
       const filler = fs.openSync(path.join(small.path, "filler"), "w");
@@ -275,14 +304,23 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("PartitionLog.open, %s write pa
         fs.closeSync(filler);
       }
       const descriptorsBefore = descriptorsUnder(small.path);
-      expect(() => PartitionLog.open(directory, config)).toThrow(/ENOSPC/);
-      // Before the fix every segment opened by the failed open kept its descriptor (and mapping).
+      const readOnly = PartitionLog.open(directory, config);
+      expect(readOnly.readOnly).toBe(true);
+      expect(readOnly.openReport.readOnlyCause?.errnoName).toBe("ENOSPC");
+      expectAll(readOnly, 4 * RECORDS_PER_SEGMENT);
+      expect(() => appendOne(readOnly)).toThrow(/ENOSPC.*read-only until space is freed/);
+      expect<number>(readOnly.nextOffset).toBe(4 * RECORDS_PER_SEGMENT);
+      expect(readOnly.writeUncleanMark()).toBe(false);
+      // No temporary file is left by the failed writes.
+      expect(fs.readdirSync(directory).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+      fs.unlinkSync(path.join(small.path, "filler"));
+      appendOne(readOnly); // space is back: the mark is written first, then the record
+      expect(readOnly.readOnly).toBe(false);
+      readOnly.close();
       expect(descriptorsUnder(small.path)).toBe(descriptorsBefore);
       expect(mappingsContaining(small.path)).toBe(0);
-      fs.unlinkSync(path.join(small.path, "filler"));
       const reopened = PartitionLog.open(directory, config);
-      expect(reopened.openReport.segmentsScanned).toBeGreaterThan(1);
-      expectAll(reopened, 4 * RECORDS_PER_SEGMENT);
+      expectAll(reopened, 4 * RECORDS_PER_SEGMENT + 1);
       reopened.close();
     },
   );
