@@ -35,6 +35,7 @@ import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts"
 import { DISK_FULL_RETRY_MS, TOPIC_FILE_SUFFIX, TOPIC_TEMPORARY_FILE_SUFFIX } from "../domain/limits.ts";
 import { frameRecords } from "../record/batch-builder.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
+import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { RecordsRead } from "../storage/segment.ts";
 import { segmentConfig } from "../storage/segment.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
@@ -220,6 +221,11 @@ export class Broker {
       this.readOnlyTimer.unref();
     }
     return this;
+  }
+
+  /** The process-wide bound on read descriptors of sealed segments, as the metrics show it. */
+  get readDescriptors(): { openCount: number; limit: number; closedByLimitCount: number } {
+    return sealedReadDescriptors;
   }
 
   /**

@@ -11,9 +11,11 @@
  * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
  *   unforced.
  */
+import { OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import { GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
+import { newFileRange, type RecordsRead, type Segment } from "../storage/segment.ts";
 import type { DurabilityPolicy, TopicConfig } from "./topic-config.ts";
 
 export interface AppendAck {
@@ -22,6 +24,44 @@ export interface AppendAck {
   /** What the acknowledgement guarantees: written to the OS, or forced to the disk. */
   durability: "appended" | "forced";
 }
+
+/**
+ * Whole records of one segment file to send as they are (sendfile). The descriptor stays open until
+ * `release()`, which the holder calls exactly once, after the last byte left or when it gives up:
+ * retention and the descriptor bound wait for it instead of closing the file under a send.
+ */
+export interface FileLease {
+  readonly fd: number;
+  readonly position: number;
+  readonly lengthBytes: number;
+  readonly recordCount: number;
+  release(): void;
+}
+
+class SegmentLease implements FileLease {
+  readonly fd: number;
+  readonly position: number;
+  readonly lengthBytes: number;
+  readonly recordCount: number;
+  private segment: Segment | undefined;
+
+  constructor(fd: number, position: number, lengthBytes: number, recordCount: number, segment: Segment) {
+    this.fd = fd;
+    this.position = position;
+    this.lengthBytes = lengthBytes;
+    this.recordCount = recordCount;
+    this.segment = segment;
+  }
+
+  release(): void {
+    const segment = this.segment;
+    this.segment = undefined; // a second release must not release someone else's hold
+    segment?.release();
+  }
+}
+
+/** Filled in place by every fileRange call (one per process: the calls never overlap). */
+const scratchRange = newFileRange();
 
 export class Partition {
   readonly topic: TopicName;
@@ -100,9 +140,39 @@ export class Partition {
     return this.policy === "force" ? this.log.onForce(listener) : this.log.onAppend(listener);
   }
 
-  /** Copying read of visible records (CRC-checked). */
-  read(offset: number, maxBytes: number) {
-    return this.log.read(offset, maxBytes, this.visibleNextOffset);
+  /** The oldest offset still stored (retention moves it). */
+  get logStartOffset(): number {
+    return this.log.logStartOffset;
+  }
+
+  /** The log was closed: its topic was deleted, or the broker is closing. */
+  get isClosed(): boolean {
+    return this.log.isClosed;
+  }
+
+  /** Throws OffsetOutOfRangeError unless logStartOffset ≤ offset ≤ the visible end; returns that end. */
+  checkFetchable(offset: number): number {
+    const visible = this.visibleNextOffset;
+    const start = this.log.logStartOffset;
+    if (offset < start || offset > visible) throw new OffsetOutOfRangeError(offset, start, visible);
+    return visible;
+  }
+
+  /** Copying read of visible records (CRC-checked); `oneSegment` stops at a segment's end as FETCH does. */
+  read(offset: number, maxBytes: number, oneSegment = false): RecordsRead {
+    return this.log.read(offset, maxBytes, this.visibleNextOffset, oneSegment);
+  }
+
+  /**
+   * Zero-copy read of visible records from `offset`: whole records of one segment, at most
+   * `maxBytes` (but always the first one), held for the caller until it releases the lease.
+   * Undefined when nothing is visible at `offset`.
+   */
+  fetchLease(offset: number, maxBytes: number): FileLease | undefined {
+    const range = scratchRange;
+    const segment = this.log.fileRange(offset, maxBytes, range, this.visibleNextOffset);
+    if (segment === undefined) return undefined;
+    return new SegmentLease(range.fd, range.position, range.lengthBytes, range.recordCount, segment);
   }
 
   /** Visible records from `offset` on as they come; ends when the log closes. */

@@ -4,7 +4,7 @@
  *
  * Owns: the inbound buffer, the queue of response slots (one per request, answered in request
  * order), the outbound queue, read pausing (backpressure), half-close handling, and the references
- * (acquired segments, waiting fetches) its requests hold.
+ * (file leases, waiting fetches) its requests hold.
  *
  * Invariants:
  * - A frame's size is checked against the maximum before any of its payload is buffered; an
@@ -35,14 +35,15 @@
  *   connection stops reading: a client that sends and never reads cannot grow broker memory.
  *   Reading is paused for exactly four reasons (congestion, waiting for budget, requests held back
  *   by ordering beyond the free allowance, none while closing) and `updateReading` alone decides.
- * - Every acquired segment is released exactly once: when its range was sent, or when the
- *   connection closes.
+ * - Every file lease is released exactly once: when its range was sent, or when the connection
+ *   closes.
  * - A connection whose queued output made no progress for the idle timeout is closed by the sweep
  *   (outputStalledMs): a client that stops reading must not hold its segments and buffers forever.
  */
 import type { Socket } from "bun";
 import { preadFull } from "../../ffi/file.ts";
 import { SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
+import type { FileLease } from "../broker/partition.ts";
 import {
   CLOSE_LINGER_MS,
   INBOUND_FREE_BYTES,
@@ -61,7 +62,6 @@ import {
   SIZE_BYTES,
 } from "../protocol/frame.ts";
 import { InboundBuffer } from "../protocol/inbound-buffer.ts";
-import type { Segment } from "../storage/segment.ts";
 import type { BudgetWaiter, InboundBudget } from "./inbound-budget.ts";
 
 interface BufferItem {
@@ -74,7 +74,7 @@ interface FileItem {
   fd: number;
   position: number;
   end: number;
-  segment: Segment;
+  lease: FileLease;
 }
 
 type OutItem = BufferItem | FileItem;
@@ -88,7 +88,7 @@ export interface ResponseSlot {
   /** Its effect is visible to later requests (see "Requests apply in arrival order"). */
   settled: boolean;
   bytes: Uint8Array | undefined;
-  file: { fd: number; position: number; lengthBytes: number; segment: Segment } | undefined;
+  file: FileLease | undefined;
   /** Called if the connection closes before the slot was sent (releases waiters and references). */
   cancel: (() => void) | undefined;
 }
@@ -483,24 +483,17 @@ export class Connection implements BudgetWaiter {
     if (this.blocked) this.processInbound();
   };
 
-  /** Completes a slot with a header followed by a file range (the segment is already acquired). */
-  completeWithFile(
-    slot: ResponseSlot,
-    header: Uint8Array,
-    fd: number,
-    position: number,
-    lengthBytes: number,
-    segment: Segment,
-  ): void {
+  /** Completes a slot with a header followed by a leased file range (released once sent). */
+  completeWithFile(slot: ResponseSlot, header: Uint8Array, lease: FileLease): void {
     if (this.isClosed || slot.done) {
-      segment.release();
+      lease.release();
       return;
     }
     slot.bytes = header;
-    slot.file = { fd, position, lengthBytes, segment };
+    slot.file = lease;
     slot.done = true;
     slot.cancel = undefined;
-    this.completedBytes += header.length + lengthBytes;
+    this.completedBytes += header.length + lease.lengthBytes;
     this.settle(slot);
     this.scheduleFlush();
   }
@@ -514,10 +507,10 @@ export class Connection implements BudgetWaiter {
       if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
       this.completedBytes -= (slot.bytes?.length ?? 0) + (slot.file?.lengthBytes ?? 0);
       if (slot.bytes !== undefined) this.enqueueBytes(slot.bytes);
-      if (slot.file !== undefined) {
-        const { fd, position, lengthBytes, segment } = slot.file;
-        if (lengthBytes > 0) this.enqueueFile(fd, position, position + lengthBytes, segment);
-        else segment.release();
+      const lease = slot.file;
+      if (lease !== undefined) {
+        if (lease.lengthBytes > 0) this.enqueueFile(lease);
+        else lease.release();
       }
     }
     if (moved) {
@@ -532,10 +525,11 @@ export class Connection implements BudgetWaiter {
     this.staging.position += bytes.length;
   }
 
-  private enqueueFile(fd: number, position: number, end: number, segment: Segment): void {
+  private enqueueFile(lease: FileLease): void {
     this.moveStagingToQueue();
-    this.outbound.push({ kind: "file", fd, position, end, segment });
-    this.outboundBytes += end - position;
+    const end = lease.position + lease.lengthBytes;
+    this.outbound.push({ kind: "file", fd: lease.fd, position: lease.position, end, lease });
+    this.outboundBytes += lease.lengthBytes;
   }
 
   /** Staged bytes become a queue item (copied), so they keep their place before what follows. */
@@ -592,7 +586,7 @@ export class Connection implements BudgetWaiter {
         this.sentBytes += sent;
         if (item.position >= item.end) {
           outbound.shift();
-          item.segment.release();
+          item.lease.release();
         }
         continue;
       }
@@ -626,7 +620,7 @@ export class Connection implements BudgetWaiter {
           this.host.counters.writtenBytes++;
           if (item.position >= item.end) {
             outbound.shift();
-            item.segment.release();
+            item.lease.release();
           }
           continue;
         }
@@ -722,10 +716,10 @@ export class Connection implements BudgetWaiter {
     this.isClosed = true;
     for (const slot of this.slots) {
       if (slot.cancel !== undefined) slot.cancel();
-      if (slot.file !== undefined) slot.file.segment.release();
+      if (slot.file !== undefined) slot.file.release();
     }
     this.slots.length = 0;
-    for (const item of this.outbound) if (item.kind === "file") item.segment.release();
+    for (const item of this.outbound) if (item.kind === "file") item.lease.release();
     this.outbound.length = 0;
     this.outboundBytes = 0;
     this.completedBytes = 0;

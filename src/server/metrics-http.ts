@@ -9,7 +9,6 @@
 import type { Server } from "bun";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
-import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { BrokerServer } from "./server.ts";
 
 export interface MetricsTargets {
@@ -84,16 +83,24 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "booblik_segment_read_descriptors",
     "gauge",
     "Read descriptors of sealed segments: open now, and the bound (--max-open-segment-files).",
-    () => [
-      [{ state: "open" }, sealedReadDescriptors.openCount],
-      [{ state: "limit" }, sealedReadDescriptors.limit],
-    ],
+    () => {
+      const descriptors = targets.broker?.readDescriptors;
+      return descriptors === undefined
+        ? []
+        : [
+            [{ state: "open" }, descriptors.openCount],
+            [{ state: "limit" }, descriptors.limit],
+          ];
+    },
   );
   registry.register(
     "booblik_segment_read_descriptors_closed_total",
     "counter",
     "Idle read descriptors of sealed segments closed to stay within the bound.",
-    () => [[{}, sealedReadDescriptors.closedByLimitCount]],
+    () => {
+      const descriptors = targets.broker?.readDescriptors;
+      return descriptors === undefined ? [] : [[{}, descriptors.closedByLimitCount]];
+    },
   );
   counter("booblik_requests_total", "Requests received.", (s) => s.counters.requests);
   counter("booblik_request_errors_total", "Requests answered with an error.", (s) => s.counters.errors);

@@ -49,7 +49,6 @@ import {
   largestProducibleRecordBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
-import { newFileRange } from "../storage/segment.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
@@ -141,7 +140,6 @@ export class BrokerServer implements ConnectionHost {
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
   private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
-  private readonly range = newFileRange();
 
   constructor(broker: Broker, options: ServerOptions) {
     this.broker = broker;
@@ -494,7 +492,7 @@ export class BrokerServer implements ConnectionHost {
     const partition = this.broker.partition(request.topic, request.partition);
     this.writer.reset();
     encodeListOffsetsResponse(this.writer, correlationId, {
-      logStartOffset: partition.log.logStartOffset,
+      logStartOffset: partition.logStartOffset,
       nextOffset: partition.visibleNextOffset,
     });
     connection.complete(slot, this.writer.written().slice());
@@ -533,12 +531,8 @@ export class BrokerServer implements ConnectionHost {
   ): void {
     this.counters.fetchRequests++;
     const partition = this.broker.partition(request.topic, request.partition);
-    const log = partition.log;
     const { offset } = request;
-    const visible = partition.visibleNextOffset;
-    if (offset < log.logStartOffset || offset > visible) {
-      throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
-    }
+    const visible = partition.checkFetchable(offset);
     if (offset < visible || request.maxWaitMs === 0 || this.stopping) {
       this.answerFetch(connection, slot, correlationId, request, partition);
       return;
@@ -563,7 +557,7 @@ export class BrokerServer implements ConnectionHost {
     };
     const waiter: Waiter = { answer };
     stopListening = partition.onVisible(() => {
-      if (partition.visibleNextOffset > offset || log.isClosed) answer();
+      if (partition.visibleNextOffset > offset || partition.isClosed) answer();
     });
     // maxWaitMs is a u32; setTimeout runs a delay above 2^31 - 1 after 1 ms, so clamp (~24.8 days).
     timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
@@ -581,18 +575,15 @@ export class BrokerServer implements ConnectionHost {
     request: FetchRequest,
     partition: Partition,
   ): void {
-    const log = partition.log;
     const maxBytes = Math.max(1, Math.min(request.maxBytes, this.options.maxFetchBytes));
     const { offset } = request;
-    if (log.isClosed) throw this.closedLogError(partition);
-    const visible = partition.visibleNextOffset;
-    if (offset < log.logStartOffset || offset > visible) {
-      throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
-    }
+    if (partition.isClosed) throw this.closedLogError(partition);
+    const visible = partition.checkFetchable(offset);
+    const logStartOffset = partition.logStartOffset;
     this.writer.reset();
     if (offset === visible) {
       encodeFetchResponseHeader(this.writer, correlationId, {
-        logStartOffset: log.logStartOffset,
+        logStartOffset,
         nextOffset: visible,
         recordsBytes: 0,
       });
@@ -600,9 +591,9 @@ export class BrokerServer implements ConnectionHost {
       return;
     }
     if (this.options.fetchPath === "copy") {
-      const read = log.read(offset, maxBytes, visible, true);
+      const read = partition.read(offset, maxBytes, true);
       encodeFetchResponseHeader(this.writer, correlationId, {
-        logStartOffset: log.logStartOffset,
+        logStartOffset,
         nextOffset: visible,
         recordsBytes: read.records.length,
       });
@@ -615,24 +606,16 @@ export class BrokerServer implements ConnectionHost {
       connection.complete(slot, response);
       return;
     }
-    const range = this.range;
-    const segment = log.fileRange(offset, maxBytes, range, visible);
-    if (segment === undefined) throw new OffsetOutOfRangeError(offset, log.logStartOffset, visible);
+    const lease = partition.fetchLease(offset, maxBytes);
+    if (lease === undefined) throw new OffsetOutOfRangeError(offset, logStartOffset, visible);
     encodeFetchResponseHeader(this.writer, correlationId, {
-      logStartOffset: log.logStartOffset,
+      logStartOffset,
       nextOffset: visible,
-      recordsBytes: range.lengthBytes,
+      recordsBytes: lease.lengthBytes,
     });
-    this.counters.fetchRecords += range.recordCount;
-    this.counters.fetchBytes += range.lengthBytes;
-    connection.completeWithFile(
-      slot,
-      this.writer.written().slice(),
-      range.fd,
-      range.position,
-      range.lengthBytes,
-      segment,
-    );
+    this.counters.fetchRecords += lease.recordCount;
+    this.counters.fetchBytes += lease.lengthBytes;
+    connection.completeWithFile(slot, this.writer.written().slice(), lease);
   }
 
   /**

@@ -18,15 +18,9 @@ const LAYERS: Record<string, string[]> = {
   "src/storage": ["src/storage", "src/record", "src/domain", "ffi"],
   "src/broker": ["src/broker", "src/storage", "src/record", "src/domain", "ffi"],
   "src/protocol": ["src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
-  "src/server": [
-    "src/server",
-    "src/broker",
-    "src/storage",
-    "src/protocol",
-    "src/record",
-    "src/domain",
-    "ffi",
-  ],
+  // The server sees partitions, not segments: fetches get a FileLease from the broker layer. It keeps
+  // ffi for the socket side of I/O (sendfile, pread of one byte for the drain probe) and CRC32C's name.
+  "src/server": ["src/server", "src/broker", "src/protocol", "src/record", "src/domain", "ffi"],
   "src/client": ["src/client", "src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
 };
 /** Composition roots: they may import anything, and nothing imports them. */
