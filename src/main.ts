@@ -14,17 +14,19 @@ import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-confi
 import { BooblikError } from "./domain/errors.ts";
 import {
   CONNECTIONS_PER_ADDRESS_DEFAULT,
+  FETCH_RESPONSE_BYTES_MAX,
+  FRAME_BYTES_DEFAULT_MAX,
   INBOUND_BUDGET_BYTES_DEFAULT,
   INBOUND_FREE_BYTES,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
+  SEALED_READ_DESCRIPTORS_MIN,
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
-import { FRAME_BYTES_DEFAULT_MAX } from "./protocol/frame.ts";
 import { largestProducibleRecordBytes } from "./protocol/messages.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
-import { SEALED_READ_DESCRIPTORS_MIN, sealedReadDescriptors } from "./storage/read-descriptors.ts";
+import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
 import { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";
 
 interface OptionSpec {
@@ -313,7 +315,7 @@ async function main(): Promise<number> {
     requestTimeoutMs,
     maxInboundBytes,
     fetchPath,
-    maxFetchBytes: 64 * 2 ** 20,
+    maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
   });
   let address: { hostname: string; port: number };
   try {

@@ -32,7 +32,12 @@ import {
   UnknownTopicOrPartitionError,
 } from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
-import { DISK_FULL_RETRY_MS, TOPIC_FILE_SUFFIX, TOPIC_TEMPORARY_FILE_SUFFIX } from "../domain/limits.ts";
+import {
+  DISK_FULL_RETRY_MS,
+  FETCH_BYTES_DEFAULT,
+  TOPIC_FILE_SUFFIX,
+  TOPIC_TEMPORARY_FILE_SUFFIX,
+} from "../domain/limits.ts";
 import { frameRecords } from "../record/batch-builder.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
@@ -454,7 +459,7 @@ export class Broker {
    * Copying read of CRC-checked, visible records from `offset`, at most `maxBytes` (but always one
    * record). Under the `force` policy records become visible once forced (see Partition).
    */
-  read(topic: string, partition: number, offset: number, maxBytes = 1024 * 1024): RecordsRead {
+  read(topic: string, partition: number, offset: number, maxBytes = FETCH_BYTES_DEFAULT): RecordsRead {
     return this.partition(topic, partition).read(offset, maxBytes);
   }
 

@@ -13,6 +13,7 @@
  */
 import { OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
+import { FETCH_BYTES_DEFAULT } from "../domain/limits.ts";
 import { GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
 import { newFileRange, type RecordsRead, type Segment } from "../storage/segment.ts";
@@ -179,7 +180,7 @@ export class Partition {
   tail(offset: number): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
     return this.log.tail(
       offset,
-      1024 * 1024,
+      FETCH_BYTES_DEFAULT,
       () => this.visibleNextOffset,
       (listener) => this.onVisible(listener),
     );

@@ -58,8 +58,25 @@ export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
  */
 export const MAPPED_RESERVE_STEP_BYTES = 4 * 1024 * 1024;
 
+// --- Reading -----------------------------------------------------------------------------------
+
+/** Smallest `--max-open-segment-files`: a handful of sealed segments read at once must fit. */
+export const SEALED_READ_DESCRIPTORS_MIN = 4;
+/** The read-descriptor bound when the open-files limit cannot be read. */
+export const SEALED_READ_DESCRIPTORS_FALLBACK = 1024;
+/** `auto` takes a quarter of the open-files limit, at most this (storage/read-descriptors.ts). */
+export const SEALED_READ_DESCRIPTORS_AUTO_MAX = 4096;
+/** Record bytes a read or FETCH returns when the caller names no size (Kafka's max.partition.fetch.bytes). */
+export const FETCH_BYTES_DEFAULT = 1024 * 1024;
+/** The broker caps one FETCH response's records at this, whatever the client asks for. */
+export const FETCH_RESPONSE_BYTES_MAX = 64 * 1024 * 1024;
+
 // --- Connections and requests ----------------------------------------------------------------------
 
+/** Default ceiling on a request frame's `size` (`--max-frame-size`): a 1 MiB batch with room to spare. */
+export const FRAME_BYTES_DEFAULT_MAX = 16 * 1024 * 1024;
+/** How long a stopping broker waits for pending responses to leave before it closes the sockets. */
+export const SHUTDOWN_DRAIN_MS = 10_000;
 /** Stop reading a connection's requests while this many response bytes wait to be sent. */
 export const OUTBOUND_HIGH_BYTES = 8 * 1024 * 1024;
 /** Resume reading once the queue drained below this. */
@@ -147,3 +164,8 @@ assert(
     FILE_NAME_BYTES_MAX,
   "every topic file <topic>.json and its temporary file <topic>.tmp fit NAME_MAX",
 );
+assert(
+  RECORD_PAYLOAD_BYTES_DEFAULT_MAX + RECORD_HEADER_BYTES + 256 <= FRAME_BYTES_DEFAULT_MAX,
+  "the default frame carries a PRODUCE of the default largest record",
+);
+assert(FETCH_BYTES_DEFAULT <= FETCH_RESPONSE_BYTES_MAX, "the default fetch size is within the cap");

@@ -41,9 +41,6 @@ if (REQUEST_HEADER_BYTES !== 12 || RESPONSE_HEADER_BYTES !== 10) {
 export const REQUEST_SIZE_MIN = REQUEST_HEADER_BYTES - SIZE_BYTES;
 export const RESPONSE_SIZE_MIN = RESPONSE_HEADER_BYTES - SIZE_BYTES;
 
-/** Default ceiling on a frame's `size`: room for a 1 MiB record batch plus headers, with margin. */
-export const FRAME_BYTES_DEFAULT_MAX = 16 * 1024 * 1024;
-
 export const API = {
   METADATA: 0,
   CREATE_TOPIC: 1,

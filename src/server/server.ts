@@ -21,6 +21,7 @@ import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { Partition } from "../broker/partition.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
+import { SHUTDOWN_DRAIN_MS } from "../domain/limits.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
 import {
@@ -658,7 +659,7 @@ export class BrokerServer implements ConnectionHost {
    * open and answers every new connection with BROKER_SHUTTING_DOWN (correlation id 0), as
    * docs/protocol.md promises; once the process exits, connections are refused by TCP.
    */
-  async stop(timeoutMs = 10_000): Promise<void> {
+  async stop(timeoutMs = SHUTDOWN_DRAIN_MS): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     for (const connection of this.connections) connection.finishAndClose();

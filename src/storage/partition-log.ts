@@ -60,7 +60,7 @@ import {
   RecordTooLargeError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
-import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import { FETCH_BYTES_DEFAULT, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import { readUint32 } from "../record/codec.ts";
 import {
   CHECKPOINT_FILE,
@@ -694,7 +694,7 @@ export class PartitionLog {
    */
   async *tail(
     offset: number,
-    maxBytes = 1024 * 1024,
+    maxBytes = FETCH_BYTES_DEFAULT,
     end: () => number = () => this.nextOffset,
     subscribe: (listener: () => void) => () => void = (listener) => this.onAppend(listener),
   ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {

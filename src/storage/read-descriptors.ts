@@ -25,6 +25,11 @@
 import { readFileSync } from "node:fs";
 import { assert } from "../domain/assert.ts";
 import { InvalidArgumentError } from "../domain/errors.ts";
+import {
+  SEALED_READ_DESCRIPTORS_AUTO_MAX,
+  SEALED_READ_DESCRIPTORS_FALLBACK,
+  SEALED_READ_DESCRIPTORS_MIN,
+} from "../domain/limits.ts";
 
 /** A segment as the budget sees it. */
 export interface ReadDescriptorHolder {
@@ -33,11 +38,6 @@ export interface ReadDescriptorHolder {
   /** Closes the read descriptor if nothing can be using it; true when it did. */
   closeIdleReadDescriptor(): boolean;
 }
-
-export const SEALED_READ_DESCRIPTORS_MIN = 4;
-/** The default when the open-files limit cannot be read. */
-export const SEALED_READ_DESCRIPTORS_FALLBACK = 1024;
-const SEALED_READ_DESCRIPTORS_AUTO_MAX = 4096;
 
 /**
  * The default bound: a quarter of the process's soft open-files limit (connections, active
