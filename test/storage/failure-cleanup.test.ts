@@ -256,7 +256,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("PartitionLog.open, %s write pa
   test.skipIf(smallFileSystemUnavailable !== undefined)(
     "a failed checkpoint write (ENOSPC) closes every opened segment: no descriptor, no mapping left",
     () => {
-      using small = mountSmallFileSystem(1024 * 1024);
+      // 2 MiB: the mapped path stops appending 1 MiB short of full (MAPPED_FREE_SPACE_MARGIN_BYTES).
+      using small = mountSmallFileSystem(2 * 1024 * 1024);
       const directory = path.join(small.path, "partition");
       const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES });
       const log = PartitionLog.open(directory, config);
