@@ -18,6 +18,7 @@ import {
   lastErrno,
   libc,
   STATVFS_BAVAIL_OFFSET,
+  STATVFS_BLOCKS_OFFSET,
   STATVFS_BYTES,
   STATVFS_FRSIZE_OFFSET,
 } from "./libc.ts";
@@ -157,13 +158,16 @@ function readUint64(view: DataView, offset: number): number {
 /**
  * Bytes an unprivileged writer can still allocate on the file system holding `fd` (f_bavail ×
  * f_frsize). On ext4 this already excludes root's reserved blocks and the file system's own reserve
- * for metadata (s_resv_clusters), so it is the conservative figure.
+ * for metadata (s_resv_clusters; ext4_statfs), so it is the conservative figure. A file system that
+ * reports no size at all (f_blocks 0, as some FUSE file systems do) gives Infinity: nothing is known,
+ * and reading its 0 free blocks as "full" would refuse every write.
  */
 export function availableBytes(fd: number, path?: string): number {
   while (libc.fstatvfs(fd, statvfsResult) !== 0) {
     const errno = lastErrno();
     if (errno !== EINTR) throw ioError("fstatvfs", errno, path);
   }
+  if (readUint64(statvfsView, STATVFS_BLOCKS_OFFSET) === 0) return Number.POSITIVE_INFINITY;
   return readUint64(statvfsView, STATVFS_BAVAIL_OFFSET) * readUint64(statvfsView, STATVFS_FRSIZE_OFFSET);
 }
 

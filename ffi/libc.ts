@@ -90,10 +90,11 @@ export const LOCK_NB = 4;
 const SC_PAGESIZE = 30;
 /**
  * `struct statvfs` of glibc on 64-bit Linux (x86_64 and arm64 alike): eleven 8-byte fields, then
- * `int __f_spare[6]`, 112 bytes. booblik reads f_frsize and f_bavail.
+ * `int __f_spare[6]`, 112 bytes. booblik reads f_frsize, f_blocks and f_bavail.
  */
 export const STATVFS_BYTES = 112;
 export const STATVFS_FRSIZE_OFFSET = 8;
+export const STATVFS_BLOCKS_OFFSET = 16;
 export const STATVFS_BAVAIL_OFFSET = 32;
 assert(process.arch === "x64" || process.arch === "arm64", "struct statvfs layout is that of 64-bit Linux");
 /** The kernel page size: mapping offsets and msync ranges must be multiples of it. */

@@ -77,12 +77,9 @@ describe.each(KINDS.map((kind) => [kind]))("full %s file system", (kind: LoopFil
           new Response(child.stderr).text(),
         ]);
         await child.exited;
-        // A SIGBUS arrives here as signalCode "SIGBUS" (and Bun's crash report on stderr).
-        expect({ signalCode: child.signalCode, exitCode: child.exitCode, stderr }).toEqual({
-          signalCode: null,
-          exitCode: 0,
-          stderr: "",
-        });
+        // A SIGBUS arrives here as signalCode "SIGBUS" (Bun's crash report is then on stderr).
+        expect(child.signalCode, stderr).toBeNull();
+        expect(child.exitCode, stderr).toBe(0);
         const events = stdout
           .split("\n")
           .filter((line) => line !== "")
