@@ -4,6 +4,7 @@
  * of `bun test`.
  *
  *   bun bench/storage.bench.ts [append|lookup|recovery|crc|history|all] [--seconds=N] [--gib=N]
+ *     [--policies=none,force] [--records=100,1024] [--batches=1,100,1000]   (append rows to run)
  *
  * Every figure names the write path, durability policy, record size and batch size it was measured
  * with. Appends run on fresh segments that roll at the default segment size, sustained for
@@ -29,13 +30,40 @@ import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/environment.ts";
 
 const args = parseBenchArgs({
-  usage: "bun bench/storage.bench.ts [all|append|lookup|recovery|crc|history] [--seconds=3] [--gib=1]",
+  usage:
+    "bun bench/storage.bench.ts [all|append|lookup|recovery|crc|history] [--seconds=3] [--gib=1] " +
+    "[--policies=none,force] [--records=100,1024] [--batches=1,100,1000]",
   sections: ["all", "append", "lookup", "recovery", "crc", "history"],
-  options: { seconds: "3", gib: "1" },
+  options: { seconds: "3", gib: "1", policies: "none,force", records: "100,1024", batches: "1,100,1000" },
 });
 const section = args.section;
 const SECONDS = args.number("seconds");
 const RECOVERY_GIB = args.number("gib");
+/** Which append rows run: a subset keeps a before/after comparison of a few rows short. */
+const APPEND_FORCES = args
+  .text("policies")
+  .split(",")
+  .map((policy) => {
+    if (policy !== "none" && policy !== "force") {
+      console.error(`--policies takes none and/or force, got ${policy}`);
+      process.exit(2);
+    }
+    return policy === "force";
+  });
+const positiveList = (name: "records" | "batches"): number[] =>
+  args
+    .text(name)
+    .split(",")
+    .map((item) => {
+      const value = Number(item);
+      if (!Number.isInteger(value) || value < 1) {
+        console.error(`--${name} takes positive integers, got ${item}`);
+        process.exit(2);
+      }
+      return value;
+    });
+const APPEND_RECORD_BYTES = positiveList("records");
+const APPEND_BATCH_RECORDS = positiveList("batches");
 
 function randomBatches(recordBytes: number, batchRecords: number, count: number): Uint8Array[] {
   const batches: Uint8Array[] = [];
@@ -124,9 +152,9 @@ async function appendSection(directory: string): Promise<void> {
     "| policy | record B | batch | mapped rec/s | worst s | file rec/s | worst s | mapped/file | MB/s (best) | forces/s (best) |",
   );
   console.log("|---|---|---|---|---|---|---|---|---|---|");
-  for (const forceEachBatch of [false, true]) {
-    for (const recordBytes of [100, 1024]) {
-      for (const batchRecords of [1, 100, 1000]) {
+  for (const forceEachBatch of APPEND_FORCES) {
+    for (const recordBytes of APPEND_RECORD_BYTES) {
+      for (const batchRecords of APPEND_BATCH_RECORDS) {
         const best: Partial<Record<WriteMode, AppendResult>> = {};
         for (let repetition = 0; repetition < 2; repetition++) {
           for (const mode of WRITE_MODES) {

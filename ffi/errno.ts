@@ -35,7 +35,7 @@ const ERRNO_NAMES: Record<number, string> = {
 
 export const EINTR = 4;
 export const EAGAIN = 11;
-export const EOPNOTSUPP = 95;
+export const ENOSPC = 28;
 
 export function errnoName(errno: number): string {
   return ERRNO_NAMES[errno] ?? `errno ${errno}`;

@@ -11,8 +11,17 @@ import { ptr } from "bun:ffi";
 import fs from "node:fs";
 import { dirname } from "node:path";
 import { IoError } from "../src/domain/errors.ts";
-import { EAGAIN, EINTR, EOPNOTSUPP, errnoFromName, errnoName } from "./errno.ts";
-import { LOCK_EX, LOCK_NB, lastErrno, libc } from "./libc.ts";
+import { EAGAIN, EINTR, errnoFromName, errnoName } from "./errno.ts";
+import {
+  LOCK_EX,
+  LOCK_NB,
+  lastErrno,
+  libc,
+  STATVFS_BAVAIL_OFFSET,
+  STATVFS_BLOCKS_OFFSET,
+  STATVFS_BYTES,
+  STATVFS_FRSIZE_OFFSET,
+} from "./libc.ts";
 
 export function ioError(call: string, errno: number, path: string | undefined, detail?: string): IoError {
   return new IoError(call, errno, errnoName(errno), path, detail);
@@ -137,19 +146,29 @@ export function truncateFile(fd: number, sizeBytes: number, path?: string): void
   }
 }
 
+// One result buffer for fstatvfs: JS runs one call at a time, and the fields are read right after.
+const statvfsResult = new Uint8Array(STATVFS_BYTES);
+const statvfsView = new DataView(statvfsResult.buffer);
+
+function readUint64(view: DataView, offset: number): number {
+  // Two halves instead of getBigUint64: no BigInt per call; exact below 2^53 (8 PiB).
+  return view.getUint32(offset, true) + view.getUint32(offset + 4, true) * 2 ** 32;
+}
+
 /**
- * Allocates disk blocks for `[position, position + length)` without changing the file size
- * (mode 0 inside the current size). Returns false when the file system does not support fallocate;
- * throws IoError (ENOSPC on a full disk) otherwise.
+ * Bytes an unprivileged writer can still allocate on the file system holding `fd` (f_bavail ×
+ * f_frsize). On ext4 this already excludes root's reserved blocks and the file system's own reserve
+ * for metadata (s_resv_clusters; ext4_statfs), so it is the conservative figure. A file system that
+ * reports no size at all (f_blocks 0, as some FUSE file systems do) gives Infinity: nothing is known,
+ * and reading its 0 free blocks as "full" would refuse every write.
  */
-export function allocateBlocks(fd: number, position: number, length: number, path?: string): boolean {
-  for (;;) {
-    if (libc.fallocate(fd, 0, position, length) === 0) return true;
+export function availableBytes(fd: number, path?: string): number {
+  while (libc.fstatvfs(fd, statvfsResult) !== 0) {
     const errno = lastErrno();
-    if (errno === EINTR) continue;
-    if (errno === EOPNOTSUPP) return false;
-    throw ioError("fallocate", errno, path, `${length} bytes at ${position}`);
+    if (errno !== EINTR) throw ioError("fstatvfs", errno, path);
   }
+  if (readUint64(statvfsView, STATVFS_BLOCKS_OFFSET) === 0) return Number.POSITIVE_INFINITY;
+  return readUint64(statvfsView, STATVFS_BAVAIL_OFFSET) * readUint64(statvfsView, STATVFS_FRSIZE_OFFSET);
 }
 
 /** fdatasync on the calling thread. Blocks the event loop: only for start-up, tests and tools. */

@@ -26,7 +26,7 @@ const library = dlopen("libc.so.6", {
   pwrite: { args: [i32, ptr, u64f, i64f], returns: i64f },
   pread: { args: [i32, ptr, u64f, i64f], returns: i64f },
   ftruncate: { args: [i32, i64f], returns: i32 },
-  fallocate: { args: [i32, i32, i64f, i64f], returns: i32 },
+  fstatvfs: { args: [i32, ptr], returns: i32 },
   sendfile: { args: [i32, i32, ptr, u64f], returns: i64f },
   flock: { args: [i32, i32], returns: i32 },
   sysconf: { args: [i32], returns: i64f },
@@ -55,7 +55,7 @@ export interface Libc {
   pwrite(fd: number, source: Pointer | NodeJS.TypedArray, lengthBytes: number, position: number): number;
   pread(fd: number, target: Pointer | NodeJS.TypedArray, lengthBytes: number, position: number): number;
   ftruncate(fd: number, lengthBytes: number): number;
-  fallocate(fd: number, mode: number, position: number, lengthBytes: number): number;
+  fstatvfs(fd: number, target: Pointer | NodeJS.TypedArray): number;
   sendfile(outFd: number, inFd: number, offsetCell: Pointer | NodeJS.TypedArray, count: number): number;
   flock(fd: number, operation: number): number;
   sysconf(name: number): number;
@@ -88,6 +88,15 @@ export const MADV_SEQUENTIAL = 2;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
 const SC_PAGESIZE = 30;
+/**
+ * `struct statvfs` of glibc on 64-bit Linux (x86_64 and arm64 alike): eleven 8-byte fields, then
+ * `int __f_spare[6]`, 112 bytes. booblik reads f_frsize, f_blocks and f_bavail.
+ */
+export const STATVFS_BYTES = 112;
+export const STATVFS_FRSIZE_OFFSET = 8;
+export const STATVFS_BLOCKS_OFFSET = 16;
+export const STATVFS_BAVAIL_OFFSET = 32;
+assert(process.arch === "x64" || process.arch === "arm64", "struct statvfs layout is that of 64-bit Linux");
 /** The kernel page size: mapping offsets and msync ranges must be multiples of it. */
 export const PAGE_BYTES: number = libc.sysconf(SC_PAGESIZE);
 assert(PAGE_BYTES >= 4096 && (PAGE_BYTES & (PAGE_BYTES - 1)) === 0, "page size is a power of two ≥ 4096");

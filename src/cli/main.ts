@@ -13,7 +13,7 @@ import { BooblikClient } from "../client/client.ts";
 import { Consumer, type StartPosition } from "../client/consumer.ts";
 import { Producer } from "../client/producer.ts";
 import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
-import { PARTITIONS_MAX } from "../domain/limits.ts";
+import { PARTITIONS_MAX, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import { formatBytes, parseBytes, parseDurationMs, parseHostPort, parseInteger } from "../domain/units.ts";
 import { type PartitionVerification, verifyPartitionDirectory, walkSegmentFile } from "../storage/inspect.ts";
 import { Progress, table } from "./output.ts";
@@ -47,7 +47,9 @@ usage: booblik-cli [--broker host:port] [--json] [--timeout 5s] <command>
   segment verify <path>                 check every record of a data directory, partition
                                         directory or segment file (offline, read-only, safe while a
                                         broker runs); exit 3 on damage, 1 when it
-                                        holds no segment at all
+                                        holds no segment at all; an empty newest
+                                        segment (a kill right after a roll) is a
+                                        crash leftover that recovery removes: exit 0
 
   --broker host:port   the broker (default 127.0.0.1:7979; BOOBLIK_BROKER)
   --json               machine-readable output
@@ -448,6 +450,7 @@ async function segment(parsed: Parsed): Promise<number> {
             ? { file, position: walk.end.position, offset: walk.end.offset, reason: walk.end.reason }
             : undefined,
         unverifiedTail: undefined,
+        crashLeftover: undefined,
       });
     }
     progress.finish();
@@ -470,9 +473,11 @@ async function segment(parsed: Parsed): Promise<number> {
             formatBytes(result.bytes),
             result.damage !== undefined
               ? "DAMAGED"
-              : result.unverifiedTail !== undefined
-                ? "ok (unverified tail)"
-                : "ok",
+              : result.crashLeftover !== undefined
+                ? "ok (crash leftover)"
+                : result.unverifiedTail !== undefined
+                  ? "ok (unverified tail)"
+                  : "ok",
           ]),
         ),
       ];
@@ -480,6 +485,18 @@ async function segment(parsed: Parsed): Promise<number> {
         if (result.damage !== undefined) {
           out.push(
             `damage: ${result.damage.file} at byte ${result.damage.position} (offset ${result.damage.offset}): ${result.damage.reason}`,
+          );
+        }
+        if (result.crashLeftover !== undefined) {
+          const { file, bytes } = result.crashLeftover;
+          const what =
+            bytes === 0
+              ? "is empty (0 bytes, no header)"
+              : bytes < SEGMENT_HEADER_BYTES
+                ? `is shorter than a header (${bytes} bytes)`
+                : `has zeros where its header belongs (${bytes} bytes)`;
+          out.push(
+            `note: ${file} ${what}: a crash right after a roll left it, with no record in it; recovery removes it`,
           );
         }
         if (result.unverifiedTail !== undefined) {

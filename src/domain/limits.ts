@@ -53,10 +53,34 @@ export const INDEX_INITIAL_ENTRIES = 16;
  */
 export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
 /**
- * The mapped writer reserves disk blocks with fallocate this far ahead of its write position, so that a
- * full disk shows up as ENOSPC from fallocate instead of SIGBUS from a page fault (which kills Bun).
+ * The mapped writer keeps a window of *written* blocks ahead of its write position: before a store
+ * reaches a page, zeros are written there with pwrite, so the file system allocates the blocks (or
+ * refuses with ENOSPC, which the append reports) and a store through the mapping never needs a block.
+ * Reserving with fallocate is not enough: fallocated extents are unwritten, and converting them on
+ * the first store can need metadata blocks that a full ext4 or XFS no longer has, which ends in SIGBUS
+ * and kills Bun (test/storage/disk-full-loop.test.ts: every run on a full 32 MiB ext4 and XFS).
+ *
+ * The window starts at MIN and doubles each time the writer crosses it, up to MAX: a partition costs
+ * disk in proportion to what it writes (one small record: ~64 KiB, not 4 MiB; a 1,024-partition topic
+ * with one record each: ~64 MiB, not 4 GiB), and a busy one extends rarely (one statvfs and a few
+ * pwrite calls per 4 MiB).
  */
-export const MAPPED_RESERVE_STEP_BYTES = 4 * 1024 * 1024;
+export const MAPPED_WINDOW_BYTES_MIN = 64 * 1024;
+export const MAPPED_WINDOW_BYTES_MAX = 4 * 1024 * 1024;
+/**
+ * Zeros are written this many bytes per pwrite call (one shared buffer of this size). 1 MiB keeps
+ * the buffer small and the syscall count low (four calls per full window at ~1.3 us each).
+ */
+export const MAPPED_ZERO_CHUNK_BYTES = 1024 * 1024;
+/**
+ * The mapped writer does not extend its window when that would leave less than this free for an
+ * unprivileged writer (statvfs f_bavail): the append fails with ENOSPC instead. The room left is for
+ * the small files the broker must still write on a full disk, above all each partition's recovery
+ * point when it opens (a broker whose disk was filled to the last block did not start: writing
+ * checkpoint.json.tmp failed with ENOSPC on XFS), and for metadata when the window's delayed
+ * allocations are written back. 1 MiB is nothing on a real disk and 256 blocks of 4 KiB.
+ */
+export const MAPPED_FREE_SPACE_MARGIN_BYTES = 1024 * 1024;
 
 // --- Reading -----------------------------------------------------------------------------------
 
@@ -169,3 +193,8 @@ assert(
   "the default frame carries a PRODUCE of the default largest record",
 );
 assert(FETCH_BYTES_DEFAULT <= FETCH_RESPONSE_BYTES_MAX, "the default fetch size is within the cap");
+assert(
+  MAPPED_WINDOW_BYTES_MIN <= MAPPED_WINDOW_BYTES_MAX &&
+    Number.isInteger(Math.log2(MAPPED_WINDOW_BYTES_MAX / MAPPED_WINDOW_BYTES_MIN)),
+  "doubling the smallest mapped window reaches the largest exactly",
+);

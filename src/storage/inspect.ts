@@ -7,11 +7,14 @@
  * - in the newest segment of a partition, an incomplete or invalid tail: not damage by itself. It is
  *   a write in progress (when a broker runs) or a torn tail that recovery cuts (it was never
  *   acknowledged under `force`); reported as an unverified tail;
+ * - a newest segment with no header at all (empty, shorter than a header, or zeros where the header
+ *   belongs): what a kill right after a roll leaves, which recovery removes (recovery.ts,
+ *   `isTornCreation`, the same predicate); reported as a crash leftover, not damage;
  * - anywhere else (a sealed segment, or a gap between segments): damage.
  */
 import path from "node:path";
 import { crc32c } from "../../ffi/crc32c.ts";
-import { closeFile, fileSize, listDirectory, openFile, preadFull } from "../../ffi/file.ts";
+import { closeFile, fileSize, listDirectory, openFile, preadFull, statFile } from "../../ffi/file.ts";
 import { BadSegmentFileError } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
@@ -21,6 +24,7 @@ import {
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import { readUint32 } from "../record/codec.ts";
+import { isTornCreation } from "./recovery.ts";
 import { decodeSegmentHeader, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
 export interface InspectedRecord {
@@ -154,6 +158,8 @@ export interface PartitionVerification {
   damage: { file: string; position: number; offset: number; reason: string } | undefined;
   /** An incomplete newest-segment tail (a write in progress or a torn tail recovery will cut). */
   unverifiedTail: { file: string; position: number; bytes: number; reason: string } | undefined;
+  /** A newest segment without a header (a kill right after a roll), which recovery removes. */
+  crashLeftover: { file: string; bytes: number } | undefined;
 }
 
 /** Verifies every segment of a partition directory in offset order, and that they are contiguous. */
@@ -172,11 +178,17 @@ export function verifyPartitionDirectory(
     bytes: 0,
     damage: undefined,
     unverifiedTail: undefined,
+    crashLeftover: undefined,
   };
   let expectedBase: number | undefined;
   for (let i = 0; i < bases.length; i++) {
     const file = path.join(directory, segmentFileName(bases[i]!));
     const newest = i === bases.length - 1;
+    if (newest && isTornCreation(file)) {
+      // Exactly what recovery removes (partition-log.ts). A sealed segment without a header is damage.
+      result.crashLeftover = { file, bytes: fileSizeOf(file) };
+      break;
+    }
     let walk: SegmentWalk;
     try {
       walk = walkSegmentFile(file, undefined, onProgress);
@@ -219,4 +231,8 @@ export function verifyPartitionDirectory(
     expectedBase = walk.baseOffset + walk.recordCount;
   }
   return result;
+}
+
+function fileSizeOf(file: string): number {
+  return statFile(file).sizeBytes;
 }

@@ -7,10 +7,31 @@
  * whole or not at all from the first record on. (Page writeback order is not guaranteed, so this
  * decides where recovery stops, not whether the bytes are whole: that is the CRC's job.)
  *
- * Full disk: a store into a sparse mapping on a full file system raises SIGBUS, which kills Bun
- * (reproduced on a 1 MiB tmpfs). So blocks are reserved with fallocate MAPPED_RESERVE_STEP_BYTES ahead
- * of the write position, before the store; a shortage then arrives as ENOSPC from a call we handle,
- * and nothing was written. Where fallocate is not supported, the reservation writes zeros with pwrite.
+ * Full disk: a store through a mapping into a page whose blocks the file system still has to allocate
+ * (or convert) raises SIGBUS when it cannot, and SIGBUS kills Bun. A sparse file on a full 1 MiB
+ * tmpfs showed it first. Reserving with fallocate ahead of the writer is not enough: fallocated
+ * extents are *unwritten*, and converting them on the first store can need metadata blocks; on a
+ * full 32 MiB ext4 and XFS a writer that stored only into fallocated blocks died of SIGBUS in every
+ * run (test/storage/disk-full-loop.test.ts, kernel 6.18). So the writer keeps a window of *written*
+ * blocks ahead of its position: before a store reaches a page, zeros are written there with pwrite,
+ * which allocates the blocks (ext4 and XFS commit to them when they accept the write) or fails
+ * with ENOSPC before anything is stored. A store below `writtenEnd` then never needs a block.
+ *
+ * Invariants of the window:
+ * - Every block of [0, writtenEnd) was written (records, the header, or our zeros); `writtenEnd` is a
+ *   page multiple once the first window exists, so a store below it never touches a page with an
+ *   unwritten block in it (a page spans several blocks on a 1 KiB-block file system).
+ * - Zeros are only written at or beyond `sizeBytes`: no record is touched, and zeros beyond the
+ *   published size are what the mapped format expects there (the end-of-log marker).
+ * - The window starts at MAPPED_WINDOW_BYTES_MIN and doubles each time the writer crosses it, up to
+ *   MAPPED_WINDOW_BYTES_MAX, so a partition's disk cost follows what it writes.
+ * - It is extended only while the file system keeps MAPPED_FREE_SPACE_MARGIN_BYTES free after it
+ *   (statvfs); otherwise only what the batch needs, and if even that would eat into the margin, the
+ *   append fails with ENOSPC and nothing is written. Both are the typed, retriable disk-full error of
+ *   the file path (`isDiskFull`): the segment refuses appends and keeps serving reads.
+ * - This protects file systems that allocate at write time (ext4, XFS, tmpfs). A copy-on-write file
+ *   system (btrfs, or reflinked blocks on XFS) allocates on every store, so no window can make the
+ *   mapped path safe there: use the `file` path on those.
  *
  * force: fdatasync of the file on Bun's thread pool. On Linux it writes back the pages dirtied through
  * the mapping as well (measured: /proc/meminfo Dirty 49,164 kB → 32 kB after fdatasync alone), and an
@@ -21,34 +42,43 @@
  * Close: the file is trimmed to its data, so a sealed segment is as long as its records (and readable
  * by the file path: mode migration), then the mapping is detached and unmapped (see ffi/mapping.ts).
  */
+import { ENOSPC } from "../../ffi/errno.ts";
 import {
-  allocateBlocks,
+  availableBytes,
   closeFile,
   datasync,
   datasyncNow,
   fileSize,
+  ioError,
   pwriteAll,
   truncateFile,
 } from "../../ffi/file.ts";
 import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { Mapping } from "../../ffi/mapping.ts";
 import { isDiskFull } from "../domain/errors.ts";
-import { MAPPED_RESERVE_STEP_BYTES } from "../domain/limits.ts";
+import {
+  MAPPED_FREE_SPACE_MARGIN_BYTES,
+  MAPPED_WINDOW_BYTES_MAX,
+  MAPPED_WINDOW_BYTES_MIN,
+  MAPPED_ZERO_CHUNK_BYTES,
+} from "../domain/limits.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
 
 function roundUpToPage(bytes: number): number {
   return Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES;
 }
 
-let zeroStep: Uint8Array | undefined;
+/** Shared by every mapped writer: JS runs one pwrite at a time, and nothing ever writes into it. */
+let zeros: Uint8Array | undefined;
 
 export class MappedSegmentWriter extends BaseSegmentWriter {
   readonly writeMode: WriteMode = "mapped";
   private readonly mapping: Mapping;
   private readonly mappingBytes: number;
-  /** Blocks are reserved on disk for [0, reservedEnd). */
-  private reservedEnd: number;
-  private fallocateSupported = true;
+  /** Every block of [0, writtenEnd) was written: a store below it needs no block (header comment). */
+  private writtenEnd: number;
+  /** How far ahead of a store the next extension reaches; doubles per crossing, up to the maximum. */
+  private windowBytes = MAPPED_WINDOW_BYTES_MIN;
 
   /**
    * Takes ownership of `fd`, a read-write descriptor whose file holds no data past `sizeBytes` (the
@@ -65,12 +95,13 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
       throw error;
     }
     this.mapping = Mapping.mapShared(path, fd, this.mappingBytes);
-    this.reservedEnd = sizeBytes;
+    // The file holds nothing past sizeBytes (the caller cut it there), so the rest is holes.
+    this.writtenEnd = sizeBytes;
   }
 
   protected writeAt(batch: Uint8Array, position: number): void {
     const end = position + batch.length;
-    if (end > this.reservedEnd) this.reserve(end);
+    if (end > this.writtenEnd) this.extendWindow(end);
     const bytes = this.mapping.bytes;
     bytes.set(batch.subarray(4), position + 4);
     // The first record's length last (see the header comment).
@@ -80,42 +111,44 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     bytes[position + 3] = batch[3]!;
   }
 
-  /** Reserves disk blocks up to at least `end`, a step ahead, so stores never meet a full disk. */
-  private reserve(end: number): void {
-    const start = this.reservedEnd - (this.reservedEnd % PAGE_BYTES);
-    const target = Math.min(this.mappingBytes, roundUpToPage(end + MAPPED_RESERVE_STEP_BYTES));
-    if (this.fallocateSupported) {
-      try {
-        if (allocateBlocks(this.mapping.fd, start, target - start, this.path)) {
-          this.reservedEnd = target;
-          return;
-        }
-        this.fallocateSupported = false;
-      } catch (error) {
-        // A disk with room for this batch but not for a whole step ahead: reserve just what the batch
-        // needs. If even that fails, the disk is full and the caller gets ENOSPC.
-        if (!isDiskFull(error)) throw error;
-        const needed = Math.min(this.mappingBytes, roundUpToPage(end));
-        allocateBlocks(this.mapping.fd, start, needed - start, this.path);
-        this.reservedEnd = needed;
-        return;
+  /**
+   * Writes zeros from `writtenEnd` to a window past `end`, so that the stores of this batch and the
+   * next ones land on written blocks. Throws the disk-full IoError (ENOSPC) without having stored
+   * anything when the file system cannot give the batch its blocks and keep the free-space margin.
+   */
+  private extendWindow(end: number): void {
+    const from = this.writtenEnd;
+    const needed = Math.min(this.mappingBytes, roundUpToPage(end));
+    const wanted = Math.min(this.mappingBytes, roundUpToPage(end + this.windowBytes));
+    const available = availableBytes(this.mapping.fd, this.path);
+    let target = wanted;
+    if (available - (wanted - from) < MAPPED_FREE_SPACE_MARGIN_BYTES) {
+      // Room for this batch but not for a whole window: write just what the batch needs.
+      if (available - (needed - from) < MAPPED_FREE_SPACE_MARGIN_BYTES) {
+        throw ioError(
+          "extend mapped window",
+          ENOSPC,
+          this.path,
+          `${needed - from} bytes at ${from} would leave less than the ${MAPPED_FREE_SPACE_MARGIN_BYTES} bytes ` +
+            `kept free (${available} available)`,
+        );
       }
+      target = needed;
     }
-    // No fallocate here: writing zeros makes the file system allocate just the same. Only bytes
-    // beyond the published size are written, so no record is touched.
-    zeroStep ??= new Uint8Array(MAPPED_RESERVE_STEP_BYTES);
-    let at = Math.max(start, this.sizeBytes);
-    while (at < target) {
-      const chunk = Math.min(zeroStep.length, target - at);
-      pwriteAll(this.mapping.fd, zeroStep, 0, chunk, at, this.path);
-      at += chunk;
+    zeros ??= new Uint8Array(MAPPED_ZERO_CHUNK_BYTES);
+    // A pwrite that fails (ENOSPC when someone else took the space since the statvfs) leaves
+    // writtenEnd where it was: the zeros it did write are harmless and are written again next time.
+    for (let at = from; at < target; at += MAPPED_ZERO_CHUNK_BYTES) {
+      pwriteAll(this.mapping.fd, zeros, 0, Math.min(MAPPED_ZERO_CHUNK_BYTES, target - at), at, this.path);
     }
-    this.reservedEnd = target;
+    this.writtenEnd = target;
+    if (target === wanted) this.windowBytes = Math.min(MAPPED_WINDOW_BYTES_MAX, this.windowBytes * 2);
   }
 
   protected undoRecoverableWrite(error: unknown): boolean {
-    // Only a failed reservation reaches here (stores into reserved blocks cannot fail); it wrote
-    // nothing into the mapping, so a full disk leaves the segment exactly as it was.
+    // Only a failed window extension reaches here: a store below writtenEnd needs no block, so it
+    // cannot fail for lack of space. The extension stored nothing into the mapping (at most zeros
+    // beyond the published size), so a full disk leaves the segment's records exactly as they were.
     return isDiskFull(error);
   }
 

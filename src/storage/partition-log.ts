@@ -37,14 +37,10 @@
  */
 import path from "node:path";
 import {
-  closeFile,
-  fileSize,
   fsyncDirectory,
   fsyncDirectoryAsync,
   listDirectory,
   makeDirectory,
-  openFile,
-  preadFull,
   removeDirectoryTree,
   unlinkFile,
 } from "../../ffi/file.ts";
@@ -70,6 +66,7 @@ import {
   writeCheckpoint,
   writeCheckpointNow,
 } from "./checkpoint.ts";
+import { isTornCreation } from "./recovery.ts";
 import { countBatch, type FileRange, type RecordsRead, Segment, type SegmentConfig } from "./segment.ts";
 import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
@@ -808,20 +805,5 @@ export class PartitionLog {
     if (this.closed) throw new ClosedError(`partition ${this.directory}`);
     if (this.failureCause !== undefined)
       throw new PartitionFailedError(`partition ${this.directory}`, this.failureCause);
-  }
-}
-
-/** A file shorter than a header, or whose header and first page are all zeros. */
-function isTornCreation(filePath: string): boolean {
-  const fd = openFile(filePath, "read");
-  try {
-    const size = fileSize(fd, filePath);
-    if (size < SEGMENT_HEADER_BYTES) return true;
-    const probe = new Uint8Array(Math.min(size, 4096));
-    const got = preadFull(fd, probe, 0, probe.length, 0, filePath);
-    for (let i = 0; i < got; i++) if (probe[i] !== 0) return false;
-    return true;
-  } finally {
-    closeFile(fd, filePath);
   }
 }

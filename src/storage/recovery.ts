@@ -10,8 +10,8 @@
  * (DESIGN invariant 5: stop at the first bad record, keep everything before it). What to do with the
  * rest (cut it, refuse, report) is the caller's decision.
  */
-import { preadFull } from "../../ffi/file.ts";
-import { RECORD_HEADER_BYTES, RECOVERY_CHUNK_BYTES } from "../domain/limits.ts";
+import { closeFile, fileSize, openFile, preadFull } from "../../ffi/file.ts";
+import { RECORD_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
 import type { SparseIndex } from "./sparse-index.ts";
 
@@ -90,4 +90,24 @@ export function scanSegmentFile(
     chunkView = new DataView(chunk.buffer);
   }
   return { endPosition: position, recordCount, stop, scannedBytes };
+}
+
+/**
+ * A file shorter than a header, or whose header and first page are all zeros: what a crash right
+ * after a roll leaves as the newest segment (created, but its header never reached the disk; no
+ * record can be in it, since nothing is acknowledged before the header is forced). Recovery removes
+ * it (partition-log.ts) and `segment verify` reports it as such (inspect.ts): one predicate for both.
+ */
+export function isTornCreation(filePath: string): boolean {
+  const fd = openFile(filePath, "read");
+  try {
+    const size = fileSize(fd, filePath);
+    if (size < SEGMENT_HEADER_BYTES) return true;
+    const probe = new Uint8Array(Math.min(size, 4096));
+    const got = preadFull(fd, probe, 0, probe.length, 0, filePath);
+    for (let i = 0; i < got; i++) if (probe[i] !== 0) return false;
+    return true;
+  } finally {
+    closeFile(fd, filePath);
+  }
 }

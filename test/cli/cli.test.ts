@@ -5,6 +5,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { Broker } from "../../src/broker/broker.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -265,5 +266,53 @@ describe("booblik-cli offline", () => {
     // A single file can be verified too.
     expect((await cli(["segment", "verify", victim])).exitCode).toBe(3);
     expectOneLineError(await cli(["segment", "verify", dir.file("nowhere")]), 1, "does not exist");
+  });
+
+  test("segment verify: an empty newest segment left by a kill right after a roll is a crash leftover, not damage", async () => {
+    using dir = tempDir();
+    {
+      const broker = Broker.open({ dataDir: dir.path });
+      broker.createTopic("t", { segmentBytes: 1024 });
+      for (let batch = 0; batch < 10; batch++) {
+        await broker.append(
+          "t",
+          0,
+          Array.from({ length: 5 }, (_, i) => `record number ${batch * 5 + i}`),
+        );
+      }
+      await broker.close();
+    }
+    const partition = path.join(dir.path, "t-0");
+    const bases = fs
+      .readdirSync(partition)
+      .filter((name) => name.endsWith(".log"))
+      .sort();
+    expect(bases.length).toBeGreaterThan(1);
+    // What a kill between creating the next segment and writing its header leaves: an empty file
+    // named by the next offset. Recovery removes it (docs/format.md, "Recovery").
+    const leftover = path.join(partition, `${String(50).padStart(20, "0")}.log`);
+    fs.writeFileSync(leftover, "");
+    const run = await cli(["segment", "verify", dir.path]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain(`note: ${leftover} is empty (0 bytes, no header)`);
+    expect(run.stdout).toContain("recovery removes it");
+    expect(run.stdout).toMatch(/t-0\s+\d+\s+50\s+.*ok \(crash leftover\)/);
+    expect(run.stdout).toContain("verified 1 partitions: no damage");
+    const json = JSON.parse((await cli(["segment", "verify", dir.path, "--json"])).stdout);
+    expect(json).toMatchObject({ ok: true });
+    expect(json.partitions[0]).toMatchObject({ records: 50, crashLeftover: { file: leftover, bytes: 0 } });
+    // The same file anywhere but last is a hole in the log: still damage.
+    const misplaced = path.join(partition, `${"0".repeat(19)}1.log`);
+    fs.renameSync(leftover, misplaced);
+    expect((await cli(["segment", "verify", dir.path])).exitCode).toBe(3);
+    // And what the note promises: recovery removes the leftover and keeps every record.
+    fs.renameSync(misplaced, leftover);
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      expect(fs.existsSync(leftover)).toBe(false);
+      expect(broker.read("t", 0, 49).firstOffset).toBe(49);
+    } finally {
+      await broker.close();
+    }
   });
 });

@@ -5,11 +5,21 @@
  */
 import { expect, test } from "bun:test";
 import fs from "node:fs";
-import { closeFile, datasyncNow, openFile, preadFull, pwriteAll, truncateFile } from "../../ffi/file.ts";
+import path from "node:path";
+import {
+  availableBytes,
+  closeFile,
+  datasyncNow,
+  openFile,
+  preadFull,
+  pwriteAll,
+  truncateFile,
+} from "../../ffi/file.ts";
 import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { Mapping } from "../../ffi/mapping.ts";
 import { IoError } from "../../src/domain/errors.ts";
 import { mappingsContaining } from "../helpers/proc.ts";
+import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 test("failures are IoErrors with the call, errno name and path", () => {
@@ -84,3 +94,27 @@ test("mmap failure closes the descriptor it was given and reports the call", () 
   expect(() => Mapping.mapShared(filePath, fd, PAGE_BYTES)).toThrow(/mmap failed: EACCES/);
   expect(() => fs.fstatSync(fd)).toThrow(/EBADF/);
 });
+
+test.skipIf(smallFileSystemUnavailable !== undefined)(
+  "availableBytes (fstatvfs through FFI) agrees with node's statfs, and sees a file take space",
+  () => {
+    // A tmpfs of our own: nobody else writes there between the two readings.
+    using small = mountSmallFileSystem(4 * 1024 * 1024);
+    const filePath = path.join(small.path, "data");
+    const fd = openFile(filePath, "createNew");
+    try {
+      const statfsBytes = () => {
+        const stat = fs.statfsSync(small.path);
+        return stat.bavail * stat.bsize;
+      };
+      const before = availableBytes(fd, filePath);
+      expect(before).toBe(statfsBytes());
+      expect(before).toBeGreaterThan(3 * 1024 * 1024);
+      pwriteAll(fd, new Uint8Array(1024 * 1024).fill(1), 0, 1024 * 1024, 0, filePath);
+      expect(availableBytes(fd, filePath)).toBe(statfsBytes());
+      expect(availableBytes(fd, filePath)).toBe(before - 1024 * 1024);
+    } finally {
+      closeFile(fd, filePath);
+    }
+  },
+);

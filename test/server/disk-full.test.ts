@@ -5,6 +5,9 @@
  * or stopped on a full disk starts read-only (start line, /ready, every refused write say so), stops
  * with exit 0, leaves no temporary files, and takes writes again once space returns. Skipped, with
  * the reason printed, where mounting is impossible.
+ *
+ * Then the case that used to kill the broker: a `mapped` topic whose segment is larger than a full
+ * ext4 or XFS (loop-mounted). The broker died of SIGBUS there before any client saw an ENOSPC.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
@@ -14,6 +17,11 @@ import { frameRecords } from "../../src/record/batch-builder.ts";
 import { payloadsOf } from "../../src/record/codec.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import {
+  type LoopFileSystemKind,
+  loopFileSystemUnavailable,
+  mountLoopFileSystem,
+} from "../helpers/loop-fs.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 
 setDefaultTimeout(60_000);
@@ -183,6 +191,71 @@ describe("disk full under a running broker", () => {
       );
       expect(values).toEqual([...[0, 1, 2].map(record), "after space returned"]);
       client.close();
+      expect(await broker.stop("SIGTERM")).toBe(0);
+    },
+  );
+});
+
+const LOOP_KINDS: LoopFileSystemKind[] = ["ext4", "xfs"];
+for (const kind of LOOP_KINDS) {
+  const unavailable = loopFileSystemUnavailable(kind);
+  if (unavailable !== undefined) console.warn(`${kind} disk-full broker test skipped: ${unavailable}`);
+}
+
+describe.each(LOOP_KINDS.map((kind) => [kind]))("a mapped topic on a full %s", (kind: LoopFileSystemKind) => {
+  test.skipIf(loopFileSystemUnavailable(kind) !== undefined)(
+    "segment larger than the disk: the broker lives, PRODUCE gets a retriable ENOSPC, fetches serve everything, appends resume",
+    async () => {
+      using fileSystem = mountLoopFileSystem(kind, 32 * 1024 * 1024);
+      const filler = path.join(fileSystem.path, "filler");
+      fs.writeFileSync(filler, new Uint8Array(2 * 1024 * 1024));
+      await using broker = await startBroker(path.join(fileSystem.path, "data"));
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      try {
+        await client.createTopic("full", {
+          writeMode: "mapped",
+          segmentBytes: 64 * 1024 * 1024,
+          durability: "force",
+        });
+        const record = (i: number) => `record ${i} `.padEnd(1000, "x");
+        let acknowledged = 0;
+        let failure: unknown;
+        for (let batch = 0; batch < 2000 && failure === undefined; batch++) {
+          try {
+            const ack = await client.produce(
+              "full",
+              0,
+              frameRecords(Array.from({ length: 50 }, (_, i) => record(acknowledged + i))),
+            );
+            acknowledged += ack.recordCount;
+          } catch (error) {
+            failure = error;
+          }
+        }
+        // Before the window of written blocks, the broker died here: the client saw its connection
+        // close, not this error.
+        expect(failure).toMatchObject({ code: "STORAGE_ERROR", retriable: true });
+        expect((failure as Error).message).toContain("ENOSPC");
+        expect(broker.process.exitCode).toBeNull();
+        // More than half of the 32 MiB holds acknowledged records: the disk really filled.
+        expect(acknowledged * 1000).toBeGreaterThan(16 * 1024 * 1024);
+        let offset = 0;
+        for (;;) {
+          const result = await client.fetch("full", 0, offset, { maxBytes: 1024 * 1024 });
+          if (result.recordCount === 0) break;
+          const values = payloadsOf(result.records).map((bytes) => new TextDecoder().decode(bytes));
+          values.forEach((value, i) => {
+            if (value !== record(offset + i)) expect(value).toBe(record(offset + i));
+          });
+          offset += result.recordCount;
+        }
+        expect(offset).toBe(acknowledged);
+        fs.unlinkSync(filler);
+        const resumed = await client.produce("full", 0, frameRecords(["after the disk was freed"]));
+        expect(resumed).toMatchObject({ firstOffset: acknowledged, durability: "forced" });
+      } finally {
+        client.close();
+      }
       expect(await broker.stop("SIGTERM")).toBe(0);
     },
   );

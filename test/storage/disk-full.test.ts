@@ -4,7 +4,9 @@
  * and kill the process); nothing acknowledged is lost; reads keep working; appends resume once space
  * is freed; and the file recovers to its last whole record.
  *
- * Runs on a 1 MiB tmpfs mounted by the test (needs root); skipped with the reason where that fails.
+ * Runs on a 4 MiB tmpfs mounted by the test (needs root); skipped with the reason where that fails.
+ * (4 MiB rather than less: the mapped path stops 1 MiB short of full, MAPPED_FREE_SPACE_MARGIN_BYTES.)
+ * A tmpfs has no unwritten extents; test/storage/disk-full-loop.test.ts covers ext4 and XFS.
  */
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
@@ -48,13 +50,13 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("disk full, %s write path", (mo
   test.skipIf(smallFileSystemUnavailable !== undefined)(
     "ENOSPC is a typed error; data survives; appends resume after space is freed; recovery keeps every record",
     () => {
-      using small = mountSmallFileSystem(1024 * 1024);
+      using small = mountSmallFileSystem(4 * 1024 * 1024);
       using copies = tempDir();
       // A filler that the test deletes later to "free space".
-      fs.writeFileSync(path.join(small.path, "filler"), new Uint8Array(256 * 1024));
-      // Capacity larger than the whole file system: the mapped file is sparse, so only reservation
-      // stands between the writer and a SIGBUS.
-      const config = segmentConfig({ writeMode: mode, segmentBytes: 4 * 1024 * 1024 });
+      fs.writeFileSync(path.join(small.path, "filler"), new Uint8Array(1024 * 1024));
+      // Capacity larger than the whole file system: the mapped file is sparse, so only the window of
+      // written blocks stands between the writer and a SIGBUS.
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 16 * 1024 * 1024 });
       const segment = Segment.create(small.path, 0 as Offset, config);
       const builder = new RecordBatchBuilder();
       let failure: unknown;
