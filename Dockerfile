@@ -1,5 +1,5 @@
 # booblik: one broker process. Build: docker build -t booblik .
-# Run:   docker run -p 7979:7979 -v booblik-data:/data booblik
+# Run:   docker run -p 127.0.0.1:7979:7979 -v booblik-data:/data booblik
 # The data directory and durability come from the environment (see `bun run broker --help`).
 FROM oven/bun:1.4.4-slim
 
@@ -27,8 +27,13 @@ USER booblik
 VOLUME ["/data"]
 EXPOSE 7979
 
+# A container's port is reached through Docker's network, so the broker binds the wildcard. booblik
+# has no authentication yet: --allow-anonymous says in words that whoever reaches the published port
+# can create, read, write and delete every topic. Publish it only where that is acceptable
+# (e.g. -p 127.0.0.1:7979:7979).
 ENV BOOBLIK_DATA_DIR=/data \
     BOOBLIK_HOST=0.0.0.0 \
+    BOOBLIK_ALLOW_ANONYMOUS=yes \
     BOOBLIK_PORT=7979 \
     BOOBLIK_DURABILITY=force
 

@@ -13,11 +13,14 @@ import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { BooblikError } from "./domain/errors.ts";
 import {
+  BROKER_PARTITIONS_DEFAULT_MAX,
+  BROKER_TOPICS_DEFAULT_MAX,
   CONNECTIONS_PER_ADDRESS_DEFAULT,
   FETCH_RESPONSE_BYTES_MAX,
   FRAME_BYTES_DEFAULT_MAX,
   INBOUND_BUDGET_BYTES_DEFAULT,
   INBOUND_FREE_BYTES,
+  MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SEALED_READ_DESCRIPTORS_MIN,
@@ -41,8 +44,14 @@ const OPTIONS = {
   host: {
     flag: "--host",
     env: "BOOBLIK_HOST",
-    fallback: "0.0.0.0",
-    help: "address to bind (wildcard by default)",
+    fallback: "127.0.0.1",
+    help: "address to bind (loopback by default; another address needs --allow-anonymous yes)",
+  },
+  allowAnonymous: {
+    flag: "--allow-anonymous",
+    env: "BOOBLIK_ALLOW_ANONYMOUS",
+    fallback: "no",
+    help: "yes: serve a non-loopback address without authentication (anyone who reaches the port can read, write and delete every topic)",
   },
   port: { flag: "--port", env: "BOOBLIK_PORT", fallback: "7979", help: "TCP port (0 picks a free one)" },
   durability: {
@@ -116,6 +125,24 @@ const OPTIONS = {
     env: "BOOBLIK_MAX_INBOUND_MEMORY",
     fallback: `${INBOUND_BUDGET_BYTES_DEFAULT / 2 ** 20}MiB`,
     help: `memory for requests still arriving, all connections together (beyond ${INBOUND_FREE_BYTES / 1024} KiB each); at least the max frame size`,
+  },
+  maxTopics: {
+    flag: "--max-topics",
+    env: "BOOBLIK_MAX_TOPICS",
+    fallback: String(BROKER_TOPICS_DEFAULT_MAX),
+    help: "topics the broker takes; a create beyond is refused with LIMIT_EXCEEDED",
+  },
+  maxPartitions: {
+    flag: "--max-partitions",
+    env: "BOOBLIK_MAX_PARTITIONS",
+    fallback: String(BROKER_PARTITIONS_DEFAULT_MAX),
+    help: "partitions of all topics together; a create beyond is refused with LIMIT_EXCEEDED",
+  },
+  maxMappedBytes: {
+    flag: "--max-mapped-memory",
+    env: "BOOBLIK_MAX_MAPPED_MEMORY",
+    fallback: `${MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX / 2 ** 30}GiB`,
+    help: "address space of mapped partitions together (partitions × segment size); a create beyond is refused",
   },
   maxOpenSegmentFiles: {
     flag: "--max-open-segment-files",
@@ -207,6 +234,11 @@ function choice<T extends string>(what: string, text: string, allowed: readonly 
   return text as T;
 }
 
+/** 127.0.0.0/8, ::1 and `localhost`: addresses only this machine can reach. */
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
@@ -273,6 +305,21 @@ async function main(): Promise<number> {
     1,
   );
   const requestTimeoutMs = parseDurationMs("request timeout", values.requestTimeoutMs);
+  const limits = {
+    maxTopics: parseInteger("max topics", values.maxTopics, 1),
+    maxPartitions: parseInteger("max partitions", values.maxPartitions, 1),
+    maxMappedBytes: parseBytes("max mapped memory", values.maxMappedBytes),
+  };
+  const allowAnonymous = choice("--allow-anonymous", values.allowAnonymous, ["yes", "no"] as const) === "yes";
+  // Safe by default (Redis's protected mode): booblik has no authentication yet, so serving an
+  // address other machines can reach must be asked for in words.
+  const anonymousReach = !isLoopback(values.host);
+  if (anonymousReach && !allowAnonymous) {
+    throw new UsageError(
+      `refusing to listen on ${values.host} without authentication: anyone who reaches it could create, read, write and delete every topic. ` +
+        "Bind a loopback address (the default, 127.0.0.1), or accept that with --allow-anonymous yes (BOOBLIK_ALLOW_ANONYMOUS=yes).",
+    );
+  }
   const maxInboundBytes = parseBytes("max inbound memory", values.maxInboundBytes);
   // A frame the broker accepts must be able to get the budget it needs, or its connection would
   // wait forever.
@@ -299,7 +346,7 @@ async function main(): Promise<number> {
       );
     }
   }
-  const broker = await Broker.openAsync({ dataDir, topicDefaults }, (opening) => {
+  const broker = await Broker.openAsync({ dataDir, topicDefaults, limits }, (opening) => {
     targets.broker = opening;
   }).catch((error: unknown) => {
     metrics?.stop(true);
@@ -316,6 +363,7 @@ async function main(): Promise<number> {
     maxInboundBytes,
     fetchPath,
     maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
+    auditLog: (line) => console.log(line),
   });
   let address: { hostname: string; port: number };
   try {
@@ -338,12 +386,7 @@ async function main(): Promise<number> {
   }
   targets.server = server;
   targets.ready = true;
-  const metricsNote = metrics === undefined ? "" : `, metrics on ${metrics.hostname}:${metrics.port}`;
-  console.log(
-    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
-      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
-      `opened ${describeOpen(broker.openReport)}`,
-  );
+  // Before the start line: a supervisor (or a test) may send SIGTERM as soon as it reads it.
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -371,6 +414,17 @@ async function main(): Promise<number> {
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+  const metricsNote = metrics === undefined ? "" : `, metrics on ${metrics.hostname}:${metrics.port}`;
+  console.log(
+    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
+      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
+      `opened ${describeOpen(broker.openReport)}`,
+  );
+  if (anonymousReach) {
+    console.log(
+      `booblik: WARNING: no authentication (--allow-anonymous yes): anyone who can reach ${address.hostname}:${address.port} can create, read, write and delete every topic`,
+    );
+  }
   return -1; // keep running
 }
 

@@ -33,8 +33,11 @@ import {
 } from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
 import {
+  BROKER_PARTITIONS_DEFAULT_MAX,
+  BROKER_TOPICS_DEFAULT_MAX,
   DISK_FULL_RETRY_MS,
   FETCH_BYTES_DEFAULT,
+  MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
   TOPIC_FILE_SUFFIX,
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
@@ -64,6 +67,15 @@ export interface BrokerOptions {
   retentionCheckIntervalMs?: number;
   /** How often a partition writes its recovery point after forces. */
   checkpointIntervalMs?: number;
+  /** Broker-wide limits a CREATE_TOPIC may not pass (defaults in src/domain/limits.ts). */
+  limits?: Partial<BrokerLimits>;
+}
+
+export interface BrokerLimits {
+  maxTopics: number;
+  maxPartitions: number;
+  /** Σ partitions × segmentBytes over `mapped` topics. */
+  maxMappedBytes: number;
 }
 
 export interface BrokerOpenReport {
@@ -129,6 +141,7 @@ export class Broker {
   private readonly deletions = new Map<string, Promise<void>>();
   private readonly lock: DataDirLock;
   private readonly checkpointIntervalMs: number | undefined;
+  readonly limits: Readonly<BrokerLimits>;
   private retentionTimer: ReturnType<typeof setInterval> | undefined;
   private readOnlyTimer: ReturnType<typeof setInterval> | undefined;
   /** Partitions whose clean-shutdown mark did not fit on a full disk at close (the next start scans them). */
@@ -145,6 +158,11 @@ export class Broker {
     this.lock = lock;
     this.topicDefaults = defaults;
     this.checkpointIntervalMs = options.checkpointIntervalMs;
+    this.limits = {
+      maxTopics: options.limits?.maxTopics ?? BROKER_TOPICS_DEFAULT_MAX,
+      maxPartitions: options.limits?.maxPartitions ?? BROKER_PARTITIONS_DEFAULT_MAX,
+      maxMappedBytes: options.limits?.maxMappedBytes ?? MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+    };
     this.openReport = {
       dataDir,
       topics: 0,
@@ -347,6 +365,7 @@ export class Broker {
       );
     }
     const config = validateTopicConfig(settings, this.topicDefaults, ceiling);
+    this.checkLimits(topicName, config);
     const partitions: Partition[] = [];
     try {
       for (let id = 0; id < config.partitions; id++) {
@@ -518,6 +537,40 @@ export class Broker {
     }
     this.lock.release();
     if (firstError !== undefined) throw firstError;
+  }
+
+  /**
+   * Refuses a create that would pass a broker-wide limit. Existing data directories open whatever
+   * they hold: the limits guard growth, not what is already there.
+   */
+  private checkLimits(name: string, config: TopicConfig): void {
+    let topics = 0;
+    let partitions = 0;
+    let mappedBytes = 0;
+    for (const topic of this.topics.values()) {
+      topics++;
+      partitions += topic.config.partitions;
+      if (topic.config.writeMode === "mapped")
+        mappedBytes += topic.config.partitions * topic.config.segmentBytes;
+    }
+    const limits = this.limits;
+    const refuse = (what: string): never => {
+      throw new BooblikError("LIMIT_EXCEEDED", `cannot create topic ${JSON.stringify(name)}: ${what}`);
+    };
+    if (topics + 1 > limits.maxTopics) refuse(`the broker holds ${topics} topics, the limit (--max-topics)`);
+    if (partitions + config.partitions > limits.maxPartitions) {
+      refuse(
+        `${config.partitions} more partitions would make ${partitions + config.partitions}, above the limit of ${limits.maxPartitions} (--max-partitions)`,
+      );
+    }
+    if (config.writeMode === "mapped") {
+      const more = config.partitions * config.segmentBytes;
+      if (mappedBytes + more > limits.maxMappedBytes) {
+        refuse(
+          `${config.partitions} mapped partitions of ${config.segmentBytes} bytes would map ${mappedBytes + more} bytes of address space in all, above the limit of ${limits.maxMappedBytes} (--max-mapped-memory)`,
+        );
+      }
+    }
   }
 
   private checkOpen(): void {

@@ -28,6 +28,7 @@ export const ERROR_CODES = [
   "CLOSED",
   "TIMEOUT",
   "CONNECTION_ERROR",
+  "LIMIT_EXCEEDED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

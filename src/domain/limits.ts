@@ -137,6 +137,22 @@ export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
  */
 export const CLOSE_LINGER_MS = 5_000;
 
+// --- Broker-wide resource limits (refused with LIMIT_EXCEEDED; --max-topics, --max-partitions, --max-mapped-memory)
+
+/**
+ * Topics and partitions a broker takes by default. Each partition costs two descriptors, a
+ * checkpoint and a force at shutdown: ~19,000 partitions made a SIGTERM take 87 s and a restart
+ * 44 s (found by a user test); the default keeps both within seconds (docs/operations.md).
+ */
+export const BROKER_TOPICS_DEFAULT_MAX = 1024;
+export const BROKER_PARTITIONS_DEFAULT_MAX = 4096;
+/**
+ * Address space that the active segments of `mapped` partitions may map together (partitions ×
+ * segmentBytes). One create of 1,024 partitions of 1 GiB mapped reserves 1 TiB; x86-64 user space
+ * is 128 TiB. 1 TiB fits the default partition limit at the default 128 MiB segments (512 GiB).
+ */
+export const MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX = 1024 * 1024 * 1024 * 1024;
+
 // --- Full disk ---------------------------------------------------------------------------------
 
 /**

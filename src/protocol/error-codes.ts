@@ -24,6 +24,7 @@ export const WIRE_ERROR_CODES = {
   TOO_MANY_CONNECTIONS: 9,
   INVALID_CONFIG: 10,
   BROKER_SHUTTING_DOWN: 11,
+  LIMIT_EXCEEDED: 12,
 } as const;
 
 export type WireErrorName = keyof typeof WIRE_ERROR_CODES;
@@ -52,6 +53,7 @@ const ERROR_CODE_OF_WIRE = {
   TOO_MANY_CONNECTIONS: "TOO_MANY_CONNECTIONS",
   INVALID_CONFIG: "INVALID_ARGUMENT",
   BROKER_SHUTTING_DOWN: "CLOSED",
+  LIMIT_EXCEEDED: "LIMIT_EXCEEDED",
 } as const satisfies Record<Exclude<WireErrorName, "NONE">, ErrorCode>;
 
 type WireCarriedCode = (typeof ERROR_CODE_OF_WIRE)[keyof typeof ERROR_CODE_OF_WIRE];

@@ -84,6 +84,11 @@ export interface ServerOptions {
   fetchPath: FetchPath;
   /** Upper bound on one FETCH response's records, whatever the client asks for. */
   maxFetchBytes: number;
+  /**
+   * Where admin actions (topic create and delete, done or refused) are reported, one line each
+   * naming who asked and from where; the caller decides where lines go (the broker prints them).
+   */
+  auditLog?: (line: string) => void;
 }
 
 export interface ServerCounters extends ConnectionCounters {
@@ -445,7 +450,21 @@ export class BrokerServer implements ConnectionHost {
       why: `the largest record a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
     };
     const create = () => {
-      this.broker.createTopic(request.name, settings as Record<string, never>, ceiling);
+      let created: ReturnType<Broker["createTopic"]>;
+      try {
+        created = this.broker.createTopic(request.name, settings as Record<string, never>, ceiling);
+      } catch (error) {
+        this.audit(
+          connection,
+          `create topic ${JSON.stringify(request.name)} refused: ${(error as Error).message}`,
+        );
+        throw error;
+      }
+      const { partitions, durability, writeMode, segmentBytes } = created.config;
+      this.audit(
+        connection,
+        `created topic ${JSON.stringify(request.name)} (${partitions} partitions, ${durability}, ${writeMode}, segments of ${segmentBytes} bytes)`,
+      );
       this.writer.reset();
       encodeEmptyResponse(this.writer, correlationId);
       connection.complete(slot, this.writer.written().slice());
@@ -473,14 +492,24 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeDeleteTopicRequest(reader);
+    const name = JSON.stringify(request.name);
     this.broker.deleteTopic(request.name).then(
       () => {
+        this.audit(connection, `deleted topic ${name}`);
         this.writer.reset();
         encodeEmptyResponse(this.writer, correlationId);
         connection.complete(slot, this.writer.written().slice());
       },
-      (error) => this.fail(connection, slot, correlationId, error),
+      (error) => {
+        this.audit(connection, `delete topic ${name} refused: ${(error as Error).message}`);
+        this.fail(connection, slot, correlationId, error);
+      },
     );
+  }
+
+  /** One audit line: who (anonymous until authentication exists) from which address did what. */
+  private audit(connection: Connection, what: string): void {
+    this.options.auditLog?.(`booblik: audit: anonymous from ${connection.remoteAddress}: ${what}`);
   }
 
   private listOffsets(

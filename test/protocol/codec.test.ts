@@ -50,6 +50,7 @@ test("error codes are frozen: names may change, numbers never", () => {
     TOO_MANY_CONNECTIONS: 9,
     INVALID_CONFIG: 10,
     BROKER_SHUTTING_DOWN: 11,
+    LIMIT_EXCEEDED: 12,
   });
 });
 

@@ -308,7 +308,7 @@ describe("restarts and refusals", () => {
       `data directory ${first.path} is in use by pid ${broker.process.pid}`,
     );
     await refused(
-      ["--data-dir", second.path, "--host", "203.0.113.7", "--port", "0"],
+      ["--data-dir", second.path, "--host", "203.0.113.7", "--port", "0", "--allow-anonymous", "yes"],
       "cannot listen on 203.0.113.7:0",
     );
     await refused(
