@@ -1,7 +1,7 @@
 /**
- * Golden bytes from a real Kafka client. A tiny TCP listener in this test speaks just enough Kafka
- * (ApiVersions v2, Metadata v0, Produce v3; the layouts of kafka-wire.md §1) for kafkajs 2.2.4's
- * producer to send, and records the RecordBatch of each Produce request as it crossed the socket.
+ * Golden bytes from a real Kafka client. A tiny TCP listener (kafka-listener.ts) speaks just enough
+ * Kafka for kafkajs 2.2.4's producer to send, and records the RecordBatch of each Produce request as
+ * it crossed the socket.
  * Then:
  * - the captured batches pass our PRODUCE validation and decode to exactly the messages given;
  * - our encoder, given kafkajs's producer fields, reproduces the uncompressed batch byte for byte;
@@ -11,157 +11,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CompressionTypes, Kafka, logLevel } from "kafkajs";
 import { decodeBatch, encodeBatch, type RecordInput, validateBatch } from "../../src/record/batch.ts";
 import { hex, utf8 } from "./helpers.ts";
+import { type KafkaListener, listenLikeKafka } from "./kafka-listener.ts";
 
 const T = 1_700_000_000_000;
 const TOPIC = "golden";
-
-// --- A listener that answers kafkajs's producer, and keeps the batches it was sent ----------------
-
-class Reader {
-  position = 0;
-  constructor(private readonly bytes: Buffer) {}
-  int16(): number {
-    const value = this.bytes.readInt16BE(this.position);
-    this.position += 2;
-    return value;
-  }
-  int32(): number {
-    const value = this.bytes.readInt32BE(this.position);
-    this.position += 4;
-    return value;
-  }
-  string(): string | null {
-    const length = this.int16();
-    if (length < 0) return null;
-    const text = this.bytes.toString("utf8", this.position, this.position + length);
-    this.position += length;
-    return text;
-  }
-  bytesField(): Buffer {
-    const length = this.int32();
-    const bytes = this.bytes.subarray(this.position, this.position + length);
-    this.position += length;
-    return bytes;
-  }
-}
-
-class Writer {
-  private readonly parts: Buffer[] = [];
-  int16(value: number): this {
-    const b = Buffer.alloc(2);
-    b.writeInt16BE(value);
-    this.parts.push(b);
-    return this;
-  }
-  int32(value: number): this {
-    const b = Buffer.alloc(4);
-    b.writeInt32BE(value);
-    this.parts.push(b);
-    return this;
-  }
-  int64(value: number): this {
-    const b = Buffer.alloc(8);
-    b.writeBigInt64BE(BigInt(value));
-    this.parts.push(b);
-    return this;
-  }
-  string(text: string): this {
-    const b = Buffer.from(text);
-    this.int16(b.length);
-    this.parts.push(b);
-    return this;
-  }
-  frame(): Buffer {
-    const body = Buffer.concat(this.parts);
-    const size = Buffer.alloc(4);
-    size.writeInt32BE(body.length);
-    return Buffer.concat([size, body]);
-  }
-}
-
-const API_PRODUCE = 0;
-const API_METADATA = 3;
-const API_VERSIONS = 18;
-
-function answer(request: Buffer, port: number, captured: Uint8Array[]): Buffer {
-  const reader = new Reader(request);
-  const apiKey = reader.int16();
-  const apiVersion = reader.int16();
-  const correlationId = reader.int32();
-  reader.string(); // client id
-  const out = new Writer().int32(correlationId);
-  if (apiKey === API_VERSIONS) {
-    // v2 body: error, [key min max], throttle. Only what a producer needs, at the versions parsed here.
-    out.int16(0).int32(3);
-    out.int16(API_PRODUCE).int16(3).int16(3);
-    out.int16(API_METADATA).int16(0).int16(0);
-    out.int16(API_VERSIONS).int16(0).int16(2);
-    return out.int32(0).frame();
-  }
-  if (apiKey === API_METADATA) {
-    const count = reader.int32();
-    const topics = Array.from({ length: Math.max(count, 0) }, () => reader.string() ?? "");
-    out.int32(1).int32(0).string("127.0.0.1").int32(port);
-    out.int32(topics.length);
-    for (const topic of topics) {
-      out.int16(0).string(topic).int32(1);
-      out.int16(0).int32(0).int32(0).int32(1).int32(0).int32(1).int32(0);
-    }
-    return out.frame();
-  }
-  if (apiKey === API_PRODUCE && apiVersion === 3) {
-    reader.string(); // transactional id
-    reader.int16(); // acks
-    reader.int32(); // timeout
-    const topicCount = reader.int32();
-    const replies: [string, number][] = [];
-    for (let t = 0; t < topicCount; t++) {
-      const topic = reader.string() ?? "";
-      const partitionCount = reader.int32();
-      for (let p = 0; p < partitionCount; p++) {
-        const partition = reader.int32();
-        captured.push(Uint8Array.from(reader.bytesField()));
-        replies.push([topic, partition]);
-      }
-    }
-    out.int32(replies.length);
-    for (const [topic, partition] of replies) {
-      out.string(topic).int32(1).int32(partition).int16(0).int64(0).int64(-1);
-    }
-    return out.int32(0).frame();
-  }
-  throw new Error(`the golden listener does not speak api ${apiKey} v${apiVersion}`);
-}
-
-interface Listener {
-  port: number;
-  captured: Uint8Array[];
-  stop(): void;
-}
-
-function listen(): Listener {
-  const captured: Uint8Array[] = [];
-  const pending = new Map<unknown, Buffer>();
-  const server = Bun.listen({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: {
-      data(socket, chunk) {
-        let buffer = Buffer.concat([pending.get(socket) ?? Buffer.alloc(0), chunk]);
-        while (buffer.length >= 4 && buffer.length >= 4 + buffer.readInt32BE(0)) {
-          const size = buffer.readInt32BE(0);
-          socket.write(answer(buffer.subarray(4, 4 + size), server.port, captured));
-          buffer = buffer.subarray(4 + size);
-        }
-        pending.set(socket, buffer);
-      },
-      close(socket) {
-        pending.delete(socket);
-      },
-    },
-  });
-  return { port: server.port, captured, stop: () => server.stop(true) };
-}
 
 // --- The messages kafkajs is given ----------------------------------------------------------------
 
@@ -215,12 +68,12 @@ function plain(
   }));
 }
 
-let listener: Listener;
+let listener: KafkaListener;
 /** kafkajs's batches: [uncompressed, gzip]. */
 let golden: Uint8Array[];
 
 beforeAll(async () => {
-  listener = listen();
+  listener = listenLikeKafka();
   const kafka = new Kafka({
     clientId: "golden",
     brokers: [`127.0.0.1:${listener.port}`],
