@@ -2,8 +2,9 @@
  * Kafka's RecordBatch v2 (magic 2): the one record model of the coming format 2, byte for byte as
  * Kafka's DefaultRecordBatch/DefaultRecord write it (kafka-wire.md §2). This module owns that layout:
  * encoding a batch, reading its header in place, validating a batch a producer sent, stamping the
- * broker's offset into it, and THE record walker every reader shares (style-review "One record
- * walker"). No I/O. Nothing in storage, the server or the wire uses it yet.
+ * broker's offset into it, and THE record walker every reader shares (`RecordBatchReader`, with
+ * `forEachRecord` and `decodeBatch` on top; style-review "One record walker"). No I/O. Nothing in
+ * storage, the server or the wire uses it yet.
  *
  * Batch (big-endian; "CRC" = covered by the batch CRC):
  *
@@ -467,202 +468,231 @@ function newRecordView(bytes: Uint8Array): RecordView {
   };
 }
 
+const EMPTY = new Uint8Array(0);
+
 /**
- * Walks every record of the batch in `bytes[start, end)`, decompressing when the batch is
- * compressed, and calls `visit` once per record with a reused view. Checks the structure (see the
- * invariants above) but not the CRC or the producer rules: `validateBatch` does those. Returns the
- * number of records. `header`, when given, must already hold this batch's header (saves a re-read).
- * Allocates one view and one cursor per batch, nothing per record (plus the decompressed buffer).
+ * THE record walker, pull style: `open` a batch, then `next()` until it returns undefined. One
+ * reader can be reused for batch after batch (a consumer keeps one), so walking an uncompressed
+ * batch allocates nothing at all; a compressed one allocates its decompressed records. Checks the
+ * structure (see the invariants above) but not the CRC or the producer rules: `validateBatch` does
+ * those. The view `next()` returns is the reader's own, overwritten by the following call.
+ * `forEachRecord` is the push-style loop over it; nothing else in the codebase walks records.
+ */
+export class RecordBatchReader {
+  /** The current record; valid until the next `next()` or `open()`. */
+  readonly view: RecordView = newRecordView(EMPTY);
+  private readonly cursor: ReadCursor = { position: 0 };
+  private records: Uint8Array = EMPTY;
+  private recordsEnd = 0;
+  /** Subtracted from positions in errors: the batch start, or 0 in decompressed records. */
+  private origin = 0;
+  private where = "the batch";
+  private count = 0;
+  private index = 0;
+  private baseOffset = 0;
+  private baseTimestamp = 0;
+  private maxTimestamp = 0;
+  private logAppendTime = false;
+
+  /**
+   * Starts on the batch in `bytes[start, end)`, decompressing it when compressed. `header`, when
+   * given, must already hold this batch's header (saves a re-read).
+   */
+  open(
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    header: RecordBatchHeader = readBatchHeader(bytes, start),
+  ): this {
+    if (header.magic !== MAGIC_V2)
+      throw new InvalidBatchError("magic", `magic ${header.magic} is not 2`, MAGIC_OFFSET);
+    if (header.sizeBytes !== end - start)
+      throw new InvalidBatchError(
+        "batch-length",
+        `BatchLength ${header.batchLengthBytes} disagrees with the ${end - start} bytes of the batch`,
+        BATCH_LENGTH_OFFSET,
+      );
+    const codecId = header.codecId;
+    if (codecId > CODEC_ID_MAX)
+      throw new InvalidBatchError("codec", `compression codec ${codecId} is unknown`, ATTRIBUTES_OFFSET);
+    let recordsStart: number;
+    if (codecId === CODEC_NONE) {
+      this.records = bytes;
+      recordsStart = start + RECORDS_OFFSET;
+      this.recordsEnd = end;
+      this.origin = start;
+      this.where = "the batch";
+    } else {
+      if (codecId === CODEC_SNAPPY || codecId === CODEC_LZ4)
+        throw new InvalidBatchError(
+          "codec",
+          `${describeCodec(codecId)} batches cannot be decompressed by this build (gzip and zstd can)`,
+          ATTRIBUTES_OFFSET,
+        );
+      try {
+        this.records = decompressRecords(codecId, bytes, start + RECORDS_OFFSET, end, RECORDS_OFFSET);
+      } catch (error) {
+        if (error instanceof CorruptRecordError)
+          throw new InvalidBatchError("record", error.reason, RECORDS_OFFSET);
+        throw error;
+      }
+      recordsStart = 0;
+      this.recordsEnd = this.records.length;
+      this.origin = 0;
+      this.where = `the ${describeCodec(codecId)}-decompressed records`;
+    }
+    const count = header.recordCount;
+    // Every record takes at least RECORD_V2_BYTES_MIN bytes: refuse an impossible count up front.
+    if (count < 0 || count > (this.recordsEnd - recordsStart) / RECORD_V2_BYTES_MIN)
+      throw new InvalidBatchError(
+        "record-count",
+        `RecordCount ${count} cannot fit in ${this.recordsEnd - recordsStart} bytes of records`,
+        RECORD_COUNT_OFFSET,
+      );
+    this.count = count;
+    this.index = 0;
+    this.cursor.position = recordsStart;
+    this.baseOffset = header.baseOffset;
+    this.baseTimestamp = header.baseTimestamp;
+    this.maxTimestamp = header.maxTimestamp;
+    this.logAppendTime = header.logAppendTime;
+    this.view.bytes = this.records;
+    return this;
+  }
+
+  /** RecordCount of the open batch. */
+  get recordCount(): number {
+    return this.count;
+  }
+
+  /**
+   * The next record, or undefined after the last one (having checked that nothing follows it).
+   * Throws InvalidBatchError at the first structural fault.
+   */
+  next(): RecordView | undefined {
+    const index = this.index;
+    if (index >= this.count) {
+      if (this.cursor.position !== this.recordsEnd) throw this.trailingBytes();
+      return undefined;
+    }
+    try {
+      this.parse(index);
+    } catch (error) {
+      // Varint errors carry absolute positions; make them relative and name the record.
+      if (error instanceof CorruptRecordError && !(error instanceof InvalidBatchError))
+        throw this.fault(`record ${index}: ${error.reason}`, error.position);
+      throw error;
+    }
+    this.index = index + 1;
+    return this.view;
+  }
+
+  private parse(index: number): void {
+    const records = this.records;
+    const cursor = this.cursor;
+    const recordsEnd = this.recordsEnd;
+    const view = this.view;
+    const recordStart = cursor.position;
+    if (recordStart >= recordsEnd)
+      throw this.fault(`the records end after ${index} of ${this.count} records`, recordStart);
+    const length = readVarint(records, cursor, recordsEnd);
+    const bodyStart = cursor.position;
+    const recordEnd = bodyStart + length;
+    if (length < 1 || recordEnd > recordsEnd)
+      throw this.fault(
+        `record ${index} has Length ${length} but ${recordsEnd - bodyStart} bytes remain`,
+        recordStart,
+      );
+    const attributes = records[cursor.position++]!;
+    const timestampDelta = readVarlong(records, cursor, recordEnd);
+    const offsetDeltaAt = cursor.position;
+    const offsetDelta = readVarint(records, cursor, recordEnd);
+    if (offsetDelta !== index)
+      throw this.fault(`record ${index} has OffsetDelta ${offsetDelta}; expected ${index}`, offsetDeltaAt);
+    const keyAt = cursor.position;
+    const keyLength = readVarint(records, cursor, recordEnd);
+    const keyStart = cursor.position;
+    if (keyLength < -1 || keyStart + keyLength > recordEnd)
+      throw this.fault(`record ${index} has key length ${keyLength} beyond its end`, keyAt);
+    if (keyLength > 0) cursor.position = keyStart + keyLength;
+    const valueAt = cursor.position;
+    const valueLength = readVarint(records, cursor, recordEnd);
+    const valueStart = cursor.position;
+    if (valueLength < -1 || valueStart + valueLength > recordEnd)
+      throw this.fault(`record ${index} has value length ${valueLength} beyond its end`, valueAt);
+    if (valueLength > 0) cursor.position = valueStart + valueLength;
+    const headerCountAt = cursor.position;
+    const headerCount = readVarint(records, cursor, recordEnd);
+    if (headerCount < 0 || headerCount > recordEnd - cursor.position)
+      throw this.fault(`record ${index} has impossible header count ${headerCount}`, headerCountAt);
+    const headersStart = cursor.position;
+    for (let h = 0; h < headerCount; h++) {
+      const headerKeyAt = cursor.position;
+      const headerKeyLength = readVarint(records, cursor, recordEnd);
+      if (headerKeyLength < 0 || cursor.position + headerKeyLength > recordEnd)
+        throw this.fault(
+          `record ${index} header ${h} has key length ${headerKeyLength} (a header key is never null)`,
+          headerKeyAt,
+        );
+      cursor.position += headerKeyLength;
+      const headerValueAt = cursor.position;
+      const headerValueLength = readVarint(records, cursor, recordEnd);
+      if (headerValueLength < -1 || cursor.position + headerValueLength > recordEnd)
+        throw this.fault(
+          `record ${index} header ${h} has value length ${headerValueLength} beyond its end`,
+          headerValueAt,
+        );
+      if (headerValueLength > 0) cursor.position += headerValueLength;
+    }
+    if (cursor.position !== recordEnd)
+      throw this.fault(
+        `record ${index} has Length ${length} but its fields end ${cursor.position - bodyStart} bytes in`,
+        recordStart,
+      );
+    view.index = index;
+    view.offset = this.baseOffset + offsetDelta;
+    view.timestamp = this.logAppendTime ? this.maxTimestamp : this.baseTimestamp + timestampDelta;
+    view.attributes = attributes;
+    view.keyStart = keyStart;
+    view.keyLength = keyLength;
+    view.valueStart = valueStart;
+    view.valueLength = valueLength;
+    view.headersStart = headersStart;
+    view.headerCount = headerCount;
+    view.recordStart = recordStart;
+    view.recordEnd = recordEnd;
+  }
+
+  /** A record fault at an absolute position in `records`, reported relative to the batch. */
+  private fault(reason: string, absolutePosition: number): InvalidBatchError {
+    return new InvalidBatchError("record", reason, absolutePosition - this.origin, this.where);
+  }
+
+  private trailingBytes(): InvalidBatchError {
+    const position = this.cursor.position;
+    return this.fault(
+      `${this.recordsEnd - position} bytes follow the last of ${this.count} records`,
+      position,
+    );
+  }
+}
+
+/**
+ * Push-style walk over `RecordBatchReader`: calls `visit` once per record of the batch in
+ * `bytes[start, end)` with the reader's reused view, and returns the number of records. A visitor's
+ * own errors pass through untouched.
  */
 export function forEachRecord(
   bytes: Uint8Array,
   start: number,
   end: number,
   visit: RecordVisitor,
-  header: RecordBatchHeader = readBatchHeader(bytes, start),
+  header?: RecordBatchHeader,
+  reader: RecordBatchReader = new RecordBatchReader(),
 ): number {
-  if (header.magic !== MAGIC_V2)
-    throw new InvalidBatchError("magic", `magic ${header.magic} is not 2`, MAGIC_OFFSET);
-  if (header.sizeBytes !== end - start)
-    throw new InvalidBatchError(
-      "batch-length",
-      `BatchLength ${header.batchLengthBytes} disagrees with the ${end - start} bytes of the batch`,
-      BATCH_LENGTH_OFFSET,
-    );
-  const codecId = header.codecId;
-  if (codecId > CODEC_ID_MAX)
-    throw new InvalidBatchError("codec", `compression codec ${codecId} is unknown`, ATTRIBUTES_OFFSET);
-  let records: Uint8Array;
-  let recordsStart: number;
-  let recordsEnd: number;
-  let origin: number;
-  let where: string;
-  if (codecId === CODEC_NONE) {
-    records = bytes;
-    recordsStart = start + RECORDS_OFFSET;
-    recordsEnd = end;
-    origin = start;
-    where = "the batch";
-  } else {
-    if (codecId === CODEC_SNAPPY || codecId === CODEC_LZ4)
-      throw new InvalidBatchError(
-        "codec",
-        `${describeCodec(codecId)} batches cannot be decompressed by this build (gzip and zstd can)`,
-        ATTRIBUTES_OFFSET,
-      );
-    try {
-      records = decompressRecords(codecId, bytes, start + RECORDS_OFFSET, end, RECORDS_OFFSET);
-    } catch (error) {
-      if (error instanceof CorruptRecordError)
-        throw new InvalidBatchError("record", error.reason, RECORDS_OFFSET);
-      throw error;
-    }
-    recordsStart = 0;
-    recordsEnd = records.length;
-    origin = 0;
-    where = `the ${describeCodec(codecId)}-decompressed records`;
-  }
-  const count = header.recordCount;
-  // Every record takes at least RECORD_V2_BYTES_MIN bytes: refuse an impossible count up front.
-  if (count < 0 || count > (recordsEnd - recordsStart) / RECORD_V2_BYTES_MIN)
-    throw new InvalidBatchError(
-      "record-count",
-      `RecordCount ${count} cannot fit in ${recordsEnd - recordsStart} bytes of records`,
-      RECORD_COUNT_OFFSET,
-    );
-  const baseOffset = header.baseOffset;
-  const baseTimestamp = header.baseTimestamp;
-  const logAppendTime = header.logAppendTime;
-  const maxTimestamp = header.maxTimestamp;
-  const view = newRecordView(records);
-  const cursor: ReadCursor = { position: recordsStart };
-  let index = 0;
-  let recordStart = recordsStart;
-  try {
-    for (; index < count; index++) {
-      recordStart = cursor.position;
-      if (recordStart >= recordsEnd)
-        throw new InvalidBatchError(
-          "record",
-          `the records end after ${index} of ${count} records`,
-          recordStart - origin,
-          where,
-        );
-      const length = readVarint(records, cursor, recordsEnd);
-      const bodyStart = cursor.position;
-      const recordEnd = bodyStart + length;
-      if (length < 1 || recordEnd > recordsEnd)
-        throw new InvalidBatchError(
-          "record",
-          `record ${index} has Length ${length} but ${recordsEnd - bodyStart} bytes remain`,
-          recordStart - origin,
-          where,
-        );
-      view.attributes = records[cursor.position++]!;
-      const timestampDelta = readVarlong(records, cursor, recordEnd);
-      const offsetDeltaAt = cursor.position;
-      const offsetDelta = readVarint(records, cursor, recordEnd);
-      if (offsetDelta !== index)
-        throw new InvalidBatchError(
-          "record",
-          `record ${index} has OffsetDelta ${offsetDelta}; expected ${index}`,
-          offsetDeltaAt - origin,
-          where,
-        );
-      const keyAt = cursor.position;
-      const keyLength = readVarint(records, cursor, recordEnd);
-      const keyStart = cursor.position;
-      if (keyLength < -1 || keyStart + keyLength > recordEnd)
-        throw new InvalidBatchError(
-          "record",
-          `record ${index} has key length ${keyLength} beyond its end`,
-          keyAt - origin,
-          where,
-        );
-      if (keyLength > 0) cursor.position = keyStart + keyLength;
-      const valueAt = cursor.position;
-      const valueLength = readVarint(records, cursor, recordEnd);
-      const valueStart = cursor.position;
-      if (valueLength < -1 || valueStart + valueLength > recordEnd)
-        throw new InvalidBatchError(
-          "record",
-          `record ${index} has value length ${valueLength} beyond its end`,
-          valueAt - origin,
-          where,
-        );
-      if (valueLength > 0) cursor.position = valueStart + valueLength;
-      const headerCountAt = cursor.position;
-      const headerCount = readVarint(records, cursor, recordEnd);
-      if (headerCount < 0 || headerCount > recordEnd - cursor.position)
-        throw new InvalidBatchError(
-          "record",
-          `record ${index} has impossible header count ${headerCount}`,
-          headerCountAt - origin,
-          where,
-        );
-      const headersStart = cursor.position;
-      for (let h = 0; h < headerCount; h++) {
-        const headerKeyAt = cursor.position;
-        const headerKeyLength = readVarint(records, cursor, recordEnd);
-        if (headerKeyLength < 0 || cursor.position + headerKeyLength > recordEnd)
-          throw new InvalidBatchError(
-            "record",
-            `record ${index} header ${h} has key length ${headerKeyLength} (a header key is never null)`,
-            headerKeyAt - origin,
-            where,
-          );
-        cursor.position += headerKeyLength;
-        const headerValueAt = cursor.position;
-        const headerValueLength = readVarint(records, cursor, recordEnd);
-        if (headerValueLength < -1 || cursor.position + headerValueLength > recordEnd)
-          throw new InvalidBatchError(
-            "record",
-            `record ${index} header ${h} has value length ${headerValueLength} beyond its end`,
-            headerValueAt - origin,
-            where,
-          );
-        if (headerValueLength > 0) cursor.position += headerValueLength;
-      }
-      if (cursor.position !== recordEnd)
-        throw new InvalidBatchError(
-          "record",
-          `record ${index} has Length ${length} but its fields end ${cursor.position - bodyStart} bytes in`,
-          recordStart - origin,
-          where,
-        );
-      view.index = index;
-      view.offset = baseOffset + offsetDelta;
-      view.timestamp = logAppendTime ? maxTimestamp : baseTimestamp + timestampDelta;
-      view.keyStart = keyStart;
-      view.keyLength = keyLength;
-      view.valueStart = valueStart;
-      view.valueLength = valueLength;
-      view.headersStart = headersStart;
-      view.headerCount = headerCount;
-      view.recordStart = recordStart;
-      view.recordEnd = recordEnd;
-      cursor.position = recordEnd;
-      visit(view);
-    }
-  } catch (error) {
-    // Varint errors carry absolute positions; make them relative and name the record.
-    if (error instanceof CorruptRecordError && !(error instanceof InvalidBatchError))
-      throw new InvalidBatchError(
-        "record",
-        `record ${index}: ${error.reason}`,
-        error.position - origin,
-        where,
-      );
-    throw error;
-  }
-  if (cursor.position !== recordsEnd)
-    throw new InvalidBatchError(
-      "record",
-      `${recordsEnd - cursor.position} bytes follow the last of ${count} records`,
-      cursor.position - origin,
-      where,
-    );
-  return count;
+  reader.open(bytes, start, end, header);
+  for (let record = reader.next(); record !== undefined; record = reader.next()) visit(record);
+  return reader.recordCount;
 }
 
 /** The key of the visited record as a view (no copy), or null. */

@@ -13,6 +13,7 @@ import {
   decodeBatch,
   encodeBatch,
   forEachRecord,
+  RecordBatchReader,
   RecordBatchWriter,
   type RecordInput,
   type RecordView,
@@ -532,5 +533,50 @@ describe("compressed batches", () => {
     }
     expect(caught).toBeInstanceOf(CorruptRecordError);
     expect((caught as Error).message).toMatch(/inflate beyond the 1000000-byte limit/);
+  });
+});
+
+describe("the reader (pull style) and forEachRecord (push style) are one walker", () => {
+  test("one reader walks batch after batch, plain and compressed, with the same view object", () => {
+    const reader = new RecordBatchReader();
+    const views = new Set<RecordView>();
+    const seen: number[] = [];
+    for (const codec of ["none", "zstd", "none", "gzip"] as const) {
+      const batch = encodeBatch(THREE, { codec });
+      stampBatch(batch, 0, seen.length, 0);
+      reader.open(batch, 0, batch.length);
+      expect(reader.recordCount).toBe(3);
+      for (let record = reader.next(); record !== undefined; record = reader.next()) {
+        views.add(record);
+        seen.push(record.offset);
+      }
+      expect(reader.next()).toBeUndefined();
+    }
+    expect(seen).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(views.size).toBe(1);
+  });
+
+  test("trailing bytes are reported when the reader reaches the end, not before", () => {
+    const batch = Uint8Array.of(...three(), 0, 0);
+    int32(batch, 8, batch.length - 12);
+    const reader = new RecordBatchReader().open(batch, 0, batch.length);
+    expect(reader.next()?.index).toBe(0);
+    expect(reader.next()?.index).toBe(1);
+    expect(reader.next()?.index).toBe(2);
+    expect(batchError(() => reader.next()).message).toMatch(/2 bytes follow the last of 3 records/);
+  });
+
+  test("a visitor's own CorruptRecordError passes through forEachRecord untouched", () => {
+    const batch = three();
+    const own = new CorruptRecordError("the visitor's reason", 12345);
+    let caught: unknown;
+    try {
+      forEachRecord(batch, 0, batch.length, () => {
+        throw own;
+      });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBe(own);
   });
 });
