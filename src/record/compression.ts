@@ -17,7 +17,7 @@
  *   records inside the batch), with zlib's own message as the reason.
  */
 import zlib from "node:zlib";
-import { CorruptRecordError } from "../domain/errors.ts";
+import { CorruptRecordError, InvalidArgumentError } from "../domain/errors.ts";
 import { RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT } from "../domain/limits.ts";
 
 export const CODEC_NONE = 0;
@@ -48,7 +48,7 @@ export function codecIdOf(codec: CompressionCodec): number {
 export function compressRecords(codecId: number, records: Uint8Array): Uint8Array {
   if (codecId === CODEC_GZIP) return zlib.gzipSync(records);
   if (codecId === CODEC_ZSTD) return zlib.zstdCompressSync(records);
-  throw new CorruptRecordError(`cannot compress with ${describeCodec(codecId)}`, 0);
+  throw new InvalidArgumentError(`cannot compress with ${describeCodec(codecId)}: gzip and zstd can`);
 }
 
 /**
