@@ -18,6 +18,32 @@ export const RECORD_PAYLOAD_BYTES_DEFAULT_MAX = 1024 * 1024;
 /** Hard ceiling on a payload, whatever the configuration says. */
 export const RECORD_PAYLOAD_BYTES_LIMIT = 64 * 1024 * 1024;
 
+// --- RecordBatch v2 (src/record/batch.ts; the coming format 2) ----------------------------------
+
+/**
+ * Fixed part of a RecordBatch v2, BaseOffset through RecordCount (Kafka's DefaultRecordBatch
+ * RECORD_BATCH_OVERHEAD). A batch shorter than this cannot even be read.
+ */
+export const RECORD_BATCH_OVERHEAD_BYTES = 61;
+/**
+ * Largest batch the codec accepts, whole (header included): the hard record limit, because a batch
+ * becomes the payload of one storage frame. Brokers pass their configured, smaller maximum.
+ */
+export const RECORD_BATCH_BYTES_LIMIT = RECORD_PAYLOAD_BYTES_LIMIT;
+/**
+ * Largest size the records of one compressed batch may inflate to. Without a bound, a 1 MiB gzip
+ * batch of zeros inflates to ~1 GiB (gzip's ratio tops out near 1032:1), which is a memory attack
+ * on a broker or client that walks it. The same bound as an uncompressed batch: compression must not
+ * let a producer send records larger than it could have sent plainly.
+ */
+export const RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT = RECORD_PAYLOAD_BYTES_LIMIT;
+/**
+ * Smallest encoded record: length varint (1) + attributes (1) + timestamp delta (1) + offset delta
+ * (1) + key length (1) + value length (1) + header count (1). Bounds RecordCount against the bytes
+ * a batch has before anything is walked.
+ */
+export const RECORD_V2_BYTES_MIN = 7;
+
 // --- Segments ------------------------------------------------------------------------------------
 
 /** Fixed segment header; records start right after it. Layout in docs/format.md. */
@@ -190,6 +216,14 @@ assert(
 assert(
   RECORD_PAYLOAD_BYTES_DEFAULT_MAX <= RECORD_PAYLOAD_BYTES_LIMIT,
   "default record limit within hard limit",
+);
+assert(
+  RECORD_BATCH_BYTES_LIMIT <= RECORD_PAYLOAD_BYTES_LIMIT,
+  "a whole record batch fits into one storage frame",
+);
+assert(
+  RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT >= RECORD_BATCH_BYTES_LIMIT - RECORD_BATCH_OVERHEAD_BYTES,
+  "the records of any uncompressed batch we accept would also be accepted compressed",
 );
 assert(RECOVERY_CHUNK_BYTES >= 1024 * 1024, "recovery reads at least 1 MiB per syscall");
 assert(SEGMENT_BYTES_MAX % 4096 === 0, "segment capacity is page aligned for the mapping");
