@@ -10,13 +10,55 @@
  *
  * `BOOBLIK_CRC32C=portable` forces the portable implementation (for comparisons and tests).
  */
-import { dlopen, ptr } from "bun:ffi";
+
+import { cc, dlopen, ptr } from "bun:ffi";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { crc32cPortable } from "./crc32c-portable.ts";
 
 export type Crc32cFunction = (bytes: Uint8Array, start: number, end: number) => number;
 export type Crc32cImplementation = "isa-l" | "portable";
 
+type RawCrc = (buffer: number | Uint8Array, length: number) => number;
+
+/** Whether this CPU has AVX (and so VZEROUPPER): /proc/cpuinfo's flags. */
+function cpuHasAvx(): boolean {
+  try {
+    return /^flags\s*:.*\bavx\b/m.test(readFileSync("/proc/cpuinfo", "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * ISA-L through the TinyCC wrapper of ffi/crc32c-isal.c, which clears the vector state on return
+ * (see that file for the measured why). Undefined where it cannot be had: no AVX, no libisal, or no
+ * compiler source at run time (a single executable built with `bun build --compile` does not carry
+ * the .c file); the plain dlopen path then serves.
+ */
+function loadIsalClearingVectorState(): RawCrc | undefined {
+  if (process.env.BOOBLIK_CRC32C_VZEROUPPER === "off" || !cpuHasAvx()) return undefined;
+  try {
+    const library = cc({
+      source: path.join(import.meta.dir, "crc32c-isal.c"),
+      symbols: {
+        booblik_crc32c_load: { args: [], returns: "int" },
+        booblik_crc32c: { args: ["ptr", "i32"], returns: "u32" },
+      },
+    });
+    if (library.symbols.booblik_crc32c_load() !== 1) return undefined;
+    return library.symbols.booblik_crc32c as unknown as RawCrc;
+  } catch {
+    return undefined;
+  }
+}
+
 function loadIsal(): Crc32cFunction | undefined {
+  const clearing = loadIsalClearingVectorState();
+  if (clearing !== undefined) {
+    return (bytes, start, end) =>
+      end <= start ? 0 : clearing(start === 0 ? bytes : ptr(bytes, start), end - start) >>> 0;
+  }
   let symbols: { crc32_iscsi: (buffer: number | Uint8Array, length: number, init: number) => number };
   try {
     symbols = dlopen("libisal.so.2", {
