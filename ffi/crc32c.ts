@@ -53,8 +53,12 @@ function loadIsalClearingVectorState(): RawCrc | undefined {
   }
 }
 
+const clearing = loadIsalClearingVectorState();
+
+/** True when the ISA-L path clears the vector state after each call (ffi/crc32c-isal.c). */
+export const crc32cClearsVectorState = clearing !== undefined;
+
 function loadIsal(): Crc32cFunction | undefined {
-  const clearing = loadIsalClearingVectorState();
   if (clearing !== undefined) {
     return (bytes, start, end) =>
       end <= start ? 0 : clearing(start === 0 ? bytes : ptr(bytes, start), end - start) >>> 0;

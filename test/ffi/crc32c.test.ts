@@ -3,11 +3,14 @@
  * agree with each other on thousands of random buffers of random lengths and alignments. The active
  * implementation is observable and follows BOOBLIK_CRC32C.
  */
+
 import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
 import path from "node:path";
 import {
   type Crc32cFunction,
   crc32c,
+  crc32cClearsVectorState,
   crc32cImplementation,
   crc32cIsal,
   crc32cPortable,
@@ -84,4 +87,10 @@ test("BOOBLIK_CRC32C=portable selects the portable implementation", async () => 
   });
   expect((await new Response(child.stdout).text()).trim()).toBe("portable");
   expect(await child.exited).toBe(0);
+});
+
+test("on an AVX machine with ISA-L, the CRC runs through the wrapper that clears the vector state", () => {
+  const avx = /^flags\s*:.*\bavx\b/m.test(fs.readFileSync("/proc/cpuinfo", "utf8"));
+  // Where either is missing the plain path is right (no AVX: VZEROUPPER would be SIGILL).
+  expect(crc32cClearsVectorState).toBe(avx && crc32cIsal !== undefined);
 });
