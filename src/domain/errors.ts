@@ -29,6 +29,7 @@ export const ERROR_CODES = [
   "TIMEOUT",
   "CONNECTION_ERROR",
   "LIMIT_EXCEEDED",
+  "AUTHENTICATION_FAILED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -179,6 +179,24 @@ export const BROKER_PARTITIONS_DEFAULT_MAX = 4096;
  */
 export const MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX = 1024 * 1024 * 1024 * 1024;
 
+// --- Authentication --------------------------------------------------------------------------------
+
+/** PBKDF2 rounds of a new SCRAM credential (RFC 7677 asks for at least 4096; Kafka's default). */
+export const SCRAM_ITERATIONS_DEFAULT = 4096;
+/** Fewer rounds are refused: cheap to brute-force if the users file leaks. */
+export const SCRAM_ITERATIONS_MIN = 4096;
+export const SCRAM_SALT_BYTES = 16;
+/** A SCRAM message longer than this is malformed (user names, nonces and proofs are short). */
+export const SCRAM_MESSAGE_BYTES_MAX = 4096;
+/**
+ * After a failed login the broker waits before it answers and closes: FAILED_DELAY_MIN_MS for the
+ * first failure of a client address, doubling per further failure within
+ * AUTHENTICATION_FAILURE_MEMORY_MS, at most FAILED_DELAY_MAX_MS. Guessing passwords gets slow.
+ */
+export const AUTHENTICATION_FAILED_DELAY_MIN_MS = 100;
+export const AUTHENTICATION_FAILED_DELAY_MAX_MS = 5_000;
+export const AUTHENTICATION_FAILURE_MEMORY_MS = 60_000;
+
 // --- Full disk ---------------------------------------------------------------------------------
 
 /**

@@ -25,6 +25,7 @@ export const WIRE_ERROR_CODES = {
   INVALID_CONFIG: 10,
   BROKER_SHUTTING_DOWN: 11,
   LIMIT_EXCEEDED: 12,
+  AUTHENTICATION_FAILED: 13,
 } as const;
 
 export type WireErrorName = keyof typeof WIRE_ERROR_CODES;
@@ -54,6 +55,7 @@ const ERROR_CODE_OF_WIRE = {
   INVALID_CONFIG: "INVALID_ARGUMENT",
   BROKER_SHUTTING_DOWN: "CLOSED",
   LIMIT_EXCEEDED: "LIMIT_EXCEEDED",
+  AUTHENTICATION_FAILED: "AUTHENTICATION_FAILED",
 } as const satisfies Record<Exclude<WireErrorName, "NONE">, ErrorCode>;
 
 type WireCarriedCode = (typeof ERROR_CODE_OF_WIRE)[keyof typeof ERROR_CODE_OF_WIRE];

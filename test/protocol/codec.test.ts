@@ -51,6 +51,7 @@ test("error codes are frozen: names may change, numbers never", () => {
     INVALID_CONFIG: 10,
     BROKER_SHUTTING_DOWN: 11,
     LIMIT_EXCEEDED: 12,
+    AUTHENTICATION_FAILED: 13,
   });
 });
 

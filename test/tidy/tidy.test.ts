@@ -13,15 +13,17 @@ const ROOT = path.resolve(import.meta.dir, "../..");
 
 const LAYERS: Record<string, string[]> = {
   "src/domain": ["src/domain"],
+  // SCRAM's math and message exchange, sans I/O: the broker verifies, the client proves.
+  "src/auth": ["src/auth", "src/domain"],
   ffi: ["ffi", "src/domain"],
   "src/record": ["src/record", "src/domain", "ffi/crc32c.ts"],
   "src/storage": ["src/storage", "src/record", "src/domain", "ffi"],
-  "src/broker": ["src/broker", "src/storage", "src/record", "src/domain", "ffi"],
+  "src/broker": ["src/broker", "src/storage", "src/record", "src/auth", "src/domain", "ffi"],
   "src/protocol": ["src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
   // The server sees partitions, not segments: fetches get a FileLease from the broker layer. It keeps
   // ffi for the socket side of I/O (sendfile, pread of one byte for the drain probe) and CRC32C's name.
-  "src/server": ["src/server", "src/broker", "src/protocol", "src/record", "src/domain", "ffi"],
-  "src/client": ["src/client", "src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
+  "src/server": ["src/server", "src/broker", "src/protocol", "src/record", "src/auth", "src/domain", "ffi"],
+  "src/client": ["src/client", "src/protocol", "src/record", "src/auth", "src/domain", "ffi/crc32c.ts"],
 };
 /** Composition roots: they may import anything, and nothing imports them. */
 const ROOTS = ["src/cli", "src/main.ts", "src/index.ts"];
