@@ -261,10 +261,14 @@ export function writeFileAtomicallyNow(
   path: string,
   bytes: Uint8Array | string,
   temporary = `${path}.tmp`,
+  mode = 0o644,
 ): void {
   let fd = -1;
   try {
-    fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644);
+    // A stale temporary file keeps its old mode through O_CREAT: remove it so `mode` holds (a
+    // credentials file must never be readable by others, not even for a moment).
+    fs.rmSync(temporary, { force: true });
+    fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, mode);
     fs.writeSync(fd, typeof bytes === "string" ? Buffer.from(bytes) : bytes);
     fs.fsyncSync(fd);
   } catch (error) {

@@ -11,6 +11,7 @@ import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
+import { readUsersFile } from "./broker/users-file.ts";
 import { BooblikError } from "./domain/errors.ts";
 import {
   BROKER_PARTITIONS_DEFAULT_MAX,
@@ -46,6 +47,12 @@ const OPTIONS = {
     env: "BOOBLIK_HOST",
     fallback: "127.0.0.1",
     help: "address to bind (loopback by default; another address needs --allow-anonymous yes)",
+  },
+  usersFile: {
+    flag: "--users-file",
+    env: "BOOBLIK_USERS_FILE",
+    fallback: "none",
+    help: "SCRAM users (made with booblik-cli users add): every client must log in; reread on SIGHUP",
   },
   allowAnonymous: {
     flag: "--allow-anonymous",
@@ -311,13 +318,19 @@ async function main(): Promise<number> {
     maxMappedBytes: parseBytes("max mapped memory", values.maxMappedBytes),
   };
   const allowAnonymous = choice("--allow-anonymous", values.allowAnonymous, ["yes", "no"] as const) === "yes";
-  // Safe by default (Redis's protected mode): booblik has no authentication yet, so serving an
-  // address other machines can reach must be asked for in words.
-  const anonymousReach = !isLoopback(values.host);
+  const usersFile = values.usersFile === "none" ? undefined : path.resolve(values.usersFile);
+  const users = usersFile === undefined ? undefined : readUsersFile(usersFile);
+  if (users !== undefined && users.size === 0) {
+    throw new UsageError(`users file ${usersFile} has no users: add one with booblik-cli users add`);
+  }
+  // Safe by default (Redis's protected mode): serving an address other machines can reach without
+  // authentication must be asked for in words.
+  const anonymousReach = users === undefined && !isLoopback(values.host);
   if (anonymousReach && !allowAnonymous) {
     throw new UsageError(
       `refusing to listen on ${values.host} without authentication: anyone who reaches it could create, read, write and delete every topic. ` +
-        "Bind a loopback address (the default, 127.0.0.1), or accept that with --allow-anonymous yes (BOOBLIK_ALLOW_ANONYMOUS=yes).",
+        "Configure users (--users-file, made with booblik-cli users add), bind a loopback address (the default, 127.0.0.1), " +
+        "or accept that with --allow-anonymous yes (BOOBLIK_ALLOW_ANONYMOUS=yes).",
     );
   }
   const maxInboundBytes = parseBytes("max inbound memory", values.maxInboundBytes);
@@ -364,6 +377,7 @@ async function main(): Promise<number> {
     fetchPath,
     maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
     auditLog: (line) => console.log(line),
+    ...(users === undefined ? {} : { users }),
   });
   let address: { hostname: string; port: number };
   try {
@@ -412,13 +426,24 @@ async function main(): Promise<number> {
       process.exit(1);
     }
   };
+  process.on("SIGHUP", () => {
+    if (usersFile === undefined) return;
+    try {
+      const reloaded = readUsersFile(usersFile);
+      server.setUsers(reloaded);
+      console.log(`booblik: SIGHUP: reread ${usersFile}: ${plural(reloaded.size, "user")}`);
+    } catch (error) {
+      console.error(`booblik: SIGHUP: kept the users as they were: ${(error as Error).message}`);
+    }
+  });
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   const metricsNote = metrics === undefined ? "" : `, metrics on ${metrics.hostname}:${metrics.port}`;
   console.log(
     `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
       `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
-      `opened ${describeOpen(broker.openReport)}`,
+      `opened ${describeOpen(broker.openReport)}` +
+      (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`),
   );
   if (anonymousReach) {
     console.log(

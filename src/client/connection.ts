@@ -19,6 +19,7 @@
  * - Bun's `socket.write` does not buffer: the unwritten rest is queued here and written on `drain`.
  */
 import type { Socket } from "bun";
+import type { ScramMechanism } from "../auth/scram.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { errorCodeOfWire, WIRE_ERROR_CODES, wireErrorName } from "../protocol/error-codes.ts";
@@ -32,6 +33,7 @@ import {
 } from "../protocol/frame.ts";
 import { InboundBuffer } from "../protocol/inbound-buffer.ts";
 import { decodeErrorBody } from "../protocol/messages.ts";
+import { authenticate } from "./authenticate.ts";
 
 export interface ConnectionOptions {
   host: string;
@@ -41,6 +43,14 @@ export interface ConnectionOptions {
   maxInFlight?: number;
   /** Largest response frame accepted (a FETCH response carries up to its maxBytes of records). */
   maxResponseBytes?: number;
+  /**
+   * Log in with SCRAM as this user before anything else (brokers started with --users-file require
+   * it). Never put the password in a command line: read it from the environment or a file.
+   */
+  user?: string;
+  password?: string;
+  /** Default SCRAM-SHA-256. */
+  mechanism?: ScramMechanism;
 }
 
 /** An error the broker answered with. `wireCode` is the number on the wire (docs/protocol.md). */
@@ -156,7 +166,6 @@ export class BrokerConnection {
     try {
       const socket = await Promise.race([connecting, timeout]);
       connection.socket = socket;
-      return connection;
     } catch (error) {
       // When the timeout won, the attempt still runs: a socket it opens later has no owner, so end it.
       connecting.then(
@@ -172,6 +181,15 @@ export class BrokerConnection {
     } finally {
       clearTimeout(timer);
     }
+    if (options.user !== undefined) {
+      try {
+        await authenticate(connection, options.user, options.password ?? "", options.mechanism);
+      } catch (error) {
+        connection.close();
+        throw error;
+      }
+    }
+    return connection;
   }
 
   get closed(): boolean {

@@ -49,6 +49,7 @@ export const API = {
   PRODUCE: 4,
   FETCH: 5,
   STATS: 6,
+  AUTHENTICATE: 7,
 } as const;
 
 export type ApiKey = (typeof API)[keyof typeof API];
@@ -66,6 +67,7 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.PRODUCE]: 0,
   [API.FETCH]: 0,
   [API.STATS]: 0,
+  [API.AUTHENTICATE]: 0,
 };
 
 export interface RequestHeader {

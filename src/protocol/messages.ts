@@ -210,6 +210,45 @@ export function decodeFetchRequest(reader: ByteReader): FetchRequest {
   return { topic, partition, offset, maxBytes, maxWaitMs };
 }
 
+/** One step of a SASL exchange: the mechanism and that step's bytes (docs/protocol.md, AUTHENTICATE). */
+export interface AuthenticateRequest {
+  mechanism: string;
+  authBytes: Uint8Array;
+}
+
+export function encodeAuthenticateRequest(
+  writer: ByteWriter,
+  correlationId: number,
+  request: AuthenticateRequest,
+): void {
+  const start = beginRequest(writer, API.AUTHENTICATE, correlationId);
+  writer.string(request.mechanism).bytesField(request.authBytes);
+  endFrame(writer, start);
+}
+
+export function decodeAuthenticateRequest(reader: ByteReader): AuthenticateRequest {
+  const mechanism = reader.string("mechanism");
+  const authBytes = reader.bytesField("authBytes");
+  reader.expectEnd("AUTHENTICATE request");
+  return { mechanism, authBytes };
+}
+
+export function encodeAuthenticateResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  authBytes: Uint8Array,
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer.bytesField(authBytes);
+  endFrame(writer, start);
+}
+
+export function decodeAuthenticateResponse(reader: ByteReader): Uint8Array {
+  const authBytes = reader.bytesField("authBytes");
+  reader.expectEnd("AUTHENTICATE response");
+  return authBytes;
+}
+
 export function encodeStatsRequest(writer: ByteWriter, correlationId: number): void {
   const start = beginRequest(writer, API.STATS, correlationId);
   endFrame(writer, start);

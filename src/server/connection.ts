@@ -131,6 +131,8 @@ export class Connection implements BudgetWaiter {
   readonly host: ConnectionHost;
   /** The client's address, for the per-address connection limit. */
   readonly remoteAddress: string;
+  /** The user this connection logged in as (AUTHENTICATE), or undefined. */
+  principal: string | undefined = undefined;
   /** When the last request bytes arrived. */
   lastActivityMs = performance.now();
   private readonly inbound = new InboundBuffer();
@@ -448,7 +450,7 @@ export class Connection implements BudgetWaiter {
    * with correlation id 0) follows the last answer, then the write side is shut down. Input from
    * now on is discarded; the buffer and the budget it held are given back at once.
    */
-  closeAfterAnswers(reason: string, lastFrame: Uint8Array): void {
+  closeAfterAnswers(reason: string, lastFrame: Uint8Array = new Uint8Array(0)): void {
     if (this.isClosed || this.closingReason !== undefined) return;
     this.closingReason = reason;
     this.inbound.clear(INBOUND_INITIAL_BYTES);

@@ -17,11 +17,19 @@
  */
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { Partition } from "../broker/partition.ts";
+import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
-import { SHUTDOWN_DRAIN_MS } from "../domain/limits.ts";
+import {
+  AUTHENTICATION_FAILED_DELAY_MAX_MS,
+  AUTHENTICATION_FAILED_DELAY_MIN_MS,
+  AUTHENTICATION_FAILURE_MEMORY_MS,
+  SCRAM_MESSAGE_BYTES_MAX,
+  SHUTDOWN_DRAIN_MS,
+} from "../domain/limits.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
 import {
@@ -33,12 +41,14 @@ import {
   readRequestHeader,
 } from "../protocol/frame.ts";
 import {
+  decodeAuthenticateRequest,
   decodeCreateTopicRequest,
   decodeDeleteTopicRequest,
   decodeFetchRequest,
   decodeListOffsetsRequest,
   decodeMetadataRequest,
   decodeProduceRequest,
+  encodeAuthenticateResponse,
   encodeEmptyResponse,
   encodeErrorResponse,
   encodeFetchResponseHeader,
@@ -54,6 +64,9 @@ import { Connection, type ConnectionCounters, type ConnectionHost, type Response
 import { InboundBudget } from "./inbound-budget.ts";
 
 export const BROKER_VERSION = "0.1.0";
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const utf8Encoder = new TextEncoder();
 
 /** Where the process's memory is: the JS heap, buffers outside it, and the whole resident set. */
 function memoryStats(): Record<string, number> {
@@ -84,6 +97,8 @@ export interface ServerOptions {
   fetchPath: FetchPath;
   /** Upper bound on one FETCH response's records, whatever the client asks for. */
   maxFetchBytes: number;
+  /** Users who may log in (SCRAM); undefined: no authentication (loopback, or --allow-anonymous). */
+  users?: Users;
   /**
    * Where admin actions (topic create and delete, done or refused) are reported, one line each
    * naming who asked and from where; the caller decides where lines go (the broker prints them).
@@ -96,6 +111,7 @@ export interface ServerCounters extends ConnectionCounters {
   connectionsRefused: number;
   protocolViolations: number;
   requestTimeouts: number;
+  authenticationFailures: number;
   requests: number;
   errors: number;
   produceRequests: number;
@@ -124,6 +140,7 @@ export class BrokerServer implements ConnectionHost {
     connectionsRefused: 0,
     protocolViolations: 0,
     requestTimeouts: 0,
+    authenticationFailures: 0,
     requests: 0,
     errors: 0,
     produceRequests: 0,
@@ -136,6 +153,13 @@ export class BrokerServer implements ConnectionHost {
     fetchWaits: 0,
   };
   readonly inboundBudget: InboundBudget;
+  private users: Users | undefined;
+  /** SCRAM exchanges between their two steps, by connection. */
+  private readonly exchanges = new WeakMap<Connection, ScramServer>();
+  /** Salts the fake answers to unknown users; new at every start. */
+  private readonly decoySecret = crypto.getRandomValues(new Uint8Array(32));
+  /** Recent failed logins per client address: the delay before the next failure's answer. */
+  private readonly loginFailures = new Map<string, { count: number; atMs: number }>();
   private listener: TCPSocketListener<Connection> | undefined;
   private readonly connections = new Set<Connection>();
   /** Refused connections lingering after their error frame (see Connection.closeAfterAnswers). */
@@ -151,6 +175,7 @@ export class BrokerServer implements ConnectionHost {
     this.broker = broker;
     this.options = options;
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
+    this.users = options.users;
   }
 
   get maxFrameBytes(): number {
@@ -311,7 +336,27 @@ export class BrokerServer implements ConnectionHost {
           `${API_NAMES[header.apiKey]} version ${header.apiVersion} is not supported (this broker speaks up to ${maxVersion})`,
         );
       }
+      if (
+        this.users !== undefined &&
+        connection.principal === undefined &&
+        header.apiKey !== API.AUTHENTICATE
+      ) {
+        // Nothing but AUTHENTICATE before a login; the connection then ends (after this answer).
+        this.fail(
+          connection,
+          slot,
+          correlationId,
+          new AuthenticationError(
+            `${API_NAMES[header.apiKey]} before AUTHENTICATE: this broker requires a SCRAM login (${SCRAM_MECHANISMS.join(" or ")}) first`,
+          ),
+        );
+        connection.closeAfterAnswers("a request before AUTHENTICATE");
+        return;
+      }
       switch (header.apiKey) {
+        case API.AUTHENTICATE:
+          this.authenticate(connection, slot, correlationId, reader);
+          return;
         case API.METADATA:
           this.metadata(connection, slot, correlationId, reader);
           return;
@@ -507,9 +552,103 @@ export class BrokerServer implements ConnectionHost {
     );
   }
 
-  /** One audit line: who (anonymous until authentication exists) from which address did what. */
+  /** One audit line: who (the logged-in user, or anonymous) from which address did what. */
   private audit(connection: Connection, what: string): void {
-    this.options.auditLog?.(`booblik: audit: anonymous from ${connection.remoteAddress}: ${what}`);
+    const who =
+      connection.principal === undefined ? "anonymous" : `user ${JSON.stringify(connection.principal)}`;
+    this.options.auditLog?.(`booblik: audit: ${who} from ${connection.remoteAddress}: ${what}`);
+  }
+
+  /** Replaces the users (SIGHUP): new logins use them; connections logged in stay as they are. */
+  setUsers(users: Users | undefined): void {
+    this.users = users;
+  }
+
+  /**
+   * One step of a SCRAM exchange (docs/protocol.md, AUTHENTICATE). A failure is answered after a
+   * delay that doubles per failure of the client's address (AUTHENTICATION_FAILED_DELAY_*), and
+   * ends the connection.
+   */
+  private authenticate(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeAuthenticateRequest(reader);
+    let reply: string;
+    try {
+      const users = this.users;
+      if (users === undefined) {
+        throw new AuthenticationError("this broker has no users (no --users-file): connect without a user");
+      }
+      if (connection.principal !== undefined)
+        throw new AuthenticationError("this connection is logged in already");
+      const mechanism = request.mechanism as ScramMechanism;
+      if (!(SCRAM_MECHANISMS as readonly string[]).includes(mechanism)) {
+        throw new AuthenticationError(
+          `unknown mechanism ${JSON.stringify(request.mechanism)}: this broker speaks ${SCRAM_MECHANISMS.join(", ")}`,
+        );
+      }
+      if (request.authBytes.length > SCRAM_MESSAGE_BYTES_MAX) {
+        throw new AuthenticationError(`a SCRAM message of ${request.authBytes.length} bytes is too long`);
+      }
+      let message: string;
+      try {
+        message = utf8.decode(request.authBytes);
+      } catch {
+        throw new AuthenticationError("a SCRAM message must be UTF-8");
+      }
+      let exchange = this.exchanges.get(connection);
+      if (exchange === undefined) {
+        exchange = new ScramServer(mechanism, (user) => users.get(user)?.get(mechanism), this.decoySecret);
+        this.exchanges.set(connection, exchange);
+        reply = exchange.first(message);
+      } else {
+        if (exchange.mechanism !== mechanism)
+          throw new AuthenticationError("the mechanism changed within one exchange");
+        this.exchanges.delete(connection);
+        const { serverFinal, user } = exchange.final(message);
+        connection.principal = user;
+        this.audit(connection, `logged in (${mechanism})`);
+        reply = serverFinal;
+      }
+    } catch (error) {
+      if (!(error instanceof AuthenticationError)) throw error;
+      this.exchanges.delete(connection);
+      this.counters.authenticationFailures++;
+      this.audit(connection, `authentication failed: ${error.message}`);
+      const delayMs = this.failureDelayMs(connection.remoteAddress);
+      setTimeout(() => {
+        this.fail(connection, slot, correlationId, error);
+        connection.closeAfterAnswers("authentication failed");
+      }, delayMs);
+      return;
+    }
+    this.writer.reset();
+    encodeAuthenticateResponse(this.writer, correlationId, utf8Encoder.encode(reply));
+    connection.complete(slot, this.writer.written().slice());
+  }
+
+  /** How long to wait before answering a failed login from `address`; remembers the failure. */
+  private failureDelayMs(address: string): number {
+    const now = performance.now();
+    const last = this.loginFailures.get(address);
+    const count =
+      last !== undefined && now - last.atMs < AUTHENTICATION_FAILURE_MEMORY_MS ? last.count + 1 : 1;
+    this.loginFailures.set(address, { count, atMs: now });
+    if (this.loginFailures.size > 10_000) {
+      // Forget the oldest entries: a bounded map, whatever addresses an attacker brings.
+      for (const [key, value] of this.loginFailures) {
+        if (now - value.atMs >= AUTHENTICATION_FAILURE_MEMORY_MS || this.loginFailures.size > 10_000)
+          this.loginFailures.delete(key);
+        if (this.loginFailures.size <= 5_000) break;
+      }
+    }
+    return Math.min(
+      AUTHENTICATION_FAILED_DELAY_MIN_MS * 2 ** (count - 1),
+      AUTHENTICATION_FAILED_DELAY_MAX_MS,
+    );
   }
 
   private listOffsets(
