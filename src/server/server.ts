@@ -50,10 +50,12 @@ import {
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { newFileRange } from "../storage/segment.ts";
+import { BOOBLIK_VERSION } from "../version.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
-export const BROKER_VERSION = "0.1.0";
+/** The version METADATA reports (src/version.ts). */
+export const BROKER_VERSION = BOOBLIK_VERSION;
 
 /** Where the process's memory is: the JS heap, buffers outside it, and the whole resident set. */
 function memoryStats(): Record<string, number> {
