@@ -17,6 +17,7 @@ import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
 import {
   BROKER_PORT_DEFAULT,
   CLI_CLOSED_PIPE_CHECK_MS,
+  CLI_DUMP_READ_BYTES,
   CLI_RECONNECT_BACKOFF_MS_MAX,
   CLI_RECONNECT_BACKOFF_MS_MIN,
   PARTITIONS_MAX,
@@ -763,22 +764,28 @@ async function dumpSegment(parsed: Parsed, file: string): Promise<number> {
   let widths = { offset: 6, position: 8, bytes: 5 };
   const row = (offset: number, position: number, bytes: number, payload: string) =>
     `${String(offset).padEnd(widths.offset)}  ${String(position).padEnd(widths.position)}  ${String(bytes).padEnd(widths.bytes)}  ${payload}\n`;
-  const walk = walkSegmentChunks(file, (record) => {
-    if (printed >= max) return;
-    if (printRecord !== undefined) {
-      printRecord({ topic, partition, offset: record.offset, value: record.payload }, out);
-    } else if (json) {
-      const value = decoder.decode(record.payload);
-      out.text(
-        `${printed === 0 ? "" : ",\n"}${JSON.stringify({ offset: record.offset, position: record.position, length: record.payload.length, value })}`,
-      );
-    } else {
-      const text = decoder.decode(record.payload);
-      const preview = JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
-      out.text(row(record.offset, record.position, record.payload.length, preview));
-    }
-    printed++;
-  });
+  const walk = walkSegmentChunks(
+    file,
+    (record) => {
+      if (printed >= max) return;
+      if (printRecord !== undefined) {
+        printRecord({ topic, partition, offset: record.offset, value: record.payload }, out);
+      } else if (json) {
+        const value = decoder.decode(record.payload);
+        out.text(
+          `${printed === 0 ? "" : ",\n"}${JSON.stringify({ offset: record.offset, position: record.position, length: record.payload.length, value })}`,
+        );
+      } else {
+        const text = decoder.decode(record.payload);
+        const preview = JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+        out.text(row(record.offset, record.position, record.payload.length, preview));
+      }
+      printed++;
+    },
+    undefined,
+    RECORD_PAYLOAD_BYTES_LIMIT,
+    CLI_DUMP_READ_BYTES,
+  );
   let step = walk.next();
   if (!step.done) {
     const { baseOffset, sizeBytes } = step.value;

@@ -124,6 +124,13 @@ export const BROKER_PORT_DEFAULT = 7979;
  */
 export const CLI_OUTPUT_BUFFER_BYTES = 64 * 1024;
 /**
+ * `segment dump` reads this much of the segment per step and hands its output to stdout before the
+ * next: with 4 MiB steps (RECOVERY_CHUNK_BYTES) a step of 16-byte records printed 16 MB and a dump
+ * of 2 M records peaked at 149 MiB (218 MiB as JSON); with 256 KiB steps at 73-75 MiB, whatever
+ * the format (getrusage's peak RSS; Bun alone takes about 50 MiB).
+ */
+export const CLI_DUMP_READ_BYTES = 256 * 1024;
+/**
  * How often a waiting `consume --follow` checks whether its stdout reader has gone (`| head -1`):
  * it writes nothing while no record comes, so no EPIPE would ever tell it.
  */

@@ -60,7 +60,7 @@ export function walkSegmentFile(
 }
 
 /**
- * The same walk, pausing after each chunk read (at most RECOVERY_CHUNK_BYTES): the generator yields
+ * The same walk, pausing after each chunk read (`chunkBytes`, or one record when larger): it yields
  * the segment's base offset once its header was read, then after the records of every chunk were
  * given to `onRecord`, so that a caller can wait in between (`segment dump` waits for its stdout
  * pipe: a dump of 2 M records once held all its output in memory). Returning early (`return()`)
@@ -71,6 +71,7 @@ export function* walkSegmentChunks(
   onRecord?: (record: InspectedRecord) => void,
   onProgress?: (bytesRead: number) => void,
   maxPayloadBytes = RECORD_PAYLOAD_BYTES_LIMIT,
+  chunkBytes = RECOVERY_CHUNK_BYTES,
 ): Generator<{ baseOffset: Offset; sizeBytes: number }, SegmentWalk> {
   const fd = openFile(file, "read");
   try {
@@ -79,7 +80,7 @@ export function* walkSegmentChunks(
     const got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, file);
     const baseOffset = decodeSegmentHeader(header, got, file, parseSegmentFileName(path.basename(file)));
     yield { baseOffset, sizeBytes };
-    let buffer = new Uint8Array(Math.min(RECOVERY_CHUNK_BYTES, Math.max(4096, sizeBytes)));
+    let buffer = new Uint8Array(Math.min(chunkBytes, Math.max(4096, sizeBytes)));
     let position = SEGMENT_HEADER_BYTES;
     let count = 0;
     let end: SegmentEnd = { kind: "clean" };
