@@ -25,6 +25,7 @@ import {
   RECORD_PAYLOAD_BYTES_LIMIT,
 } from "../domain/limits.ts";
 import { formatBytes, parseBytes, parseDurationMs, parseHostPort, parseInteger } from "../domain/units.ts";
+import { BOOBLIK_VERSION } from "../domain/version.ts";
 import { readUint32 } from "../record/codec.ts";
 import {
   type PartitionVerification,
@@ -33,7 +34,6 @@ import {
   walkSegmentFile,
 } from "../storage/inspect.ts";
 import { WRITE_MODES } from "../storage/segment-writer.ts";
-import { BOOBLIK_VERSION } from "../version.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type PrintableRecord, type RecordPrinter, recordPrinter } from "./record-format.ts";
 

@@ -21,6 +21,7 @@ import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { Partition } from "../broker/partition.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
+import { BOOBLIK_VERSION } from "../domain/version.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
 import {
@@ -50,11 +51,10 @@ import {
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { newFileRange } from "../storage/segment.ts";
-import { BOOBLIK_VERSION } from "../version.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
-/** The version METADATA reports (src/version.ts). */
+/** The version METADATA reports (src/domain/version.ts). */
 export const BROKER_VERSION = BOOBLIK_VERSION;
 
 /** Where the process's memory is: the JS heap, buffers outside it, and the whole resident set. */
