@@ -591,6 +591,12 @@ async function consume(parsed: Parsed): Promise<number> {
     const reconnector = new Reconnector(client, topic);
     let count = 0;
     let done = false;
+    // Resolved once --max records were printed: partitions still waiting in a long poll for records
+    // that may never come must not keep the command running.
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
     const readPartition = async (partition: number): Promise<void> => {
       let start: StartPosition = from;
       let resumed = false;
@@ -619,7 +625,10 @@ async function consume(parsed: Parsed): Promise<number> {
               position += RECORD_HEADER_BYTES + length;
               printRecord(record, out);
               start = record.offset + 1;
-              if (++count === max) done = true;
+              if (++count === max) {
+                done = true;
+                finish();
+              }
               if (out.full) await out.drain();
             }
             await out.drain();
@@ -633,8 +642,12 @@ async function consume(parsed: Parsed): Promise<number> {
         }
       }
     };
-    if (follow) await Promise.all(partitions.map(readPartition));
-    else for (const partition of partitions) await readPartition(partition);
+    if (follow) {
+      const all = Promise.all(partitions.map(readPartition));
+      // Once finished, the waiting fetches fail when the client closes: nobody needs that answer.
+      all.catch(() => undefined);
+      await Promise.race([all, finished]);
+    } else for (const partition of partitions) await readPartition(partition);
   } finally {
     stopWatching();
     client.close();

@@ -53,8 +53,19 @@ describe("consume and produce across partitions", () => {
     ]);
     const one = await runCli([...at, "consume", "spread", "--partition", "2"]);
     expect(one).toMatchObject({ exitCode: 0, stdout: "c0\n" });
-    // --max counts records over all partitions.
+    // --max counts records over all partitions; with --follow it ends the command although
+    // partition 0 would wait for records forever.
     expect((await runCli([...at, "consume", "spread", "--max", "2"])).stdout).toBe("1\t0\tb0\n1\t1\tb1\n");
+    const followed = await runCli([...at, "consume", "spread", "--follow", "--partition", "2", "--max", "1"]);
+    expect(followed).toMatchObject({ exitCode: 0, stdout: "c0\n" });
+    const followedAll = await runCli(
+      [...at, "consume", "spread", "--follow", "--max", "3", "--format", "%s\n"],
+      {
+        timeoutMs: 15_000,
+      },
+    );
+    expect(followedAll.exitCode).toBe(0);
+    expect(followedAll.stdout.split("\n").sort()).toEqual(["", "b0", "b1", "c0"]);
   });
 
   test("produce says, per partition, which offsets it wrote", async () => {
@@ -159,6 +170,7 @@ describe("closed pipes and large segments", () => {
 
     const head = await runCliPiped(["segment", "dump", segmentFile], "head -3");
     expect(head.cliExit).toBe(0);
+    expect(head.elapsedMs).toBeLessThan(15_000); // it stops at the closed pipe, however long the rest
     expect(head.stderr).toBe(""); // no stack trace, no "EPIPE"
     expect(head.stdout.split("\n").slice(0, 3)).toEqual([
       expect.stringContaining("base offset 0"),
