@@ -599,16 +599,11 @@ async function consume(parsed: Parsed): Promise<number> {
     });
     const readPartition = async (partition: number): Promise<void> => {
       let start: StartPosition = from;
-      let resumed = false;
       for (;;) {
         const consumer = new Consumer(client, { topic, partition, from: start, stopAtEnd: !follow });
         try {
           // Fetch by fetch (no promise per record); the output is handed to stdout after each one.
           for await (const batch of consumer.batches()) {
-            if (resumed) {
-              console.error(`booblik-cli: resumed partition ${partition} at offset ${batch.firstOffset}`);
-              resumed = false;
-            }
             let position = 0;
             for (let index = 0; index < batch.count; index++) {
               if (done) return;
@@ -637,8 +632,14 @@ async function consume(parsed: Parsed): Promise<number> {
           return;
         } catch (error) {
           if (!follow || !brokerLost(error)) throw error;
+          // The offset --from earliest|latest stood for, once resolved: resolving "latest" again
+          // after the restart would skip what was produced in between.
+          const resolved = consumer.position;
+          if (resolved !== undefined && (typeof start !== "number" || resolved > start)) start = resolved;
           await reconnector.after(error);
-          resumed = true;
+          console.error(
+            `booblik-cli: resuming partition ${partition} ${typeof start === "number" ? `at offset ${start}` : `from ${start}`}`,
+          );
         }
       }
     };

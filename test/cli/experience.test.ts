@@ -6,12 +6,14 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
+import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { CLI, runCli, runCliPiped } from "../helpers/cli-process.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -153,7 +155,6 @@ describe("closed pipes and large segments", () => {
     using dir = tempDir();
     const RECORDS = 1_000_000;
     const segmentFile = await (async () => {
-      const { Broker } = await import("../../src/broker/broker.ts");
       const broker = Broker.open({ dataDir: dir.file("data") });
       try {
         broker.createTopic("many", { segmentBytes: 64 * 2 ** 20, durability: "append" });
@@ -243,6 +244,32 @@ describe("a follower outlives a broker restart", () => {
       await new Producer(client).send("live", ["a0", "a1"], { partition: 0 });
       await new Producer(client).send("live", ["b0"], { partition: 1 });
     });
+    // A follower from "latest" must resume at the offset "latest" meant before the restart: asking
+    // again afterwards would skip what was produced while it was reconnecting. It has resolved
+    // "latest" once its first FETCH reached the broker (it is the only one fetching yet).
+    const latest = Bun.spawn(
+      [
+        process.execPath,
+        CLI,
+        "--broker",
+        `127.0.0.1:${port}`,
+        "consume",
+        "live",
+        "--partition",
+        "0",
+        "--from",
+        "latest",
+        "--follow",
+      ],
+      { stdout: "pipe", stderr: "pipe", env: { ...process.env, BOOBLIK_BROKER: "" } },
+    );
+    await using _latest = killAtEnd(latest);
+    await waitUntil(
+      () => withClient(port, async (client) => Number((await client.stats()).fetchRequests) > 0),
+      "the latest follower's first fetch",
+      10_000,
+      25,
+    );
     const follower = Bun.spawn(
       [
         process.execPath,
@@ -262,17 +289,28 @@ describe("a follower outlives a broker restart", () => {
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) seen.push((await lines.nextLine())!);
     expect(seen.sort()).toEqual(["0:a0", "0:a1", "1:b0"]);
+    const latestLines = new LineReader(latest.stdout);
 
     expect(await first.stop("SIGTERM")).toBe(0);
+    // Records appended while the broker is down (through the embedded broker, on its data
+    // directory): they exist before either follower can reconnect, so a follower that asked for
+    // "latest" again would never print them.
+    const offline = Broker.open({ dataDir: dir.path });
+    try {
+      await offline.append("live", 0, ["a2", "a3"]);
+    } finally {
+      await offline.close();
+    }
     await using second = await startBroker(dir.path, ["--port", String(port)]);
     expect(second.port).toBe(port);
-    await withClient(port, async (client) => {
-      await new Producer(client).send("live", ["a2", "a3"], { partition: 0 });
-      await new Producer(client).send("live", ["b1"], { partition: 1 });
-    });
+    await withClient(port, (client) => new Producer(client).send("live", ["b1"], { partition: 1 }));
     const after: string[] = [];
     for (let i = 0; i < 3; i++) after.push((await lines.nextLine())!);
     expect(after.sort()).toEqual(["0:a2", "0:a3", "1:b1"]);
+    expect(await latestLines.nextLine()).toBe("a2");
+    expect(await latestLines.nextLine()).toBe("a3");
+    latest.kill("SIGTERM");
+    await latest.exited;
     expect(follower.exitCode).toBeNull(); // still following
     follower.kill("SIGTERM");
     await follower.exited;
@@ -281,8 +319,8 @@ describe("a follower outlives a broker restart", () => {
     expect(stderr).toContain(`lost the broker 127.0.0.1:${port}`);
     expect(stderr).toContain("reconnecting in");
     expect(stderr).toContain(`reconnected to 127.0.0.1:${port}`);
-    expect(stderr).toContain("resumed partition 0 at offset 2");
-    expect(stderr).toContain("resumed partition 1 at offset 1");
+    expect(stderr).toContain("resuming partition 0 at offset 2");
+    expect(stderr).toContain("resuming partition 1 at offset 1");
     expect(stderr).not.toContain("    at ");
   });
 });
