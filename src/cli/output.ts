@@ -68,7 +68,7 @@ export class Progress {
     const seconds = Math.max((now - this.startMs) / 1000, 0.001);
     process.stderr.write(
       `\r${this.label}: ${this.records} records, ${formatBytes(this.done)} ` +
-        `(${Math.round(this.records / seconds)} records/s, ${formatBytes(this.done / seconds)}/s)   `,
+        `(${Math.round(this.records / seconds)} records/s, ${formatBytes(Math.round(this.done / seconds))}/s)   `,
     );
   }
 

@@ -389,7 +389,9 @@ describe("mistakes explained", () => {
       stdin: "a\nb\nc\n",
     });
     expect(run.exitCode).toBe(0);
-    expect(run.stderr).toMatch(/producing to p: 3 records, 6 B \(\d+ records\/s, [\d.]+ (B|KiB|MiB)\/s\)/);
+    expect(run.stderr).toMatch(
+      /producing to p: 3 records, 6 B \(\d+ records\/s, (\d+ B|[\d.]+ (KiB|MiB|GiB))\/s\)/,
+    );
     expect(run.stderr).not.toContain("%");
   });
 });
