@@ -825,10 +825,11 @@ async function dumpSegment(parsed: Parsed, file: string): Promise<number> {
         if (out.full) await out.drain();
       }
     } finally {
-      walk.return(undefined as never);
+      // Stopped by an error (a closed stdout): end the walk, which closes the segment file.
+      if (!step.done) walk.next(true);
     }
   }
-  const result = step.value as ReturnType<typeof walkSegmentFile>;
+  const result = step.value;
   if (json) {
     out.text(
       `\n],"recordCount":${result.recordCount},"validEndBytes":${result.validEndBytes},"sizeBytes":${result.sizeBytes},"end":${JSON.stringify(result.end)}}\n`,
