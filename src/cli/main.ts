@@ -18,6 +18,7 @@ import {
   BROKER_PORT_DEFAULT,
   CLI_CLOSED_PIPE_CHECK_MS,
   CLI_DUMP_READ_BYTES,
+  CLI_INVALID_LINES_LISTED,
   CLI_RECONNECT_BACKOFF_MS_MAX,
   CLI_RECONNECT_BACKOFF_MS_MIN,
   PARTITIONS_MAX,
@@ -374,8 +375,6 @@ function describeWritten(written: PartitionWritten[]): string {
 }
 
 const ENCODER = new TextEncoder();
-/** How many invalid line numbers `produce --skip-invalid` lists (it counts them all). */
-const INVALID_LINES_LISTED = 10;
 
 async function produce(parsed: Parsed): Promise<number> {
   allowOnly(parsed, ["partition", "key", "file", "skip-invalid"]);
@@ -425,7 +424,7 @@ async function produce(parsed: Parsed): Promise<number> {
             break;
           }
           invalidCount++;
-          if (invalidLines.length < INVALID_LINES_LISTED) invalidLines.push(lineNumber);
+          if (invalidLines.length < CLI_INVALID_LINES_LISTED) invalidLines.push(lineNumber);
           continue;
         }
         const { acknowledged } = await producer.accept(topic, bytes, options);

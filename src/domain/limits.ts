@@ -139,6 +139,8 @@ export const CLI_CLOSED_PIPE_CHECK_MS = 250;
 export const CLI_RECONNECT_BACKOFF_MS_MIN = 100;
 /** …doubling up to this one, for as long as it runs (a restart usually takes well under a second). */
 export const CLI_RECONNECT_BACKOFF_MS_MAX = 5_000;
+/** `produce --skip-invalid` lists the numbers of this many skipped lines on stderr (and counts all). */
+export const CLI_INVALID_LINES_LISTED = 10;
 /** A progress line is redrawn at most this often. */
 export const CLI_PROGRESS_REDRAW_MS = 100;
 
