@@ -18,8 +18,12 @@ COPY ffi ./ffi
 COPY src ./src
 
 # booblik-cli on the PATH (for the health check and for `docker exec … booblik-cli`).
+# The broker runs as uid/gid 10001 (booblik): a bind-mounted data directory must be writable by it,
+# e.g. `sudo chown -R 10001:10001 /srv/booblik` before `docker run -v /srv/booblik:/data …`
+# (a named volume gets the ownership of /data below by itself).
 RUN ln -s /app/src/cli/main.ts /usr/local/bin/booblik-cli \
- && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin booblik \
+ && groupadd --system --gid 10001 booblik \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /data --shell /usr/sbin/nologin booblik \
  && mkdir -p /data \
  && chown booblik:booblik /data
 
@@ -37,8 +41,11 @@ ENV BOOBLIK_DATA_DIR=/data \
     BOOBLIK_PORT=7979 \
     BOOBLIK_DURABILITY=force
 
+# --local: the address comes from the broker's own settings (BOOBLIK_PORT, BOOBLIK_HOST; a wildcard
+# host is reached through loopback), so `docker run -e BOOBLIK_PORT=9000` is checked on 9000. It read
+# only BOOBLIK_BROKER (default 127.0.0.1:7979), and such a container stayed unhealthy forever.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["booblik-cli", "health", "--timeout", "3s"]
+  CMD ["booblik-cli", "health", "--local", "--timeout", "3s"]
 
 # SIGTERM (docker stop) makes the broker finish in-flight requests, force, and mark a clean shutdown.
 STOPSIGNAL SIGTERM

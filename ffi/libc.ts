@@ -30,6 +30,7 @@ const library = dlopen("libc.so.6", {
   sendfile: { args: [i32, i32, ptr, u64f], returns: i64f },
   flock: { args: [i32, i32], returns: i32 },
   sysconf: { args: [i32], returns: i64f },
+  poll: { args: [ptr, u64f, i32], returns: i32 },
   __errno_location: { args: [], returns: ptr },
 });
 
@@ -59,6 +60,7 @@ export interface Libc {
   sendfile(outFd: number, inFd: number, offsetCell: Pointer | NodeJS.TypedArray, count: number): number;
   flock(fd: number, operation: number): number;
   sysconf(name: number): number;
+  poll(fds: Pointer | NodeJS.TypedArray, count: number, timeoutMs: number): number;
   __errno_location(): Pointer | null;
 }
 

@@ -15,6 +15,7 @@ import { readUsersFile } from "./broker/users-file.ts";
 import { BooblikError } from "./domain/errors.ts";
 import {
   BROKER_PARTITIONS_DEFAULT_MAX,
+  BROKER_PORT_DEFAULT,
   BROKER_TOPICS_DEFAULT_MAX,
   CONNECTIONS_PER_ADDRESS_DEFAULT,
   FETCH_RESPONSE_BYTES_MAX,
@@ -60,7 +61,12 @@ const OPTIONS = {
     fallback: "no",
     help: "yes: serve a non-loopback address without authentication (anyone who reaches the port can read, write and delete every topic)",
   },
-  port: { flag: "--port", env: "BOOBLIK_PORT", fallback: "7979", help: "TCP port (0 picks a free one)" },
+  port: {
+    flag: "--port",
+    env: "BOOBLIK_PORT",
+    fallback: String(BROKER_PORT_DEFAULT),
+    help: "TCP port (0 picks a free one)",
+  },
   durability: {
     flag: "--durability",
     env: "BOOBLIK_DURABILITY",
@@ -187,11 +193,25 @@ type OptionName = keyof typeof OPTIONS;
 
 class UsageError extends Error {}
 
+/**
+ * How this broker was started, for its usage line: the compiled executable by the name it was run
+ * as (its `--help` once said `bun run broker`, which does not exist where only the binary was
+ * copied), the package script as `bun run broker` (Bun sets npm_lifecycle_event for scripts), and
+ * anything else as `bun <script>`.
+ */
+function invokedAs(): string {
+  const script = process.argv[1] ?? "";
+  // A compiled executable runs its entry point from Bun's embedded file system.
+  if (script.startsWith("/$bunfs/") || script.startsWith("B:/~BUN/")) return path.basename(process.argv0);
+  if (process.env.npm_lifecycle_event === "broker") return "bun run broker";
+  return `bun ${path.relative(process.cwd(), script) || script}`;
+}
+
 function usage(): string {
   const lines = [
     `booblik ${BROKER_VERSION}: a Kafka-style message broker in one Bun process.`,
     "",
-    "usage: bun run broker [options]",
+    `usage: ${invokedAs()} [options]`,
     "",
     "Every option can also come from its environment variable; a flag wins over the variable.",
     "",
@@ -200,6 +220,7 @@ function usage(): string {
     lines.push(`  ${`${spec.flag} <value>`.padEnd(28)} ${spec.help} (default ${spec.fallback}; ${spec.env})`);
   }
   lines.push(`  ${"--help".padEnd(28)} this text`);
+  lines.push(`  ${"--version".padEnd(28)} the version`);
   return lines.join("\n");
 }
 
@@ -270,6 +291,10 @@ function describeOpen(report: Broker["openReport"]): string {
 async function main(): Promise<number> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     console.log(usage());
+    return 0;
+  }
+  if (process.argv.includes("--version")) {
+    console.log(`booblik ${BROKER_VERSION}`);
     return 0;
   }
   const values = parseArguments(process.argv.slice(2));

@@ -5,18 +5,39 @@
  * Exit codes: 0 success; 1 the operation failed (broker down, unknown topic, refused, nothing to
  * verify); 2 the command line is wrong (every flag is read before connecting, so a bad value never
  * half-runs a command); 3 `segment verify` found damage. Expected failures print one line, no stack
- * trace.
+ * trace (one JSON object with `--json`). A closed stdout (`| head`) ends any command quietly, exit 0.
  */
 import fs from "node:fs";
 import path from "node:path";
+import { DURABILITY_POLICIES } from "../broker/topic-config.ts";
 import { BooblikClient } from "../client/client.ts";
 import { Consumer, type StartPosition } from "../client/consumer.ts";
 import { Producer } from "../client/producer.ts";
 import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
-import { PARTITIONS_MAX, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import {
+  BROKER_PORT_DEFAULT,
+  CLI_CLOSED_PIPE_CHECK_MS,
+  CLI_DUMP_READ_BYTES,
+  CLI_INVALID_LINES_LISTED,
+  CLI_RECONNECT_BACKOFF_MS_MAX,
+  CLI_RECONNECT_BACKOFF_MS_MIN,
+  PARTITIONS_MAX,
+  RECORD_HEADER_BYTES,
+  RECORD_PAYLOAD_BYTES_LIMIT,
+  SEGMENT_HEADER_BYTES,
+} from "../domain/limits.ts";
 import { formatBytes, parseBytes, parseDurationMs, parseHostPort, parseInteger } from "../domain/units.ts";
-import { type PartitionVerification, verifyPartitionDirectory, walkSegmentFile } from "../storage/inspect.ts";
-import { Progress, table } from "./output.ts";
+import { BOOBLIK_VERSION } from "../domain/version.ts";
+import { readUint32 } from "../record/codec.ts";
+import {
+  type PartitionVerification,
+  verifyPartitionDirectory,
+  walkSegmentChunks,
+  walkSegmentFile,
+} from "../storage/inspect.ts";
+import { WRITE_MODES } from "../storage/segment-writer.ts";
+import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
+import { type PrintableRecord, type RecordPrinter, recordPrinter } from "./record-format.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -27,9 +48,9 @@ const OFFSET_MAX = Number.MAX_SAFE_INTEGER;
 
 class UsageError extends Error {}
 
-const HELP = `booblik-cli: operate a booblik broker.
+const HELP = `booblik-cli ${BOOBLIK_VERSION}: operate a booblik broker.
 
-usage: booblik-cli [--broker host:port] [--json] [--timeout 5s] <command>
+usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <command>
 
   health                                exit 0 when the broker answers METADATA in time
   topics list                           topics with partitions and offsets
@@ -38,12 +59,17 @@ usage: booblik-cli [--broker host:port] [--json] [--timeout 5s] <command>
                 [--retention-time 7d] [--max-record-size 1MiB]
   topics delete <name>
   topics describe <name>
-  produce <topic> [--partition N | --key K] [--file F]
-                                        one record per line, from the file or stdin
+  produce <topic> [--partition N | --key K] [--file F] [--skip-invalid]
+                                        one record per line, from the file or stdin; says which
+                                        partitions and offsets it wrote. A line larger than the
+                                        topic's record limit stops it (exit 1, after saying what was
+                                        written), or with --skip-invalid is skipped and counted
   consume <topic> [--partition N] [--from earliest|latest|<offset>] [--follow] [--max N]
-                [--format raw|json]     records to stdout (raw: the payload and a newline)
+                [--format F]            records of every partition (or one) to stdout; --follow
+                                        waits for more and reconnects when the broker restarts
   offsets <topic>                       earliest and next offset of every partition
-  segment dump <file> [--max N]         the records of a segment file (offline)
+  segment dump <file> [--max N] [--format F]
+                                        the records of a segment file (offline, streamed)
   segment verify <path>                 check every record of a data directory, partition
                                         directory or segment file (offline, read-only, safe while a
                                         broker runs); exit 3 on damage, 1 when it
@@ -51,16 +77,26 @@ usage: booblik-cli [--broker host:port] [--json] [--timeout 5s] <command>
                                         segment (a kill right after a roll) is a
                                         crash leftover that recovery removes: exit 0
 
-  --broker host:port   the broker (default 127.0.0.1:7979; BOOBLIK_BROKER)
-  --json               machine-readable output
-  --progress           draw progress bars even when stderr is not a terminal`;
+  --format F   raw (the payload bytes and a newline; the default for one partition),
+               json (one object a line: topic, partition, offset, value as UTF-8 text),
+               json-base64 | json-hex (the same, value encoded: safe for any bytes), or a
+               format string: %t topic, %p partition, %o offset, %s payload, %S payload bytes,
+               %x payload in hex, %b payload in base64, %% a percent sign; \\n \\t \\r \\\\ escapes.
+               Several partitions without --format: "%p\\t%o\\t%s\\n" (partition, offset, payload)
+
+  --broker host:port   the broker (default 127.0.0.1:${BROKER_PORT_DEFAULT}; BOOBLIK_BROKER)
+  --local              the broker of this machine or container, from its own settings
+                       (BOOBLIK_HOST, a wildcard meaning loopback; BOOBLIK_PORT); the Docker health check
+  --json               machine-readable output, and errors as one JSON object on stderr
+  --progress           draw progress even when stderr is not a terminal
+  --version            print the version`;
 
 interface Parsed {
   positional: string[];
   flags: Map<string, string>;
 }
 
-const BOOLEAN_FLAGS = new Set(["json", "follow", "progress", "help"]);
+const BOOLEAN_FLAGS = new Set(["json", "follow", "progress", "help", "version", "skip-invalid", "local"]);
 
 function parseArgs(argv: string[]): Parsed {
   const positional: string[] = [];
@@ -87,7 +123,7 @@ function parseArgs(argv: string[]): Parsed {
 }
 
 function allowOnly(parsed: Parsed, allowed: string[]): void {
-  const global = ["broker", "json", "timeout", "progress", "help"];
+  const global = ["broker", "local", "json", "timeout", "progress", "help", "version"];
   for (const name of parsed.flags.keys()) {
     if (!global.includes(name) && !allowed.includes(name))
       throw new UsageError(`unknown option --${name} for this command`);
@@ -117,16 +153,44 @@ function integerFlag(parsed: Parsed, name: string, min: number, max: number): nu
   return flagValue(parsed, name, (what, text) => parseInteger(what, text, min, max));
 }
 
+function choiceFlag(parsed: Parsed, name: string, allowed: readonly string[]): string | undefined {
+  const text = parsed.flags.get(name);
+  if (text !== undefined && !allowed.includes(text))
+    throw new UsageError(`--${name} must be one of ${allowed.join(", ")}, got ${JSON.stringify(text)}`);
+  return text;
+}
+
 function need(parsed: Parsed, index: number, what: string): string {
   const value = parsed.positional[index];
   if (value === undefined) throw new UsageError(`missing ${what} (see --help)`);
   return value;
 }
 
+/**
+ * `--local`: the address the broker of this machine (or container) listens on, from the settings
+ * the broker itself reads (src/main.ts): BOOBLIK_PORT, and BOOBLIK_HOST, where a wildcard (the
+ * broker's default 0.0.0.0, or ::) is reached through loopback. The Docker health check uses it, so
+ * that `docker run -e BOOBLIK_PORT=9000` is checked on 9000 (it once stayed unhealthy, asking 7979).
+ */
+function localBroker(): string {
+  const port = process.env.BOOBLIK_PORT || String(BROKER_PORT_DEFAULT);
+  const host = process.env.BOOBLIK_HOST || "0.0.0.0";
+  const reachable = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "::1" : host;
+  return reachable.includes(":") && !reachable.startsWith("[")
+    ? `[${reachable}]:${port}`
+    : `${reachable}:${port}`;
+}
+
 async function connect(parsed: Parsed): Promise<BooblikClient> {
+  if (parsed.flags.has("local") && parsed.flags.has("broker"))
+    throw new UsageError("give --broker or --local, not both");
   // An empty --broker is a mistake; an empty BOOBLIK_BROKER counts as unset (the way to clear it).
-  const broker = parsed.flags.get("broker") ?? (process.env.BOOBLIK_BROKER || "127.0.0.1:7979");
-  const { host, port } = asUsage(() => parseHostPort("--broker", broker));
+  const broker = parsed.flags.has("local")
+    ? localBroker()
+    : (parsed.flags.get("broker") ?? (process.env.BOOBLIK_BROKER || `127.0.0.1:${BROKER_PORT_DEFAULT}`));
+  const { host, port } = asUsage(() =>
+    parseHostPort(parsed.flags.has("local") ? "--local (BOOBLIK_HOST, BOOBLIK_PORT)" : "--broker", broker),
+  );
   const timeoutMs = flagValue(parsed, "timeout", parseDurationMs) ?? 5000;
   return BooblikClient.connect({
     host,
@@ -249,8 +313,10 @@ function topicConfig(parsed: Parsed): Record<string, unknown> {
     if (value !== undefined) config[key] = value;
   };
   set("partitions", integerFlag(parsed, "partitions", 1, PARTITIONS_MAX));
-  set("durability", parsed.flags.get("durability"));
-  set("writeMode", parsed.flags.get("write-mode"));
+  // Checked here like every other value: a bad one is the command line's fault (exit 2), not a
+  // refusal by the broker (it was exit 1 while only the broker checked it).
+  set("durability", choiceFlag(parsed, "durability", DURABILITY_POLICIES));
+  set("writeMode", choiceFlag(parsed, "write-mode", WRITE_MODES));
   set("segmentBytes", flagValue(parsed, "segment-size", parseBytes));
   set("maxRecordBytes", flagValue(parsed, "max-record-size", parseBytes));
   set("retentionBytes", flagValue(parsed, "retention-size", parseBytes));
@@ -292,59 +358,214 @@ async function* lines(source: AsyncIterable<Uint8Array>): AsyncGenerator<string>
   if (rest !== "") yield rest;
 }
 
+/** What one run wrote to one partition. */
+interface PartitionWritten {
+  partition: number;
+  records: number;
+  firstOffset: number;
+  lastOffset: number;
+}
+
+function describeWritten(written: PartitionWritten[]): string {
+  if (written.length === 0) return "nothing";
+  return written
+    .map((w) =>
+      w.records === 1
+        ? `partition ${w.partition} offset ${w.firstOffset}`
+        : `partition ${w.partition} offsets ${w.firstOffset}..${w.lastOffset} (${w.records} records)`,
+    )
+    .join(", ");
+}
+
+const ENCODER = new TextEncoder();
+
 async function produce(parsed: Parsed): Promise<number> {
-  allowOnly(parsed, ["partition", "key", "file"]);
+  allowOnly(parsed, ["partition", "key", "file", "skip-invalid"]);
   const topic = need(parsed, 1, "topic");
   const partition = integerFlag(parsed, "partition", 0, PARTITION_MAX);
   const key = parsed.flags.get("key");
   if (partition !== undefined && key !== undefined)
     throw new UsageError("give --partition or --key, not both");
   const file = parsed.flags.get("file");
+  const skipInvalid = parsed.flags.has("skip-invalid");
+  const where = file === undefined ? "stdin" : file;
   const client = await connect(parsed);
-  const producer = new Producer(client, { retryOnConnectionFailure: false });
-  const total = file === undefined ? 0 : fs.statSync(file).size;
-  const progress = new Progress(`producing to ${topic}`, total, parsed.flags.has("progress"));
-  const source = file === undefined ? Bun.stdin.stream() : Bun.file(file).stream();
+  const byPartition = new Map<number, PartitionWritten>();
+  const written = () => [...byPartition.values()].sort((a, b) => a.partition - b.partition);
   let count = 0;
-  let skipped = 0;
-  let first: number | undefined;
-  let last: number | undefined;
   try {
-    for await (const line of lines(source)) {
-      progress.add(Buffer.byteLength(line) + 1);
-      if (line === "") {
-        skipped++; // an empty record cannot exist: a zero length marks the end of a log
-        continue;
+    // The topic's record limit, so that a line over it is found here, with its line number, before
+    // the producer would refuse it (and fail the whole run at close).
+    const found = (await client.metadata([topic])).topics[0]!;
+    const maxRecordBytes =
+      typeof found.config.maxRecordBytes === "number"
+        ? found.config.maxRecordBytes
+        : RECORD_PAYLOAD_BYTES_LIMIT;
+    const producer = new Producer(client, { retryOnConnectionFailure: false });
+    const total = file === undefined ? 0 : fs.statSync(file).size;
+    const progress = new Progress(`producing to ${topic}`, total, parsed.flags.has("progress"));
+    const source = file === undefined ? Bun.stdin.stream() : Bun.file(file).stream();
+    const options = partition !== undefined ? { partition } : key !== undefined ? { key } : {};
+    let lineNumber = 0;
+    let skippedEmpty = 0;
+    const invalidLines: number[] = [];
+    let invalidCount = 0;
+    let stoppedAt: { line: number; bytes: number } | undefined;
+    let failure: unknown;
+    try {
+      for await (const line of lines(source)) {
+        lineNumber++;
+        const bytes = ENCODER.encode(line);
+        progress.add(bytes.length + 1, 1);
+        if (bytes.length === 0) {
+          skippedEmpty++; // an empty record cannot exist: a zero length marks the end of a log
+          continue;
+        }
+        if (bytes.length > maxRecordBytes) {
+          if (!skipInvalid) {
+            stoppedAt = { line: lineNumber, bytes: bytes.length };
+            break;
+          }
+          invalidCount++;
+          if (invalidLines.length < CLI_INVALID_LINES_LISTED) invalidLines.push(lineNumber);
+          continue;
+        }
+        const { acknowledged } = await producer.accept(topic, bytes, options);
+        acknowledged.then(
+          (result) => {
+            const entry = byPartition.get(result.partition);
+            if (entry === undefined) {
+              byPartition.set(result.partition, {
+                partition: result.partition,
+                records: 1,
+                firstOffset: result.offset,
+                lastOffset: result.offset,
+              });
+            } else {
+              entry.records++;
+              entry.firstOffset = Math.min(entry.firstOffset, result.offset);
+              entry.lastOffset = Math.max(entry.lastOffset, result.offset);
+            }
+          },
+          () => undefined,
+        );
+        count++;
       }
-      const options = partition !== undefined ? { partition } : key !== undefined ? { key } : {};
-      const { acknowledged } = await producer.accept(topic, line, options);
-      acknowledged.then(
-        (result) => {
-          first = first === undefined ? result.offset : Math.min(first, result.offset);
-          last = last === undefined ? result.offset : Math.max(last, result.offset);
-        },
-        () => undefined,
-      );
-      count++;
+    } catch (error) {
+      failure = error;
     }
-    await producer.close();
+    // Whatever stopped the run, what was accepted is finished first, so that the report is true.
+    try {
+      await producer.close();
+    } catch (error) {
+      failure ??= error;
+    }
     progress.finish();
+    const acknowledged = written().reduce((sum, w) => sum + w.records, 0);
+    if (failure !== undefined || stoppedAt !== undefined) {
+      const reason =
+        stoppedAt !== undefined
+          ? `line ${stoppedAt.line} of ${where} is ${stoppedAt.bytes} bytes, more than the topic's maxRecordBytes (${maxRecordBytes}); stopped there (--skip-invalid skips such lines)`
+          : `failed after line ${lineNumber} of ${where}: ${(failure as Error).message}`;
+      const report = `${acknowledged} of the records before it were written: ${describeWritten(written())}`;
+      if (parsed.flags.has("json")) {
+        throw new ReportedFailure(reason, { produced: acknowledged, partitions: written() }, failure);
+      }
+      console.error(`booblik-cli: ${reason}`);
+      console.error(`booblik-cli: ${report}`);
+      return EXIT_FAILED;
+    }
+    if (invalidCount > 0) {
+      console.error(
+        `booblik-cli: skipped ${invalidCount} invalid lines (larger than the topic's maxRecordBytes of ${maxRecordBytes}): ` +
+          `line${invalidCount === 1 ? "" : "s"} ${invalidLines.join(", ")}${invalidCount > invalidLines.length ? ", …" : ""}`,
+      );
+    }
+    print(
+      parsed,
+      {
+        produced: count,
+        skippedEmptyLines: skippedEmpty,
+        skippedInvalidLines: invalidCount,
+        partitions: written(),
+      },
+      () =>
+        `produced ${count} records to ${topic}: ${describeWritten(written())}${skippedEmpty > 0 ? `; skipped ${skippedEmpty} empty lines` : ""}`,
+    );
+    return 0;
   } finally {
     client.close();
   }
-  print(
-    parsed,
-    { produced: count, skippedEmptyLines: skipped, firstOffset: first, lastOffset: last },
-    () =>
-      `produced ${count} records to ${topic}${first === undefined ? "" : ` (offsets ${first}..${last})`}${skipped > 0 ? `; skipped ${skipped} empty lines` : ""}`,
+}
+
+/** A failure whose report (what was done before it) goes into the `--json` error object. */
+class ReportedFailure extends Error {
+  readonly details: Record<string, unknown>;
+  constructor(message: string, details: Record<string, unknown>, cause: unknown) {
+    super(message, { cause });
+    this.details = details;
+  }
+}
+
+/** Errors a follower outlives: the broker went away (restart, network) and may come back. */
+function brokerLost(error: unknown): boolean {
+  return (
+    error instanceof BooblikError &&
+    (error.code === "CONNECTION_ERROR" ||
+      error.code === "TIMEOUT" ||
+      error.code === "CLOSED" ||
+      error.code === "TOO_MANY_CONNECTIONS")
   );
-  return 0;
+}
+
+/**
+ * `consume --follow` after losing the broker: one reconnect loop for all partitions (the first
+ * partition to notice starts it, the others wait for it), with backoff, saying on stderr what it
+ * does; each partition then resumes at its next offset.
+ */
+class Reconnector {
+  private running: Promise<void> | undefined;
+  private readonly client: BooblikClient;
+  private readonly topic: string;
+
+  constructor(client: BooblikClient, topic: string) {
+    this.client = client;
+    this.topic = topic;
+  }
+
+  after(error: unknown): Promise<void> {
+    this.running ??= this.reconnect(error).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async reconnect(first: unknown): Promise<void> {
+    const { host, port } = this.client.options;
+    let reason = (first as Error).message;
+    let backoffMs = CLI_RECONNECT_BACKOFF_MS_MIN;
+    for (let attempt = 1; ; attempt++) {
+      console.error(
+        `booblik-cli: lost the broker ${host}:${port} (${reason}); reconnecting in ${backoffMs} ms (attempt ${attempt})`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, backoffMs));
+      try {
+        await this.client.metadata([this.topic]);
+        console.error(`booblik-cli: reconnected to ${host}:${port}`);
+        return;
+      } catch (error) {
+        if (!brokerLost(error)) throw error;
+        reason = (error as Error).message;
+        backoffMs = Math.min(backoffMs * 2, CLI_RECONNECT_BACKOFF_MS_MAX);
+      }
+    }
+  }
 }
 
 async function consume(parsed: Parsed): Promise<number> {
   allowOnly(parsed, ["partition", "from", "follow", "max", "format"]);
   const topic = need(parsed, 1, "topic");
-  const partition = integerFlag(parsed, "partition", 0, PARTITION_MAX) ?? 0;
+  const onlyPartition = integerFlag(parsed, "partition", 0, PARTITION_MAX);
   const fromText = parsed.flags.get("from") ?? "earliest";
   let from: StartPosition;
   if (fromText === "earliest" || fromText === "latest") from = fromText;
@@ -352,26 +573,88 @@ async function consume(parsed: Parsed): Promise<number> {
     from = asUsage(() => parseInteger("--from", fromText, 0, OFFSET_MAX));
   else throw new UsageError(`--from must be earliest, latest or an offset, got ${JSON.stringify(fromText)}`);
   const max = integerFlag(parsed, "max", 0, OFFSET_MAX);
-  const format = parsed.flags.get("format") ?? (parsed.flags.has("json") ? "json" : "raw");
-  if (format !== "raw" && format !== "json")
-    throw new UsageError(`--format must be raw or json, got ${format}`);
+  const formatText = parsed.flags.get("format") ?? (parsed.flags.has("json") ? "json" : undefined);
+  const chosen = formatText === undefined ? undefined : asUsage(() => recordPrinter(formatText));
+  const follow = parsed.flags.has("follow");
   const client = await connect(parsed);
-  const consumer = new Consumer(client, { topic, partition, from, stopAtEnd: !parsed.flags.has("follow") });
-  const decoder = new TextDecoder();
-  const out = Bun.stdout.writer();
-  let count = 0;
+  // A follower waiting for records writes nothing, so only this notices `| head` has exited.
+  const stopWatching = follow
+    ? watchStdoutReader(CLI_CLOSED_PIPE_CHECK_MS, () => process.exit(0))
+    : () => undefined;
+  const out = new Output();
   try {
     if (max === 0) return 0;
-    for await (const record of consumer) {
-      const text = decoder.decode(record.value);
-      out.write(
-        format === "json" ? `${JSON.stringify({ offset: record.offset, value: text })}\n` : `${text}\n`,
-      );
-      if (++count === max) break;
-    }
+    const partitionCount = (await client.metadata([topic])).topics[0]!.partitions.length;
+    const partitions =
+      onlyPartition !== undefined ? [onlyPartition] : Array.from({ length: partitionCount }, (_, i) => i);
+    // Raw output cannot say which partition a record came from; with several, the default says it.
+    const printRecord: RecordPrinter =
+      chosen ?? recordPrinter(partitions.length === 1 ? "raw" : "%p\t%o\t%s\n");
+    const reconnector = new Reconnector(client, topic);
+    let count = 0;
+    let done = false;
+    // Resolved once --max records were printed: partitions still waiting in a long poll for records
+    // that may never come must not keep the command running.
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const readPartition = async (partition: number): Promise<void> => {
+      let start: StartPosition = from;
+      for (;;) {
+        const consumer = new Consumer(client, { topic, partition, from: start, stopAtEnd: !follow });
+        try {
+          // Fetch by fetch (no promise per record); the output is handed to stdout after each one.
+          for await (const batch of consumer.batches()) {
+            let position = 0;
+            for (let index = 0; index < batch.count; index++) {
+              if (done) return;
+              const length = readUint32(batch.records, position);
+              const record: PrintableRecord = {
+                topic,
+                partition,
+                offset: batch.firstOffset + index,
+                value: batch.records.subarray(
+                  position + RECORD_HEADER_BYTES,
+                  position + RECORD_HEADER_BYTES + length,
+                ),
+              };
+              position += RECORD_HEADER_BYTES + length;
+              printRecord(record, out);
+              start = record.offset + 1;
+              if (++count === max) {
+                done = true;
+                finish();
+              }
+              if (out.full) await out.drain();
+            }
+            await out.drain();
+            if (done) return;
+          }
+          return;
+        } catch (error) {
+          if (!follow || !brokerLost(error)) throw error;
+          // The offset --from earliest|latest stood for, once resolved: resolving "latest" again
+          // after the restart would skip what was produced in between.
+          const resolved = consumer.position;
+          if (resolved !== undefined && (typeof start !== "number" || resolved > start)) start = resolved;
+          await reconnector.after(error);
+          console.error(
+            `booblik-cli: resuming partition ${partition} ${typeof start === "number" ? `at offset ${start}` : `from ${start}`}`,
+          );
+        }
+      }
+    };
+    if (follow) {
+      const all = Promise.all(partitions.map(readPartition));
+      // Once finished, the waiting fetches fail when the client closes: nobody needs that answer.
+      all.catch(() => undefined);
+      await Promise.race([all, finished]);
+    } else for (const partition of partitions) await readPartition(partition);
   } finally {
-    await out.flush();
+    stopWatching();
     client.close();
+    await out.drain();
   }
   return 0;
 }
@@ -398,38 +681,11 @@ function directorySize(directory: string): number {
 async function segment(parsed: Parsed): Promise<number> {
   const action = need(parsed, 1, "segment action: dump or verify");
   const target = need(parsed, 2, action === "dump" ? "segment file" : "path to verify");
+  if (action === "dump") allowOnly(parsed, ["max", "format"]);
+  if (action === "verify") allowOnly(parsed, []);
   if (!fs.existsSync(target)) throw new BooblikError("INVALID_ARGUMENT", `${target} does not exist`);
-  if (action === "dump") {
-    allowOnly(parsed, ["max"]);
-    const max = integerFlag(parsed, "max", 0, OFFSET_MAX) ?? Number.POSITIVE_INFINITY;
-    const decoder = new TextDecoder();
-    const rows: (string | number)[][] = [];
-    const records: { offset: number; position: number; length: number; value: string }[] = [];
-    const walk = walkSegmentFile(target, (record) => {
-      if (records.length >= max) return;
-      const text = decoder.decode(record.payload);
-      records.push({
-        offset: record.offset,
-        position: record.position,
-        length: record.payload.length,
-        value: text,
-      });
-      const preview = JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
-      rows.push([record.offset, record.position, record.payload.length, preview]);
-    });
-    print(parsed, { file: target, baseOffset: walk.baseOffset, records, end: walk.end }, () =>
-      [
-        `segment ${target}: base offset ${walk.baseOffset}, ${walk.recordCount} records, ${formatBytes(walk.validEndBytes)} of ${formatBytes(walk.sizeBytes)}`,
-        rows.length > 0 ? table(["offset", "position", "bytes", "payload"], rows) : "(no records)",
-        walk.end.kind === "clean"
-          ? "end of log"
-          : `stops at byte ${walk.end.position} (offset ${walk.end.offset}): ${walk.end.reason}; ${walk.end.bytesAfter} bytes follow`,
-      ].join("\n"),
-    );
-    return 0;
-  }
+  if (action === "dump") return dumpSegment(parsed, target);
   if (action === "verify") {
-    allowOnly(parsed, []);
     const { partitions, files } = segmentFiles(target);
     const results: PartitionVerification[] = [];
     const total =
@@ -518,11 +774,107 @@ async function segment(parsed: Parsed): Promise<number> {
   throw new UsageError(`unknown segment action ${action} (dump, verify)`);
 }
 
+/**
+ * `segment dump`, streamed: each record is printed as the walk reaches it and handed to stdout a
+ * chunk at a time (src/storage/inspect.ts, walkSegmentChunks), waiting for the pipe in between, so
+ * memory stays constant and the first line comes at once. A dump of 2 M records once collected them
+ * all first (950 MB) and overflowed the stack in the table; `| head -3` printed nothing.
+ */
+async function dumpSegment(parsed: Parsed, file: string): Promise<number> {
+  const max = integerFlag(parsed, "max", 0, OFFSET_MAX) ?? Number.POSITIVE_INFINITY;
+  const formatText = parsed.flags.get("format");
+  const printRecord = formatText === undefined ? undefined : asUsage(() => recordPrinter(formatText));
+  const json = parsed.flags.has("json") && printRecord === undefined;
+  // %t and %p come from the partition directory's name, <topic>-<partition>.
+  const owner = /^(.*)-(\d+)$/.exec(path.basename(path.dirname(path.resolve(file))));
+  const topic = owner?.[1] ?? "";
+  const partition = owner === null ? 0 : Number(owner[2]);
+  const decoder = new TextDecoder();
+  const out = new Output();
+  let printed = 0;
+  let widths = { offset: 6, position: 8, bytes: 5 };
+  const row = (offset: number, position: number, bytes: number, payload: string) =>
+    `${String(offset).padEnd(widths.offset)}  ${String(position).padEnd(widths.position)}  ${String(bytes).padEnd(widths.bytes)}  ${payload}\n`;
+  const walk = walkSegmentChunks(
+    file,
+    (record) => {
+      if (printed >= max) return;
+      if (printRecord !== undefined) {
+        printRecord({ topic, partition, offset: record.offset, value: record.payload }, out);
+      } else if (json) {
+        const value = decoder.decode(record.payload);
+        out.text(
+          `${printed === 0 ? "" : ",\n"}${JSON.stringify({ offset: record.offset, position: record.position, length: record.payload.length, value })}`,
+        );
+      } else {
+        const text = decoder.decode(record.payload);
+        const preview = JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+        out.text(row(record.offset, record.position, record.payload.length, preview));
+      }
+      printed++;
+    },
+    undefined,
+    RECORD_PAYLOAD_BYTES_LIMIT,
+    CLI_DUMP_READ_BYTES,
+  );
+  let step = walk.next();
+  if (!step.done) {
+    const { baseOffset, sizeBytes } = step.value;
+    // Column widths from what the file can hold, as the rows are printed before the last is known.
+    const digits = (n: number) => String(Math.max(0, Math.floor(n))).length;
+    widths = {
+      offset: Math.max(6, digits(baseOffset + sizeBytes / RECORD_HEADER_BYTES)),
+      position: Math.max(8, digits(sizeBytes)),
+      bytes: Math.max(5, digits(sizeBytes)),
+    };
+    if (json) out.text(`{"file":${JSON.stringify(file)},"baseOffset":${baseOffset},"records":[\n`);
+    else if (printRecord === undefined) {
+      out.text(`segment ${file}: base offset ${baseOffset}, ${formatBytes(sizeBytes)}\n`);
+      out.text(
+        `${"offset".padEnd(widths.offset)}  ${"position".padEnd(widths.position)}  ${"bytes".padEnd(widths.bytes)}  payload\n`,
+      );
+      out.text(
+        `${"-".repeat(widths.offset)}  ${"-".repeat(widths.position)}  ${"-".repeat(widths.bytes)}  -------\n`,
+      );
+    }
+    try {
+      for (step = walk.next(); !step.done; step = walk.next()) {
+        if (out.full) await out.drain();
+      }
+    } finally {
+      // Stopped by an error (a closed stdout): end the walk, which closes the segment file.
+      if (!step.done) walk.next(true);
+    }
+  }
+  const result = step.value;
+  if (json) {
+    out.text(
+      `\n],"recordCount":${result.recordCount},"validEndBytes":${result.validEndBytes},"sizeBytes":${result.sizeBytes},"end":${JSON.stringify(result.end)}}\n`,
+    );
+  } else if (printRecord === undefined) {
+    if (result.recordCount === 0) out.text("(no records)\n");
+    out.text(
+      result.end.kind === "clean"
+        ? `end of log: ${result.recordCount} records, ${formatBytes(result.validEndBytes)} of ${formatBytes(result.sizeBytes)}\n`
+        : `stops at byte ${result.end.position} (offset ${result.end.offset}): ${result.end.reason}; ${result.end.bytesAfter} bytes follow; ${result.recordCount} records before it\n`,
+    );
+  }
+  await out.drain();
+  return 0;
+}
+
 // --- Entry ------------------------------------------------------------------------------------------
 
-async function run(argv: string[]): Promise<number> {
-  const parsed = parseArgs(argv);
+async function run(parsed: Parsed): Promise<number> {
   const command = parsed.positional[0];
+  if (parsed.flags.has("version")) {
+    console.log(
+      parsed.flags.has("json")
+        ? JSON.stringify({ version: BOOBLIK_VERSION })
+        : `booblik-cli ${BOOBLIK_VERSION}`,
+    );
+    return 0;
+  }
   if (command === undefined || parsed.flags.has("help") || command === "help") {
     console.log(HELP);
     return command === undefined && !parsed.flags.has("help") ? EXIT_USAGE : 0;
@@ -545,24 +897,53 @@ async function run(argv: string[]): Promise<number> {
   }
 }
 
-run(process.argv.slice(2)).then(
+/** One line on stderr, or with --json one object: {"error":{"code","message","exitCode",…}}. */
+function fail(
+  json: boolean,
+  exitCode: number,
+  code: string,
+  message: string,
+  details?: Record<string, unknown>,
+): never {
+  if (json) console.error(JSON.stringify({ error: { code, message, exitCode, ...details } }));
+  else console.error(`booblik-cli: ${message}`);
+  process.exit(exitCode);
+}
+
+const argv = process.argv.slice(2);
+// Known before parsing, so that a command line that does not parse is reported as JSON too.
+const jsonErrors = argv.includes("--json");
+let parsedArgs: Parsed | undefined;
+try {
+  parsedArgs = parseArgs(argv);
+} catch (error) {
+  fail(jsonErrors, EXIT_USAGE, "USAGE", (error as Error).message);
+}
+run(parsedArgs).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError) {
-      console.error(`booblik-cli: ${error.message}`);
-      process.exit(EXIT_USAGE);
+    // The reader of stdout has gone (`| head`): what it wanted, it got. Quietly, like cat.
+    if (isClosedPipe(error)) process.exit(0);
+    if (error instanceof UsageError) fail(jsonErrors, EXIT_USAGE, "USAGE", error.message);
+    if (error instanceof ReportedFailure) {
+      const cause = error.cause;
+      fail(
+        jsonErrors,
+        EXIT_FAILED,
+        cause instanceof BooblikError ? cause.code : "FAILED",
+        error.message,
+        error.details,
+      );
     }
-    if (error instanceof BooblikError) {
-      console.error(`booblik-cli: ${error.message}`);
-      process.exit(EXIT_FAILED);
-    }
+    if (error instanceof BooblikError) fail(jsonErrors, EXIT_FAILED, error.code, error.message);
     const code = (error as NodeJS.ErrnoException | null)?.code;
-    if (typeof code === "string") {
-      console.error(`booblik-cli: ${(error as Error).message}`);
-      process.exit(EXIT_FAILED);
-    }
-    console.error(`booblik-cli: unexpected error: ${error instanceof Error ? error.message : String(error)}`);
+    if (typeof code === "string") fail(jsonErrors, EXIT_FAILED, code, (error as Error).message);
     if (process.env.BOOBLIK_DEBUG) console.error(error);
-    process.exit(EXIT_FAILED);
+    fail(
+      jsonErrors,
+      EXIT_FAILED,
+      "UNEXPECTED",
+      `unexpected error: ${error instanceof Error ? error.message : String(error)}`,
+    );
   },
 );

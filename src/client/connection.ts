@@ -21,6 +21,7 @@
 import type { Socket } from "bun";
 import type { ScramMechanism } from "../auth/scram.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
+import { BROKER_PORT_DEFAULT } from "../domain/limits.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { errorCodeOfWire, WIRE_ERROR_CODES, wireErrorName } from "../protocol/error-codes.ts";
 import {
@@ -75,6 +76,13 @@ export class TimeoutError extends BooblikError {
     super("TIMEOUT", message, { retriable: true });
   }
 }
+
+/**
+ * "HTTP" read as a big-endian u32 frame size: what the first 4 bytes of an HTTP server's answer
+ * ("HTTP/1.1 400 …") look like to this client. Pointing it at a metrics port gave only "a frame of
+ * impossible size 1213486160".
+ */
+const HTTP_AS_FRAME_SIZE = 0x48545450;
 
 interface InFlight {
   correlationId: number;
@@ -281,7 +289,13 @@ export class BrokerConnection {
       const size = peekFrameSize(inbound.bytes, at, end);
       if (size < 0) break;
       if (size < RESPONSE_SIZE_MIN || size > this.maxResponseBytes) {
-        this.fail(new ConnectionError(`broker sent a frame of impossible size ${size}`));
+        this.fail(
+          new ConnectionError(
+            size === HTTP_AS_FRAME_SIZE
+              ? `${this.host}:${this.port} is an HTTP server, not a booblik broker (the metrics port speaks HTTP; the broker's port is usually ${BROKER_PORT_DEFAULT})`
+              : `broker sent a frame of impossible size ${size}`,
+          ),
+        );
         return;
       }
       const frameEnd = at + SIZE_BYTES + size;

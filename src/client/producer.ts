@@ -16,6 +16,7 @@
  * - Partitioning: a record with a key goes to `crc32c(key) mod partitions`, so a key always lands in
  *   the same partition; a record without one goes to the current "sticky" partition, which moves on
  *   to the next partition each time one of its batches is sent (spreads evenly, keeps batches full).
+ *   A producer's first sticky partition is random, so that many short-lived producers spread too.
  * - Backpressure: at most `bufferBytes` of framed records wait or are in flight.
  * - Per partition at most `maxInFlightBatches` PRODUCE requests are outstanding; requests on one
  *   connection are answered in order, so a partition's batches are appended in the order accepted.
@@ -382,7 +383,14 @@ export class Producer {
       const key = typeof options.key === "string" ? ENCODER.encode(options.key) : options.key;
       return crc32c(key, 0, key.length) % info.partitions;
     }
-    return (this.sticky.get(topic) ?? 0) % info.partitions;
+    let sticky = this.sticky.get(topic);
+    if (sticky === undefined) {
+      // Each producer starts at a random partition: starting every one at 0 put all of six
+      // short keyless runs (CLI `produce` calls, one batch each) into partition 0 of four.
+      sticky = Math.floor(Math.random() * info.partitions);
+      this.sticky.set(topic, sticky);
+    }
+    return sticky % info.partitions;
   }
 
   private stateOf(topic: string, partition: number, info: TopicInfo): PartitionState {

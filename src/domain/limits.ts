@@ -223,6 +223,37 @@ export const FILE_NAME_BYTES_MAX = 255;
 export const TOPIC_FILE_SUFFIX = ".json";
 export const TOPIC_TEMPORARY_FILE_SUFFIX = ".tmp";
 
+// --- Command line (booblik-cli) --------------------------------------------------------------------
+
+/** The broker's default TCP port (`--port`, BOOBLIK_PORT); the CLI's default `--broker` port too. */
+export const BROKER_PORT_DEFAULT = 7979;
+/**
+ * The CLI gathers output in a buffer of this size and hands it to stdout when full, then waits for
+ * the pipe to take it: memory stays at a few buffers however fast records come and however slowly
+ * the reader reads (a 2 M-record `segment dump` once held all its output, 950 MB, and overflowed).
+ */
+export const CLI_OUTPUT_BUFFER_BYTES = 64 * 1024;
+/**
+ * `segment dump` reads this much of the segment per step and hands its output to stdout before the
+ * next: with 4 MiB steps (RECOVERY_CHUNK_BYTES) a step of 16-byte records printed 16 MB and a dump
+ * of 2 M records peaked at 149 MiB (218 MiB as JSON); with 256 KiB steps at 73-75 MiB, whatever
+ * the format (getrusage's peak RSS; Bun alone takes about 50 MiB).
+ */
+export const CLI_DUMP_READ_BYTES = 256 * 1024;
+/**
+ * How often a waiting `consume --follow` checks whether its stdout reader has gone (`| head -1`):
+ * it writes nothing while no record comes, so no EPIPE would ever tell it.
+ */
+export const CLI_CLOSED_PIPE_CHECK_MS = 250;
+/** `consume --follow` reconnects after a lost broker with backoff from this pause… */
+export const CLI_RECONNECT_BACKOFF_MS_MIN = 100;
+/** …doubling up to this one, for as long as it runs (a restart usually takes well under a second). */
+export const CLI_RECONNECT_BACKOFF_MS_MAX = 5_000;
+/** `produce --skip-invalid` lists the numbers of this many skipped lines on stderr (and counts all). */
+export const CLI_INVALID_LINES_LISTED = 10;
+/** A progress line is redrawn at most this often. */
+export const CLI_PROGRESS_REDRAW_MS = 100;
+
 // --- Relationships -------------------------------------------------------------------------------
 
 assert(SEGMENT_BYTES_MAX <= 2 ** 31 - 1, "positions are int32: a segment must stay below 2 GiB");
@@ -266,3 +297,4 @@ assert(
     Number.isInteger(Math.log2(MAPPED_WINDOW_BYTES_MAX / MAPPED_WINDOW_BYTES_MIN)),
   "doubling the smallest mapped window reaches the largest exactly",
 );
+assert(CLI_RECONNECT_BACKOFF_MS_MIN <= CLI_RECONNECT_BACKOFF_MS_MAX, "reconnect backoff grows");

@@ -30,6 +30,7 @@ import {
   SCRAM_MESSAGE_BYTES_MAX,
   SHUTDOWN_DRAIN_MS,
 } from "../domain/limits.ts";
+import { BOOBLIK_VERSION } from "../domain/version.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
 import {
@@ -63,7 +64,8 @@ import {
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
-export const BROKER_VERSION = "0.1.0";
+/** The version METADATA reports (src/domain/version.ts). */
+export const BROKER_VERSION = BOOBLIK_VERSION;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();

@@ -56,13 +56,36 @@ export function walkSegmentFile(
   onProgress?: (bytesRead: number) => void,
   maxPayloadBytes = RECORD_PAYLOAD_BYTES_LIMIT,
 ): SegmentWalk {
+  const walk = walkSegmentChunks(file, onRecord, onProgress, maxPayloadBytes);
+  for (;;) {
+    const step = walk.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * The same walk, pausing after each chunk read (`chunkBytes`, or one record when larger): it yields
+ * the segment's base offset once its header was read, then after the records of every chunk were
+ * given to `onRecord`, so that a caller can wait in between (`segment dump` waits for its stdout
+ * pipe: a dump of 2 M records once held all its output in memory). `next(true)` ends the walk
+ * early (the result then describes the part walked) and closes the file. Yielding per chunk rather than per record keeps `segment verify` at its speed.
+ */
+export function* walkSegmentChunks(
+  file: string,
+  onRecord?: (record: InspectedRecord) => void,
+  onProgress?: (bytesRead: number) => void,
+  maxPayloadBytes = RECORD_PAYLOAD_BYTES_LIMIT,
+  chunkBytes = RECOVERY_CHUNK_BYTES,
+): Generator<{ baseOffset: Offset; sizeBytes: number }, SegmentWalk, boolean | undefined> {
   const fd = openFile(file, "read");
   try {
     let sizeBytes = fileSize(fd, file);
     const header = new Uint8Array(SEGMENT_HEADER_BYTES);
     const got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, file);
     const baseOffset = decodeSegmentHeader(header, got, file, parseSegmentFileName(path.basename(file)));
-    let buffer = new Uint8Array(Math.min(RECOVERY_CHUNK_BYTES, Math.max(4096, sizeBytes)));
+    // `next(true)` stops the walk here (the caller wants no more): the file is closed below.
+    if (yield { baseOffset, sizeBytes }) return finish();
+    let buffer = new Uint8Array(Math.min(chunkBytes, Math.max(4096, sizeBytes)));
     let position = SEGMENT_HEADER_BYTES;
     let count = 0;
     let end: SegmentEnd = { kind: "clean" };
@@ -127,6 +150,7 @@ export function walkSegmentFile(
       }
       if (at === 0) buffer = new Uint8Array(needed); // a record larger than the buffer
       position = stoppedAt;
+      if (yield { baseOffset, sizeBytes }) return finish();
     }
     return finish();
 

@@ -68,6 +68,12 @@ describe("booblik-cli: command-line values", () => {
     [["topics", "create", "t", "--retention-time", "soon"], "--retention-time: cannot read"],
     [["topics", "create", "t", "--max-record-size="], "--max-record-size: cannot read"],
     [["health", "--timeout", "soon"], "--timeout: cannot read"],
+    // Was exit 1: only the broker checked these two.
+    [
+      ["topics", "create", "t", "--durability", "sometimes"],
+      "--durability must be one of append, force, interval",
+    ],
+    [["topics", "create", "t", "--write-mode", "quill"], "--write-mode must be one of mapped, file"],
   ])("%p is a usage error", async (args, message) => {
     expectOneLineError(await run(CLI, ["--broker", NOWHERE, ...args]), 2, message);
   });

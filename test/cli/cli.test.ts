@@ -98,14 +98,19 @@ describe("booblik-cli against a broker", () => {
       stdin: "first\nsecond\n\nthird",
     });
     expect(produced.exitCode).toBe(0);
-    expect(produced.stdout).toContain("produced 3 records to events (offsets 0..2); skipped 1 empty lines");
+    expect(produced.stdout).toContain(
+      "produced 3 records to events: partition 1 offsets 0..2 (3 records); skipped 1 empty lines",
+    );
     const file = dir.file("lines.txt");
     fs.writeFileSync(file, Array.from({ length: 5000 }, (_, i) => `line ${i}`).join("\n"));
     const fromFile = await cli(
       ["produce", "events", "--partition", "1", "--file", file, "--json", "--progress"],
       { broker: port },
     );
-    expect(JSON.parse(fromFile.stdout)).toMatchObject({ produced: 5000, firstOffset: 3, lastOffset: 5002 });
+    expect(JSON.parse(fromFile.stdout)).toMatchObject({
+      produced: 5000,
+      partitions: [{ partition: 1, records: 5000, firstOffset: 3, lastOffset: 5002 }],
+    });
     expect(fromFile.stderr).toContain("producing to events [");
     const keyed = await cli(["produce", "events", "--key", "k1"], { broker: port, stdin: "x\ny\n" });
     expect(keyed.exitCode).toBe(0);
@@ -124,8 +129,8 @@ describe("booblik-cli against a broker", () => {
         .split("\n")
         .map((line) => JSON.parse(line)),
     ).toEqual([
-      { offset: 5001, value: "line 4998" },
-      { offset: 5002, value: "line 4999" },
+      { topic: "events", partition: 1, offset: 5001, value: "line 4998" },
+      { topic: "events", partition: 1, offset: 5002, value: "line 4999" },
     ]);
     expect(
       (await cli(["consume", "events", "--partition", "1", "--from", "latest"], { broker: port })).stdout,
