@@ -198,7 +198,12 @@ export class Connection implements BudgetWaiter {
 
   /** True when nothing is pending and nothing waits to be sent. */
   get idle(): boolean {
-    return this.slots.length === 0 && this.outbound.length === 0 && this.staging.position === 0;
+    // Requests held back by ordering are pending too: a client that half-closed after sending them
+    // must get their answers before our FIN (they used to be dropped: the flush that answered the
+    // request they waited for found no slot left and ended the connection).
+    return (
+      this.slots.length === 0 && this.outbound.length === 0 && this.staging.position === 0 && !this.blocked
+    );
   }
 
   /** Response bytes sit in the outbound queue or staging: possibly a response half written. */
@@ -481,8 +486,10 @@ export class Connection implements BudgetWaiter {
 
   private readonly runScheduledFlush = (): void => {
     this.flushScheduled = false;
-    this.flushSlots();
+    // Held-back requests first: once dispatched they hold slots, so the flush cannot end the
+    // connection of a half-closed client before they are answered.
     if (this.blocked) this.processInbound();
+    this.flushSlots();
   };
 
   /** Completes a slot with a header followed by a leased file range (released once sent). */

@@ -466,3 +466,40 @@ describe("connection slots", () => {
     expect(await broker.process.exited).toBe(0);
   });
 });
+
+describe("half-close", () => {
+  test("a client that half-closes after pipelined requests held back by ordering gets every answer, then FIN", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+    await admin.createTopic("h", { durability: "force" });
+    admin.close();
+    for (let round = 0; round < 10; round++) {
+      const chunks: Buffer[] = [];
+      const socket = net.connect({ host: "127.0.0.1", port: broker.port, allowHalfOpen: true });
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+      socket.on("end", () => socket.end());
+      socket.on("connect", () => {
+        socket.write(
+          concat([
+            frame((w) =>
+              encodeProduceRequest(w, 1, { topic: "h", partition: 0, records: frameRecords(["x"]) }),
+            ),
+            frame((w) => encodeListOffsetsRequest(w, 2, { topic: "h", partition: 0 })),
+            frame((w) => encodeMetadataRequest(w, 3, { topics: ["h"] })),
+          ]),
+        );
+        socket.end(); // half-close: no more requests, answers still wanted
+      });
+      await closed;
+      const said = responses(new Uint8Array(Buffer.concat(chunks)));
+      expect(said.map((r) => [r.correlationId, r.errorCode])).toEqual([
+        [1, 0],
+        [2, 0],
+        [3, 0],
+      ]);
+      expect(decodeListOffsetsResponse(said[1]!.body).nextOffset).toBe(round + 1);
+    }
+  });
+});
