@@ -8,8 +8,8 @@
  * could then read a never-acknowledged record behind the new one. So the file is cut back to the
  * published size before the error is reported.
  */
-import { closeFile, datasync, datasyncNow, pwriteAll, truncateFile } from "../../ffi/file.ts";
 import { isDiskFull } from "../domain/errors.ts";
+import { disk } from "./disk.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
 
 export class FileSegmentWriter extends BaseSegmentWriter {
@@ -23,14 +23,14 @@ export class FileSegmentWriter extends BaseSegmentWriter {
   }
 
   protected writeAt(batch: Uint8Array, position: number): void {
-    pwriteAll(this.fd, batch, 0, batch.length, position, this.path);
+    disk.pwriteAll(this.fd, batch, 0, batch.length, position, this.path);
   }
 
   protected undoRecoverableWrite(error: unknown, position: number): boolean {
     if (!isDiskFull(error)) return false;
     // Shrinking frees blocks and does not need new ones; if even this fails, stop for good.
     try {
-      truncateFile(this.fd, position, this.path);
+      disk.truncateFile(this.fd, position, this.path);
       return true;
     } catch {
       return false;
@@ -38,14 +38,14 @@ export class FileSegmentWriter extends BaseSegmentWriter {
   }
 
   protected datasync(): Promise<void> {
-    return datasync(this.fd, this.path);
+    return disk.datasync(this.fd, this.path);
   }
 
   protected datasyncNow(): void {
-    datasyncNow(this.fd, this.path);
+    disk.datasyncNow(this.fd, this.path);
   }
 
   protected release(): void {
-    closeFile(this.fd, this.path);
+    disk.closeFile(this.fd, this.path);
   }
 }

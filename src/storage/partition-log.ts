@@ -36,14 +36,6 @@
  * appended since), and the next open scans what a crash would make it scan; nothing is lost.
  */
 import path from "node:path";
-import {
-  fsyncDirectory,
-  fsyncDirectoryAsync,
-  listDirectory,
-  makeDirectory,
-  removeDirectoryTree,
-  unlinkFile,
-} from "../../ffi/file.ts";
 import { assert } from "../domain/assert.ts";
 import {
   BadSegmentFileError,
@@ -66,6 +58,7 @@ import {
   writeCheckpoint,
   writeCheckpointNow,
 } from "./checkpoint.ts";
+import { disk } from "./disk.ts";
 import { isTornCreation } from "./recovery.ts";
 import { countBatch, type FileRange, type RecordsRead, Segment, type SegmentConfig } from "./segment.ts";
 import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
@@ -148,12 +141,12 @@ export class PartitionLog {
   /** Opens (or creates) the partition in `directory`. See the passes in the header comment. */
   static open(directory: string, config: SegmentConfig, options: PartitionLogOptions = {}): PartitionLog {
     const startMs = performance.now();
-    makeDirectory(directory);
+    disk.makeDirectory(directory);
     // Pass 1: the segment files, in offset order. Temporary files are leftovers of atomic writes.
     const bases: Offset[] = [];
-    for (const name of listDirectory(directory)) {
+    for (const name of disk.listDirectory(directory)) {
       if (name.endsWith(".tmp")) {
-        unlinkFile(path.join(directory, name));
+        disk.unlinkFile(path.join(directory, name));
         continue;
       }
       const base = parseSegmentFileName(name);
@@ -249,7 +242,7 @@ export class PartitionLog {
       if (isLast && !trusted && isTornCreation(filePath)) {
         // A crash right after a roll: the new file exists but its header never reached the disk,
         // and no record can be in it (nothing is acknowledged before the header is forced).
-        unlinkFile(filePath);
+        disk.unlinkFile(filePath);
         report.segmentsDropped++;
         if (segments.length > 0) {
           const previous = segments.pop()!;
@@ -294,7 +287,7 @@ export class PartitionLog {
         }
         // Pass 4: a hole. Everything after it goes; this segment becomes the active one.
         for (let later = i + 1; later < bases.length; later++) {
-          unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
+          disk.unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
           report.segmentsDropped++;
         }
         if (!isLast) {
@@ -447,7 +440,7 @@ export class PartitionLog {
         // An empty segment's writer: nothing in it is at stake; the unlink below is what matters.
       }
       try {
-        unlinkFile(next.path);
+        disk.unlinkFile(next.path);
       } catch {
         discarded = false;
       }
@@ -485,7 +478,7 @@ export class PartitionLog {
     this.directoryDirty = false;
     const forces: Promise<void>[] = [active.force()];
     for (const segment of sealed) forces.push(segment.force());
-    if (directoryDirty) forces.push(fsyncDirectoryAsync(this.directory));
+    if (directoryDirty) forces.push(disk.fsyncDirectoryAsync(this.directory));
     try {
       await Promise.all(forces);
     } catch (error) {
@@ -513,7 +506,7 @@ export class PartitionLog {
     const active = this.segments.at(-1)!;
     active.forceNow();
     if (this.directoryDirty) {
-      fsyncDirectory(this.directory);
+      disk.fsyncDirectory(this.directory);
       this.directoryDirty = false;
     }
     this.durablePoint = {
@@ -798,7 +791,7 @@ export class PartitionLog {
   /** Closes without forcing and removes the partition's directory. */
   destroy(): void {
     if (!this.closed) this.close(false);
-    removeDirectoryTree(this.directory);
+    disk.removeDirectoryTree(this.directory);
   }
 
   private checkUsable(): void {
