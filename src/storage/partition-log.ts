@@ -501,13 +501,22 @@ export class PartitionLog {
   /** Like force, on the calling thread (close, tools, tests). */
   forceNow(): void {
     this.checkUsable();
-    for (const segment of this.unforced) if (!segment.isDeleted) segment.forceNow();
-    this.unforced = [];
     const active = this.segments.at(-1)!;
-    active.forceNow();
-    if (this.directoryDirty) {
-      disk.fsyncDirectory(this.directory);
-      this.directoryDirty = false;
+    try {
+      for (const segment of this.unforced) if (!segment.isDeleted) segment.forceNow();
+      this.unforced = [];
+      active.forceNow();
+      if (this.directoryDirty) {
+        disk.fsyncDirectory(this.directory);
+        this.directoryDirty = false;
+      }
+    } catch (error) {
+      // Stop, as force() does: a sealed segment's or the directory's failed fsync left no sticky
+      // state anywhere else, and the next forceNow would have retried it and, on success, moved the
+      // recovery point over data the failed one may have dropped (test/storage/simulation.test.ts,
+      // seed 676270960).
+      this.failureCause ??= error;
+      throw error;
     }
     this.durablePoint = {
       segmentBaseOffset: active.baseOffset,
@@ -753,18 +762,24 @@ export class PartitionLog {
       try {
         this.forceNow();
         const active = this.segments.at(-1)!;
-        writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
-          cleanShutdown: true,
-          recoveryPoint: {
-            segmentBaseOffset: active.baseOffset,
-            position: active.sizeBytes,
-            nextOffset: active.nextOffset,
-          },
-        });
+        try {
+          writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
+            cleanShutdown: true,
+            recoveryPoint: {
+              segmentBaseOffset: active.baseOffset,
+              position: active.sizeBytes,
+              nextOffset: active.nextOffset,
+            },
+          });
+        } catch (error) {
+          // A full disk only costs the next open a scan (see the header); everything is forced.
+          if (!isDiskFull(error)) throw error;
+          this.cleanMarkSkipped = error;
+        }
       } catch (error) {
-        // A full disk only costs the next open a scan (see the header); everything is forced.
-        if (isDiskFull(error)) this.cleanMarkSkipped = error;
-        else closeError = error;
+        // Only the mark may meet a full disk quietly: a failed force (ENOSPC from fdatasync
+        // included) means the data may not be on disk, and the caller must hear it.
+        closeError = error;
       }
     }
     this.closed = true;
