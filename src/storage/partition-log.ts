@@ -738,14 +738,16 @@ export class PartitionLog {
       const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
       const byAge = policy.retentionMs !== undefined && nowMs - oldest.lastAppendTimeMs > policy.retentionMs;
       if (!bySize && !byAge) break;
+      // Deleted first: a failed unlink throws with the segment still in the log and nothing lost,
+      // and the next retention tries it again.
+      oldest.delete();
+      this.directoryDirty = true;
       this.segments.shift();
       this.unforced = this.unforced.filter((segment) => segment !== oldest);
       total -= oldest.sizeBytes;
       result.segmentsDeleted++;
       result.bytesDeleted += oldest.sizeBytes;
-      oldest.delete();
     }
-    if (result.segmentsDeleted > 0) this.directoryDirty = true;
     return result;
   }
 

@@ -537,7 +537,7 @@ export class Segment implements ReadDescriptorHolder {
   release(): void {
     assert(this.readers > 0, "release without acquire");
     this.readers--;
-    if (this.readers === 0 && this.deleted) this.closeDescriptors();
+    if (this.readers === 0 && this.deleted) this.closeDescriptorsQuietly();
   }
 
   /** Position of the record with `offset` (baseOffset ≤ offset < nextOffset). */
@@ -632,16 +632,29 @@ export class Segment implements ReadDescriptorHolder {
    */
   delete(): void {
     if (this.deleted) return;
+    // A reader of an active segment needs a descriptor that outlives the writer; open it while the
+    // name still exists.
+    if (this.writer !== undefined) this.ensureReadFd();
+    // Unlink first: when it fails nothing has changed and the segment stays whole and readable. The
+    // other order left a segment marked deleted whose descriptor nothing would ever close (a leak the
+    // fault simulation found: test/storage/simulation.test.ts, seed 3684750125).
+    disk.unlinkFile(this.path);
+    // From here the segment is gone, whatever a close below reports: the caller must forget it (a
+    // first version of this fix let a close that reported EIO keep a deleted segment in the log).
+    // Linux releases a descriptor even when close(2) fails, so nothing leaks by not retrying.
     this.deleted = true;
     const writer = this.writer;
     this.writer = undefined;
-    if (writer !== undefined) {
-      this.sealedSizeBytes = writer.sizeBytes;
-      this.ensureReadFd();
-      writer.close();
+    try {
+      if (writer !== undefined) {
+        this.sealedSizeBytes = writer.sizeBytes;
+        writer.close();
+      }
+    } catch {
+      // See above: the file is unlinked, and the writer's descriptor is released either way.
+    } finally {
+      if (this.readers === 0) this.closeDescriptorsQuietly();
     }
-    disk.unlinkFile(this.path);
-    if (this.readers === 0) this.closeDescriptors();
   }
 
   get isDeleted(): boolean {
@@ -668,6 +681,14 @@ export class Segment implements ReadDescriptorHolder {
   /** The read descriptor is open (for tests of descriptor hygiene). */
   get hasOpenDescriptor(): boolean {
     return this.readFd >= 0 || this.writer !== undefined;
+  }
+
+  private closeDescriptorsQuietly(): void {
+    try {
+      this.closeDescriptors();
+    } catch {
+      // The descriptor is released even when close reports an error (see delete()).
+    }
   }
 
   private closeDescriptors(): void {
