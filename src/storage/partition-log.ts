@@ -428,7 +428,21 @@ export class PartitionLog {
   private roll(): Segment {
     const old = this.segments.at(-1)!;
     // Create the new segment first: if that fails (a full disk), the old one stays active.
-    const next = Segment.create(this.directory, old.nextOffset, this.config);
+    let next: Segment;
+    try {
+      next = Segment.create(this.directory, old.nextOffset, this.config);
+    } catch (error) {
+      // Segment.create removes its file when it fails. If even that failed, the file stays, named
+      // after an offset the old segment is about to grow past: every later roll would meet EEXIST,
+      // and the next open would refuse the whole partition (a segment that holds records beyond the
+      // next file's base offset; test/storage/simulation.test.ts, seed 925210251). Stop instead, so
+      // nothing is appended past it: the reopen then removes the leftover as a torn creation, or
+      // takes it (a whole header, no records) as the empty active segment it is.
+      if (this.fileRemains(path.join(this.directory, segmentFileName(old.nextOffset)))) {
+        this.failureCause ??= error;
+      }
+      throw error;
+    }
     try {
       old.seal();
     } catch (error) {
@@ -455,6 +469,16 @@ export class PartitionLog {
     this.segments.push(next);
     this.directoryDirty = true;
     return next;
+  }
+
+  /** Whether `filePath` exists; when that cannot be told, assume it does (the careful answer). */
+  private fileRemains(filePath: string): boolean {
+    try {
+      disk.statFile(filePath);
+      return true;
+    } catch (error) {
+      return !(error instanceof IoError && error.errnoName === "ENOENT");
+    }
   }
 
   // --- Durability --------------------------------------------------------------------------------
