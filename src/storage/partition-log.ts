@@ -92,6 +92,14 @@ export interface PartitionOpenReport {
 export interface RetentionPolicy {
   retentionBytes?: number | undefined;
   retentionMs?: number | undefined;
+  /**
+   * Keep every segment holding an offset at or after this one: the end of what consumers may read
+   * (Kafka's rule: never delete above the high watermark). Under `force` that is the recovery
+   * point; without it, retention could delete records that were never visible, and a consumer at
+   * the visible end would be told the log starts after it ends (test/storage/simulation.test.ts,
+   * seed 1005424734).
+   */
+  keepFromOffset?: number | undefined;
 }
 
 export interface RetentionResult {
@@ -749,7 +757,8 @@ export class PartitionLog {
   /**
    * Deletes the oldest sealed segments while the log without the oldest segment still holds at least
    * `retentionBytes` (Kafka's rule: a log keeps at most about one segment more than the limit), and
-   * while the oldest segment's last append is older than `retentionMs`. Never the active segment.
+   * while the oldest segment's last append is older than `retentionMs`. Never the active segment,
+   * never one holding offsets at or after `keepFromOffset`.
    * Deleted files are unlinked at once; readers that hold a segment finish it.
    */
   applyRetention(policy: RetentionPolicy, nowMs = Date.now()): RetentionResult {
@@ -762,6 +771,7 @@ export class PartitionLog {
       const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
       const byAge = policy.retentionMs !== undefined && nowMs - oldest.lastAppendTimeMs > policy.retentionMs;
       if (!bySize && !byAge) break;
+      if (policy.keepFromOffset !== undefined && oldest.nextOffset > policy.keepFromOffset) break;
       // Deleted first: a failed unlink throws with the segment still in the log and nothing lost,
       // and the next retention tries it again.
       oldest.delete();

@@ -203,6 +203,26 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
+    test("retention keeps every segment at or above keepFromOffset (the visible end under force)", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
+      try {
+        fill(log, 60);
+        log.forceNow();
+        const forcedEnd = log.nextOffset;
+        fill(log, 120); // several more segments, none covered by a force
+        const keepFrom = log.recoveryPoint.nextOffset;
+        expect(keepFrom).toBe(forcedEnd);
+        log.applyRetention({ retentionBytes: 1, keepFromOffset: keepFrom });
+        // The first segment left holds the recovery point: nothing unforced (invisible) was deleted.
+        expect(log.logStartOffset).toBeLessThanOrEqual(keepFrom);
+        expect(log.logStartOffset).toBeGreaterThan(0);
+        expectAll(log, log.logStartOffset, 120);
+      } finally {
+        log.close();
+      }
+    });
+
     test("retention by age uses the time of the last append, not the file's mtime", () => {
       using dir = tempDir();
       const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
