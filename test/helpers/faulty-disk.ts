@@ -33,7 +33,13 @@
  * depends on the seed alone, so `BOOBLIK_SEED=<n>` replays a failure exactly.
  *
  * What this cannot do: drop the page cache. A "crash" (a torn write) leaves every byte written before
- * it readable, as a process crash does; losing unsynced writes is the power-loss harness's job.
+ * it readable, as a process crash does; losing unsynced writes is the power-loss harness's job. What
+ * it does instead is bookkeeping: it knows which files hold writes (pwrite, ftruncate) that no
+ * successful fdatasync of that file covered yet, and which created files' directory entries no
+ * fsync of their directory covered yet (`unsynced()`, `stillUnsynced()`), so a test can check that
+ * a force covered everything before it was acknowledged: what a power loss would take. Stores
+ * through a mapping are invisible here; for the mapped path this covers its pwrites, truncations
+ * and directory entries only.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -80,6 +86,12 @@ export class FaultyDisk implements Disk {
   /** Failed fsyncs of data or directories (the partition must stop after one: PostgreSQL's lesson). */
   fsyncFaultCount = 0;
   readonly faultLog: string[] = [];
+  /** Orders writes and syncs for the bookkeeping of what a power loss would take. */
+  private eventSeq = 0;
+  /** File path → the last write to it that no fdatasync of it covered yet. */
+  private readonly unsyncedData = new Map<string, number>();
+  /** Created file path → its creation, while no fsync of its directory covered it. */
+  private readonly unsyncedEntries = new Map<string, number>();
 
   constructor(inner: Disk, random: Random, rate: number) {
     this.inner = inner;
@@ -94,6 +106,51 @@ export class FaultyDisk implements Disk {
   /** The process "restarted" after a crash: calls work again. */
   restart(): void {
     this.crashedAtCall = 0;
+  }
+
+  /**
+   * What a power loss now could take: "data <path>" and "entry <path>" keys, each with the event
+   * that made it unsynced. Compare later with `stillUnsynced`.
+   */
+  unsynced(): Map<string, number> {
+    const snapshot = new Map<string, number>();
+    for (const [file, seq] of this.unsyncedData) snapshot.set(`data ${file}`, seq);
+    for (const [file, seq] of this.unsyncedEntries) snapshot.set(`entry ${file}`, seq);
+    return snapshot;
+  }
+
+  /** The keys of `snapshot` that no sync has covered since (unlinked files count as covered). */
+  stillUnsynced(snapshot: Map<string, number>): string[] {
+    const left: string[] = [];
+    for (const [key, seq] of snapshot) {
+      const file = key.slice(key.indexOf(" ") + 1);
+      const current = key.startsWith("data ") ? this.unsyncedData.get(file) : this.unsyncedEntries.get(file);
+      if (current === seq) left.push(key);
+    }
+    return left;
+  }
+
+  private wrote(file: string | undefined): void {
+    if (file !== undefined) this.unsyncedData.set(file, ++this.eventSeq);
+  }
+
+  /**
+   * Records a pwrite unless it wrote only zeros: the mapped path's window of zeros ahead of its
+   * stores changes nothing a power loss could take (a hole reads as zeros, and zeros end the log).
+   */
+  private wroteBytes(file: string | undefined, source: Uint8Array, start: number, end: number): void {
+    for (let i = start; i < end; i++) {
+      if (source[i] !== 0) {
+        this.wrote(file);
+        return;
+      }
+    }
+  }
+
+  private directorySynced(directory: string): void {
+    for (const file of [...this.unsyncedEntries.keys()]) {
+      if (path.dirname(file) === directory) this.unsyncedEntries.delete(file);
+    }
   }
 
   /** Numbers the call, refuses it after a crash, and picks a fault among `kinds` at the rate. */
@@ -141,7 +198,9 @@ export class FaultyDisk implements Disk {
     if (mode === "createNew" && this.full("open", filePath)) throw this.injected("open", ENOSPC, filePath);
     const kind = this.fault("open", filePath, mode === "createNew" ? ["enospc", "eio-other"] : ["eio-other"]);
     if (kind !== undefined) throw this.injected("open", kind === "enospc" ? ENOSPC : EIO, filePath);
-    return this.inner.openFile(filePath, mode);
+    const fd = this.inner.openFile(filePath, mode);
+    if (mode === "createNew") this.unsyncedEntries.set(filePath, ++this.eventSeq);
+    return fd;
   }
 
   closeFile(fd: number, filePath?: string): void {
@@ -185,6 +244,7 @@ export class FaultyDisk implements Disk {
     const kind = this.fault("pwrite", filePath, ["eio-write", "short-write", "enospc", "torn-write"]);
     if (kind === undefined) {
       this.inner.pwriteAll(fd, source, start, end, position, filePath);
+      this.wroteBytes(filePath, source, start, end);
       return;
     }
     const length = end - start;
@@ -197,7 +257,10 @@ export class FaultyDisk implements Disk {
           : this.random.int(1, length - 1)
         : this.random.int(0, length - 1);
     this.note(`${prefix} of ${length} bytes at ${position} reached the file`);
-    if (prefix > 0) this.inner.pwriteAll(fd, source, start, start + prefix, position, filePath);
+    if (prefix > 0) {
+      this.inner.pwriteAll(fd, source, start, start + prefix, position, filePath);
+      this.wroteBytes(filePath, source, start, start + prefix);
+    }
     if (kind === "torn-write") {
       this.crashedAtCall = this.callCount;
       throw new CrashError(this.callCount, `torn pwrite of ${filePath ?? fd}`);
@@ -224,6 +287,8 @@ export class FaultyDisk implements Disk {
     const kind = this.fault("ftruncate", filePath, growing ? ["enospc", "eio-other"] : ["eio-other"]);
     if (kind !== undefined) throw this.injected("ftruncate", kind === "enospc" ? ENOSPC : EIO, filePath);
     this.inner.truncateFile(fd, sizeBytes, filePath);
+    // A cut matters (lost, it could bring cut bytes back); growing only adds a hole of zeros.
+    if (!growing) this.wrote(filePath);
   }
 
   availableBytes(fd: number, filePath?: string): number {
@@ -247,12 +312,14 @@ export class FaultyDisk implements Disk {
     const kind = this.fault("fdatasync", filePath, ["eio-fsync", "enospc"]);
     if (kind !== undefined) throw this.injected("fdatasync", kind === "enospc" ? ENOSPC : EIO, filePath);
     this.inner.datasyncNow(fd, filePath);
+    if (filePath !== undefined) this.unsyncedData.delete(filePath);
   }
 
   fsyncDirectory(directory: string): void {
     const kind = this.fault("fsync(dir)", directory, ["eio-fsync"]);
     if (kind !== undefined) throw this.injected("fsync(dir)", EIO, directory);
     this.inner.fsyncDirectory(directory);
+    this.directorySynced(directory);
   }
 
   fsyncDirectoryAsync(directory: string): Promise<void> {
@@ -268,6 +335,8 @@ export class FaultyDisk implements Disk {
     if (this.fault("unlink", filePath, ["eio-other"]) !== undefined)
       throw this.injected("unlink", EIO, filePath);
     this.inner.unlinkFile(filePath);
+    this.unsyncedData.delete(filePath);
+    this.unsyncedEntries.delete(filePath);
   }
 
   listDirectory(directory: string): string[] {
@@ -297,7 +366,9 @@ export class FaultyDisk implements Disk {
     if (this.full("atomic write", filePath)) throw this.injected("write", ENOSPC, `${filePath}.tmp`);
     const kind = this.fault("atomic write", filePath, ["eio-write", "enospc", "failed-rename"]);
     if (kind === undefined) {
+      // The real one fsyncs the file, renames it and fsyncs the directory.
       this.inner.writeFileAtomicallyNow(filePath, bytes);
+      this.directorySynced(path.dirname(filePath));
       return;
     }
     if (kind === "failed-rename") {

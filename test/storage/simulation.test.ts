@@ -23,6 +23,9 @@
  * (e) A disk-full error that leaves the log usable is retriable: nothing of the refused batch was
  *     appended (the next offset did not move, and no record of it appears after a reopen), and the
  *     same append succeeds once the disk is healthy.
+ * (f) Under `force`, an acknowledgement comes only after successful fsyncs covered every write and
+ *     every new directory entry made before it: the faulty disk keeps the books of what a power loss
+ *     would take (it cannot drop the page cache itself). Blind to stores through a mapping.
  *
  * What a "crash" is here: an in-process crash cannot drop the page cache, so a crash is modelled as
  * an unclean close (no force, no checkpoint) after which every call but close fails, and a torn write
@@ -70,6 +73,7 @@ const REGRESSION_SEEDS: number[] = [
   925210251, // roll: a failed create left its file; the next open refused the partition (rule a)
   925210387, // the same leftover: the next open misread a sealed segment (CorruptRecordError)
   1005424734, // retention deleted segments above the visible end under `force`
+  947291605, // the file path's cut after a full disk was never forced when the segment rolled (f)
 ];
 const OPERATIONS_PER_SEED = 80;
 const OPEN_ATTEMPTS_MAX = 4;
@@ -261,7 +265,16 @@ class Simulation {
       log.nextOffset === first + count,
       `an append of ${count} records moved the log from ${first} to ${log.nextOffset}`,
     );
+    // Under `force`, what a power loss right after the append would take must be synced by the ack.
+    const unsynced = this.policy === "force" ? this.disk.unsynced() : undefined;
     return acked.then(() => {
+      if (unsynced !== undefined) {
+        const left = this.disk.stillUnsynced(unsynced);
+        rule(
+          left.length === 0,
+          `[${first}, ${first + count}) was acknowledged under force, but no sync covered ${left.join(", ")}`,
+        );
+      }
       for (let i = 0; i < count; i++) this.acknowledged[first + i] = true;
     });
   }
