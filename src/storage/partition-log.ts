@@ -17,6 +17,9 @@
  * Opening (numbered passes, as in Kafka's LogLoader):
  * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
+ *    Delete every segment file that holds no record while another remains (unless the recovery
+ *    point lies in it): the leftover of a roll whose create and cleanup both failed, or a newest
+ *    segment whose header a crash tore (removeLeftoverSegments).
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
  *    on first read). The segment holding the recovery point and every later one are scanned: lengths
  *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut. After a clean
@@ -77,7 +80,10 @@ export interface PartitionOpenReport {
   bytesScanned: number;
   /** Bytes cut off the ends of segments (torn or invalid records, padding). */
   bytesCut: number;
-  /** Segments deleted because an earlier one ended in a hole, or because their header was torn. */
+  /**
+   * Segments deleted because an earlier one ended in a hole, because their header was torn, or
+   * because they were the empty leftover of a failed roll (removeLeftoverSegments).
+   */
   segmentsDropped: number;
   /** True when records that the recovery point said were durable failed their check. */
   damageBeforeRecoveryPoint: boolean;
@@ -164,6 +170,7 @@ export class PartitionLog {
     // Pass 2: the checkpoint.
     const checkpointPath = path.join(directory, CHECKPOINT_FILE);
     const checkpoint = readCheckpoint(checkpointPath);
+    const leftovers = PartitionLog.removeLeftoverSegments(directory, bases, checkpoint);
     const report: PartitionOpenReport = {
       directory,
       cleanShutdown: checkpoint?.cleanShutdown === true,
@@ -171,7 +178,7 @@ export class PartitionLog {
       segmentsScanned: 0,
       bytesScanned: 0,
       bytesCut: 0,
-      segmentsDropped: 0,
+      segmentsDropped: leftovers,
       damageBeforeRecoveryPoint: false,
       logStartOffset: 0,
       nextOffset: 0,
@@ -222,6 +229,39 @@ export class PartitionLog {
     log.writtenPoint = durablePoint;
     log.awaitingUncleanMark = report.readOnlyCause !== undefined;
     return log;
+  }
+
+  /**
+   * Pass 2, continued: removes from `bases` (and the directory) every segment file that holds no
+   * record, at most a header, while another segment file remains, unless the recovery point lies in
+   * it. Returns how many.
+   *
+   * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
+   * roll stopped the log in that case, the log went on appending past the file's base offset; fault
+   * simulation, seed 925210251), or a newest segment whose header a crash right after a roll tore.
+   * Kept, a leftover ends the previous segment at its own base offset, below that segment's real end:
+   * the open refused the whole partition, or trusted the wrong end and failed reads. It holds
+   * nothing: a roll never leaves an empty segment behind (an empty segment fits any batch a segment
+   * can take), and a newest empty segment removed here is created again by the next roll. The
+   * recovery point's own segment is kept even when empty: there an empty file can be a segment
+   * whose unforced records a power loss took, and passes 3 and 4 must find that hole.
+   */
+  private static removeLeftoverSegments(
+    directory: string,
+    bases: Offset[],
+    checkpoint: Checkpoint | undefined,
+  ): number {
+    let removed = 0;
+    for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
+      const base = bases[i]!;
+      if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
+      const filePath = path.join(directory, segmentFileName(base));
+      if (disk.statFile(filePath).sizeBytes > SEGMENT_HEADER_BYTES) continue;
+      disk.unlinkFile(filePath);
+      bases.splice(i, 1);
+      removed++;
+    }
+    return removed;
   }
 
   /** Passes 3 and 4. Fills `segments` in order; on a throw the caller closes what was opened. */

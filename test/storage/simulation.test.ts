@@ -72,7 +72,7 @@ const REGRESSION_SEEDS: number[] = [
   676270960, // forceNow: a sealed segment's failed fdatasync did not stop the log (rule b)
   3684750125, // retention: a failed unlink leaked the deleted segment's descriptor (rule d)
   925210251, // roll: a failed create left its file; the next open refused the partition (rule a)
-  925210387, // the same leftover: the next open misread a sealed segment (CorruptRecordError)
+  925210387, // the same leftover, kept appended past (f); the open now also removes such leftovers
   1005424734, // retention deleted segments above the visible end under `force`
   947291605, // the file path's cut after a full disk was never forced when the segment rolled (f)
 ];
