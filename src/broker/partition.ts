@@ -192,6 +192,7 @@ export class Partition {
       {
         retentionBytes: this.config.retentionBytes ?? undefined,
         retentionMs: this.config.retentionMs ?? undefined,
+        keepFromOffset: this.visibleNextOffset,
       },
       nowMs,
     );

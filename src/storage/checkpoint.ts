@@ -20,7 +20,7 @@
  *
  * The checkpoint is an optimisation: a missing or unreadable one means "scan everything".
  */
-import { readTextFile, writeFileAtomically, writeFileAtomicallyNow } from "../../ffi/file.ts";
+import { disk } from "./disk.ts";
 
 export const CHECKPOINT_FILE = "checkpoint.json";
 const CHECKPOINT_VERSION = 1;
@@ -42,7 +42,7 @@ function isCount(value: unknown): value is number {
 
 /** Reads a checkpoint; undefined when there is none or it cannot be trusted. */
 export function readCheckpoint(path: string): Checkpoint | undefined {
-  const text = readTextFile(path);
+  const text = disk.readTextFile(path);
   if (text === undefined) return undefined;
   let parsed: unknown;
   try {
@@ -81,7 +81,7 @@ function encode(checkpoint: Checkpoint): string {
 }
 
 export function writeCheckpointNow(path: string, checkpoint: Checkpoint): void {
-  writeFileAtomicallyNow(path, encode(checkpoint));
+  disk.writeFileAtomicallyNow(path, encode(checkpoint));
 }
 
 /** Writes in the background; skips the final rename when `stillWanted()` has turned false. */
@@ -90,5 +90,5 @@ export function writeCheckpoint(
   checkpoint: Checkpoint,
   stillWanted: () => boolean,
 ): Promise<boolean> {
-  return writeFileAtomically(path, encode(checkpoint), stillWanted);
+  return disk.writeFileAtomically(path, encode(checkpoint), stillWanted);
 }

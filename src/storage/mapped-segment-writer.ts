@@ -43,16 +43,7 @@
  * by the file path: mode migration), then the mapping is detached and unmapped (see ffi/mapping.ts).
  */
 import { ENOSPC } from "../../ffi/errno.ts";
-import {
-  availableBytes,
-  closeFile,
-  datasync,
-  datasyncNow,
-  fileSize,
-  ioError,
-  pwriteAll,
-  truncateFile,
-} from "../../ffi/file.ts";
+import { ioError } from "../../ffi/file.ts";
 import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { Mapping } from "../../ffi/mapping.ts";
 import { isDiskFull } from "../domain/errors.ts";
@@ -62,6 +53,7 @@ import {
   MAPPED_WINDOW_BYTES_MIN,
   MAPPED_ZERO_CHUNK_BYTES,
 } from "../domain/limits.ts";
+import { disk } from "./disk.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
 
 function roundUpToPage(bytes: number): number {
@@ -88,7 +80,7 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     super(path, sizeBytes, capacityBytes);
     this.mappingBytes = roundUpToPage(capacityBytes);
     try {
-      if (fileSize(fd, path) !== this.mappingBytes) truncateFile(fd, this.mappingBytes, path);
+      if (disk.fileSize(fd, path) !== this.mappingBytes) disk.truncateFile(fd, this.mappingBytes, path);
     } catch (error) {
       truncateFileQuietly(fd, sizeBytes, path);
       closeQuietly(fd);
@@ -120,7 +112,7 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     const from = this.writtenEnd;
     const needed = Math.min(this.mappingBytes, roundUpToPage(end));
     const wanted = Math.min(this.mappingBytes, roundUpToPage(end + this.windowBytes));
-    const available = availableBytes(this.mapping.fd, this.path);
+    const available = disk.availableBytes(this.mapping.fd, this.path);
     let target = wanted;
     if (available - (wanted - from) < MAPPED_FREE_SPACE_MARGIN_BYTES) {
       // Room for this batch but not for a whole window: write just what the batch needs.
@@ -139,7 +131,14 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     // A pwrite that fails (ENOSPC when someone else took the space since the statvfs) leaves
     // writtenEnd where it was: the zeros it did write are harmless and are written again next time.
     for (let at = from; at < target; at += MAPPED_ZERO_CHUNK_BYTES) {
-      pwriteAll(this.mapping.fd, zeros, 0, Math.min(MAPPED_ZERO_CHUNK_BYTES, target - at), at, this.path);
+      disk.pwriteAll(
+        this.mapping.fd,
+        zeros,
+        0,
+        Math.min(MAPPED_ZERO_CHUNK_BYTES, target - at),
+        at,
+        this.path,
+      );
     }
     this.writtenEnd = target;
     if (target === wanted) this.windowBytes = Math.min(MAPPED_WINDOW_BYTES_MAX, this.windowBytes * 2);
@@ -153,12 +152,12 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
   }
 
   protected datasync(): Promise<void> {
-    return datasync(this.mapping.fd, this.path);
+    return disk.datasync(this.mapping.fd, this.path);
   }
 
   protected datasyncNow(): void {
     this.mapping.msync(this.forcedBytes, this.sizeBytes, true);
-    datasyncNow(this.mapping.fd, this.path);
+    disk.datasyncNow(this.mapping.fd, this.path);
   }
 
   protected release(): void {
@@ -167,7 +166,7 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     let trimError: unknown;
     if (this.failure === undefined) {
       try {
-        truncateFile(this.mapping.fd, this.sizeBytes, this.path);
+        disk.truncateFile(this.mapping.fd, this.sizeBytes, this.path);
       } catch (error) {
         trimError = error;
       }
@@ -179,7 +178,7 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
 
 function truncateFileQuietly(fd: number, sizeBytes: number, path: string): void {
   try {
-    truncateFile(fd, sizeBytes, path);
+    disk.truncateFile(fd, sizeBytes, path);
   } catch {
     // Best effort while already failing; recovery cuts the file again on the next open.
   }
@@ -187,7 +186,7 @@ function truncateFileQuietly(fd: number, sizeBytes: number, path: string): void 
 
 function closeQuietly(fd: number): void {
   try {
-    closeFile(fd);
+    disk.closeFile(fd);
   } catch {
     // Already failing; the descriptor is gone or unusable either way.
   }

@@ -17,6 +17,9 @@
  * Opening (numbered passes, as in Kafka's LogLoader):
  * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
+ *    Delete every segment file that holds no record while another remains (unless the recovery
+ *    point lies in it): the leftover of a roll whose create and cleanup both failed, or a newest
+ *    segment whose header a crash tore (removeLeftoverSegments).
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
  *    on first read). The segment holding the recovery point and every later one are scanned: lengths
  *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut. After a clean
@@ -36,14 +39,6 @@
  * appended since), and the next open scans what a crash would make it scan; nothing is lost.
  */
 import path from "node:path";
-import {
-  fsyncDirectory,
-  fsyncDirectoryAsync,
-  listDirectory,
-  makeDirectory,
-  removeDirectoryTree,
-  unlinkFile,
-} from "../../ffi/file.ts";
 import { assert } from "../domain/assert.ts";
 import {
   BadSegmentFileError,
@@ -66,6 +61,7 @@ import {
   writeCheckpoint,
   writeCheckpointNow,
 } from "./checkpoint.ts";
+import { disk } from "./disk.ts";
 import { isTornCreation } from "./recovery.ts";
 import { countBatch, type FileRange, type RecordsRead, Segment, type SegmentConfig } from "./segment.ts";
 import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
@@ -84,7 +80,10 @@ export interface PartitionOpenReport {
   bytesScanned: number;
   /** Bytes cut off the ends of segments (torn or invalid records, padding). */
   bytesCut: number;
-  /** Segments deleted because an earlier one ended in a hole, or because their header was torn. */
+  /**
+   * Segments deleted because an earlier one ended in a hole, because their header was torn, or
+   * because they were the empty leftover of a failed roll (removeLeftoverSegments).
+   */
   segmentsDropped: number;
   /** True when records that the recovery point said were durable failed their check. */
   damageBeforeRecoveryPoint: boolean;
@@ -99,6 +98,14 @@ export interface PartitionOpenReport {
 export interface RetentionPolicy {
   retentionBytes?: number | undefined;
   retentionMs?: number | undefined;
+  /**
+   * Keep every segment holding an offset at or after this one: the end of what consumers may read
+   * (Kafka's rule: never delete above the high watermark). Under `force` that is the recovery
+   * point; without it, retention could delete records that were never visible, and a consumer at
+   * the visible end would be told the log starts after it ends (test/storage/simulation.test.ts,
+   * seed 1005424734).
+   */
+  keepFromOffset?: number | undefined;
 }
 
 export interface RetentionResult {
@@ -148,12 +155,12 @@ export class PartitionLog {
   /** Opens (or creates) the partition in `directory`. See the passes in the header comment. */
   static open(directory: string, config: SegmentConfig, options: PartitionLogOptions = {}): PartitionLog {
     const startMs = performance.now();
-    makeDirectory(directory);
+    disk.makeDirectory(directory);
     // Pass 1: the segment files, in offset order. Temporary files are leftovers of atomic writes.
     const bases: Offset[] = [];
-    for (const name of listDirectory(directory)) {
+    for (const name of disk.listDirectory(directory)) {
       if (name.endsWith(".tmp")) {
-        unlinkFile(path.join(directory, name));
+        disk.unlinkFile(path.join(directory, name));
         continue;
       }
       const base = parseSegmentFileName(name);
@@ -163,6 +170,7 @@ export class PartitionLog {
     // Pass 2: the checkpoint.
     const checkpointPath = path.join(directory, CHECKPOINT_FILE);
     const checkpoint = readCheckpoint(checkpointPath);
+    const leftovers = PartitionLog.removeLeftoverSegments(directory, bases, checkpoint);
     const report: PartitionOpenReport = {
       directory,
       cleanShutdown: checkpoint?.cleanShutdown === true,
@@ -170,7 +178,7 @@ export class PartitionLog {
       segmentsScanned: 0,
       bytesScanned: 0,
       bytesCut: 0,
-      segmentsDropped: 0,
+      segmentsDropped: leftovers,
       damageBeforeRecoveryPoint: false,
       logStartOffset: 0,
       nextOffset: 0,
@@ -223,6 +231,39 @@ export class PartitionLog {
     return log;
   }
 
+  /**
+   * Pass 2, continued: removes from `bases` (and the directory) every segment file that holds no
+   * record, at most a header, while another segment file remains, unless the recovery point lies in
+   * it. Returns how many.
+   *
+   * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
+   * roll stopped the log in that case, the log went on appending past the file's base offset; fault
+   * simulation, seed 925210251), or a newest segment whose header a crash right after a roll tore.
+   * Kept, a leftover ends the previous segment at its own base offset, below that segment's real end:
+   * the open refused the whole partition, or trusted the wrong end and failed reads. It holds
+   * nothing: a roll never leaves an empty segment behind (an empty segment fits any batch a segment
+   * can take), and a newest empty segment removed here is created again by the next roll. The
+   * recovery point's own segment is kept even when empty: there an empty file can be a segment
+   * whose unforced records a power loss took, and passes 3 and 4 must find that hole.
+   */
+  private static removeLeftoverSegments(
+    directory: string,
+    bases: Offset[],
+    checkpoint: Checkpoint | undefined,
+  ): number {
+    let removed = 0;
+    for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
+      const base = bases[i]!;
+      if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
+      const filePath = path.join(directory, segmentFileName(base));
+      if (disk.statFile(filePath).sizeBytes > SEGMENT_HEADER_BYTES) continue;
+      disk.unlinkFile(filePath);
+      bases.splice(i, 1);
+      removed++;
+    }
+    return removed;
+  }
+
   /** Passes 3 and 4. Fills `segments` in order; on a throw the caller closes what was opened. */
   private static openSegments(
     directory: string,
@@ -249,7 +290,7 @@ export class PartitionLog {
       if (isLast && !trusted && isTornCreation(filePath)) {
         // A crash right after a roll: the new file exists but its header never reached the disk,
         // and no record can be in it (nothing is acknowledged before the header is forced).
-        unlinkFile(filePath);
+        disk.unlinkFile(filePath);
         report.segmentsDropped++;
         if (segments.length > 0) {
           const previous = segments.pop()!;
@@ -294,7 +335,7 @@ export class PartitionLog {
         }
         // Pass 4: a hole. Everything after it goes; this segment becomes the active one.
         for (let later = i + 1; later < bases.length; later++) {
-          unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
+          disk.unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
           report.segmentsDropped++;
         }
         if (!isLast) {
@@ -435,7 +476,21 @@ export class PartitionLog {
   private roll(): Segment {
     const old = this.segments.at(-1)!;
     // Create the new segment first: if that fails (a full disk), the old one stays active.
-    const next = Segment.create(this.directory, old.nextOffset, this.config);
+    let next: Segment;
+    try {
+      next = Segment.create(this.directory, old.nextOffset, this.config);
+    } catch (error) {
+      // Segment.create removes its file when it fails. If even that failed, the file stays, named
+      // after an offset the old segment is about to grow past: every later roll would meet EEXIST,
+      // and the next open would refuse the whole partition (a segment that holds records beyond the
+      // next file's base offset; test/storage/simulation.test.ts, seed 925210251). Stop instead, so
+      // nothing is appended past it: the reopen then removes the leftover as a torn creation, or
+      // takes it (a whole header, no records) as the empty active segment it is.
+      if (this.fileRemains(path.join(this.directory, segmentFileName(old.nextOffset)))) {
+        this.failureCause ??= error;
+      }
+      throw error;
+    }
     try {
       old.seal();
     } catch (error) {
@@ -447,7 +502,7 @@ export class PartitionLog {
         // An empty segment's writer: nothing in it is at stake; the unlink below is what matters.
       }
       try {
-        unlinkFile(next.path);
+        disk.unlinkFile(next.path);
       } catch {
         discarded = false;
       }
@@ -462,6 +517,16 @@ export class PartitionLog {
     this.segments.push(next);
     this.directoryDirty = true;
     return next;
+  }
+
+  /** Whether `filePath` exists; when that cannot be told, assume it does (the careful answer). */
+  private fileRemains(filePath: string): boolean {
+    try {
+      disk.statFile(filePath);
+      return true;
+    } catch (error) {
+      return !(error instanceof IoError && error.errnoName === "ENOENT");
+    }
   }
 
   // --- Durability --------------------------------------------------------------------------------
@@ -485,7 +550,7 @@ export class PartitionLog {
     this.directoryDirty = false;
     const forces: Promise<void>[] = [active.force()];
     for (const segment of sealed) forces.push(segment.force());
-    if (directoryDirty) forces.push(fsyncDirectoryAsync(this.directory));
+    if (directoryDirty) forces.push(disk.fsyncDirectoryAsync(this.directory));
     try {
       await Promise.all(forces);
     } catch (error) {
@@ -508,13 +573,22 @@ export class PartitionLog {
   /** Like force, on the calling thread (close, tools, tests). */
   forceNow(): void {
     this.checkUsable();
-    for (const segment of this.unforced) if (!segment.isDeleted) segment.forceNow();
-    this.unforced = [];
     const active = this.segments.at(-1)!;
-    active.forceNow();
-    if (this.directoryDirty) {
-      fsyncDirectory(this.directory);
-      this.directoryDirty = false;
+    try {
+      for (const segment of this.unforced) if (!segment.isDeleted) segment.forceNow();
+      this.unforced = [];
+      active.forceNow();
+      if (this.directoryDirty) {
+        disk.fsyncDirectory(this.directory);
+        this.directoryDirty = false;
+      }
+    } catch (error) {
+      // Stop, as force() does: a sealed segment's or the directory's failed fsync left no sticky
+      // state anywhere else, and the next forceNow would have retried it and, on success, moved the
+      // recovery point over data the failed one may have dropped (test/storage/simulation.test.ts,
+      // seed 676270960).
+      this.failureCause ??= error;
+      throw error;
     }
     this.durablePoint = {
       segmentBaseOffset: active.baseOffset,
@@ -723,7 +797,8 @@ export class PartitionLog {
   /**
    * Deletes the oldest sealed segments while the log without the oldest segment still holds at least
    * `retentionBytes` (Kafka's rule: a log keeps at most about one segment more than the limit), and
-   * while the oldest segment's last append is older than `retentionMs`. Never the active segment.
+   * while the oldest segment's last append is older than `retentionMs`. Never the active segment,
+   * never one holding offsets at or after `keepFromOffset`.
    * Deleted files are unlinked at once; readers that hold a segment finish it.
    */
   applyRetention(policy: RetentionPolicy, nowMs = Date.now()): RetentionResult {
@@ -736,14 +811,17 @@ export class PartitionLog {
       const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
       const byAge = policy.retentionMs !== undefined && nowMs - oldest.lastAppendTimeMs > policy.retentionMs;
       if (!bySize && !byAge) break;
+      if (policy.keepFromOffset !== undefined && oldest.nextOffset > policy.keepFromOffset) break;
+      // Deleted first: a failed unlink throws with the segment still in the log and nothing lost,
+      // and the next retention tries it again.
+      oldest.delete();
+      this.directoryDirty = true;
       this.segments.shift();
       this.unforced = this.unforced.filter((segment) => segment !== oldest);
       total -= oldest.sizeBytes;
       result.segmentsDeleted++;
       result.bytesDeleted += oldest.sizeBytes;
-      oldest.delete();
     }
-    if (result.segmentsDeleted > 0) this.directoryDirty = true;
     return result;
   }
 
@@ -760,18 +838,24 @@ export class PartitionLog {
       try {
         this.forceNow();
         const active = this.segments.at(-1)!;
-        writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
-          cleanShutdown: true,
-          recoveryPoint: {
-            segmentBaseOffset: active.baseOffset,
-            position: active.sizeBytes,
-            nextOffset: active.nextOffset,
-          },
-        });
+        try {
+          writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
+            cleanShutdown: true,
+            recoveryPoint: {
+              segmentBaseOffset: active.baseOffset,
+              position: active.sizeBytes,
+              nextOffset: active.nextOffset,
+            },
+          });
+        } catch (error) {
+          // A full disk only costs the next open a scan (see the header); everything is forced.
+          if (!isDiskFull(error)) throw error;
+          this.cleanMarkSkipped = error;
+        }
       } catch (error) {
-        // A full disk only costs the next open a scan (see the header); everything is forced.
-        if (isDiskFull(error)) this.cleanMarkSkipped = error;
-        else closeError = error;
+        // Only the mark may meet a full disk quietly: a failed force (ENOSPC from fdatasync
+        // included) means the data may not be on disk, and the caller must hear it.
+        closeError = error;
       }
     }
     this.closed = true;
@@ -798,7 +882,7 @@ export class PartitionLog {
   /** Closes without forcing and removes the partition's directory. */
   destroy(): void {
     if (!this.closed) this.close(false);
-    removeDirectoryTree(this.directory);
+    disk.removeDirectoryTree(this.directory);
   }
 
   private checkUsable(): void {

@@ -10,9 +10,9 @@
  * (DESIGN invariant 5: stop at the first bad record, keep everything before it). What to do with the
  * rest (cut it, refuse, report) is the caller's decision.
  */
-import { closeFile, fileSize, openFile, preadFull } from "../../ffi/file.ts";
 import { RECORD_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
+import { disk } from "./disk.ts";
 import type { SparseIndex } from "./sparse-index.ts";
 
 export interface SegmentScan {
@@ -51,7 +51,7 @@ export function scanSegmentFile(
   let stop: ScanStop = "end";
   while (position < fileEnd) {
     const want = Math.min(chunk.length, fileEnd - position);
-    const got = preadFull(fd, chunk, 0, want, position, path);
+    const got = disk.preadFull(fd, chunk, 0, want, position, path);
     scannedBytes += got;
     const chunkBase = position;
     const relativeBase = startRelativeOffset + recordCount;
@@ -99,15 +99,15 @@ export function scanSegmentFile(
  * it (partition-log.ts) and `segment verify` reports it as such (inspect.ts): one predicate for both.
  */
 export function isTornCreation(filePath: string): boolean {
-  const fd = openFile(filePath, "read");
+  const fd = disk.openFile(filePath, "read");
   try {
-    const size = fileSize(fd, filePath);
+    const size = disk.fileSize(fd, filePath);
     if (size < SEGMENT_HEADER_BYTES) return true;
     const probe = new Uint8Array(Math.min(size, 4096));
-    const got = preadFull(fd, probe, 0, probe.length, 0, filePath);
+    const got = disk.preadFull(fd, probe, 0, probe.length, 0, filePath);
     for (let i = 0; i < got; i++) if (probe[i] !== 0) return false;
     return true;
   } finally {
-    closeFile(fd, filePath);
+    disk.closeFile(fd, filePath);
   }
 }

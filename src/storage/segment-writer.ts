@@ -31,7 +31,10 @@ export interface SegmentWriter {
   readonly capacityBytes: number;
   /** Published size: the end of the last complete record. */
   readonly sizeBytes: number;
-  /** Size covered by the last completed force (everything below it is durable). */
+  /**
+   * Size covered by the last completed force (everything below it is durable); -1 after a change of
+   * the length that no force covered yet (file-segment-writer.ts: the cut after a full disk).
+   */
   readonly forcedBytes: number;
   /** The failure that stopped this writer, if any. */
   readonly failure: unknown;

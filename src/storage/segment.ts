@@ -20,19 +20,6 @@
  */
 import path from "node:path";
 import { crc32c } from "../../ffi/crc32c.ts";
-import {
-  closeFile,
-  datasync,
-  datasyncNow,
-  fileModifiedMs,
-  fileSize,
-  openFile,
-  preadFull,
-  pwriteAll,
-  statFile,
-  truncateFile,
-  unlinkFile,
-} from "../../ffi/file.ts";
 import { assert } from "../domain/assert.ts";
 import {
   BadSegmentFileError,
@@ -54,6 +41,7 @@ import {
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
+import { disk } from "./disk.ts";
 import { FileSegmentWriter } from "./file-segment-writer.ts";
 import { MappedSegmentWriter } from "./mapped-segment-writer.ts";
 import { type ReadDescriptorHolder, sealedReadDescriptors } from "./read-descriptors.ts";
@@ -219,10 +207,10 @@ export class Segment implements ReadDescriptorHolder {
   /** Creates `<directory>/<base offset>.log` with its header and opens it for append. */
   static create(directory: string, baseOffset: Offset, config: SegmentConfig): Segment {
     const filePath = path.join(directory, segmentFileName(baseOffset));
-    const fd = openFile(filePath, "createNew");
+    const fd = disk.openFile(filePath, "createNew");
     let fdOwned = true;
     try {
-      pwriteAll(fd, encodeSegmentHeader(baseOffset), 0, SEGMENT_HEADER_BYTES, 0, filePath);
+      disk.pwriteAll(fd, encodeSegmentHeader(baseOffset), 0, SEGMENT_HEADER_BYTES, 0, filePath);
       fdOwned = false; // the writer owns it from here, also when its constructor throws
       const writer = createWriter(config.writeMode, filePath, fd, SEGMENT_HEADER_BYTES, config.segmentBytes);
       return new Segment(filePath, baseOffset, config, writer, SEGMENT_HEADER_BYTES, baseOffset, true);
@@ -264,13 +252,13 @@ export class Segment implements ReadDescriptorHolder {
     sizeBytes: number,
     nextOffset: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
-    const fd = openFile(filePath, "readWrite");
+    const fd = disk.openFile(filePath, "readWrite");
     let fdOwned = true;
     try {
       const baseOffset = readHeader(fd, filePath);
-      const sizeOnDisk = fileSize(fd, filePath);
+      const sizeOnDisk = disk.fileSize(fd, filePath);
       if (sizeOnDisk !== sizeBytes || nextOffset < baseOffset || sizeBytes < SEGMENT_HEADER_BYTES) {
-        closeFile(fd, filePath);
+        disk.closeFile(fd, filePath);
         fdOwned = false;
         return Segment.openForAppend(filePath, config, sizeBytes);
       }
@@ -294,7 +282,7 @@ export class Segment implements ReadDescriptorHolder {
       };
       return { segment, report };
     } catch (error) {
-      if (fdOwned) closeFile(fd, filePath);
+      if (fdOwned) disk.closeFile(fd, filePath);
       throw error;
     }
   }
@@ -317,12 +305,12 @@ export class Segment implements ReadDescriptorHolder {
     verifyCrcFrom: number,
     forAppend: boolean,
   ): { segment: Segment; report: SegmentRecoveryReport } {
-    const fd = openFile(filePath, "readWrite");
+    const fd = disk.openFile(filePath, "readWrite");
     let writer: SegmentWriter | undefined;
     let fdOwned = true;
     try {
       const baseOffset = readHeader(fd, filePath);
-      const sizeOnDisk = fileSize(fd, filePath);
+      const sizeOnDisk = disk.fileSize(fd, filePath);
       const index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
       const { maxPayloadBytes } = config;
       // Lengths only up to the recovery point (verified before), lengths and CRCs after it.
@@ -349,10 +337,10 @@ export class Segment implements ReadDescriptorHolder {
       const validEnd = scan.endPosition;
       // Cut and make the cut durable before anything new is written behind it: otherwise a crash
       // could leave new records followed by old ones from behind the cut (resurrection).
-      if (sizeOnDisk !== validEnd) truncateFile(fd, validEnd, filePath);
+      if (sizeOnDisk !== validEnd) disk.truncateFile(fd, validEnd, filePath);
       // Also force what the scan accepted: after a process crash, records can be readable from the
       // page cache without being on disk yet, and the caller is about to treat them as durable.
-      datasyncNow(fd, filePath);
+      disk.datasyncNow(fd, filePath);
       const nextOffset = (baseOffset + recordCount) as Offset;
       let segment: Segment;
       if (forAppend) {
@@ -362,7 +350,7 @@ export class Segment implements ReadDescriptorHolder {
         segment = new Segment(filePath, baseOffset, config, writer, validEnd, nextOffset, true);
       } else {
         segment = new Segment(filePath, baseOffset, config, undefined, validEnd, nextOffset, true);
-        segment.lastAppendMs = fileModifiedMs(fd, filePath);
+        segment.lastAppendMs = disk.fileModifiedMs(fd, filePath);
         fdOwned = false;
         segment.readFd = fd; // positional reads only: a read-write descriptor serves reading as well
         sealedReadDescriptors.opened(segment);
@@ -379,7 +367,7 @@ export class Segment implements ReadDescriptorHolder {
       };
       return { segment, report };
     } catch (error) {
-      if (fdOwned) closeFile(fd, filePath);
+      if (fdOwned) disk.closeFile(fd, filePath);
       else writer?.close();
       throw error;
     }
@@ -402,7 +390,7 @@ export class Segment implements ReadDescriptorHolder {
         `next offset ${nextOffset} lies before base offset ${baseOffset}`,
       );
     }
-    const { sizeBytes, modifiedMs } = statFile(filePath);
+    const { sizeBytes, modifiedMs } = disk.statFile(filePath);
     const segment = new Segment(filePath, baseOffset, config, undefined, sizeBytes, nextOffset, false);
     segment.headerUnchecked = true;
     // A sealed file is not written again after it was trimmed or closed, so its mtime is the time of
@@ -496,7 +484,7 @@ export class Segment implements ReadDescriptorHolder {
     // while the call waits on the thread pool.
     this.acquire();
     try {
-      await datasync(this.readFd, this.path);
+      await disk.datasync(this.readFd, this.path);
     } finally {
       this.release();
     }
@@ -511,7 +499,7 @@ export class Segment implements ReadDescriptorHolder {
       return;
     }
     if (this.sealedSizeBytes === this.sealedForcedBytes) return;
-    datasyncNow(this.ensureReadFd(), this.path);
+    disk.datasyncNow(this.ensureReadFd(), this.path);
     this.sealedForcedBytes = this.sealedSizeBytes;
   }
 
@@ -549,7 +537,7 @@ export class Segment implements ReadDescriptorHolder {
   release(): void {
     assert(this.readers > 0, "release without acquire");
     this.readers--;
-    if (this.readers === 0 && this.deleted) this.closeDescriptors();
+    if (this.readers === 0 && this.deleted) this.closeDescriptorsQuietly();
   }
 
   /** Position of the record with `offset` (baseOffset ≤ offset < nextOffset). */
@@ -577,7 +565,7 @@ export class Segment implements ReadDescriptorHolder {
     const firstBytes = this.recordBytesAt(fd, position, sizeBytes);
     const length = Math.max(firstBytes, Math.min(maxBytes, sizeBytes - position));
     const records = new Uint8Array(length);
-    const got = preadFull(fd, records, 0, length, position, this.path);
+    const got = disk.preadFull(fd, records, 0, length, position, this.path);
     const view = new DataView(records.buffer);
     scanRecords(records, view, 0, got, this.config.maxPayloadBytes, true, readScan);
     if (readScan.recordCount === 0) {
@@ -644,16 +632,29 @@ export class Segment implements ReadDescriptorHolder {
    */
   delete(): void {
     if (this.deleted) return;
+    // A reader of an active segment needs a descriptor that outlives the writer; open it while the
+    // name still exists.
+    if (this.writer !== undefined) this.ensureReadFd();
+    // Unlink first: when it fails nothing has changed and the segment stays whole and readable. The
+    // other order left a segment marked deleted whose descriptor nothing would ever close (a leak the
+    // fault simulation found: test/storage/simulation.test.ts, seed 3684750125).
+    disk.unlinkFile(this.path);
+    // From here the segment is gone, whatever a close below reports: the caller must forget it (a
+    // first version of this fix let a close that reported EIO keep a deleted segment in the log).
+    // Linux releases a descriptor even when close(2) fails, so nothing leaks by not retrying.
     this.deleted = true;
     const writer = this.writer;
     this.writer = undefined;
-    if (writer !== undefined) {
-      this.sealedSizeBytes = writer.sizeBytes;
-      this.ensureReadFd();
-      writer.close();
+    try {
+      if (writer !== undefined) {
+        this.sealedSizeBytes = writer.sizeBytes;
+        writer.close();
+      }
+    } catch {
+      // See above: the file is unlinked, and the writer's descriptor is released either way.
+    } finally {
+      if (this.readers === 0) this.closeDescriptorsQuietly();
     }
-    unlinkFile(this.path);
-    if (this.readers === 0) this.closeDescriptors();
   }
 
   get isDeleted(): boolean {
@@ -682,12 +683,20 @@ export class Segment implements ReadDescriptorHolder {
     return this.readFd >= 0 || this.writer !== undefined;
   }
 
+  private closeDescriptorsQuietly(): void {
+    try {
+      this.closeDescriptors();
+    } catch {
+      // The descriptor is released even when close reports an error (see delete()).
+    }
+  }
+
   private closeDescriptors(): void {
     this.closed = true;
     const fd = this.readFd;
     this.readFd = -1;
     sealedReadDescriptors.closed(this);
-    if (fd >= 0) closeFile(fd, this.path);
+    if (fd >= 0) disk.closeFile(fd, this.path);
   }
 
   /** For the read-descriptor budget: closes the descriptor if nothing can be using it. */
@@ -707,7 +716,7 @@ export class Segment implements ReadDescriptorHolder {
     this.readFd = -1;
     sealedReadDescriptors.closed(this);
     try {
-      closeFile(fd, this.path);
+      disk.closeFile(fd, this.path);
     } catch {
       // A read-only use of the file ended; nothing written is at stake, and the read that made
       // room must not fail because of another segment's descriptor.
@@ -719,12 +728,12 @@ export class Segment implements ReadDescriptorHolder {
     this.lastReadTick = sealedReadDescriptors.nextTick();
     if (this.readFd >= 0) return this.readFd;
     if (this.closed) throw new ClosedError(`segment ${this.path}`);
-    const fd = openFile(this.path, "read");
+    const fd = disk.openFile(this.path, "read");
     if (this.headerUnchecked) {
       try {
         readHeader(fd, this.path);
       } catch (error) {
-        closeFile(fd, this.path);
+        disk.closeFile(fd, this.path);
         throw error;
       }
       this.headerUnchecked = false;
@@ -782,7 +791,7 @@ export class Segment implements ReadDescriptorHolder {
         bufferStart = position;
         bufferEnd =
           position +
-          preadFull(fd, scratch, 0, Math.min(readBytes, sizeBytes - position), position, this.path);
+          disk.preadFull(fd, scratch, 0, Math.min(readBytes, sizeBytes - position), position, this.path);
         if (bufferEnd < position + 4)
           throw new CorruptRecordError("record header past the end of the segment", position, this.path);
       }
@@ -811,7 +820,14 @@ export class Segment implements ReadDescriptorHolder {
         bufferStart = position;
         bufferEnd =
           position +
-          preadFull(fd, scratch, 0, Math.min(this.hopReadBytes, sizeBytes - position), position, this.path);
+          disk.preadFull(
+            fd,
+            scratch,
+            0,
+            Math.min(this.hopReadBytes, sizeBytes - position),
+            position,
+            this.path,
+          );
         if (bufferEnd < position + 4) break;
       }
       const next = position + RECORD_HEADER_BYTES + readUint32(scratch, position - bufferStart);
@@ -825,7 +841,7 @@ export class Segment implements ReadDescriptorHolder {
   }
 
   private recordBytesAt(fd: number, position: number, sizeBytes: number): number {
-    if (preadFull(fd, scratch, 0, 4, position, this.path) < 4) {
+    if (disk.preadFull(fd, scratch, 0, 4, position, this.path) < 4) {
       throw new CorruptRecordError("record header past the end of the segment", position, this.path);
     }
     const length = readUint32(scratch, 0);
@@ -851,7 +867,7 @@ function createWriter(
 
 function closeQuietly(fd: number, filePath: string): void {
   try {
-    closeFile(fd, filePath);
+    disk.closeFile(fd, filePath);
   } catch {
     // Already failing: the error that got us here is the one worth reporting.
   }
@@ -859,14 +875,14 @@ function closeQuietly(fd: number, filePath: string): void {
 
 function unlinkQuietly(filePath: string): void {
   try {
-    unlinkFile(filePath);
+    disk.unlinkFile(filePath);
   } catch {
     // Already failing (see closeQuietly).
   }
 }
 
 function readHeader(fd: number, filePath: string): Offset {
-  const got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
+  const got = disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
   return decodeSegmentHeader(header, got, filePath, parseSegmentFileName(path.basename(filePath)));
 }
 

@@ -203,6 +203,84 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
+    test("an empty leftover segment between two others (a failed roll's) is removed at open", () => {
+      // What a roll left before it stopped the log when its failed create could not remove its file:
+      // the log went on appending past that file's base offset (simulation seed 925210251).
+      for (const leftoverBytes of [0, SEGMENT_HEADER_BYTES]) {
+        for (const withCheckpoint of [true, false]) {
+          using dir = tempDir();
+          const config = segmentConfig({ writeMode: mode, segmentBytes: 1024 });
+          const log = PartitionLog.open(dir.path, config);
+          fill(log, 60);
+          const bases = log.segmentBaseOffsets;
+          expect(bases.length).toBeGreaterThan(2);
+          log.close();
+          const inside = Math.floor((bases[0]! + bases[1]!) / 2) as Offset;
+          const leftover = path.join(dir.path, segmentFileName(inside));
+          fs.writeFileSync(leftover, new Uint8Array(leftoverBytes));
+          if (!withCheckpoint) fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
+          const reopened = PartitionLog.open(dir.path, config);
+          try {
+            expect(fs.existsSync(leftover)).toBe(false);
+            expect(reopened.openReport.segmentsDropped).toBe(1);
+            expect(reopened.segmentBaseOffsets).toEqual(bases);
+            expectAll(reopened, 0, 60);
+          } finally {
+            reopened.close();
+          }
+        }
+      }
+    });
+
+    test("an empty segment holding the recovery point is kept: it may be a hole a power loss made", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 1024 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 60);
+      const bases = log.segmentBaseOffsets;
+      log.close();
+      // Staged: the recovery point names the second segment at its start; that segment lost its
+      // records (only its header is left); a later segment exists. The hole ends the log there.
+      const second = bases[1]!;
+      fs.writeFileSync(
+        path.join(dir.path, CHECKPOINT_FILE),
+        JSON.stringify({
+          version: 1,
+          cleanShutdown: false,
+          recoveryPoint: { segmentBaseOffset: second, position: SEGMENT_HEADER_BYTES, nextOffset: second },
+        }),
+      );
+      fs.truncateSync(path.join(dir.path, segmentFileName(second as Offset)), SEGMENT_HEADER_BYTES);
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect<number>(reopened.nextOffset).toBe(second);
+        expect(reopened.segmentBaseOffsets).toEqual([bases[0]!, second]);
+        expectAll(reopened, 0, second);
+      } finally {
+        reopened.close();
+      }
+    });
+
+    test("retention keeps every segment at or above keepFromOffset (the visible end under force)", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));
+      try {
+        fill(log, 60);
+        log.forceNow();
+        const forcedEnd = log.nextOffset;
+        fill(log, 120); // several more segments, none covered by a force
+        const keepFrom = log.recoveryPoint.nextOffset;
+        expect(keepFrom).toBe(forcedEnd);
+        log.applyRetention({ retentionBytes: 1, keepFromOffset: keepFrom });
+        // The first segment left holds the recovery point: nothing unforced (invisible) was deleted.
+        expect(log.logStartOffset).toBeLessThanOrEqual(keepFrom);
+        expect(log.logStartOffset).toBeGreaterThan(0);
+        expectAll(log, log.logStartOffset, 120);
+      } finally {
+        log.close();
+      }
+    });
+
     test("retention by age uses the time of the last append, not the file's mtime", () => {
       using dir = tempDir();
       const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 1024 }));

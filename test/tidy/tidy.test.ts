@@ -117,3 +117,22 @@ test("every storage and protocol file opens with a comment saying what it owns",
     .filter((file) => !fs.readFileSync(path.join(ROOT, file), "utf8").trimStart().startsWith("/**"));
   expect(missing).toEqual([]);
 });
+
+test("storage reaches files through the Disk seam (src/storage/disk.ts), so tests can inject faults", () => {
+  // inspect.ts is the offline verifier and reads files directly; disk.ts is the seam itself. `ioError`
+  // only builds an error value and calls nothing.
+  const exempt = new Set(["src/storage/disk.ts", "src/storage/inspect.ts"]);
+  const violations: string[] = [];
+  for (const file of files.filter((name) => name.startsWith("src/storage/") && !exempt.has(name))) {
+    const text = fs.readFileSync(path.join(ROOT, file), "utf8");
+    for (const match of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*["'][./]*ffi\/file\.ts["']/g)) {
+      const names = match[1]!
+        .split(",")
+        .map((name) => name.trim())
+        .filter((name) => name !== "");
+      for (const name of names)
+        if (name !== "ioError") violations.push(`${file} imports ${name} from ffi/file.ts`);
+    }
+  }
+  expect(violations).toEqual([]);
+});
