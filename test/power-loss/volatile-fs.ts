@@ -1,0 +1,159 @@
+/**
+ * The volatile file system (volatile-fs.c) from TypeScript: build it, mount it, pull the plug, mount
+ * what survived.
+ *
+ * A power cut is an unmount: the daemon then writes only what fsync/fdatasync/fsyncdir made durable
+ * to its image file and exits; the next mount serves that image (see the header of volatile-fs.c).
+ * The binary is compiled once per process into a temporary directory (`cc … $(pkg-config fuse3)`),
+ * never committed. Mounting needs /dev/fuse and root (or fusermount3); where that is impossible the
+ * tests that need it are skipped with `volatileFsUnavailable` printed as the reason.
+ */
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Subprocess } from "bun";
+import { waitUntil } from "../helpers/wait.ts";
+
+const SOURCE = path.join(import.meta.dir, "volatile-fs.c");
+
+let built: string | undefined;
+
+/** Compiles volatile-fs.c (once per process); returns the binary's path or throws with the compiler's words. */
+export function buildVolatileFs(): string {
+  if (built !== undefined) return built;
+  const flags = spawnSync("pkg-config", ["--cflags", "--libs", "fuse3"], { encoding: "utf8" });
+  if (flags.status !== 0)
+    throw new Error(
+      `pkg-config fuse3 failed (apt-get install libfuse3-dev pkg-config): ${flags.stderr || flags.error?.message}`,
+    );
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), "booblik-volatile-fs-build-"));
+  const binary = path.join(directory, "volatile-fs");
+  const cc = spawnSync(
+    "cc",
+    ["-O2", "-Wall", "-Wextra", "-Werror", "-o", binary, SOURCE, ...flags.stdout.trim().split(/\s+/)],
+    { encoding: "utf8" },
+  );
+  if (cc.status !== 0) throw new Error(`cc failed: ${cc.stderr || cc.error?.message}`);
+  process.once("exit", () => fs.rmSync(directory, { recursive: true, force: true }));
+  built = binary;
+  return binary;
+}
+
+function isMounted(mountpoint: string): boolean {
+  // Field 5 of mountinfo is the mount point; " - fuse.volatile " names our file system type.
+  return fs
+    .readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .some((line) => line.split(" ")[4] === mountpoint && line.includes(" - fuse.volatile "));
+}
+
+export interface MountOptions {
+  /** Tear the last unsynced write of each file at a seeded random byte at the next power cut. */
+  tearSeed?: number | undefined;
+}
+
+export class VolatileFs implements AsyncDisposable {
+  /** Where the file system is mounted; the same path across power cuts. */
+  readonly path: string;
+  private readonly home: string;
+  private readonly image: string;
+  private daemon: Subprocess<"ignore", "ignore", "pipe"> | undefined;
+
+  private constructor(home: string) {
+    this.home = home;
+    this.path = path.join(home, "mnt");
+    this.image = path.join(home, "image");
+    fs.mkdirSync(this.path);
+  }
+
+  /** Mounts an empty volatile file system in a new temporary directory. */
+  static async mount(options: MountOptions = {}): Promise<VolatileFs> {
+    const volatileFs = new VolatileFs(fs.mkdtempSync(path.join(os.tmpdir(), "booblik-volatile-fs-")));
+    try {
+      await volatileFs.start(options);
+    } catch (error) {
+      await volatileFs[Symbol.asyncDispose]();
+      throw error;
+    }
+    return volatileFs;
+  }
+
+  private async start(options: MountOptions): Promise<void> {
+    const args = [buildVolatileFs(), "--image", this.image];
+    if (options.tearSeed !== undefined) args.push("--tear", String(options.tearSeed >>> 0));
+    const daemon = Bun.spawn([...args, this.path], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    this.daemon = daemon;
+    await waitUntil(async () => {
+      if (daemon.exitCode !== null || daemon.signalCode !== null) {
+        this.daemon = undefined;
+        throw new Error(`volatile-fs did not mount: ${(await new Response(daemon.stderr).text()).trim()}`);
+      }
+      return isMounted(this.path);
+    }, "volatile-fs to mount");
+  }
+
+  /**
+   * Pulls the plug: unmounts (the daemon keeps only what was synced, tearing last writes if asked)
+   * and returns the daemon's one-line account of what it discarded. Everything that has a file open
+   * on the mount must be dead by now, or the unmount fails (EBUSY) and so does this.
+   */
+  async pullThePlug(): Promise<string> {
+    const daemon = this.daemon;
+    if (daemon === undefined) throw new Error("volatile-fs is not mounted");
+    const unmount = spawnSync("fusermount3", ["-u", this.path], { encoding: "utf8" });
+    if (unmount.status !== 0)
+      throw new Error(`fusermount3 -u failed: ${unmount.stderr || unmount.error?.message}`);
+    const [stderr, exitCode] = await Promise.all([new Response(daemon.stderr).text(), daemon.exited]);
+    this.daemon = undefined;
+    if (exitCode !== 0) throw new Error(`volatile-fs exited with ${exitCode}: ${stderr.trim()}`);
+    return /volatile-fs: power cut: (.*)/.exec(stderr)?.[1] ?? stderr.trim();
+  }
+
+  /** Mounts what the last power cut left. */
+  remount(options: MountOptions = {}): Promise<void> {
+    if (this.daemon !== undefined) throw new Error("volatile-fs is still mounted");
+    return this.start(options);
+  }
+
+  /** Pull the plug, then mount what survived; returns the account of the cut. */
+  async powerCycle(options: MountOptions = {}): Promise<string> {
+    const account = await this.pullThePlug();
+    await this.remount(options);
+    return account;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    const daemon = this.daemon;
+    this.daemon = undefined;
+    if (daemon !== undefined) {
+      // Lazy: also when something still holds a file open there (a test that failed midway).
+      spawnSync("fusermount3", ["-u", "-z", this.path]);
+      // A guard, not a pace: the daemon exits as soon as the kernel lets go of the mount.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const exited = await Promise.race([
+        daemon.exited,
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), 5_000);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (exited === undefined) daemon.kill("SIGKILL");
+      await daemon.exited;
+    }
+    fs.rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+/** Why the volatile file system cannot be used here, or undefined when it can. Probed once. */
+export const volatileFsUnavailable: string | undefined = await (async () => {
+  if (!fs.existsSync("/dev/fuse")) return "no /dev/fuse";
+  try {
+    buildVolatileFs();
+    await using probe = await VolatileFs.mount();
+    await probe.pullThePlug();
+    return undefined;
+  } catch (error) {
+    return `cannot build or mount volatile-fs: ${(error as Error).message}`;
+  }
+})();
