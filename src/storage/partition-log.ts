@@ -24,7 +24,8 @@
  * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
  *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
  *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
- *    right after a roll) is deleted the same way when it holds nothing.
+ *    right after a roll; its header bytes are zeros or missing) is deleted the same way, unless the
+ *    recovery point says records in it were forced.
  * 5. Write the checkpoint back with `cleanShutdown: false` before the first append. On a full disk
  *    that write fails; the log then opens read-only (`awaitingUncleanMark`): reads work, and every
  *    append first retries the write and is refused with the disk-full error while it fails. The
@@ -249,7 +250,10 @@ export class PartitionLog {
         segments.push(Segment.openSealed(filePath, config, nextBase!));
         continue;
       }
-      if (isLast && !trusted && isTornCreation(filePath)) {
+      // The recovery point says records of this segment were forced (so its header was too).
+      const vouched =
+        point !== undefined && base === point.segmentBaseOffset && point.position > SEGMENT_HEADER_BYTES;
+      if (isLast && !trusted && !vouched && isTornCreation(filePath)) {
         // A crash right after a roll: the new file exists but its header never reached the disk,
         // and no record can be in it (nothing is acknowledged before the header is forced).
         unlinkFile(filePath);
@@ -811,15 +815,26 @@ export class PartitionLog {
   }
 }
 
-/** A file shorter than a header, or whose header and first page are all zeros. */
+/**
+ * A file shorter than a header, or whose header is all zeros: the header never reached the disk.
+ * Whatever follows it does not matter. After a power cut in the force that follows a roll, the
+ * directory entry (synced in parallel) may be on disk while the segment's fdatasync never ran, and
+ * the disk may have kept part of a later unforced write but not the header (the page cache writes
+ * back in any order; test/power-loss/volatile-fs.c tears last writes this way). The broker then
+ * refused to start ("not a booblik segment (magic 0x00000000)"), first seen in the power-loss
+ * torture with forcing disabled. No record in such a file was acknowledged under force: that takes
+ * an fdatasync of the file, which would have carried the header written before any record. The
+ * caller does not ask when the recovery point vouches for records in the file: then a zero header
+ * is damage, and the open refuses it.
+ */
 function isTornCreation(filePath: string): boolean {
   const fd = openFile(filePath, "read");
   try {
     const size = fileSize(fd, filePath);
     if (size < SEGMENT_HEADER_BYTES) return true;
-    const probe = new Uint8Array(Math.min(size, 4096));
-    const got = preadFull(fd, probe, 0, probe.length, 0, filePath);
-    for (let i = 0; i < got; i++) if (probe[i] !== 0) return false;
+    const header = new Uint8Array(SEGMENT_HEADER_BYTES);
+    const got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
+    for (let i = 0; i < got; i++) if (header[i] !== 0) return false;
     return true;
   } finally {
     closeFile(fd, filePath);
