@@ -31,12 +31,16 @@ export interface PowerLossOptions {
   seed: number;
   /** Positions of the consumer (a real disk); the data directory is on the volatile file system. */
   workDir: string;
+  /** The topic's write path (default `file`); see docs/operations.md, "Power loss", for `mapped`. */
+  writeMode?: "file" | "mapped";
   log?: (line: string) => void;
 }
 
 export interface PowerLossResult extends TortureResult {
   /** Cycles whose power cut discarded unsynced changes of at least one file or directory. */
   cutsThatDiscarded: number;
+  /** Cycles whose power cut took appended bytes (a file's size beyond its durable size). */
+  cutsThatTookAppends: number;
   /** Cycles whose power cut tore a write (part of it landed). */
   cutsThatTore: number;
 }
@@ -47,6 +51,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
   const random = new Random(options.seed ^ 0x9e3779b9);
   const tearSeed = () => (random.next() < 0.5 ? random.int(1, 2 ** 31) : undefined);
   let cutsThatDiscarded = 0;
+  let cutsThatTookAppends = 0;
   let cutsThatTore = 0;
   await using volatileFs = await VolatileFs.mount({ tearSeed: tearSeed() });
   const result = await runTorture({
@@ -55,17 +60,20 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
     workDir: options.workDir,
     dataDir: path.join(volatileFs.path, "data"),
     verifyCrashedDirectory: false,
+    writeMode: options.writeMode ?? "file",
     log: options.log ?? (() => undefined),
     afterKill: async () => {
       const account = await volatileFs.powerCycle({ tearSeed: tearSeed() });
-      // "discarded unsynced changes of F files and D directories, tore T writes (B bytes landed)"
-      const [files, directories, torn] = (account.match(/\d+/g) ?? []).map(Number);
+      // "discarded unsynced changes of F files and D directories (A bytes beyond durable sizes),
+      // tore T writes (L bytes landed)"
+      const [files, directories, appended, torn] = (account.match(/\d+/g) ?? []).map(Number);
       if ((files ?? 0) + (directories ?? 0) > 0) cutsThatDiscarded++;
+      if ((appended ?? 0) > 0) cutsThatTookAppends++;
       if ((torn ?? 0) > 0) cutsThatTore++;
       return `power cut ${account}`;
     },
   });
-  return { ...result, cutsThatDiscarded, cutsThatTore };
+  return { ...result, cutsThatDiscarded, cutsThatTookAppends, cutsThatTore };
 }
 
 /** The long run: `bun run torture:power-loss [--cycles N] [--seed S]`. */
@@ -75,15 +83,18 @@ export async function powerLossMain(args: string[]): Promise<void> {
     return index >= 0 ? args[index + 1] : undefined;
   };
   const cycles = Number(flag("cycles") ?? 200);
+  const writeMode = flag("write-mode") === "mapped" ? "mapped" : "file";
   const seed = Number(flag("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
   const workDir = fs.mkdtempSync(path.join(process.env.BOOBLIK_BENCH_DIR ?? "/tmp", "booblik-power-loss-"));
-  console.log(`power-loss torture: ${cycles} cycles, seed ${seed}, positions in ${workDir}`);
+  console.log(
+    `power-loss torture: ${cycles} cycles, ${writeMode} write path, seed ${seed}, positions in ${workDir}`,
+  );
   const started = performance.now();
   try {
-    const result = await runPowerLoss({ cycles, seed, workDir, log: (line) => console.log(line) });
+    const result = await runPowerLoss({ cycles, seed, workDir, writeMode, log: (line) => console.log(line) });
     console.log(
       `power-loss torture passed: ${result.cycles} power cuts (${result.cutsThatDiscarded} discarded unsynced ` +
-        `changes, ${result.cutsThatTore} tore a write), ${result.acknowledged} acknowledged records all present, ` +
+        `changes, ${result.cutsThatTookAppends} took appended bytes, ${result.cutsThatTore} tore a write), ${result.acknowledged} acknowledged records all present, ` +
         `${result.consumed} consumed exactly once and unchanged, in ` +
         `${((performance.now() - started) / 1000).toFixed(1)} s (seed ${seed})`,
     );

@@ -531,6 +531,7 @@ static const struct fuse_operations operations = {
 
 struct summary {
   unsigned files_discarded, directories_discarded, writes_torn;
+  uint64_t bytes_beyond_durable_size; /* appends lost: how far CURRENT sizes exceeded DURABLE ones */
   uint64_t bytes_torn_in;
 };
 
@@ -558,6 +559,7 @@ static void write_record(FILE *out, char kind, const char *path, const struct by
 static void power_cut_content(struct node *n, struct bytes *out, struct summary *summary) {
   bytes_copy(out, &n->durable);
   if (n->unsynced) summary->files_discarded++;
+  if (n->current.size > n->durable.size) summary->bytes_beyond_durable_size += n->current.size - n->durable.size;
   if (!tear_enabled || !n->has_last_write) return;
   size_t keep = (size_t)(next_random() % (n->last_length + 1));
   /* A later truncate may have cut part of the write off CURRENT: only bytes still there can land. */
@@ -609,9 +611,10 @@ static void pull_the_plug(void) {
   free(temporary);
   /* One line the harness logs: proof that the cut discarded something (or not) in this cycle. */
   fprintf(stderr,
-          "volatile-fs: power cut: discarded unsynced changes of %u files and %u directories, "
-          "tore %u writes (%" PRIu64 " bytes landed)\n",
-          summary.files_discarded, summary.directories_discarded, summary.writes_torn, summary.bytes_torn_in);
+          "volatile-fs: power cut: discarded unsynced changes of %u files and %u directories "
+          "(%" PRIu64 " bytes beyond durable sizes), tore %u writes (%" PRIu64 " bytes landed)\n",
+          summary.files_discarded, summary.directories_discarded, summary.bytes_beyond_durable_size,
+          summary.writes_torn, summary.bytes_torn_in);
 }
 
 static int read_exact(FILE *in, void *data, size_t size) {

@@ -54,6 +54,8 @@ export interface TortureOptions {
    * the checks through the restarted broker, and on the offline check after the final clean stop.
    */
   verifyCrashedDirectory?: boolean;
+  /** The topic's write path (default `file`). */
+  writeMode?: "file" | "mapped";
   log?: (line: string) => void;
 }
 
@@ -106,6 +108,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
           partitions: PARTITIONS,
           durability: "force",
           segmentBytes: 64 * 1024,
+          writeMode: options.writeMode ?? "file",
         });
       // Verify what the previous crash left, through the restarted broker.
       await verifyLog(client, acknowledged, consumedOffsets);
