@@ -533,6 +533,8 @@ struct summary {
   unsigned files_discarded, directories_discarded, writes_torn;
   uint64_t bytes_beyond_durable_size; /* appends lost: how far CURRENT sizes exceeded DURABLE ones */
   uint64_t bytes_torn_in;
+  char *shrunk;                       /* "path +bytes" for each file the cut made shorter */
+  size_t shrunk_length;
 };
 
 static void write_all(FILE *out, const void *data, size_t size) {
@@ -556,10 +558,19 @@ static void write_record(FILE *out, char kind, const char *path, const struct by
 
 /* The durable content of a file as the power cut leaves it: DURABLE, plus a torn prefix of the last
  * unsynced write when tearing is on. */
-static void power_cut_content(struct node *n, struct bytes *out, struct summary *summary) {
+static void power_cut_content(struct node *n, const char *path, struct bytes *out, struct summary *summary) {
   bytes_copy(out, &n->durable);
   if (n->unsynced) summary->files_discarded++;
-  if (n->current.size > n->durable.size) summary->bytes_beyond_durable_size += n->current.size - n->durable.size;
+  if (n->current.size > n->durable.size) {
+    uint64_t lost = n->current.size - n->durable.size;
+    summary->bytes_beyond_durable_size += lost;
+    char item[64];
+    int length = snprintf(item, sizeof(item), " +%" PRIu64, lost);
+    size_t grow = strlen(path) + (size_t)length + 2;
+    summary->shrunk = xrealloc(summary->shrunk, summary->shrunk_length + grow + 1);
+    summary->shrunk_length += (size_t)sprintf(summary->shrunk + summary->shrunk_length, "%s%s%s",
+                                              summary->shrunk_length == 0 ? "" : ", ", path, item);
+  }
   if (!tear_enabled || !n->has_last_write) return;
   size_t keep = (size_t)(next_random() % (n->last_length + 1));
   /* A later truncate may have cut part of the write off CURRENT: only bytes still there can land. */
@@ -584,7 +595,7 @@ static void write_tree(FILE *out, struct node *dir, const char *prefix, int dept
       write_tree(out, e->node, path, depth + 1, summary);
     } else {
       struct bytes content = {0};
-      if (!e->node->visited) power_cut_content(e->node, &content, summary);
+      if (!e->node->visited) power_cut_content(e->node, path, &content, summary);
       else bytes_copy(&content, &e->node->durable);
       e->node->visited = 1;
       write_record(out, 'F', path, &content);
@@ -609,12 +620,14 @@ static void pull_the_plug(void) {
     exit(2);
   }
   free(temporary);
-  /* One line the harness logs: proof that the cut discarded something (or not) in this cycle. */
+  /* One line the harness logs: proof that the cut discarded something (or not) in this cycle, and
+   * which files it made shorter (appends it took) by how much. */
   fprintf(stderr,
           "volatile-fs: power cut: discarded unsynced changes of %u files and %u directories "
-          "(%" PRIu64 " bytes beyond durable sizes), tore %u writes (%" PRIu64 " bytes landed)\n",
+          "(%" PRIu64 " bytes beyond durable sizes), tore %u writes (%" PRIu64 " bytes landed); shortened: %s\n",
           summary.files_discarded, summary.directories_discarded, summary.bytes_beyond_durable_size,
-          summary.writes_torn, summary.bytes_torn_in);
+          summary.writes_torn, summary.bytes_torn_in, summary.shrunk_length == 0 ? "none" : summary.shrunk);
+  free(summary.shrunk);
 }
 
 static int read_exact(FILE *in, void *data, size_t size) {
