@@ -10,6 +10,7 @@ import { BooblikClient, frameRecords, payloadsOf } from "../../src/index.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 import { runPowerLoss } from "./power-loss.ts";
 import { VolatileFs, volatileFsUnavailable } from "./volatile-fs.ts";
 
@@ -41,6 +42,56 @@ test.skipIf(volatileFsUnavailable !== undefined)(
       expect(payloadsOf(fetched.records).map((payload) => new TextDecoder().decode(payload))).toEqual([
         "acknowledged",
       ]);
+    } finally {
+      client.close();
+    }
+  },
+);
+
+test.skipIf(volatileFsUnavailable !== undefined)(
+  "acknowledged topic creates and deletes survive a power cut, a re-created name with its new records",
+  async () => {
+    await using vfs = await VolatileFs.mount();
+    const dataDir = path.join(vfs.path, "data");
+    const text = (records: Uint8Array) => payloadsOf(records).map((p) => new TextDecoder().decode(p));
+    {
+      await using broker = await startBroker(dataDir);
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      await client.createTopic("kept", { durability: "force" });
+      await client.produce("kept", 0, frameRecords(["kept record"]));
+      await client.createTopic("again", { durability: "force", partitions: 2 });
+      await client.produce("again", 1, frameRecords(["first life"]));
+      await client.deleteTopic("again");
+      // The name is free once the delete finished; until then a create is refused (retriable).
+      await waitUntil(
+        () =>
+          client.createTopic("again", { durability: "force" }).then(
+            () => true,
+            () => false,
+          ),
+        "the re-create of a deleted topic",
+      );
+      await client.produce("again", 0, frameRecords(["second life"]));
+      // A delete last: no later create fsyncs topics/ on its behalf.
+      await client.createTopic("gone", { durability: "force" });
+      await client.produce("gone", 0, frameRecords(["deleted record"]));
+      await client.deleteTopic("gone");
+      client.close();
+      broker.process.kill("SIGKILL");
+      await broker.process.exited;
+    }
+    await vfs.powerCycle();
+    await using broker = await startBroker(dataDir);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+    try {
+      const metadata = await client.metadata();
+      // name: the next offset of each partition (the re-created topic has one partition, not two).
+      const topics = metadata.topics.map(
+        (topic) => `${topic.name}: ${topic.partitions.map((partition) => partition.nextOffset).join(",")}`,
+      );
+      expect(topics.sort()).toEqual(["again: 1", "kept: 1"]);
+      expect(text((await client.fetch("kept", 0, 0)).records)).toEqual(["kept record"]);
+      expect(text((await client.fetch("again", 0, 0)).records)).toEqual(["second life"]);
     } finally {
       client.close();
     }
