@@ -3,7 +3,7 @@
  * loss", everything no fsync made durable. Built by the power-loss harness
  * (test/power-loss/volatile-fs.ts) into a temporary directory; never committed as a binary.
  *
- *   volatile-fs --image PATH [--tear SEED] MOUNTPOINT
+ *   volatile-fs --image PATH [--tear SEED] [--sync-latency-us N] MOUNTPOINT
  *
  * Owns: a tree of nodes (files and directories) mounted at MOUNTPOINT, and the image file PATH.
  *
@@ -17,9 +17,18 @@
  * This is stricter than ext4 or xfs (whose journal often commits more than was asked for), which is
  * the point: the broker may rely only on what POSIX promises.
  *
- * Power loss. Unmounting (fusermount3 -u, umount, or SIGTERM/SIGINT, which make libfuse unmount)
- * pulls the plug: the daemon writes only the DURABLE state of the nodes reachable from the root
- * through DURABLE entries to PATH, and exits. The next daemon started with the same PATH serves that
+ * A sync takes --sync-latency-us (default 0), like a device flush: it copies CURRENT when it starts
+ * and installs the copy as DURABLE when it ends, unless a newer sync of the node already did, so
+ * everything written before the call is durable when it returns, and a power cut while it waits
+ * keeps the old DURABLE state. The latency widens the window between a write and its sync, in which
+ * a broker that showed or acknowledged unsynced records would be caught.
+ *
+ * Power loss. SIGUSR1 cuts the power: from then on DURABLE never changes, and every operation
+ * (including a sync that was waiting) fails with EIO, so nothing after the cut can look durable to
+ * the broker; the daemon says "volatile-fs: unplugged" on stderr once the cut is in effect. Unmounting
+ * (fusermount3 -u, umount; SIGTERM/SIGINT make libfuse unmount) then writes only the DURABLE state of
+ * the nodes reachable from the root through DURABLE entries to PATH, and exits (an unmount without
+ * SIGUSR1 cuts the power at that moment). The next daemon started with the same PATH serves that
  * state as both CURRENT and DURABLE. Remounting (rather than reverting in place) means no kernel
  * cache (dentries, attributes, page cache, dirty mmap pages) can carry CURRENT state across a power
  * loss. With --tear SEED, the last write to each file since its last sync is torn instead of lost:
@@ -27,11 +36,13 @@
  * any gap, as a disk might have written part of it before the power went.
  *
  * Invariants:
- * - DURABLE state changes only in fsync/fsyncdir (and when loading the image).
+ * - DURABLE state changes only at the end of fsync/fsyncdir (and when loading the image), never
+ *   after the cut, and never backwards (a node's `durable_changes` only grows).
+ * - Every operation holds `tree_lock` while it touches the tree (libfuse runs several threads, so a
+ *   sync's latency does not stall other calls); a sync releases it while it waits.
  * - Nodes are never freed while mounted: an open file handle (fh) is a node pointer, valid even
  *   after its last name is gone (unlink of an open file, as retention does). The mounts of a test
  *   are short-lived, so this bounded leak is the simplest correct choice.
- * - Single-threaded (-s): no locks.
  *
  * Not modelled: hard links, symlinks, xattrs, ownership and permissions (everything runs as root),
  * reordering of writes inside one sync window other than the torn last write.
@@ -45,6 +56,8 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +96,8 @@ struct node {
   struct entries current_entries;       /* directories */
   struct entries durable_entries;
   int unsynced;                         /* CURRENT differs from DURABLE (for the summary) */
+  uint64_t changes;                     /* count of CURRENT changes */
+  uint64_t durable_changes;             /* the count DURABLE reflects */
   int has_last_write;                   /* the last write since the last sync, for --tear */
   size_t last_offset, last_length;
   int visited;                          /* image writing: a node reachable twice is written once */
@@ -92,6 +107,17 @@ static struct node *root;
 static const char *image_path;
 static int tear_enabled;
 static uint64_t tear_state;
+static long sync_latency_us;
+static pthread_mutex_t tree_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t unplugged;
+
+static void on_unplug(int signal_number) {
+  (void)signal_number;
+  unplugged = 1;
+  static const char message[] = "volatile-fs: unplugged\n";
+  ssize_t ignored = write(2, message, sizeof(message) - 1); /* async-signal-safe */
+  (void)ignored;
+}
 
 static void *xmalloc(size_t size) {
   void *p = malloc(size == 0 ? 1 : size);
@@ -190,7 +216,10 @@ static struct node *node_new(int is_dir, mode_t mode) {
   return n;
 }
 
-static void touch(struct node *n) {
+/* Every change of a node's CURRENT state goes through here. */
+static void changed(struct node *n) {
+  n->unsynced = 1;
+  n->changes++;
   clock_gettime(CLOCK_REALTIME, &n->mtime);
 }
 
@@ -286,8 +315,7 @@ static int vfs_mkdir(const char *path, mode_t mode) {
   else if (entries_find(&parent->current_entries, name) != NULL) result = -EEXIST;
   else {
     entries_put(&parent->current_entries, name, node_new(1, mode));
-    parent->unsynced = 1;
-    touch(parent);
+    changed(parent);
   }
   free(name);
   return result;
@@ -303,8 +331,7 @@ static int vfs_rmdir(const char *path) {
   else if (e->node->current_entries.count > 0) result = -ENOTEMPTY;
   else {
     entries_remove(&parent->current_entries, name);
-    parent->unsynced = 1;
-    touch(parent);
+    changed(parent);
   }
   free(name);
   return result;
@@ -319,8 +346,7 @@ static int vfs_unlink(const char *path) {
   else if (e->node->is_dir) result = -EISDIR;
   else {
     entries_remove(&parent->current_entries, name);
-    parent->unsynced = 1;
-    touch(parent);
+    changed(parent);
   }
   free(name);
   return result;
@@ -345,10 +371,8 @@ static int vfs_rename(const char *from, const char *to, unsigned int flags) {
     struct node *moved = source->node;
     entries_remove(&from_parent->current_entries, from_name);
     entries_put(&to_parent->current_entries, to_name, moved);
-    from_parent->unsynced = 1;
-    to_parent->unsynced = 1;
-    touch(from_parent);
-    touch(to_parent);
+    changed(from_parent);
+    if (to_parent != from_parent) changed(to_parent);
   }
   free(from_name);
   free(to_name);
@@ -369,13 +393,12 @@ static int vfs_create(const char *path, mode_t mode, struct fuse_file_info *fi) 
     } else {
       n = node_new(0, mode);
       entries_put(&parent->current_entries, name, n);
-      parent->unsynced = 1;
-      touch(parent);
+      changed(parent);
     }
     if (result == 0) {
       if ((fi->flags & O_TRUNC) && n->current.size > 0) {
         bytes_resize(&n->current, 0);
-        n->unsynced = 1;
+        changed(n);
         n->has_last_write = 0;
       }
       fi->fh = (uint64_t)(uintptr_t)n;
@@ -391,7 +414,7 @@ static int vfs_open(const char *path, struct fuse_file_info *fi) {
   if (n->is_dir) return -EISDIR;
   if ((fi->flags & O_TRUNC) && n->current.size > 0) {
     bytes_resize(&n->current, 0);
-    n->unsynced = 1;
+    changed(n);
     n->has_last_write = 0;
   }
   fi->fh = (uint64_t)(uintptr_t)n;
@@ -415,11 +438,10 @@ static int vfs_write(const char *path, const char *buf, size_t size, off_t offse
   size_t end = (size_t)offset + size;
   if (end > n->current.size) bytes_resize(&n->current, end); /* a write beyond EOF leaves zeros */
   memcpy(n->current.data + offset, buf, size);
-  n->unsynced = 1;
+  changed(n);
   n->has_last_write = 1;
   n->last_offset = (size_t)offset;
   n->last_length = size;
-  touch(n);
   return (int)size;
 }
 
@@ -428,8 +450,7 @@ static int vfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
   if (n == NULL) return -ENOENT;
   if (n->is_dir) return -EISDIR;
   bytes_resize(&n->current, (size_t)size);
-  n->unsynced = 1;
-  touch(n);
+  changed(n);
   return 0;
 }
 
@@ -442,36 +463,70 @@ static int vfs_fallocate(const char *path, int mode, off_t offset, off_t length,
   size_t end = (size_t)(offset + length);
   if (end > n->current.size) {
     bytes_resize(&n->current, end);
-    n->unsynced = 1;
-    touch(n);
+    changed(n);
   }
   return 0;
 }
 
+/*
+ * fsync, fdatasync (a file: bytes and size; fdatasync must cover the size, and there is no other
+ * metadata to skip) and fsyncdir (a directory: its entries). Copies CURRENT at the start, waits the
+ * latency without the lock, installs the copy as DURABLE at the end: unless the power was cut
+ * meanwhile (EIO, DURABLE untouched) or a sync that started later already installed a newer copy.
+ */
+static int sync_node(const char *path, struct fuse_file_info *fi) {
+  pthread_mutex_lock(&tree_lock);
+  struct node *n = unplugged ? NULL : target(path, fi);
+  if (n == NULL) {
+    int result = unplugged ? -EIO : -ENOENT;
+    pthread_mutex_unlock(&tree_lock);
+    return result;
+  }
+  struct bytes snapshot = {0};
+  struct entries snapshot_entries = {0};
+  if (n->is_dir) entries_copy(&snapshot_entries, &n->current_entries);
+  else bytes_copy(&snapshot, &n->current);
+  uint64_t changes = n->changes;
+  pthread_mutex_unlock(&tree_lock);
+  if (sync_latency_us > 0) {
+    struct timespec latency = {sync_latency_us / 1000000, (sync_latency_us % 1000000) * 1000};
+    while (nanosleep(&latency, &latency) != 0 && errno == EINTR) {
+    }
+  }
+  pthread_mutex_lock(&tree_lock);
+  int result = 0;
+  if (unplugged) result = -EIO;
+  else if (changes >= n->durable_changes) {
+    if (n->is_dir) entries_copy(&n->durable_entries, &snapshot_entries);
+    else bytes_copy(&n->durable, &snapshot);
+    n->durable_changes = changes;
+    if (n->changes == changes) {
+      n->unsynced = 0;
+      n->has_last_write = 0;
+    }
+  }
+  pthread_mutex_unlock(&tree_lock);
+  free(snapshot.data);
+  for (size_t i = 0; i < snapshot_entries.count; i++) free(snapshot_entries.items[i].name);
+  free(snapshot_entries.items);
+  return result;
+}
+
 static int vfs_fsync(const char *path, int datasync, struct fuse_file_info *fi) {
-  (void)datasync; /* fdatasync must cover the size, and there is no other metadata to skip */
-  struct node *n = target(path, fi);
-  if (n == NULL) return -ENOENT;
-  bytes_copy(&n->durable, &n->current);
-  n->unsynced = 0;
-  n->has_last_write = 0;
-  return 0;
+  (void)datasync;
+  return sync_node(path, fi);
 }
 
 static int vfs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi) {
   (void)datasync;
-  struct node *n = target(path, fi);
-  if (n == NULL) return -ENOENT;
-  entries_copy(&n->durable_entries, &n->current_entries);
-  n->unsynced = 0;
-  return 0;
+  return sync_node(path, fi);
 }
 
 static int vfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi) {
   (void)tv;
   struct node *n = target(path, fi);
   if (n == NULL) return -ENOENT;
-  touch(n);
+  clock_gettime(CLOCK_REALTIME, &n->mtime);
   return 0;
 }
 
@@ -499,27 +554,66 @@ static int vfs_statfs(const char *path, struct statvfs *st) {
   return 0;
 }
 
+/* Every other operation runs whole under the lock, and fails with EIO once the power is cut. */
+#define LOCKED(call)                                  \
+  do {                                                \
+    pthread_mutex_lock(&tree_lock);                   \
+    int locked_result = unplugged ? -EIO : (call);    \
+    pthread_mutex_unlock(&tree_lock);                 \
+    return locked_result;                             \
+  } while (0)
+
+static int l_getattr(const char *p, struct stat *st, struct fuse_file_info *fi) { LOCKED(vfs_getattr(p, st, fi)); }
+static int l_opendir(const char *p, struct fuse_file_info *fi) { LOCKED(vfs_opendir(p, fi)); }
+static int l_readdir(const char *p, void *buf, fuse_fill_dir_t fill, off_t offset, struct fuse_file_info *fi,
+                     enum fuse_readdir_flags flags) {
+  LOCKED(vfs_readdir(p, buf, fill, offset, fi, flags));
+}
+static int l_mkdir(const char *p, mode_t mode) { LOCKED(vfs_mkdir(p, mode)); }
+static int l_rmdir(const char *p) { LOCKED(vfs_rmdir(p)); }
+static int l_unlink(const char *p) { LOCKED(vfs_unlink(p)); }
+static int l_rename(const char *from, const char *to, unsigned int flags) { LOCKED(vfs_rename(from, to, flags)); }
+static int l_create(const char *p, mode_t mode, struct fuse_file_info *fi) { LOCKED(vfs_create(p, mode, fi)); }
+static int l_open(const char *p, struct fuse_file_info *fi) { LOCKED(vfs_open(p, fi)); }
+static int l_read(const char *p, char *buf, size_t size, off_t offset, struct fuse_file_info *fi) {
+  LOCKED(vfs_read(p, buf, size, offset, fi));
+}
+static int l_write(const char *p, const char *buf, size_t size, off_t offset, struct fuse_file_info *fi) {
+  LOCKED(vfs_write(p, buf, size, offset, fi));
+}
+static int l_truncate(const char *p, off_t size, struct fuse_file_info *fi) { LOCKED(vfs_truncate(p, size, fi)); }
+static int l_fallocate(const char *p, int mode, off_t offset, off_t length, struct fuse_file_info *fi) {
+  LOCKED(vfs_fallocate(p, mode, offset, length, fi));
+}
+static int l_utimens(const char *p, const struct timespec tv[2], struct fuse_file_info *fi) {
+  LOCKED(vfs_utimens(p, tv, fi));
+}
+static int l_chmod(const char *p, mode_t mode, struct fuse_file_info *fi) { LOCKED(vfs_chmod(p, mode, fi)); }
+static int l_chown(const char *p, uid_t uid, gid_t gid, struct fuse_file_info *fi) {
+  LOCKED(vfs_chown(p, uid, gid, fi));
+}
+
 static const struct fuse_operations operations = {
     .init = vfs_init,
-    .getattr = vfs_getattr,
-    .opendir = vfs_opendir,
-    .readdir = vfs_readdir,
-    .mkdir = vfs_mkdir,
-    .rmdir = vfs_rmdir,
-    .unlink = vfs_unlink,
-    .rename = vfs_rename,
-    .create = vfs_create,
-    .open = vfs_open,
-    .read = vfs_read,
-    .write = vfs_write,
-    .truncate = vfs_truncate,
-    .fallocate = vfs_fallocate,
+    .getattr = l_getattr,
+    .opendir = l_opendir,
+    .readdir = l_readdir,
+    .mkdir = l_mkdir,
+    .rmdir = l_rmdir,
+    .unlink = l_unlink,
+    .rename = l_rename,
+    .create = l_create,
+    .open = l_open,
+    .read = l_read,
+    .write = l_write,
+    .truncate = l_truncate,
+    .fallocate = l_fallocate,
     .fsync = vfs_fsync,
     .fsyncdir = vfs_fsyncdir,
-    .utimens = vfs_utimens,
-    .chmod = vfs_chmod,
-    .chown = vfs_chown,
-    .statfs = vfs_statfs,
+    .utimens = l_utimens,
+    .chmod = l_chmod,
+    .chown = l_chown,
+    .statfs = vfs_statfs, /* constant: no lock */
 };
 
 /* --- the image: what survives a power loss ----------------------------------------------------- */
@@ -678,17 +772,25 @@ int main(int argc, char *argv[]) {
     else if (strcmp(argv[i], "--tear") == 0 && i + 1 < argc) {
       tear_enabled = 1;
       tear_state = strtoull(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--sync-latency-us") == 0 && i + 1 < argc) {
+      sync_latency_us = strtol(argv[++i], NULL, 10);
     } else mountpoint = argv[i];
   }
-  if (image_path == NULL || mountpoint == NULL) {
-    fprintf(stderr, "usage: volatile-fs --image PATH [--tear SEED] MOUNTPOINT\n");
+  if (image_path == NULL || mountpoint == NULL || sync_latency_us < 0) {
+    fprintf(stderr, "usage: volatile-fs --image PATH [--tear SEED] [--sync-latency-us N] MOUNTPOINT\n");
     return 2;
   }
   root = node_new(1, 0755);
   load_image();
-  /* Foreground, single-threaded; fsname names the mount in /proc/self/mountinfo. */
-  char *fuse_argv[] = {argv[0], "-f", "-s", "-o", "fsname=volatile-fs,subtype=volatile", (char *)mountpoint, NULL};
-  int status = fuse_main(6, fuse_argv, &operations, NULL);
+  struct sigaction unplug = {0};
+  unplug.sa_handler = on_unplug;
+  unplug.sa_flags = SA_RESTART;
+  sigemptyset(&unplug.sa_mask);
+  sigaction(SIGUSR1, &unplug, NULL);
+  /* Foreground, multi-threaded (a sync's latency must not stall other calls); fsname names the
+   * mount in /proc/self/mountinfo. */
+  char *fuse_argv[] = {argv[0], "-f", "-o", "fsname=volatile-fs,subtype=volatile", (char *)mountpoint, NULL};
+  int status = fuse_main(5, fuse_argv, &operations, NULL);
   if (status != 0) return status; /* never mounted: nothing to save, keep the old image */
   pull_the_plug();
   return 0;

@@ -99,6 +99,27 @@ describe.skipIf(volatileFsUnavailable !== undefined)("volatile-fs: a power cut",
     expect(read(path.join(vfs.path, "kept"))).toBe("0123456789");
   });
 
+  test("cuts under a running writer: a sync that returned is kept, one waiting fails, every later call fails", async () => {
+    // Each sync takes 100 ms, like a slow device flush.
+    await using vfs = await VolatileFs.mount({ syncLatencyUs: 100_000 });
+    writeDurably(vfs.path, "log", "");
+    const handle = await fs.promises.open(path.join(vfs.path, "log"), "r+");
+    try {
+      await handle.write(bytes("forced;"), 0, 7, 0);
+      await handle.datasync(); // returned: durable
+      await handle.write(bytes("waiting"), 0, 7, 7);
+      const waiting = handle.datasync();
+      await vfs.unplug();
+      // Whether the sync reached the daemon before the cut or after, it must not succeed.
+      await expect(waiting).rejects.toThrow(/EIO/);
+      await expect(handle.write(bytes("after"), 0, 5, 14)).rejects.toThrow(/EIO/);
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+    await vfs.powerCycle();
+    expect(read(path.join(vfs.path, "log"))).toBe("forced;");
+  });
+
   test("with tearing on, lands a prefix of the last unsynced write on the durable bytes", async () => {
     const write = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     const lengths = new Set<number>();

@@ -2,8 +2,9 @@
  * The volatile file system (volatile-fs.c) from TypeScript: build it, mount it, pull the plug, mount
  * what survived.
  *
- * A power cut is an unmount: the daemon then writes only what fsync/fdatasync/fsyncdir made durable
- * to its image file and exits; the next mount serves that image (see the header of volatile-fs.c).
+ * A power cut is SIGUSR1 (from then on nothing becomes durable and every call on the mount fails
+ * with EIO), then an unmount: the daemon writes only what fsync/fdatasync/fsyncdir made durable to
+ * its image file and exits; the next mount serves that image (see the header of volatile-fs.c).
  * The binary is compiled once per process into a temporary directory (`cc … $(pkg-config fuse3)`),
  * never committed. Mounting needs /dev/fuse and root (or fusermount3); where that is impossible the
  * tests that need it are skipped with `volatileFsUnavailable` printed as the reason.
@@ -13,6 +14,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Subprocess } from "bun";
+import { LineReader } from "../helpers/process.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 const SOURCE = path.join(import.meta.dir, "volatile-fs.c");
@@ -51,6 +53,8 @@ function isMounted(mountpoint: string): boolean {
 export interface MountOptions {
   /** Tear the last unsynced write of each file at a seeded random byte at the next power cut. */
   tearSeed?: number | undefined;
+  /** How long each fsync/fdatasync takes, like a device flush (default 0). */
+  syncLatencyUs?: number | undefined;
 }
 
 export class VolatileFs implements AsyncDisposable {
@@ -59,6 +63,8 @@ export class VolatileFs implements AsyncDisposable {
   private readonly home: string;
   private readonly image: string;
   private daemon: Subprocess<"ignore", "ignore", "pipe"> | undefined;
+  private stderr: LineReader | undefined;
+  private unplugged = false;
 
   private constructor(home: string) {
     this.home = home;
@@ -82,30 +88,52 @@ export class VolatileFs implements AsyncDisposable {
   private async start(options: MountOptions): Promise<void> {
     const args = [buildVolatileFs(), "--image", this.image];
     if (options.tearSeed !== undefined) args.push("--tear", String(options.tearSeed >>> 0));
+    if (options.syncLatencyUs !== undefined) args.push("--sync-latency-us", String(options.syncLatencyUs));
     const daemon = Bun.spawn([...args, this.path], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    const stderr = new LineReader(daemon.stderr);
     this.daemon = daemon;
+    this.stderr = stderr;
+    this.unplugged = false;
     await waitUntil(async () => {
       if (daemon.exitCode !== null || daemon.signalCode !== null) {
         this.daemon = undefined;
-        throw new Error(`volatile-fs did not mount: ${(await new Response(daemon.stderr).text()).trim()}`);
+        throw new Error(`volatile-fs did not mount: ${(await stderr.rest()).join(" ").trim()}`);
       }
       return isMounted(this.path);
     }, "volatile-fs to mount");
   }
 
   /**
-   * Pulls the plug: unmounts (the daemon keeps only what was synced, tearing last writes if asked)
-   * and returns the daemon's one-line account of what it discarded. Everything that has a file open
-   * on the mount must be dead by now, or the unmount fails (EBUSY) and so does this.
+   * Cuts the power, with the broker still running if it is: once this resolves nothing becomes
+   * durable any more (a sync still waiting fails), and every call on the mount fails with EIO. What
+   * the file system keeps is decided here; pullThePlug then unmounts.
+   */
+  async unplug(): Promise<void> {
+    const daemon = this.daemon;
+    const stderr = this.stderr;
+    if (daemon === undefined || stderr === undefined) throw new Error("volatile-fs is not mounted");
+    if (this.unplugged) return;
+    daemon.kill("SIGUSR1");
+    // The daemon confirms from its signal handler, after setting the flag every call checks.
+    await stderr.waitFor((line) => line === "volatile-fs: unplugged", "volatile-fs to confirm the cut");
+    this.unplugged = true;
+  }
+
+  /**
+   * Pulls the plug (unplug, unless that happened already) and unmounts: the daemon keeps only what
+   * was synced, tearing last writes if asked. Returns the daemon's one-line account of what it
+   * discarded. Everything that has a file open on the mount must be dead by now, or the unmount
+   * fails (EBUSY) and so does this.
    */
   async pullThePlug(): Promise<string> {
-    const daemon = this.daemon;
-    if (daemon === undefined) throw new Error("volatile-fs is not mounted");
+    await this.unplug();
+    const daemon = this.daemon!;
     const unmount = spawnSync("fusermount3", ["-u", this.path], { encoding: "utf8" });
     if (unmount.status !== 0)
       throw new Error(`fusermount3 -u failed: ${unmount.stderr || unmount.error?.message}`);
-    const [stderr, exitCode] = await Promise.all([new Response(daemon.stderr).text(), daemon.exited]);
+    const [lines, exitCode] = await Promise.all([this.stderr!.rest(), daemon.exited]);
     this.daemon = undefined;
+    const stderr = lines.join("\n");
     if (exitCode !== 0) throw new Error(`volatile-fs exited with ${exitCode}: ${stderr.trim()}`);
     return /volatile-fs: power cut: (.*)/.exec(stderr)?.[1] ?? stderr.trim();
   }

@@ -4,7 +4,9 @@
  * verify, repeat. Verified every cycle:
  * - every acknowledged record is present with the right bytes at its offset;
  * - every partition is a gap-free sequence of whole records, each one some producer sent;
- * - every record the consumer was handed is still at its offset with its bytes;
+ * - every record the consumer was handed is still at its offset with its bytes, and so is every
+ *   record a tail reader was handed (a reader that keeps no position and so stays at the end of
+ *   the log, where a record shown before it was forced would be seen before a crash takes it);
  * - the consumer, resuming from its saved position, sees each offset exactly once;
  * - `booblik-cli segment verify` finds no damage in the crashed data directory, nor anywhere after
  *   the last restart and a clean stop.
@@ -42,8 +44,14 @@ export interface TortureOptions {
   /** The broker's data directory; default `<workDir>/data`. */
   dataDir?: string;
   /**
+   * Runs at the kill point just before the SIGKILL, with the broker still running: the power-loss
+   * harness cuts the power here (test/power-loss/power-loss.ts). Failures of producers and the
+   * consumer from here on are expected, as after the kill.
+   */
+  beforeKill?: (cycle: number) => Promise<void>;
+  /**
    * Runs after each SIGKILL, before anything looks at the data directory: the power-loss harness
-   * pulls the plug here (test/power-loss/power-loss.ts). Returns a note for the cycle's log line.
+   * unmounts and mounts what survived here. Returns a note for the cycle's log line.
    */
   afterKill?: (cycle: number) => Promise<string>;
   /**
@@ -88,6 +96,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
   const acknowledged = Array.from({ length: PARTITIONS }, () => new Map<number, string>());
   /** partition → offset → payload, for every record the consumer was handed. */
   const consumedOffsets = Array.from({ length: PARTITIONS }, () => new Map<number, string>());
+  /** partition → offset → payload, for every record the tail readers were handed. */
+  const tailed = Array.from({ length: PARTITIONS }, () => new Map<number, string>());
   const positions = Array.from(
     { length: PARTITIONS },
     (_, p) => new PositionFile(path.join(workDir, `position-${p}.json`), TOPIC, p),
@@ -111,7 +121,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
           writeMode: options.writeMode ?? "file",
         });
       // Verify what the previous crash left, through the restarted broker.
-      await verifyLog(client, acknowledged, consumedOffsets);
+      await verifyLog(client, acknowledged, [consumedOffsets, tailed]);
       if (cycle > 0) verifiedCycles++;
       // Producers and the consumer run until the broker dies under them.
       const producers = random.int(2, 6);
@@ -138,6 +148,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
           ),
         ),
         consume(client, positions, consumedOffsets, brokerKilled),
+        tail(client, tailed, brokerKilled),
       ];
       // Until the kill point; a check failing in a producer or the consumer (a rejection) ends the
       // cycle at once, and so does a stall.
@@ -165,6 +176,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
       // A random extra moment, so the kill does not always land right after an acknowledgement.
       if (random.next() < 0.5) await new Promise((resolve) => setTimeout(resolve, random.int(0, 5)));
       killed = true;
+      await options.beforeKill?.(cycle);
       broker.process.kill("SIGKILL");
       await broker.process.exited;
       check(broker.process.signalCode === "SIGKILL", `cycle ${cycle}: the broker was not killed by SIGKILL`);
@@ -184,7 +196,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     // A last restart verifies the last crash.
     broker = await startBroker(dataDir);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
-    await verifyLog(client, acknowledged, consumedOffsets);
+    await verifyLog(client, acknowledged, [consumedOffsets, tailed]);
     // Nothing kills this broker: here every error fails the run.
     await consume(client, positions, consumedOffsets, () => false, true);
     client.close();
@@ -296,14 +308,65 @@ async function consume(
   );
 }
 
+/** The payloads of a FETCH result's records, as text. */
+function valuesOf(records: Uint8Array, count: number): string[] {
+  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
+  const values: string[] = [];
+  for (let i = 0, at = 0; i < count; i++) {
+    const length = view.getUint32(at, false);
+    values.push(new TextDecoder().decode(records.subarray(at + 8, at + 8 + length)));
+    at += 8 + length;
+  }
+  return values;
+}
+
+/**
+ * A reader per partition that keeps no position: from the end of the log at the start of the cycle,
+ * long polls, and records every record it is handed. Unlike the consumer, which saves its position
+ * after every record and so lags behind, it stays at the end of the log, where a record shown before
+ * it was forced would be read before a power cut takes it back.
+ */
+async function tail(
+  client: BooblikClient,
+  seen: Map<number, string>[],
+  brokerKilled: () => boolean,
+): Promise<void> {
+  await Promise.all(
+    seen.map(async (records, partition) => {
+      try {
+        let { nextOffset: offset } = await client.listOffsets(TOPIC, partition);
+        for (;;) {
+          const result = await client.fetch(TOPIC, partition, offset, { maxWaitMs: 50 }); // CRCs checked
+          for (const value of valuesOf(result.records, result.recordCount)) {
+            check(PAYLOAD.test(value), `partition ${partition}: offset ${offset} holds a record nobody sent`);
+            const earlier = records.get(offset);
+            check(
+              earlier === undefined || earlier === value,
+              `partition ${partition}: the tail reader saw offset ${offset} with other bytes than before`,
+            );
+            records.set(offset, value);
+            offset++;
+          }
+        }
+      } catch (error) {
+        if (error instanceof TortureFailure) throw error;
+        check(
+          brokerKilled(),
+          `partition ${partition}: the tail reader failed while the broker ran: ${String(error)}`,
+        );
+      }
+    }),
+  );
+}
+
 /**
  * Through the broker: the log starts at 0 and has no holes, every record is one some producer sent,
- * and every acknowledged record and every record the consumer was handed is there, with its bytes.
+ * and every acknowledged record and every record a reader was handed is there, with its bytes.
  */
 async function verifyLog(
   client: BooblikClient,
   acknowledged: Map<number, string>[],
-  consumed: Map<number, string>[],
+  read: Map<number, string>[][],
 ): Promise<void> {
   for (let partition = 0; partition < PARTITIONS; partition++) {
     const { logStartOffset, nextOffset } = await client.listOffsets(TOPIC, partition);
@@ -316,14 +379,9 @@ async function verifyLog(
         result.recordCount > 0,
         `partition ${partition}: no record at ${offset} below ${nextOffset} (a hole)`,
       );
-      let at = 0;
-      const view = new DataView(result.records.buffer, result.records.byteOffset, result.records.byteLength);
-      for (let i = 0; i < result.recordCount; i++) {
-        const length = view.getUint32(at, false);
-        const value = new TextDecoder().decode(result.records.subarray(at + 8, at + 8 + length));
+      for (const value of valuesOf(result.records, result.recordCount)) {
         check(PAYLOAD.test(value), `partition ${partition}: offset ${offset} holds a record nobody sent`);
         seen.set(offset, value);
-        at += 8 + length;
         offset++;
       }
     }
@@ -337,14 +395,14 @@ async function verifyLog(
         `partition ${partition}: acknowledged offset ${ackedOffset} holds other bytes`,
       );
     }
-    for (const [consumedOffset, value] of consumed[partition]!) {
+    for (const [readOffset, value] of read.flatMap((maps) => [...maps[partition]!])) {
       check(
-        consumedOffset < nextOffset,
-        `partition ${partition}: consumed offset ${consumedOffset} lost (log ends at ${nextOffset})`,
+        readOffset < nextOffset,
+        `partition ${partition}: offset ${readOffset}, which a reader was handed, lost (log ends at ${nextOffset})`,
       );
       check(
-        seen.get(consumedOffset) === value,
-        `partition ${partition}: consumed offset ${consumedOffset} holds other bytes now`,
+        seen.get(readOffset) === value,
+        `partition ${partition}: offset ${readOffset}, which a reader was handed, holds other bytes now`,
       );
     }
   }
