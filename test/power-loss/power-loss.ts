@@ -34,7 +34,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Random } from "../helpers/random.ts";
 import { runTorture, type TortureResult } from "../torture/torture.ts";
-import { VolatileFs } from "./volatile-fs.ts";
+import { extractImage, VolatileFs } from "./volatile-fs.ts";
 
 export interface PowerLossOptions {
   cycles: number;
@@ -67,32 +67,47 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
   let cutsThatTookAppends = 0;
   let cutsThatTore = 0;
   await using volatileFs = await VolatileFs.mount(mountOptions());
-  const result = await runTorture({
-    cycles: options.cycles,
-    seed: options.seed,
-    workDir: options.workDir,
-    dataDir: path.join(volatileFs.path, "data"),
-    verifyCrashedDirectory: false,
-    writeMode: options.writeMode ?? "file",
-    log: options.log ?? (() => undefined),
-    beforeKill: async () => {
-      // A moment of its own after the kill point (an acknowledgement): a force is usually in flight
-      // then, and a cut inside it is what tests that records are shown and acknowledged only once
-      // forced. A deliberate random moment, like the torture's own, not a wait for a condition.
-      await new Promise((resolve) => setTimeout(resolve, random.int(0, 4)));
-      await volatileFs.unplug();
-    },
-    afterKill: async () => {
-      const account = await volatileFs.powerCycle(mountOptions());
-      // "discarded unsynced changes of F files and D directories (A bytes beyond durable sizes),
-      // tore T writes (L bytes landed); shortened: data/torture-0/00000000000000000000.log +310, …"
-      const [files, directories, , torn] = (account.match(/\d+/g) ?? []).map(Number);
-      if ((files ?? 0) + (directories ?? 0) > 0) cutsThatDiscarded++;
-      if (/\.log \+\d+/.test(account)) cutsThatTookAppends++;
-      if ((torn ?? 0) > 0) cutsThatTore++;
-      return `power cut ${account}`;
-    },
-  });
+  // What the last cut left, before the restarted broker recovered it: the evidence of a failure.
+  const lastCut = path.join(options.workDir, "last-cut.image");
+  let result: TortureResult;
+  try {
+    result = await runTorture({
+      cycles: options.cycles,
+      seed: options.seed,
+      workDir: options.workDir,
+      dataDir: path.join(volatileFs.path, "data"),
+      verifyCrashedDirectory: false,
+      writeMode: options.writeMode ?? "file",
+      log: options.log ?? (() => undefined),
+      beforeKill: async () => {
+        // A moment of its own after the kill point (an acknowledgement): a force is usually in flight
+        // then, and a cut inside it is what tests that records are shown and acknowledged only once
+        // forced. A deliberate random moment, like the torture's own, not a wait for a condition.
+        await new Promise((resolve) => setTimeout(resolve, random.int(0, 4)));
+        await volatileFs.unplug();
+      },
+      afterKill: async () => {
+        const account = await volatileFs.pullThePlug();
+        volatileFs.keepImage(lastCut);
+        await volatileFs.remount(mountOptions());
+        // "discarded unsynced changes of F files and D directories (A bytes beyond durable sizes),
+        // tore T writes (L bytes landed); shortened: data/torture-0/00000000000000000000.log +310, …"
+        const [files, directories, , torn] = (account.match(/\d+/g) ?? []).map(Number);
+        if ((files ?? 0) + (directories ?? 0) > 0) cutsThatDiscarded++;
+        if (/\.log \+\d+/.test(account)) cutsThatTookAppends++;
+        if ((torn ?? 0) > 0) cutsThatTore++;
+        return `power cut ${account}`;
+      },
+    });
+  } catch (error) {
+    if (fs.existsSync(lastCut)) {
+      const files = path.join(options.workDir, "last-cut");
+      extractImage(lastCut, files);
+      (error as Error).message +=
+        `; the files the last cut left (before the restart recovered them): ${files}`;
+    }
+    throw error;
+  }
   return { ...result, cutsThatDiscarded, cutsThatTookAppends, cutsThatTore };
 }
 
@@ -120,7 +135,7 @@ export async function powerLossMain(args: string[]): Promise<void> {
     );
     fs.rmSync(workDir, { recursive: true, force: true });
   } catch (error) {
-    console.error(`power-loss torture FAILED (seed ${seed}): ${(error as Error).message}`);
+    console.error(`power-loss torture FAILED (seed ${seed}; kept ${workDir}): ${(error as Error).message}`);
     process.exit(1);
   }
 }

@@ -138,6 +138,11 @@ export class VolatileFs implements AsyncDisposable {
     return /volatile-fs: power cut: (.*)/.exec(stderr)?.[1] ?? stderr.trim();
   }
 
+  /** Copies the image the last power cut left (before anything ran on it again) to `to`. */
+  keepImage(to: string): void {
+    fs.copyFileSync(this.image, to);
+  }
+
   /** Mounts what the last power cut left. */
   remount(options: MountOptions = {}): Promise<void> {
     if (this.daemon !== undefined) throw new Error("volatile-fs is still mounted");
@@ -170,6 +175,32 @@ export class VolatileFs implements AsyncDisposable {
       await daemon.exited;
     }
     fs.rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Writes the files and directories of an image (see "the image" in volatile-fs.c: kind 'D' or 'F',
+ * u32 path length, path, and for 'F' a u64 size and the bytes, in the byte order of the machine)
+ * below `directory`, for a post-mortem with ordinary tools (`booblik-cli segment dump`).
+ */
+export function extractImage(image: string, directory: string): void {
+  const bytes = fs.readFileSync(image);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const littleEndian = os.endianness() === "LE";
+  fs.mkdirSync(directory, { recursive: true });
+  for (let at = 0; at < bytes.length; ) {
+    const kind = String.fromCharCode(bytes[at]!);
+    const length = view.getUint32(at + 1, littleEndian);
+    const name = bytes.subarray(at + 5, at + 5 + length).toString();
+    at += 5 + length;
+    const target = path.join(directory, name);
+    if (kind === "D") {
+      fs.mkdirSync(target, { recursive: true });
+      continue;
+    }
+    const size = Number(view.getBigUint64(at, littleEndian));
+    fs.writeFileSync(target, bytes.subarray(at + 8, at + 8 + size));
+    at += 8 + size;
   }
 }
 
