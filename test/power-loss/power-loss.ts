@@ -47,6 +47,8 @@ export interface PowerLossOptions {
 }
 
 export interface PowerLossResult extends TortureResult {
+  /** Cycles that killed the broker without cutting the power. */
+  killsOnly: number;
   /** Cycles whose power cut discarded unsynced changes of at least one file or directory. */
   cutsThatDiscarded: number;
   /** Cycles whose power cut took appended records: a segment file ended up shorter than it was. */
@@ -66,6 +68,11 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
   let cutsThatDiscarded = 0;
   let cutsThatTookAppends = 0;
   let cutsThatTore = 0;
+  let killsOnly = 0;
+  // About a quarter of the cycles (never the first or the last) only kill the broker: it restarts on the page
+  // cache the crash left (records there may be readable without being durable), and a later cut
+  // must still find every record it then showed and acknowledged.
+  let cutThisCycle = true;
   await using volatileFs = await VolatileFs.mount(mountOptions());
   // What the last cut left, before the restarted broker recovered it: the evidence of a failure.
   const lastCut = path.join(options.workDir, "last-cut.image");
@@ -79,7 +86,9 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
       verifyCrashedDirectory: false,
       writeMode: options.writeMode ?? "file",
       log: options.log ?? (() => undefined),
-      beforeKill: async () => {
+      beforeKill: async (cycle) => {
+        cutThisCycle = random.next() < 0.75 || cycle === 0 || cycle === options.cycles - 1;
+        if (!cutThisCycle) return;
         // A moment of its own after the kill point (an acknowledgement): a force is usually in flight
         // then, and a cut inside it is what tests that records are shown and acknowledged only once
         // forced. A deliberate random moment, like the torture's own, not a wait for a condition.
@@ -87,6 +96,10 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
         await volatileFs.unplug();
       },
       afterKill: async () => {
+        if (!cutThisCycle) {
+          killsOnly++;
+          return "no power cut (the broker only)";
+        }
         const account = await volatileFs.pullThePlug();
         volatileFs.keepImage(lastCut);
         await volatileFs.remount(mountOptions());
@@ -108,7 +121,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
     }
     throw error;
   }
-  return { ...result, cutsThatDiscarded, cutsThatTookAppends, cutsThatTore };
+  return { ...result, killsOnly, cutsThatDiscarded, cutsThatTookAppends, cutsThatTore };
 }
 
 /** The long run: `bun run torture:power-loss [--cycles N] [--seed S]`. */
@@ -128,7 +141,7 @@ export async function powerLossMain(args: string[]): Promise<void> {
   try {
     const result = await runPowerLoss({ cycles, seed, workDir, writeMode, log: (line) => console.log(line) });
     console.log(
-      `power-loss torture passed: ${result.cycles} power cuts (${result.cutsThatDiscarded} discarded unsynced ` +
+      `power-loss torture passed: ${result.cycles} cycles, ${result.cycles - result.killsOnly} power cuts (${result.cutsThatDiscarded} discarded unsynced ` +
         `changes, ${result.cutsThatTookAppends} took appended records, ${result.cutsThatTore} tore a write), ${result.acknowledged} acknowledged records all present, ` +
         `${result.consumed} consumed exactly once and unchanged, in ` +
         `${((performance.now() - started) / 1000).toFixed(1)} s (seed ${seed})`,
