@@ -23,8 +23,8 @@
  *
  * The harness can fail (each shown with a local patch, reverted): acknowledging before the
  * fdatasync (file or mapped path) fails within a few cycles with "acknowledged offset … lost";
- * showing records before their force (Partition.visibleNextOffset = the log's end) fails in 3 of
- * 5 seeds within 10 cycles with "offset …, which a reader was handed, lost".
+ * showing records before their force (Partition.visibleNextOffset = the log's end) fails for 4 of
+ * 5 seeds within 30 cycles with "offset …, which a reader was handed, lost" (seed 2 passed 30).
  *
  * `bun run torture:power-loss [--cycles N] [--seed S]` (or `bun run torture --power-loss`; 200
  * cycles by default); power-loss.test.ts runs a few inside `bun test`. The seed is printed; a failing
