@@ -1,6 +1,6 @@
 /**
  * Power-loss torture: the crash torture (test/torture/torture.ts) with the broker's data directory on
- * the volatile file system (volatile-fs.c), and a power cut after every SIGKILL. kill -9 alone keeps
+ * the volatile file system (volatile-fs.c), and a power cut with most SIGKILLs. kill -9 alone keeps
  * the page cache, so it cannot show that the fdatasync behind a `force` acknowledgement covers the
  * records, that the directory entries of new segments and renamed files are synced, or that records
  * become visible only once forced; here everything no sync covered is gone at the cut.
@@ -11,9 +11,11 @@
  * sync completes and every call fails with EIO), and the broker is SIGKILLed; the plug is pulled
  * (unsynced writes and directory changes discarded, the last unsynced write of each file torn at a
  * seeded random byte in about half the cycles); the file system is mounted again with what survived;
- * the broker restarts on it. Each mount gives syncs a seeded latency of 0-3 ms, like a device flush,
- * so cuts land inside forces and records wait unforced long enough for a consumer to see them if
- * the broker showed them too early.
+ * the broker restarts on it. About a quarter of the cycles (never the first or the last) only
+ * SIGKILL the broker, which then restarts on what the crash left in the page cache. Each mount
+ * gives syncs a seeded latency of 0-3 ms, like a device flush, so cuts land inside forces and
+ * records wait unforced long enough for a consumer to see them if the broker showed them too early.
+ *
  * Verified every cycle, through the restarted broker (torture.ts, verifyLog): the log starts at 0
  * and has no holes, every record is whole (CRC checked) and one some producer sent, every
  * acknowledged record, every record the consumer was handed and every record the tail readers
@@ -51,7 +53,10 @@ export interface PowerLossResult extends TortureResult {
   killsOnly: number;
   /** Cycles whose power cut discarded unsynced changes of at least one file or directory. */
   cutsThatDiscarded: number;
-  /** Cycles whose power cut took appended records: a segment file ended up shorter than it was. */
+  /**
+   * Cycles whose power cut took appended records: a segment file ended up shorter than it was. A
+   * measure of the file path only: a mapped segment keeps its capacity size until it is sealed.
+   */
   cutsThatTookAppends: number;
   /** Cycles whose power cut tore a write (part of it landed). */
   cutsThatTore: number;
@@ -69,9 +74,9 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
   let cutsThatTookAppends = 0;
   let cutsThatTore = 0;
   let killsOnly = 0;
-  // About a quarter of the cycles (never the first or the last) only kill the broker: it restarts on the page
-  // cache the crash left (records there may be readable without being durable), and a later cut
-  // must still find every record it then showed and acknowledged.
+  // About a quarter of the cycles (never the first or the last) only kill the broker: it restarts
+  // on the page cache the crash left (records there may be readable without being durable), and a
+  // later cut must still find every record it then showed and acknowledged.
   let cutThisCycle = true;
   await using volatileFs = await VolatileFs.mount(mountOptions());
   // What the last cut left, before the restarted broker recovered it: the evidence of a failure.
