@@ -21,7 +21,11 @@ const SOURCE = path.join(import.meta.dir, "volatile-fs.c");
 
 let built: string | undefined;
 
-/** Compiles volatile-fs.c (once per process); returns the binary's path or throws with the compiler's words. */
+/**
+ * Compiles volatile-fs.c, or reuses the binary an earlier run built from the same source and flags
+ * (in `<tmp>/booblik-volatile-fs-<hash>/`: one directory per version of the source, not one per run,
+ * so nothing accumulates). Returns the binary's path or throws with the compiler's words.
+ */
 export function buildVolatileFs(): string {
   if (built !== undefined) return built;
   const flags = spawnSync("pkg-config", ["--cflags", "--libs", "fuse3"], { encoding: "utf8" });
@@ -29,15 +33,22 @@ export function buildVolatileFs(): string {
     throw new Error(
       `pkg-config fuse3 failed (apt-get install libfuse3-dev pkg-config): ${flags.stderr || flags.error?.message}`,
     );
-  const directory = fs.mkdtempSync(path.join(os.tmpdir(), "booblik-volatile-fs-build-"));
+  const args = ["-O2", "-Wall", "-Wextra", "-Werror", SOURCE, ...flags.stdout.trim().split(/\s+/)];
+  const hash = new Bun.CryptoHasher("sha256")
+    .update(fs.readFileSync(SOURCE))
+    .update(args.join(" "))
+    .digest("hex")
+    .slice(0, 16);
+  const directory = path.join(os.tmpdir(), `booblik-volatile-fs-${hash}`);
   const binary = path.join(directory, "volatile-fs");
-  const cc = spawnSync(
-    "cc",
-    ["-O2", "-Wall", "-Wextra", "-Werror", "-o", binary, SOURCE, ...flags.stdout.trim().split(/\s+/)],
-    { encoding: "utf8" },
-  );
-  if (cc.status !== 0) throw new Error(`cc failed: ${cc.stderr || cc.error?.message}`);
-  process.once("exit", () => fs.rmSync(directory, { recursive: true, force: true }));
+  if (!fs.existsSync(binary)) {
+    fs.mkdirSync(directory, { recursive: true });
+    // Compile to a name of this process's, then rename: a concurrent run never sees half a binary.
+    const partial = `${binary}.${process.pid}`;
+    const cc = spawnSync("cc", ["-o", partial, ...args], { encoding: "utf8" });
+    if (cc.status !== 0) throw new Error(`cc failed: ${cc.stderr || cc.error?.message}`);
+    fs.renameSync(partial, binary);
+  }
   built = binary;
   return binary;
 }
