@@ -18,7 +18,7 @@ import path from "node:path";
 import {
   fsyncDirectory,
   listDirectory,
-  makeDirectory,
+  makeDirectoryDurably,
   pathExists,
   readTextFile,
   removeDirectoryTree,
@@ -216,7 +216,9 @@ export class Broker {
   private static begin(options: BrokerOptions): { broker: Broker; steps: Generator<void> } {
     const dataDir = path.resolve(options.dataDir);
     const defaults = validateTopicConfig(options.topicDefaults ?? {}, DEFAULT_TOPIC_CONFIG);
-    makeDirectory(path.join(dataDir, TOPICS_DIRECTORY));
+    // Durably: on a first start these directories are new, and a power loss would take them (and
+    // every record below them) if no fsync covered their entries.
+    makeDirectoryDurably(path.join(dataDir, TOPICS_DIRECTORY));
     const lock = DataDirLock.acquire(dataDir);
     const broker = new Broker(dataDir, lock, defaults, options);
     broker.openStartMs = performance.now();

@@ -27,7 +27,8 @@
  * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
  *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
  *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
- *    right after a roll) is deleted the same way when it holds nothing.
+ *    right after a roll; its header bytes are zeros or missing) is deleted the same way, unless the
+ *    recovery point says records in it were forced.
  * 5. Write the checkpoint back with `cleanShutdown: false` before the first append. On a full disk
  *    that write fails; the log then opens read-only (`awaitingUncleanMark`): reads work, and every
  *    append first retries the write and is refused with the disk-full error while it fails. The
@@ -287,7 +288,10 @@ export class PartitionLog {
         segments.push(Segment.openSealed(filePath, config, nextBase!));
         continue;
       }
-      if (isLast && !trusted && isTornCreation(filePath)) {
+      // The recovery point says records of this segment were forced (so its header was too).
+      const vouched =
+        point !== undefined && base === point.segmentBaseOffset && point.position > SEGMENT_HEADER_BYTES;
+      if (isLast && !trusted && !vouched && isTornCreation(filePath)) {
         // A crash right after a roll: the new file exists but its header never reached the disk,
         // and no record can be in it (nothing is acknowledged before the header is forced).
         disk.unlinkFile(filePath);

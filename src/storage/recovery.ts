@@ -93,19 +93,25 @@ export function scanSegmentFile(
 }
 
 /**
- * A file shorter than a header, or whose header and first page are all zeros: what a crash right
- * after a roll leaves as the newest segment (created, but its header never reached the disk; no
- * record can be in it, since nothing is acknowledged before the header is forced). Recovery removes
- * it (partition-log.ts) and `segment verify` reports it as such (inspect.ts): one predicate for both.
+ * A file shorter than a header, or whose header is all zeros: the header never reached the disk (a
+ * crash or power cut right after a roll). Whatever follows the header does not matter: after a
+ * power cut in the force that follows a roll, the directory entry (synced in parallel) may be on
+ * disk while the segment's fdatasync never ran, and the disk may have kept part of a later unforced
+ * write but not the header (test/power-loss/volatile-fs.c tears last writes this way; the broker then
+ * refused to start with "not a booblik segment (magic 0x00000000)"). No record in such a file was
+ * acknowledged under force: that takes an fdatasync of the file, which carries the header written
+ * before any record. Recovery removes it unless the recovery point vouches for records in it
+ * (partition-log.ts), and `segment verify` reports it as a crash leftover (inspect.ts): one
+ * predicate for both.
  */
 export function isTornCreation(filePath: string): boolean {
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
     if (size < SEGMENT_HEADER_BYTES) return true;
-    const probe = new Uint8Array(Math.min(size, 4096));
-    const got = disk.preadFull(fd, probe, 0, probe.length, 0, filePath);
-    for (let i = 0; i < got; i++) if (probe[i] !== 0) return false;
+    const header = new Uint8Array(SEGMENT_HEADER_BYTES);
+    const got = disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
+    for (let i = 0; i < got; i++) if (header[i] !== 0) return false;
     return true;
   } finally {
     disk.closeFile(fd, filePath);

@@ -527,6 +527,56 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
+    test("a newest segment whose header never reached the disk but part of a later write did is dropped too", () => {
+      // A power cut in the force after a roll: the directory fsync (which runs in parallel with the
+      // segment's fdatasync) completed, the fdatasync did not, and of the unforced writes the disk
+      // kept part of the first batch but not the header before it (the page cache writes back in
+      // any order; test/power-loss/volatile-fs.c tears a last write like this). Nothing in the file
+      // was acknowledged under force: that needs the fdatasync, which would have carried the header.
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 100);
+      const next = log.nextOffset;
+      log.close(false);
+      const batch = frameRecords([payloadForOffset(next), payloadForOffset(next + 1)]);
+      const file = new Uint8Array(mode === "mapped" ? 2048 : SEGMENT_HEADER_BYTES + 20);
+      file.set(batch.subarray(0, 20), SEGMENT_HEADER_BYTES); // zeros where the header belongs
+      fs.writeFileSync(path.join(dir.path, segmentFileName(next)), file);
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect(reopened.openReport.segmentsDropped).toBe(1);
+        expect<number>(reopened.nextOffset).toBe(100);
+        expect(fs.existsSync(path.join(dir.path, segmentFileName(next)))).toBe(false);
+        fill(reopened, 120);
+        expectAll(reopened, 0, 120);
+      } finally {
+        reopened.close();
+      }
+    });
+
+    test("a zeroed header is damage, not a torn creation, when the recovery point vouches for records in it", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 100);
+      log.forceNow();
+      const active = fs
+        .readdirSync(dir.path)
+        .filter((name) => name.endsWith(".log"))
+        .sort()
+        .at(-1)!;
+      log.close(true);
+      // Reopened and closed without a clean mark: the checkpoint now says "not clean", with a
+      // recovery point at the end of `active`, so the records there were forced.
+      PartitionLog.open(dir.path, config).close(false);
+      const fd = fs.openSync(path.join(dir.path, active), "r+");
+      fs.writeSync(fd, new Uint8Array(SEGMENT_HEADER_BYTES), 0, SEGMENT_HEADER_BYTES, 0);
+      fs.closeSync(fd);
+      expect(() => PartitionLog.open(dir.path, config)).toThrow(/not a booblik segment/);
+      expect(fs.existsSync(path.join(dir.path, active))).toBe(true);
+    });
+
     test("a newest segment whose header never reached the disk is dropped; the previous one continues", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
