@@ -186,9 +186,10 @@ describe("closed pipes and large segments", () => {
     expect(full.stdout).toContain(`end of log: ${RECORDS} records`);
     expect(full.stdout.split("\n").length).toBe(RECORDS + 5);
     // The old dump collected everything first: 950 MB for 2 M records, then a stack overflow.
-    // Bun itself takes about 50 MiB; 300 MiB leaves room for its garbage collector's timing.
+    // Streaming peaks at 73-75 MiB on a quiet machine, but the garbage collector's timing varies:
+    // one CI run on a loaded machine peaked at 317 MiB (332 MB), so the bound leaves that room.
     expect(full.peakRssBytes).toBeGreaterThan(0);
-    expect(full.peakRssBytes).toBeLessThan(300 * 2 ** 20);
+    expect(full.peakRssBytes).toBeLessThan(420 * 2 ** 20);
 
     const json = await runCli(["segment", "dump", segmentFile, "--json", "--max", "2"]);
     const parsed = JSON.parse(json.stdout);
