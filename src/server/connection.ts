@@ -240,7 +240,7 @@ export class Connection implements BudgetWaiter {
         inbound.append(chunk.subarray(consumed));
     } else {
       inbound.append(chunk);
-      inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
+      this.consumeInbound();
     }
     this.afterFraming();
   }
@@ -286,6 +286,16 @@ export class Connection implements BudgetWaiter {
     this.inFrameLoop = false;
     this.consumedBytes += at - start;
     return at;
+  }
+
+  /**
+   * Frames what the inbound buffer holds. A protocol violation inside the loop clears the buffer
+   * (closeAfterAnswers), so the position the loop returns no longer belongs to it: leave it alone.
+   */
+  private consumeInbound(): void {
+    const inbound = this.inbound;
+    const at = this.frameLoop(inbound.bytes, inbound.start, inbound.end);
+    if (this.closingReason === undefined) inbound.consumeTo(at);
   }
 
   /**
@@ -378,8 +388,7 @@ export class Connection implements BudgetWaiter {
   /** Dispatches buffered frames that may apply now (an earlier request settled, or reading resumed). */
   private processInbound(): void {
     if (this.inFrameLoop || this.isClosed || this.draining || this.closingReason !== undefined) return;
-    const inbound = this.inbound;
-    if (inbound.length > 0) inbound.consumeTo(this.frameLoop(inbound.bytes, inbound.start, inbound.end));
+    if (this.inbound.length > 0) this.consumeInbound();
     else this.blocked = false;
     this.afterFraming();
   }
