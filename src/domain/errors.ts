@@ -111,6 +111,21 @@ export class BadSegmentFileError extends BooblikError {
   }
 }
 
+/**
+ * A segment written in another on-disk format version than the one this build writes. Format 1
+ * (one frame per record) is converted offline by `booblik-cli migrate <dir>`; the broker refuses
+ * to open it rather than guess (issue 11).
+ */
+export class SegmentFormatVersionError extends BadSegmentFileError {
+  readonly formatVersion: number;
+  readonly supportedVersion: number;
+  constructor(file: string, formatVersion: number, supportedVersion: number) {
+    super(file, `format version ${formatVersion} is not supported (this build reads ${supportedVersion})`);
+    this.formatVersion = formatVersion;
+    this.supportedVersion = supportedVersion;
+  }
+}
+
 export class RecordTooLargeError extends BooblikError {
   readonly recordBytes: number;
   readonly maxBytes: number;

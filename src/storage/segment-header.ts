@@ -20,7 +20,7 @@
  * directory listing sorts segments by offset.
  */
 import { crc32c } from "../../ffi/crc32c.ts";
-import { BadSegmentFileError } from "../domain/errors.ts";
+import { BadSegmentFileError, SegmentFormatVersionError } from "../domain/errors.ts";
 import { type Offset, toOffset } from "../domain/ids.ts";
 import { SEGMENT_HEADER_BYTES, SEGMENT_NAME_DIGITS } from "../domain/limits.ts";
 
@@ -52,11 +52,12 @@ export function parseSegmentFileName(name: string): Offset | undefined {
   return Number.isSafeInteger(value) ? (value as Offset) : undefined;
 }
 
-export function encodeSegmentHeader(baseOffset: Offset): Uint8Array {
+/** `formatVersion` other than the current one is for `booblik-cli migrate` and tests only. */
+export function encodeSegmentHeader(baseOffset: Offset, formatVersion = SEGMENT_FORMAT_VERSION): Uint8Array {
   const bytes = new Uint8Array(SEGMENT_HEADER_BYTES);
   const view = new DataView(bytes.buffer);
   view.setUint32(MAGIC_OFFSET, SEGMENT_MAGIC, false);
-  view.setUint16(VERSION_OFFSET, SEGMENT_FORMAT_VERSION, false);
+  view.setUint16(VERSION_OFFSET, formatVersion, false);
   view.setUint16(HEADER_BYTES_OFFSET, SEGMENT_HEADER_BYTES, false);
   view.setUint32(BASE_OFFSET_HIGH_OFFSET, Math.floor(baseOffset / 2 ** 32), false);
   view.setUint32(BASE_OFFSET_LOW_OFFSET, baseOffset >>> 0, false);
@@ -66,13 +67,16 @@ export function encodeSegmentHeader(baseOffset: Offset): Uint8Array {
 
 /**
  * Checks a header read from `path` and returns its base offset. `expectedBaseOffset` is what the file
- * name says; a mismatch means the file was renamed or copied and is refused.
+ * name says; a mismatch means the file was renamed or copied and is refused. A header of another
+ * format version than `formatVersion` (the current one unless `booblik-cli migrate` reads an old
+ * segment) is a `SegmentFormatVersionError`, so the broker can name the conversion command.
  */
 export function decodeSegmentHeader(
   bytes: Uint8Array,
   bytesRead: number,
   path: string,
   expectedBaseOffset: Offset | undefined,
+  formatVersion = SEGMENT_FORMAT_VERSION,
 ): Offset {
   if (bytesRead < SEGMENT_HEADER_BYTES) {
     throw new BadSegmentFileError(
@@ -92,12 +96,7 @@ export function decodeSegmentHeader(
   const actualCrc = crc32c(bytes, 0, HEADER_CRC_OFFSET);
   if (storedCrc !== actualCrc) throw new BadSegmentFileError(path, "header checksum mismatch");
   const version = view.getUint16(VERSION_OFFSET, false);
-  if (version !== SEGMENT_FORMAT_VERSION) {
-    throw new BadSegmentFileError(
-      path,
-      `format version ${version} is not supported (this build reads ${SEGMENT_FORMAT_VERSION})`,
-    );
-  }
+  if (version !== formatVersion) throw new SegmentFormatVersionError(path, version, formatVersion);
   const headerBytes = view.getUint16(HEADER_BYTES_OFFSET, false);
   if (headerBytes !== SEGMENT_HEADER_BYTES) {
     throw new BadSegmentFileError(path, `header size ${headerBytes} is not ${SEGMENT_HEADER_BYTES}`);
