@@ -24,17 +24,22 @@
  * `forEachRecord` does that for the entries a caller reads.
  */
 import { crc32c } from "../../ffi/crc32c.ts";
+import { CorruptRecordError } from "../domain/errors.ts";
 import { RECORD_BATCH_BYTES_LIMIT, RECORD_BATCH_OVERHEAD_BYTES } from "../domain/limits.ts";
 import {
   CRC_OFFSET as BATCH_CRC_OFFSET,
   BATCH_LENGTH_EXCLUDED_BYTES,
   BATCH_LENGTH_OFFSET,
   computeBatchCrc,
+  encodeBatch,
+  forEachRecord,
   MAGIC_OFFSET,
   MAGIC_V2,
   newBatchHeader,
   type RecordBatchHeader,
+  type RecordInput,
   readBatchHeader,
+  recordValue,
 } from "./batch.ts";
 import { CRC_OFFSET as FRAME_CRC_OFFSET, PAYLOAD_OFFSET as FRAME_HEADER_BYTES, readUint32 } from "./codec.ts";
 
@@ -238,4 +243,50 @@ export function writeFramedEntry(target: Uint8Array, position: number, batch: Ui
   target[position + 7] = crc;
   target.set(batch, position + FRAME_HEADER_BYTES);
   return position + FRAME_HEADER_BYTES + length;
+}
+
+/**
+ * One bare batch holding `values` (null keys, no headers, timestamp `timestampMs`): the format-2
+ * successor of format 1's `frameRecords`, for tests, tools and one-off appends. Strings are UTF-8.
+ */
+export function batchOfValues(
+  values: readonly (Uint8Array | string | null)[],
+  timestampMs = Date.now(),
+): Uint8Array {
+  const records: RecordInput[] = [];
+  for (const value of values)
+    records.push({
+      key: null,
+      value: typeof value === "string" ? VALUE_ENCODER.encode(value) : value,
+      timestamp: timestampMs,
+    });
+  return encodeBatch(records);
+}
+
+const VALUE_ENCODER = new TextEncoder();
+
+/**
+ * Every record value in `bytes[start, end)` as views, in offset order, walking entries in
+ * `framing` (CRCs checked) and the records of each batch: the successor of `payloadsOf`, for tests
+ * and tools. Throws on a partial or damaged entry: a caller that wants to stop there scans first.
+ */
+export function valuesOfEntries(
+  bytes: Uint8Array,
+  framing: EntryFraming = "framed",
+  start = 0,
+  end = bytes.length,
+): (Uint8Array | null)[] {
+  const values: (Uint8Array | null)[] = [];
+  const scan = scanEntries(
+    bytes,
+    start,
+    end,
+    { framing, verifyCrc: true },
+    newEntryScanResult(),
+    (_e, batchStart, batchEnd) =>
+      forEachRecord(bytes, batchStart, batchEnd, (record) => values.push(recordValue(record))),
+  );
+  if (scan.stop !== "end")
+    throw new CorruptRecordError(`entries stop: ${scan.stop} (${scan.detail})`, scan.endPosition);
+  return values;
 }

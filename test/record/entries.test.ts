@@ -6,10 +6,12 @@
 import { describe, expect, test } from "bun:test";
 import { encodeBatch, type RecordBatchHeader, stampBatch } from "../../src/record/batch.ts";
 import {
+  batchOfValues,
   type EntryFraming,
   type EntryScanOptions,
   newEntryScanResult,
   scanEntries,
+  valuesOfEntries,
   writeFramedEntry,
 } from "../../src/record/entries.ts";
 import { resign, utf8 } from "./helpers.ts";
@@ -183,5 +185,19 @@ describe("framed only", () => {
       (_p, _s, _e, h) => headers.add(h),
     );
     expect(headers.size).toBe(1);
+  });
+});
+
+describe("batchOfValues and valuesOfEntries (test and tool conveniences)", () => {
+  test("values round-trip through a bare batch and a framed entry; damage is refused", () => {
+    const batch = batchOfValues(["a", "bc", null, new Uint8Array([0xff, 0])]);
+    const bare = valuesOfEntries(batch, "bare");
+    expect(bare.map((v) => (v === null ? null : [...v]))).toEqual([[0x61], [0x62, 0x63], null, [0xff, 0]]);
+    stampBatch(batch, 0, 5, -1);
+    const framed = new Uint8Array(batch.length + 8);
+    writeFramedEntry(framed, 0, batch);
+    expect(valuesOfEntries(framed)).toHaveLength(4);
+    framed[framed.length - 1] ^= 1;
+    expect(() => valuesOfEntries(framed)).toThrow(/crc-mismatch/);
   });
 });
