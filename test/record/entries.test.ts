@@ -197,7 +197,8 @@ describe("batchOfValues and valuesOfEntries (test and tool conveniences)", () =>
     const framed = new Uint8Array(batch.length + 8);
     writeFramedEntry(framed, 0, batch);
     expect(valuesOfEntries(framed)).toHaveLength(4);
-    framed[framed.length - 1] ^= 1;
+    const last = framed.length - 1;
+    framed[last] = (framed[last] ?? 0) ^ 1;
     expect(() => valuesOfEntries(framed)).toThrow(/crc-mismatch/);
   });
 });
