@@ -14,7 +14,7 @@
 import { dlopen, FFIType, type Pointer, read } from "bun:ffi";
 import { assert } from "../src/domain/assert.ts";
 
-const { i32, ptr, i64_fast: i64f, u64_fast: u64f } = FFIType;
+const { i32, u32, ptr, i64_fast: i64f, u64_fast: u64f } = FFIType;
 
 const library = dlopen("libc.so.6", {
   mmap: { args: [ptr, u64f, i32, i32, i32, i64f], returns: ptr },
@@ -31,6 +31,7 @@ const library = dlopen("libc.so.6", {
   flock: { args: [i32, i32], returns: i32 },
   sysconf: { args: [i32], returns: i64f },
   poll: { args: [ptr, u64f, i32], returns: i32 },
+  renameat2: { args: [i32, ptr, i32, ptr, u32], returns: i32 },
   __errno_location: { args: [], returns: ptr },
 });
 
@@ -61,6 +62,13 @@ export interface Libc {
   flock(fd: number, operation: number): number;
   sysconf(name: number): number;
   poll(fds: Pointer | NodeJS.TypedArray, count: number, timeoutMs: number): number;
+  renameat2(
+    oldDirFd: number,
+    oldPath: NodeJS.TypedArray,
+    newDirFd: number,
+    newPath: NodeJS.TypedArray,
+    flags: number,
+  ): number;
   __errno_location(): Pointer | null;
 }
 
@@ -89,6 +97,10 @@ export const MS_SYNC = 4;
 export const MADV_SEQUENTIAL = 2;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
+/** <fcntl.h>: a path relative to the working directory, for the *at() calls. */
+export const AT_FDCWD = -100;
+/** <linux/fs.h> (glibc ≥ 2.28 exports renameat2): swap two existing paths atomically. */
+export const RENAME_EXCHANGE = 2;
 const SC_PAGESIZE = 30;
 /**
  * `struct statvfs` of glibc on 64-bit Linux (x86_64 and arm64 alike): eleven 8-byte fields, then

@@ -9,11 +9,12 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { DataDirLock } from "../broker/data-dir-lock.ts";
 import { DURABILITY_POLICIES } from "../broker/topic-config.ts";
 import { BooblikClient } from "../client/client.ts";
 import { Consumer, type StartPosition } from "../client/consumer.ts";
 import { Producer } from "../client/producer.ts";
-import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
+import { BooblikError, DataDirLockedError, InvalidArgumentError } from "../domain/errors.ts";
 import {
   BROKER_PORT_DEFAULT,
   CLI_CLOSED_PIPE_CHECK_MS,
@@ -35,6 +36,7 @@ import {
   walkSegmentChunks,
   walkSegmentFile,
 } from "../storage/inspect.ts";
+import { MigrationDamageError, migrateFormat1 } from "../storage/migrate-format1.ts";
 import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type PrintableRecord, type RecordPrinter, recordPrinter } from "./record-format.ts";
@@ -76,6 +78,13 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         holds no segment at all; an empty newest
                                         segment (a kill right after a roll) is a
                                         crash leftover that recovery removes: exit 0
+  migrate <data dir> [--drop-damaged-tail]
+                                        convert a format-1 data directory to format 2 (offline:
+                                        stop the broker first). Keeps every offset and payload;
+                                        the original stays at <data dir>.format1-backup. Safe to
+                                        kill at any moment and to run again; exit 3 on damage
+                                        (--drop-damaged-tail: drop a damaged end of a newest
+                                        segment after its recovery point, as recovery did)
 
   --format F   raw (the payload bytes and a newline; the default for one partition),
                json (one object a line: topic, partition, offset, value as UTF-8 text),
@@ -96,7 +105,16 @@ interface Parsed {
   flags: Map<string, string>;
 }
 
-const BOOLEAN_FLAGS = new Set(["json", "follow", "progress", "help", "version", "skip-invalid", "local"]);
+const BOOLEAN_FLAGS = new Set([
+  "json",
+  "follow",
+  "progress",
+  "help",
+  "version",
+  "skip-invalid",
+  "local",
+  "drop-damaged-tail",
+]);
 
 function parseArgs(argv: string[]): Parsed {
   const positional: string[] = [];
@@ -863,6 +881,74 @@ async function dumpSegment(parsed: Parsed, file: string): Promise<number> {
   return 0;
 }
 
+/**
+ * `migrate <dir>`: the offline conversion of a format-1 data directory (src/storage/migrate-format1.ts
+ * has the rules and the crash-safety steps). Exit 0 when the directory is in format 2 afterwards
+ * (converted now, finished after an interrupted run, or nothing to do), 3 when the source holds
+ * damage (nothing changed), 1 for any other refusal.
+ */
+async function migrate(parsed: Parsed): Promise<number> {
+  allowOnly(parsed, ["drop-damaged-tail"]);
+  const dataDir = need(parsed, 1, "data directory");
+  if (parsed.positional.length > 2) throw new UsageError("migrate takes one data directory");
+  if (!fs.existsSync(dataDir)) throw new BooblikError("INVALID_ARGUMENT", `${dataDir} does not exist`);
+  const startedMs = performance.now();
+  let progress: Progress | undefined;
+  let reported = 0;
+  let report: ReturnType<typeof migrateFormat1>;
+  try {
+    report = migrateFormat1(dataDir, {
+      dropDamagedTail: parsed.flags.has("drop-damaged-tail"),
+      lockDirectory: (directory) => {
+        try {
+          return DataDirLock.acquire(directory);
+        } catch (error) {
+          if (error instanceof DataDirLockedError)
+            throw new BooblikError("DATA_DIR_LOCKED", `${error.message}: stop the broker before migrating`);
+          throw error;
+        }
+      },
+      onProgress: (bytesRead, bytesTotal) => {
+        progress ??= new Progress("migrating", bytesTotal, parsed.flags.has("progress"));
+        progress.add(bytesRead - reported);
+        reported = bytesRead;
+      },
+    });
+  } catch (error) {
+    progress?.finish();
+    if (!(error instanceof MigrationDamageError)) throw error;
+    if (parsed.flags.has("json"))
+      console.error(
+        JSON.stringify({
+          error: { code: error.code, message: error.message, exitCode: EXIT_DAMAGE, damage: error.damage },
+        }),
+      );
+    else console.error(`booblik-cli: ${error.message}`);
+    return EXIT_DAMAGE;
+  }
+  progress?.finish();
+  const seconds = (performance.now() - startedMs) / 1000;
+  print(parsed, { ...report, seconds }, () => {
+    const lines: string[] = [];
+    if (report.outcome === "nothing-to-do") lines.push(`nothing to do: ${report.notes.join("; ")}`);
+    else {
+      if (report.outcome === "migrated")
+        lines.push(
+          `migrated ${report.dataDir} to format 2: ${report.partitions} partitions, ${report.segments} segments, ` +
+            `${report.records} records in ${report.batches} batches (${formatBytes(report.bytesRead)} read, ` +
+            `${formatBytes(report.bytesWritten)} written) in ${seconds.toFixed(1)} s`,
+        );
+      else lines.push(`finished the migration of ${report.dataDir} to format 2`);
+      lines.push(
+        `the format-1 original is kept at ${report.backupDir}; remove it once the broker runs well on the new directory`,
+      );
+      for (const note of report.notes) lines.push(`note: ${note}`);
+    }
+    return lines.join("\n");
+  });
+  return 0;
+}
+
 // --- Entry ------------------------------------------------------------------------------------------
 
 async function run(parsed: Parsed): Promise<number> {
@@ -892,6 +978,8 @@ async function run(parsed: Parsed): Promise<number> {
       return offsets(parsed);
     case "segment":
       return segment(parsed);
+    case "migrate":
+      return migrate(parsed);
     default:
       throw new UsageError(`unknown command ${command} (see --help)`);
   }

@@ -298,3 +298,17 @@ assert(
   "doubling the smallest mapped window reaches the largest exactly",
 );
 assert(CLI_RECONNECT_BACKOFF_MS_MIN <= CLI_RECONNECT_BACKOFF_MS_MAX, "reconnect backoff grows");
+
+/**
+ * `booblik-cli migrate` (src/storage/migrate-format1.ts): a converted batch holds at most this many
+ * records and about this many bytes (less when the topic's maxRecordBytes is smaller; a larger record
+ * gets a batch of its own). A read returns whole batches, so a batch is what a consumer gets at the
+ * least: 1 MiB matches FETCH_BYTES_DEFAULT, and larger batches would save nothing measurable (the
+ * 69 bytes of frame and batch header per batch are 0.007 % of 1 MiB).
+ */
+export const MIGRATE_BATCH_BYTES_MAX = 1024 * 1024;
+export const MIGRATE_BATCH_RECORDS_MAX = 10_000;
+/** Old segments are read in chunks of this size (a larger record gets a buffer of its own). */
+export const MIGRATE_READ_CHUNK_BYTES = 4 * 1024 * 1024;
+/** Converted batches are gathered into one pwrite of up to this size. */
+export const MIGRATE_WRITE_BUFFER_BYTES = 4 * 1024 * 1024;

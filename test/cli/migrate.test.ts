@@ -1,0 +1,311 @@
+/**
+ * `booblik-cli migrate <dir>` run as a subprocess on format-1 directories written with the format-1
+ * codec: every offset and payload kept (read back with the format-2 walker), segment names and
+ * boundaries kept, everything that is not a segment copied, the original kept as a backup, and every
+ * refusal (a running broker, format 2 already, damage of each kind) leaving the directory untouched.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { DataDirLock } from "../../src/broker/data-dir-lock.ts";
+import { MIGRATE_BATCH_BYTES_MAX, MIGRATE_BATCH_RECORDS_MAX } from "../../src/domain/limits.ts";
+import { runCli } from "../helpers/cli-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+import {
+  type ExpectedRecord,
+  expectedRecords,
+  type Format1Partition,
+  readFormat2Partition,
+  snapshotTree,
+  writeFormat1Partition,
+  writeStandardFixture,
+  writeTopicFile,
+} from "./format1-fixture.ts";
+
+setDefaultTimeout(60_000);
+
+/** Checks that `dataDir` holds, partition by partition, exactly `expected` in format 2. */
+export function expectMigrated(dataDir: string, expected: Map<string, ExpectedRecord[]>): void {
+  for (const [name, records] of expected) {
+    const segments = readFormat2Partition(path.join(dataDir, name));
+    const read = segments.flatMap((segment) => segment.records);
+    expect(read.map((r) => r.offset)).toEqual(records.map((r) => r.offset));
+    expect(read.map((r) => Buffer.from(r.value).toString("hex"))).toEqual(
+      records.map((r) => Buffer.from(r.value).toString("hex")),
+    );
+    expect(read.map((r) => r.timestamp)).toEqual(records.map((r) => r.timestamp));
+    expect(read.every((r) => r.key === null && r.headerCount === 0)).toBe(true);
+    for (const segment of segments) for (const batch of segment.batches) expect(batch.leaderEpoch).toBe(-1);
+    expect(fs.existsSync(path.join(dataDir, name, "checkpoint.json"))).toBe(false);
+  }
+  expect(fs.existsSync(path.join(dataDir, ".format2-migration"))).toBe(false);
+}
+
+describe("booblik-cli migrate", () => {
+  test("keeps every offset, payload and segment boundary; copies the rest; keeps the original", async () => {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    const { partitions, expected } = writeStandardFixture(dataDir);
+    const before = snapshotTree(dataDir);
+
+    const run = await runCli(["migrate", dataDir]);
+    expect(run.stderr).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain(`migrated ${dataDir} to format 2: 5 partitions, 9 segments, 215 records`);
+    expect(run.stdout).toContain(`the format-1 original is kept at ${dataDir}.format1-backup`);
+    // The torn tail and the headerless newest segment are said, with file and position.
+    expect(run.stdout).toContain(
+      `note: ${path.join(dataDir, "events-1", "00000000000000000000.log")}: dropped 11 bytes after the last whole record`,
+    );
+    expect(run.stdout).toContain(`${path.join(dataDir, "logs-0", "00000000000000001070.log")}: no header`);
+
+    expectMigrated(dataDir, expected);
+    // Same segment files (names = base offsets) in every partition.
+    for (const partition of partitions) {
+      const name = `${partition.topic}-${partition.partition}`;
+      expect(readFormat2Partition(path.join(dataDir, name)).map((s) => s.base)).toEqual(
+        partition.segments.map((s) => s.base),
+      );
+    }
+    // Not segments: the same bytes and modes; checkpoints and the lock are not copied.
+    const after = snapshotTree(dataDir);
+    for (const [file, summary] of before) {
+      if (file.endsWith(".log") || file.endsWith("checkpoint.json")) continue;
+      expect([file, after.get(file)]).toEqual([file, summary]);
+    }
+    expect(after.get("users.json")).toEndWith(" 600");
+    // The original, untouched, at the backup name; nothing else left next to it.
+    expect(snapshotTree(`${dataDir}.format1-backup`)).toEqual(before);
+    expect(fs.readdirSync(dir.path).sort()).toEqual(["data", "data.format1-backup"]);
+    // A segment keeps its old modification time (retention's fallback looks at it).
+    const segment = "events-0/00000000000000000040.log";
+    expect(Math.floor(fs.statSync(path.join(dataDir, segment)).mtimeMs)).toBe(
+      Math.floor(fs.statSync(path.join(`${dataDir}.format1-backup`, segment)).mtimeMs),
+    );
+
+    const again = await runCli(["migrate", dataDir]);
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toBe(`nothing to do: ${dataDir} is in format 2 already\n`);
+    const json = await runCli(["migrate", dataDir, "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ outcome: "nothing-to-do" });
+  });
+
+  test("groups records into batches of at most 10,000 records, about 1 MiB, or the topic's record limit", async () => {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    const small = Array.from({ length: 25_001 }, (_, i) => new TextEncoder().encode(`r${i}`));
+    const large = Array.from({ length: 40 }, (_, i) => new Uint8Array(100_000).fill(i));
+    const limited = Array.from({ length: 30 }, (_, i) => new Uint8Array(i === 7 ? 1000 : 100).fill(i));
+    const partitions: Format1Partition[] = [
+      { topic: "small", partition: 0, segments: [{ base: 0, payloads: small, mtimeMs: 1_600_000_000_000 }] },
+      { topic: "large", partition: 0, segments: [{ base: 5, payloads: large, mtimeMs: 1_600_000_000_000 }] },
+      {
+        topic: "limited",
+        partition: 0,
+        segments: [{ base: 0, payloads: limited, mtimeMs: 1_600_000_000_000 }],
+      },
+    ];
+    writeTopicFile(dataDir, "small", {});
+    writeTopicFile(dataDir, "large", {});
+    writeTopicFile(dataDir, "limited", { maxRecordBytes: 1000 });
+    for (const partition of partitions) writeFormat1Partition(dataDir, partition);
+    const run = await runCli(["migrate", dataDir]);
+    expect(run.exitCode).toBe(0);
+    expectMigrated(
+      dataDir,
+      new Map(partitions.map((p) => [`${p.topic}-${p.partition}`, expectedRecords(p)])),
+    );
+    const batchesOf = (name: string) => readFormat2Partition(path.join(dataDir, name))[0]!.batches;
+    expect(batchesOf("small-0").map((b) => b.count)).toEqual([
+      MIGRATE_BATCH_RECORDS_MAX,
+      MIGRATE_BATCH_RECORDS_MAX,
+      5_001,
+    ]);
+    const largeBatches = batchesOf("large-0");
+    expect(largeBatches.every((b) => b.bytes <= MIGRATE_BATCH_BYTES_MAX)).toBe(true);
+    expect(largeBatches.length).toBe(4); // 10 records of 100,000 bytes fit in 1 MiB, 11 do not
+    // Below the topic's 1000-byte limit, except the 1000-byte record, which gets a batch of its own.
+    const limitedBatches = batchesOf("limited-0");
+    for (const batch of limitedBatches) {
+      if (batch.count > 1) expect(batch.bytes).toBeLessThanOrEqual(1000);
+    }
+    expect(limitedBatches.some((b) => b.count === 1 && b.bytes > 1000)).toBe(true);
+  });
+
+  test("refuses a directory a running broker holds, and changes nothing", async () => {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    writeStandardFixture(dataDir);
+    const before = snapshotTree(dataDir);
+    const lock = DataDirLock.acquire(dataDir);
+    try {
+      const run = await runCli(["migrate", dataDir]);
+      expect(run.exitCode).toBe(1);
+      expect(run.stderr).toContain(`data directory ${dataDir} is in use by pid ${process.pid}`);
+      expect(run.stderr).toContain("stop the broker before migrating");
+      expect(run.stderr.trim().split("\n").length).toBe(1);
+    } finally {
+      lock.release();
+    }
+    expect(snapshotTree(dataDir)).toEqual(before);
+    expect(fs.readdirSync(dir.path)).toEqual(["data"]);
+  });
+
+  test("a directory without segments, a missing directory, a bad command line", async () => {
+    using dir = tempDir("migrate");
+    const empty = path.join(dir.path, "empty");
+    fs.mkdirSync(empty);
+    const nothing = await runCli(["migrate", empty]);
+    expect(nothing.exitCode).toBe(0);
+    expect(nothing.stdout).toBe(`nothing to do: ${empty} holds no segment files\n`);
+    const missing = await runCli(["migrate", path.join(dir.path, "absent")]);
+    expect(missing.exitCode).toBe(1);
+    expect(missing.stderr).toContain("absent does not exist");
+    expect((await runCli(["migrate"])).exitCode).toBe(2);
+    expect((await runCli(["migrate", empty, "--force"])).exitCode).toBe(2);
+  });
+});
+
+describe("booblik-cli migrate refuses damage, naming file, position and offset, and changes nothing", () => {
+  const T = 1_650_000_000_000;
+  const values = (from: number, count: number) =>
+    Array.from({ length: count }, (_, i) => new TextEncoder().encode(`value-${from + i}`));
+
+  async function expectRefused(
+    partitions: Format1Partition[],
+    damage: (dataDir: string) => void,
+    expected: RegExp[],
+  ): Promise<void> {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    writeTopicFile(dataDir, "t", { partitions: partitions.length });
+    for (const partition of partitions) writeFormat1Partition(dataDir, partition);
+    damage(dataDir);
+    const before = snapshotTree(dataDir);
+    const run = await runCli(["migrate", dataDir]);
+    expect(run.exitCode).toBe(3);
+    for (const pattern of expected) expect(run.stderr).toMatch(pattern);
+    expect(run.stderr).not.toContain("    at ");
+    expect(snapshotTree(dataDir)).toEqual(before);
+    expect(fs.readdirSync(dir.path)).toEqual(["data"]);
+    const json = await runCli(["migrate", dataDir, "--json"]);
+    expect(json.exitCode).toBe(3);
+    const error = JSON.parse(json.stderr).error;
+    expect(error.code).toBe("BAD_SEGMENT_FILE");
+    expect(error.damage.length).toBe(expected.length);
+  }
+
+  const twoSegments = (partition = 0): Format1Partition => ({
+    topic: "t",
+    partition,
+    segments: [
+      { base: 0, payloads: values(0, 10), mtimeMs: T },
+      { base: 10, payloads: values(10, 10), mtimeMs: T },
+    ],
+  });
+
+  test("a flipped byte in a sealed segment (and, reported too, one in another partition)", async () => {
+    const flip = (file: string, position: number) => {
+      const bytes = fs.readFileSync(file);
+      bytes[position]! ^= 0x40;
+      fs.writeFileSync(file, bytes);
+    };
+    // Record 3 of segment 0 starts at 32 + 3 × (8 + 7) = 77; its payload at 85.
+    await expectRefused(
+      [twoSegments(0), twoSegments(1)],
+      (dataDir) => {
+        flip(path.join(dataDir, "t-0", "00000000000000000000.log"), 85);
+        flip(path.join(dataDir, "t-1", "00000000000000000010.log"), 32 + 2 * 16 + 9);
+      },
+      [
+        /t-0\/00000000000000000000\.log at byte 77 \(offset 3\): a record whose CRC32C does not match in a sealed segment/,
+        /t-1\/00000000000000000010\.log at byte 64 \(offset 12\): a record whose CRC32C does not match in the newest segment, after the recovery point \(--drop-damaged-tail drops it and the 128 bytes from there on/,
+      ],
+    );
+  });
+
+  test("a hole between segments", async () => {
+    const partition = twoSegments();
+    partition.segments[1] = { base: 12, payloads: values(12, 3), mtimeMs: T };
+    await expectRefused([partition], () => undefined, [
+      /00000000000000000012\.log at byte 0 \(offset 12\): the segment starts at offset 12, but the one before it ends at 10/,
+    ]);
+  });
+
+  test("a torn tail the checkpoint vouches for (durable records lost)", async () => {
+    const partition: Format1Partition = {
+      topic: "t",
+      partition: 0,
+      segments: [
+        {
+          base: 0,
+          payloads: values(0, 10),
+          mtimeMs: T,
+          tail: { kind: "bytes", bytes: new Uint8Array([0, 0, 0, 9, 1, 2]) },
+        },
+      ],
+      checkpoint: { cleanShutdown: false, segmentBaseOffset: 0, position: 32 + 10 * 15 + 20, nextOffset: 12 },
+    };
+    await expectRefused([partition], () => undefined, [
+      /00000000000000000000\.log at byte 182 \(offset 10\): a record cut short by the end of the file \(6 bytes left\), before the recovery point/,
+    ]);
+  });
+
+  test("a header that is not a segment's, a sealed segment without header", async () => {
+    await expectRefused(
+      [twoSegments(0), twoSegments(1)],
+      (dataDir) => {
+        fs.writeFileSync(
+          path.join(dataDir, "t-0", "00000000000000000010.log"),
+          "not a segment at all, longer than 32 bytes",
+        );
+        fs.writeFileSync(path.join(dataDir, "t-1", "00000000000000000000.log"), new Uint8Array(100));
+      },
+      [
+        /t-0\/00000000000000000010\.log at byte 0 \(offset 10\): refusing segment .*not a booblik segment/,
+        /t-1\/00000000000000000000\.log at byte 0 \(offset 0\): a sealed segment whose header is zeros/,
+      ],
+    );
+  });
+
+  test("--drop-damaged-tail drops a damaged end of a newest segment after its recovery point, and says so", async () => {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    const partition = twoSegments(0);
+    writeTopicFile(dataDir, "t", { partitions: 1 });
+    writeFormat1Partition(dataDir, partition);
+    const file = path.join(dataDir, "t-0", "00000000000000000010.log");
+    const bytes = fs.readFileSync(file);
+    bytes[32 + 2 * 16 + 9]! ^= 0x40;
+    fs.writeFileSync(file, bytes);
+    fs.utimesSync(file, T / 1000, T / 1000);
+    expect((await runCli(["migrate", dataDir])).exitCode).toBe(3);
+    const run = await runCli(["migrate", dataDir, "--drop-damaged-tail"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain(
+      `note: ${file}: dropped 128 bytes after the last whole record (byte 64, offset 12): a record whose CRC32C does not match; dropped as asked (--drop-damaged-tail)`,
+    );
+    const kept = expectedRecords(partition).filter((record) => record.offset < 12);
+    expectMigrated(dataDir, new Map([["t-0", kept]]));
+  });
+
+  test("a directory mixing format 1 and format 2 is refused without damage", async () => {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    writeTopicFile(dataDir, "t", { partitions: 2 });
+    writeFormat1Partition(dataDir, twoSegments(0));
+    writeFormat1Partition(dataDir, twoSegments(1));
+    // Partition 1 converted on its own (as a copy of a migrated directory would be).
+    const other = path.join(dir.path, "other");
+    writeTopicFile(other, "t", { partitions: 2 });
+    writeFormat1Partition(other, twoSegments(1));
+    expect((await runCli(["migrate", other])).exitCode).toBe(0);
+    fs.rmSync(path.join(dataDir, "t-1"), { recursive: true });
+    fs.cpSync(path.join(other, "t-1"), path.join(dataDir, "t-1"), { recursive: true });
+    const before = snapshotTree(dataDir);
+    const run = await runCli(["migrate", dataDir]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain("it mixes segment formats (format 1 in");
+    expect(snapshotTree(dataDir)).toEqual(before);
+  });
+});
