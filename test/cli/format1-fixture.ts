@@ -91,10 +91,11 @@ export interface ExpectedRecord {
 /** What `partition` holds, record by record, as the broker of format 1 would have served it. */
 export function expectedRecords(partition: Format1Partition): ExpectedRecord[] {
   const out: ExpectedRecord[] = [];
-  for (const segment of partition.segments)
-    segment.payloads.forEach((value, index) =>
-      out.push({ offset: segment.base + index, timestamp: Math.floor(segment.mtimeMs), value }),
-    );
+  for (const segment of partition.segments) {
+    segment.payloads.forEach((value, index) => {
+      out.push({ offset: segment.base + index, timestamp: Math.floor(segment.mtimeMs), value });
+    });
+  }
   return out;
 }
 
