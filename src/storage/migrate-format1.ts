@@ -246,7 +246,10 @@ export function migrateFormat1(dataDirArgument: string, options: MigrationOption
     let reuse = false;
     if (pathExists(migrating)) {
       const previous = readMarker(migrating);
-      if (previous === undefined && fs.readdirSync(migrating).length > 0)
+      // A copy killed before its marker was written holds at most the lock and the marker's
+      // temporary file; anything more without a marker is someone else's.
+      const ours = (name: string) => name === LOCK_FILE || name === `${MIGRATION_MARKER}.tmp`;
+      if (previous === undefined && !fs.readdirSync(migrating).every(ours))
         throw new InvalidArgumentError(
           `refusing to migrate ${dataDir}: ${migrating} exists and was not made by booblik-cli migrate; move it away first`,
         );
@@ -478,8 +481,8 @@ function build(
   step(`create ${migrating}`);
   fs.mkdirSync(migrating);
   copyAttributes(context, dataDir, migrating);
-  locks.push(options.lockDirectory(migrating));
   writeMarker(migrating, { version: 1, state: "building", fingerprint }, step);
+  locks.push(options.lockDirectory(migrating));
   for (const name of fs.readdirSync(dataDir).sort()) {
     if (name === LOCK_FILE || name === MIGRATION_MARKER) continue;
     const source = path.join(dataDir, name);

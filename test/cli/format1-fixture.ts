@@ -4,6 +4,7 @@
  * walks it with the format-2 walker (`scanEntries`, `decodeBatch`), so a test compares what went in
  * with what came out without trusting the converter.
  */
+import { expect } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { DEFAULT_TOPIC_CONFIG, encodeTopicFile, type TopicConfig } from "../../src/broker/topic-config.ts";
@@ -276,4 +277,21 @@ export function writeStandardFixture(dataDir: string): {
   for (const partition of partitions)
     expected.set(`${partition.topic}-${partition.partition}`, expectedRecords(partition));
   return { partitions, expected };
+}
+
+/** Checks that `dataDir` holds, partition by partition, exactly `expected` in format 2. */
+export function expectMigrated(dataDir: string, expected: Map<string, ExpectedRecord[]>): void {
+  for (const [name, records] of expected) {
+    const segments = readFormat2Partition(path.join(dataDir, name));
+    const read = segments.flatMap((segment) => segment.records);
+    expect(read.map((r) => r.offset)).toEqual(records.map((r) => r.offset));
+    expect(read.map((r) => Buffer.from(r.value).toString("hex"))).toEqual(
+      records.map((r) => Buffer.from(r.value).toString("hex")),
+    );
+    expect(read.map((r) => r.timestamp)).toEqual(records.map((r) => r.timestamp));
+    expect(read.every((r) => r.key === null && r.headerCount === 0)).toBe(true);
+    for (const segment of segments) for (const batch of segment.batches) expect(batch.leaderEpoch).toBe(-1);
+    expect(fs.existsSync(path.join(dataDir, name, "checkpoint.json"))).toBe(false);
+  }
+  expect(fs.existsSync(path.join(dataDir, ".format2-migration"))).toBe(false);
 }

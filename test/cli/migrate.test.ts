@@ -12,8 +12,8 @@ import { MIGRATE_BATCH_BYTES_MAX, MIGRATE_BATCH_RECORDS_MAX } from "../../src/do
 import { runCli } from "../helpers/cli-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import {
-  type ExpectedRecord,
   expectedRecords,
+  expectMigrated,
   type Format1Partition,
   readFormat2Partition,
   snapshotTree,
@@ -23,23 +23,6 @@ import {
 } from "./format1-fixture.ts";
 
 setDefaultTimeout(60_000);
-
-/** Checks that `dataDir` holds, partition by partition, exactly `expected` in format 2. */
-export function expectMigrated(dataDir: string, expected: Map<string, ExpectedRecord[]>): void {
-  for (const [name, records] of expected) {
-    const segments = readFormat2Partition(path.join(dataDir, name));
-    const read = segments.flatMap((segment) => segment.records);
-    expect(read.map((r) => r.offset)).toEqual(records.map((r) => r.offset));
-    expect(read.map((r) => Buffer.from(r.value).toString("hex"))).toEqual(
-      records.map((r) => Buffer.from(r.value).toString("hex")),
-    );
-    expect(read.map((r) => r.timestamp)).toEqual(records.map((r) => r.timestamp));
-    expect(read.every((r) => r.key === null && r.headerCount === 0)).toBe(true);
-    for (const segment of segments) for (const batch of segment.batches) expect(batch.leaderEpoch).toBe(-1);
-    expect(fs.existsSync(path.join(dataDir, name, "checkpoint.json"))).toBe(false);
-  }
-  expect(fs.existsSync(path.join(dataDir, ".format2-migration"))).toBe(false);
-}
 
 describe("booblik-cli migrate", () => {
   test("keeps every offset, payload and segment boundary; copies the rest; keeps the original", async () => {
