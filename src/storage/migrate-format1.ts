@@ -176,8 +176,8 @@ export class MigrationDamageError extends BooblikError {
     super(
       "BAD_SEGMENT_FILE",
       `refusing to migrate ${dataDir}: ${damage.length} damaged place${damage.length === 1 ? "" : "s"} ` +
-        `(nothing was changed; \`booblik-cli segment verify\` of the old version, or restoring from a ` +
-        `copy, comes first):\n${list}`,
+        `(nothing was changed: restore the damaged files from a copy, or see docs/operations.md, ` +
+        `"Migrating a format-1 data directory"):\n${list}`,
     );
     this.damage = damage;
   }
@@ -260,7 +260,9 @@ export function migrateFormat1(dataDirArgument: string, options: MigrationOption
         step(`remove ${migrating}`);
         removeDirectoryTree(migrating);
         fsyncDirectory(parent);
-        report.notes.push(`restarted: removed the unfinished copy an interrupted run left at ${migrating}`);
+        report.notes.push(
+          `restarted: removed the copy an interrupted run left at ${migrating} (unfinished, or made from files that changed since)`,
+        );
       }
     }
     if (reuse) {
