@@ -636,6 +636,10 @@ async function consume(parsed: Parsed): Promise<number> {
                   position + RECORD_HEADER_BYTES,
                   position + RECORD_HEADER_BYTES + length,
                 ),
+                // Format 1 has no time, key or headers (format 2 brings them: issue 11).
+                timestamp: -1,
+                key: null,
+                headers: [],
               };
               position += RECORD_HEADER_BYTES + length;
               printRecord(record, out);
@@ -818,7 +822,18 @@ async function dumpSegment(parsed: Parsed, file: string): Promise<number> {
     (record) => {
       if (printed >= max) return;
       if (printRecord !== undefined) {
-        printRecord({ topic, partition, offset: record.offset, value: record.payload }, out);
+        printRecord(
+          {
+            topic,
+            partition,
+            offset: record.offset,
+            value: record.payload,
+            timestamp: -1,
+            key: null,
+            headers: [],
+          },
+          out,
+        );
       } else if (json) {
         const value = decoder.decode(record.payload);
         out.text(

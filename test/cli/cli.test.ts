@@ -129,8 +129,24 @@ describe("booblik-cli against a broker", () => {
         .split("\n")
         .map((line) => JSON.parse(line)),
     ).toEqual([
-      { topic: "events", partition: 1, offset: 5001, value: "line 4998" },
-      { topic: "events", partition: 1, offset: 5002, value: "line 4999" },
+      {
+        topic: "events",
+        partition: 1,
+        offset: 5001,
+        timestamp: -1,
+        key: null,
+        value: "line 4998",
+        headers: [],
+      },
+      {
+        topic: "events",
+        partition: 1,
+        offset: 5002,
+        timestamp: -1,
+        key: null,
+        value: "line 4999",
+        headers: [],
+      },
     ]);
     expect(
       (await cli(["consume", "events", "--partition", "1", "--from", "latest"], { broker: port })).stdout,

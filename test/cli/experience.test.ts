@@ -49,9 +49,9 @@ describe("consume and produce across partitions", () => {
         .split("\n")
         .map((line) => JSON.parse(line)),
     ).toEqual([
-      { topic: "spread", partition: 1, offset: 0, value: "b0" },
-      { topic: "spread", partition: 1, offset: 1, value: "b1" },
-      { topic: "spread", partition: 2, offset: 0, value: "c0" },
+      { topic: "spread", partition: 1, offset: 0, timestamp: -1, key: null, value: "b0", headers: [] },
+      { topic: "spread", partition: 1, offset: 1, timestamp: -1, key: null, value: "b1", headers: [] },
+      { topic: "spread", partition: 2, offset: 0, timestamp: -1, key: null, value: "c0", headers: [] },
     ]);
     const one = await runCli([...at, "consume", "spread", "--partition", "2"]);
     expect(one).toMatchObject({ exitCode: 0, stdout: "c0\n" });
