@@ -115,6 +115,38 @@ describe("booblik-cli migrate", () => {
     expect(limitedBatches.some((b) => b.count === 1 && b.bytes > 1000)).toBe(true);
   });
 
+  test("segments larger than a read chunk: records across chunk boundaries, a record larger than a chunk", async () => {
+    using dir = tempDir("migrate");
+    const dataDir = path.join(dir.path, "data");
+    // 10 MiB of odd-sized records (4 MiB chunks end inside records), then one of 6 MiB (larger than
+    // a read chunk and than the write buffer), then small ones again; a mapped-style zero tail.
+    const payloads: Uint8Array[] = [];
+    for (let i = 0; i < 1500; i++) payloads.push(new Uint8Array(7001 + (i % 13)).fill(i & 0xff));
+    payloads.push(new Uint8Array(6 * 1024 * 1024 + 3).fill(0xab));
+    for (let i = 0; i < 10; i++) payloads.push(new Uint8Array([i, 0, 10, 255]));
+    const partition: Format1Partition = {
+      topic: "big",
+      partition: 0,
+      segments: [
+        {
+          base: 0,
+          payloads,
+          mtimeMs: 1_600_000_000_000,
+          tail: { kind: "mapped", paddedBytes: 20 * 1024 * 1024 },
+        },
+      ],
+    };
+    writeTopicFile(dataDir, "big", { maxRecordBytes: 8 * 1024 * 1024, segmentBytes: 32 * 1024 * 1024 });
+    writeFormat1Partition(dataDir, partition);
+    const run = await runCli(["migrate", dataDir]);
+    expect(run.stderr).toBe("");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("1511 records");
+    expectMigrated(dataDir, new Map([["big-0", expectedRecords(partition)]]));
+    const batches = readFormat2Partition(path.join(dataDir, "big-0"))[0]!.batches;
+    expect(batches.find((b) => b.bytes > 6 * 1024 * 1024)?.count).toBe(1);
+  });
+
   test("refuses a directory a running broker holds, and changes nothing", async () => {
     using dir = tempDir("migrate");
     const dataDir = path.join(dir.path, "data");
