@@ -102,8 +102,14 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
 
 interface Parsed {
   positional: string[];
+  /** The last value of each flag. */
   flags: Map<string, string>;
+  /** Every value of a repeatable flag (`--header a=1 --header b=2`), in order. */
+  repeated: Map<string, string[]>;
 }
+
+/** Flags that may be given more than once; every other flag keeps its last value. */
+const REPEATABLE_FLAGS = new Set(["header"]);
 
 const BOOLEAN_FLAGS = new Set([
   "json",
@@ -119,6 +125,7 @@ const BOOLEAN_FLAGS = new Set([
 function parseArgs(argv: string[]): Parsed {
   const positional: string[] = [];
   const flags = new Map<string, string>();
+  const repeated = new Map<string, string[]>();
   for (let i = 0; i < argv.length; i++) {
     const argument = argv[i]!;
     if (argument === "-h") {
@@ -133,11 +140,12 @@ function parseArgs(argv: string[]): Parsed {
       const value = eq >= 0 ? argument.slice(eq + 1) : argv[++i];
       if (value === undefined) throw new UsageError(`--${name} needs a value`);
       flags.set(name, value);
+      if (REPEATABLE_FLAGS.has(name)) repeated.set(name, [...(repeated.get(name) ?? []), value]);
     } else {
       positional.push(argument);
     }
   }
-  return { positional, flags };
+  return { positional, flags, repeated };
 }
 
 function allowOnly(parsed: Parsed, allowed: string[]): void {
