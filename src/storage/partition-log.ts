@@ -490,10 +490,11 @@ export class PartitionLog {
     if (!active.hasRoomFor(planned.framedBytes)) {
       const emptySegmentRoom = this.config.segmentBytes - SEGMENT_HEADER_BYTES;
       if (planned.framedBytes > emptySegmentRoom) {
+        const records = `${planned.recordCount} record${planned.recordCount === 1 ? "" : "s"}`;
         const what =
           planned.entryCount === 1
-            ? `a batch of ${planned.recordCount} records (with its ${ENTRY_HEADER_BYTES}-byte frame)`
-            : `${planned.entryCount} batches of ${planned.recordCount} records (with their frames)`;
+            ? `a batch of ${records} (with its ${ENTRY_HEADER_BYTES}-byte frame)`
+            : `${planned.entryCount} batches of ${records} in all (with their frames)`;
         throw new RecordTooLargeError(
           planned.framedBytes,
           emptySegmentRoom,

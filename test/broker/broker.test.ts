@@ -14,8 +14,7 @@ import {
   TopicExistsError,
   UnknownTopicOrPartitionError,
 } from "../../src/domain/errors.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -25,7 +24,7 @@ setDefaultTimeout(30_000);
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
 function values(broker: Broker, topic: string, partition: number, offset = 0): string[] {
-  return payloadsOf(broker.read(topic, partition, offset, 10 * 1024 * 1024).records).map(decode);
+  return valuesOfEntries(broker.read(topic, partition, offset, 10 * 1024 * 1024).records).map(decode);
 }
 
 describe("topics", () => {
@@ -45,7 +44,7 @@ describe("topics", () => {
     });
     expect(broker.describeTopic("audit.log_v2").config.durability).toBe("force");
     await broker.append("orders", 1, ["a", "b"]);
-    await broker.append("orders", 1, frameRecords(["c"]));
+    await broker.append("orders", 1, batchOfValues(["c"]));
     expect(values(broker, "orders", 1)).toEqual(["a", "b", "c"]);
     expect(values(broker, "orders", 0)).toEqual([]);
     await broker.close();
@@ -162,7 +161,7 @@ describe("durability policies", () => {
       broker.createTopic("durable", { durability: "force" });
       broker.createTopic("fast", { durability: "append" });
       const durable = broker.partition("durable", 0);
-      durable.log.append(frameRecords(["not yet forced"]), true); // appended, no force requested
+      durable.log.append(batchOfValues(["not yet forced"])); // appended, no force requested
       expect(durable.log.nextOffset).toBe(1 as never);
       expect(durable.visibleNextOffset).toBe(0);
       expect(broker.read("durable", 0, 0).recordCount).toBe(0);
@@ -180,7 +179,7 @@ describe("durability policies", () => {
       expect(decode((await next).value!.payload)).toBe("not yet forced");
       expect(durable.visibleNextOffset).toBe(1);
       const fast = broker.partition("fast", 0);
-      fast.log.append(frameRecords(["visible now"]), true);
+      fast.log.append(batchOfValues(["visible now"]));
       expect(fast.visibleNextOffset).toBe(1);
       expect(values(broker, "fast", 0)).toEqual(["visible now"]);
     } finally {
@@ -229,7 +228,7 @@ describe("durability policies", () => {
     const broker = Broker.open({ dataDir: dir.path });
     try {
       broker.createTopic("big", { durability: "append", segmentBytes: 256 * 1024 * 1024 });
-      const chunk = frameRecords(Array.from({ length: 64 }, () => new Uint8Array(16 * 1024).fill(7)));
+      const chunk = batchOfValues(Array.from({ length: 64 }, () => new Uint8Array(16 * 1024).fill(7)));
       for (let i = 0; i < 64; i++) await broker.append("big", 0, chunk); // 64 MiB dirty
       const log = broker.partition("big", 0).log;
       let ticks = 0;

@@ -7,7 +7,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -27,7 +27,7 @@ async function verify(dataDir: string, acked: Map<number, string>, requireAcked:
     let offset = 0;
     while (offset < next) {
       const read = broker.read("crash", 0, offset, 256 * 1024);
-      for (const payload of payloadsOf(read.records)) {
+      for (const payload of valuesOfEntries(read.records)) {
         const value = decoder.decode(payload);
         expect(value, `offset ${offset}`).toMatch(PAYLOAD_PATTERN);
         const expected = acked.get(offset);

@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikError } from "../../src/domain/errors.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(30_000);
@@ -16,7 +16,7 @@ setDefaultTimeout(30_000);
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
 function values(broker: Broker, topic: string, partition: number): string[] {
-  return payloadsOf(broker.read(topic, partition, 0, 10 * 1024 * 1024).records).map(decode);
+  return valuesOfEntries(broker.read(topic, partition, 0, 10 * 1024 * 1024).records).map(decode);
 }
 
 test("a create of a name whose delete is still running cannot lose the new topic's records", async () => {
