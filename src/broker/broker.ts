@@ -44,6 +44,7 @@ import {
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
 import { type BatchOptions, type DecodedRecord, encodeBatch, type RecordInput } from "../record/batch.ts";
+import { batchOfValues } from "../record/entries.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { RecordsRead, TimestampLookup } from "../storage/segment.ts";
@@ -475,10 +476,16 @@ export class Broker {
   /**
    * Appends one or more bare RecordBatch v2, back to back, as a producer sends them (BaseOffset 0).
    * Every batch is validated first, whole request or nothing (Partition.append). Resolves when the
-   * topic's durability policy is satisfied; the acknowledgement says which.
+   * topic's durability policy is satisfied; the acknowledgement says which. An array of values
+   * (strings are UTF-8) is appended as one batch of records with null keys and the current time.
    */
-  append(topic: string, partition: number, batches: Uint8Array): Promise<AppendAck> {
-    return this.partition(topic, partition).append(batches);
+  append(
+    topic: string,
+    partition: number,
+    batches: Uint8Array | readonly (Uint8Array | string | null)[],
+  ): Promise<AppendAck> {
+    const target = this.partition(topic, partition);
+    return target.append(batches instanceof Uint8Array ? batches : batchOfValues(batches));
   }
 
   /**

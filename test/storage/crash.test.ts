@@ -49,9 +49,10 @@ function verifyPrefix(filePath: string, mode: WriteMode, forced: number): number
           expect(decoder.decode(records[0]!.key!)).toBe(`${offset}/${records.length}`);
           for (const record of records) {
             expect(record.offset).toBe(offset);
-            expect(Buffer.from(record.value!).equals(Buffer.from(payloadForOffset(offset))), `record ${offset}`).toBe(
-              true,
-            );
+            expect(
+              Buffer.from(record.value!).equals(Buffer.from(payloadForOffset(offset))),
+              `record ${offset}`,
+            ).toBe(true);
             offset++;
           }
         },

@@ -5,10 +5,10 @@
  * own its descriptor; a leaked mapping would hold address space and page cache until exit.
  */
 import { describe, expect, test } from "bun:test";
-import { batchOfValues } from "../../src/record/entries.ts";
 import fs from "node:fs";
 import path from "node:path";
 import type { Offset } from "../../src/domain/ids.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";

@@ -78,7 +78,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       using dir = tempDir();
       // A walk reads indexIntervalBytes + 4096 bytes per refill: 24,096 here, below the 30 KB
       // entries; the index stores an entry every 20,000 bytes at most, so walks cross entries.
-      const config = segmentConfig({ writeMode: mode, segmentBytes: 4 * 1024 * 1024, indexIntervalBytes: 20_000 });
+      const config = segmentConfig({
+        writeMode: mode,
+        segmentBytes: 4 * 1024 * 1024,
+        indexIntervalBytes: 20_000,
+      });
       const segment = Segment.create(dir.path, 0 as Offset, config);
       const payloads: string[] = [];
       const starts: number[] = [];

@@ -5,11 +5,12 @@
  * each cost 4 GiB), and it never reaches further than the largest window past the data. Measured as
  * allocated blocks (st_blocks) of the segment file, on the temporary directory's file system.
  */
-import { batchOfValues } from "../../src/record/entries.ts";
+
 import { expect, test } from "bun:test";
 import fs from "node:fs";
 import type { Offset } from "../../src/domain/ids.ts";
 import { MAPPED_WINDOW_BYTES_MAX, MAPPED_WINDOW_BYTES_MIN } from "../../src/domain/limits.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 

@@ -321,7 +321,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         // Records from a clock ten years ahead, appended at t0; then records appended at t0 + 2h.
         for (let i = 0; i < 40; i++) log.append(batchOfValues([payloadForOffset(i)], future), -1, t0);
         const boundary = log.nextOffset;
-        for (let i = 40; i < 80; i++) log.append(batchOfValues([payloadForOffset(i)], future), -1, t0 + 2 * hour);
+        for (let i = 40; i < 80; i++)
+          log.append(batchOfValues([payloadForOffset(i)], future), -1, t0 + 2 * hour);
         // By their timestamps they would never expire; by their last append the t0 ones did.
         const result = log.applyRetention({ retentionMs: hour }, t0 + 2 * hour + 1);
         expect(result.segmentsDeleted).toBeGreaterThan(0);
@@ -351,7 +352,9 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expect(payloads.length).toBe(range.recordCount);
         expect(range.firstOffset).toBeLessThanOrEqual(3);
         payloads.forEach((payload, i) => {
-          expect(Buffer.from(payload!).equals(Buffer.from(payloadForOffset(range.firstOffset + i)))).toBe(true);
+          expect(Buffer.from(payload!).equals(Buffer.from(payloadForOffset(range.firstOffset + i)))).toBe(
+            true,
+          );
         });
         expect(fs.readlinkSync(`/proc/self/fd/${fd}`)).toContain("(deleted)");
         segment.release();
@@ -466,9 +469,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expect<number>(reopened.nextOffset).toBe(bases[1]! + 4);
         expectAll(reopened, 0, bases[1]! + 4);
         // The log continues from the hole with new offsets.
-        expect<number>(reopened.append(batchOfValues([payloadForOffset(bases[1]! + 4)]))).toBe(
-          bases[1]! + 4,
-        );
+        expect<number>(reopened.append(batchOfValues([payloadForOffset(bases[1]! + 4)]))).toBe(bases[1]! + 4);
       } finally {
         reopened.close();
       }
@@ -652,7 +653,9 @@ test(`random appends, reads and restarts keep a log equal to its model (seed ${S
         expect(read.firstOffset).toBeLessThanOrEqual(offset);
         expect(read.firstOffset + read.recordCount).toBeGreaterThan(offset);
         valuesOfEntries(read.records).forEach((payload, i) => {
-          expect(Buffer.from(payload!).equals(Buffer.from(payloadForOffset(read.firstOffset + i, 500)))).toBe(true);
+          expect(Buffer.from(payload!).equals(Buffer.from(payloadForOffset(read.firstOffset + i, 500)))).toBe(
+            true,
+          );
         });
       } else {
         const clean = random.next() < 0.5;

@@ -152,7 +152,9 @@ test("sealed segments with unforced bytes keep their descriptor until forced", a
     written.close();
     const reopened = Segment.openSealed(written.path, config, 2_000_001 as Offset);
     try {
-      expect(new TextDecoder().decode(valuesOfEntries(reopened.read(2_000_000, 100).records)[0]!)).toBe("on disk");
+      expect(new TextDecoder().decode(valuesOfEntries(reopened.read(2_000_000, 100).records)[0]!)).toBe(
+        "on disk",
+      );
       expect(reopened.hasOpenDescriptor).toBe(true);
     } finally {
       reopened.close();

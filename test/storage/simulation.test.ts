@@ -48,7 +48,11 @@ import {
 } from "../../src/broker/topic-config.ts";
 import { ClosedError, IoError, isDiskFull, PartitionFailedError } from "../../src/domain/errors.ts";
 import type { PartitionId, TopicName } from "../../src/domain/ids.ts";
-import { ENTRY_HEADER_BYTES, SEALED_READ_DESCRIPTORS_MIN, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
+import {
+  ENTRY_HEADER_BYTES,
+  SEALED_READ_DESCRIPTORS_MIN,
+  SEGMENT_HEADER_BYTES,
+} from "../../src/domain/limits.ts";
 import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";

@@ -105,10 +105,9 @@ function recoverAndCheck(
       const payloads = valuesOfEntries(read.records);
       expect(payloads.length, what).toBe(expected.length);
       for (let i = 0; i < expected.length; i++) {
-        expect(
-          Buffer.from(payloads[i]!).equals(Buffer.from(expected[i]!)),
-          `${what}: record ${i}`,
-        ).toBe(true);
+        expect(Buffer.from(payloads[i]!).equals(Buffer.from(expected[i]!)), `${what}: record ${i}`).toBe(
+          true,
+        );
       }
     }
   } finally {
@@ -228,13 +227,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         damaged.set(pristine.bytes);
         damaged.set(garbage, pristine.bytes.length);
         const filePath = stage(root.path, damaged);
-        recoverAndCheck(
-          filePath,
-          config,
-          pristine,
-          pristine.entries.length,
-          `${garbageBytes} garbage bytes`,
-        );
+        recoverAndCheck(filePath, config, pristine, pristine.entries.length, `${garbageBytes} garbage bytes`);
       }
     });
 
@@ -277,7 +270,9 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         // entry victim+1 (whose stamped offsets would even continue the new one's).
         // The file is then taken as a crash would leave it: while still open (close trims a mapped file).
         const { segment } = Segment.openForAppend(filePath, config);
-        const replacement = pristine.entries[victim]!.map((payload) => new Uint8Array(payload.length).fill(0x55));
+        const replacement = pristine.entries[victim]!.map((payload) =>
+          new Uint8Array(payload.length).fill(0x55),
+        );
         const replacementBatch = batchOfValues(replacement, TIMESTAMP_MS);
         expect(ENTRY_HEADER_BYTES + replacementBatch.length).toBe(
           pristine.positions[victim + 1]! - pristine.positions[victim]!,
