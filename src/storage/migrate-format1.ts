@@ -85,6 +85,7 @@ import {
   RECORD_BATCH_OVERHEAD_BYTES,
   RECORD_HEADER_BYTES,
   RECORD_PAYLOAD_BYTES_LIMIT,
+  SEGMENT_BYTES_MAX,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import { RecordBatchWriter, type RecordInput } from "../record/batch.ts";
@@ -109,6 +110,14 @@ const PROBE_SUFFIXES = [".exchange-probe-1", ".exchange-probe-2"] as const;
 /** The data-directory lock file of the broker (src/broker/data-dir-lock.ts): never copied. */
 const LOCK_FILE = ".lock";
 const CHECKPOINT_FILE = "checkpoint.json";
+const TOPICS_DIRECTORY = "topics";
+const TOPIC_FILE_SUFFIX = ".json";
+/**
+ * What one record of a `value`-byte payload adds around it as a batch of its own: the 61-byte batch
+ * header and the record's fields (Length ≤ 4 varint bytes below 2^27, Attributes 1, TimestampDelta 1,
+ * OffsetDelta 1, null key 1, ValueLength ≤ 4, HeaderCount 1: at most 13). 16 leaves room.
+ */
+const ONE_RECORD_BATCH_OVERHEAD_BYTES = RECORD_BATCH_OVERHEAD_BYTES + 16;
 const PARTITION_DIRECTORY = /^(.+)-(\d+)$/;
 /** Room assumed for the new tree: format 2 adds a few bytes per record and 69 per batch. */
 const SPACE_FACTOR = 1.1;
@@ -491,6 +500,7 @@ function build(
     const target = path.join(migrating, name);
     if (PARTITION_DIRECTORY.test(name) && isDirectory(source))
       convertPartition(context, dataDir, source, target);
+    else if (name === TOPICS_DIRECTORY && isDirectory(source)) convertTopics(context, source, target);
     else copyEntry(context, source, target);
   }
   if (context.damage.length > 0) throw new MigrationDamageError(dataDir, context.damage);
@@ -548,17 +558,86 @@ function readRecoveryPoint(directory: string): RecoveryPoint | undefined {
   }
 }
 
-/** The topic's record limit from its file, when readable: batches are kept below it. */
+/** A format-1 topic's record limit (the largest payload) from its file, when readable. */
 function topicRecordLimit(dataDir: string, topic: string): number | undefined {
   try {
-    const parsed = JSON.parse(fs.readFileSync(path.join(dataDir, "topics", `${topic}.json`), "utf8")) as {
-      config?: { maxRecordBytes?: unknown };
-    };
+    const file = path.join(dataDir, TOPICS_DIRECTORY, `${topic}${TOPIC_FILE_SUFFIX}`);
+    const parsed = JSON.parse(fs.readFileSync(file, "utf8")) as { config?: { maxRecordBytes?: unknown } };
     const limit = parsed.config?.maxRecordBytes;
     return typeof limit === "number" && Number.isSafeInteger(limit) && limit > 0 ? limit : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * `maxRecordBytes` changes meaning with the format: the largest payload in format 1, the largest
+ * whole batch in format 2 (the broker's recovery takes a longer entry for damage). Each topic file
+ * is copied with the limit raised by what a one-record batch adds, so every converted batch fits
+ * and a producer can still send a record as large as before; `segmentBytes` grows with it when the
+ * batch would no longer fit a segment; `timestampType` is written as CreateTime (the converted
+ * records carry the segments' times), so no broker default can reinterpret them. Anything that does
+ * not parse as a topic file is copied as it is.
+ */
+function convertTopics(context: BuildContext, source: string, target: string): void {
+  const { step, report } = context;
+  step(`create ${target}`);
+  fs.mkdirSync(target);
+  copyAttributes(context, source, target);
+  for (const name of fs.readdirSync(source).sort()) {
+    const from = path.join(source, name);
+    const to = path.join(target, name);
+    const converted = name.endsWith(TOPIC_FILE_SUFFIX) ? convertedTopicFile(from) : undefined;
+    if (converted === undefined) {
+      copyEntry(context, from, to);
+      continue;
+    }
+    step(`write ${to}`);
+    const stat = fs.statSync(from);
+    const mode = stat.mode & 0o7777;
+    const fd = fs.openSync(to, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, mode);
+    try {
+      fs.writeSync(fd, converted.text);
+      fs.fchmodSync(fd, mode);
+      if (context.ownerOfRoot) fs.fchownSync(fd, stat.uid, stat.gid);
+      step(`fsync ${to}`);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (converted.note !== undefined) report.notes.push(`${from}: ${converted.note}`);
+  }
+  step(`fsync ${target}`);
+  fsyncDirectory(target);
+}
+
+function convertedTopicFile(file: string): { text: string; note: string | undefined } | undefined {
+  let parsed: { config?: unknown };
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, "utf8")) as typeof parsed;
+  } catch {
+    return undefined;
+  }
+  const config = parsed.config as Record<string, unknown> | null | undefined;
+  if (config === null || typeof config !== "object") return undefined;
+  const changes: string[] = [];
+  const limit = config.maxRecordBytes;
+  if (typeof limit === "number" && Number.isSafeInteger(limit) && limit > 0) {
+    const batchLimit = Math.min(RECORD_PAYLOAD_BYTES_LIMIT, limit + ONE_RECORD_BATCH_OVERHEAD_BYTES);
+    config.maxRecordBytes = batchLimit;
+    changes.push(`maxRecordBytes ${limit} → ${batchLimit} (format 2 counts the whole batch)`);
+    const segmentBytes = config.segmentBytes;
+    const needed = SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES + batchLimit;
+    if (typeof segmentBytes === "number" && segmentBytes < needed && needed <= SEGMENT_BYTES_MAX) {
+      config.segmentBytes = needed;
+      changes.push(`segmentBytes ${segmentBytes} → ${needed} (a batch of the largest record must fit one)`);
+    }
+  }
+  if (config.timestampType === undefined) config.timestampType = "CreateTime";
+  return {
+    text: `${JSON.stringify(parsed, null, 2)}\n`,
+    note: changes.length === 0 ? undefined : changes.join("; "),
+  };
 }
 
 function convertPartition(context: BuildContext, dataDir: string, source: string, target: string): void {
@@ -578,10 +657,9 @@ function convertPartition(context: BuildContext, dataDir: string, source: string
   }
   const recoveryPoint = readRecoveryPoint(source);
   const topic = PARTITION_DIRECTORY.exec(path.basename(source))![1]!;
-  const batchBytes = Math.min(
-    MIGRATE_BATCH_BYTES_MAX,
-    topicRecordLimit(dataDir, topic) ?? MIGRATE_BATCH_BYTES_MAX,
-  );
+  // Format 1's recovery took a record above the topic's limit for damage: so does this walk.
+  const payloadLimit = topicRecordLimit(dataDir, topic) ?? RECORD_PAYLOAD_BYTES_LIMIT;
+  const batchBytes = Math.min(MIGRATE_BATCH_BYTES_MAX, payloadLimit);
   let nextOffset: number | undefined;
   for (let i = 0; i < bases.length; i++) {
     const base = bases[i]!;
@@ -594,6 +672,7 @@ function convertPartition(context: BuildContext, dataDir: string, source: string
       expectedBase: nextOffset,
       recoveryPoint,
       batchBytes,
+      payloadLimit,
     });
     if (converted === undefined) return; // damage: reported, the rest of the partition is not looked at
     nextOffset = converted;
@@ -621,6 +700,8 @@ interface SegmentJob {
   expectedBase: number | undefined;
   recoveryPoint: RecoveryPoint | undefined;
   batchBytes: number;
+  /** The largest payload a record may have (the topic's format-1 maxRecordBytes). */
+  payloadLimit: number;
 }
 
 /**
@@ -735,7 +816,7 @@ function convertRecords(
       filled += read;
     }
     const atEndOfFile = chunkStart + filled >= sizeBytes;
-    scanRecords(buffer, view, 0, filled, RECORD_PAYLOAD_BYTES_LIMIT, true, scan, visit);
+    scanRecords(buffer, view, 0, filled, job.payloadLimit, true, scan, visit);
     offset += scan.recordCount;
     const stoppedAt = chunkStart + scan.endPosition;
     if (scan.stop === "end" && atEndOfFile) return true;
@@ -764,7 +845,7 @@ function convertRecords(
         : scan.stop === "truncated"
           ? `a record cut short by the end of the file (${sizeBytes - stoppedAt} bytes left)`
           : scan.stop === "bad-length"
-            ? `a record length of ${readUint32(buffer, scan.endPosition)} bytes, beyond any record`
+            ? `a record length of ${readUint32(buffer, scan.endPosition)} bytes, above the topic's maxRecordBytes of ${job.payloadLimit}`
             : "a record whose CRC32C does not match";
     const point = job.recoveryPoint;
     const pastRecoveryPoint =

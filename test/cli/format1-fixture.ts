@@ -7,6 +7,7 @@
 import { expect } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { Broker } from "../../src/broker/broker.ts";
 import { DEFAULT_TOPIC_CONFIG, encodeTopicFile, type TopicConfig } from "../../src/broker/topic-config.ts";
 import { type Offset, toTopicName } from "../../src/domain/ids.ts";
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
@@ -74,11 +75,21 @@ export function writeFormat1Partition(dataDir: string, partition: Format1Partiti
   return directory;
 }
 
+/**
+ * A topic file as a format-1 broker wrote it: every setting, no timestampType, and maxRecordBytes
+ * (the largest payload there) shrunk to fit the segment when not given, as format 1 did.
+ */
 export function writeTopicFile(dataDir: string, topic: string, config: Partial<TopicConfig>): void {
   fs.mkdirSync(path.join(dataDir, "topics"), { recursive: true });
+  const { timestampType: _none, ...full } = { ...DEFAULT_TOPIC_CONFIG, ...config };
+  if (config.maxRecordBytes === undefined)
+    full.maxRecordBytes = Math.min(
+      full.maxRecordBytes,
+      full.segmentBytes - SEGMENT_HEADER_BYTES - RECORD_HEADER_BYTES,
+    );
   fs.writeFileSync(
     path.join(dataDir, "topics", `${topic}.json`),
-    encodeTopicFile(toTopicName(topic), { ...DEFAULT_TOPIC_CONFIG, ...config }),
+    encodeTopicFile(toTopicName(topic), full as TopicConfig),
   );
 }
 
@@ -294,4 +305,58 @@ export function expectMigrated(dataDir: string, expected: Map<string, ExpectedRe
     expect(fs.existsSync(path.join(dataDir, name, "checkpoint.json"))).toBe(false);
   }
   expect(fs.existsSync(path.join(dataDir, ".format2-migration"))).toBe(false);
+}
+
+/**
+ * Opens `dataDir` with the embedded format-2 Broker (its recovery checks every entry, as the first
+ * start after a migration does) and reads every partition in `expected` through `Broker.read`:
+ * every record at its offset, with its value and timestamp.
+ */
+export async function expectBrokerReads(
+  dataDir: string,
+  expected: Map<string, ExpectedRecord[]>,
+): Promise<void> {
+  const broker = await Broker.openAsync({ dataDir });
+  try {
+    for (const [name, records] of expected) {
+      const match = /^(.+)-(\d+)$/.exec(name)!;
+      const topic = match[1]!;
+      const partition = Number(match[2]);
+      const read: ExpectedRecord[] = [];
+      let offset = records[0]?.offset ?? 0;
+      while (read.length < records.length) {
+        const got = broker.read(topic, partition, offset, 1024 * 1024);
+        expect(got.recordCount).toBeGreaterThan(0);
+        scanEntries(
+          got.records,
+          0,
+          got.records.length,
+          { framing: "framed", verifyCrc: true },
+          newEntryScanResult(),
+          (_entry, batchStart, batchEnd) => {
+            for (const record of decodeBatch(got.records, batchStart, batchEnd, true).records)
+              if (record.offset >= offset)
+                read.push({
+                  offset: record.offset,
+                  timestamp: record.timestamp,
+                  value: record.value ?? new Uint8Array(0),
+                });
+          },
+        );
+        offset = read.at(-1)!.offset + 1;
+      }
+      expect(read.map((r) => r.offset)).toEqual(records.map((r) => r.offset));
+      expect(read.map((r) => Buffer.from(r.value).toString("hex"))).toEqual(
+        records.map((r) => Buffer.from(r.value).toString("hex")),
+      );
+      expect(read.map((r) => r.timestamp)).toEqual(records.map((r) => r.timestamp));
+      // The time index answers by the converted timestamps: each segment's first record.
+      for (const record of records)
+        expect(broker.offsetForTimestamp(topic, partition, record.timestamp)?.offset).toBe(
+          records.find((r) => r.timestamp >= record.timestamp)!.offset,
+        );
+    }
+  } finally {
+    await broker.close();
+  }
 }

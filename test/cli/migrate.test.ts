@@ -7,11 +7,13 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { Broker } from "../../src/broker/broker.ts";
 import { DataDirLock } from "../../src/broker/data-dir-lock.ts";
 import { MIGRATE_BATCH_BYTES_MAX, MIGRATE_BATCH_RECORDS_MAX } from "../../src/domain/limits.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import {
+  expectBrokerReads,
   expectedRecords,
   expectMigrated,
   type Format1Partition,
@@ -30,6 +32,11 @@ describe("booblik-cli migrate", () => {
     const dataDir = path.join(dir.path, "data");
     const { partitions, expected } = writeStandardFixture(dataDir);
     const before = snapshotTree(dataDir);
+    // The format-2 broker refuses it, naming the command, and changes nothing.
+    await expect(Broker.openAsync({ dataDir })).rejects.toThrow(
+      `this build reads format 2. Stop the broker and convert the directory offline with: booblik-cli migrate ${dataDir}`,
+    );
+    expect(snapshotTree(dataDir)).toEqual(before);
 
     const run = await runCli(["migrate", dataDir]);
     expect(run.stderr).toBe("");
@@ -50,12 +57,39 @@ describe("booblik-cli migrate", () => {
         partition.segments.map((s) => s.base),
       );
     }
-    // Not segments: the same bytes and modes; checkpoints and the lock are not copied.
+    // Not segments: the same bytes and modes; checkpoints and the lock are not copied; topic files
+    // get format 2's meaning of maxRecordBytes (the whole batch) and an explicit timestamp type.
     const after = snapshotTree(dataDir);
     for (const [file, summary] of before) {
-      if (file.endsWith(".log") || file.endsWith("checkpoint.json")) continue;
+      if (file.endsWith(".log") || file.endsWith("checkpoint.json") || file.startsWith("topics/")) continue;
       expect([file, after.get(file)]).toEqual([file, summary]);
     }
+    for (const topic of ["events", "logs", "tiny"]) {
+      const read = (root: string) =>
+        JSON.parse(fs.readFileSync(path.join(root, "topics", `${topic}.json`), "utf8"));
+      const old = read(`${dataDir}.format1-backup`);
+      const converted = read(dataDir);
+      expect(old.config.timestampType).toBeUndefined();
+      const maxRecordBytes = old.config.maxRecordBytes + 77;
+      expect(converted).toEqual({
+        ...old,
+        config: {
+          ...old.config,
+          maxRecordBytes,
+          // 64 KiB segments held a payload of 64 KiB − 40: the batch of one needs 77 bytes more.
+          segmentBytes: Math.max(old.config.segmentBytes, maxRecordBytes + 40),
+          timestampType: "CreateTime",
+        },
+      });
+    }
+    expect(run.stdout).toContain(
+      `note: ${path.join(dataDir, "topics", "events.json")}: maxRecordBytes 65496 → 65573 (format 2 counts the whole batch); segmentBytes 65536 → 65613 (a batch of the largest record must fit one)`,
+    );
+    expect(run.stdout).toContain(
+      `note: ${path.join(dataDir, "topics", "tiny.json")}: maxRecordBytes 300 → 377 (format 2 counts the whole batch)`,
+    );
+    // The format-2 broker opens it, checks every entry, and serves every record by offset and time.
+    await expectBrokerReads(dataDir, expected);
     expect(after.get("users.json")).toEndWith(" 600");
     // The original, untouched, at the backup name; nothing else left next to it.
     expect(snapshotTree(`${dataDir}.format1-backup`)).toEqual(before);
@@ -95,6 +129,10 @@ describe("booblik-cli migrate", () => {
     const run = await runCli(["migrate", dataDir]);
     expect(run.exitCode).toBe(0);
     expectMigrated(
+      dataDir,
+      new Map(partitions.map((p) => [`${p.topic}-${p.partition}`, expectedRecords(p)])),
+    );
+    await expectBrokerReads(
       dataDir,
       new Map(partitions.map((p) => [`${p.topic}-${p.partition}`, expectedRecords(p)])),
     );
@@ -143,6 +181,7 @@ describe("booblik-cli migrate", () => {
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toContain("1511 records");
     expectMigrated(dataDir, new Map([["big-0", expectedRecords(partition)]]));
+    await expectBrokerReads(dataDir, new Map([["big-0", expectedRecords(partition)]]));
     const batches = readFormat2Partition(path.join(dataDir, "big-0"))[0]!.batches;
     expect(batches.find((b) => b.bytes > 6 * 1024 * 1024)?.count).toBe(1);
   });
