@@ -23,7 +23,7 @@ if (mode === "batches") {
 } else {
   for await (const record of consumer) {
     records++;
-    bytes += record.value.length + 8;
+    bytes += (record.value?.length ?? 0) + 8;
     if (records >= until) break;
   }
 }

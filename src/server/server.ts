@@ -37,6 +37,7 @@ import {
   API,
   API_NAMES,
   API_VERSION_MAX,
+  API_VERSION_MIN,
   REQUEST_HEADER_BYTES,
   type RequestHeader,
   readRequestHeader,
@@ -58,7 +59,7 @@ import {
   encodeProduceResponse,
   encodeStatsResponse,
   type FetchRequest,
-  largestProducibleRecordBytes,
+  largestProducibleBatchBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
@@ -329,13 +330,16 @@ export class BrokerServer implements ConnectionHost {
     const reader = new ByteReader(frame, REQUEST_HEADER_BYTES, frame.length);
     try {
       const maxVersion = API_VERSION_MAX[header.apiKey];
-      if (maxVersion === undefined) {
+      const minVersion = API_VERSION_MIN[header.apiKey];
+      if (maxVersion === undefined || minVersion === undefined) {
         throw new ProtocolError(`unknown request type ${header.apiKey}`);
       }
-      if (header.apiVersion > maxVersion) {
+      if (header.apiVersion > maxVersion || header.apiVersion < minVersion) {
+        const speaks =
+          minVersion === maxVersion ? `version ${maxVersion}` : `versions ${minVersion} to ${maxVersion}`;
         throw new BooblikError(
           "UNSUPPORTED_VERSION",
-          `${API_NAMES[header.apiKey]} version ${header.apiVersion} is not supported (this broker speaks up to ${maxVersion})`,
+          `${API_NAMES[header.apiKey]} version ${header.apiVersion} is not supported (this broker speaks ${speaks})`,
         );
       }
       if (
@@ -459,6 +463,8 @@ export class BrokerServer implements ConnectionHost {
     const topics: TopicMetadata[] = descriptions.map((topic) => ({
       name: topic.name,
       configJson: JSON.stringify(topic.config),
+      // TODO(fmt2-store merge): topic.config.timestampType
+      timestampType: "CreateTime",
       partitions: topic.partitions.map((partition) => ({
         partition: partition.partition,
         logStartOffset: partition.logStartOffset,
@@ -490,11 +496,11 @@ export class BrokerServer implements ConnectionHost {
     if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
       throw new BooblikError("INVALID_ARGUMENT", "topic config must be a JSON object");
     }
-    // A record limit no PRODUCE could reach is refused (explicit) or lowered (a default).
+    // A batch limit no PRODUCE could reach is refused (explicit) or lowered (a default).
     const maxFrameBytes = this.options.maxFrameBytes;
     const ceiling = {
-      bytes: largestProducibleRecordBytes(maxFrameBytes, request.name),
-      why: `the largest record a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
+      bytes: largestProducibleBatchBytes(maxFrameBytes, request.name),
+      why: `the largest record batch a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
     };
     const create = () => {
       let created: ReturnType<Broker["createTopic"]>;
@@ -665,6 +671,8 @@ export class BrokerServer implements ConnectionHost {
     encodeListOffsetsResponse(this.writer, correlationId, {
       logStartOffset: partition.logStartOffset,
       nextOffset: partition.visibleNextOffset,
+      timestampOffset: -1,
+      offsetTimestampMs: -1,
     });
     connection.complete(slot, this.writer.written().slice());
   }
@@ -685,7 +693,7 @@ export class BrokerServer implements ConnectionHost {
         this.counters.produceRecords += ack.recordCount;
         this.counters.produceBytes += request.records.length;
         this.writer.reset();
-        encodeProduceResponse(this.writer, correlationId, ack);
+        encodeProduceResponse(this.writer, correlationId, { ...ack, logAppendTimeMs: -1 });
         connection.complete(slot, this.writer.written().slice());
       },
       (error) => this.fail(connection, slot, correlationId, error),

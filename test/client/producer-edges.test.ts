@@ -227,6 +227,7 @@ describe("producer", () => {
                 {
                   name: "ordered",
                   configJson: topicJson,
+                  timestampType: "CreateTime",
                   partitions: [{ partition: 0, logStartOffset: 0, nextOffset: 0 }],
                 },
               ],
@@ -241,6 +242,7 @@ describe("producer", () => {
             firstOffset,
             recordCount: received.length - firstOffset,
             durability: "appended",
+            logAppendTimeMs: -1,
           }),
         );
       });
@@ -295,6 +297,7 @@ describe("connection", () => {
                 firstOffset: 2,
                 recordCount: 1,
                 durability: "appended",
+                logAppendTimeMs: -1,
               }),
             ),
       );
@@ -352,7 +355,12 @@ describe("connection", () => {
       (socket, state) => {
         const frames = state.pending.map((request) =>
           frameOf((writer) =>
-            encodeListOffsetsResponse(writer, request.correlationId, { logStartOffset: 0, nextOffset: 0 }),
+            encodeListOffsetsResponse(writer, request.correlationId, {
+              logStartOffset: 0,
+              nextOffset: 0,
+              timestampOffset: -1,
+              offsetTimestampMs: -1,
+            }),
           ),
         );
         state.pending.length = 0;

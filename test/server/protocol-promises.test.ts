@@ -306,6 +306,8 @@ describe("long polls that end without records", () => {
     expect(decodeListOffsetsResponse((await admin.listOffsets("gone", 0)).reader)).toEqual({
       logStartOffset: 0,
       nextOffset: 0,
+      timestampOffset: -1,
+      offsetTimestampMs: -1,
     });
     consumer.close();
     admin.close();
@@ -360,6 +362,8 @@ describe("what the doc leaves no longer open", () => {
     expect(decodeListOffsetsResponse((await session.listOffsets("t", 0)).reader)).toEqual({
       logStartOffset: 0,
       nextOffset: 0,
+      timestampOffset: -1,
+      offsetTimestampMs: -1,
     });
     session.close();
   });
