@@ -26,6 +26,8 @@ export {
   type FetchOptions,
   type FetchResult,
   type MetadataInfo,
+  type OffsetForTime,
+  type OffsetsInfo,
   type TopicInfo,
 } from "./client/client.ts";
 export {
@@ -36,14 +38,26 @@ export {
   TimeoutError,
 } from "./client/connection.ts";
 export {
+  type ConsumedBatch,
   type ConsumedRecord,
   Consumer,
   type ConsumerOptions,
+  forEachConsumedRecord,
+  headersTextOf,
+  keyTextOf,
   type StartPosition,
   textOf,
 } from "./client/consumer.ts";
+export { checkFetchedEntries, forEachFetchedRecord } from "./client/fetched.ts";
 export { PositionFile } from "./client/position-file.ts";
-export { Producer, type ProducerOptions, type SendOptions, type SendResult } from "./client/producer.ts";
+export {
+  Producer,
+  type ProducerHeaders,
+  type ProducerOptions,
+  type ProducerRecord,
+  type SendOptions,
+  type SendResult,
+} from "./client/producer.ts";
 export * from "./domain/errors.ts";
 export {
   type Offset,
@@ -57,6 +71,7 @@ export {
 export * as limits from "./domain/limits.ts";
 export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
 export { payloadsOf } from "./record/codec.ts";
+export { partitionForKey } from "./record/partitioner.ts";
 export { verifyRecords } from "./record/verify.ts";
 export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";
 export { Segment, type SegmentConfig, segmentConfig } from "./storage/segment.ts";

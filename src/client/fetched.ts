@@ -59,7 +59,7 @@ export function checkFetchedEntries(bytes: Uint8Array, offset: number): CheckedE
       if (actual !== header.crc) {
         batchCrcFault = {
           position: batchStart,
-          detail: `batch CRC32C 0x${actual.toString(16)}, the batch says 0x${header.crc.toString(16)} (offset ${header.baseOffset})`,
+          detail: `the entry at offset ${header.baseOffset} is damaged (batch CRC32C 0x${actual.toString(16)}, the batch says 0x${header.crc.toString(16)})`,
         };
         return;
       }
@@ -71,11 +71,16 @@ export function checkFetchedEntries(bytes: Uint8Array, offset: number): CheckedE
       `fetched entries from offset ${offset}: ${batchCrcFault.detail}`,
       batchCrcFault.position,
     );
-  if (scan.stop !== "end" && scan.stop !== "truncated")
+  if (scan.stop !== "end" && scan.stop !== "truncated") {
+    const where =
+      scan.entryCount === 0
+        ? `the first entry (containing offset ${offset})`
+        : `the entry at offset ${scan.nextOffset}`;
     throw new CorruptRecordError(
-      `fetched entries from offset ${offset} are damaged after ${scan.recordCount} records: ${scan.stop} (${scan.detail})`,
+      `fetched entries from offset ${offset}: ${where} is damaged (${scan.stop}: ${scan.detail})`,
       scan.endPosition,
     );
+  }
   if (scan.entryCount === 0)
     return { completeBytes: 0, firstOffset: offset, nextFetchOffset: offset, batchBounds };
   const nextFetchOffset = scan.nextOffset;

@@ -20,11 +20,11 @@ import {
   endFrame,
   FETCH_RESPONSE_FIXED_BYTES,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { memoryOf, startBroker } from "../helpers/broker-process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { frame, rawConnect, repeated, responses } from "../helpers/raw-socket.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -104,7 +104,7 @@ describe("malformed requests", () => {
       // A frame whose size is fine but whose bytes stop coming: the broker waits without harm.
       const truncated = await rawConnect(broker.port);
       truncated.write(frame((w) => encodeMetadataRequest(w, 1, { topics: [] })).subarray(0, 9));
-      expect((await good.produce("ok", 0, frameRecords(["still fine"]))).firstOffset).toBe(0);
+      expect((await good.produce("ok", 0, batchOfValues(["still fine"]))).firstOffset).toBe(0);
       expect(truncated.isClosed()).toBe(false);
       truncated.close();
     } finally {
@@ -124,7 +124,7 @@ describe("malformed requests", () => {
         encodeProduceRequest(w, 2, {
           topic: "fuzz",
           partition: 0,
-          records: frameRecords(["a", "bb", "ccc"]),
+          records: batchOfValues(["a", "bb", "ccc"]),
         }),
       ),
       frame((w) =>
@@ -155,11 +155,11 @@ describe("malformed requests", () => {
       if (random.next() < 0.5) hostile.close();
       else hostile.end();
       // Meanwhile the good client produces and reads back.
-      const ack = await good.produce("fuzz", 1, frameRecords([`good ${round}`]));
+      const ack = await good.produce("fuzz", 1, batchOfValues([`good ${round}`]));
       expect(ack.firstOffset).toBeGreaterThanOrEqual(acknowledged);
       acknowledged = ack.firstOffset + 1;
     }
-    const values = payloadsOf((await good.fetch("fuzz", 1, 0, { maxBytes: 1_000_000 })).records).map((b) =>
+    const values = valuesOf((await good.fetch("fuzz", 1, 0, { maxBytes: 1_000_000 })).records).map((b) =>
       new TextDecoder().decode(b),
     );
     expect(values.filter((value) => value.startsWith("good ")).length).toBe(ROUNDS);
@@ -182,7 +182,7 @@ describe("unlucky clients", () => {
       await admin.createTopic("big", { durability: "append" });
       const payload = new Uint8Array(64 * 1024).fill(42);
       for (let i = 0; i < 64; i++)
-        await admin.produce("big", 0, frameRecords(Array.from({ length: 16 }, () => payload))); // 64 MiB
+        await admin.produce("big", 0, batchOfValues(Array.from({ length: 16 }, () => payload))); // 64 MiB
       const before = await memoryOf(broker.process.pid);
       const slow = await rawConnect(broker.port, { readPaused: true });
       // 4,000 fetches of 1 MiB each: 4 GiB of responses if the broker kept reading and queueing.
@@ -228,7 +228,7 @@ describe("unlucky clients", () => {
         `record ${i} `.padEnd(50_000, String.fromCharCode(97 + (i % 26))),
       );
       for (let i = 0; i < values.length; i += 20)
-        await admin.produce("large", 0, frameRecords(values.slice(i, i + 20)));
+        await admin.produce("large", 0, batchOfValues(values.slice(i, i + 20)));
       // One FETCH of ~30 MiB, far more than the socket buffers hold, to a client that is not reading.
       const slow = await rawConnect(broker.port, { readPaused: true });
       slow.write(
@@ -263,7 +263,7 @@ describe("unlucky clients", () => {
         values.reduce((sum, value) => sum + 8 + value.length, 0);
       const bytes = await slow.waitForBytes(expectedBytes);
       expect(bytes.length).toBe(expectedBytes);
-      const records = payloadsOf(bytes.subarray(RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES));
+      const records = valuesOf(bytes.subarray(RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES));
       expect(records.length).toBe(600);
       records.forEach((record, i) => {
         expect(new TextDecoder().decode(record)).toBe(values[i]!);

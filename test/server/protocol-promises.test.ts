@@ -29,10 +29,10 @@ import {
   endFrame,
   type FetchRequest,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { frame, type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -139,7 +139,7 @@ describe("topic names", () => {
         // (254 bytes) fits NAME_MAX is asserted when src/domain/limits.ts loads.
         const created = await session.createTopic(name, { partitions: 2, segmentBytes: 4096 });
         expect([created.errorCode, created.message]).toEqual([NONE, ""]);
-        const produced = await session.produce(name, 1, frameRecords([`to ${name.length}`]));
+        const produced = await session.produce(name, 1, batchOfValues([`to ${name.length}`]));
         expect(produced.errorCode).toBe(NONE);
         expect(decodeProduceResponse(produced.reader).firstOffset).toBe(0);
       }
@@ -155,7 +155,7 @@ describe("topic names", () => {
     expect(listed.topics.map((topic) => topic.name)).toEqual([...names].sort());
     for (const name of names) {
       const fetched = await session.fetch({ topic: name, partition: 1 });
-      expect(payloadsOf(decodeFetchResponse(fetched.reader).records).map(decode)).toEqual([
+      expect(valuesOf(decodeFetchResponse(fetched.reader).records).map(decode)).toEqual([
         `to ${name.length}`,
       ]);
     }
@@ -169,7 +169,7 @@ describe("topic names", () => {
     await using broker = await startBroker(dir.path, ["--fetch-path", "copy"]);
     const session = await Session.open(broker.port);
     expect((await session.createTopic("disk", { segmentBytes: 4096 })).errorCode).toBe(NONE);
-    expect((await session.produce("disk", 0, frameRecords(["one", "two"]))).errorCode).toBe(NONE);
+    expect((await session.produce("disk", 0, batchOfValues(["one", "two"]))).errorCode).toBe(NONE);
     const file = `${dir.path}/disk-0/00000000000000000000.log`;
     const descriptor = fs.openSync(file, "r+");
     fs.writeSync(descriptor, new Uint8Array([0xff]), 0, 1, 32 + 8); // first payload byte
@@ -263,7 +263,7 @@ describe("CREATE_TOPIC settings", () => {
     );
     expect((await session.createTopic("big", { maxRecordBytes: largest })).errorCode).toBe(NONE);
     // The bound is exact: a PRODUCE of one record of that size is a frame of exactly 65536 bytes.
-    const produced = await session.produce("big", 0, frameRecords([new Uint8Array(largest).fill(1)]));
+    const produced = await session.produce("big", 0, batchOfValues([new Uint8Array(largest).fill(1)]));
     expect(produced.errorCode).toBe(NONE);
     // Without an explicit maxRecordBytes the default (1 MiB) shrinks to what the frame carries.
     expect((await session.createTopic("dflt")).errorCode).toBe(NONE);
@@ -290,7 +290,7 @@ describe("long polls that end without records", () => {
     const consumer = await Session.open(broker.port);
     const admin = await Session.open(broker.port);
     expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
-    expect((await admin.produce("gone", 0, frameRecords(["old"]))).errorCode).toBe(NONE);
+    expect((await admin.produce("gone", 0, batchOfValues(["old"]))).errorCode).toBe(NONE);
     const waiting = consumer.send((w, id) =>
       encodeFetchRequest(w, id, { topic: "gone", partition: 0, offset: 1, maxBytes: 100, maxWaitMs: 20_000 }),
     );
@@ -301,7 +301,7 @@ describe("long polls that end without records", () => {
     expect([ended.errorCode, ended.retriable]).toEqual([UNKNOWN_TOPIC_OR_PARTITION, false]);
     expect(ended.message).toContain("gone");
     // Created again, the name starts empty.
-    expect((await admin.produce("gone", 0, frameRecords(["x"]))).errorCode).toBe(UNKNOWN_TOPIC_OR_PARTITION);
+    expect((await admin.produce("gone", 0, batchOfValues(["x"]))).errorCode).toBe(UNKNOWN_TOPIC_OR_PARTITION);
     expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
     expect(decodeListOffsetsResponse((await admin.listOffsets("gone", 0)).reader)).toEqual({
       logStartOffset: 0,
@@ -318,7 +318,7 @@ describe("long polls that end without records", () => {
     await using broker = await startBroker(dir.path);
     const consumer = await Session.open(broker.port);
     expect((await consumer.createTopic("stay")).errorCode).toBe(NONE);
-    expect((await consumer.produce("stay", 0, frameRecords(["a"]))).errorCode).toBe(NONE);
+    expect((await consumer.produce("stay", 0, batchOfValues(["a"]))).errorCode).toBe(NONE);
     const waiting = consumer.send((w, id) =>
       encodeFetchRequest(w, id, { topic: "stay", partition: 0, offset: 1, maxBytes: 100, maxWaitMs: 20_000 }),
     );
@@ -373,7 +373,7 @@ describe("what the doc leaves no longer open", () => {
     await using broker = await startBroker(dir.path);
     const session = await Session.open(broker.port);
     expect((await session.createTopic("t")).errorCode).toBe(NONE);
-    expect((await session.produce("t", 0, frameRecords(["r"]))).errorCode).toBe(NONE);
+    expect((await session.produce("t", 0, batchOfValues(["r"]))).errorCode).toBe(NONE);
     const errorOf = (response: Response) => [response.errorCode, response.message];
     // For every API: the apiKey, then the apiVersion, then the payload (here undecodable: one byte).
     const header = async (apiKey: number, apiVersion: number) =>
@@ -447,10 +447,10 @@ describe("what the doc leaves no longer open", () => {
       expect((await session.createTopic("m")).errorCode).toBe(NONE);
       // Three records of 10 payload bytes: 18 bytes each with their headers.
       const payloads = ["0123456789", "abcdefghij", "ABCDEFGHIJ"];
-      expect((await session.produce("m", 0, frameRecords(payloads))).errorCode).toBe(NONE);
+      expect((await session.produce("m", 0, batchOfValues(payloads))).errorCode).toBe(NONE);
       const countAt = async (maxBytes: number) => {
         const response = await session.fetch({ topic: "m", maxBytes });
-        return payloadsOf(decodeFetchResponse(response.reader).records).length;
+        return valuesOf(decodeFetchResponse(response.reader).records).length;
       };
       const counts = [];
       for (const maxBytes of [0, 1, 17, 18, 35, 36, 53, 54, 1000]) counts.push(await countAt(maxBytes));
@@ -467,10 +467,10 @@ describe("what the doc leaves no longer open", () => {
       // 256-byte segments: (256 - 32) / 18 = 12 records of 10 bytes each.
       expect((await session.createTopic("s", { segmentBytes: 256 })).errorCode).toBe(NONE);
       const payloads = Array.from({ length: 20 }, (_, i) => `record-${String(i).padStart(3, "0")}`);
-      expect((await session.produce("s", 0, frameRecords(payloads.slice(0, 12)))).errorCode).toBe(NONE);
-      expect((await session.produce("s", 0, frameRecords(payloads.slice(12)))).errorCode).toBe(NONE);
+      expect((await session.produce("s", 0, batchOfValues(payloads.slice(0, 12)))).errorCode).toBe(NONE);
+      expect((await session.produce("s", 0, batchOfValues(payloads.slice(12)))).errorCode).toBe(NONE);
       const first = decodeFetchResponse((await session.fetch({ topic: "s", maxBytes: 1000 })).reader);
-      expect([fetchPath, payloadsOf(first.records).length]).toEqual([fetchPath, 12]);
+      expect([fetchPath, valuesOf(first.records).length]).toEqual([fetchPath, 12]);
       session.close();
     }
   });
