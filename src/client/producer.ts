@@ -471,25 +471,26 @@ export class Producer {
   }
 
   /**
-   * Whether `records` (with an upper bound of `bytes`) fit one batch of the topic's largest size on
-   * their own. The bound decides almost always; only near the limit are they encoded to know exactly.
+   * The exact size of `records` as one batch of their own (before compression) when that is above
+   * the topic's largest batch; undefined when they fit. The upper bound `bytes` decides almost
+   * always; only near the limit are they encoded to know exactly.
    */
-  private fitsAlone(records: readonly RecordInput[], bytes: number, info: TopicInfo): boolean {
-    if (RECORD_BATCH_OVERHEAD_BYTES + bytes <= info.maxRecordBytes) return true;
+  private oversize(records: readonly RecordInput[], bytes: number, info: TopicInfo): number | undefined {
+    if (RECORD_BATCH_OVERHEAD_BYTES + bytes <= info.maxRecordBytes) return undefined;
     const probe = this.probe.begin();
     for (const record of records) probe.add(record);
-    return probe.sizeBytes <= info.maxRecordBytes;
+    return probe.sizeBytes <= info.maxRecordBytes ? undefined : probe.sizeBytes;
   }
 
   /** Refuses records too large for the topic; the error is also kept for flush()/close(). */
   private tooLarge(
     topic: string,
     records: readonly RecordInput[],
-    bytes: number,
+    batchBytes: number,
     info: TopicInfo,
   ): RecordTooLargeError {
     const error = new RecordTooLargeError(
-      RECORD_BATCH_OVERHEAD_BYTES + bytes,
+      batchBytes,
       info.maxRecordBytes,
       records.length === 1 ? "a batch of this one record" : `a batch of these ${records.length} records`,
       `the maxRecordBytes (largest batch) of topic ${JSON.stringify(topic)}`,
@@ -502,8 +503,8 @@ export class Producer {
   private writeInto(topic: string, record: RecordInput, options: SendOptions, info: TopicInfo): void {
     const bytes = recordBytesBound(record);
     const partition = this.choosePartition(topic, options, record.key, info);
-    if (RECORD_BATCH_OVERHEAD_BYTES + bytes > info.maxRecordBytes && !this.fitsAlone([record], bytes, info))
-      this.tooLarge(topic, [record], bytes, info);
+    const oversize = this.oversize([record], bytes, info);
+    if (oversize !== undefined) this.tooLarge(topic, [record], oversize, info);
     else this.enqueueOne(topic, partition, record, bytes, info);
   }
 
@@ -518,14 +519,22 @@ export class Producer {
   ): RecordTooLargeError | undefined {
     let partition: number;
     try {
-      partition = this.choosePartition(topic, options, this.commonKey(records), info);
+      partition = this.choosePartition(
+        topic,
+        options,
+        options.partition === undefined ? this.commonKey(records) : null,
+        info,
+      );
     } catch (error) {
+      // Keys that would place the records apart: refused like a record too large, alone.
+      this.failures.push(error);
       send.reject(error);
       return error as RecordTooLargeError;
     }
-    if (!this.fitsAlone(records, bytes, info)) {
+    const oversize = this.oversize(records, bytes, info);
+    if (oversize !== undefined) {
       // The records stay together, so one too large refuses them all (and nothing else).
-      const refused = this.tooLarge(topic, records, bytes, info);
+      const refused = this.tooLarge(topic, records, oversize, info);
       send.reject(refused);
       return refused;
     }

@@ -4,8 +4,8 @@
  */
 import type { BooblikClient, FetchResult } from "../../src/client/client.ts";
 import { type ConsumedRecord, consumedRecord, forEachFetchedRecord } from "../../src/client/fetched.ts";
-import { RecordBatchReader } from "../../src/record/batch.ts";
-import { valuesOfEntries } from "../../src/record/entries.ts";
+import { RecordBatchReader, stampBatch } from "../../src/record/batch.ts";
+import { batchOfValues, valuesOfEntries, writeFramedEntry } from "../../src/record/entries.ts";
 
 const DECODER = new TextDecoder();
 
@@ -64,4 +64,26 @@ export function valuesOf(entries: Uint8Array): Uint8Array[] {
     if (value === null) throw new Error(`record ${i} has a null value`);
     return value;
   });
+}
+
+/**
+ * Framed entries as a broker stores them: one batch per list of values (null keys, timestamp
+ * `timestampMs`), BaseOffsets stamped from `baseOffset` on, PartitionLeaderEpoch −1, each in its
+ * `[length][crc32c]` frame. For fake brokers and byte-level tests.
+ */
+export function storedEntries(
+  baseOffset: number,
+  batches: readonly (readonly string[])[],
+  timestampMs = 0,
+): Uint8Array {
+  const encoded = batches.map((values) => batchOfValues(values, timestampMs));
+  const out = new Uint8Array(encoded.reduce((sum, batch) => sum + 8 + batch.length, 0));
+  let position = 0;
+  let offset = baseOffset;
+  encoded.forEach((batch, i) => {
+    stampBatch(batch, 0, offset, -1);
+    position = writeFramedEntry(out, position, batch);
+    offset += batches[i]!.length;
+  });
+  return out;
 }

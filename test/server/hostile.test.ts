@@ -24,7 +24,7 @@ import { batchOfValues } from "../../src/record/entries.ts";
 import { memoryOf, startBroker } from "../helpers/broker-process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { frame, rawConnect, repeated, responses } from "../helpers/raw-socket.ts";
-import { valuesOf } from "../helpers/records.ts";
+import { readValues, valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -39,7 +39,7 @@ function request(
   apiKey: number,
   correlationId: number,
   body: (writer: ByteWriter) => void,
-  apiVersion = 0,
+  apiVersion?: number,
 ): Uint8Array {
   return frame((writer) => {
     const start = beginRequest(writer, apiKey, correlationId, apiVersion);
@@ -159,8 +159,8 @@ describe("malformed requests", () => {
       expect(ack.firstOffset).toBeGreaterThanOrEqual(acknowledged);
       acknowledged = ack.firstOffset + 1;
     }
-    const values = valuesOf((await good.fetch("fuzz", 1, 0, { maxBytes: 1_000_000 })).records).map((b) =>
-      new TextDecoder().decode(b),
+    const values = (await readValues(good, "fuzz", 1, 0, acknowledged, 1_000_000)).map((b) =>
+      new TextDecoder().decode(b!),
     );
     expect(values.filter((value) => value.startsWith("good ")).length).toBe(ROUNDS);
     expect(broker.process.exitCode).toBeNull();
@@ -179,7 +179,8 @@ describe("unlucky clients", () => {
     await using broker = await startBroker(dir.path, ["--fetch-path", "copy"]);
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
-      await admin.createTopic("big", { durability: "append" });
+      // Batches of 16 values of 64 KiB: above the default 1 MiB batch limit, so raise it.
+      await admin.createTopic("big", { durability: "append", maxRecordBytes: 2 * 1024 * 1024 });
       const payload = new Uint8Array(64 * 1024).fill(42);
       for (let i = 0; i < 64; i++)
         await admin.produce("big", 0, batchOfValues(Array.from({ length: 16 }, () => payload))); // 64 MiB
@@ -257,10 +258,11 @@ describe("unlucky clients", () => {
       // Other clients are served meanwhile; then the slow one reads, and drain resumes the send.
       expect((await admin.listOffsets("large", 0)).nextOffset).toBe(600);
       slow.socket.resume();
-      const expectedBytes =
-        RESPONSE_HEADER_BYTES +
-        FETCH_RESPONSE_FIXED_BYTES +
-        values.reduce((sum, value) => sum + 8 + value.length, 0);
+      // Each stored entry: an 8-byte frame around the batch of 20 values as produced.
+      let entriesBytes = 0;
+      for (let i = 0; i < values.length; i += 20)
+        entriesBytes += 8 + batchOfValues(values.slice(i, i + 20)).length;
+      const expectedBytes = RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES + entriesBytes;
       const bytes = await slow.waitForBytes(expectedBytes);
       expect(bytes.length).toBe(expectedBytes);
       const records = valuesOf(bytes.subarray(RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES));

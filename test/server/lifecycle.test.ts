@@ -34,7 +34,8 @@ test("a client that pipelines fetches and never reads is closed after the idle t
     metricValue(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), "booblik_connections");
   const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
-    await admin.createTopic("big", { durability: "append" });
+    // Batches of 16 values of 64 KiB: above the default 1 MiB batch limit, so raise it.
+    await admin.createTopic("big", { durability: "append", maxRecordBytes: 2 * 1024 * 1024 });
     const payload = new Uint8Array(64 * 1024).fill(7);
     for (let i = 0; i < 32; i++)
       await admin.produce("big", 0, batchOfValues(Array.from({ length: 16 }, () => payload))); // 32 MiB
@@ -163,7 +164,7 @@ test("/metrics lists the topics once per scrape, not once per partition family",
   const broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
   try {
     broker.createTopic("a", { partitions: 2 });
-    await broker.append("a", 1, ["x"]);
+    await broker.append("a", 1, batchOfValues(["x"]));
     const registry = buildRegistry({ broker, server: undefined, ready: true });
     const listTopics = spyOn(broker, "listTopics");
     const text = registry.render();

@@ -441,7 +441,7 @@ describe("connection slots", () => {
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     await admin.createTopic("big");
     for (let i = 0; i < 8; i++)
-      await admin.produce("big", 0, batchOfValues([new Uint8Array(1024 * 1024 - 64)]));
+      await admin.produce("big", 0, batchOfValues([new Uint8Array(1024 * 1024 - 128)]));
     admin.close();
     // A client that asks for 8 MiB and does not read: its response keeps the broker draining.
     const stuck = await rawConnect(broker.port, { readPaused: true });
