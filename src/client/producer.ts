@@ -46,7 +46,7 @@ import {
   UnknownTopicOrPartitionError,
 } from "../domain/errors.ts";
 import {
-  RECORD_HEADER_BYTES as ENTRY_HEADER_BYTES,
+  ENTRY_HEADER_BYTES,
   RECORD_BATCH_BYTES_LIMIT,
   RECORD_BATCH_OVERHEAD_BYTES,
   SEGMENT_HEADER_BYTES,

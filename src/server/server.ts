@@ -463,8 +463,7 @@ export class BrokerServer implements ConnectionHost {
     const topics: TopicMetadata[] = descriptions.map((topic) => ({
       name: topic.name,
       configJson: JSON.stringify(topic.config),
-      // TODO(fmt2-store merge): topic.config.timestampType
-      timestampType: "CreateTime",
+      timestampType: topic.config.timestampType,
       partitions: topic.partitions.map((partition) => ({
         partition: partition.partition,
         logStartOffset: partition.logStartOffset,
@@ -667,12 +666,15 @@ export class BrokerServer implements ConnectionHost {
   ): void {
     const request = decodeListOffsetsRequest(reader);
     const partition = this.broker.partition(request.topic, request.partition);
+    const timestampMs = request.timestampMs ?? -1;
+    // Looked up among visible records only: a consumer must not be sent to an offset it cannot read.
+    const found = timestampMs < 0 ? undefined : partition.offsetForTimestamp(timestampMs);
     this.writer.reset();
     encodeListOffsetsResponse(this.writer, correlationId, {
       logStartOffset: partition.logStartOffset,
       nextOffset: partition.visibleNextOffset,
-      timestampOffset: -1,
-      offsetTimestampMs: -1,
+      timestampOffset: found?.offset ?? -1,
+      offsetTimestampMs: found?.timestampMs ?? -1,
     });
     connection.complete(slot, this.writer.written().slice());
   }
@@ -686,14 +688,16 @@ export class BrokerServer implements ConnectionHost {
     const request = decodeProduceRequest(reader);
     const partition = this.broker.partition(request.topic, request.partition);
     this.counters.produceRequests++;
-    // The append itself is synchronous (the records are copied into the page cache before this call
-    // returns), so the frame may be reused afterwards; only the acknowledgement waits.
+    // The batches go to the partition as a view into the frame, no copy: the partition validates
+    // them, stamps offsets into them in place and writes them before this call returns, so the frame
+    // may be reused afterwards; only the acknowledgement waits.
+    const recordsBytes = request.records.length;
     partition.append(request.records).then(
       (ack) => {
         this.counters.produceRecords += ack.recordCount;
-        this.counters.produceBytes += request.records.length;
+        this.counters.produceBytes += recordsBytes;
         this.writer.reset();
-        encodeProduceResponse(this.writer, correlationId, { ...ack, logAppendTimeMs: -1 });
+        encodeProduceResponse(this.writer, correlationId, ack);
         connection.complete(slot, this.writer.written().slice());
       },
       (error) => this.fail(connection, slot, correlationId, error),
