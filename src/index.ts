@@ -28,6 +28,8 @@ export {
   type FetchOptions,
   type FetchResult,
   type MetadataInfo,
+  type OffsetForTime,
+  type OffsetsInfo,
   type TopicInfo,
 } from "./client/client.ts";
 export {
@@ -38,14 +40,26 @@ export {
   TimeoutError,
 } from "./client/connection.ts";
 export {
+  type ConsumedBatch,
   type ConsumedRecord,
   Consumer,
   type ConsumerOptions,
+  forEachConsumedRecord,
+  headersTextOf,
+  keyTextOf,
   type StartPosition,
   textOf,
 } from "./client/consumer.ts";
+export { checkFetchedEntries, forEachFetchedRecord } from "./client/fetched.ts";
 export { PositionFile } from "./client/position-file.ts";
-export { Producer, type ProducerOptions, type SendOptions, type SendResult } from "./client/producer.ts";
+export {
+  Producer,
+  type ProducerHeaders,
+  type ProducerOptions,
+  type ProducerRecord,
+  type SendOptions,
+  type SendResult,
+} from "./client/producer.ts";
 export * from "./domain/errors.ts";
 export {
   type Offset,
@@ -60,6 +74,7 @@ export * as limits from "./domain/limits.ts";
 export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput } from "./record/batch.ts";
 export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
 export { payloadsOf } from "./record/codec.ts";
+export { partitionForKey } from "./record/partitioner.ts";
 export { verifyRecords } from "./record/verify.ts";
 export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";
 export {

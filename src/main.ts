@@ -28,7 +28,7 @@ import {
   SEALED_READ_DESCRIPTORS_MIN,
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
-import { largestProducibleRecordBytes } from "./protocol/messages.ts";
+import { largestProducibleBatchBytes } from "./protocol/messages.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -325,13 +325,13 @@ async function main(): Promise<number> {
     retentionMs: optionalLimit(values.retentionMs, (t) => parseDurationMs("retention time", t)),
   };
   const maxFrameBytes = parseBytes("max frame size", values.maxFrameBytes);
-  // A default record limit that no PRODUCE could carry, even to a one-character topic, is a
+  // A default batch limit that no PRODUCE could carry, even to a one-character topic, is a
   // contradiction between two options: refuse it now rather than lower it at every CREATE_TOPIC.
-  const largestRecordBytes = largestProducibleRecordBytes(maxFrameBytes, "t");
+  const largestRecordBytes = largestProducibleBatchBytes(maxFrameBytes, "t");
   if (topicDefaults.maxRecordBytes !== undefined && topicDefaults.maxRecordBytes > largestRecordBytes) {
     throw new UsageError(
       `--max-record-size ${topicDefaults.maxRecordBytes} does not fit a --max-frame-size of ${maxFrameBytes} ` +
-        `bytes: a PRODUCE of one record carries at most ${largestRecordBytes} payload bytes`,
+        `bytes: a PRODUCE carries a record batch of at most ${largestRecordBytes} bytes`,
     );
   }
   const idleTimeoutMs = parseDurationMs("idle timeout", values.idleTimeoutMs);

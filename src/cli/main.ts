@@ -12,7 +12,12 @@ import path from "node:path";
 import { DataDirLock } from "../broker/data-dir-lock.ts";
 import { DURABILITY_POLICIES } from "../broker/topic-config.ts";
 import { BooblikClient } from "../client/client.ts";
-import { Consumer, type StartPosition } from "../client/consumer.ts";
+import {
+  type ConsumedRecord,
+  Consumer,
+  forEachConsumedRecord,
+  type StartPosition,
+} from "../client/consumer.ts";
 import { Producer } from "../client/producer.ts";
 import { BooblikError, DataDirLockedError, InvalidArgumentError } from "../domain/errors.ts";
 import {
@@ -29,7 +34,7 @@ import {
 } from "../domain/limits.ts";
 import { formatBytes, parseBytes, parseDurationMs, parseHostPort, parseInteger } from "../domain/units.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
-import { readUint32 } from "../record/codec.ts";
+import { RecordBatchReader } from "../record/batch.ts";
 import {
   type PartitionVerification,
   verifyPartitionDirectory,
@@ -39,7 +44,7 @@ import {
 import { MigrationDamageError, migrateFormat1 } from "../storage/migrate-format1.ts";
 import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
-import { type PrintableRecord, type RecordPrinter, recordPrinter } from "./record-format.ts";
+import { type RecordPrinter, recordPrinter } from "./record-format.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -617,6 +622,7 @@ async function consume(parsed: Parsed): Promise<number> {
     const printRecord: RecordPrinter =
       chosen ?? recordPrinter(partitions.length === 1 ? "raw" : "%p\t%o\t%s\n");
     const reconnector = new Reconnector(client, topic);
+    const reader = new RecordBatchReader();
     let count = 0;
     let done = false;
     // Resolved once --max records were printed: partitions still waiting in a long poll for records
@@ -632,24 +638,11 @@ async function consume(parsed: Parsed): Promise<number> {
         try {
           // Fetch by fetch (no promise per record); the output is handed to stdout after each one.
           for await (const batch of consumer.batches()) {
-            let position = 0;
-            for (let index = 0; index < batch.count; index++) {
+            // The records of this fetch (views into it), then printed with a pause for the pipe.
+            const consumed: ConsumedRecord[] = [];
+            forEachConsumedRecord(topic, partition, batch, (record) => consumed.push(record), reader);
+            for (const record of consumed) {
               if (done) return;
-              const length = readUint32(batch.records, position);
-              const record: PrintableRecord = {
-                topic,
-                partition,
-                offset: batch.firstOffset + index,
-                value: batch.records.subarray(
-                  position + RECORD_HEADER_BYTES,
-                  position + RECORD_HEADER_BYTES + length,
-                ),
-                // Format 1 has no time, key or headers (format 2 brings them: issue 11).
-                timestamp: -1,
-                key: null,
-                headers: [],
-              };
-              position += RECORD_HEADER_BYTES + length;
               printRecord(record, out);
               start = record.offset + 1;
               if (++count === max) {

@@ -63,9 +63,7 @@ import {
 } from "../domain/limits.ts";
 import {
   CODEC_ID_MAX,
-  CODEC_LZ4,
   CODEC_NONE,
-  CODEC_SNAPPY,
   codecIdOf,
   compressRecords,
   decompressRecords,
@@ -333,7 +331,7 @@ export interface ValidateBatchOptions {
   /** Largest whole batch accepted (a broker's configured maximum); default the hard limit. */
   maxBatchBytes?: number;
   /**
-   * Also decompress and walk the records of a compressed batch (gzip and zstd only). Off by default:
+   * Also decompress and walk the records of a compressed batch. Off by default:
    * the broker stores compressed batches untouched and never inflates them (kafka-wire.md §0.4).
    */
   walkCompressed?: boolean;
@@ -541,12 +539,6 @@ export class RecordBatchReader {
       this.origin = start;
       this.where = "the batch";
     } else {
-      if (codecId === CODEC_SNAPPY || codecId === CODEC_LZ4)
-        throw new InvalidBatchError(
-          "codec",
-          `${describeCodec(codecId)} batches cannot be decompressed by this build (gzip and zstd can)`,
-          ATTRIBUTES_OFFSET,
-        );
       try {
         this.records = decompressRecords(codecId, bytes, start + RECORDS_OFFSET, end, RECORDS_OFFSET);
       } catch (error) {
