@@ -6,6 +6,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
+import { valuesOfEntries } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -91,16 +92,17 @@ describe("booblik-cli against a broker", () => {
     expect(topics.map((t) => t.name)).toEqual(["events"]);
     expect(topics[0]!.partitions.length).toBe(2);
     expect(topics[0]!.config.segmentBytes).toBe(65536);
-    expect((await cli(["topics", "list"], { broker: port })).stdout).toMatch(/events\s+2\s+append\s+0/);
+    expect((await cli(["topics", "list"], { broker: port })).stdout).toMatch(
+      /events\s+2\s+append\s+CreateTime\s+0/,
+    );
 
     const produced = await cli(["produce", "events", "--partition", "1"], {
       broker: port,
       stdin: "first\nsecond\n\nthird",
     });
     expect(produced.exitCode).toBe(0);
-    expect(produced.stdout).toContain(
-      "produced 3 records to events: partition 1 offsets 0..2 (3 records); skipped 1 empty lines",
-    );
+    // An empty line is a record with an empty value (format 2 has no end-of-log marker to fear).
+    expect(produced.stdout).toContain("produced 4 records to events: partition 1 offsets 0..3 (4 records)");
     const file = dir.file("lines.txt");
     fs.writeFileSync(file, Array.from({ length: 5000 }, (_, i) => `line ${i}`).join("\n"));
     const fromFile = await cli(
@@ -109,16 +111,16 @@ describe("booblik-cli against a broker", () => {
     );
     expect(JSON.parse(fromFile.stdout)).toMatchObject({
       produced: 5000,
-      partitions: [{ partition: 1, records: 5000, firstOffset: 3, lastOffset: 5002 }],
+      partitions: [{ partition: 1, records: 5000, firstOffset: 4, lastOffset: 5003 }],
     });
     expect(fromFile.stderr).toContain("producing to events [");
     const keyed = await cli(["produce", "events", "--key", "k1"], { broker: port, stdin: "x\ny\n" });
     expect(keyed.exitCode).toBe(0);
 
-    const raw = await cli(["consume", "events", "--partition", "1", "--max", "3"], { broker: port });
-    expect(raw).toMatchObject({ exitCode: 0, stdout: "first\nsecond\nthird\n" });
+    const raw = await cli(["consume", "events", "--partition", "1", "--max", "4"], { broker: port });
+    expect(raw).toMatchObject({ exitCode: 0, stdout: "first\nsecond\n\nthird\n" });
     const json = await cli(
-      ["consume", "events", "--partition", "1", "--from", "5001", "--format", "json", "--max", "2"],
+      ["consume", "events", "--partition", "1", "--from", "5002", "--format", "json", "--max", "2"],
       {
         broker: port,
       },
@@ -132,8 +134,8 @@ describe("booblik-cli against a broker", () => {
       {
         topic: "events",
         partition: 1,
-        offset: 5001,
-        timestamp: -1,
+        offset: 5002,
+        timestamp: expect.any(Number),
         key: null,
         value: "line 4998",
         headers: [],
@@ -141,8 +143,8 @@ describe("booblik-cli against a broker", () => {
       {
         topic: "events",
         partition: 1,
-        offset: 5002,
-        timestamp: -1,
+        offset: 5003,
+        timestamp: expect.any(Number),
         key: null,
         value: "line 4999",
         headers: [],
@@ -157,10 +159,11 @@ describe("booblik-cli against a broker", () => {
       { partition: 0, logStartOffset: 0, nextOffset: expect.any(Number) },
       { partition: 1, logStartOffset: 0, nextOffset: expect.any(Number) },
     ]);
-    expect(offsets[0].nextOffset + offsets[1].nextOffset).toBe(5005);
+    expect(offsets[0].nextOffset + offsets[1].nextOffset).toBe(5006);
 
     const described = await cli(["topics", "describe", "events"], { broker: port });
     expect(described.stdout).toContain("durability: append");
+    expect(described.stdout).toContain("timestampType: CreateTime");
     expect(described.stdout).toMatch(/1\s+0\s+\d+\s+\d+/);
 
     expect((await cli(["topics", "delete", "events"], { broker: port })).stdout).toContain(
@@ -210,9 +213,34 @@ describe("booblik-cli against a broker", () => {
       "--from must be earliest, latest or an offset",
     );
     expectOneLineError(
-      await cli(["produce", "t", "--partition", "1", "--key", "k"], { broker: port }),
+      await cli(["produce", "t", "--key", "k", "--key-separator", ":"], { broker: port }),
       2,
-      "give --partition or --key, not both",
+      "give --key (one key for every line) or --key-separator (a key on each line), not both",
+    );
+    expectOneLineError(
+      await cli(["produce", "t", "--header", "novalue"], { broker: port }),
+      2,
+      '--header must be key=value (a non-empty key), got "novalue"',
+    );
+    expectOneLineError(
+      await cli(["produce", "t", "--timestamp", "2024-05-01T12:00:00"], { broker: port }),
+      2,
+      '--timestamp: "2024-05-01T12:00:00" has no time zone',
+    );
+    expectOneLineError(
+      await cli(["consume", "t", "--from", "0", "--from-time", "-1h"], { broker: port }),
+      2,
+      "give --from (an offset) or --from-time (a time), not both",
+    );
+    expectOneLineError(
+      await cli(["offsets", "t", "--at", "yesterday"], { broker: port }),
+      2,
+      "--at must be milliseconds since the epoch, an ISO 8601 time",
+    );
+    expectOneLineError(
+      await cli(["topics", "create", "t", "--timestamp-type", "Now"], { broker: port }),
+      2,
+      '--timestamp-type must be one of CreateTime, LogAppendTime, got "Now"',
     );
     expectOneLineError(
       await cli(["topics", "list", "--colour", "red"], { broker: port }),
@@ -229,6 +257,12 @@ describe("booblik-cli against a broker", () => {
       "offsets",
       "segment dump",
       "segment verify",
+      "migrate",
+      "--key-separator",
+      "--header",
+      "--from-time",
+      "--at",
+      "--timestamp-type",
     ]) {
       expect(help.stdout).toContain(command);
     }
@@ -261,11 +295,28 @@ describe("booblik-cli offline", () => {
     const dump = await cli(["segment", "dump", path.join(partition, segments[0]!), "--max", "2"]);
     expect(dump.exitCode).toBe(0);
     expect(dump.stdout).toContain("base offset 0");
-    expect(dump.stdout).toMatch(/0\s+32\s+15\s+"record number 0"/);
+    expect(dump.stdout).toMatch(
+      /^batch at byte 32: offsets 0\.\.\d+ \(\d+ records\), \d+ bytes, codec none, CreateTime \S+Z.*, batch CRC ok$/m,
+    );
+    expect(dump.stdout).toMatch(/^ {2}0\s+\S+Z {2}key null {2}value "record number 0"$/m);
+    expect(dump.stdout).toMatch(/^ {2}1\s+\S+Z {2}key null {2}value "record number 1"$/m);
+    expect(dump.stdout).not.toContain("record number 2");
     const dumpJson = JSON.parse(
       (await cli(["segment", "dump", path.join(partition, segments[1]!), "--json"])).stdout,
     );
-    expect(dumpJson.records[0].value).toBe(`record number ${dumpJson.baseOffset}`);
+    expect(dumpJson.batches[0]).toMatchObject({
+      position: 32,
+      baseOffset: dumpJson.baseOffset,
+      codec: "none",
+      timestampType: "CreateTime",
+      crcOk: true,
+    });
+    expect(dumpJson.batches[0].records[0]).toMatchObject({
+      offset: dumpJson.baseOffset,
+      key: null,
+      value: `record number ${dumpJson.baseOffset}`,
+      headers: [],
+    });
 
     const clean = await cli(["segment", "verify", dir.path, "--json"]);
     expect(clean.exitCode).toBe(0);
@@ -273,16 +324,17 @@ describe("booblik-cli offline", () => {
     expect(report).toMatchObject({ ok: true });
     expect(report.partitions[0].records).toBe(200);
 
-    // Damage a byte in the second (sealed) segment: verify reports the file and position, exit 3.
+    // Damage a byte in the second entry of the second (sealed) segment: verify reports the file
+    // and the entry's position, exit 3.
     const victim = path.join(partition, segments[1]!);
     const bytes = fs.readFileSync(victim);
-    const position = 32 + 8 + (bytes.readUInt32BE(32) + 8) + 3; // inside the second record's payload
-    bytes[position]! ^= 0xff;
+    const second = 32 + 8 + bytes.readUInt32BE(32);
+    bytes[second + 8 + 70]! ^= 0xff; // inside the second batch's records
     fs.writeFileSync(victim, bytes);
     const damaged = await cli(["segment", "verify", dir.path]);
     expect(damaged.exitCode).toBe(3);
-    expect(damaged.stdout).toContain(`damage: ${victim} at byte ${32 + 8 + bytes.readUInt32BE(32)}`);
-    expect(damaged.stdout).toContain("CRC32C mismatch");
+    expect(damaged.stdout).toContain(`damage: ${victim} at byte ${second}`);
+    expect(damaged.stdout).toContain("CRC32C");
     expect(damaged.stdout).toMatch(/t-0\s+\d+\s+\d+\s+.*DAMAGED/);
     // A single file can be verified too.
     expect((await cli(["segment", "verify", victim])).exitCode).toBe(3);
@@ -331,7 +383,12 @@ describe("booblik-cli offline", () => {
     const broker = Broker.open({ dataDir: dir.path });
     try {
       expect(fs.existsSync(leftover)).toBe(false);
-      expect(broker.read("t", 0, 49).firstOffset).toBe(49);
+      // The entry holding offset 49 is the last batch of five, 45..49, whole.
+      const last = broker.read("t", 0, 49);
+      expect(last.firstOffset).toBe(45);
+      expect(valuesOfEntries(last.records).map((value) => new TextDecoder().decode(value!))).toEqual(
+        [45, 46, 47, 48, 49].map((i) => `record number ${i}`),
+      );
     } finally {
       await broker.close();
     }
