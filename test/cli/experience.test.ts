@@ -49,9 +49,33 @@ describe("consume and produce across partitions", () => {
         .split("\n")
         .map((line) => JSON.parse(line)),
     ).toEqual([
-      { topic: "spread", partition: 1, offset: 0, timestamp: -1, key: null, value: "b0", headers: [] },
-      { topic: "spread", partition: 1, offset: 1, timestamp: -1, key: null, value: "b1", headers: [] },
-      { topic: "spread", partition: 2, offset: 0, timestamp: -1, key: null, value: "c0", headers: [] },
+      {
+        topic: "spread",
+        partition: 1,
+        offset: 0,
+        timestamp: expect.any(Number),
+        key: null,
+        value: "b0",
+        headers: [],
+      },
+      {
+        topic: "spread",
+        partition: 1,
+        offset: 1,
+        timestamp: expect.any(Number),
+        key: null,
+        value: "b1",
+        headers: [],
+      },
+      {
+        topic: "spread",
+        partition: 2,
+        offset: 0,
+        timestamp: expect.any(Number),
+        key: null,
+        value: "c0",
+        headers: [],
+      },
     ]);
     const one = await runCli([...at, "consume", "spread", "--partition", "2"]);
     expect(one).toMatchObject({ exitCode: 0, stdout: "c0\n" });
@@ -175,16 +199,17 @@ describe("closed pipes and large segments", () => {
     expect(head.stderr).toBe(""); // no stack trace, no "EPIPE"
     expect(head.stdout.split("\n").slice(0, 3)).toEqual([
       expect.stringContaining("base offset 0"),
-      expect.stringMatching(/^offset\s+position\s+bytes\s+payload$/),
-      expect.stringMatching(/^-+\s+-+/),
+      expect.stringMatching(/^batch at byte 32: offsets 0\.\.9999 \(10000 records\)/),
+      expect.stringMatching(/^ {2}0\s+\S+Z {2}key null {2}value "r0"$/),
     ]);
 
     const full = await runCli(["segment", "dump", segmentFile], { timeoutMs: 60_000 });
     expect(full.exitCode).toBe(0);
     expect(full.stderr).toBe("");
-    expect(full.stdout).toMatch(/^0\s+32\s+2\s+"r0"$/m);
-    expect(full.stdout).toContain(`end of log: ${RECORDS} records`);
-    expect(full.stdout.split("\n").length).toBe(RECORDS + 5);
+    expect(full.stdout).toMatch(/^ {2}999999\s+\S+Z {2}key null {2}value "r9999"$/m);
+    expect(full.stdout).toContain(`end of log: 100 batches, ${RECORDS} records`);
+    // A line per record and per batch, the first and the last line, and the final newline.
+    expect(full.stdout.split("\n").length).toBe(RECORDS + 100 + 3);
     // The old dump collected everything first: 950 MB for 2 M records, then a stack overflow.
     // Streaming peaks at 73-75 MiB on a quiet machine, but the garbage collector's timing varies:
     // one CI run on a loaded machine peaked at 317 MiB (332 MB), so the bound leaves that room.
@@ -193,10 +218,17 @@ describe("closed pipes and large segments", () => {
 
     const json = await runCli(["segment", "dump", segmentFile, "--json", "--max", "2"]);
     const parsed = JSON.parse(json.stdout);
-    expect(parsed).toMatchObject({ baseOffset: 0, recordCount: RECORDS, end: { kind: "clean" } });
-    expect(parsed.records).toEqual([
-      { offset: 0, position: 32, length: 2, value: "r0" },
-      { offset: 1, position: 42, length: 2, value: "r1" },
+    expect(parsed).toMatchObject({
+      baseOffset: 0,
+      recordCount: RECORDS,
+      entryCount: 100,
+      end: { kind: "clean" },
+    });
+    expect(parsed.batches.length).toBe(1);
+    expect(parsed.batches[0]).toMatchObject({ position: 32, baseOffset: 0, lastOffset: 9999, crcOk: true });
+    expect(parsed.batches[0].records).toEqual([
+      { offset: 0, timestamp: expect.any(Number), key: null, value: "r0", headers: [] },
+      { offset: 1, timestamp: expect.any(Number), key: null, value: "r1", headers: [] },
     ]);
     const formatted = await runCli([
       "segment",
@@ -336,8 +368,9 @@ describe("produce: a line too large", () => {
     fs.writeFileSync(file, ["one", "two", "x".repeat(101), "four", "", "y".repeat(500), "six"].join("\n"));
     const stopped = await runCli([...at, "produce", "small", "--file", file]);
     expect(stopped.exitCode).toBe(1);
+    // maxRecordBytes is the largest batch: a 101-byte line is 171 bytes as a batch of its own.
     expect(stopped.stderr).toContain(
-      `line 3 of ${file} is 101 bytes, more than the topic's maxRecordBytes (100)`,
+      `line 3 of ${file} is 171 bytes as a batch of its own, more than the topic's maxRecordBytes (100, its largest batch)`,
     );
     expect(stopped.stderr).toContain("2 of the records before it were written: partition 0 offsets 0..1");
     expect(stopped.stderr).not.toContain("    at ");
@@ -351,13 +384,12 @@ describe("produce: a line too large", () => {
     const skipped = await runCli([...at, "produce", "small", "--file", file, "--skip-invalid"]);
     expect(skipped.exitCode).toBe(0);
     expect(skipped.stderr).toContain(
-      "skipped 2 invalid lines (larger than the topic's maxRecordBytes of 100): lines 3, 6",
+      "skipped 2 invalid lines (too large for the topic's maxRecordBytes of 100): lines 3, 6",
     );
-    expect(skipped.stdout).toContain(
-      "produced 4 records to small: partition 0 offsets 4..7 (4 records); skipped 1 empty lines",
-    );
+    // The empty line is a record with an empty value.
+    expect(skipped.stdout).toContain("produced 5 records to small: partition 0 offsets 4..8 (5 records)");
     const all = await runCli([...at, "consume", "small"]);
-    expect(all.stdout).toBe("one\ntwo\none\ntwo\none\ntwo\nfour\nsix\n");
+    expect(all.stdout).toBe("one\ntwo\none\ntwo\none\ntwo\nfour\n\nsix\n");
   });
 });
 
