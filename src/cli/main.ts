@@ -639,7 +639,7 @@ async function produce(parsed: Parsed): Promise<number> {
     print(
       parsed,
       { produced: count, skippedInvalidLines: invalidCount, partitions: written() },
-      () => `produced ${count} records to ${topic}: ${describeWritten(written())}`,
+      () => `produced ${count} record${count === 1 ? "" : "s"} to ${topic}: ${describeWritten(written())}`,
     );
     return 0;
   } finally {
