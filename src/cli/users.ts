@@ -213,7 +213,7 @@ export async function usersCommand(parsed: CliArguments, usage: UsageErrorOf): P
   const mechanisms = [...users.get(name)!.keys()];
   say(
     { [replaced ? "replaced" : "added"]: name, mechanisms, users: users.size, file },
-    `${replaced ? "replaced" : "added"} user ${name} (${mechanisms.join(", ")}) in ${file} (mode 0600, ${users.size} users); ${reload}`,
+    `${replaced ? "replaced" : "added"} user ${name} (${mechanisms.join(", ")}) in ${file} (mode 0600, ${users.size === 1 ? "1 user" : `${users.size} users`}); ${reload}`,
   );
   return 0;
 }

@@ -8,6 +8,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import { readUsersFile } from "../../src/broker/users-file.ts";
+import { BooblikClient } from "../../src/client/client.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { CLI, runCli } from "../helpers/cli-process.ts";
 import { killAtEnd } from "../helpers/process.ts";
@@ -191,6 +192,28 @@ describe("booblik-cli --user", () => {
       env: { BOOBLIK_PASSWORD: "b0b" },
     });
     expect(bobAfter.exitCode).toBe(0);
+
+    // Removed while logged in: the open connection stays (logins are checked once per connection),
+    // a new login is refused after SIGHUP.
+    const open = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: broker.port,
+      retries: 0,
+      user: "alice",
+      password: "s3cret",
+    });
+    try {
+      expect((await runCli(["users", "remove", "alice", "--users-file", file])).exitCode).toBe(0);
+      broker.process.kill("SIGHUP");
+      await broker.lines.waitFor((line) => line.includes("SIGHUP: reread"), "the second reload line");
+      expect((await open.metadata()).topics.map((topic) => topic.name)).toEqual(["orders"]);
+      const aliceAfter = await runCli([...at, "--json", "--user", "alice", "topics", "list"], {
+        env: { BOOBLIK_PASSWORD: "s3cret" },
+      });
+      expect(JSON.parse(aliceAfter.stderr).error.code).toBe("AUTHENTICATION_FAILED");
+    } finally {
+      open.close();
+    }
     expect(modeOf(file)).toBe(0o600);
   });
 
