@@ -76,6 +76,7 @@ export class VolatileFs implements AsyncDisposable {
   private daemon: Subprocess<"ignore", "ignore", "pipe"> | undefined;
   private stderr: LineReader | undefined;
   private unplugged = false;
+  private syncsFail = false;
 
   private constructor(home: string) {
     this.home = home;
@@ -105,6 +106,7 @@ export class VolatileFs implements AsyncDisposable {
     this.daemon = daemon;
     this.stderr = stderr;
     this.unplugged = false;
+    this.syncsFail = false;
     await waitUntil(async () => {
       if (daemon.exitCode !== null || daemon.signalCode !== null) {
         this.daemon = undefined;
@@ -128,6 +130,21 @@ export class VolatileFs implements AsyncDisposable {
     // The daemon confirms from its signal handler, after setting the flag every call checks.
     await stderr.waitFor((line) => line === "volatile-fs: unplugged", "volatile-fs to confirm the cut");
     this.unplugged = true;
+  }
+
+  /**
+   * Makes every fsync, fdatasync and fsyncdir fail with EIO (`fail` true) without changing what is
+   * durable, or work again (false), while every other call keeps working: a device whose flush fails.
+   */
+  async failSyncs(fail: boolean): Promise<void> {
+    const daemon = this.daemon;
+    const stderr = this.stderr;
+    if (daemon === undefined || stderr === undefined) throw new Error("volatile-fs is not mounted");
+    if (this.syncsFail === fail) return;
+    daemon.kill("SIGUSR2");
+    const said = fail ? "volatile-fs: syncs fail" : "volatile-fs: syncs work";
+    await stderr.waitFor((line) => line === said, `volatile-fs to say "${said}"`);
+    this.syncsFail = fail;
   }
 
   /**
