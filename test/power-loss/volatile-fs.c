@@ -44,10 +44,12 @@
  *   after its last name is gone (unlink of an open file, as retention does). The mounts of a test
  *   are short-lived, so this bounded leak is the simplest correct choice.
  *
- * Failing syncs. SIGUSR2 toggles a failing device flush: while on, every fsync, fdatasync and
- * fsyncdir fails with EIO and leaves DURABLE as it was, while every other operation works (the
- * daemon says "volatile-fs: syncs fail" or "volatile-fs: syncs work" on stderr). It shows what the
- * broker does when an fsync fails (test/power-loss/sync-failure.test.ts).
+ * Failing devices. SIGUSR2 toggles a failing flush: while on, every fsync, fdatasync and fsyncdir
+ * fails with EIO and leaves DURABLE as it was. SIGURG toggles failing writes: while on, every write
+ * fails with EIO and changes nothing (pages written back from a shared mapping included). Every
+ * other operation keeps working. The daemon says "volatile-fs: syncs fail" / "syncs work" /
+ * "writes fail" / "writes work" on stderr. They show what the broker does on I/O errors
+ * (test/power-loss/io-errors.test.ts).
  *
  * Not modelled: hard links, symlinks, xattrs, ownership and permissions (everything runs as root),
  * reordering of writes inside one sync window other than the torn last write.
@@ -116,6 +118,7 @@ static long sync_latency_us;
 static pthread_mutex_t tree_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t unplugged;
 static volatile sig_atomic_t syncs_fail;
+static volatile sig_atomic_t writes_fail;
 
 static void on_unplug(int signal_number) {
   (void)signal_number;
@@ -131,6 +134,15 @@ static void on_toggle_syncs(int signal_number) {
   static const char fail[] = "volatile-fs: syncs fail\n";
   static const char work[] = "volatile-fs: syncs work\n";
   ssize_t ignored = syncs_fail ? write(2, fail, sizeof(fail) - 1) : write(2, work, sizeof(work) - 1);
+  (void)ignored;
+}
+
+static void on_toggle_writes(int signal_number) {
+  (void)signal_number;
+  writes_fail = !writes_fail;
+  static const char fail[] = "volatile-fs: writes fail\n";
+  static const char work[] = "volatile-fs: writes work\n";
+  ssize_t ignored = writes_fail ? write(2, fail, sizeof(fail) - 1) : write(2, work, sizeof(work) - 1);
   (void)ignored;
 }
 
@@ -594,7 +606,7 @@ static int l_read(const char *p, char *buf, size_t size, off_t offset, struct fu
   LOCKED(vfs_read(p, buf, size, offset, fi));
 }
 static int l_write(const char *p, const char *buf, size_t size, off_t offset, struct fuse_file_info *fi) {
-  LOCKED(vfs_write(p, buf, size, offset, fi));
+  LOCKED(writes_fail ? -EIO : vfs_write(p, buf, size, offset, fi));
 }
 static int l_truncate(const char *p, off_t size, struct fuse_file_info *fi) { LOCKED(vfs_truncate(p, size, fi)); }
 static int l_fallocate(const char *p, int mode, off_t offset, off_t length, struct fuse_file_info *fi) {
@@ -807,6 +819,11 @@ int main(int argc, char *argv[]) {
   toggle.sa_flags = SA_RESTART;
   sigemptyset(&toggle.sa_mask);
   sigaction(SIGUSR2, &toggle, NULL);
+  struct sigaction toggle_writes = {0};
+  toggle_writes.sa_handler = on_toggle_writes;
+  toggle_writes.sa_flags = SA_RESTART;
+  sigemptyset(&toggle_writes.sa_mask);
+  sigaction(SIGURG, &toggle_writes, NULL);
   /* Foreground, multi-threaded (a sync's latency must not stall other calls); fsname names the
    * mount in /proc/self/mountinfo. */
   char *fuse_argv[] = {argv[0], "-f", "-o", "fsname=volatile-fs,subtype=volatile", (char *)mountpoint, NULL};

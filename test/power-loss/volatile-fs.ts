@@ -76,7 +76,7 @@ export class VolatileFs implements AsyncDisposable {
   private daemon: Subprocess<"ignore", "ignore", "pipe"> | undefined;
   private stderr: LineReader | undefined;
   private unplugged = false;
-  private syncsFail = false;
+  private failing = { syncs: false, writes: false };
 
   private constructor(home: string) {
     this.home = home;
@@ -106,7 +106,7 @@ export class VolatileFs implements AsyncDisposable {
     this.daemon = daemon;
     this.stderr = stderr;
     this.unplugged = false;
-    this.syncsFail = false;
+    this.failing = { syncs: false, writes: false };
     await waitUntil(async () => {
       if (daemon.exitCode !== null || daemon.signalCode !== null) {
         this.daemon = undefined;
@@ -133,18 +133,19 @@ export class VolatileFs implements AsyncDisposable {
   }
 
   /**
-   * Makes every fsync, fdatasync and fsyncdir fail with EIO (`fail` true) without changing what is
-   * durable, or work again (false), while every other call keeps working: a device whose flush fails.
+   * A failing device, while every other call keeps working: `"syncs"` makes every fsync, fdatasync
+   * and fsyncdir fail with EIO without changing what is durable; `"writes"` makes every write fail
+   * with EIO (pages written back from a shared mapping too). `fail` false makes them work again.
    */
-  async failSyncs(fail: boolean): Promise<void> {
+  async fail(calls: "syncs" | "writes", fail: boolean): Promise<void> {
     const daemon = this.daemon;
     const stderr = this.stderr;
     if (daemon === undefined || stderr === undefined) throw new Error("volatile-fs is not mounted");
-    if (this.syncsFail === fail) return;
-    daemon.kill("SIGUSR2");
-    const said = fail ? "volatile-fs: syncs fail" : "volatile-fs: syncs work";
+    if (this.failing[calls] === fail) return;
+    daemon.kill(calls === "syncs" ? "SIGUSR2" : "SIGURG");
+    const said = `volatile-fs: ${calls} ${fail ? "fail" : "work"}`;
     await stderr.waitFor((line) => line === said, `volatile-fs to say "${said}"`);
-    this.syncsFail = fail;
+    this.failing[calls] = fail;
   }
 
   /**
