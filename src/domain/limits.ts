@@ -157,6 +157,22 @@ export const REQUEST_MIN_BYTES_PER_SECOND = 1024 * 1024;
 /** Default connection slots one client address may hold (`--max-connections-per-address`). */
 export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
 /**
+ * Admin requests (CREATE_TOPIC, DELETE_TOPIC) one client address may make per second
+ * (`--max-admin-requests-per-second`), refused beyond it with a retriable LIMIT_EXCEEDED
+ * (src/server/admin-rate.ts). Each one creates or removes directories and files with their
+ * fsyncs, and is audited: a loop of them from anyone who reaches the port churns the disk and the
+ * log. Normal work creates a topic once.
+ */
+export const ADMIN_REQUESTS_PER_SECOND_DEFAULT = 10;
+/** The burst an address may spend at once: this many seconds of its rate (100 at the default). */
+export const ADMIN_REQUEST_BURST_SECONDS = 10;
+/**
+ * Remembered client addresses past which those whose allowance has refilled completely are
+ * forgotten (forgetting a full allowance changes nothing), so the table holds only addresses active
+ * within the last burst period.
+ */
+export const ADMIN_RATE_ADDRESSES_SWEEP = 1024;
+/**
  * After its last response (an error frame before a close) the broker half-closes and keeps reading,
  * discarding, for at most this long: closing with unread input makes the kernel send RST, and a
  * reset can destroy the error frame the client has not read yet.

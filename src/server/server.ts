@@ -24,6 +24,7 @@ import type { Partition } from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
+  ADMIN_REQUESTS_PER_SECOND_DEFAULT,
   AUTHENTICATION_FAILED_DELAY_MAX_MS,
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
@@ -61,6 +62,7 @@ import {
   largestProducibleRecordBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
+import { AdminRateLimiter } from "./admin-rate.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
@@ -91,6 +93,8 @@ export interface ServerOptions {
   maxConnections: number;
   /** Connection slots one client address may hold. */
   maxConnectionsPerAddress: number;
+  /** CREATE_TOPIC and DELETE_TOPIC requests one client address may make per second (admin-rate.ts). */
+  maxAdminRequestsPerSecond?: number;
   idleTimeoutMs: number;
   /** A request must arrive whole within this (plus its size at REQUEST_MIN_BYTES_PER_SECOND). */
   requestTimeoutMs: number;
@@ -172,10 +176,14 @@ export class BrokerServer implements ConnectionHost {
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
   private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
+  private readonly adminRate: AdminRateLimiter;
 
   constructor(broker: Broker, options: ServerOptions) {
     this.broker = broker;
     this.options = options;
+    this.adminRate = new AdminRateLimiter(
+      options.maxAdminRequestsPerSecond ?? ADMIN_REQUESTS_PER_SECOND_DEFAULT,
+    );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
   }
@@ -354,6 +362,9 @@ export class BrokerServer implements ConnectionHost {
         );
         connection.closeAfterAnswers("a request before AUTHENTICATE");
         return;
+      }
+      if (header.apiKey === API.CREATE_TOPIC || header.apiKey === API.DELETE_TOPIC) {
+        this.adminRate.take(connection.remoteAddress);
       }
       switch (header.apiKey) {
         case API.AUTHENTICATE:
