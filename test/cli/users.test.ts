@@ -91,7 +91,7 @@ describe("booblik-cli users", () => {
     expect(again.stderr).toContain('no user "bob" in');
   });
 
-  test("a password from argv, an empty password, a terminal-less empty stdin and a bad name are refused, and the file is untouched", async () => {
+  test("a password from argv, an empty password, a terminal as stdin and a bad name are refused, and the file is untouched", async () => {
     using dir = tempDir();
     const file = dir.file("users.json");
     const first = await runCli(["users", "add", "alice", "--users-file", file], { stdin: "pw-one\n" });
@@ -119,6 +119,20 @@ describe("booblik-cli users", () => {
       expect({ args, exitCode: run.exitCode }).toEqual({ args, exitCode: 2 });
       expect(run.stderr).toContain(message);
       expect(run.stderr).not.toContain("hunter2");
+    }
+    expect(fs.readFileSync(file, "utf8")).toBe(before);
+    // A terminal as stdin would echo the password: refused (util-linux `script` gives it one).
+    const script = Bun.which("script");
+    if (script === null) console.warn("users add from a terminal not tested: no `script` command");
+    else {
+      const quoted = [process.execPath, CLI, "users", "add", "bob", "--users-file", file]
+        .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+        .join(" ");
+      const env = { ...process.env };
+      delete env.BOOBLIK_PASSWORD;
+      const atTerminal = Bun.spawnSync([script, "-qec", quoted, "/dev/null"], { stdin: "ignore", env });
+      expect(atTerminal.exitCode).toBe(2);
+      expect(atTerminal.stdout.toString()).toContain("not a terminal");
     }
     expect(fs.readFileSync(file, "utf8")).toBe(before);
     const noFile = await runCli(["users", "list"], { env: { BOOBLIK_USERS_FILE: "" } });
