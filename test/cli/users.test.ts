@@ -175,6 +175,12 @@ describe("booblik-cli --user", () => {
     expect(listed.exitCode).toBe(0);
     expect(listed.stdout).toContain("orders");
 
+    // The user from the environment too.
+    const fromEnv = await runCli([...at, "topics", "list"], {
+      env: { BOOBLIK_USER: "alice", BOOBLIK_PASSWORD: "s3cret" },
+    });
+    expect(fromEnv.exitCode).toBe(0);
+
     const wrong = await runCli([...at, "--json", "--user", "alice", "topics", "list"], {
       env: { BOOBLIK_PASSWORD: "guess" },
     });
