@@ -162,6 +162,13 @@ export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
  * reset can destroy the error frame the client has not read yet.
  */
 export const CLOSE_LINGER_MS = 5_000;
+/**
+ * At shutdown a lingering connection (its last frame an error) is closed once no input arrived for
+ * this long after its FIN: whatever the client had in flight has been read and discarded, so the
+ * close sends nothing more (no RST), and a shutdown does not wait the whole linger for clients that
+ * read the FIN but keep their side open.
+ */
+export const LINGER_QUIET_MS = 100;
 
 // --- Broker-wide resource limits (refused with LIMIT_EXCEEDED; --max-topics, --max-partitions, --max-mapped-memory)
 

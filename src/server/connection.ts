@@ -49,6 +49,7 @@ import {
   INBOUND_FREE_BYTES,
   INBOUND_INITIAL_BYTES,
   INFLIGHT_MAX,
+  LINGER_QUIET_MS,
   OUTBOUND_HIGH_BYTES,
   OUTBOUND_LOW_BYTES,
   REQUEST_MIN_BYTES_PER_SECOND,
@@ -111,6 +112,8 @@ export interface ConnectionHost {
    */
   protocolViolation(connection: Connection, reason: string): void;
   closed(connection: Connection): void;
+  /** The error frame (correlation id 0, BROKER_SHUTTING_DOWN) that ends a connection at shutdown. */
+  shuttingDownFrame(): Uint8Array;
   /** A response left the queue of completed responses for the socket, `elapsedMs` after its request. */
   responded(apiKey: number, elapsedMs: number): void;
 }
@@ -155,6 +158,8 @@ export class Connection implements BudgetWaiter {
   private closingReason: string | undefined;
   /** The write side was shut down after the last byte; input is discarded until this deadline. */
   private lingerUntilMs = 0;
+  /** When our FIN was sent (socket.end or shutdown), or 0: input after it is discarded. */
+  private finSentMs = 0;
   private readonly slots: ResponseSlot[] = [];
   private readonly outbound: OutItem[] = [];
   private readonly staging = new ByteWriter(16 * 1024);
@@ -228,9 +233,10 @@ export class Connection implements BudgetWaiter {
   // --- Inbound -----------------------------------------------------------------------------------
 
   onData(chunk: Uint8Array): void {
-    if (this.isClosed || this.draining) return;
-    if (this.closingReason !== undefined) return; // discarded: the stream is over (see the header)
+    if (this.isClosed) return;
     this.lastActivityMs = performance.now();
+    // Discarded: the stream is over (see the header), or our FIN was sent at shutdown.
+    if (this.closingReason !== undefined || this.finSentMs !== 0) return;
     const inbound = this.inbound;
     if (inbound.length === 0 && !this.blocked) {
       // Nothing buffered: frame straight out of the chunk (Bun hands us a fresh buffer each time) and
@@ -255,7 +261,9 @@ export class Connection implements BudgetWaiter {
     this.blocked = false;
     // Stop dispatching (the rest stays buffered, and reading pauses) as soon as this connection's
     // responses pile up: a burst of 4,000 fetches in one chunk once queued 3.4 GB before this check.
-    while (!this.isClosed && !this.draining && this.closingReason === undefined && !this.congested) {
+    // While draining (shutdown) frames are still read: the host answers each BROKER_SHUTTING_DOWN
+    // without applying it, so no request the client sent goes unanswered.
+    while (!this.isClosed && this.closingReason === undefined && !this.congested) {
       const size = peekFrameSize(bytes, at, end);
       if (size < 0) break;
       // Check the size before waiting for (or buffering) the payload: a garbage length must not make
@@ -275,7 +283,8 @@ export class Connection implements BudgetWaiter {
       // size >= REQUEST_SIZE_MIN, so the header is complete.
       const apiKey = (bytes[at + REQUEST_API_KEY_OFFSET]! << 8) | bytes[at + REQUEST_API_KEY_OFFSET + 1]!;
       if (
-        apiKey === API.PRODUCE ? this.unsettledOthers > 0 : this.unsettledOthers + this.unsettledProduces > 0
+        !this.draining &&
+        (apiKey === API.PRODUCE ? this.unsettledOthers > 0 : this.unsettledOthers + this.unsettledProduces > 0)
       ) {
         this.blocked = true;
         break;
@@ -315,6 +324,7 @@ export class Connection implements BudgetWaiter {
     }
     this.admitInbound();
     this.updateReading();
+    if (this.draining) this.closeIfFinished();
   }
 
   /** Sizes the inbound buffer for the frame at its head, within the budget. */
@@ -325,6 +335,12 @@ export class Connection implements BudgetWaiter {
       // Everything before the head was dispatched: the head is the frame being received.
       const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
       if (size >= 0) neededBytes = SIZE_BYTES + size;
+    }
+    if (this.draining && neededBytes > INBOUND_FREE_BYTES) {
+      // A large request still arriving at shutdown would never be applied: end the connection now
+      // (after the answers) rather than buffer it.
+      this.closeAfterAnswers("the broker is shutting down", this.host.shuttingDownFrame());
+      return;
     }
     if (neededBytes <= INBOUND_FREE_BYTES) {
       if (inbound.capacity > INBOUND_FREE_BYTES)
@@ -387,7 +403,7 @@ export class Connection implements BudgetWaiter {
 
   /** Dispatches buffered frames that may apply now (an earlier request settled, or reading resumed). */
   private processInbound(): void {
-    if (this.inFrameLoop || this.isClosed || this.draining || this.closingReason !== undefined) return;
+    if (this.inFrameLoop || this.isClosed || this.closingReason !== undefined || this.finSentMs !== 0) return;
     if (this.inbound.length > 0) this.consumeInbound();
     else this.blocked = false;
     this.afterFraming();
@@ -677,6 +693,7 @@ export class Connection implements BudgetWaiter {
     if (this.isClosed) return;
     let pause: boolean;
     if (this.closingReason !== undefined) pause = false;
+    else if (this.draining) pause = this.congested; // no budget wait, no ordering hold: see finishAndClose
     else if (this.congested || this.waitingForBudget) pause = true;
     else if (this.blocked && this.inbound.length >= INBOUND_FREE_BYTES) pause = true;
     else if (this.paused && (this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2))
@@ -695,9 +712,20 @@ export class Connection implements BudgetWaiter {
     this.processInbound();
   }
 
-  /** Stop reading requests (shutdown); answer the pending ones, then close. */
+  /**
+   * Shutdown: apply no further request. Requests already applying complete as usual; every request
+   * read but not applied (held back by ordering or backpressure) and every one still arriving whole
+   * is answered BROKER_SHUTTING_DOWN by the host, in order. A request left incomplete, or one larger
+   * than the free allowance, gets the correlation-id-0 BROKER_SHUTTING_DOWN frame after the answers.
+   * Reading resumes (a connection waiting for the budget no longer waits) so that the close is a FIN
+   * with nothing unread, not a reset.
+   */
   finishAndClose(): void {
+    if (this.isClosed || this.draining) return;
     this.draining = true;
+    this.forgetBudgetWait();
+    this.processInbound();
+    this.updateReading();
     this.closeIfFinished();
   }
 
@@ -705,20 +733,62 @@ export class Connection implements BudgetWaiter {
     if (this.isClosed || !this.idle) return;
     if (this.closingReason !== undefined) {
       if (this.readClosed) {
+        this.finSentMs ||= performance.now();
         this.socket.end();
       } else if (this.lingerUntilMs === 0) {
         // Half-close: the client reads the error frame and then our FIN; we keep discarding its input.
-        this.lingerUntilMs = performance.now() + CLOSE_LINGER_MS;
+        this.finSentMs = performance.now();
+        this.lingerUntilMs = this.finSentMs + CLOSE_LINGER_MS;
         this.socket.shutdown();
       }
       return;
     }
-    if (this.readClosed || this.draining) this.socket.end();
+    if (this.draining && this.inbound.length > 0 && !this.readClosed) {
+      // Part of a request arrived: tell the client why it will get no answer to it.
+      this.closeAfterAnswers("the broker is shutting down", this.host.shuttingDownFrame());
+      return;
+    }
+    if (this.readClosed || this.draining) {
+      this.finSentMs ||= performance.now();
+      this.socket.end();
+    }
   }
 
   /** For the sweep: the write side was shut down and the client has not closed within the linger time. */
   lingerExpired(nowMs: number): boolean {
     return this.lingerUntilMs !== 0 && nowMs > this.lingerUntilMs;
+  }
+
+  /**
+   * For stop(), every few milliseconds: closes a connection whose answers all left. A plain one
+   * gets its FIN (socket.end), and is closed on the next call; a lingering one (its last frame was
+   * an error) once no input arrived for LINGER_QUIET_MS after its FIN, so that nothing is unread.
+   */
+  closeWhenDrained(nowMs: number): void {
+    if (this.isClosed || !this.idle) return;
+    if (this.lingerUntilMs !== 0) {
+      if (nowMs - Math.max(this.finSentMs, this.lastActivityMs) >= LINGER_QUIET_MS) this.closeGracefully();
+      return;
+    }
+    if (this.finSentMs !== 0) this.closeGracefully();
+    else this.closeIfFinished();
+  }
+
+  /**
+   * Closes for good. After our FIN, with reading on (so no input is left unread), close(2) sends
+   * nothing more: the client reads every byte and end-of-stream. Otherwise closing would reset the
+   * connection anyway: abort.
+   */
+  closeGracefully(): void {
+    if (this.isClosed) return;
+    if (this.finSentMs === 0 || this.paused) {
+      this.abort();
+      return;
+    }
+    // Bun closes a socket whose write side is already shut down on end() (measured on Bun 1.4.4:
+    // readyState -1 at once, no RST when nothing was unread).
+    this.socket.end();
+    this.onClose();
   }
 
   /** Closes at once (protocol violation, dead peer, idle timeout). */

@@ -278,6 +278,15 @@ export class BrokerServer implements ConnectionHost {
     else this.connectionsByAddress.delete(address);
   }
 
+  shuttingDownFrame(): Uint8Array {
+    this.writer.reset();
+    encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN, {
+      retriable: true,
+      message: "the broker is shutting down",
+    });
+    return this.writer.written().slice();
+  }
+
   protocolViolation(connection: Connection, reason: string): void {
     this.counters.protocolViolations++;
     // The stream is out of sync: no later byte can be matched to a request. Every request read
@@ -301,7 +310,7 @@ export class BrokerServer implements ConnectionHost {
     const timeoutMs = this.options.idleTimeoutMs;
     for (const connection of this.connections) {
       if (connection.lingerExpired(now)) {
-        connection.abort();
+        connection.closeGracefully();
         continue;
       }
       // Called for every connection, idle or not, so that its progress clock stays current.
@@ -316,7 +325,7 @@ export class BrokerServer implements ConnectionHost {
         this.protocolViolation(connection, overdue);
       }
     }
-    for (const connection of this.refused) if (connection.lingerExpired(now)) connection.abort();
+    for (const connection of this.refused) if (connection.lingerExpired(now)) connection.closeGracefully();
   }
 
   // --- Dispatch ----------------------------------------------------------------------------------
@@ -328,6 +337,13 @@ export class BrokerServer implements ConnectionHost {
     const slot = connection.openSlot(header.apiKey);
     const reader = new ByteReader(frame, REQUEST_HEADER_BYTES, frame.length);
     try {
+      if (this.stopping) {
+        // Read but not applied (held back behind earlier requests, or arriving while the broker
+        // drains): answered, so the client knows to send it again elsewhere or later.
+        throw new BooblikError("CLOSED", "the broker is shutting down: this request was not applied", {
+          retriable: true,
+        });
+      }
       const maxVersion = API_VERSION_MAX[header.apiKey];
       if (maxVersion === undefined) {
         throw new ProtocolError(`unknown request type ${header.apiKey}`);
@@ -838,11 +854,13 @@ export class BrokerServer implements ConnectionHost {
     const deadline = performance.now() + timeoutMs;
     while (this.connections.size > 0 && performance.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));
-      for (const connection of this.connections) if (connection.idle) connection.socket.end();
+      const now = performance.now();
+      for (const connection of [...this.connections]) connection.closeWhenDrained(now);
     }
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
     this.listener?.stop(false);
-    for (const connection of [...this.connections, ...this.refused]) connection.abort();
+    // A FIN already sent with nothing unread closes quietly; anything else (answers still queued) resets.
+    for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
     this.listener?.stop(true);
   }
 }
