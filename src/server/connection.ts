@@ -42,7 +42,7 @@
  */
 import type { Socket } from "bun";
 import { preadFull } from "../../ffi/file.ts";
-import { SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
+import { peerHungUp, SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
 import type { FileLease } from "../broker/partition.ts";
 import {
   CLOSE_LINGER_MS,
@@ -79,6 +79,12 @@ interface FileItem {
 }
 
 type OutItem = BufferItem | FileItem;
+
+/**
+ * Why reading is paused. Only "congestion" is the client's doing (it does not read its responses
+ * fast enough) and only it has hysteresis; "budget" and "ordering" are the broker's.
+ */
+type PauseReason = "congestion" | "budget" | "ordering";
 
 /** A response slot: filled when its request completes, sent when every earlier one was sent. */
 export interface ResponseSlot {
@@ -143,6 +149,11 @@ export class Connection implements BudgetWaiter {
   private reservedBytes = 0;
   /** Reading stopped until the budget has room for the frame being received. */
   private waitingForBudget = false;
+  /**
+   * The client sent its FIN (or reset) while we waited for the budget: it can send nothing more, so
+   * what it sent (in the kernel's receive buffer already) is read without waiting.
+   */
+  private peerFinished = false;
   /** Requests dispatched whose effect is not yet visible, PRODUCEs and the rest. */
   private unsettledProduces = 0;
   private unsettledOthers = 0;
@@ -165,6 +176,10 @@ export class Connection implements BudgetWaiter {
   private readonly staging = new ByteWriter(16 * 1024);
   private outboundBytes = 0;
   private paused = false;
+  private pauseReason: PauseReason | undefined = undefined;
+  /** For the request clock: when requestOverdue last ran, and the output count it saw then. */
+  private overdueCheckMs = performance.now();
+  private overdueSentBytes = 0;
   private readClosed = false;
   private isClosed = false;
   /** No more requests are read (shutdown); pending ones still get their responses. */
@@ -206,8 +221,13 @@ export class Connection implements BudgetWaiter {
     // Requests held back by ordering are pending too: a client that half-closed after sending them
     // must get their answers before our FIN (they used to be dropped: the flush that answered the
     // request they waited for found no slot left and ended the connection).
+    // A connection waiting for the budget waits on the broker, not the client: not idle either.
     return (
-      this.slots.length === 0 && this.outbound.length === 0 && this.staging.position === 0 && !this.blocked
+      this.slots.length === 0 &&
+      this.outbound.length === 0 &&
+      this.staging.position === 0 &&
+      !this.blocked &&
+      !this.waitingForBudget
     );
   }
 
@@ -284,7 +304,9 @@ export class Connection implements BudgetWaiter {
       const apiKey = (bytes[at + REQUEST_API_KEY_OFFSET]! << 8) | bytes[at + REQUEST_API_KEY_OFFSET + 1]!;
       if (
         !this.draining &&
-        (apiKey === API.PRODUCE ? this.unsettledOthers > 0 : this.unsettledOthers + this.unsettledProduces > 0)
+        (apiKey === API.PRODUCE
+          ? this.unsettledOthers > 0
+          : this.unsettledOthers + this.unsettledProduces > 0)
       ) {
         this.blocked = true;
         break;
@@ -350,7 +372,11 @@ export class Connection implements BudgetWaiter {
       this.forgetBudgetWait();
     } else if (neededBytes > inbound.capacity) {
       const wantedBytes = neededBytes - INBOUND_FREE_BYTES;
-      if (this.host.inboundBudget.tryReserve(this, wantedBytes - this.reservedBytes)) {
+      if (this.peerFinished) {
+        // Counted by syncReservation below, whether it fits or not (see peerFinished).
+        inbound.ensureCapacity(neededBytes);
+        this.forgetBudgetWait();
+      } else if (this.host.inboundBudget.tryReserve(this, wantedBytes - this.reservedBytes)) {
         this.reservedBytes = wantedBytes;
         inbound.ensureCapacity(neededBytes);
         this.waitingForBudget = false;
@@ -411,11 +437,28 @@ export class Connection implements BudgetWaiter {
 
   /**
    * For the sweep: the reason to end the connection when the frame being received is overdue
-   * (it has taken longer than `requestTimeoutMs` plus its size at REQUEST_MIN_BYTES_PER_SECOND while
-   * the broker was reading), or undefined.
+   * (it has taken longer than `requestTimeoutMs` plus its size at REQUEST_MIN_BYTES_PER_SECOND of
+   * time charged to the client), or undefined. Not charged: time the broker held the frame back
+   * (ordering, the budget), time congestion paused reading while the client was reading its
+   * responses (or they were not yet queued for it), and a round in which the broker itself stalled
+   * (`brokerStalled`: the sweep ran late, so the client's bytes may sit unread in the kernel).
+   * Charged: congestion while the queued output did not move, a client that stopped reading; it
+   * would otherwise keep its budget reservation until the idle timeout.
    */
-  requestOverdue(nowMs: number, requestTimeoutMs: number): string | undefined {
-    if (this.partialFrameAt < 0 || this.paused || this.blocked || this.closingReason !== undefined) return;
+  requestOverdue(nowMs: number, requestTimeoutMs: number, brokerStalled = false): string | undefined {
+    const sinceCheckMs = nowMs - this.overdueCheckMs;
+    this.overdueCheckMs = nowMs;
+    const outputMoved = this.sentBytes !== this.overdueSentBytes;
+    this.overdueSentBytes = this.sentBytes;
+    if (this.partialFrameAt < 0 || this.closingReason !== undefined) return;
+    const clientsDoing =
+      !this.blocked &&
+      (this.pauseReason === undefined ||
+        (this.pauseReason === "congestion" && !outputMoved && this.hasQueuedOutput));
+    if (brokerStalled || !clientsDoing) {
+      this.partialFrameSinceMs = Math.min(nowMs, this.partialFrameSinceMs + sinceCheckMs);
+      return;
+    }
     const inbound = this.inbound;
     const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
     const allowedMs = requestTimeoutMs + (size > 0 ? (size / REQUEST_MIN_BYTES_PER_SECOND) * 1000 : 0);
@@ -424,6 +467,24 @@ export class Connection implements BudgetWaiter {
     return `the request was not received whole within ${Math.round(allowedMs)} ms (${inbound.length} of ${
       size < 0 ? "?" : SIZE_BYTES + size
     } bytes arrived)`;
+  }
+
+  /**
+   * For the sweep, on a connection waiting for the budget (its reading is paused, so Bun would not
+   * see the client leave): once the client sent its FIN or reset, stop waiting and read what it
+   * sent. Nothing more can come, and the bytes are in the kernel already; a reset ends the
+   * connection through Bun's error or close event, which gives back its slot and its place in line.
+   * Limit: a FIN travels behind the client's data, so one whose data did not fit our receive
+   * window (about 64 KiB beyond what we read) only arrives once the budget lets us read; a reset
+   * (a client process that exits or closes with unread input) is seen at once.
+   */
+  checkPeerWhileWaiting(): void {
+    if (!this.waitingForBudget || this.isClosed) return;
+    if (!peerHungUp(socketFd(this.socket))) return;
+    this.peerFinished = true;
+    this.forgetBudgetWait();
+    this.admitInbound();
+    this.updateReading();
   }
 
   /** The client half-closed its side: answer what it asked, then close ours. */
@@ -691,14 +752,21 @@ export class Connection implements BudgetWaiter {
   /** The one place that pauses and resumes reading (the reasons are listed in the header). */
   private updateReading(): void {
     if (this.isClosed) return;
-    let pause: boolean;
-    if (this.closingReason !== undefined) pause = false;
-    else if (this.draining) pause = this.congested; // no budget wait, no ordering hold: see finishAndClose
-    else if (this.congested || this.waitingForBudget) pause = true;
-    else if (this.blocked && this.inbound.length >= INBOUND_FREE_BYTES) pause = true;
-    else if (this.paused && (this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2))
-      pause = true; // hysteresis: resume only once the output drained well below the high mark
-    else pause = false;
+    let reason: PauseReason | undefined;
+    if (this.closingReason !== undefined) reason = undefined;
+    else if (this.congested) reason = "congestion";
+    else if (this.draining)
+      reason = undefined; // no budget wait, no ordering hold: see finishAndClose
+    else if (this.waitingForBudget) reason = "budget";
+    else if (this.blocked && this.inbound.length >= INBOUND_FREE_BYTES) reason = "ordering";
+    else if (
+      this.pauseReason === "congestion" &&
+      (this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2)
+    )
+      reason = "congestion"; // hysteresis: resume only once the output drained well below the high mark
+    const wasReason = this.pauseReason;
+    this.pauseReason = reason;
+    const pause = reason !== undefined;
     if (pause === this.paused) return;
     this.paused = pause;
     if (pause) {
@@ -706,8 +774,9 @@ export class Connection implements BudgetWaiter {
       return;
     }
     this.socket.resume();
-    // The request clock restarts: the broker, not the client, held the frame back.
-    this.partialFrameAt = -1;
+    // The broker, not the client, held the frame back: its clock restarts. After congestion the
+    // clock runs on (requestOverdue charged only the time the client did not read).
+    if (wasReason !== "congestion") this.partialFrameAt = -1;
     // Frames that arrived before the pause may still sit in the buffer.
     this.processInbound();
   }

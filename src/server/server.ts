@@ -169,6 +169,8 @@ export class BrokerServer implements ConnectionHost {
   private readonly connectionsByAddress = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  private sweepEveryMs = 1000;
+  private lastSweepMs = 0;
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
   private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
@@ -219,6 +221,8 @@ export class BrokerServer implements ConnectionHost {
     });
     const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
     const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(shortestMs / 4)));
+    this.sweepEveryMs = sweepEveryMs;
+    this.lastSweepMs = performance.now();
     this.sweepTimer = setInterval(() => this.sweepIdle(), sweepEveryMs);
     this.sweepTimer.unref();
     return { hostname: this.listener.hostname, port: this.listener.port };
@@ -308,18 +312,28 @@ export class BrokerServer implements ConnectionHost {
   private sweepIdle(): void {
     const now = performance.now();
     const timeoutMs = this.options.idleTimeoutMs;
-    for (const connection of this.connections) {
+    // A sweep this late means the event loop was blocked (a long synchronous task, the process
+    // stopped): the clients' bytes may sit unread in the kernel, so this round decides no timeout,
+    // and the request clocks do not count the stall.
+    const brokerStalled = now - this.lastSweepMs > 2 * this.sweepEveryMs;
+    this.lastSweepMs = now;
+    for (const connection of [...this.connections]) {
       if (connection.lingerExpired(now)) {
         connection.closeGracefully();
         continue;
       }
+      connection.checkPeerWhileWaiting();
+      if (connection.closed) continue;
       // Called for every connection, idle or not, so that its progress clock stays current.
       const stalledMs = connection.outputStalledMs(now);
-      if (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs) {
+      if (
+        !brokerStalled &&
+        (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs)
+      ) {
         connection.abort();
         continue;
       }
-      const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs);
+      const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs, brokerStalled);
       if (overdue !== undefined) {
         this.counters.requestTimeouts++;
         this.protocolViolation(connection, overdue);

@@ -12,13 +12,12 @@ import { BooblikClient } from "../../src/client/client.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
 import {
   encodeFetchRequest,
-  encodeListOffsetsRequest,
   encodeMetadataRequest,
   encodeProduceRequest,
 } from "../../src/protocol/messages.ts";
 import { frameRecords } from "../../src/record/batch-builder.ts";
 import { startBroker } from "../helpers/broker-process.ts";
-import { frame, responses } from "../helpers/raw-socket.ts";
+import { frame, rawConnect, responses } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -155,7 +154,10 @@ describe("shutdown", () => {
       "the first frame holding the budget",
     );
     const waiter = observe(broker.port, [partialLargeFrame(1 << 20, 300 * 1024)]);
-    await waitUntil(async () => (await stats(broker.port)).inboundBudgetWaiting === 1, "a waiting connection");
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetWaiting === 1,
+      "a waiting connection",
+    );
     broker.process.kill("SIGTERM");
     await Promise.all([holder.done, waiter.done]);
     for (const client of [holder, waiter]) {
@@ -191,5 +193,180 @@ describe("closing after a linger", () => {
     client.socket.end();
     await client.done;
     expect(client.error()).toBeUndefined();
+  });
+});
+
+/** A complete PRODUCE of one record of `recordBytes` bytes to partition 0 of `topic`. */
+function produceFrame(id: number, topic: string, recordBytes: number): Uint8Array {
+  return frame((w) =>
+    encodeProduceRequest(w, id, {
+      topic,
+      partition: 0,
+      records: frameRecords([new Uint8Array(recordBytes).fill(7)]),
+    }),
+  );
+}
+
+/** A broker whose inbound budget holds one 1 MiB frame, with a topic "t". */
+async function smallBudgetBroker(dir: string, extra: string[] = []) {
+  const broker = await startBroker(dir, [
+    "--max-frame-size",
+    "1MiB",
+    "--max-inbound-memory",
+    "1MiB",
+    "--durability",
+    "append",
+    ...extra,
+  ]);
+  const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+  await admin.createTopic("t");
+  admin.close();
+  return broker;
+}
+
+describe("waiting for the inbound budget", () => {
+  test("a client that half-closes while its connection waits for the budget gives back its slot and its place in line", async () => {
+    using dir = tempDir();
+    await using broker = await smallBudgetBroker(dir.path);
+    const holder = observe(broker.port, [partialLargeFrame(1 << 20, 600 * 1024)]);
+    await waitUntil(
+      async () => ((await stats(broker.port)).inboundBudgetUsedBytes ?? 0) > 400 * 1024,
+      "the first frame holding the budget",
+    );
+    // 200 KiB: the broker reads 128 KiB before it waits; the rest fits its receive window, so the
+    // client's FIN can arrive behind it (a FIN behind more data than the window waits for the budget).
+    const waiter = observe(broker.port, [partialLargeFrame(1 << 20, 200 * 1024)]);
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetWaiting === 1,
+      "a waiting connection",
+    );
+    waiter.socket.end(); // FIN: it will send nothing more
+    await waitUntil(async () => {
+      const figures = await stats(broker.port);
+      return figures.connectionsActive === 2 && figures.inboundBudgetWaiting === 0;
+    }, "the waiting connection gone (the holder and this stats connection remain)");
+    await waiter.done;
+    expect(responses(waiter.received())).toEqual([]);
+    expect(waiter.error()).toBeUndefined();
+    holder.socket.destroy();
+  });
+
+  test("when the first connection in line leaves, the next one that fits gets the budget", async () => {
+    using dir = tempDir();
+    await using broker = await smallBudgetBroker(dir.path);
+    const holder = observe(broker.port, [partialLargeFrame(600 * 1024, 500 * 1024)]);
+    await waitUntil(
+      async () => ((await stats(broker.port)).inboundBudgetUsedBytes ?? 0) > 400 * 1024,
+      "the first frame holding the budget",
+    );
+    // The holder reserved its frame's 600 KiB less the free 128 KiB. First in line: needs ~870 KiB,
+    // which does not fit beside it.
+    const first = await rawConnect(broker.port);
+    first.write(produceFrame(1, "t", 1000 * 1024));
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetWaiting === 1,
+      "one waiting connection",
+    );
+    // Second: needs ~170 KiB, which would fit, but waits its turn behind the first.
+    const second = observe(broker.port, [produceFrame(2, "t", 300 * 1024)]);
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetWaiting === 2,
+      "two waiting connections",
+    );
+    first.close(); // a reset: seen at once, although its unsent bytes hold back any FIN
+    await waitUntil(() => responses(second.received()).length === 1, "the second connection's answer");
+    expect(responses(second.received()).map((r) => [r.correlationId, r.errorCode])).toEqual([[2, 0]]);
+    holder.socket.destroy();
+    second.socket.destroy();
+  });
+
+  test("a connection waiting for the budget longer than the idle timeout is not closed as idle", async () => {
+    using dir = tempDir();
+    await using broker = await smallBudgetBroker(dir.path, ["--idle-timeout", "1s"]);
+    // The holder sends all of its PRODUCE but 20 bytes, then one byte every 150 ms (3 s in all).
+    const holderFrame = produceFrame(1, "t", 600 * 1024);
+    const holder = observe(broker.port, [holderFrame.subarray(0, holderFrame.length - 20)]);
+    await waitUntil(
+      async () => ((await stats(broker.port)).inboundBudgetUsedBytes ?? 0) > 400 * 1024,
+      "the first frame holding the budget",
+    );
+    const waiter = observe(broker.port, [produceFrame(2, "t", 1000 * 1024)]);
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetWaiting === 1,
+      "a waiting connection",
+    );
+    let at = holderFrame.length - 20;
+    const drip = setInterval(() => {
+      if (at < holderFrame.length) holder.socket.write(holderFrame.subarray(at, ++at));
+    }, 150);
+    try {
+      await waitUntil(() => responses(holder.received()).length === 1, "the holder's answer");
+      await waitUntil(
+        () => responses(waiter.received()).length === 1 || waiter.error() !== undefined || waiter.sawEnd(),
+        "the waiter's answer or its end",
+      );
+    } finally {
+      clearInterval(drip);
+    }
+    expect(responses(waiter.received()).map((r) => [r.correlationId, r.errorCode])).toEqual([[2, 0]]);
+    holder.socket.destroy();
+    waiter.socket.destroy();
+  });
+});
+
+describe("a client that stops reading", () => {
+  test("does not keep its budget reservation: the request clock runs while its unread responses pause reading", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, [
+      "--max-frame-size",
+      "24MiB",
+      "--max-inbound-memory",
+      "24MiB",
+      "--durability",
+      "append",
+      "--request-timeout",
+      "3s",
+    ]);
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+    await admin.createTopic("big");
+    // A long poll, then most of a 1 MiB request: the request reserves budget while the poll waits.
+    const stuck = observe(
+      broker.port,
+      [
+        concat([
+          frame((w) =>
+            encodeFetchRequest(w, 1, {
+              topic: "big",
+              partition: 0,
+              offset: 0,
+              maxBytes: 24 << 20,
+              maxWaitMs: 600_000,
+            }),
+          ),
+          partialLargeFrame(1 << 20, 600 * 1024),
+        ]),
+      ],
+      { paused: true },
+    );
+    await waitUntil(
+      async () => ((await stats(broker.port)).inboundBudgetUsedBytes ?? 0) > 400 * 1024,
+      "the request holding budget",
+    );
+    // 20 MiB answer the poll; the client does not read them, so reading its connection pauses.
+    await admin.produce(
+      "big",
+      0,
+      frameRecords(Array.from({ length: 20 }, () => new Uint8Array(1024 * 1024 - 64))),
+    );
+    await waitUntil(async () => (await stats(broker.port)).connectionsPaused === 1, "the paused connection");
+    // 3 s + 1 s for its MiB after its first byte, the request is overdue and its budget given back.
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetUsedBytes === 0,
+      "the reservation given back",
+      15_000,
+    );
+    expect((await stats(broker.port)).requestTimeouts).toBe(1);
+    admin.close();
+    stuck.socket.destroy();
   });
 });
