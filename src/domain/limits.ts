@@ -169,6 +169,13 @@ export const CLOSE_LINGER_MS = 5_000;
  * read the FIN but keep their side open.
  */
 export const LINGER_QUIET_MS = 100;
+/**
+ * Refused connections lingering after their error frame at most; a new refusal beyond closes the
+ * oldest (its FIN was sent and its input read, so quietly). Each holds a descriptor for up to
+ * CLOSE_LINGER_MS: a client opening connections in a loop against a full broker once made the
+ * lingering set unbounded, and the descriptors ran out.
+ */
+export const REFUSED_LINGERING_MAX = 64;
 
 // --- Broker-wide resource limits (refused with LIMIT_EXCEEDED; --max-topics, --max-partitions, --max-mapped-memory)
 

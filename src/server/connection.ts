@@ -144,7 +144,11 @@ export class Connection implements BudgetWaiter {
   principal: string | undefined = undefined;
   /** When the last request bytes arrived. */
   lastActivityMs = performance.now();
-  private readonly inbound = new InboundBuffer();
+  /**
+   * Allocated on first use (a refused connection, and one whose requests always arrive whole in one
+   * chunk, never needs it): lingering connections must not cost 80 KiB each.
+   */
+  private readonly inbound = new InboundBuffer(0);
   /** Bytes of `inbound.capacity` beyond INBOUND_FREE_BYTES, reserved from the host's budget. */
   private reservedBytes = 0;
   /** Reading stopped until the budget has room for the frame being received. */
@@ -173,7 +177,7 @@ export class Connection implements BudgetWaiter {
   private finSentMs = 0;
   private readonly slots: ResponseSlot[] = [];
   private readonly outbound: OutItem[] = [];
-  private readonly staging = new ByteWriter(16 * 1024);
+  private readonly staging = new ByteWriter(256); // grows with the responses; see `inbound`
   private outboundBytes = 0;
   private paused = false;
   private pauseReason: PauseReason | undefined = undefined;
@@ -262,9 +266,12 @@ export class Connection implements BudgetWaiter {
       // Nothing buffered: frame straight out of the chunk (Bun hands us a fresh buffer each time) and
       // keep only its incomplete tail.
       const consumed = this.frameLoop(chunk, 0, chunk.length);
-      if (this.closingReason === undefined && consumed < chunk.length)
+      if (this.closingReason === undefined && consumed < chunk.length) {
+        if (inbound.capacity === 0) inbound.ensureCapacity(INBOUND_INITIAL_BYTES);
         inbound.append(chunk.subarray(consumed));
+      }
     } else {
+      if (inbound.capacity === 0) inbound.ensureCapacity(INBOUND_INITIAL_BYTES);
       inbound.append(chunk);
       this.consumeInbound();
     }
@@ -544,7 +551,7 @@ export class Connection implements BudgetWaiter {
   closeAfterAnswers(reason: string, lastFrame: Uint8Array = new Uint8Array(0)): void {
     if (this.isClosed || this.closingReason !== undefined) return;
     this.closingReason = reason;
-    this.inbound.clear(INBOUND_INITIAL_BYTES);
+    this.inbound.clear(0);
     this.forgetBudgetWait();
     this.syncReservation();
     this.blocked = false;
@@ -881,7 +888,7 @@ export class Connection implements BudgetWaiter {
     this.outboundBytes = 0;
     this.completedBytes = 0;
     this.staging.reset();
-    this.inbound.clear(INBOUND_INITIAL_BYTES);
+    this.inbound.clear(0);
     this.forgetBudgetWait();
     this.syncReservation();
     this.host.closed(this);

@@ -27,6 +27,7 @@ import {
   AUTHENTICATION_FAILED_DELAY_MAX_MS,
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
+  REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
   SHUTDOWN_DRAIN_MS,
 } from "../domain/limits.ts";
@@ -252,6 +253,12 @@ export class BrokerServer implements ConnectionHost {
           : undefined;
     if (refusal !== undefined) {
       this.counters.connectionsRefused++;
+      if (this.refused.size >= REFUSED_LINGERING_MAX) {
+        // The oldest has had the longest to read its frame; Set order is arrival order.
+        const oldest = this.refused.values().next().value;
+        oldest?.closeGracefully();
+        if (oldest !== undefined) this.refused.delete(oldest);
+      }
       this.refused.add(connection);
       this.writer.reset();
       encodeErrorResponse(this.writer, 0, refusal.code, { retriable: true, message: refusal.message });

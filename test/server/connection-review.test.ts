@@ -7,6 +7,7 @@
  * broker does not charge its stall to the client's request timeout.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readdir } from "node:fs/promises";
 import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
@@ -368,5 +369,30 @@ describe("a client that stops reading", () => {
     expect((await stats(broker.port)).requestTimeouts).toBe(1);
     admin.close();
     stuck.socket.destroy();
+  });
+});
+
+describe("refused connections", () => {
+  test("refused connections whose clients never close hold a bounded number of descriptors, and each still gets its frame and a FIN", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, ["--max-connections", "1"]);
+    const held = observe(broker.port, [metadata(1)]);
+    await waitUntil(() => responses(held.received()).length === 1, "the one accepted connection's answer");
+    const descriptors = async () => (await readdir(`/proc/${broker.process.pid}/fd`)).length;
+    const before = await descriptors();
+    const refused: Observer[] = [];
+    for (let i = 0; i < 150; i++) refused.push(observe(broker.port, [], { closeOnEnd: false }));
+    await waitUntil(() => refused.every((client) => client.sawEnd()), "every refusal's FIN");
+    for (const client of refused) {
+      expect(responses(client.received()).map((r) => [r.correlationId, r.errorCode])).toEqual([
+        [0, WIRE_ERROR_CODES.TOO_MANY_CONNECTIONS],
+      ]);
+    }
+    // At most 64 linger (REFUSED_LINGERING_MAX); without the cap all 150 did, for 5 s each.
+    expect((await descriptors()) - before).toBeLessThanOrEqual(64 + 4);
+    for (const client of refused) client.socket.end();
+    await Promise.all(refused.map((client) => client.done));
+    expect(refused.filter((client) => client.error() !== undefined)).toEqual([]);
+    held.socket.destroy();
   });
 });
