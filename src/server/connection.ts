@@ -98,6 +98,11 @@ export interface ResponseSlot {
   file: FileLease | undefined;
   /** Called if the connection closes before the slot was sent (releases waiters and references). */
   cancel: (() => void) | undefined;
+  /**
+   * For a request that waits with no effect to wait for (a long-poll FETCH): answers it now with
+   * what it would get at the end of its wait. See `relieveParkedHead`.
+   */
+  expedite: (() => void) | undefined;
 }
 
 export interface ConnectionCounters {
@@ -512,6 +517,7 @@ export class Connection implements BudgetWaiter {
       bytes: undefined,
       file: undefined,
       cancel: undefined,
+      expedite: undefined,
     };
     if (apiKey === API.PRODUCE) this.unsettledProduces++;
     else this.unsettledOthers++;
@@ -538,6 +544,7 @@ export class Connection implements BudgetWaiter {
     slot.bytes = bytes;
     slot.done = true;
     slot.cancel = undefined;
+    slot.expedite = undefined;
     this.completedBytes += bytes.length;
     this.settle(slot);
     this.scheduleFlush();
@@ -595,6 +602,7 @@ export class Connection implements BudgetWaiter {
     slot.file = lease;
     slot.done = true;
     slot.cancel = undefined;
+    slot.expedite = undefined;
     this.completedBytes += header.length + lease.lengthBytes;
     this.settle(slot);
     this.scheduleFlush();
@@ -756,9 +764,33 @@ export class Connection implements BudgetWaiter {
     return this.queuedBytes > OUTBOUND_HIGH_BYTES || this.slots.length >= INFLIGHT_MAX;
   }
 
+  /**
+   * A long-poll FETCH at the head of the slots holds back every response behind it (they leave in
+   * order). When those held responses alone make the connection congested (1,024 requests, or 8 MiB
+   * completed), the poll is answered now with what the log holds: otherwise reading would stop and
+   * a PRODUCE behind it (perhaps the one that would end the wait) would wait the poll's whole
+   * maxWaitMs. docs/protocol.md, "Order of application", states the rule.
+   */
+  private relieveParkedHead(): void {
+    let relieved = false;
+    while (this.congested && this.outboundBytes + this.staging.position <= OUTBOUND_HIGH_BYTES) {
+      const head = this.slots[0];
+      if (head === undefined || head.done || head.expedite === undefined) break;
+      const expedite = head.expedite;
+      head.expedite = undefined;
+      expedite();
+      if (!head.done) break; // it could not answer (the connection closed): nothing more to do
+      this.flushSlots();
+      relieved = true;
+    }
+    // The frame loop stopped at the congestion, maybe without reading ever pausing: go on.
+    if (relieved) this.processInbound();
+  }
+
   /** The one place that pauses and resumes reading (the reasons are listed in the header). */
   private updateReading(): void {
     if (this.isClosed) return;
+    this.relieveParkedHead();
     let reason: PauseReason | undefined;
     if (this.closingReason !== undefined) reason = undefined;
     else if (this.congested) reason = "congestion";

@@ -771,6 +771,7 @@ export class BrokerServer implements ConnectionHost {
     timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
     this.waiters.add(waiter);
     slot.cancel = stop;
+    slot.expedite = answer;
     // A waiting fetch has no effect to wait for: later requests of this connection (a PRODUCE that
     // brings what it waits for, say) apply now.
     connection.settle(slot);

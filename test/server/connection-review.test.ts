@@ -12,7 +12,10 @@ import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
 import {
+  decodeFetchResponse,
+  decodeProduceResponse,
   encodeFetchRequest,
+  encodeListOffsetsRequest,
   encodeMetadataRequest,
   encodeProduceRequest,
 } from "../../src/protocol/messages.ts";
@@ -395,4 +398,73 @@ describe("refused connections", () => {
     expect(refused.filter((client) => client.error() !== undefined)).toEqual([]);
     held.socket.destroy();
   });
+});
+
+describe("a waiting FETCH at the head", () => {
+  for (const [what, behind] of [
+    [
+      "1,100 pipelined requests",
+      Array.from({ length: 1100 }, (_, i) =>
+        frame((w) => encodeListOffsetsRequest(w, i + 2, { topic: "p", partition: 0 })),
+      ),
+    ],
+    [
+      "9 MiB of responses",
+      Array.from({ length: 9 }, (_, i) =>
+        frame((w) =>
+          encodeFetchRequest(w, i + 2, {
+            topic: "big",
+            partition: 0,
+            offset: i,
+            maxBytes: 1 << 20,
+            maxWaitMs: 0,
+          }),
+        ),
+      ),
+    ],
+  ] as const) {
+    test(`with ${what} behind it does not hold a PRODUCE behind those for its whole wait`, async () => {
+      using dir = tempDir();
+      await using broker = await startBroker(dir.path, ["--durability", "append"]);
+      const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      await admin.createTopic("p");
+      await admin.createTopic("big");
+      for (let i = 0; i < 9; i++)
+        await admin.produce("big", 0, frameRecords([new Uint8Array(1024 * 1024 - 64)]));
+      admin.close();
+      const produceId = behind.length + 2;
+      const client = observe(broker.port, [
+        concat([
+          // Waits ten minutes for a record of "p" unless something ends it sooner.
+          frame((w) =>
+            encodeFetchRequest(w, 1, {
+              topic: "p",
+              partition: 0,
+              offset: 0,
+              maxBytes: 1024,
+              maxWaitMs: 600_000,
+            }),
+          ),
+          ...behind,
+          frame((w) =>
+            encodeProduceRequest(w, produceId, { topic: "p", partition: 0, records: frameRecords(["x"]) }),
+          ),
+        ]),
+      ]);
+      await waitUntil(
+        () => responses(client.received()).length === behind.length + 2,
+        "every answer, the PRODUCE's last",
+        20_000,
+      );
+      const said = responses(client.received());
+      expect(said.map((r) => r.correlationId)).toEqual(
+        Array.from({ length: behind.length + 2 }, (_, i) => i + 1),
+      );
+      expect(said.every((r) => r.errorCode === 0)).toBe(true);
+      // The poll was answered early, with no records: the PRODUCE came after it.
+      expect(decodeFetchResponse(said[0]!.body).nextOffset).toBe(0);
+      expect(decodeProduceResponse(said[produceId - 1]!.body).firstOffset).toBe(0);
+      client.socket.destroy();
+    });
+  }
 });
