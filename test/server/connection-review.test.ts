@@ -468,3 +468,39 @@ describe("a waiting FETCH at the head", () => {
     });
   }
 });
+
+describe("resuming after a budget wait", () => {
+  test("a connection with 600 waiting FETCHes resumes reading as soon as the budget has room (no backpressure hysteresis)", async () => {
+    using dir = tempDir();
+    await using broker = await smallBudgetBroker(dir.path);
+    const holder = await rawConnect(broker.port);
+    holder.write(partialLargeFrame(1 << 20, 900 * 1024));
+    await waitUntil(
+      async () => ((await stats(broker.port)).inboundBudgetUsedBytes ?? 0) > 512 * 1024,
+      "the first frame holding the budget",
+    );
+    // 600 long polls (more than half of the 1,024 pending requests that pause reading), then a
+    // PRODUCE too large for what is left of the budget: the connection waits for it.
+    const polls = Array.from({ length: 600 }, (_, i) =>
+      frame((w) =>
+        encodeFetchRequest(w, i + 1, {
+          topic: "t",
+          partition: 0,
+          offset: 0,
+          maxBytes: 1024,
+          maxWaitMs: 600_000,
+        }),
+      ),
+    );
+    const client = observe(broker.port, [concat([...polls, produceFrame(601, "t", 300 * 1024)])]);
+    await waitUntil(async () => (await stats(broker.port)).inboundBudgetWaiting === 1, "the PRODUCE waiting");
+    holder.close();
+    // The PRODUCE is read, appended, and its record answers every poll.
+    await waitUntil(() => responses(client.received()).length === 601, "every answer", 20_000);
+    const said = responses(client.received());
+    expect(said.every((r) => r.errorCode === 0)).toBe(true);
+    expect(decodeFetchResponse(said[0]!.body).nextOffset).toBe(1);
+    expect(decodeProduceResponse(said[600]!.body).firstOffset).toBe(0);
+    client.socket.destroy();
+  });
+});
