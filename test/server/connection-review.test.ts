@@ -504,3 +504,36 @@ describe("resuming after a budget wait", () => {
     client.socket.destroy();
   });
 });
+
+describe("a broker that stalls", () => {
+  test("does not charge its own stall to a client's request timeout", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, [
+      "--request-timeout",
+      "500ms",
+      "--durability",
+      "append",
+    ]);
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+    await admin.createTopic("t");
+    admin.close();
+    // 1 MiB may take 500 ms + 1 s. Its first bytes start the clock; the rest is sent during the
+    // stall, more than the broker's receive window, so it takes several reads once the broker runs.
+    const request = produceFrame(3, "t", 1024 * 1024 - 200);
+    const client = observe(broker.port, [request.subarray(0, 10)]);
+    await waitUntil(async () => (await stats(broker.port)).connectionsActive === 2, "the client connected");
+    // The broker's event loop stops for 2.5 s (SIGSTOP stands for a long synchronous task). The
+    // stall's length is the stimulus here, not a wait for a condition.
+    broker.process.kill("SIGSTOP");
+    try {
+      client.socket.write(request.subarray(10)); // sent in time: it waits in the kernels for the broker
+      await Bun.sleep(2500);
+    } finally {
+      broker.process.kill("SIGCONT");
+    }
+    await waitUntil(() => responses(client.received()).length === 1, "the answer");
+    expect(responses(client.received()).map((r) => [r.correlationId, r.errorCode])).toEqual([[3, 0]]);
+    expect((await stats(broker.port)).requestTimeouts).toBe(0);
+    client.socket.destroy();
+  });
+});
