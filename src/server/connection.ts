@@ -21,20 +21,31 @@
  *   Frames that may not apply yet stay in the inbound buffer (reading pauses once it holds more than
  *   INBOUND_FREE_BYTES).
  * - A request must arrive whole within the request timeout plus its size at
- *   REQUEST_MIN_BYTES_PER_SECOND; the clock runs only while the broker reads the connection.
+ *   REQUEST_MIN_BYTES_PER_SECOND of time charged to the client: not while the broker holds it back
+ *   (ordering, the budget, a sweep that ran late because the broker stalled), but while congestion
+ *   pauses reading and none of the queued output leaves (the client stopped reading).
  * - Inbound buffer capacity beyond INBOUND_FREE_BYTES is reserved from the broker-wide
  *   InboundBudget before the buffer grows for a frame; a connection whose frame does not fit stops
- *   reading until it does, and gives everything back when the frame was consumed or it closed.
+ *   reading until it does, and gives everything back when the frame was consumed or it closed. A
+ *   connection waiting for it is not idle; the sweep polls it for the client's FIN or reset
+ *   (checkPeerWhileWaiting), after which what the client sent is read without the budget.
  * - Responses leave in the order their requests arrived; a slow request (a produce waiting for a
- *   force, a long-poll fetch) holds back the responses behind it, never reorders them.
+ *   force, a long-poll fetch) holds back the responses behind it, never reorders them. A long-poll
+ *   FETCH at the head whose held-back followers alone congest the connection is answered at once
+ *   (relieveParkedHead), so it cannot stall reading for its whole wait.
  * - Bytes leave in queue order. Bun's `socket.write` does not buffer (a partial count means "the rest
  *   is yours"), so the remainder stays at the head of our queue; sendfile never starts while a
  *   buffer remainder is pending, and a buffer never overtakes a file range.
  * - `socket.fd` is read at every sendfile call (the number is reused after close).
  * - While more than OUTBOUND_HIGH_BYTES are queued or INFLIGHT_MAX requests are pending, the
  *   connection stops reading: a client that sends and never reads cannot grow broker memory.
- *   Reading is paused for exactly four reasons (congestion, waiting for budget, requests held back
- *   by ordering beyond the free allowance, none while closing) and `updateReading` alone decides.
+ *   Reading is paused for exactly three reasons (congestion, waiting for budget, requests held back
+ *   by ordering beyond the free allowance; none while closing, only congestion while draining),
+ *   `updateReading` alone decides and records the reason, and only congestion has hysteresis.
+ * - Shutdown (finishAndClose): nothing read is dropped. Requests applying complete; every other
+ *   complete request is answered BROKER_SHUTTING_DOWN by the host, in order; a partial one ends the
+ *   connection with the correlation-id-0 frame. A close after our FIN is socket.end() (no RST when
+ *   nothing is unread); only a connection with output still queued at the deadline is reset.
  * - Every file lease is released exactly once: when its range was sent, or when the connection
  *   closes.
  * - A connection whose queued output made no progress for the idle timeout is closed by the sweep
