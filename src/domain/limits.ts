@@ -178,6 +178,20 @@ export const ADMIN_RATE_ADDRESSES_SWEEP = 1024;
  * reset can destroy the error frame the client has not read yet.
  */
 export const CLOSE_LINGER_MS = 5_000;
+/**
+ * At shutdown a lingering connection (its last frame an error) is closed once no input arrived for
+ * this long after its FIN: whatever the client had in flight has been read and discarded, so the
+ * close sends nothing more (no RST), and a shutdown does not wait the whole linger for clients that
+ * read the FIN but keep their side open.
+ */
+export const LINGER_QUIET_MS = 100;
+/**
+ * Refused connections lingering after their error frame at most; a new refusal beyond closes the
+ * oldest (its FIN was sent and its input read, so quietly). Each holds a descriptor for up to
+ * CLOSE_LINGER_MS: a client opening connections in a loop against a full broker once made the
+ * lingering set unbounded, and the descriptors ran out.
+ */
+export const REFUSED_LINGERING_MAX = 64;
 
 // --- Broker-wide resource limits (refused with LIMIT_EXCEEDED; --max-topics, --max-partitions, --max-mapped-memory)
 
