@@ -57,6 +57,7 @@ import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type RecordPrinter, recordPrinter } from "./record-format.ts";
 import { parseTimeArgument } from "./time-argument.ts";
+import { LOGIN_FLAGS, LOGIN_HELP, loginOptions, USERS_HELP, usersCommand } from "./users.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -109,6 +110,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         kill at any moment and to run again; exit 3 on damage
                                         (--drop-damaged-tail: drop a damaged end of a newest
                                         segment after its recovery point, as recovery did)
+${USERS_HELP}
 
   T (a time)   ms since the epoch, an ISO 8601 time with a zone (2024-05-01T12:00:00Z), a date
                (2024-05-01, UTC), now, or a duration before now (-1h, -30m, -7d)
@@ -123,6 +125,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                Several partitions without --format: "%p\\t%o\\t%s\\n" (partition, offset, value)
 
   --broker host:port   the broker (default 127.0.0.1:${BROKER_PORT_DEFAULT}; BOOBLIK_BROKER)
+${LOGIN_HELP}
   --local              the broker of this machine or container, from its own settings
                        (BOOBLIK_HOST, a wildcard meaning loopback; BOOBLIK_PORT); the Docker health check
   --json               machine-readable output, and errors as one JSON object on stderr
@@ -179,7 +182,7 @@ function parseArgs(argv: string[]): Parsed {
 }
 
 function allowOnly(parsed: Parsed, allowed: string[]): void {
-  const global = ["broker", "local", "json", "timeout", "progress", "help", "version"];
+  const global = ["broker", "local", "json", "timeout", "progress", "help", "version", ...LOGIN_FLAGS];
   for (const name of parsed.flags.keys()) {
     if (!global.includes(name) && !allowed.includes(name))
       throw new UsageError(`unknown option --${name} for this command`);
@@ -248,7 +251,9 @@ async function connect(parsed: Parsed): Promise<BooblikClient> {
     parseHostPort(parsed.flags.has("local") ? "--local (BOOBLIK_HOST, BOOBLIK_PORT)" : "--broker", broker),
   );
   const timeoutMs = flagValue(parsed, "timeout", parseDurationMs) ?? 5000;
+  const login = loginOptions(parsed, (message) => new UsageError(message));
   return BooblikClient.connect({
+    ...login,
     host,
     port,
     connectTimeoutMs: timeoutMs,
@@ -1177,6 +1182,8 @@ async function run(parsed: Parsed): Promise<number> {
       return segment(parsed);
     case "migrate":
       return migrate(parsed);
+    case "users":
+      return usersCommand(parsed, (message) => new UsageError(message));
     default:
       throw new UsageError(`unknown command ${command} (see --help)`);
   }
