@@ -1,12 +1,17 @@
 /**
  * Consumer load through the client library from offset 0 to `until`: every entry's CRCs checked and
- * every record decoded into a ConsumedRecord (offset, timestamp, key, value, headers). Mode
- * `records` (default): `for await (const record of consumer)`; mode `batches`:
- * `consumer.batches()` with `forEachConsumedRecord` per fetch. Bytes are value bytes.
- * Usage: bun client-consume.ts <port> <topic> <until> [records|batches]
+ * every record decoded (walked by the shared RecordBatchReader: lengths, offset, timestamp, key and
+ * value positions). Mode `records` (default): `for await (const record of consumer)`, a
+ * ConsumedRecord object and a value view per record; mode `objects`: `consumer.batches()` with
+ * `forEachConsumedRecord` (the same objects, no promise per record); mode `batches`:
+ * `consumer.batches()` with `forEachFetchedRecord`, the reader's reused view per record (no
+ * allocation per record). Bytes are value bytes.
+ * Usage: bun client-consume.ts <port> <topic> <until> [records|objects|batches]
  */
 import { BooblikClient } from "../../src/client/client.ts";
 import { Consumer, forEachConsumedRecord } from "../../src/client/consumer.ts";
+import { forEachFetchedRecord } from "../../src/client/fetched.ts";
+import { RecordBatchReader } from "../../src/record/batch.ts";
 import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, mode] = process.argv.slice(2);
@@ -17,6 +22,14 @@ let records = 0;
 let bytes = 0;
 const start = performance.now();
 if (mode === "batches") {
+  const reader = new RecordBatchReader();
+  for await (const batch of consumer.batches()) {
+    records += forEachFetchedRecord(batch.records, batch.batchBounds, batch.fromOffset, reader, (view) => {
+      if (view.valueLength > 0) bytes += view.valueLength;
+    });
+    if (records >= until) break;
+  }
+} else if (mode === "objects") {
   for await (const batch of consumer.batches()) {
     forEachConsumedRecord(topic!, 0, batch, (record) => {
       records++;

@@ -47,6 +47,7 @@ import {
 } from "../domain/errors.ts";
 import {
   ENTRY_HEADER_BYTES,
+  PRODUCER_CLOCK_REUSE_RECORDS_MAX,
   RECORD_BATCH_BYTES_LIMIT,
   RECORD_BATCH_OVERHEAD_BYTES,
   SEGMENT_HEADER_BYTES,
@@ -260,6 +261,12 @@ export class Producer {
   private closed = false;
   /** PRODUCE requests sent (for tests and metrics). */
   requestsSent = 0;
+  /** The clock as last read, or −1 once a microtask turn passed (see nowMs). */
+  private clockMs = -1;
+  private clockUses = 0;
+  private readonly forgetClock = () => {
+    this.clockMs = -1;
+  };
 
   constructor(client: BooblikClient, options: ProducerOptions = {}) {
     this.client = client;
@@ -314,7 +321,7 @@ export class Producer {
   ): Promise<{ acknowledged: Promise<SendResult> }> {
     this.checkOpen();
     const defaultKey = nullableBytesOf(options.key);
-    const nowMs = Date.now();
+    const nowMs = this.nowMs();
     const list = Array.isArray(values)
       ? (values as readonly Value[]).map((value) => recordOf(value, defaultKey, nowMs))
       : [recordOf(values as Value, defaultKey, nowMs)];
@@ -359,9 +366,9 @@ export class Producer {
       record = this.scratch;
       record.key = options.key === undefined ? null : bytesOf(options.key);
       record.value = bytesOf(value);
-      record.timestamp = Date.now();
+      record.timestamp = this.nowMs();
     } else {
-      record = recordOf(value, nullableBytesOf(options.key), Date.now());
+      record = recordOf(value, nullableBytesOf(options.key), this.nowMs());
     }
     if (info === undefined) {
       // The partition count is not known yet: keep the record until metadata arrives.
@@ -378,6 +385,20 @@ export class Producer {
     while (this.bufferedBytes >= this.bufferBytes && !this.closed) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
+  }
+
+  /**
+   * The time a record gets as its CreateTime: Date.now(), read once per synchronous run of writes
+   * and at least every PRODUCER_CLOCK_REUSE_RECORDS_MAX records (limits.ts says why). A microtask
+   * forgets it, so a record written after any await reads the clock afresh.
+   */
+  private nowMs(): number {
+    if (this.clockMs < 0 || ++this.clockUses >= PRODUCER_CLOCK_REUSE_RECORDS_MAX) {
+      if (this.clockMs < 0) queueMicrotask(this.forgetClock);
+      this.clockMs = Date.now();
+      this.clockUses = 0;
+    }
+    return this.clockMs;
   }
 
   // --- Batching ----------------------------------------------------------------------------------
@@ -503,7 +524,11 @@ export class Producer {
   private writeInto(topic: string, record: RecordInput, options: SendOptions, info: TopicInfo): void {
     const bytes = recordBytesBound(record);
     const partition = this.choosePartition(topic, options, record.key, info);
-    const oversize = this.oversize([record], bytes, info);
+    // The bound decides without allocating; only a record near the limit is measured exactly.
+    const oversize =
+      RECORD_BATCH_OVERHEAD_BYTES + bytes <= info.maxRecordBytes
+        ? undefined
+        : this.oversize([record], bytes, info);
     if (oversize !== undefined) this.tooLarge(topic, [record], oversize, info);
     else this.enqueueOne(topic, partition, record, bytes, info);
   }

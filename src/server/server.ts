@@ -737,8 +737,8 @@ export class BrokerServer implements ConnectionHost {
     const partition = this.broker.partition(request.topic, request.partition);
     this.counters.produceRequests++;
     // The batches go to the partition as a view into the frame, no copy: the partition validates
-    // them, stamps offsets into them in place and writes them before this call returns, so the frame
-    // may be reused afterwards; only the acknowledgement waits.
+    // them and the segment writer copies them into the segment (stamping offsets in its copy) before
+    // this call returns, so the frame may be reused afterwards; only the acknowledgement waits.
     const recordsBytes = request.records.length;
     partition.append(request.records).then(
       (ack) => {

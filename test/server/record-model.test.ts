@@ -39,6 +39,7 @@ import { Random, testSeed } from "../helpers/random.ts";
 import { frame, rawConnect, waitForResponses } from "../helpers/raw-socket.ts";
 import { fetchedRecords } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 import { resign } from "../record/helpers.ts";
 import { type KafkaListener, listenLikeKafka } from "../record/kafka-listener.ts";
 
@@ -181,6 +182,34 @@ describe.each(["sendfile", "copy"] as const)("--fetch-path %s", (fetchPath) => {
       client.close();
     }
   });
+});
+
+test("write() stamps each record with the time it was written, not a clock read before an await", async () => {
+  using dir = tempDir();
+  await using broker = await startBroker(dir.path);
+  const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+  try {
+    await client.createTopic("clock");
+    const producer = new Producer(client);
+    const bounds: [number, number][] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = Date.now();
+      for (let k = 0; k < 300; k++) producer.write("clock", `r${i}-${k}`, { partition: 0 });
+      bounds.push([before, Date.now()]);
+      // Let the clock move on (a condition, not a sleep): the next run's records must show it.
+      await waitUntil(() => Date.now() > bounds[i]![1] + 1, "the clock to advance");
+    }
+    await producer.close();
+    const records = await consumeAll(client, "clock", 0);
+    expect(records.length).toBe(900);
+    records.forEach((record, index) => {
+      const [before, after] = bounds[Math.floor(index / 300)]!;
+      expect(record.timestamp).toBeGreaterThanOrEqual(before);
+      expect(record.timestamp).toBeLessThanOrEqual(after);
+    });
+  } finally {
+    client.close();
+  }
 });
 
 describe("LIST_OFFSETS by time", () => {
