@@ -80,6 +80,8 @@ import {
   MIGRATE_BATCH_BYTES_MAX,
   MIGRATE_BATCH_RECORDS_MAX,
   MIGRATE_READ_CHUNK_BYTES,
+  MIGRATE_SPACE_FACTOR,
+  MIGRATE_SPACE_SLACK_BYTES,
   MIGRATE_WRITE_BUFFER_BYTES,
   RECORD_BATCH_BYTES_LIMIT,
   RECORD_BATCH_OVERHEAD_BYTES,
@@ -119,9 +121,6 @@ const TOPIC_FILE_SUFFIX = ".json";
  */
 const ONE_RECORD_BATCH_OVERHEAD_BYTES = RECORD_BATCH_OVERHEAD_BYTES + 16;
 const PARTITION_DIRECTORY = /^(.+)-(\d+)$/;
-/** Room assumed for the new tree: format 2 adds a few bytes per record and 69 per batch. */
-const SPACE_FACTOR = 1.1;
-const SPACE_SLACK_BYTES = 64 * 1024 * 1024;
 
 /** A lock held on a directory (the broker's data-directory lock). */
 export interface DirectoryLock {
@@ -401,7 +400,7 @@ function checkSpace(dataDir: string, parent: string): void {
     }
   };
   walk(dataDir);
-  const wanted = Math.ceil(needed * SPACE_FACTOR) + SPACE_SLACK_BYTES;
+  const wanted = Math.ceil(needed * MIGRATE_SPACE_FACTOR) + MIGRATE_SPACE_SLACK_BYTES;
   const fd = fs.openSync(parent, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
   let available: number;
   try {

@@ -11,6 +11,7 @@ import { Broker } from "../../src/broker/broker.ts";
 import { DataDirLock } from "../../src/broker/data-dir-lock.ts";
 import { MIGRATE_BATCH_BYTES_MAX, MIGRATE_BATCH_RECORDS_MAX } from "../../src/domain/limits.ts";
 import { runCli } from "../helpers/cli-process.ts";
+import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import {
   expectBrokerReads,
@@ -204,6 +205,31 @@ describe("booblik-cli migrate", () => {
     expect(snapshotTree(dataDir)).toEqual(before);
     expect(fs.readdirSync(dir.path)).toEqual(["data"]);
   });
+
+  test.skipIf(smallFileSystemUnavailable !== undefined)(
+    "refuses to start without room for the copy, and changes nothing",
+    async () => {
+      using small = mountSmallFileSystem(96 * 1024 * 1024);
+      const dataDir = path.join(small.path, "data");
+      const payloads = Array.from({ length: 40 }, (_, i) => new Uint8Array(1024 * 1024 - 8).fill(i));
+      writeTopicFile(dataDir, "big", { maxRecordBytes: 2 * 1024 * 1024 });
+      writeFormat1Partition(dataDir, {
+        topic: "big",
+        partition: 0,
+        segments: [{ base: 0, payloads, mtimeMs: 1_600_000_000_000 }],
+      });
+      const before = snapshotTree(dataDir);
+      const run = await runCli(["migrate", dataDir]);
+      expect(run.exitCode).toBe(1);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `refusing to migrate ${dataDir}: the copy needs about \\d+ bytes next to it \\(the data plus 10 % and 64 MiB\\), \\d+ are free on ${small.path}`,
+        ),
+      );
+      expect(snapshotTree(dataDir)).toEqual(before);
+      expect(fs.readdirSync(small.path)).toEqual(["data"]);
+    },
+  );
 
   test("a directory without segments, a missing directory, a bad command line", async () => {
     using dir = tempDir("migrate");
