@@ -17,10 +17,12 @@
  * offset, so every segment boundary stays where it was. Stamped: BaseOffset = the record's offset,
  * PartitionLeaderEpoch = −1.
  *
- * The directory around the segments is copied as it is (topic files, user files, anything else;
- * modes kept, and owners too when run as root), except: `.lock` (the new tree gets its own) and each
- * partition's `checkpoint.json` (its positions are format-1 positions; without one the first start
- * checks every segment, which is also what proves the new files sound).
+ * The directory around the segments is copied as it is (user files, anything else; modes kept, and
+ * owners too when run as root), except: `.lock` (the new tree gets its own), each partition's
+ * `checkpoint.json` (its positions are format-1 positions; without one the first start checks every
+ * segment, which is also what proves the new files sound), and topic files, whose `maxRecordBytes`
+ * changes meaning (`convertTopics`). A record above its topic's format-1 `maxRecordBytes` is damage,
+ * as format-1 recovery judged it.
  *
  * What counts as damage (refused, every case reported with file, byte position and offset), and what
  * does not (dropped and reported, as the format-1 broker's recovery would have dropped it):
@@ -196,7 +198,14 @@ interface Marker {
   state: "building" | "complete";
   /** The source tree's fingerprint when the build started (names, sizes, mtimes). */
   fingerprint: string;
+  /** With "complete": what the build did, for the report of a run that reuses it. */
+  totals?: Totals;
 }
+
+type Totals = Pick<
+  MigrationReport,
+  "partitions" | "segments" | "records" | "batches" | "bytesRead" | "bytesWritten" | "notes"
+>;
 
 export function migrateFormat1(dataDirArgument: string, options: MigrationOptions): MigrationReport {
   const dataDir = path.resolve(dataDirArgument);
@@ -263,6 +272,7 @@ export function migrateFormat1(dataDirArgument: string, options: MigrationOption
         );
       if (previous?.state === "complete" && previous.fingerprint === fingerprint) {
         reuse = true;
+        if (previous.totals !== undefined) Object.assign(report, previous.totals);
         report.notes.push(`reused the complete copy an interrupted run left at ${migrating}`);
       } else {
         step(`remove ${migrating}`);
@@ -275,7 +285,6 @@ export function migrateFormat1(dataDirArgument: string, options: MigrationOption
     }
     if (reuse) {
       locks.push(options.lockDirectory(migrating));
-      countSource(dataDir, report);
     } else {
       checkSpace(dataDir, parent);
       try {
@@ -442,15 +451,6 @@ function probeExchange(dataDir: string, step: (what: string) => void): void {
   }
 }
 
-/** Totals for a report when a complete copy is reused (the numbers of the run that made it). */
-function countSource(dataDir: string, report: MigrationReport): void {
-  for (const directory of partitionDirectories(dataDir)) {
-    report.partitions++;
-    for (const name of fs.readdirSync(directory))
-      if (parseSegmentFileName(name) !== undefined) report.segments++;
-  }
-}
-
 // --- Building the new tree --------------------------------------------------------------------------
 
 interface BuildContext {
@@ -507,7 +507,9 @@ function build(
   fsyncDirectory(migrating);
   // The marker's own write fsyncs `migrating` again after its rename: "complete" is durable only
   // after everything it vouches for.
-  writeMarker(migrating, { version: 1, state: "complete", fingerprint }, step);
+  const { partitions, segments, records, batches, bytesRead, bytesWritten, notes } = report;
+  const totals = { partitions, segments, records, batches, bytesRead, bytesWritten, notes: [...notes] };
+  writeMarker(migrating, { version: 1, state: "complete", fingerprint, totals }, step);
   step(`fsync ${path.dirname(migrating)}`);
   fsyncDirectory(path.dirname(migrating));
 }
@@ -1038,7 +1040,12 @@ function readMarker(directory: string): Marker | undefined {
       (parsed.state === "building" || parsed.state === "complete") &&
       typeof parsed.fingerprint === "string"
     )
-      return { version: 1, state: parsed.state, fingerprint: parsed.fingerprint };
+      return {
+        version: 1,
+        state: parsed.state,
+        fingerprint: parsed.fingerprint,
+        ...(parsed.totals === undefined ? {} : { totals: parsed.totals }),
+      };
   } catch {
     // A marker cut by a crash cannot be: it is replaced atomically. Anything else is not ours.
   }

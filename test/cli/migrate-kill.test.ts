@@ -107,7 +107,7 @@ describe("kill -9 during booblik-cli migrate", () => {
     const totalSteps = complete.steps;
     expect(totalSteps).toBeGreaterThan(40);
 
-    const seen = { old: 0, new: 0, secondKills: 0 };
+    const seen = { old: 0, new: 0, secondKills: 0, reused: 0 };
     for (let killAt = 1; killAt <= totalSteps; killAt++) {
       ({ root, dataDir } = fresh());
       const context = `seed ${seed}, killed before step ${killAt} of ${totalSteps}`;
@@ -126,6 +126,11 @@ describe("kill -9 during booblik-cli migrate", () => {
       if (killAt % 4 === 0) {
         const rerun = await runCli(["migrate", dataDir]);
         expect([context, rerun.exitCode, rerun.stderr]).toEqual([context, 0, ""]);
+        // A complete copy swapped in by the rerun reports what the run that built it did.
+        if (rerun.stdout.includes("reused the complete copy")) {
+          seen.reused++;
+          expect(rerun.stdout).toContain("5 partitions, 9 segments, 215 records");
+        }
       } else {
         const report = migrateFormat1(dataDir, { lockDirectory: (d) => DataDirLock.acquire(d) });
         expect([context, report.outcome]).toEqual([
@@ -144,12 +149,12 @@ describe("kill -9 during booblik-cli migrate", () => {
 
   test("the real CLI killed from outside when its progress reaches a point", async () => {
     using dir = tempDir("migrate-kill");
-    // Large enough that the conversion takes a while: 4 partitions of 6 MiB in 1 MiB segments.
+    // Large enough that the conversion takes a while: 4 partitions of 3 MiB in 1 MiB segments.
     const build = (dataDir: string): Map<string, ExpectedRecord[]> => {
       const expected = new Map<string, ExpectedRecord[]>();
       writeTopicFile(dataDir, "big", { partitions: 4 });
       for (let partition = 0; partition < 4; partition++) {
-        const segments = Array.from({ length: 6 }, (_, s) => ({
+        const segments = Array.from({ length: 3 }, (_, s) => ({
           base: s * 2000,
           payloads: Array.from({ length: 2000 }, (_, i) => new Uint8Array(500).fill((s * 2000 + i) & 0xff)),
           mtimeMs: 1_700_000_000_000 + s,
