@@ -52,7 +52,7 @@ import {
   walkSegmentChunks,
   walkSegmentFile,
 } from "../storage/inspect.ts";
-import { MigrationDamageError, migrateFormat1 } from "../storage/migrate-format1.ts";
+import { findFormat1Segment, MigrationDamageError, migrateFormat1 } from "../storage/migrate-format1.ts";
 import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type RecordPrinter, recordPrinter } from "./record-format.ts";
@@ -834,6 +834,13 @@ async function segment(parsed: Parsed): Promise<number> {
   if (action === "dump") allowOnly(parsed, ["max", "format"]);
   if (action === "verify") allowOnly(parsed, []);
   if (!fs.existsSync(target)) throw new BooblikError("INVALID_ARGUMENT", `${target} does not exist`);
+  // Format-1 segments are not damaged, only old: say what converts them.
+  const old = findFormat1Segment(target);
+  if (old !== undefined)
+    throw new BooblikError(
+      "BAD_SEGMENT_FILE",
+      `${old} is a segment of storage format 1; this build reads format 2. Convert the data directory offline with booblik-cli migrate <data dir>`,
+    );
   if (action === "dump") return dumpSegment(parsed, target);
   if (action === "verify") {
     const { partitions, files } = segmentFiles(target);

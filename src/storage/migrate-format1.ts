@@ -342,33 +342,56 @@ function finishAfterSwitch(
 /** Which segment format versions the partition directories hold, with one file of each. */
 function surveySegments(dataDir: string): { versions: Map<number, string> } {
   const versions = new Map<number, string>();
-  const header = new Uint8Array(SEGMENT_HEADER_BYTES);
   for (const directory of partitionDirectories(dataDir)) {
     for (const name of fs.readdirSync(directory)) {
       if (parseSegmentFileName(name) === undefined) continue;
       const file = path.join(directory, name);
-      const fd = openFile(file, "read");
-      let got: number;
-      try {
-        got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, file);
-      } finally {
-        closeFile(fd, file);
-      }
-      // A header that is not there yet (a crash leftover) or is bad says nothing here: the
-      // conversion reports a bad one as damage.
-      if (got < SEGMENT_HEADER_BYTES || header.every((byte) => byte === 0)) continue;
-      let version: number;
-      try {
-        decodeSegmentHeader(header, got, file, undefined, FROM_VERSION);
-        version = FROM_VERSION;
-      } catch (error) {
-        if (!(error instanceof SegmentFormatVersionError)) continue;
-        version = error.formatVersion;
-      }
-      if (!versions.has(version)) versions.set(version, file);
+      const version = segmentVersionOf(file);
+      if (version !== undefined && !versions.has(version)) versions.set(version, file);
     }
   }
   return { versions };
+}
+
+/**
+ * The format version a segment file's header claims, or undefined when it has no valid header
+ * (none yet: a crash leftover; or a bad one, which the conversion reports as damage).
+ */
+function segmentVersionOf(file: string): number | undefined {
+  const header = new Uint8Array(SEGMENT_HEADER_BYTES);
+  const fd = openFile(file, "read");
+  let got: number;
+  try {
+    got = preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, file);
+  } finally {
+    closeFile(fd, file);
+  }
+  if (got < SEGMENT_HEADER_BYTES || header.every((byte) => byte === 0)) return undefined;
+  try {
+    decodeSegmentHeader(header, got, file, undefined, FROM_VERSION);
+    return FROM_VERSION;
+  } catch (error) {
+    return error instanceof SegmentFormatVersionError ? error.formatVersion : undefined;
+  }
+}
+
+/**
+ * The first format-1 segment at `target` (a segment file, a partition directory or a data
+ * directory), or undefined: lets `segment dump`/`verify` say "migrate it" instead of "damaged".
+ */
+export function findFormat1Segment(target: string): string | undefined {
+  const stat = fs.statSync(target);
+  if (stat.isFile()) return segmentVersionOf(target) === FROM_VERSION ? target : undefined;
+  const directories = fs.readdirSync(target).some((name) => parseSegmentFileName(name) !== undefined)
+    ? [target]
+    : partitionDirectories(target);
+  for (const directory of directories)
+    for (const name of fs.readdirSync(directory).sort()) {
+      if (parseSegmentFileName(name) === undefined) continue;
+      const file = path.join(directory, name);
+      if (segmentVersionOf(file) === FROM_VERSION) return file;
+    }
+  return undefined;
 }
 
 function partitionDirectories(dataDir: string): string[] {

@@ -38,6 +38,12 @@ describe("booblik-cli migrate", () => {
       `this build reads format 2. Stop the broker and convert the directory offline with: booblik-cli migrate ${dataDir}`,
     );
     expect(snapshotTree(dataDir)).toEqual(before);
+    // segment verify and dump say what to do with an old segment, not that it is damaged.
+    const oldVerify = await runCli(["segment", "verify", dataDir]);
+    expect(oldVerify.exitCode).toBe(1);
+    expect(oldVerify.stderr).toContain(
+      "is a segment of storage format 1; this build reads format 2. Convert the data directory offline with booblik-cli migrate <data dir>",
+    );
 
     const run = await runCli(["migrate", dataDir]);
     expect(run.stderr).toBe("");
@@ -89,6 +95,10 @@ describe("booblik-cli migrate", () => {
     expect(run.stdout).toContain(
       `note: ${path.join(dataDir, "topics", "tiny.json")}: maxRecordBytes 300 → 377 (format 2 counts the whole batch)`,
     );
+    // segment verify (the storage layer's own walker) finds every converted segment sound.
+    const verified = await runCli(["segment", "verify", dataDir]);
+    expect(verified.stdout).toContain("verified 5 partitions: no damage");
+    expect(verified.exitCode).toBe(0);
     // The format-2 broker opens it, checks every entry, and serves every record by offset and time.
     await expectBrokerReads(dataDir, expected);
     expect(after.get("users.json")).toEndWith(" 600");
