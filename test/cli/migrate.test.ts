@@ -101,6 +101,19 @@ describe("booblik-cli migrate", () => {
     expect(verified.exitCode).toBe(0);
     // The format-2 broker opens it, checks every entry, and serves every record by offset and time.
     await expectBrokerReads(dataDir, expected);
+    // Appends go on where format 1 ended, in every partition, the mapped one included.
+    {
+      const broker = await Broker.openAsync({ dataDir });
+      try {
+        expect((await broker.append("events", 0, ["next"])).firstOffset).toBe(80);
+        expect((await broker.append("events", 1, ["next"])).firstOffset).toBe(25);
+        expect((await broker.append("events", 2, ["next"])).firstOffset).toBe(0);
+        expect((await broker.append("logs", 0, ["next"])).firstOffset).toBe(1070);
+        expect((await broker.append("tiny", 0, ["next"])).firstOffset).toBe(40);
+      } finally {
+        await broker.close();
+      }
+    }
     expect(after.get("users.json")).toEndWith(" 600");
     // The original, untouched, at the backup name; nothing else left next to it.
     expect(snapshotTree(`${dataDir}.format1-backup`)).toEqual(before);
