@@ -105,11 +105,11 @@ describe("booblik-cli migrate", () => {
     {
       const broker = await Broker.openAsync({ dataDir });
       try {
-        expect((await broker.append("events", 0, ["next"])).firstOffset).toBe(80);
-        expect((await broker.append("events", 1, ["next"])).firstOffset).toBe(25);
-        expect((await broker.append("events", 2, ["next"])).firstOffset).toBe(0);
-        expect((await broker.append("logs", 0, ["next"])).firstOffset).toBe(1070);
-        expect((await broker.append("tiny", 0, ["next"])).firstOffset).toBe(40);
+        expect(Number((await broker.append("events", 0, ["next"])).firstOffset)).toBe(80);
+        expect(Number((await broker.append("events", 1, ["next"])).firstOffset)).toBe(25);
+        expect(Number((await broker.append("events", 2, ["next"])).firstOffset)).toBe(0);
+        expect(Number((await broker.append("logs", 0, ["next"])).firstOffset)).toBe(1070);
+        expect(Number((await broker.append("tiny", 0, ["next"])).firstOffset)).toBe(40);
       } finally {
         await broker.close();
       }
