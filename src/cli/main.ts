@@ -940,9 +940,16 @@ function preview(bytes: Uint8Array | null, decoder: TextDecoder, maxChars: numbe
   return JSON.stringify(text.length > maxChars ? `${text.slice(0, maxChars)}…` : text);
 }
 
+let lastIsoMs = Number.NaN;
+let lastIso = "";
+
+/** ISO 8601 of a timestamp; the last one is kept, as the records of a batch mostly share theirs. */
 function isoTimestamp(timestampMs: number): string {
+  if (timestampMs === lastIsoMs) return lastIso;
   const date = new Date(timestampMs);
-  return timestampMs < 0 || Number.isNaN(date.getTime()) ? String(timestampMs) : date.toISOString();
+  lastIsoMs = timestampMs;
+  lastIso = timestampMs < 0 || Number.isNaN(date.getTime()) ? String(timestampMs) : date.toISOString();
+  return lastIso;
 }
 
 /**
@@ -1067,6 +1074,10 @@ async function dumpSegment(parsed: Parsed, file: string): Promise<number> {
     try {
       for (step = walk.next(); !step.done; step = walk.next()) {
         if (out.full) await out.drain();
+        // A hint to collect the strings of the records printed (a few hundred bytes each): left
+        // to itself, the collector let a dump of a million records peak at 863 MiB in a loaded
+        // full test run, against 98 MiB alone.
+        Bun.gc(false);
       }
     } finally {
       // Stopped by an error (a closed stdout): end the walk, which closes the segment file.
