@@ -159,7 +159,11 @@ interface Deferred {
 const ENCODER = new TextEncoder();
 
 function bytesOf(value: Bytes): Uint8Array {
-  return typeof value === "string" ? ENCODER.encode(value) : value;
+  if (typeof value === "string") return ENCODER.encode(value);
+  // Checked, not trusted: a number or an object would otherwise be encoded as garbage lengths.
+  if (!(value instanceof Uint8Array))
+    throw new InvalidArgumentError(`a key, value or header value is a string or bytes, got ${typeof value}`);
+  return value;
 }
 
 function nullableBytesOf(value: Bytes | null | undefined): Uint8Array | null {
