@@ -223,6 +223,26 @@ export const FILE_NAME_BYTES_MAX = 255;
 export const TOPIC_FILE_SUFFIX = ".json";
 export const TOPIC_TEMPORARY_FILE_SUFFIX = ".tmp";
 
+// --- Kafka listener (src/kafka; docs/kafka.md) -----------------------------------------------------
+
+/**
+ * The port Kafka clients expect (Kafka's own default). `--kafka-port` defaults to `off` for now: a
+ * default-on second port would make every broker started in parallel (tests, benchmarks, the
+ * README's examples) fight over 9092.
+ */
+export const KAFKA_PORT_DEFAULT = 9092;
+/**
+ * How long the Kafka listener waits for answers in flight at shutdown before it closes the sockets
+ * (the same bound as the native listener's drain).
+ */
+export const KAFKA_SHUTDOWN_DRAIN_MS = SHUTDOWN_DRAIN_MS;
+/**
+ * While a request is being answered (Kafka handles one request per connection at a time), a
+ * connection keeps reading until this many bytes of later requests are buffered, then pauses: a
+ * pipelining client (kafkajs sends several requests at once) cannot make the broker buffer more.
+ */
+export const KAFKA_PIPELINED_BYTES_MAX = INBOUND_FREE_BYTES;
+
 // --- Command line (booblik-cli) --------------------------------------------------------------------
 
 /** The broker's default TCP port (`--port`, BOOBLIK_PORT); the CLI's default `--broker` port too. */
