@@ -67,7 +67,7 @@ function kafkajsAdmin(port: number) {
 
 describe("a broker process with --kafka-port", () => {
   test("kafkajs admin: create topics, list them, their metadata and offsets, delete them", async () => {
-    const { kafkaPort } = await brokerWithKafka();
+    const { broker, kafkaPort } = await brokerWithKafka();
     const admin = kafkajsAdmin(kafkaPort);
     await admin.connect();
     expect(
@@ -99,6 +99,8 @@ describe("a broker process with --kafka-port", () => {
     ).toEqual([["r3", "INVALID_REPLICATION_FACTOR"]]);
     await admin.deleteTopics({ topics: ["orders"] });
     expect(await admin.listTopics()).toEqual(["audit"]);
+    // SIGTERM with the Kafka connection still open: a clean stop.
+    expect(await broker.stop()).toBe(0);
   });
 
   test.skipIf(KCAT === null)(
@@ -135,6 +137,23 @@ describe("a broker process with --kafka-port", () => {
     const { stdout } = await kcat(kafkaPort, ["-L", "-J"]);
     expect((JSON.parse(stdout) as { brokers: unknown[] }).brokers).toEqual([
       { id: 1, name: "kafka.example:19092" },
+    ]);
+  });
+
+  test("a Kafka port in use is a one-line refusal and exit code 1", async () => {
+    const taken = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    cleanups.push(() => taken.stop(true));
+    const result = await runBrokerExpectingFailure([
+      "--data-dir",
+      dataDir().path,
+      "--port",
+      "0",
+      "--kafka-port",
+      String(taken.port),
+    ]);
+    expect([result.exitCode, result.stderr.trim()]).toEqual([
+      1,
+      `booblik: cannot serve the Kafka protocol on 127.0.0.1:${taken.port}: address already in use (choose another --kafka-port)`,
     ]);
   });
 
