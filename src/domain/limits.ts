@@ -242,6 +242,12 @@ export const KAFKA_SHUTDOWN_DRAIN_MS = SHUTDOWN_DRAIN_MS;
  * pipelining client (kafkajs sends several requests at once) cannot make the broker buffer more.
  */
 export const KAFKA_PIPELINED_BYTES_MAX = INBOUND_FREE_BYTES;
+/**
+ * Longest long poll of a Kafka Fetch, whatever max_wait_ms says (kafkajs waits 5 s by default,
+ * librdkafka 0.5 s). The same as the request timeout of kafkajs (30 s): an answer at the cap is an
+ * empty fetch the client simply repeats.
+ */
+export const KAFKA_FETCH_WAIT_MS_MAX = 30_000;
 
 // --- Command line (booblik-cli) --------------------------------------------------------------------
 

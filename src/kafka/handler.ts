@@ -36,6 +36,7 @@ import {
   type VersionRange,
 } from "./apis.ts";
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "./codec.ts";
+import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import {
   decodeApiVersionsRequest,
   decodeCreateTopicsRequest,
@@ -89,48 +90,6 @@ export type KafkaOutcome =
   | { kind: "respond"; bytes: Uint8Array }
   | { kind: "silent" }
   | { kind: "close"; reason: string };
-
-/** A Kafka error code and the message for responses that carry one. */
-export interface KafkaError {
-  code: number;
-  message: string;
-}
-
-/** Kafka's code for a booblik error (the message travels where the response has a field for it). */
-export function kafkaErrorOf(error: unknown): KafkaError {
-  if (!(error instanceof BooblikError)) {
-    return {
-      code: KAFKA_ERROR.UNKNOWN_SERVER_ERROR,
-      message: error instanceof Error ? error.message : String(error),
-    };
-  }
-  const message = error.message;
-  switch (error.code) {
-    case "UNKNOWN_TOPIC_OR_PARTITION":
-      return { code: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, message };
-    case "OFFSET_OUT_OF_RANGE":
-      return { code: KAFKA_ERROR.OFFSET_OUT_OF_RANGE, message };
-    case "TOPIC_EXISTS":
-      return { code: KAFKA_ERROR.TOPIC_ALREADY_EXISTS, message };
-    case "RECORD_TOO_LARGE":
-      return { code: KAFKA_ERROR.MESSAGE_TOO_LARGE, message };
-    case "CORRUPT_RECORD":
-      return { code: KAFKA_ERROR.CORRUPT_MESSAGE, message };
-    case "STORAGE_ERROR":
-    case "PARTITION_FAILED":
-      return { code: KAFKA_ERROR.KAFKA_STORAGE_ERROR, message };
-    case "LIMIT_EXCEEDED":
-      return { code: KAFKA_ERROR.POLICY_VIOLATION, message };
-    case "INVALID_ARGUMENT":
-      return { code: KAFKA_ERROR.INVALID_REQUEST, message };
-    case "CLOSED":
-      // The broker is stopping (or the topic was deleted under the request): clients retry elsewhere
-      // after refreshing their metadata, which this code asks for.
-      return { code: KAFKA_ERROR.NOT_LEADER_OR_FOLLOWER, message };
-    default:
-      return { code: KAFKA_ERROR.UNKNOWN_SERVER_ERROR, message };
-  }
-}
 
 /**
  * Kafka topic configs booblik has, by Kafka's name (TopicConfig.java), and how each value maps onto
