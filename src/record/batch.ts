@@ -309,6 +309,24 @@ export function stampBatch(
   setInt32(bytes, start + PARTITION_LEADER_EPOCH_OFFSET, partitionLeaderEpoch);
 }
 
+/**
+ * Turns the batch in `bytes[start, end)` into a LogAppendTime batch stamped at `timestampMs`:
+ * attributes bit 3 set, MaxTimestamp = `timestampMs`, batch CRC recomputed (both fields are covered
+ * by it). Readers then take MaxTimestamp as every record's timestamp (Kafka's rule); BaseTimestamp
+ * and the record deltas stay as the producer wrote them, as Kafka leaves them.
+ */
+export function stampLogAppendTime(bytes: Uint8Array, start: number, end: number, timestampMs: number): void {
+  if (!Number.isSafeInteger(timestampMs))
+    throw new InvalidArgumentError(`log append time ${timestampMs} is not an integer number of milliseconds`);
+  setInt16(
+    bytes,
+    start + ATTRIBUTES_OFFSET,
+    int16At(bytes, start + ATTRIBUTES_OFFSET) | ATTRIBUTE_LOG_APPEND_TIME,
+  );
+  setInt64(bytes, start + MAX_TIMESTAMP_OFFSET, timestampMs);
+  setInt32(bytes, start + CRC_OFFSET, computeBatchCrc(bytes, start, end));
+}
+
 // --- Validation of a PRODUCE ---------------------------------------------------------------------
 
 export interface ValidateBatchOptions {

@@ -680,7 +680,7 @@ export class BrokerServer implements ConnectionHost {
     this.counters.produceRequests++;
     // The append itself is synchronous (the records are copied into the page cache before this call
     // returns), so the frame may be reused afterwards; only the acknowledgement waits.
-    partition.append(request.records, true).then(
+    partition.append(request.records).then(
       (ack) => {
         this.counters.produceRecords += ack.recordCount;
         this.counters.produceBytes += request.records.length;

@@ -7,8 +7,8 @@
  * own: when to force (the durability policy, src/broker), topics, consumer positions.
  *
  * Invariants:
- * - Segments are contiguous: segment i+1 starts at segment i's next offset. A batch never spans
- *   segments; the log rolls when the next batch would not fit.
+ * - Segments are contiguous: segment i+1 starts at segment i's next offset. An append (one or more
+ *   batches, each stored as one entry) never spans segments; the log rolls when it would not fit.
  * - Only the newest segment has a writer. Retention deletes sealed segments only, oldest first.
  * - `nextOffset` moves only after a batch is completely written (DESIGN invariant 2).
  * - After a failed write or force the log refuses appends until it is reopened (and so recovered).
@@ -52,8 +52,8 @@ import {
   RecordTooLargeError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
-import { FETCH_BYTES_DEFAULT, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
-import { readUint32 } from "../record/codec.ts";
+import { ENTRY_HEADER_BYTES, FETCH_BYTES_DEFAULT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import { type DecodedRecord, forEachRecord, recordHeaders, recordKey, recordValue } from "../record/batch.ts";
 import {
   CHECKPOINT_FILE,
   type Checkpoint,
@@ -63,8 +63,15 @@ import {
   writeCheckpointNow,
 } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
+import { EntryFramer } from "./entry-framer.ts";
 import { isTornCreation } from "./recovery.ts";
-import { countBatch, type FileRange, type RecordsRead, Segment, type SegmentConfig } from "./segment.ts";
+import {
+  type FileRange,
+  type RecordsRead,
+  Segment,
+  type SegmentConfig,
+  type TimestampLookup,
+} from "./segment.ts";
 import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
 export interface PartitionLogOptions {
@@ -115,6 +122,26 @@ export interface RetentionResult {
 }
 
 const EMPTY_RECORDS = new Uint8Array(0);
+/** One framer for every log: an append is planned and written in one synchronous call. */
+const framer = new EntryFramer();
+
+/**
+ * The time retention by age measures a segment by: its largest record timestamp (Kafka's rule), or
+ * the time of its last append when that timestamp lies in the future (a producer's clock ahead, or
+ * made-up timestamps: such a segment would otherwise never expire) or there is none. A segment
+ * whose entries cannot be walked (damage found building its index) is measured by its last append
+ * as well: retention must not stop on it.
+ */
+export function retentionTimeMs(segment: Segment, nowMs: number): number {
+  let largest: number;
+  try {
+    largest = segment.largestTimestampMs();
+  } catch (error) {
+    if (error instanceof CorruptRecordError) return segment.lastAppendTimeMs;
+    throw error;
+  }
+  return largest >= 0 && largest <= nowMs ? largest : segment.lastAppendTimeMs;
+}
 
 export class PartitionLog {
   readonly directory: string;
@@ -437,12 +464,14 @@ export class PartitionLog {
   // --- Append ------------------------------------------------------------------------------------
 
   /**
-   * Appends a batch of framed records as one unit and returns the offset of its first record. Rolls
-   * to a new segment first when the batch would not fit. A batch that could not fit even an empty
-   * segment is refused with RecordTooLargeError; an invalid batch with CorruptRecordError; nothing is
+   * Appends one or more bare RecordBatch v2 (back to back in `batches`, validated by the caller) as
+   * one unit and returns the offset of its first record; each batch becomes one stored entry
+   * (entry-framer.ts), made a LogAppendTime batch of `logAppendTimeMs` when that is ≥ 0. Rolls to a
+   * new segment first when the append would not fit. An append that could not fit even an empty
+   * segment is refused with RecordTooLargeError; a malformed one with CorruptRecordError; nothing is
    * written in either case.
    */
-  append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
+  append(batches: Uint8Array, logAppendTimeMs = -1, nowMs = Date.now()): Offset {
     this.checkUsable();
     if (this.awaitingUncleanMark) {
       const full = this.retryUncleanMark();
@@ -456,19 +485,28 @@ export class PartitionLog {
         );
       }
     }
+    const planned = framer.plan(batches, this.nextOffset, logAppendTimeMs, this.config.maxPayloadBytes);
     let active = this.segments.at(-1)!;
-    if (!active.hasRoomFor(batch.length)) {
+    if (!active.hasRoomFor(planned.framedBytes)) {
       const emptySegmentRoom = this.config.segmentBytes - SEGMENT_HEADER_BYTES;
-      if (batch.length > emptySegmentRoom) {
-        const count = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
-        const what = count === 1 ? "a record (with its 8-byte header)" : `a batch of ${count} records`;
-        throw new RecordTooLargeError(batch.length, emptySegmentRoom, what, "what fits in an empty segment");
+      if (planned.framedBytes > emptySegmentRoom) {
+        const records = `${planned.recordCount} record${planned.recordCount === 1 ? "" : "s"}`;
+        const what =
+          planned.entryCount === 1
+            ? `a batch of ${records} (with its ${ENTRY_HEADER_BYTES}-byte frame)`
+            : `${planned.entryCount} batches of ${records} in all (with their frames)`;
+        throw new RecordTooLargeError(
+          planned.framedBytes,
+          emptySegmentRoom,
+          what,
+          "what fits in an empty segment",
+        );
       }
       active = this.roll();
     }
     let firstOffset: Offset;
     try {
-      firstOffset = active.append(batch, verifyCrc, nowMs);
+      firstOffset = active.appendPlanned(planned, nowMs);
     } catch (error) {
       if (active.failure !== undefined) this.failureCause = active.failure;
       throw error;
@@ -656,11 +694,13 @@ export class PartitionLog {
   }
 
   /**
-   * Copying read of complete, CRC-checked records from `offset` on, across segments, below `endOffset`
-   * (default: the end of the log), at most `maxBytes` of them (but always the first record). At the
-   * end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the upper bound.
-   * `oneSegment` stops at the end of the first segment, like `fileRange` (the server's copying FETCH
-   * path uses it, so both paths keep docs/protocol.md's "a response never crosses a segment end").
+   * Copying read of whole, CRC-checked entries from the one containing `offset` on, across
+   * segments, below `endOffset` (default: the end of the log), at most `maxBytes` of them (but
+   * always the first entry). `firstOffset` of the result is that entry's BaseOffset (≤ `offset`).
+   * At the end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the
+   * upper bound. `oneSegment` stops at the end of the first segment, like `fileRange` (the server's
+   * copying FETCH path uses it, so both paths keep docs/protocol.md's "a response never crosses a
+   * segment end").
    */
   read(
     offset: number,
@@ -673,22 +713,22 @@ export class PartitionLog {
     if (offset === end) return { records: EMPTY_RECORDS, firstOffset: offset, recordCount: 0 };
     const first = this.segmentFor(offset).read(offset, maxBytes, end);
     let remaining = maxBytes - first.records.length;
-    let at = offset + first.recordCount;
-    if (oneSegment || remaining <= RECORD_HEADER_BYTES || at >= end) return first;
+    let at = first.firstOffset + first.recordCount;
+    if (oneSegment || remaining <= ENTRY_HEADER_BYTES || at >= end) return first;
     const parts: Uint8Array[] = [first.records];
     let bytes = first.records.length;
     let count = first.recordCount;
-    while (remaining > RECORD_HEADER_BYTES && at < end) {
+    while (remaining > ENTRY_HEADER_BYTES && at < end) {
       let next: RecordsRead;
       try {
         next = this.segmentFor(at).read(at, remaining, end);
       } catch (error) {
-        // A bad record further on ends this read with what was good before it; the next read,
-        // starting at the bad record, reports it.
+        // A bad entry further on ends this read with what was good before it; the next read,
+        // starting at the bad entry, reports it.
         if (error instanceof CorruptRecordError) break;
         throw error;
       }
-      if (next.records.length > remaining) break; // its first record alone is larger than what is left
+      if (next.recordCount === 0 || next.records.length > remaining) break; // its first entry alone is larger than what is left
       parts.push(next.records);
       bytes += next.records.length;
       count += next.recordCount;
@@ -702,12 +742,30 @@ export class PartitionLog {
       records.set(part, position);
       position += part.length;
     }
-    return { records, firstOffset: offset, recordCount: count };
+    return { records, firstOffset: first.firstOffset, recordCount: count };
   }
 
   /**
-   * Zero-copy read: the file range of whole records from `offset` on within one segment, at most
-   * `maxBytes` (but always the first record). Returns the segment, acquired: the caller sends
+   * The first offset in [logStartOffset, `endOffset`) whose record timestamp is ≥ `timestampMs`,
+   * with that timestamp (Kafka's ListOffsets by time); undefined when there is none. Segments are
+   * asked oldest first; each skips itself when its largest timestamp is below `timestampMs` (a
+   * segment opened without a scan builds its index on the first such question, once).
+   */
+  offsetForTimestamp(timestampMs: number, endOffset: number = this.nextOffset): TimestampLookup | undefined {
+    if (this.closed) throw new ClosedError(`partition ${this.directory}`);
+    const end = Math.min(endOffset, this.nextOffset);
+    for (const segment of this.segments) {
+      if (segment.baseOffset >= end) break;
+      const found = segment.offsetForTimestamp(timestampMs, end);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
+  /**
+   * Zero-copy read: the file range of whole entries from the one containing `offset` on within one
+   * segment, at most `maxBytes` (but always the first entry). Returns the segment, acquired: the
+   * caller sends
    * `out.fd` and then calls `release()` on it, so retention cannot close the descriptor under it.
    * Returns undefined at the end of the log.
    */
@@ -764,7 +822,9 @@ export class PartitionLog {
 
   /**
    * Yields records from `offset` on as they become readable, waiting without polling at the end: the
-   * in-process form of a long-poll fetch. Ends when the log closes. `end`/`subscribe` as in
+   * in-process form of a long-poll fetch. Records below `offset` in the first batch are dropped (a
+   * read starts at the batch containing it). Key, value and header values are views into a buffer
+   * of their own read (kept alive by them). Ends when the log closes. `end`/`subscribe` as in
    * waitForRecord (a partition under the `force` policy passes its durable end and force signal).
    */
   async *tail(
@@ -772,8 +832,9 @@ export class PartitionLog {
     maxBytes = FETCH_BYTES_DEFAULT,
     end: () => number = () => this.nextOffset,
     subscribe: (listener: () => void) => () => void = (listener) => this.onAppend(listener),
-  ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+  ): AsyncGenerator<DecodedRecord> {
     let next = offset;
+    const batch: DecodedRecord[] = [];
     for (;;) {
       if (this.closed) return;
       const limit = end();
@@ -783,16 +844,25 @@ export class PartitionLog {
       }
       const read = this.read(next, maxBytes, limit);
       const records = read.records;
+      const from = next;
+      batch.length = 0;
       let position = 0;
-      for (let i = 0; i < read.recordCount; i++) {
-        const length = readUint32(records, position);
-        const payload = records.subarray(
-          position + RECORD_HEADER_BYTES,
-          position + RECORD_HEADER_BYTES + length,
-        );
-        position += RECORD_HEADER_BYTES + length;
-        yield { offset: next++, payload };
+      while (position < records.length) {
+        const batchEnd = position + ENTRY_HEADER_BYTES + readEntryLength(records, position);
+        forEachRecord(records, position + ENTRY_HEADER_BYTES, batchEnd, (record) => {
+          if (record.offset < from) return;
+          batch.push({
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key: recordKey(record),
+            value: recordValue(record),
+            headers: recordHeaders(record),
+          });
+        });
+        position = batchEnd;
       }
+      next = read.firstOffset + read.recordCount;
+      for (const record of batch) yield record;
     }
   }
 
@@ -801,7 +871,8 @@ export class PartitionLog {
   /**
    * Deletes the oldest sealed segments while the log without the oldest segment still holds at least
    * `retentionBytes` (Kafka's rule: a log keeps at most about one segment more than the limit), and
-   * while the oldest segment's last append is older than `retentionMs`. Never the active segment,
+   * while the oldest segment's largest record timestamp (or last append: `retentionTimeMs`) is
+   * older than `retentionMs`. Never the active segment,
    * never one holding offsets at or after `keepFromOffset`.
    * Deleted files are unlinked at once; readers that hold a segment finish it.
    */
@@ -813,7 +884,10 @@ export class PartitionLog {
       const oldest = this.segments[0]!;
       assert(!oldest.isActive, "only the newest segment is active");
       const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
-      const byAge = policy.retentionMs !== undefined && nowMs - oldest.lastAppendTimeMs > policy.retentionMs;
+      const byAge =
+        !bySize &&
+        policy.retentionMs !== undefined &&
+        nowMs - retentionTimeMs(oldest, nowMs) > policy.retentionMs;
       if (!bySize && !byAge) break;
       if (policy.keepFromOffset !== undefined && oldest.nextOffset > policy.keepFromOffset) break;
       // Deleted first: a failed unlink throws with the segment still in the log and nothing lost,
@@ -894,4 +968,15 @@ export class PartitionLog {
     if (this.failureCause !== undefined)
       throw new PartitionFailedError(`partition ${this.directory}`, this.failureCause);
   }
+}
+
+/** The frame length of the entry at `bytes[position]` (a whole entry checked by a read). */
+function readEntryLength(bytes: Uint8Array, position: number): number {
+  return (
+    ((bytes[position]! << 24) |
+      (bytes[position + 1]! << 16) |
+      (bytes[position + 2]! << 8) |
+      bytes[position + 3]!) >>>
+    0
+  );
 }
