@@ -41,21 +41,26 @@ import {
   decodeApiVersionsRequest,
   decodeCreateTopicsRequest,
   decodeDeleteTopicsRequest,
+  decodeFetchRequest,
   decodeInitProducerIdRequest,
   decodeListOffsetsRequest,
   decodeMetadataRequest,
+  decodeProduceRequest,
   encodeApiVersionsResponse,
   encodeCreateTopicsResponse,
   encodeDeleteTopicsResponse,
+  encodeFetchResponse,
   encodeInitProducerIdResponse,
   encodeListOffsetsResponse,
   encodeMetadataResponse,
+  encodeProduceResponse,
   LIST_OFFSETS_EARLIEST,
   LIST_OFFSETS_LATEST,
   type ListOffsetsPartitionResponse,
   type MetadataTopic,
   type TopicResult,
 } from "./messages.ts";
+import { fetchRecords, produceRecords } from "./records.ts";
 
 /** This broker's node id in every answer: a single node is its own leader, controller, coordinator. */
 export const KAFKA_NODE_ID = 1;
@@ -65,13 +70,16 @@ export const NO_LEADER_EPOCH = -1;
 export const KAFKA_CLUSTER_ID = "booblik";
 
 /**
- * APIs advertised and served now, with their versions. Produce and Fetch wait for the format-2
- * storage (issue 11); FindCoordinator waits for the group coordinator (advertising it would send
- * group consumers on to JoinGroup, which nothing answers yet).
+ * APIs advertised and served now, with their versions. Produce from v0, so that librdkafka 2.0
+ * enables RecordBatch v2 (it needs Produce 3 and Fetch 4 inside the ranges, kafka-wire.md §0.2);
+ * a magic 0/1 message set is refused (records.ts). FindCoordinator waits for the group coordinator
+ * (advertising it would send group consumers on to JoinGroup, which nothing answers yet).
  */
 export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new Map<KafkaApiKey, VersionRange>(
   [
     [KAFKA_API.API_VERSIONS, CODEC_VERSIONS[KAFKA_API.API_VERSIONS]],
+    [KAFKA_API.PRODUCE, CODEC_VERSIONS[KAFKA_API.PRODUCE]],
+    [KAFKA_API.FETCH, CODEC_VERSIONS[KAFKA_API.FETCH]],
     [KAFKA_API.METADATA, CODEC_VERSIONS[KAFKA_API.METADATA]],
     [KAFKA_API.LIST_OFFSETS, CODEC_VERSIONS[KAFKA_API.LIST_OFFSETS]],
     [KAFKA_API.CREATE_TOPICS, CODEC_VERSIONS[KAFKA_API.CREATE_TOPICS]],
@@ -178,6 +186,13 @@ export class KafkaHandler {
         case KAFKA_API.API_VERSIONS:
           decodeApiVersionsRequest(reader, apiVersion);
           return this.respond(this.apiVersions(apiVersion, correlationId, KAFKA_ERROR.NONE));
+        case KAFKA_API.PRODUCE:
+          return await this.produce(reader, apiVersion, correlationId);
+        case KAFKA_API.FETCH: {
+          const request = decodeFetchRequest(reader, apiVersion);
+          const response = await fetchRecords(this.broker, request, apiVersion);
+          return this.respond((writer) => encodeFetchResponse(writer, apiVersion, correlationId, response));
+        }
         case KAFKA_API.METADATA:
           return this.metadata(reader, apiVersion, correlationId);
         case KAFKA_API.LIST_OFFSETS:
@@ -221,6 +236,14 @@ export class KafkaHandler {
     // An unsupported request version is answered in the v0 layout (KIP-511).
     const layout = errorCode === KAFKA_ERROR.UNSUPPORTED_VERSION ? 0 : version;
     return (writer) => encodeApiVersionsResponse(writer, layout, correlationId, { errorCode, apiKeys });
+  }
+
+  private async produce(reader: KafkaReader, version: number, correlationId: number): Promise<KafkaOutcome> {
+    const request = decodeProduceRequest(reader, version);
+    const topics = await produceRecords(this.broker, request);
+    // acks=0: Kafka sends no response at all, not even for errors.
+    if (request.acks === 0) return { kind: "silent" };
+    return this.respond((writer) => encodeProduceResponse(writer, version, correlationId, topics));
   }
 
   private metadata(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
@@ -282,7 +305,15 @@ export class KafkaHandler {
           // read_committed and read_uncommitted agree: no transactions, so the last stable offset is
           // the high watermark (the visible end).
           else if (asked.timestamp === LIST_OFFSETS_LATEST) answer.offset = partition.visibleNextOffset;
-          else answer.errorCode = KAFKA_ERROR.INVALID_REQUEST;
+          else if (asked.timestamp >= 0) {
+            // The first offset whose record timestamp is ≥ the one asked for (the time index);
+            // none: −1 and −1, as Kafka answers.
+            const found = partition.offsetForTimestamp(asked.timestamp);
+            if (found !== undefined) {
+              answer.offset = found.offset;
+              answer.timestamp = found.timestampMs;
+            }
+          } else answer.errorCode = KAFKA_ERROR.INVALID_REQUEST;
         } catch (error) {
           answer.errorCode = kafkaErrorOf(error).code;
         }

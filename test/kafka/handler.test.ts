@@ -79,9 +79,11 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
+      [0, 0, 8],
+      [1, 0, 11],
       [3, 0, 8],
       [2, 0, 5],
       [19, 0, 4],
@@ -107,7 +109,9 @@ describe("requests booblik does not answer", () => {
     expect(await close(header(3, 9))).toBe(
       "METADATA (API key 3) version 9 is not supported: served in versions 0-8",
     );
-    expect(await close(header(0, 7))).toBe("PRODUCE (API key 0) version 7 is not supported: not served");
+    expect(await close(header(0, 9))).toBe(
+      "PRODUCE (API key 0) version 9 is not supported: served in versions 0-8",
+    );
     expect(await close(header(10, 2).str("g").i8(0))).toBe(
       "FIND_COORDINATOR (API key 10) version 2 is not supported: not served",
     );
@@ -313,25 +317,49 @@ describe("Metadata and ListOffsets", () => {
     }
   });
 
-  test("ListOffsets: earliest (−2) is the log start, latest (−1) the high watermark; unknown partitions say 3", async () => {
+  test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), unknown partitions", async () => {
     broker.createTopic("o", { partitions: 1 });
-    await broker.append("o", 0, ["a", "b", "c"]);
-    const request = header(2, 2).i32(-1).i8(1).i32(1).str("o").i32(4);
-    request.i32(0).i64(-1).i32(0).i64(-2).i32(9).i64(-1).i32(0).i64(1_000);
+    const at = (value: string, timestamp: number) => ({
+      key: null,
+      value: new TextEncoder().encode(value),
+      timestamp,
+    });
+    await broker.produce("o", 0, [at("a", 1_000), at("b", 1_001), at("c", 1_002)]);
+    await broker.produce("o", 0, [at("d", 5_000)]);
+    const asked: [number, number][] = [
+      [0, -1],
+      [0, -2],
+      [9, -1],
+      [0, 1_001],
+      [0, 2_000],
+      [0, 9_999],
+      [0, -3],
+    ];
+    const request = header(2, 2).i32(-1).i8(1).i32(1).str("o").i32(asked.length);
+    for (const [partition, timestamp] of asked) request.i32(partition).i64(timestamp);
     const reader = await answer(request);
     expect(reader.int32("throttle")).toBe(0);
-    expect([reader.int32("topics"), reader.string("name"), reader.int32("partitions")]).toEqual([1, "o", 4]);
-    const rows = [0, 1, 2, 3].map(() => [
+    expect([reader.int32("topics"), reader.string("name"), reader.int32("partitions")]).toEqual([
+      1,
+      "o",
+      asked.length,
+    ]);
+    const rows = asked.map(() => [
       reader.int32("p"),
       reader.int16("e"),
       reader.int64("timestamp"),
       reader.int64("offset"),
     ]);
     expect(rows).toEqual([
-      [0, 0, -1, 3],
+      [0, 0, -1, 4],
       [0, 0, -1, 0],
       [9, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, -1, -1],
-      // By timestamp needs the format-2 time index (issue 11): refused until then.
+      // Inside the first batch: the record itself, with its own timestamp.
+      [0, 0, 1_001, 1],
+      [0, 0, 5_000, 3],
+      // Nothing at or after it: −1 and −1, as Kafka answers.
+      [0, 0, -1, -1],
+      // −3 (max timestamp) is ListOffsets v7+, beyond the versions served.
       [0, KAFKA_ERROR.INVALID_REQUEST, -1, -1],
     ]);
     reader.expectEnd("response");
