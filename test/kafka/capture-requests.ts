@@ -20,7 +20,7 @@ interface Captured {
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "booblik-capture-"));
 const broker = Broker.open({ dataDir });
-broker.createTopic("golden", { partitions: 2 });
+broker.createTopic("golden", { partitions: 2, durability: "append" });
 const listener = new KafkaListener(broker, {
   hostname: "127.0.0.1",
   port: 0,
@@ -40,9 +40,13 @@ listener.handler.handle = (frame) => {
   return handle(frame);
 };
 
-async function kcat(args: string[]): Promise<void> {
+async function kcat(args: string[], input?: string): Promise<void> {
   current = { client: "kcat 1.7.1 (librdkafka 2.0.2)", command: `kcat ${args.join(" ")}` };
-  const child = Bun.spawn(["kcat", "-b", `127.0.0.1:${port}`, ...args], { stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn(["kcat", "-b", `127.0.0.1:${port}`, ...args], {
+    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   await child.exited;
 }
 
@@ -50,6 +54,8 @@ try {
   await kcat(["-L"]);
   await kcat(["-L", "-t", "golden"]);
   await kcat(["-Q", "-t", "golden:0:-1", "-t", "golden:1:-2"]);
+  await kcat(["-P", "-t", "golden", "-p", "0", "-K", ":", "-H", "h=v"], "k1:v1\nk2:v2\n");
+  await kcat(["-C", "-t", "golden", "-p", "0", "-o", "beginning", "-e", "-q"]);
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${port}`],
     clientId: "capture",
@@ -72,6 +78,14 @@ try {
   await admin.fetchTopicMetadata({ topics: ["made-by-kafkajs"] });
   current = { client: "kafkajs 2.2.4", command: "admin.fetchTopicOffsets" };
   await admin.fetchTopicOffsets("made-by-kafkajs");
+  const producer = kafka.producer();
+  current = { client: "kafkajs 2.2.4", command: "producer.send" };
+  await producer.connect();
+  await producer.send({
+    topic: "made-by-kafkajs",
+    messages: [{ key: "k", value: "v", partition: 2, headers: { h: "x" }, timestamp: "1700000000000" }],
+  });
+  await producer.disconnect();
   current = { client: "kafkajs 2.2.4", command: "admin.deleteTopics" };
   await admin.deleteTopics({ topics: ["made-by-kafkajs"] });
   await admin.disconnect();

@@ -35,9 +35,14 @@ import {
   encodeListOffsetsResponse,
   encodeMetadataResponse,
   encodeProduceResponse,
+  type FetchRequest,
+  type ProduceRequest,
 } from "../../src/kafka/messages.ts";
+import { decodeBatch } from "../../src/record/batch.ts";
 import { Expect } from "./bytes.ts";
 import captured from "./fixtures/captured-requests.json";
+
+const text = (bytes: Uint8Array | null) => (bytes === null ? null : new TextDecoder().decode(bytes));
 
 type Decoder = (reader: KafkaReader, version: number) => unknown;
 const DECODERS: Record<KafkaApiKey, Decoder> = {
@@ -146,6 +151,70 @@ describe("requests captured from real clients decode", () => {
       topicNames: ["made-by-kafkajs"],
       timeoutMs: 5000,
     });
+  });
+
+  test("kcat -P: Produce v7, acks −1, one RecordBatch v2 per partition (a view into the frame)", () => {
+    const frame = find("kcat -P -t golden -p 0 -K : -H h=v", KAFKA_API.PRODUCE).bytes;
+    const { header, body } = decode(frame);
+    expect(header.apiVersion).toBe(7);
+    const request = body as ProduceRequest;
+    expect([request.transactionalId, request.acks, request.timeoutMs, request.topics[0]!.name]).toEqual([
+      null,
+      -1,
+      30_000,
+      "golden",
+    ]);
+    const records = request.topics[0]!.partitions[0]!.records!;
+    expect(records.buffer).toBe(frame.buffer);
+    const batch = decodeBatch(records);
+    // librdkafka 2.0.2: PartitionLeaderEpoch 0, ProducerId −1, BaseSequence −1 (kafka-wire.md §2).
+    expect([
+      batch.header.magic,
+      batch.header.partitionLeaderEpoch,
+      batch.header.producerId,
+      batch.header.baseSequence,
+    ]).toEqual([2, 0, -1, -1]);
+    expect(
+      batch.records.map((r) => [text(r.key), text(r.value), r.headers.map((h) => [h.key, text(h.value)])]),
+    ).toEqual([
+      ["k1", "v1", [["h", "v"]]],
+      ["k2", "v2", [["h", "v"]]],
+    ]);
+  });
+
+  test("kcat -C: Fetch v11 with read_committed, no session (id 0, epoch −1), 500 ms wait, then the next offset", () => {
+    const fetches = frames
+      .filter((f) => f.command.startsWith("kcat -C") && f.bytes[1] === KAFKA_API.FETCH)
+      .map((f) => decode(f.bytes));
+    expect(fetches.map((f) => f.header.apiVersion)).toEqual([11, 11, 11]);
+    expect(fetches[0]!.body).toEqual({
+      maxWaitMs: 500,
+      minBytes: 1,
+      maxBytes: 52_428_800,
+      isolationLevel: 1,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [
+        { topic: "golden", partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 1_048_576 }] },
+      ],
+    });
+    expect(fetches.map((f) => (f.body as FetchRequest).topics[0]!.partitions[0]!.fetchOffset)).toEqual([
+      0, 2, 2,
+    ]);
+  });
+
+  test("kafkajs producer: Produce v7, BaseSequence 0 with ProducerId −1 (accepted, as Kafka does)", () => {
+    const { header, body } = decode(find("producer.send", KAFKA_API.PRODUCE).bytes);
+    expect(header.apiVersion).toBe(7);
+    const partition = (body as ProduceRequest).topics[0]!.partitions[0]!;
+    expect(partition.index).toBe(2);
+    const batch = decodeBatch(partition.records!);
+    expect([batch.header.producerId, batch.header.producerEpoch, batch.header.baseSequence]).toEqual([
+      -1, 0, 0,
+    ]);
+    expect(batch.records.map((r) => [text(r.key), text(r.value), r.timestamp])).toEqual([
+      ["k", "v", 1_700_000_000_000],
+    ]);
   });
 
   test("every truncation and every trailing byte is a KafkaProtocolError with a position", () => {
