@@ -499,5 +499,34 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
     expect(consumed.stdout.trim().split("\n")).toEqual(
       Array.from({ length: 5 }, (_, i) => `${i} key-${i} value-${i} ${1_700_000_000_000 + i} h=${i}`),
     );
+    // By timestamp (ListOffsets with a time): from the first record at or after it, inside the batch.
+    const fromTime = await kcat(kafkaPort, [
+      "-C",
+      "-t",
+      "kjs",
+      "-p",
+      "1",
+      "-o",
+      "s@1700000000003",
+      "-e",
+      "-q",
+      "-f",
+      "%o\\n",
+    ]);
+    expect(fromTime.stdout).toBe("3\n4\n");
+    const tail = await kcat(kafkaPort, [
+      "-C",
+      "-t",
+      "kjs",
+      "-p",
+      "1",
+      "-o",
+      "-1",
+      "-e",
+      "-q",
+      "-f",
+      "%o %s\\n",
+    ]);
+    expect(tail.stdout).toBe("4 value-4\n");
   });
 });
