@@ -139,10 +139,24 @@ export class KafkaHandler {
   private readonly options: KafkaHandlerOptions;
   /** One writer for every response: each is encoded without an await and copied out at once. */
   private readonly writer = new KafkaWriter(4096);
+  private readonly stopSignal: { stopped: boolean; promise: Promise<void> };
+  private resolveStop!: () => void;
 
   constructor(broker: Broker, options: KafkaHandlerOptions) {
     this.broker = broker;
     this.options = options;
+    this.stopSignal = {
+      stopped: false,
+      promise: new Promise<void>((resolve) => {
+        this.resolveStop = resolve;
+      }),
+    };
+  }
+
+  /** Ends every long poll now (each is answered with what there is); for the listener's stop. */
+  stop(): void {
+    this.stopSignal.stopped = true;
+    this.resolveStop();
   }
 
   /** Answers one request frame (the bytes after its 4-byte size). */
@@ -190,7 +204,7 @@ export class KafkaHandler {
           return await this.produce(reader, apiVersion, correlationId);
         case KAFKA_API.FETCH: {
           const request = decodeFetchRequest(reader, apiVersion);
-          const response = await fetchRecords(this.broker, request, apiVersion);
+          const response = await fetchRecords(this.broker, request, apiVersion, this.stopSignal);
           return this.respond((writer) => encodeFetchResponse(writer, apiVersion, correlationId, response));
         }
         case KAFKA_API.METADATA:

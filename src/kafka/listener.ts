@@ -455,6 +455,7 @@ export class KafkaListener {
     if (this.stopping) return;
     this.stopping = true;
     this.server?.stop(false);
+    this.handler?.stop();
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
     for (const connection of this.connections) if (!connection.answering) connection.close(undefined);
     const deadline = performance.now() + KAFKA_SHUTDOWN_DRAIN_MS;

@@ -254,8 +254,12 @@ function readRound(broker: Broker, request: FetchRequest): FetchRound {
   return { response: { errorCode: KAFKA_ERROR.NONE, sessionId: 0, topics }, bytes, anyError, partitions };
 }
 
-/** Resolves when any of `partitions` may have new visible records, or after `waitMs`. */
-function visibleOrTimeout(partitions: readonly Partition[], waitMs: number): Promise<void> {
+/** Resolves when any of `partitions` may have new visible records, after `waitMs`, or at `stopping`. */
+function visibleOrTimeout(
+  partitions: readonly Partition[],
+  waitMs: number,
+  stopping: Promise<void>,
+): Promise<void> {
   return new Promise((resolve) => {
     const unsubscribe: (() => void)[] = [];
     const done = () => {
@@ -265,17 +269,26 @@ function visibleOrTimeout(partitions: readonly Partition[], waitMs: number): Pro
     };
     const timer = setTimeout(done, waitMs);
     for (const partition of partitions) unsubscribe.push(partition.onVisible(done));
+    void stopping.then(done);
   });
+}
+
+/** Whether the listener is stopping, and a promise that resolves when it starts to. */
+export interface StopSignal {
+  readonly stopped: boolean;
+  readonly promise: Promise<void>;
 }
 
 /**
  * Answers a Fetch: reads what is there; while fewer than min_bytes are, waits (at most max_wait_ms,
- * capped at KAFKA_FETCH_WAIT_MS_MAX) for any of the partitions to get more, and reads again.
+ * capped at KAFKA_FETCH_WAIT_MS_MAX) for any of the partitions to get more, and reads again. A
+ * listener that stops ends the wait: the fetch is answered with what there is.
  */
 export async function fetchRecords(
   broker: Broker,
   request: FetchRequest,
   version: number,
+  stop: StopSignal,
 ): Promise<FetchResponse> {
   if (version >= 7 && request.sessionId !== 0) {
     return { errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] };
@@ -284,9 +297,8 @@ export async function fetchRecords(
   for (;;) {
     const round = readRound(broker, request);
     const waitMs = deadline - performance.now();
-    if (round.bytes >= request.minBytes || round.anyError || waitMs <= 0 || round.partitions.length === 0) {
-      return round.response;
-    }
-    await visibleOrTimeout(round.partitions, waitMs);
+    const done = round.bytes >= request.minBytes || round.anyError || round.partitions.length === 0;
+    if (done || waitMs <= 0 || stop.stopped) return round.response;
+    await visibleOrTimeout(round.partitions, waitMs, stop.promise);
   }
 }

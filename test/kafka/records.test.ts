@@ -47,7 +47,7 @@ function records(values: string[], timestamp = 1_700_000_000_000): RecordInput[]
 }
 
 /** An in-process broker and Kafka listener (append durability: no force per produce). */
-function inProcess(): { broker: Broker; port: number } {
+function inProcess(): { broker: Broker; port: number; listener: KafkaListener } {
   const broker = Broker.open({ dataDir: dataDir().path, topicDefaults: { durability: "append" } });
   cleanups.push(() => broker.close());
   const listener = new KafkaListener(broker, {
@@ -62,7 +62,7 @@ function inProcess(): { broker: Broker; port: number } {
   });
   const { port } = listener.listen();
   cleanups.push(() => listener.stop());
-  return { broker, port };
+  return { broker, port, listener };
 }
 
 async function connect(port: number): Promise<RawSocket> {
@@ -260,6 +260,20 @@ describe("Produce and Fetch over raw frames", () => {
     expect(answered).toBe(false);
     await roundTrip(producer, produceV8("poll", 0, encodeBatch(records(["late"]))));
     expect(decodeAll(fetchAnswer(await pending).records!).map((r) => r[2])).toEqual(["late"]);
+  });
+
+  test("stopping the listener ends a long poll: it is answered with what there is", async () => {
+    const { broker, port, listener } = inProcess();
+    broker.createTopic("stop");
+    const consumer = await connect(port);
+    const pending = roundTrip(consumer, fetchV11("stop", 0, 0, { maxWaitMs: 25_000, minBytes: 1 }));
+    await waitUntil(() => listener.counters.requests === 1, "the fetch to arrive");
+    const stopped = listener.stop();
+    // Answered long before its 25 s (the test's 5 s timeout would fail first).
+    const answer = fetchAnswer(await pending);
+    expect([answer.error, answer.highWatermark, answer.records?.length]).toEqual([0, 0, 0]);
+    await stopped;
+    await consumer.closed;
   });
 
   test("acks=0 gets no answer at all, yet the records are appended", async () => {
