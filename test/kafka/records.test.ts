@@ -462,13 +462,26 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
         "check.crcs=true",
       ]);
       expect([consumed.exitCode, consumed.stdout.trim().split("\n")]).toEqual([0, lines]);
-      // Stored as sent: the fetched batches still carry the codec in attributes bits 0-2.
+      // Stored as sent: the fetched batches carry the codec in attributes bits 0-2. librdkafka sends
+      // a batch uncompressed when compression does not shrink it (a few lines read early from stdin),
+      // so look at every batch of the whole log.
       const socket = await connect(kafkaPort);
-      const fetched = fetchAnswer(await roundTrip(socket, fetchV11("z", 0, 0))).records!;
+      const fetched = fetchAnswer(
+        await roundTrip(socket, fetchV11("z", 0, 0, { partitionMaxBytes: 1 << 24 })),
+      ).records!;
+      const codecs = new Set<number>();
+      for (
+        let at = 0;
+        at < fetched.length;
+        at += 12 + new DataView(fetched.buffer, fetched.byteOffset + at).getInt32(8)
+      ) {
+        codecs.add(fetched[at + 22]! & 0x07);
+      }
       // librdkafka 2.0.2 switches lz4 on only when FindCoordinator is advertised (rdkafka_feature.c),
       // which waits for the group coordinator: its `-z lz4` batches go out uncompressed for now.
       const codecIds: Record<string, number> = { gzip: 1, snappy: 2, lz4: 0, zstd: 4 };
-      expect(fetched[22]! & 0x07).toBe(codecIds[codec]!);
+      expect(codecs.has(codecIds[codec]!)).toBe(true);
+      if (codec === "lz4") expect([...codecs]).toEqual([0]);
     },
   );
 
