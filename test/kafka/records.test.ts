@@ -89,13 +89,14 @@ function produceV8(
   recordSet: Uint8Array,
   acks = -1,
   correlationId = 1,
+  transactionalId: string | null = null,
 ): Uint8Array {
   return new Expect()
     .i16(0)
     .i16(8)
     .i32(correlationId)
     .str("t")
-    .str(null)
+    .str(transactionalId)
     .i16(acks)
     .i32(30_000)
     .i32(1)
@@ -290,7 +291,7 @@ describe("Produce and Fetch over raw frames", () => {
 
   test("refused batches carry Kafka's codes and say why; nothing of them is stored", async () => {
     const { broker, port } = inProcess();
-    broker.createTopic("bad");
+    broker.createTopic("bad", { maxRecordBytes: 512 });
     const socket = await connect(port);
     const good = () => encodeBatch(records(["a", "b"]));
     const flippedCrc = good();
@@ -310,6 +311,11 @@ describe("Produce and Fetch over raw frames", () => {
     const magic1 = good();
     magic1[16] = 1;
     const two = Uint8Array.from([...good(), ...good()]);
+    const control = good();
+    control[22] = control[22]! | 0x20;
+    recrc(control);
+    const noSequence = encodeBatch(records(["a"]), { producerId: 5, producerEpoch: 0, baseSequence: -1 });
+    const tooLarge = encodeBatch(records(["x".repeat(1000)]));
     const transactional = encodeBatch(records(["a"]), {
       transactional: true,
       producerId: 5,
@@ -329,6 +335,25 @@ describe("Produce and Fetch over raw frames", () => {
       ["magic 1", magic1, KAFKA_ERROR.UNSUPPORTED_FOR_MESSAGE_FORMAT, "a magic 1 message set"],
       ["two batches", two, KAFKA_ERROR.INVALID_RECORD, "more than one batch"],
       ["transactional", transactional, KAFKA_ERROR.INVALID_RECORD, "transactional batches are not accepted"],
+      ["control batch", control, KAFKA_ERROR.INVALID_RECORD, "a control batch (attributes bit 5)"],
+      [
+        "ProducerId without a sequence",
+        noSequence,
+        KAFKA_ERROR.INVALID_RECORD,
+        "BaseSequence -1 with ProducerId 5",
+      ],
+      [
+        "empty record set",
+        new Uint8Array(0),
+        KAFKA_ERROR.INVALID_RECORD,
+        "the partition's record set is empty",
+      ],
+      [
+        "batch above maxRecordBytes",
+        tooLarge,
+        KAFKA_ERROR.MESSAGE_TOO_LARGE,
+        "exceeds the batch size limit of 512 bytes",
+      ],
     ];
     for (const [what, batch, code, message] of cases) {
       const [error, baseOffset, text] = produceAnswer(await roundTrip(socket, produceV8("bad", 0, batch)));
@@ -340,7 +365,58 @@ describe("Produce and Fetch over raw frames", () => {
     expect(produceAnswer(await roundTrip(socket, produceV8("nope", 0, good())))[0]).toBe(
       KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
     );
+    const transactionalId = produceV8("bad", 0, good(), -1, 1, "tx-1");
+    expect(produceAnswer(await roundTrip(socket, transactionalId)).slice(0, 1)).toEqual([
+      KAFKA_ERROR.INVALID_RECORD,
+    ]);
     expect(broker.describeTopic("bad").partitions[0]!.nextOffset).toBe(0);
+    // An idempotent batch (ProducerId ≥ 0 with a sequence) is stored like any other, not de-duplicated.
+    const idempotent = () =>
+      encodeBatch(records(["a"]), { producerId: 5, producerEpoch: 0, baseSequence: 0 });
+    expect(produceAnswer(await roundTrip(socket, produceV8("bad", 0, idempotent())))).toEqual([0, 0, null]);
+    expect(produceAnswer(await roundTrip(socket, produceV8("bad", 0, idempotent())))).toEqual([0, 1, null]);
+  });
+
+  test("a LogAppendTime topic answers the append time, and its records carry it", async () => {
+    const { broker, port } = inProcess();
+    broker.createTopic("lat", { timestampType: "LogAppendTime" });
+    const socket = await connect(port);
+    const before = Date.now();
+    const reader = await roundTrip(socket, produceV8("lat", 0, encodeBatch(records(["a", "b"]))));
+    const after = Date.now();
+    reader.int32("topics");
+    reader.string("name");
+    reader.int32("partitions");
+    reader.int32("index");
+    expect([reader.int16("error"), reader.int64("base_offset")]).toEqual([0, 0]);
+    const appendTime = reader.int64("log_append_time_ms");
+    expect(appendTime).toBeGreaterThanOrEqual(before);
+    expect(appendTime).toBeLessThanOrEqual(after);
+    const fetched = decodeAll(fetchAnswer(await roundTrip(socket, fetchV11("lat", 0, 0))).records!);
+    expect(fetched.map((r) => r[3])).toEqual([appendTime, appendTime]);
+  });
+
+  test("below the log start (after retention): OFFSET_OUT_OF_RANGE; a fetch session id: FETCH_SESSION_ID_NOT_FOUND", async () => {
+    const { broker, port } = inProcess();
+    broker.createTopic("ret", { segmentBytes: 256, retentionBytes: 1 });
+    const socket = await connect(port);
+    for (let i = 0; i < 8; i++) await roundTrip(socket, produceV8("ret", 0, encodeBatch(records([`r${i}`]))));
+    broker.applyRetention();
+    const start = broker.describeTopic("ret").partitions[0]!.logStartOffset;
+    expect(start).toBeGreaterThan(0);
+    const below = fetchAnswer(await roundTrip(socket, fetchV11("ret", 0, start - 1)));
+    expect([below.error, below.highWatermark]).toEqual([KAFKA_ERROR.OFFSET_OUT_OF_RANGE, 8]);
+    const fromStart = fetchAnswer(await roundTrip(socket, fetchV11("ret", 0, start)));
+    expect(decodeAll(fromStart.records!)[0]![0]).toBe(start);
+    const session = fetchV11("ret", 0, start);
+    new DataView(session.buffer).setInt32(4 + 2 + 2 + 4 + 3 + 4 + 4 + 4 + 4 + 1, 77); // session_id
+    const reader = await roundTrip(socket, session);
+    expect([
+      reader.int32("throttle"),
+      reader.int16("error"),
+      reader.int32("session"),
+      reader.int32("topics"),
+    ]).toEqual([0, 70, 0, 0]);
   });
 });
 
