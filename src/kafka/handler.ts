@@ -108,6 +108,7 @@ const TOPIC_CONFIGS: Record<string, (value: string) => Partial<TopicConfig>> = {
   "retention.bytes": (value) => ({ retentionBytes: kafkaLimit("retention.bytes", value) }),
   "segment.bytes": (value) => ({ segmentBytes: kafkaInteger("segment.bytes", value) }),
   "max.message.bytes": (value) => ({ maxRecordBytes: kafkaInteger("max.message.bytes", value) }),
+  "message.timestamp.type": (value) => ({ timestampType: value as TopicConfig["timestampType"] }),
   "booblik.durability": (value) => ({ durability: value as TopicConfig["durability"] }),
   "booblik.flush.interval.ms": (value) => ({
     flushIntervalMs: kafkaInteger("booblik.flush.interval.ms", value),

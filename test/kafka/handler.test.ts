@@ -177,6 +177,7 @@ describe("topics", () => {
           ["retention.ms", "60000"],
           ["retention.bytes", "-1"],
           ["booblik.durability", "force"],
+          ["message.timestamp.type", "LogAppendTime"],
         ]),
         creatable("b", -1),
         creatable("a", 1),
@@ -185,6 +186,7 @@ describe("topics", () => {
         creatable("cfg", 1, -1, [["cleanup.policy", "compact"]]),
         creatable("bad/name", 1),
         creatable("seg", 1, -1, [["segment.bytes", "12"]]),
+        creatable("ts", 1, -1, [["message.timestamp.type", "WallClock"]]),
       ]),
     );
     const out = results(reader, 4);
@@ -197,16 +199,22 @@ describe("topics", () => {
       ["cfg", KAFKA_ERROR.INVALID_CONFIG],
       ["bad/name", KAFKA_ERROR.INVALID_TOPIC_EXCEPTION],
       ["seg", KAFKA_ERROR.INVALID_CONFIG],
+      ["ts", KAFKA_ERROR.INVALID_CONFIG],
     ]);
     expect(out[3]![2]).toBe("booblik is a single broker: replication_factor must be 1 (or -1), got 3");
     expect(out[5]![2]).toStartWith(
       'topic config "cleanup.policy" is not supported; booblik knows retention.ms',
     );
     expect(out[7]![2]).toStartWith("segmentBytes must be an integer in [256, ");
+    expect(out[8]![2]).toBe('timestampType must be one of CreateTime, LogAppendTime, got "WallClock"');
     const a = broker.describeTopic("a");
-    expect([a.partitions.length, a.config.retentionMs, a.config.retentionBytes, a.config.durability]).toEqual(
-      [3, 60_000, null, "force"],
-    );
+    expect([
+      a.partitions.length,
+      a.config.retentionMs,
+      a.config.retentionBytes,
+      a.config.durability,
+      a.config.timestampType,
+    ]).toEqual([3, 60_000, null, "force", "LogAppendTime"]);
     expect(broker.describeTopic("b").partitions.length).toBe(broker.topicDefaults.partitions);
     expect(broker.listTopics().map((topic) => topic.name)).toEqual(["a", "b"]);
 
