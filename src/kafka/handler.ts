@@ -54,6 +54,7 @@ import {
   encodeListOffsetsResponse,
   encodeMetadataResponse,
   encodeProduceResponse,
+  type FetchResponse,
   LIST_OFFSETS_EARLIEST,
   LIST_OFFSETS_LATEST,
   type ListOffsetsPartitionResponse,
@@ -206,7 +207,11 @@ export class KafkaHandler {
         case KAFKA_API.FETCH: {
           const request = decodeFetchRequest(reader, apiVersion);
           const response = await fetchRecords(this.broker, request, apiVersion, this.stopSignal);
-          return this.respond((writer) => encodeFetchResponse(writer, apiVersion, correlationId, response));
+          // A writer of its own, sized for the records, handed over without a copy: the records are
+          // most of a fetch response, and the shared writer would copy them a second time.
+          const writer = new KafkaWriter(fetchResponseBytesHint(response));
+          encodeFetchResponse(writer, apiVersion, correlationId, response);
+          return { kind: "respond", bytes: writer.written() };
         }
         case KAFKA_API.METADATA:
           return this.metadata(reader, apiVersion, correlationId);
@@ -457,6 +462,19 @@ export class KafkaHandler {
     }
     return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
   }
+}
+
+/** An upper bound of a Fetch response's size for the versions served: records plus fixed fields. */
+function fetchResponseBytesHint(response: FetchResponse): number {
+  let bytes = 64;
+  for (const topic of response.topics) {
+    bytes += 8 + topic.topic.length * 3;
+    for (const partition of topic.partitions) {
+      bytes += 48;
+      for (const piece of partition.records ?? []) bytes += piece.length;
+    }
+  }
+  return bytes;
 }
 
 function describeAdvertised(): string {
