@@ -18,7 +18,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { bench, do_not_optimize, run, summary } from "mitata";
-import { crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
+import { crc32cClearsVectorState, crc32cImplementation, crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
 import type { Offset } from "../src/domain/ids.ts";
 import { ENTRY_HEADER_BYTES, SEGMENT_BYTES_DEFAULT } from "../src/domain/limits.ts";
 import { RecordBatchWriter, validateBatch } from "../src/record/batch.ts";
@@ -34,9 +34,16 @@ import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/
 const args = parseBenchArgs({
   usage:
     "bun bench/storage.bench.ts [all|append|lookup|recovery|crc|history] [--seconds=3] [--gib=1] " +
-    "[--policies=none,force] [--records=100,1024] [--batches=1,100,1000]",
+    "[--policies=none,force] [--records=100,1024] [--batches=1,100,1000] [--encode=yes|no]",
   sections: ["all", "append", "lookup", "recovery", "crc", "history"],
-  options: { seconds: "3", gib: "1", policies: "none,force", records: "100,1024", batches: "1,100,1000" },
+  options: {
+    seconds: "3",
+    gib: "1",
+    policies: "none,force",
+    records: "100,1024",
+    batches: "1,100,1000",
+    encode: "yes",
+  },
 });
 const section = args.section;
 const SECONDS = args.number("seconds");
@@ -66,6 +73,12 @@ const positiveList = (name: "records" | "batches"): number[] =>
     });
 const APPEND_RECORD_BYTES = positiveList("records");
 const APPEND_BATCH_RECORDS = positiveList("batches");
+/**
+ * `yes`: each append encodes its batch first (the producer's work). `no`: batches encoded before the
+ * clock starts are validated and appended (what the broker does per PRODUCE; format 1's rows
+ * measured this part: verify every record's CRC, append).
+ */
+const APPEND_ENCODES = args.text("encode") !== "no";
 
 /** Values of `recordBytes` random bytes, `batchRecords` per batch, `count` batches. */
 function randomValues(recordBytes: number, batchRecords: number, count: number): Uint8Array[][] {
@@ -106,7 +119,8 @@ async function appendRun(
   const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES_DEFAULT });
   const valueSets = randomValues(recordBytes, batchRecords, 16);
   const writer = new RecordBatchWriter();
-  const batchBytes = ENTRY_HEADER_BYTES + randomBatches(recordBytes, batchRecords, 1)[0]!.length;
+  const encoded = randomBatches(recordBytes, batchRecords, 16);
+  const batchBytes = ENTRY_HEADER_BYTES + encoded[0]!.length;
   let storedBytes = 0;
   let segment = Segment.create(directory, 0 as Offset, config);
   const sealed: Segment[] = [];
@@ -125,11 +139,16 @@ async function appendRun(
       segment = Segment.create(directory, segment.nextOffset, config);
     }
     // The producer's part: encode the batch (varints, batch CRC32C).
-    const values = valueSets[i++ & 15]!;
-    writer.begin();
-    const timestamp = Date.now();
-    for (let r = 0; r < batchRecords; r++) writer.add({ key: null, value: values[r]!, timestamp });
-    const batch = writer.finish();
+    let batch: Uint8Array;
+    if (APPEND_ENCODES) {
+      const values = valueSets[i++ & 15]!;
+      writer.begin();
+      const timestamp = Date.now();
+      for (let r = 0; r < batchRecords; r++) writer.add({ key: null, value: values[r]!, timestamp });
+      batch = writer.finish();
+    } else {
+      batch = encoded[i++ & 15]!;
+    }
     // The broker's part: validate as for PRODUCE, then append (stamp, frame CRC32C, write).
     validateBatch(batch, 0, batch.length);
     segment.append(batch);
@@ -165,7 +184,8 @@ async function appendRun(
 
 async function appendSection(directory: string): Promise<void> {
   console.log(
-    `\n## append (${SECONDS} s per run, segments of ${SEGMENT_BYTES_DEFAULT / 2 ** 20} MiB rolling; per batch: encode, validate, append)\n`,
+    `\n## append (${SECONDS} s per run, segments of ${SEGMENT_BYTES_DEFAULT / 2 ** 20} MiB rolling; per batch: ` +
+      `${APPEND_ENCODES ? "encode, " : ""}validate, append; CRC32C ${crc32cImplementation}${crc32cClearsVectorState ? " clearing the vector state" : ""})\n`,
   );
   console.log(
     "Each row runs mapped, file, mapped, file in turn and reports the better of the two runs of each",

@@ -13,11 +13,13 @@ export {
   type PartitionDescription,
   type TopicDescription,
 } from "./broker/broker.ts";
-export type { AppendAck } from "./broker/partition.ts";
+export type { AppendAck, FileLease } from "./broker/partition.ts";
 export {
   DEFAULT_TOPIC_CONFIG,
   DURABILITY_POLICIES,
   type DurabilityPolicy,
+  TIMESTAMP_TYPES,
+  type TimestampType,
   type TopicConfig,
 } from "./broker/topic-config.ts";
 export {
@@ -55,9 +57,16 @@ export {
   toTopicName,
 } from "./domain/ids.ts";
 export * as limits from "./domain/limits.ts";
+export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput } from "./record/batch.ts";
 export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
 export { payloadsOf } from "./record/codec.ts";
 export { verifyRecords } from "./record/verify.ts";
 export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";
-export { Segment, type SegmentConfig, segmentConfig } from "./storage/segment.ts";
+export {
+  type RecordsRead,
+  Segment,
+  type SegmentConfig,
+  segmentConfig,
+  type TimestampLookup,
+} from "./storage/segment.ts";
 export { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";

@@ -300,13 +300,17 @@ function describeOpen(report: Broker["openReport"]): string {
   const shutdown =
     report.partitions === 0 ? "new" : report.cleanShutdown ? "clean shutdown" : "recovered after a crash";
   const cut = report.bytesCut > 0 ? `, ${report.bytesCut} torn bytes cut` : "";
+  const lost =
+    report.partitionsWithDurableLoss.length > 0
+      ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced failed their checks and were cut in ${report.partitionsWithDurableLoss.join(", ")}`
+      : "";
   const dropped =
     report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
   const readOnly =
     report.readOnlyPartitions > 0
       ? `; DISK FULL: ${plural(report.readOnlyPartitions, "partition")} read-only until space is freed (reads work)`
       : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}`;
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}`;
 }
 
 async function main(): Promise<number> {

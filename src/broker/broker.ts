@@ -90,7 +90,12 @@ export interface BrokerOpenReport {
   cleanShutdown: boolean;
   segmentsScanned: number;
   bytesScanned: number;
+  /** Torn or invalid tails cut after the recovery points (normal after a crash). */
   bytesCut: number;
+  /** Bytes before a recovery point that failed their check: forced data lost (PartitionOpenReport). */
+  durableBytesLost: number;
+  /** Partitions where that happened. */
+  partitionsWithDurableLoss: string[];
   segmentsDropped: number;
   /** Partitions opened read-only because the disk was full (they take writes once space returns). */
   readOnlyPartitions: number;
@@ -175,6 +180,8 @@ export class Broker {
       segmentsScanned: 0,
       bytesScanned: 0,
       bytesCut: 0,
+      durableBytesLost: 0,
+      partitionsWithDurableLoss: [],
       segmentsDropped: 0,
       readOnlyPartitions: 0,
       durationMs: 0,
@@ -323,6 +330,9 @@ export class Broker {
         report.segmentsScanned += opened.segmentsScanned;
         report.bytesScanned += opened.bytesScanned;
         report.bytesCut += opened.bytesCut;
+        report.durableBytesLost += opened.durableBytesLost;
+        if (opened.damageBeforeRecoveryPoint)
+          report.partitionsWithDurableLoss.push(`${topic.name}-${partition.id}`);
         report.segmentsDropped += opened.segmentsDropped;
         if (opened.readOnlyCause !== undefined) report.readOnlyPartitions++;
       }

@@ -14,21 +14,23 @@
  * - After a failed write or force the log refuses appends until it is reopened (and so recovered).
  * - The recovery point only moves after a completed force that covered it (see checkpoint.ts).
  *
- * Opening (numbered passes, as in Kafka's LogLoader):
+ * Opening (numbered passes, as in Kafka's LogLoader; passes 2-4 decide per segment in one table,
+ * log-recovery.ts):
  * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
- *    Delete every segment file that holds no record while another remains (unless the recovery
+ *    Delete every segment file that holds no entry while another remains (unless the recovery
  *    point lies in it): the leftover of a roll whose create and cleanup both failed, or a newest
  *    segment whose header a crash tore (removeLeftoverSegments).
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
- *    on first read). The segment holding the recovery point and every later one are scanned: lengths
- *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut. After a clean
+ *    on first use). The segment holding the recovery point and every later one are scanned: no
+ *    CRCs up to the recovery point, everything after it; invalid tails are cut. After a clean
  *    shutdown the recovery point is the exact end, and the newest segment is not scanned either.
  * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
  *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
  *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
  *    right after a roll; its header bytes are zeros or missing) is deleted the same way, unless the
- *    recovery point says records in it were forced.
+ *    recovery point says entries in it were forced. Damage before the recovery point is reported
+ *    as durable data lost, apart from torn tails.
  * 5. Write the checkpoint back with `cleanShutdown: false` before the first append. On a full disk
  *    that write fails; the log then opens read-only (`awaitingUncleanMark`): reads work, and every
  *    append first retries the write and is refused with the disk-full error while it fails. The
@@ -42,7 +44,6 @@
 import path from "node:path";
 import { assert } from "../domain/assert.ts";
 import {
-  BadSegmentFileError,
   ClosedError,
   CorruptRecordError,
   IoError,
@@ -56,7 +57,6 @@ import { ENTRY_HEADER_BYTES, FETCH_BYTES_DEFAULT, SEGMENT_HEADER_BYTES } from ".
 import { type DecodedRecord, forEachRecord, recordHeaders, recordKey, recordValue } from "../record/batch.ts";
 import {
   CHECKPOINT_FILE,
-  type Checkpoint,
   type RecoveryPoint,
   readCheckpoint,
   writeCheckpoint,
@@ -64,7 +64,7 @@ import {
 } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
 import { EntryFramer } from "./entry-framer.ts";
-import { isTornCreation } from "./recovery.ts";
+import { type PartitionOpenReport, recoverSegments, removeLeftoverSegments } from "./log-recovery.ts";
 import {
   type FileRange,
   type RecordsRead,
@@ -74,32 +74,11 @@ import {
 } from "./segment.ts";
 import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
+export type { PartitionOpenReport } from "./log-recovery.ts";
+
 export interface PartitionLogOptions {
   /** Write the checkpoint after a force at most this often (it is also written on close). */
   checkpointIntervalMs?: number;
-}
-
-/** What opening a partition found and did. */
-export interface PartitionOpenReport {
-  directory: string;
-  cleanShutdown: boolean;
-  segments: number;
-  segmentsScanned: number;
-  bytesScanned: number;
-  /** Bytes cut off the ends of segments (torn or invalid records, padding). */
-  bytesCut: number;
-  /**
-   * Segments deleted because an earlier one ended in a hole, because their header was torn, or
-   * because they were the empty leftover of a failed roll (removeLeftoverSegments).
-   */
-  segmentsDropped: number;
-  /** True when records that the recovery point said were durable failed their check. */
-  damageBeforeRecoveryPoint: boolean;
-  /** Set when the disk was full at the open: the log opened read-only (pass 5). */
-  readOnlyCause?: IoError;
-  logStartOffset: number;
-  nextOffset: number;
-  durationMs: number;
 }
 
 /** Retention limits; undefined means "no limit". */
@@ -198,7 +177,7 @@ export class PartitionLog {
     // Pass 2: the checkpoint.
     const checkpointPath = path.join(directory, CHECKPOINT_FILE);
     const checkpoint = readCheckpoint(checkpointPath);
-    const leftovers = PartitionLog.removeLeftoverSegments(directory, bases, checkpoint);
+    const leftovers = removeLeftoverSegments(directory, bases, checkpoint);
     const report: PartitionOpenReport = {
       directory,
       cleanShutdown: checkpoint?.cleanShutdown === true,
@@ -206,6 +185,7 @@ export class PartitionLog {
       segmentsScanned: 0,
       bytesScanned: 0,
       bytesCut: 0,
+      durableBytesLost: 0,
       segmentsDropped: leftovers,
       damageBeforeRecoveryPoint: false,
       logStartOffset: 0,
@@ -215,7 +195,7 @@ export class PartitionLog {
     const segments: Segment[] = [];
     let durablePoint: RecoveryPoint;
     try {
-      PartitionLog.openSegments(directory, config, bases, checkpoint, segments, report);
+      recoverSegments(directory, config, bases, checkpoint, segments, report);
       if (segments.length === 0) {
         const base = (checkpoint?.recoveryPoint.nextOffset ?? 0) as Offset;
         segments.push(Segment.create(directory, base, config));
@@ -257,126 +237,6 @@ export class PartitionLog {
     log.writtenPoint = durablePoint;
     log.awaitingUncleanMark = report.readOnlyCause !== undefined;
     return log;
-  }
-
-  /**
-   * Pass 2, continued: removes from `bases` (and the directory) every segment file that holds no
-   * record, at most a header, while another segment file remains, unless the recovery point lies in
-   * it. Returns how many.
-   *
-   * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
-   * roll stopped the log in that case, the log went on appending past the file's base offset; fault
-   * simulation, seed 925210251), or a newest segment whose header a crash right after a roll tore.
-   * Kept, a leftover ends the previous segment at its own base offset, below that segment's real end:
-   * the open refused the whole partition, or trusted the wrong end and failed reads. It holds
-   * nothing: a roll never leaves an empty segment behind (an empty segment fits any batch a segment
-   * can take), and a newest empty segment removed here is created again by the next roll. The
-   * recovery point's own segment is kept even when empty: there an empty file can be a segment
-   * whose unforced records a power loss took, and passes 3 and 4 must find that hole.
-   */
-  private static removeLeftoverSegments(
-    directory: string,
-    bases: Offset[],
-    checkpoint: Checkpoint | undefined,
-  ): number {
-    let removed = 0;
-    for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
-      const base = bases[i]!;
-      if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
-      const filePath = path.join(directory, segmentFileName(base));
-      if (disk.statFile(filePath).sizeBytes > SEGMENT_HEADER_BYTES) continue;
-      disk.unlinkFile(filePath);
-      bases.splice(i, 1);
-      removed++;
-    }
-    return removed;
-  }
-
-  /** Passes 3 and 4. Fills `segments` in order; on a throw the caller closes what was opened. */
-  private static openSegments(
-    directory: string,
-    config: SegmentConfig,
-    bases: Offset[],
-    checkpoint: Checkpoint | undefined,
-    segments: Segment[],
-    report: PartitionOpenReport,
-  ): void {
-    const point = checkpoint?.recoveryPoint;
-    const clean = checkpoint?.cleanShutdown === true;
-    for (let i = 0; i < bases.length; i++) {
-      const base = bases[i]!;
-      const filePath = path.join(directory, segmentFileName(base));
-      const isLast = i === bases.length - 1;
-      const nextBase = isLast ? undefined : bases[i + 1]!;
-      const trusted =
-        point !== undefined &&
-        (base < point.segmentBaseOffset || (clean && base === point.segmentBaseOffset));
-      if (!isLast && point !== undefined && base < point.segmentBaseOffset) {
-        segments.push(Segment.openSealed(filePath, config, nextBase!));
-        continue;
-      }
-      // The recovery point says records of this segment were forced (so its header was too).
-      const vouched =
-        point !== undefined && base === point.segmentBaseOffset && point.position > SEGMENT_HEADER_BYTES;
-      if (isLast && !trusted && !vouched && isTornCreation(filePath)) {
-        // A crash right after a roll: the new file exists but its header never reached the disk,
-        // and no record can be in it (nothing is acknowledged before the header is forced).
-        disk.unlinkFile(filePath);
-        report.segmentsDropped++;
-        if (segments.length > 0) {
-          const previous = segments.pop()!;
-          previous.close();
-          const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes);
-          segments.push(reopened.segment);
-        }
-        break;
-      }
-      const verifyFrom =
-        point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
-      if (isLast && clean && point !== undefined && base === point.segmentBaseOffset) {
-        // After a clean shutdown the checkpoint holds the exact end: no scan at all (the index is
-        // built on first use), so a clean restart costs the same for 1 GiB or 1 TiB of data.
-        const trusted = Segment.openActiveTrusted(
-          filePath,
-          config,
-          point.position,
-          point.nextOffset as Offset,
-        );
-        if (trusted.report.scannedBytes > 0) report.segmentsScanned++;
-        report.bytesScanned += trusted.report.scannedBytes;
-        report.bytesCut += trusted.report.cutBytes;
-        segments.push(trusted.segment);
-        break;
-      }
-      const opened = isLast
-        ? Segment.openForAppend(filePath, config, verifyFrom)
-        : Segment.openRecovered(filePath, config, verifyFrom);
-      const segmentReport = opened.report;
-      report.segmentsScanned++;
-      report.bytesScanned += segmentReport.scannedBytes;
-      report.bytesCut += segmentReport.cutBytes;
-      if (segmentReport.validEndBytes < verifyFrom) report.damageBeforeRecoveryPoint = true;
-      segments.push(opened.segment);
-      if (nextBase !== undefined && opened.segment.nextOffset !== nextBase) {
-        if (opened.segment.nextOffset > nextBase) {
-          throw new BadSegmentFileError(
-            filePath,
-            `holds records up to offset ${opened.segment.nextOffset} but the next segment starts at ${nextBase}`,
-          );
-        }
-        // Pass 4: a hole. Everything after it goes; this segment becomes the active one.
-        for (let later = i + 1; later < bases.length; later++) {
-          disk.unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
-          report.segmentsDropped++;
-        }
-        if (!isLast) {
-          const recovered = segments.pop()!;
-          recovered.close();
-          segments.push(Segment.openForAppend(filePath, config, recovered.sizeBytes).segment);
-        }
-        break;
-      }
-    }
   }
 
   // --- State -------------------------------------------------------------------------------------

@@ -560,6 +560,41 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
+    test("damage before the recovery point is reported as durable data lost, not as a torn tail", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 50); // entries of 5 records
+      log.forceNow();
+      const point = log.recoveryPoint;
+      log.close(false);
+      // The checkpoint a background write would have left: everything up to `point` was forced.
+      fs.writeFileSync(
+        path.join(dir.path, CHECKPOINT_FILE),
+        JSON.stringify({ version: 1, cleanShutdown: false, recoveryPoint: point }),
+      );
+      // Damage to the fourth entry, a forced one, that the walk before the recovery point sees
+      // without CRCs (it checks lengths, magic and offsets): its stamped BaseOffset. (Rot inside
+      // records before the recovery point is found by the first read and by `segment verify`.)
+      const file = path.join(dir.path, segmentFileName(0 as Offset));
+      const bytes = fs.readFileSync(file);
+      let position = SEGMENT_HEADER_BYTES;
+      for (let i = 0; i < 3; i++) position += ENTRY_HEADER_BYTES + bytes.readUInt32BE(position);
+      bytes[position + ENTRY_HEADER_BYTES + 7]! ^= 0x40;
+      fs.writeFileSync(file, bytes);
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        const report = reopened.openReport;
+        expect(report.damageBeforeRecoveryPoint).toBe(true);
+        expect(report.durableBytesLost).toBe(point.position - position);
+        expect(report.bytesCut).toBe(0);
+        expect<number>(reopened.nextOffset).toBe(15);
+        expectAll(reopened, 0, 15);
+      } finally {
+        reopened.close();
+      }
+    });
+
     test("a newest segment whose header never reached the disk but part of a later write did is dropped too", () => {
       // A power cut in the force after a roll: the directory fsync (which runs in parallel with the
       // segment's fdatasync) completed, the fdatasync did not, and of the unforced writes the disk
