@@ -261,8 +261,22 @@ export class KafkaHandler {
   private async produce(reader: KafkaReader, version: number, correlationId: number): Promise<KafkaOutcome> {
     const request = decodeProduceRequest(reader, version);
     const topics = await produceRecords(this.broker, request);
-    // acks=0: Kafka sends no response at all, not even for errors.
-    if (request.acks === 0) return { kind: "silent" };
+    // acks=0: Kafka sends no response at all. A failed partition closes the connection instead, the
+    // only way to tell such a producer (KafkaApis.handleProduceRequest: "closing connection due to
+    // error during produce request with correlation id … acks = 0").
+    if (request.acks === 0) {
+      for (const topic of topics) {
+        for (const partition of topic.partitions) {
+          if (partition.errorCode !== KAFKA_ERROR.NONE) {
+            return {
+              kind: "close",
+              reason: `a Produce with acks=0 failed for ${topic.name}/${partition.index} (error ${partition.errorCode}): ${partition.errorMessage ?? ""}`,
+            };
+          }
+        }
+      }
+      return { kind: "silent" };
+    }
     return this.respond((writer) => encodeProduceResponse(writer, version, correlationId, topics));
   }
 

@@ -15,7 +15,8 @@
  *   inbound budget first (shared with the native listener), pausing the socket while it does not fit.
  * - Byte views handed to the handler stay valid until it answered: the buffer is compacted only
  *   while no request is being answered (growth copies into a fresh buffer and leaves the old one).
- * - Every close says why in the log (Kafka has no error frame for a dropped connection).
+ * - Every close but an ordinary one (shutdown, the client hanging up) says why in the log: Kafka has
+ *   no error frame for a dropped connection.
  */
 import type { Socket, TCPSocketListener } from "bun";
 import type { Broker } from "../broker/broker.ts";

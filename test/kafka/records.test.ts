@@ -289,6 +289,18 @@ describe("Produce and Fetch over raw frames", () => {
     expect(broker.describeTopic("quiet").partitions[0]!.nextOffset).toBe(1);
   });
 
+  test("acks=0 with a refused batch closes the connection: the producer has no other way to learn", async () => {
+    const { broker, port } = inProcess();
+    broker.createTopic("quiet");
+    const socket = await connect(port);
+    const bad = encodeBatch(records(["a"]));
+    bad[16] = 1; // magic 1
+    socket.write(produceV8("quiet", 0, bad, 0, 41));
+    await socket.closed;
+    expect(socket.received().length).toBe(0);
+    expect(broker.describeTopic("quiet").partitions[0]!.nextOffset).toBe(0);
+  });
+
   test("refused batches carry Kafka's codes and say why; nothing of them is stored", async () => {
     const { broker, port } = inProcess();
     broker.createTopic("bad", { maxRecordBytes: 512 });
