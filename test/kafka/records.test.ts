@@ -61,6 +61,7 @@ function inProcess(): { broker: Broker; port: number; listener: KafkaListener } 
     inboundBudget: new InboundBudget(1 << 26),
   });
   const { port } = listener.listen();
+  listeners.set(port, listener);
   cleanups.push(() => listener.stop());
   return { broker, port, listener };
 }
@@ -69,6 +70,24 @@ async function connect(port: number): Promise<RawSocket> {
   const socket = await rawConnect(port);
   cleanups.push(() => socket.close());
   return socket;
+}
+
+const listeners = new Map<number, KafkaListener>();
+function listenerOf(port: number): KafkaListener {
+  return listeners.get(port)!;
+}
+
+/** The response frame that starts at byte `from` of what arrived (waiting for all of it). */
+async function roundTripResult(
+  socket: RawSocket,
+  from: number,
+): Promise<{ reader: KafkaReader; correlationId: number; end: number }> {
+  let bytes = await socket.waitForBytes(from + 4);
+  const size = new DataView(bytes.buffer, bytes.byteOffset + from).getInt32(0);
+  bytes = await socket.waitForBytes(from + 4 + size);
+  const reader = new KafkaReader(bytes, from + 4, from + 4 + size);
+  const correlationId = reader.int32("correlation_id");
+  return { reader, correlationId, end: from + 4 + size };
 }
 
 /** Sends one request and returns a reader over its response body (after size and correlation id). */
@@ -218,6 +237,30 @@ describe("Produce and Fetch over raw frames", () => {
     expect(
       decodeAll(fetchAnswer(await roundTrip(socket, fetchV11("r", 0, 3))).records!).map((r) => r[0]),
     ).toEqual([3]);
+  });
+
+  test("a response larger than the socket takes at once waits for a slow reader, then arrives whole, before the next answer", async () => {
+    const { broker, port } = inProcess();
+    broker.createTopic("wide");
+    const values = Array.from({ length: 8 }, (_, i) => String.fromCharCode(97 + i).repeat(900_000));
+    for (const value of values)
+      await broker.produce("wide", 0, [{ key: null, value: TEXT.encode(value), timestamp: 1 }]);
+    const socket = await rawConnect(port, { readPaused: true });
+    cleanups.push(() => socket.close());
+    const fetch = fetchV11("wide", 0, 0, { partitionMaxBytes: 16 << 20 });
+    const apiVersions = new Expect().i16(18).i16(0).i32(99).str("t").frame();
+    socket.write(Uint8Array.from([...fetch, ...apiVersions]));
+    // Not reading: the broker's socket buffer fills and the rest of the answer waits for drain.
+    await waitUntil(() => listenerOf(port).counters.requests >= 1, "the fetch to be read");
+    socket.socket.resume();
+    const first = await roundTripResult(socket, 0);
+    const answer = fetchAnswer(first.reader);
+    expect(decodeAll(answer.records!).map((r) => [r[0], r[2]?.length, r[2]?.[0]])).toEqual(
+      values.map((value, i) => [i, value.length, value[0]]),
+    );
+    // The ApiVersions sent behind it is answered after it, whole.
+    const second = await roundTripResult(socket, first.end);
+    expect(second.correlationId).toBe(99);
   });
 
   test("at the high watermark: no records and the high watermark; beyond it: OFFSET_OUT_OF_RANGE", async () => {
