@@ -21,7 +21,7 @@ import { bench, do_not_optimize, run, summary } from "mitata";
 import { crc32cClearsVectorState, crc32cImplementation, crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
 import type { Offset } from "../src/domain/ids.ts";
 import { ENTRY_HEADER_BYTES, SEGMENT_BYTES_DEFAULT } from "../src/domain/limits.ts";
-import { RecordBatchWriter, validateBatch } from "../src/record/batch.ts";
+import { forEachRecord, RecordBatchWriter, validateBatch } from "../src/record/batch.ts";
 import { PartitionLog } from "../src/storage/partition-log.ts";
 import { sealedReadDescriptors } from "../src/storage/read-descriptors.ts";
 import { Segment, segmentConfig } from "../src/storage/segment.ts";
@@ -33,9 +33,9 @@ import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/storage.bench.ts [all|append|lookup|recovery|crc|history] [--seconds=3] [--gib=1] " +
+    "bun bench/storage.bench.ts [all|append|stages|lookup|recovery|crc|history] [--seconds=3] [--gib=1] " +
     "[--policies=none,force] [--records=100,1024] [--batches=1,100,1000] [--encode=yes|no]",
-  sections: ["all", "append", "lookup", "recovery", "crc", "history"],
+  sections: ["all", "append", "stages", "lookup", "recovery", "crc", "history"],
   options: {
     seconds: "3",
     gib: "1",
@@ -223,6 +223,69 @@ async function appendSection(directory: string): Promise<void> {
       }
     }
   }
+}
+
+/**
+ * Where the time of one append goes, per stage, for a batch of 100 records of 100 B: the producer's
+ * encoding, the broker's validation, the record walk alone, and the append on each write path (no
+ * force). Plain loops (mitata misreports sub-microsecond FFI work, bun-platform §5), each stage
+ * alone, so the CPU's vector state (ffi/crc32c.ts) is what each stage leaves for itself.
+ */
+function stagesSection(directory: string): void {
+  const batchRecords = 100;
+  const recordBytes = 100;
+  const iterations = Math.max(2000, Math.floor(SECONDS * 20_000));
+  console.log(
+    `\n## append stages (${batchRecords} records of ${recordBytes} B per batch, ${iterations} batches per stage, ` +
+      `CRC32C ${crc32cImplementation}${crc32cClearsVectorState ? " clearing the vector state" : ""})\n`,
+  );
+  const values = randomValues(recordBytes, batchRecords, 1)[0]!;
+  const writer = new RecordBatchWriter();
+  const encode = () => {
+    writer.begin();
+    const timestamp = Date.now();
+    for (let r = 0; r < batchRecords; r++) writer.add({ key: null, value: values[r]!, timestamp });
+    return writer.finish();
+  };
+  const batch = encode().slice();
+  const time = (f: () => void): number => {
+    for (let i = 0; i < Math.min(1000, iterations); i++) f();
+    const start = Bun.nanoseconds();
+    for (let i = 0; i < iterations; i++) f();
+    return (Bun.nanoseconds() - start) / iterations / 1000;
+  };
+  const rows: [string, number][] = [
+    ["encode (RecordBatchWriter: varints, batch CRC)", time(encode)],
+    [
+      "validate (validateBatch: batch CRC, records walked)",
+      time(() => validateBatch(batch, 0, batch.length)),
+    ],
+    ["walk the records alone (forEachRecord)", time(() => forEachRecord(batch, 0, batch.length, () => {}))],
+  ];
+  for (const mode of WRITE_MODES) {
+    const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES_DEFAULT });
+    let segment = Segment.create(directory, 0 as Offset, config);
+    const segments = [segment];
+    rows.push([
+      `append, ${mode} path (copy, stamp, frame CRC, write)`,
+      time(() => {
+        if (!segment.hasRoomFor(ENTRY_HEADER_BYTES + batch.length)) {
+          segment.seal();
+          segment = Segment.create(directory, segment.nextOffset, config);
+          segments.push(segment);
+        }
+        segment.append(batch);
+      }),
+    ]);
+    for (const each of segments) each.close();
+    for (const name of fs.readdirSync(directory)) fs.unlinkSync(path.join(directory, name));
+  }
+  console.log("| stage | µs per batch | ns per record |");
+  console.log("|---|---|---|");
+  for (const [stage, microseconds] of rows)
+    console.log(
+      `| ${stage} | ${microseconds.toFixed(2)} | ${((microseconds * 1000) / batchRecords).toFixed(0)} |`,
+    );
 }
 
 async function lookupSection(directory: string): Promise<void> {
@@ -418,6 +481,7 @@ console.log(
 );
 try {
   if (section === "append" || section === "all") await appendSection(directory.path);
+  if (section === "stages" || section === "all") stagesSection(directory.path);
   if (section === "lookup" || section === "all") await lookupSection(directory.path);
   if (section === "recovery" || section === "all") recoverySection(directory.path);
   if (section === "crc" || section === "all") crcSection();

@@ -37,3 +37,28 @@ export function sendFileRange(socketFd: number, fileFd: number, position: number
     throw ioError("sendfile", errno, undefined, `${count} bytes at ${position} to socket fd ${socketFd}`);
   }
 }
+
+/** poll(2) bits (Linux): the peer shut down its writing side; hang-up; error (a reset). */
+const POLLRDHUP = 0x2000;
+const POLLHUP = 0x010;
+const POLLERR = 0x008;
+/** struct pollfd { int fd; short events; short revents; }: 8 bytes. */
+const pollCell = new Int32Array(2);
+const pollEvents = new Int16Array(pollCell.buffer);
+
+/**
+ * Whether the peer of a TCP socket sent its FIN or reset the connection, without reading from it:
+ * for a connection whose reading is paused (Bun does not poll it, so it would never learn). POLLRDHUP
+ * is reported even while unread data precedes the FIN in the receive queue.
+ */
+export function peerHungUp(socketFd: number): boolean {
+  if (socketFd < 0) return true;
+  for (;;) {
+    pollCell[0] = socketFd;
+    pollEvents[2] = POLLRDHUP;
+    pollEvents[3] = 0;
+    const ready = libc.poll(pollCell, 1, 0);
+    if (ready >= 0) return ready > 0 && (pollEvents[3]! & (POLLRDHUP | POLLHUP | POLLERR)) !== 0;
+    if (lastErrno() !== EINTR) return false;
+  }
+}

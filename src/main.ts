@@ -14,6 +14,8 @@ import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-confi
 import { readUsersFile } from "./broker/users-file.ts";
 import { BooblikError } from "./domain/errors.ts";
 import {
+  ADMIN_REQUEST_BURST_SECONDS,
+  ADMIN_REQUESTS_PER_SECOND_DEFAULT,
   BROKER_PARTITIONS_DEFAULT_MAX,
   BROKER_PORT_DEFAULT,
   BROKER_TOPICS_DEFAULT_MAX,
@@ -128,6 +130,12 @@ const OPTIONS = {
     env: "BOOBLIK_MAX_CONNECTIONS_PER_ADDRESS",
     fallback: String(CONNECTIONS_PER_ADDRESS_DEFAULT),
     help: "connections one client address may hold",
+  },
+  maxAdminRequestsPerSecond: {
+    flag: "--max-admin-requests-per-second",
+    env: "BOOBLIK_MAX_ADMIN_REQUESTS_PER_SECOND",
+    fallback: String(ADMIN_REQUESTS_PER_SECOND_DEFAULT),
+    help: `topic creates and deletes one client address may make per second, after a burst of ${ADMIN_REQUEST_BURST_SECONDS} seconds' worth`,
   },
   requestTimeoutMs: {
     flag: "--request-timeout",
@@ -361,6 +369,11 @@ async function main(): Promise<number> {
     values.maxConnectionsPerAddress,
     1,
   );
+  const maxAdminRequestsPerSecond = parseInteger(
+    "max admin requests per second",
+    values.maxAdminRequestsPerSecond,
+    1,
+  );
   const requestTimeoutMs = parseDurationMs("request timeout", values.requestTimeoutMs);
   const limits = {
     maxTopics: parseInteger("max topics", values.maxTopics, 1),
@@ -433,6 +446,7 @@ async function main(): Promise<number> {
     maxFrameBytes,
     maxConnections,
     maxConnectionsPerAddress,
+    maxAdminRequestsPerSecond,
     idleTimeoutMs,
     requestTimeoutMs,
     maxInboundBytes,

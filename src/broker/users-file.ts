@@ -116,8 +116,18 @@ export function writeUsersFile(path: string, users: Users): void {
   );
 }
 
-/** Adds (or replaces) a user with credentials for every mechanism. */
-export function setUser(users: Users, name: string, password: string): void {
+/**
+ * Adds (or replaces) a user with credentials for `mechanisms` (by default every one), each with
+ * `iterations` PBKDF2 rounds (SCRAM_ITERATIONS_DEFAULT unless given; fewer than
+ * SCRAM_ITERATIONS_MIN is refused).
+ */
+export function setUser(
+  users: Users,
+  name: string,
+  password: string,
+  mechanisms: readonly ScramMechanism[] = SCRAM_MECHANISMS,
+  iterations?: number,
+): void {
   if (!USER_NAME.test(name)) {
     throw new InvalidArgumentError(
       `user name must be 1-64 characters of A-Z a-z 0-9 . _ @ -, got ${JSON.stringify(name)}`,
@@ -126,6 +136,11 @@ export function setUser(users: Users, name: string, password: string): void {
   if (password.length === 0) throw new InvalidArgumentError("the password must not be empty");
   users.set(
     name,
-    new Map(SCRAM_MECHANISMS.map((mechanism) => [mechanism, deriveCredential(mechanism, password)])),
+    new Map(
+      mechanisms.map((mechanism) => [
+        mechanism,
+        deriveCredential(mechanism, password, undefined, iterations),
+      ]),
+    ),
   );
 }

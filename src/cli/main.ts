@@ -38,6 +38,7 @@ import {
 import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type PrintableRecord, type RecordPrinter, recordPrinter } from "./record-format.ts";
+import { LOGIN_FLAGS, LOGIN_HELP, loginOptions, USERS_HELP, usersCommand } from "./users.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -76,6 +77,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         holds no segment at all; an empty newest
                                         segment (a kill right after a roll) is a
                                         crash leftover that recovery removes: exit 0
+${USERS_HELP}
 
   --format F   raw (the payload bytes and a newline; the default for one partition),
                json (one object a line: topic, partition, offset, value as UTF-8 text),
@@ -85,6 +87,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                Several partitions without --format: "%p\\t%o\\t%s\\n" (partition, offset, payload)
 
   --broker host:port   the broker (default 127.0.0.1:${BROKER_PORT_DEFAULT}; BOOBLIK_BROKER)
+${LOGIN_HELP}
   --local              the broker of this machine or container, from its own settings
                        (BOOBLIK_HOST, a wildcard meaning loopback; BOOBLIK_PORT); the Docker health check
   --json               machine-readable output, and errors as one JSON object on stderr
@@ -123,7 +126,7 @@ function parseArgs(argv: string[]): Parsed {
 }
 
 function allowOnly(parsed: Parsed, allowed: string[]): void {
-  const global = ["broker", "local", "json", "timeout", "progress", "help", "version"];
+  const global = ["broker", "local", "json", "timeout", "progress", "help", "version", ...LOGIN_FLAGS];
   for (const name of parsed.flags.keys()) {
     if (!global.includes(name) && !allowed.includes(name))
       throw new UsageError(`unknown option --${name} for this command`);
@@ -192,7 +195,9 @@ async function connect(parsed: Parsed): Promise<BooblikClient> {
     parseHostPort(parsed.flags.has("local") ? "--local (BOOBLIK_HOST, BOOBLIK_PORT)" : "--broker", broker),
   );
   const timeoutMs = flagValue(parsed, "timeout", parseDurationMs) ?? 5000;
+  const login = loginOptions(parsed, (message) => new UsageError(message));
   return BooblikClient.connect({
+    ...login,
     host,
     port,
     connectTimeoutMs: timeoutMs,
@@ -892,6 +897,8 @@ async function run(parsed: Parsed): Promise<number> {
       return offsets(parsed);
     case "segment":
       return segment(parsed);
+    case "users":
+      return usersCommand(parsed, (message) => new UsageError(message));
     default:
       throw new UsageError(`unknown command ${command} (see --help)`);
   }

@@ -176,11 +176,41 @@ export const REQUEST_MIN_BYTES_PER_SECOND = 1024 * 1024;
 /** Default connection slots one client address may hold (`--max-connections-per-address`). */
 export const CONNECTIONS_PER_ADDRESS_DEFAULT = 256;
 /**
+ * Admin requests (CREATE_TOPIC, DELETE_TOPIC) one client address may make per second
+ * (`--max-admin-requests-per-second`), refused beyond it with a retriable LIMIT_EXCEEDED
+ * (src/server/admin-rate.ts). Each one creates or removes directories and files with their
+ * fsyncs, and is audited: a loop of them from anyone who reaches the port churns the disk and the
+ * log. Normal work creates a topic once.
+ */
+export const ADMIN_REQUESTS_PER_SECOND_DEFAULT = 10;
+/** The burst an address may spend at once: this many seconds of its rate (100 at the default). */
+export const ADMIN_REQUEST_BURST_SECONDS = 10;
+/**
+ * Remembered client addresses past which those whose allowance has refilled completely are
+ * forgotten (forgetting a full allowance changes nothing), so the table holds only addresses active
+ * within the last burst period.
+ */
+export const ADMIN_RATE_ADDRESSES_SWEEP = 1024;
+/**
  * After its last response (an error frame before a close) the broker half-closes and keeps reading,
  * discarding, for at most this long: closing with unread input makes the kernel send RST, and a
  * reset can destroy the error frame the client has not read yet.
  */
 export const CLOSE_LINGER_MS = 5_000;
+/**
+ * At shutdown a lingering connection (its last frame an error) is closed once no input arrived for
+ * this long after its FIN: whatever the client had in flight has been read and discarded, so the
+ * close sends nothing more (no RST), and a shutdown does not wait the whole linger for clients that
+ * read the FIN but keep their side open.
+ */
+export const LINGER_QUIET_MS = 100;
+/**
+ * Refused connections lingering after their error frame at most; a new refusal beyond closes the
+ * oldest (its FIN was sent and its input read, so quietly). Each holds a descriptor for up to
+ * CLOSE_LINGER_MS: a client opening connections in a loop against a full broker once made the
+ * lingering set unbounded, and the descriptors ran out.
+ */
+export const REFUSED_LINGERING_MAX = 64;
 
 // --- Broker-wide resource limits (refused with LIMIT_EXCEEDED; --max-topics, --max-partitions, --max-mapped-memory)
 

@@ -21,20 +21,31 @@
  *   Frames that may not apply yet stay in the inbound buffer (reading pauses once it holds more than
  *   INBOUND_FREE_BYTES).
  * - A request must arrive whole within the request timeout plus its size at
- *   REQUEST_MIN_BYTES_PER_SECOND; the clock runs only while the broker reads the connection.
+ *   REQUEST_MIN_BYTES_PER_SECOND of time charged to the client: not while the broker holds it back
+ *   (ordering, the budget, a sweep that ran late because the broker stalled), but while congestion
+ *   pauses reading and none of the queued output leaves (the client stopped reading).
  * - Inbound buffer capacity beyond INBOUND_FREE_BYTES is reserved from the broker-wide
  *   InboundBudget before the buffer grows for a frame; a connection whose frame does not fit stops
- *   reading until it does, and gives everything back when the frame was consumed or it closed.
+ *   reading until it does, and gives everything back when the frame was consumed or it closed. A
+ *   connection waiting for it is not idle; the sweep polls it for the client's FIN or reset
+ *   (checkPeerWhileWaiting), after which what the client sent is read without the budget.
  * - Responses leave in the order their requests arrived; a slow request (a produce waiting for a
- *   force, a long-poll fetch) holds back the responses behind it, never reorders them.
+ *   force, a long-poll fetch) holds back the responses behind it, never reorders them. A long-poll
+ *   FETCH at the head whose held-back followers alone congest the connection is answered at once
+ *   (relieveParkedHead), so it cannot stall reading for its whole wait.
  * - Bytes leave in queue order. Bun's `socket.write` does not buffer (a partial count means "the rest
  *   is yours"), so the remainder stays at the head of our queue; sendfile never starts while a
  *   buffer remainder is pending, and a buffer never overtakes a file range.
  * - `socket.fd` is read at every sendfile call (the number is reused after close).
  * - While more than OUTBOUND_HIGH_BYTES are queued or INFLIGHT_MAX requests are pending, the
  *   connection stops reading: a client that sends and never reads cannot grow broker memory.
- *   Reading is paused for exactly four reasons (congestion, waiting for budget, requests held back
- *   by ordering beyond the free allowance, none while closing) and `updateReading` alone decides.
+ *   Reading is paused for exactly three reasons (congestion, waiting for budget, requests held back
+ *   by ordering beyond the free allowance; none while closing, only congestion while draining),
+ *   `updateReading` alone decides and records the reason, and only congestion has hysteresis.
+ * - Shutdown (finishAndClose): nothing read is dropped. Requests applying complete; every other
+ *   complete request is answered BROKER_SHUTTING_DOWN by the host, in order; a partial one ends the
+ *   connection with the correlation-id-0 frame. A close after our FIN is socket.end() (no RST when
+ *   nothing is unread); only a connection with output still queued at the deadline is reset.
  * - Every file lease is released exactly once: when its range was sent, or when the connection
  *   closes.
  * - A connection whose queued output made no progress for the idle timeout is closed by the sweep
@@ -42,13 +53,14 @@
  */
 import type { Socket } from "bun";
 import { preadFull } from "../../ffi/file.ts";
-import { SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
+import { peerHungUp, SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
 import type { FileLease } from "../broker/partition.ts";
 import {
   CLOSE_LINGER_MS,
   INBOUND_FREE_BYTES,
   INBOUND_INITIAL_BYTES,
   INFLIGHT_MAX,
+  LINGER_QUIET_MS,
   OUTBOUND_HIGH_BYTES,
   OUTBOUND_LOW_BYTES,
   REQUEST_MIN_BYTES_PER_SECOND,
@@ -79,6 +91,12 @@ interface FileItem {
 
 type OutItem = BufferItem | FileItem;
 
+/**
+ * Why reading is paused. Only "congestion" is the client's doing (it does not read its responses
+ * fast enough) and only it has hysteresis; "budget" and "ordering" are the broker's.
+ */
+type PauseReason = "congestion" | "budget" | "ordering";
+
 /** A response slot: filled when its request completes, sent when every earlier one was sent. */
 export interface ResponseSlot {
   /** The request's API, and when it arrived: for the latency histograms (-1: the closing error frame). */
@@ -91,6 +109,11 @@ export interface ResponseSlot {
   file: FileLease | undefined;
   /** Called if the connection closes before the slot was sent (releases waiters and references). */
   cancel: (() => void) | undefined;
+  /**
+   * For a request that waits with no effect to wait for (a long-poll FETCH): answers it now with
+   * what it would get at the end of its wait. See `relieveParkedHead`.
+   */
+  expedite: (() => void) | undefined;
 }
 
 export interface ConnectionCounters {
@@ -111,6 +134,8 @@ export interface ConnectionHost {
    */
   protocolViolation(connection: Connection, reason: string): void;
   closed(connection: Connection): void;
+  /** The error frame (correlation id 0, BROKER_SHUTTING_DOWN) that ends a connection at shutdown. */
+  shuttingDownFrame(): Uint8Array;
   /** A response left the queue of completed responses for the socket, `elapsedMs` after its request. */
   responded(apiKey: number, elapsedMs: number): void;
 }
@@ -135,11 +160,20 @@ export class Connection implements BudgetWaiter {
   principal: string | undefined = undefined;
   /** When the last request bytes arrived. */
   lastActivityMs = performance.now();
-  private readonly inbound = new InboundBuffer();
+  /**
+   * Allocated on first use (a refused connection, and one whose requests always arrive whole in one
+   * chunk, never needs it): lingering connections must not cost 80 KiB each.
+   */
+  private readonly inbound = new InboundBuffer(0);
   /** Bytes of `inbound.capacity` beyond INBOUND_FREE_BYTES, reserved from the host's budget. */
   private reservedBytes = 0;
   /** Reading stopped until the budget has room for the frame being received. */
   private waitingForBudget = false;
+  /**
+   * The client sent its FIN (or reset) while we waited for the budget: it can send nothing more, so
+   * what it sent (in the kernel's receive buffer already) is read without waiting.
+   */
+  private peerFinished = false;
   /** Requests dispatched whose effect is not yet visible, PRODUCEs and the rest. */
   private unsettledProduces = 0;
   private unsettledOthers = 0;
@@ -155,11 +189,17 @@ export class Connection implements BudgetWaiter {
   private closingReason: string | undefined;
   /** The write side was shut down after the last byte; input is discarded until this deadline. */
   private lingerUntilMs = 0;
+  /** When our FIN was sent (socket.end or shutdown), or 0: input after it is discarded. */
+  private finSentMs = 0;
   private readonly slots: ResponseSlot[] = [];
   private readonly outbound: OutItem[] = [];
-  private readonly staging = new ByteWriter(16 * 1024);
+  private readonly staging = new ByteWriter(256); // grows with the responses; see `inbound`
   private outboundBytes = 0;
   private paused = false;
+  private pauseReason: PauseReason | undefined = undefined;
+  /** For the request clock: when requestOverdue last ran, and the output count it saw then. */
+  private overdueCheckMs = performance.now();
+  private overdueSentBytes = 0;
   private readClosed = false;
   private isClosed = false;
   /** No more requests are read (shutdown); pending ones still get their responses. */
@@ -201,8 +241,13 @@ export class Connection implements BudgetWaiter {
     // Requests held back by ordering are pending too: a client that half-closed after sending them
     // must get their answers before our FIN (they used to be dropped: the flush that answered the
     // request they waited for found no slot left and ended the connection).
+    // A connection waiting for the budget waits on the broker, not the client: not idle either.
     return (
-      this.slots.length === 0 && this.outbound.length === 0 && this.staging.position === 0 && !this.blocked
+      this.slots.length === 0 &&
+      this.outbound.length === 0 &&
+      this.staging.position === 0 &&
+      !this.blocked &&
+      !this.waitingForBudget
     );
   }
 
@@ -228,17 +273,21 @@ export class Connection implements BudgetWaiter {
   // --- Inbound -----------------------------------------------------------------------------------
 
   onData(chunk: Uint8Array): void {
-    if (this.isClosed || this.draining) return;
-    if (this.closingReason !== undefined) return; // discarded: the stream is over (see the header)
+    if (this.isClosed) return;
     this.lastActivityMs = performance.now();
+    // Discarded: the stream is over (see the header), or our FIN was sent at shutdown.
+    if (this.closingReason !== undefined || this.finSentMs !== 0) return;
     const inbound = this.inbound;
     if (inbound.length === 0 && !this.blocked) {
       // Nothing buffered: frame straight out of the chunk (Bun hands us a fresh buffer each time) and
       // keep only its incomplete tail.
       const consumed = this.frameLoop(chunk, 0, chunk.length);
-      if (this.closingReason === undefined && consumed < chunk.length)
+      if (this.closingReason === undefined && consumed < chunk.length) {
+        if (inbound.capacity === 0) inbound.ensureCapacity(INBOUND_INITIAL_BYTES);
         inbound.append(chunk.subarray(consumed));
+      }
     } else {
+      if (inbound.capacity === 0) inbound.ensureCapacity(INBOUND_INITIAL_BYTES);
       inbound.append(chunk);
       this.consumeInbound();
     }
@@ -255,7 +304,9 @@ export class Connection implements BudgetWaiter {
     this.blocked = false;
     // Stop dispatching (the rest stays buffered, and reading pauses) as soon as this connection's
     // responses pile up: a burst of 4,000 fetches in one chunk once queued 3.4 GB before this check.
-    while (!this.isClosed && !this.draining && this.closingReason === undefined && !this.congested) {
+    // While draining (shutdown) frames are still read: the host answers each BROKER_SHUTTING_DOWN
+    // without applying it, so no request the client sent goes unanswered.
+    while (!this.isClosed && this.closingReason === undefined && !this.congested) {
       const size = peekFrameSize(bytes, at, end);
       if (size < 0) break;
       // Check the size before waiting for (or buffering) the payload: a garbage length must not make
@@ -275,7 +326,10 @@ export class Connection implements BudgetWaiter {
       // size >= REQUEST_SIZE_MIN, so the header is complete.
       const apiKey = (bytes[at + REQUEST_API_KEY_OFFSET]! << 8) | bytes[at + REQUEST_API_KEY_OFFSET + 1]!;
       if (
-        apiKey === API.PRODUCE ? this.unsettledOthers > 0 : this.unsettledOthers + this.unsettledProduces > 0
+        !this.draining &&
+        (apiKey === API.PRODUCE
+          ? this.unsettledOthers > 0
+          : this.unsettledOthers + this.unsettledProduces > 0)
       ) {
         this.blocked = true;
         break;
@@ -315,6 +369,7 @@ export class Connection implements BudgetWaiter {
     }
     this.admitInbound();
     this.updateReading();
+    if (this.draining) this.closeIfFinished();
   }
 
   /** Sizes the inbound buffer for the frame at its head, within the budget. */
@@ -326,6 +381,12 @@ export class Connection implements BudgetWaiter {
       const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
       if (size >= 0) neededBytes = SIZE_BYTES + size;
     }
+    if (this.draining && neededBytes > INBOUND_FREE_BYTES) {
+      // A large request still arriving at shutdown would never be applied: end the connection now
+      // (after the answers) rather than buffer it.
+      this.closeAfterAnswers("the broker is shutting down", this.host.shuttingDownFrame());
+      return;
+    }
     if (neededBytes <= INBOUND_FREE_BYTES) {
       if (inbound.capacity > INBOUND_FREE_BYTES)
         inbound.shrinkTo(
@@ -334,7 +395,11 @@ export class Connection implements BudgetWaiter {
       this.forgetBudgetWait();
     } else if (neededBytes > inbound.capacity) {
       const wantedBytes = neededBytes - INBOUND_FREE_BYTES;
-      if (this.host.inboundBudget.tryReserve(this, wantedBytes - this.reservedBytes)) {
+      if (this.peerFinished) {
+        // Counted by syncReservation below, whether it fits or not (see peerFinished).
+        inbound.ensureCapacity(neededBytes);
+        this.forgetBudgetWait();
+      } else if (this.host.inboundBudget.tryReserve(this, wantedBytes - this.reservedBytes)) {
         this.reservedBytes = wantedBytes;
         inbound.ensureCapacity(neededBytes);
         this.waitingForBudget = false;
@@ -387,7 +452,7 @@ export class Connection implements BudgetWaiter {
 
   /** Dispatches buffered frames that may apply now (an earlier request settled, or reading resumed). */
   private processInbound(): void {
-    if (this.inFrameLoop || this.isClosed || this.draining || this.closingReason !== undefined) return;
+    if (this.inFrameLoop || this.isClosed || this.closingReason !== undefined || this.finSentMs !== 0) return;
     if (this.inbound.length > 0) this.consumeInbound();
     else this.blocked = false;
     this.afterFraming();
@@ -395,11 +460,28 @@ export class Connection implements BudgetWaiter {
 
   /**
    * For the sweep: the reason to end the connection when the frame being received is overdue
-   * (it has taken longer than `requestTimeoutMs` plus its size at REQUEST_MIN_BYTES_PER_SECOND while
-   * the broker was reading), or undefined.
+   * (it has taken longer than `requestTimeoutMs` plus its size at REQUEST_MIN_BYTES_PER_SECOND of
+   * time charged to the client), or undefined. Not charged: time the broker held the frame back
+   * (ordering, the budget), time congestion paused reading while the client was reading its
+   * responses (or they were not yet queued for it), and a round in which the broker itself stalled
+   * (`brokerStalled`: the sweep ran late, so the client's bytes may sit unread in the kernel).
+   * Charged: congestion while the queued output did not move, a client that stopped reading; it
+   * would otherwise keep its budget reservation until the idle timeout.
    */
-  requestOverdue(nowMs: number, requestTimeoutMs: number): string | undefined {
-    if (this.partialFrameAt < 0 || this.paused || this.blocked || this.closingReason !== undefined) return;
+  requestOverdue(nowMs: number, requestTimeoutMs: number, brokerStalled = false): string | undefined {
+    const sinceCheckMs = nowMs - this.overdueCheckMs;
+    this.overdueCheckMs = nowMs;
+    const outputMoved = this.sentBytes !== this.overdueSentBytes;
+    this.overdueSentBytes = this.sentBytes;
+    if (this.partialFrameAt < 0 || this.closingReason !== undefined) return;
+    const clientsDoing =
+      !this.blocked &&
+      (this.pauseReason === undefined ||
+        (this.pauseReason === "congestion" && !outputMoved && this.hasQueuedOutput));
+    if (brokerStalled || !clientsDoing) {
+      this.partialFrameSinceMs = Math.min(nowMs, this.partialFrameSinceMs + sinceCheckMs);
+      return;
+    }
     const inbound = this.inbound;
     const size = peekFrameSize(inbound.bytes, inbound.start, inbound.end);
     const allowedMs = requestTimeoutMs + (size > 0 ? (size / REQUEST_MIN_BYTES_PER_SECOND) * 1000 : 0);
@@ -408,6 +490,24 @@ export class Connection implements BudgetWaiter {
     return `the request was not received whole within ${Math.round(allowedMs)} ms (${inbound.length} of ${
       size < 0 ? "?" : SIZE_BYTES + size
     } bytes arrived)`;
+  }
+
+  /**
+   * For the sweep, on a connection waiting for the budget (its reading is paused, so Bun would not
+   * see the client leave): once the client sent its FIN or reset, stop waiting and read what it
+   * sent. Nothing more can come, and the bytes are in the kernel already; a reset ends the
+   * connection through Bun's error or close event, which gives back its slot and its place in line.
+   * Limit: a FIN travels behind the client's data, so one whose data did not fit our receive
+   * window (about 64 KiB beyond what we read) only arrives once the budget lets us read; a reset
+   * (a client process that exits or closes with unread input) is seen at once.
+   */
+  checkPeerWhileWaiting(): void {
+    if (!this.waitingForBudget || this.isClosed) return;
+    if (!peerHungUp(socketFd(this.socket))) return;
+    this.peerFinished = true;
+    this.forgetBudgetWait();
+    this.admitInbound();
+    this.updateReading();
   }
 
   /** The client half-closed its side: answer what it asked, then close ours. */
@@ -428,6 +528,7 @@ export class Connection implements BudgetWaiter {
       bytes: undefined,
       file: undefined,
       cancel: undefined,
+      expedite: undefined,
     };
     if (apiKey === API.PRODUCE) this.unsettledProduces++;
     else this.unsettledOthers++;
@@ -454,6 +555,7 @@ export class Connection implements BudgetWaiter {
     slot.bytes = bytes;
     slot.done = true;
     slot.cancel = undefined;
+    slot.expedite = undefined;
     this.completedBytes += bytes.length;
     this.settle(slot);
     this.scheduleFlush();
@@ -467,7 +569,7 @@ export class Connection implements BudgetWaiter {
   closeAfterAnswers(reason: string, lastFrame: Uint8Array = new Uint8Array(0)): void {
     if (this.isClosed || this.closingReason !== undefined) return;
     this.closingReason = reason;
-    this.inbound.clear(INBOUND_INITIAL_BYTES);
+    this.inbound.clear(0);
     this.forgetBudgetWait();
     this.syncReservation();
     this.blocked = false;
@@ -511,6 +613,7 @@ export class Connection implements BudgetWaiter {
     slot.file = lease;
     slot.done = true;
     slot.cancel = undefined;
+    slot.expedite = undefined;
     this.completedBytes += header.length + lease.lengthBytes;
     this.settle(slot);
     this.scheduleFlush();
@@ -672,16 +775,48 @@ export class Connection implements BudgetWaiter {
     return this.queuedBytes > OUTBOUND_HIGH_BYTES || this.slots.length >= INFLIGHT_MAX;
   }
 
+  /**
+   * A long-poll FETCH at the head of the slots holds back every response behind it (they leave in
+   * order). When those held responses alone make the connection congested (1,024 requests, or 8 MiB
+   * completed), the poll is answered now with what the log holds: otherwise reading would stop and
+   * a PRODUCE behind it (perhaps the one that would end the wait) would wait the poll's whole
+   * maxWaitMs. docs/protocol.md, "Order of application", states the rule.
+   */
+  private relieveParkedHead(): void {
+    let relieved = false;
+    while (this.congested && this.outboundBytes + this.staging.position <= OUTBOUND_HIGH_BYTES) {
+      const head = this.slots[0];
+      if (head === undefined || head.done || head.expedite === undefined) break;
+      const expedite = head.expedite;
+      head.expedite = undefined;
+      expedite();
+      if (!head.done) break; // it could not answer (the connection closed): nothing more to do
+      this.flushSlots();
+      relieved = true;
+    }
+    // The frame loop stopped at the congestion, maybe without reading ever pausing: go on.
+    if (relieved) this.processInbound();
+  }
+
   /** The one place that pauses and resumes reading (the reasons are listed in the header). */
   private updateReading(): void {
     if (this.isClosed) return;
-    let pause: boolean;
-    if (this.closingReason !== undefined) pause = false;
-    else if (this.congested || this.waitingForBudget) pause = true;
-    else if (this.blocked && this.inbound.length >= INBOUND_FREE_BYTES) pause = true;
-    else if (this.paused && (this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2))
-      pause = true; // hysteresis: resume only once the output drained well below the high mark
-    else pause = false;
+    this.relieveParkedHead();
+    let reason: PauseReason | undefined;
+    if (this.closingReason !== undefined) reason = undefined;
+    else if (this.congested) reason = "congestion";
+    else if (this.draining)
+      reason = undefined; // no budget wait, no ordering hold: see finishAndClose
+    else if (this.waitingForBudget) reason = "budget";
+    else if (this.blocked && this.inbound.length >= INBOUND_FREE_BYTES) reason = "ordering";
+    else if (
+      this.pauseReason === "congestion" &&
+      (this.queuedBytes >= OUTBOUND_LOW_BYTES || this.slots.length >= INFLIGHT_MAX / 2)
+    )
+      reason = "congestion"; // hysteresis: resume only once the output drained well below the high mark
+    const wasReason = this.pauseReason;
+    this.pauseReason = reason;
+    const pause = reason !== undefined;
     if (pause === this.paused) return;
     this.paused = pause;
     if (pause) {
@@ -689,15 +824,27 @@ export class Connection implements BudgetWaiter {
       return;
     }
     this.socket.resume();
-    // The request clock restarts: the broker, not the client, held the frame back.
-    this.partialFrameAt = -1;
+    // The broker, not the client, held the frame back: its clock restarts. After congestion the
+    // clock runs on (requestOverdue charged only the time the client did not read).
+    if (wasReason !== "congestion") this.partialFrameAt = -1;
     // Frames that arrived before the pause may still sit in the buffer.
     this.processInbound();
   }
 
-  /** Stop reading requests (shutdown); answer the pending ones, then close. */
+  /**
+   * Shutdown: apply no further request. Requests already applying complete as usual; every request
+   * read but not applied (held back by ordering or backpressure) and every one still arriving whole
+   * is answered BROKER_SHUTTING_DOWN by the host, in order. A request left incomplete, or one larger
+   * than the free allowance, gets the correlation-id-0 BROKER_SHUTTING_DOWN frame after the answers.
+   * Reading resumes (a connection waiting for the budget no longer waits) so that the close is a FIN
+   * with nothing unread, not a reset.
+   */
   finishAndClose(): void {
+    if (this.isClosed || this.draining) return;
     this.draining = true;
+    this.forgetBudgetWait();
+    this.processInbound();
+    this.updateReading();
     this.closeIfFinished();
   }
 
@@ -705,20 +852,62 @@ export class Connection implements BudgetWaiter {
     if (this.isClosed || !this.idle) return;
     if (this.closingReason !== undefined) {
       if (this.readClosed) {
+        this.finSentMs ||= performance.now();
         this.socket.end();
       } else if (this.lingerUntilMs === 0) {
         // Half-close: the client reads the error frame and then our FIN; we keep discarding its input.
-        this.lingerUntilMs = performance.now() + CLOSE_LINGER_MS;
+        this.finSentMs = performance.now();
+        this.lingerUntilMs = this.finSentMs + CLOSE_LINGER_MS;
         this.socket.shutdown();
       }
       return;
     }
-    if (this.readClosed || this.draining) this.socket.end();
+    if (this.draining && this.inbound.length > 0 && !this.readClosed) {
+      // Part of a request arrived: tell the client why it will get no answer to it.
+      this.closeAfterAnswers("the broker is shutting down", this.host.shuttingDownFrame());
+      return;
+    }
+    if (this.readClosed || this.draining) {
+      this.finSentMs ||= performance.now();
+      this.socket.end();
+    }
   }
 
   /** For the sweep: the write side was shut down and the client has not closed within the linger time. */
   lingerExpired(nowMs: number): boolean {
     return this.lingerUntilMs !== 0 && nowMs > this.lingerUntilMs;
+  }
+
+  /**
+   * For stop(), every few milliseconds: closes a connection whose answers all left. A plain one
+   * gets its FIN (socket.end), and is closed on the next call; a lingering one (its last frame was
+   * an error) once no input arrived for LINGER_QUIET_MS after its FIN, so that nothing is unread.
+   */
+  closeWhenDrained(nowMs: number): void {
+    if (this.isClosed || !this.idle) return;
+    if (this.lingerUntilMs !== 0) {
+      if (nowMs - Math.max(this.finSentMs, this.lastActivityMs) >= LINGER_QUIET_MS) this.closeGracefully();
+      return;
+    }
+    if (this.finSentMs !== 0) this.closeGracefully();
+    else this.closeIfFinished();
+  }
+
+  /**
+   * Closes for good. After our FIN, with reading on (so no input is left unread), close(2) sends
+   * nothing more: the client reads every byte and end-of-stream. Otherwise closing would reset the
+   * connection anyway: abort.
+   */
+  closeGracefully(): void {
+    if (this.isClosed) return;
+    if (this.finSentMs === 0 || this.paused) {
+      this.abort();
+      return;
+    }
+    // Bun closes a socket whose write side is already shut down on end() (measured on Bun 1.4.4:
+    // readyState -1 at once, no RST when nothing was unread).
+    this.socket.end();
+    this.onClose();
   }
 
   /** Closes at once (protocol violation, dead peer, idle timeout). */
@@ -742,7 +931,7 @@ export class Connection implements BudgetWaiter {
     this.outboundBytes = 0;
     this.completedBytes = 0;
     this.staging.reset();
-    this.inbound.clear(INBOUND_INITIAL_BYTES);
+    this.inbound.clear(0);
     this.forgetBudgetWait();
     this.syncReservation();
     this.host.closed(this);

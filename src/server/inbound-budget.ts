@@ -65,17 +65,27 @@ export class InboundBudget {
 
   release(bytes: number): void {
     this.usedBytes -= bytes;
+    this.wake();
+  }
+
+  /**
+   * A waiter that no longer needs anything (its connection closed or its need vanished). When it
+   * was first in line, the ones behind it may fit now: waking them cannot wait for the next release
+   * (which may be a request timeout away).
+   */
+  forget(waiter: BudgetWaiter): void {
+    const first = this.waiting.values().next();
+    if (!this.waiting.delete(waiter)) return;
+    if (!first.done && first.value === waiter) this.wake();
+  }
+
+  /** Wakes waiters in order while they fit. A waiter that succeeds removes itself in tryReserve. */
+  private wake(): void {
     if (this.waiting.size === 0) return;
-    // Wake waiters in order while they fit. A waiter that succeeds removes itself in tryReserve.
     for (const waiter of [...this.waiting]) {
       if (!this.waiting.has(waiter)) continue;
       if (!waiter.retryBudget()) break;
     }
-  }
-
-  /** A waiter that no longer needs anything (its connection closed or its need vanished). */
-  forget(waiter: BudgetWaiter): void {
-    this.waiting.delete(waiter);
   }
 
   private add(bytes: number): void {

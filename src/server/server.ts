@@ -24,9 +24,11 @@ import type { Partition } from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
+  ADMIN_REQUESTS_PER_SECOND_DEFAULT,
   AUTHENTICATION_FAILED_DELAY_MAX_MS,
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
+  REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
   SHUTDOWN_DRAIN_MS,
 } from "../domain/limits.ts";
@@ -61,6 +63,7 @@ import {
   largestProducibleRecordBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
+import { AdminRateLimiter } from "./admin-rate.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
@@ -91,6 +94,8 @@ export interface ServerOptions {
   maxConnections: number;
   /** Connection slots one client address may hold. */
   maxConnectionsPerAddress: number;
+  /** CREATE_TOPIC and DELETE_TOPIC requests one client address may make per second (admin-rate.ts). */
+  maxAdminRequestsPerSecond?: number;
   idleTimeoutMs: number;
   /** A request must arrive whole within this (plus its size at REQUEST_MIN_BYTES_PER_SECOND). */
   requestTimeoutMs: number;
@@ -169,13 +174,19 @@ export class BrokerServer implements ConnectionHost {
   private readonly connectionsByAddress = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  private sweepEveryMs = 1000;
+  private lastSweepMs = 0;
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
   private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
+  private readonly adminRate: AdminRateLimiter;
 
   constructor(broker: Broker, options: ServerOptions) {
     this.broker = broker;
     this.options = options;
+    this.adminRate = new AdminRateLimiter(
+      options.maxAdminRequestsPerSecond ?? ADMIN_REQUESTS_PER_SECOND_DEFAULT,
+    );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
   }
@@ -219,6 +230,8 @@ export class BrokerServer implements ConnectionHost {
     });
     const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
     const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(shortestMs / 4)));
+    this.sweepEveryMs = sweepEveryMs;
+    this.lastSweepMs = performance.now();
     this.sweepTimer = setInterval(() => this.sweepIdle(), sweepEveryMs);
     this.sweepTimer.unref();
     return { hostname: this.listener.hostname, port: this.listener.port };
@@ -248,6 +261,12 @@ export class BrokerServer implements ConnectionHost {
           : undefined;
     if (refusal !== undefined) {
       this.counters.connectionsRefused++;
+      if (this.refused.size >= REFUSED_LINGERING_MAX) {
+        // The oldest has had the longest to read its frame; Set order is arrival order.
+        const oldest = this.refused.values().next().value;
+        oldest?.closeGracefully();
+        if (oldest !== undefined) this.refused.delete(oldest);
+      }
       this.refused.add(connection);
       this.writer.reset();
       encodeErrorResponse(this.writer, 0, refusal.code, { retriable: true, message: refusal.message });
@@ -278,6 +297,15 @@ export class BrokerServer implements ConnectionHost {
     else this.connectionsByAddress.delete(address);
   }
 
+  shuttingDownFrame(): Uint8Array {
+    this.writer.reset();
+    encodeErrorResponse(this.writer, 0, WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN, {
+      retriable: true,
+      message: "the broker is shutting down",
+    });
+    return this.writer.written().slice();
+  }
+
   protocolViolation(connection: Connection, reason: string): void {
     this.counters.protocolViolations++;
     // The stream is out of sync: no later byte can be matched to a request. Every request read
@@ -299,24 +327,34 @@ export class BrokerServer implements ConnectionHost {
   private sweepIdle(): void {
     const now = performance.now();
     const timeoutMs = this.options.idleTimeoutMs;
-    for (const connection of this.connections) {
+    // A sweep this late means the event loop was blocked (a long synchronous task, the process
+    // stopped): the clients' bytes may sit unread in the kernel, so this round decides no timeout,
+    // and the request clocks do not count the stall.
+    const brokerStalled = now - this.lastSweepMs > 2 * this.sweepEveryMs;
+    this.lastSweepMs = now;
+    for (const connection of [...this.connections]) {
       if (connection.lingerExpired(now)) {
-        connection.abort();
+        connection.closeGracefully();
         continue;
       }
+      connection.checkPeerWhileWaiting();
+      if (connection.closed) continue;
       // Called for every connection, idle or not, so that its progress clock stays current.
       const stalledMs = connection.outputStalledMs(now);
-      if (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs) {
+      if (
+        !brokerStalled &&
+        (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs)
+      ) {
         connection.abort();
         continue;
       }
-      const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs);
+      const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs, brokerStalled);
       if (overdue !== undefined) {
         this.counters.requestTimeouts++;
         this.protocolViolation(connection, overdue);
       }
     }
-    for (const connection of this.refused) if (connection.lingerExpired(now)) connection.abort();
+    for (const connection of this.refused) if (connection.lingerExpired(now)) connection.closeGracefully();
   }
 
   // --- Dispatch ----------------------------------------------------------------------------------
@@ -328,6 +366,13 @@ export class BrokerServer implements ConnectionHost {
     const slot = connection.openSlot(header.apiKey);
     const reader = new ByteReader(frame, REQUEST_HEADER_BYTES, frame.length);
     try {
+      if (this.stopping) {
+        // Read but not applied (held back behind earlier requests, or arriving while the broker
+        // drains): answered, so the client knows to send it again elsewhere or later.
+        throw new BooblikError("CLOSED", "the broker is shutting down: this request was not applied", {
+          retriable: true,
+        });
+      }
       const maxVersion = API_VERSION_MAX[header.apiKey];
       if (maxVersion === undefined) {
         throw new ProtocolError(`unknown request type ${header.apiKey}`);
@@ -354,6 +399,9 @@ export class BrokerServer implements ConnectionHost {
         );
         connection.closeAfterAnswers("a request before AUTHENTICATE");
         return;
+      }
+      if (header.apiKey === API.CREATE_TOPIC || header.apiKey === API.DELETE_TOPIC) {
+        this.adminRate.take(connection.remoteAddress);
       }
       switch (header.apiKey) {
         case API.AUTHENTICATE:
@@ -734,6 +782,7 @@ export class BrokerServer implements ConnectionHost {
     timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
     this.waiters.add(waiter);
     slot.cancel = stop;
+    slot.expedite = answer;
     // A waiting fetch has no effect to wait for: later requests of this connection (a PRODUCE that
     // brings what it waits for, say) apply now.
     connection.settle(slot);
@@ -838,11 +887,13 @@ export class BrokerServer implements ConnectionHost {
     const deadline = performance.now() + timeoutMs;
     while (this.connections.size > 0 && performance.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));
-      for (const connection of this.connections) if (connection.idle) connection.socket.end();
+      const now = performance.now();
+      for (const connection of [...this.connections]) connection.closeWhenDrained(now);
     }
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
     this.listener?.stop(false);
-    for (const connection of [...this.connections, ...this.refused]) connection.abort();
+    // A FIN already sent with nothing unread closes quietly; anything else (answers still queued) resets.
+    for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
     this.listener?.stop(true);
   }
 }

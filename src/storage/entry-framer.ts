@@ -57,6 +57,14 @@ function int32At(bytes: Uint8Array, position: number): number {
   );
 }
 
+/**
+ * The frame length (a big-endian uint32) at `bytes[position]`: an entry's batch size, or 0 at the
+ * end of a preallocated file. Storage's one reader of frame fields outside the entry walker.
+ */
+export function entryLengthAt(bytes: Uint8Array, position: number): number {
+  return int32At(bytes, position) >>> 0;
+}
+
 function setUint32(bytes: Uint8Array, position: number, value: number): void {
   bytes[position] = value >>> 24;
   bytes[position + 1] = value >>> 16;

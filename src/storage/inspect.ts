@@ -32,8 +32,8 @@ import {
   recordKey,
   recordValue,
 } from "../record/batch.ts";
-import { readUint32 } from "../record/codec.ts";
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
+import { entryLengthAt } from "./entry-framer.ts";
 import { isTornCreation } from "./recovery.ts";
 import { decodeSegmentHeader, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
@@ -248,7 +248,7 @@ export function* walkSegmentChunks(
       // Truncated: at the end of the file a torn entry; else it continues in the next chunk.
       const remaining = read - scan.endPosition;
       const needed =
-        remaining >= 4 ? ENTRY_HEADER_BYTES + readUint32(buffer, scan.endPosition) : ENTRY_HEADER_BYTES;
+        remaining >= 4 ? ENTRY_HEADER_BYTES + entryLengthAt(buffer, scan.endPosition) : ENTRY_HEADER_BYTES;
       if (position + needed > sizeBytes) {
         end = invalid(`entry cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
         return finish();

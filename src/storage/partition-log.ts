@@ -63,7 +63,7 @@ import {
   writeCheckpointNow,
 } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { EntryFramer } from "./entry-framer.ts";
+import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
 import { type PartitionOpenReport, recoverSegments, removeLeftoverSegments } from "./log-recovery.ts";
 import {
   type FileRange,
@@ -708,7 +708,7 @@ export class PartitionLog {
       batch.length = 0;
       let position = 0;
       while (position < records.length) {
-        const batchEnd = position + ENTRY_HEADER_BYTES + readEntryLength(records, position);
+        const batchEnd = position + ENTRY_HEADER_BYTES + entryLengthAt(records, position);
         forEachRecord(records, position + ENTRY_HEADER_BYTES, batchEnd, (record) => {
           if (record.offset < from) return;
           batch.push({
@@ -828,15 +828,4 @@ export class PartitionLog {
     if (this.failureCause !== undefined)
       throw new PartitionFailedError(`partition ${this.directory}`, this.failureCause);
   }
-}
-
-/** The frame length of the entry at `bytes[position]` (a whole entry checked by a read). */
-function readEntryLength(bytes: Uint8Array, position: number): number {
-  return (
-    ((bytes[position]! << 24) |
-      (bytes[position + 1]! << 16) |
-      (bytes[position + 2]! << 8) |
-      bytes[position + 3]!) >>>
-    0
-  );
 }

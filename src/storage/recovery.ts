@@ -14,9 +14,9 @@
  * refuse, report) is the caller's decision.
  */
 import { ENTRY_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
-import { readUint32 } from "../record/codec.ts";
 import { type EntryStop, type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "./disk.ts";
+import { entryLengthAt } from "./entry-framer.ts";
 import type { SparseIndex } from "./sparse-index.ts";
 
 export interface SegmentScan {
@@ -108,7 +108,7 @@ export function scanSegmentFile(
     if (chunkBase + got >= fileEnd) break;
     if (chunkScan.endPosition === 0) {
       // Not even one entry fit: it is larger than the buffer. Grow to hold it, within the limit.
-      const length = got >= 4 ? readUint32(chunk, 0) : 0;
+      const length = got >= 4 ? entryLengthAt(chunk, 0) : 0;
       const needed = ENTRY_HEADER_BYTES + length;
       if (got < ENTRY_HEADER_BYTES || length > maxBatchBytes || needed <= chunk.length) break;
       chunk = new Uint8Array(needed);

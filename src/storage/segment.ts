@@ -55,10 +55,9 @@ import {
   type RecordBatchHeader,
   readBatchHeader,
 } from "../record/batch.ts";
-import { readUint32 } from "../record/codec.ts";
 import { type EntryStop, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "./disk.ts";
-import { EntryFramer } from "./entry-framer.ts";
+import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
 import { FileSegmentWriter } from "./file-segment-writer.ts";
 import { MappedSegmentWriter } from "./mapped-segment-writer.ts";
 import { type ReadDescriptorHolder, sealedReadDescriptors } from "./read-descriptors.ts";
@@ -698,7 +697,7 @@ export class Segment implements ReadDescriptorHolder {
         throw new CorruptRecordError("entry header past the end of the file", position, this.path);
     }
     const at = position - windowStart;
-    const length = readUint32(scratch, at);
+    const length = entryLengthAt(scratch, at);
     let header: RecordBatchHeader;
     try {
       header = readBatchHeader(scratch, at + ENTRY_HEADER_BYTES, scratchHeader);

@@ -44,6 +44,13 @@
  *   after its last name is gone (unlink of an open file, as retention does). The mounts of a test
  *   are short-lived, so this bounded leak is the simplest correct choice.
  *
+ * Failing devices. SIGUSR2 toggles a failing flush: while on, every fsync, fdatasync and fsyncdir
+ * fails with EIO and leaves DURABLE as it was. SIGURG toggles failing writes: while on, every write
+ * fails with EIO and changes nothing (pages written back from a shared mapping included). Every
+ * other operation keeps working. The daemon says "volatile-fs: syncs fail" / "syncs work" /
+ * "writes fail" / "writes work" on stderr. They show what the broker does on I/O errors
+ * (test/power-loss/io-errors.test.ts).
+ *
  * Not modelled: hard links, symlinks, xattrs, ownership and permissions (everything runs as root),
  * reordering of writes inside one sync window other than the torn last write.
  * Flock is left to the kernel (no flock op: FUSE then keeps locks local to the mount, which is all
@@ -110,12 +117,32 @@ static uint64_t tear_state;
 static long sync_latency_us;
 static pthread_mutex_t tree_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t unplugged;
+static volatile sig_atomic_t syncs_fail;
+static volatile sig_atomic_t writes_fail;
 
 static void on_unplug(int signal_number) {
   (void)signal_number;
   unplugged = 1;
   static const char message[] = "volatile-fs: unplugged\n";
   ssize_t ignored = write(2, message, sizeof(message) - 1); /* async-signal-safe */
+  (void)ignored;
+}
+
+static void on_toggle_syncs(int signal_number) {
+  (void)signal_number;
+  syncs_fail = !syncs_fail;
+  static const char fail[] = "volatile-fs: syncs fail\n";
+  static const char work[] = "volatile-fs: syncs work\n";
+  ssize_t ignored = syncs_fail ? write(2, fail, sizeof(fail) - 1) : write(2, work, sizeof(work) - 1);
+  (void)ignored;
+}
+
+static void on_toggle_writes(int signal_number) {
+  (void)signal_number;
+  writes_fail = !writes_fail;
+  static const char fail[] = "volatile-fs: writes fail\n";
+  static const char work[] = "volatile-fs: writes work\n";
+  ssize_t ignored = writes_fail ? write(2, fail, sizeof(fail) - 1) : write(2, work, sizeof(work) - 1);
   (void)ignored;
 }
 
@@ -476,9 +503,9 @@ static int vfs_fallocate(const char *path, int mode, off_t offset, off_t length,
  */
 static int sync_node(const char *path, struct fuse_file_info *fi) {
   pthread_mutex_lock(&tree_lock);
-  struct node *n = unplugged ? NULL : target(path, fi);
+  struct node *n = unplugged || syncs_fail ? NULL : target(path, fi);
   if (n == NULL) {
-    int result = unplugged ? -EIO : -ENOENT;
+    int result = unplugged || syncs_fail ? -EIO : -ENOENT;
     pthread_mutex_unlock(&tree_lock);
     return result;
   }
@@ -495,7 +522,7 @@ static int sync_node(const char *path, struct fuse_file_info *fi) {
   }
   pthread_mutex_lock(&tree_lock);
   int result = 0;
-  if (unplugged) result = -EIO;
+  if (unplugged || syncs_fail) result = -EIO;
   else if (changes >= n->durable_changes) {
     if (n->is_dir) entries_copy(&n->durable_entries, &snapshot_entries);
     else bytes_copy(&n->durable, &snapshot);
@@ -579,7 +606,7 @@ static int l_read(const char *p, char *buf, size_t size, off_t offset, struct fu
   LOCKED(vfs_read(p, buf, size, offset, fi));
 }
 static int l_write(const char *p, const char *buf, size_t size, off_t offset, struct fuse_file_info *fi) {
-  LOCKED(vfs_write(p, buf, size, offset, fi));
+  LOCKED(writes_fail ? -EIO : vfs_write(p, buf, size, offset, fi));
 }
 static int l_truncate(const char *p, off_t size, struct fuse_file_info *fi) { LOCKED(vfs_truncate(p, size, fi)); }
 static int l_fallocate(const char *p, int mode, off_t offset, off_t length, struct fuse_file_info *fi) {
@@ -787,6 +814,16 @@ int main(int argc, char *argv[]) {
   unplug.sa_flags = SA_RESTART;
   sigemptyset(&unplug.sa_mask);
   sigaction(SIGUSR1, &unplug, NULL);
+  struct sigaction toggle = {0};
+  toggle.sa_handler = on_toggle_syncs;
+  toggle.sa_flags = SA_RESTART;
+  sigemptyset(&toggle.sa_mask);
+  sigaction(SIGUSR2, &toggle, NULL);
+  struct sigaction toggle_writes = {0};
+  toggle_writes.sa_handler = on_toggle_writes;
+  toggle_writes.sa_flags = SA_RESTART;
+  sigemptyset(&toggle_writes.sa_mask);
+  sigaction(SIGURG, &toggle_writes, NULL);
   /* Foreground, multi-threaded (a sync's latency must not stall other calls); fsname names the
    * mount in /proc/self/mountinfo. */
   char *fuse_argv[] = {argv[0], "-f", "-o", "fsname=volatile-fs,subtype=volatile", (char *)mountpoint, NULL};

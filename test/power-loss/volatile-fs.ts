@@ -76,6 +76,7 @@ export class VolatileFs implements AsyncDisposable {
   private daemon: Subprocess<"ignore", "ignore", "pipe"> | undefined;
   private stderr: LineReader | undefined;
   private unplugged = false;
+  private failing = { syncs: false, writes: false };
 
   private constructor(home: string) {
     this.home = home;
@@ -105,6 +106,7 @@ export class VolatileFs implements AsyncDisposable {
     this.daemon = daemon;
     this.stderr = stderr;
     this.unplugged = false;
+    this.failing = { syncs: false, writes: false };
     await waitUntil(async () => {
       if (daemon.exitCode !== null || daemon.signalCode !== null) {
         this.daemon = undefined;
@@ -128,6 +130,22 @@ export class VolatileFs implements AsyncDisposable {
     // The daemon confirms from its signal handler, after setting the flag every call checks.
     await stderr.waitFor((line) => line === "volatile-fs: unplugged", "volatile-fs to confirm the cut");
     this.unplugged = true;
+  }
+
+  /**
+   * A failing device, while every other call keeps working: `"syncs"` makes every fsync, fdatasync
+   * and fsyncdir fail with EIO without changing what is durable; `"writes"` makes every write fail
+   * with EIO (pages written back from a shared mapping too). `fail` false makes them work again.
+   */
+  async fail(calls: "syncs" | "writes", fail: boolean): Promise<void> {
+    const daemon = this.daemon;
+    const stderr = this.stderr;
+    if (daemon === undefined || stderr === undefined) throw new Error("volatile-fs is not mounted");
+    if (this.failing[calls] === fail) return;
+    daemon.kill(calls === "syncs" ? "SIGUSR2" : "SIGURG");
+    const said = `volatile-fs: ${calls} ${fail ? "fail" : "work"}`;
+    await stderr.waitFor((line) => line === said, `volatile-fs to say "${said}"`);
+    this.failing[calls] = fail;
   }
 
   /**

@@ -1,0 +1,76 @@
+/**
+ * The admin request rate: a token bucket per client address for CREATE_TOPIC and DELETE_TOPIC
+ * (docs/protocol.md, LIMIT_EXCEEDED; docs/security.md). Per address rather than per connection,
+ * because connections are cheap to open again.
+ *
+ * Invariants:
+ * - An address may make `burst` admin requests at once and `perSecond` a second after that; a
+ *   refused request takes nothing from the allowance, so retrying after the time the error names
+ *   succeeds.
+ * - The table forgets addresses whose allowance has refilled completely once it holds more than
+ *   ADMIN_RATE_ADDRESSES_SWEEP of them: its size is bounded by the addresses active within the last
+ *   burst period, not by every address ever seen.
+ */
+import { BooblikError } from "../domain/errors.ts";
+import { ADMIN_RATE_ADDRESSES_SWEEP, ADMIN_REQUEST_BURST_SECONDS } from "../domain/limits.ts";
+
+interface Allowance {
+  tokens: number;
+  updatedMs: number;
+}
+
+export class AdminRateLimiter {
+  private readonly perSecond: number;
+  private readonly burst: number;
+  private readonly allowances = new Map<string, Allowance>();
+
+  constructor(
+    perSecond: number,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {
+    this.perSecond = perSecond;
+    this.burst = perSecond * ADMIN_REQUEST_BURST_SECONDS;
+  }
+
+  /** Takes one admin request from `address`'s allowance, or throws a retriable LIMIT_EXCEEDED. */
+  take(address: string): void {
+    const nowMs = this.nowMs();
+    let allowance = this.allowances.get(address);
+    if (allowance === undefined) {
+      if (this.allowances.size >= ADMIN_RATE_ADDRESSES_SWEEP) this.sweep(nowMs);
+      allowance = { tokens: this.burst, updatedMs: nowMs };
+      this.allowances.set(address, allowance);
+    } else {
+      this.refill(allowance, nowMs);
+    }
+    if (allowance.tokens < 1) {
+      const waitMs = Math.ceil(((1 - allowance.tokens) * 1000) / this.perSecond);
+      throw new BooblikError(
+        "LIMIT_EXCEEDED",
+        `too many admin requests (CREATE_TOPIC, DELETE_TOPIC) from ${address}: the limit is ` +
+          `${this.perSecond} a second after a burst of ${this.burst} (--max-admin-requests-per-second); ` +
+          `retry in ${waitMs} ms`,
+        { retriable: true },
+      );
+    }
+    allowance.tokens -= 1;
+  }
+
+  private refill(allowance: Allowance, nowMs: number): void {
+    const elapsedMs = Math.max(0, nowMs - allowance.updatedMs);
+    allowance.tokens = Math.min(this.burst, allowance.tokens + (elapsedMs * this.perSecond) / 1000);
+    allowance.updatedMs = nowMs;
+  }
+
+  private sweep(nowMs: number): void {
+    for (const [address, allowance] of this.allowances) {
+      this.refill(allowance, nowMs);
+      if (allowance.tokens >= this.burst) this.allowances.delete(address);
+    }
+  }
+
+  /** Addresses remembered now (for tests of the bound). */
+  get addressCount(): number {
+    return this.allowances.size;
+  }
+}

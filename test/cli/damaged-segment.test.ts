@@ -1,0 +1,107 @@
+/**
+ * A damaged segment header, as an operator meets it (docs/operations.md, "What survives what"): the
+ * broker and booblik-cli as child processes, the damage made by hand in the data directory.
+ *
+ * - In a sealed segment after a clean stop (not checked at start, which scans nothing): the broker
+ *   starts; a read of that segment is refused with STORAGE_ERROR naming the file; the other segments
+ *   are served; `segment verify` reports the damage (exit 3).
+ * - In the newest segment (always checked at start): the broker refuses to start, naming the file,
+ *   and changes nothing on disk.
+ */
+import { expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { runCli } from "../helpers/cli-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(60_000);
+
+/** A byte inside the segment header (its first 32 bytes), past the magic: only its checksum can tell. */
+const HEADER_BYTE = 20;
+
+function flipHeaderByte(file: string): void {
+  const fd = fs.openSync(file, "r+");
+  try {
+    const byte = new Uint8Array(1);
+    fs.readSync(fd, byte, 0, 1, HEADER_BYTE);
+    byte[0]! ^= 0x01;
+    fs.writeSync(fd, byte, 0, 1, HEADER_BYTE);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+test("a damaged header: a sealed segment's reads are refused and the rest served; the newest one stops the start", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const lines = Array.from({ length: 300 }, (_, i) => `record ${i} ${"x".repeat(30)}`);
+  {
+    await using broker = await startBroker(dataDir);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    expect((await runCli([...at, "topics", "create", "h", "--segment-size", "4KiB"])).exitCode).toBe(0);
+    const produced = await runCli([...at, "produce", "h", "--partition", "0"], {
+      stdin: `${lines.join("\n")}\n`,
+    });
+    expect(produced.exitCode).toBe(0);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const partitionDir = path.join(dataDir, "h-0");
+  const segments = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+  expect(segments.length).toBeGreaterThanOrEqual(3);
+  const secondBase = Number.parseInt(segments[1]!, 10);
+
+  flipHeaderByte(path.join(partitionDir, segments[0]!));
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain("clean shutdown, nothing scanned");
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const refused = await runCli([...at, "--json", "consume", "h", "--partition", "0", "--max", "1"]);
+    expect(refused.exitCode).toBe(1);
+    const error = JSON.parse(refused.stderr).error;
+    expect(error.code).toBe("STORAGE_ERROR");
+    expect(error.message).toContain(`refusing segment <data-dir>/h-0/${segments[0]}`);
+    // The segments after it are served, with their records.
+    const served = await runCli([
+      ...at,
+      "consume",
+      "h",
+      "--partition",
+      "0",
+      "--from",
+      String(secondBase),
+      "--max",
+      "2",
+    ]);
+    expect(served.exitCode).toBe(0);
+    expect(served.stdout).toBe(`${lines[secondBase]}\n${lines[secondBase + 1]}\n`);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(verify.stdout).toContain(`damage: ${path.join(partitionDir, segments[0]!)}`);
+
+  const newest = path.join(partitionDir, segments.at(-1)!);
+  flipHeaderByte(newest);
+  const before = fs.readFileSync(newest);
+  const start = await runBrokerExpectingFailure([
+    "--data-dir",
+    dataDir,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+  ]);
+  expect(start.exitCode).toBe(1);
+  expect(start.stderr).toContain(`refusing segment ${newest}`);
+  expect(fs.readFileSync(newest).equals(before)).toBe(true);
+  expect(
+    fs
+      .readdirSync(partitionDir)
+      .filter((name) => name.endsWith(".log"))
+      .sort(),
+  ).toEqual(segments);
+});
