@@ -293,7 +293,9 @@ function isLoopback(host: string): boolean {
 function parseHostPort(what: string, text: string): { host: string; port: number } {
   const match = /^(\[[^\]]+\]|[^:[\]]+):(\d+)$/.exec(text);
   if (match === null) throw new UsageError(`${what} must be host:port, got ${JSON.stringify(text)}`);
-  return { host: match[1]!, port: parseInteger(what, match[2]!, 1, 65535) };
+  // An IPv6 host is written in brackets, and sent without them (as Kafka registers `[::1]:9092`).
+  const host = match[1]!.startsWith("[") ? match[1]!.slice(1, -1) : match[1]!;
+  return { host, port: parseInteger(what, match[2]!, 1, 65535) };
 }
 
 function plural(count: number, noun: string): string {
@@ -553,7 +555,7 @@ async function main(): Promise<number> {
   );
   if (kafkaAddress !== undefined) {
     console.log(
-      `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
+      `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
     );
     if (kafkaAdvertised === undefined && ["0.0.0.0", "::", "[::]"].includes(kafkaAddress.advertisedHost)) {
       console.log(

@@ -9,10 +9,13 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { Broker } from "../../src/broker/broker.ts";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
+import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { type BrokerProcess, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { Expect } from "./bytes.ts";
 
 const KCAT = Bun.which("kcat");
 if (KCAT === null)
@@ -138,6 +141,35 @@ describe("a broker process with --kafka-port", () => {
     expect((JSON.parse(stdout) as { brokers: unknown[] }).brokers).toEqual([
       { id: 1, name: "kafka.example:19092" },
     ]);
+  });
+
+  test("BOOBLIK_KAFKA_PORT and BOOBLIK_KAFKA_ADVERTISED_LISTENER work like the flags", async () => {
+    const broker = await startBroker(dataDir().path, [], {
+      BOOBLIK_KAFKA_PORT: "0",
+      BOOBLIK_KAFKA_ADVERTISED_LISTENER: "[::1]:9999",
+    });
+    cleanups.push(async () => {
+      await broker.stop();
+    });
+    const line = await broker.lines.waitFor(
+      (l) => l.includes("Kafka protocol on"),
+      "the Kafka listener line",
+    );
+    expect(line).toMatch(
+      /^booblik: Kafka protocol on 127\.0\.0\.1:\d+, advertised to clients as \[::1\]:9999$/,
+    );
+    // Metadata v1 names the host without the brackets, as Kafka does.
+    const socket = await rawConnect(Number(/on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]));
+    cleanups.push(() => socket.close());
+    socket.write(new Expect().i16(3).i16(1).i32(1).str("t").i32(-1).frame());
+    const bytes = await socket.waitForBytes(4 + 4 + 4 + 4 + 2 + 3 + 4);
+    const reader = new KafkaReader(bytes, 8);
+    expect([
+      reader.int32("brokers"),
+      reader.int32("node"),
+      reader.string("host"),
+      reader.int32("port"),
+    ]).toEqual([1, 1, "::1", 9999]);
   });
 
   test("a Kafka port in use is a one-line refusal and exit code 1", async () => {
