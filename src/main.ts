@@ -33,6 +33,7 @@ import {
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { KafkaListener } from "./kafka/listener.ts";
 import { largestProducibleRecordBytes } from "./protocol/messages.ts";
+import { AdminRateLimiter } from "./server/admin-rate.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -491,6 +492,8 @@ async function main(): Promise<number> {
       idleTimeoutMs,
       requestTimeoutMs,
       inboundBudget: server.inboundBudget,
+      // Its own allowance per address, next to the native listener's (which the server keeps private).
+      adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
       log: (line) => console.log(`booblik: ${line}`),
     });
     try {

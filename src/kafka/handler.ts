@@ -92,6 +92,11 @@ export interface KafkaHandlerOptions {
   /** What Metadata tells clients to connect to (the advertised listener). */
   advertisedHost: string;
   advertisedPort: number;
+  /**
+   * The admin request rate per client address (server/admin-rate.ts has the implementation): takes
+   * one topic create or delete, or throws a retriable LIMIT_EXCEEDED naming the wait.
+   */
+  adminRate?: { take(clientAddress: string): void };
 }
 
 /** What to do with a request: send these bytes (none for Produce acks=0), or close the connection. */
@@ -162,7 +167,7 @@ export class KafkaHandler {
   }
 
   /** Answers one request frame (the bytes after its 4-byte size). */
-  async handle(frame: Uint8Array): Promise<KafkaOutcome> {
+  async handle(frame: Uint8Array, clientAddress = ""): Promise<KafkaOutcome> {
     let peeked: ReturnType<typeof peekRequestHeader>;
     try {
       peeked = peekRequestHeader(frame);
@@ -218,9 +223,9 @@ export class KafkaHandler {
         case KAFKA_API.LIST_OFFSETS:
           return this.listOffsets(reader, apiVersion, correlationId);
         case KAFKA_API.CREATE_TOPICS:
-          return await this.createTopics(reader, apiVersion, correlationId);
+          return await this.createTopics(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.DELETE_TOPICS:
-          return await this.deleteTopics(reader, apiVersion, correlationId);
+          return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.INIT_PRODUCER_ID:
           decodeInitProducerIdRequest(reader, apiVersion);
           return this.respond((writer) =>
@@ -361,6 +366,7 @@ export class KafkaHandler {
     reader: KafkaReader,
     version: number,
     correlationId: number,
+    clientAddress: string,
   ): Promise<KafkaOutcome> {
     const request = decodeCreateTopicsRequest(reader, version);
     const results: TopicResult[] = [];
@@ -412,6 +418,8 @@ export class KafkaHandler {
           // Validation only: the broker's own check, without creating anything.
           validateTopicConfig(settings, this.broker.topicDefaults);
         } else {
+          // One admin request per topic created, from the address's allowance (throws LIMIT_EXCEEDED).
+          this.options.adminRate?.take(clientAddress);
           this.broker.createTopic(topic.name, settings);
         }
         result(KAFKA_ERROR.NONE, null);
@@ -463,11 +471,13 @@ export class KafkaHandler {
     reader: KafkaReader,
     version: number,
     correlationId: number,
+    clientAddress: string,
   ): Promise<KafkaOutcome> {
     const request = decodeDeleteTopicsRequest(reader, version);
     const results: TopicResult[] = [];
     for (const name of request.topicNames) {
       try {
+        this.options.adminRate?.take(clientAddress);
         await this.broker.deleteTopic(name);
         results.push({ name, errorCode: KAFKA_ERROR.NONE, errorMessage: null });
       } catch (error) {

@@ -50,6 +50,8 @@ export interface KafkaListenerOptions {
   idleTimeoutMs: number;
   requestTimeoutMs: number;
   inboundBudget: InboundBudgetLike;
+  /** Topic creates and deletes per client address (`--max-admin-requests-per-second`). */
+  adminRate?: { take(clientAddress: string): void };
   /** One line per closed connection and per refused one. */
   log?: (line: string) => void;
 }
@@ -244,7 +246,7 @@ class KafkaConnection {
     this.start += size + 4;
     this.busy = true;
     this.listener.counters.requests++;
-    this.listener.handler.handle(frame).then(
+    this.listener.handler.handle(frame, this.remoteAddress).then(
       (outcome) => {
         this.busy = false;
         if (this.closingReason !== undefined) return;
@@ -392,7 +394,11 @@ export class KafkaListener {
     });
     const advertisedHost = this.options.advertisedHost ?? this.server.hostname;
     const advertisedPort = this.options.advertisedPort ?? this.server.port;
-    this.handler = new KafkaHandler(this.broker, { advertisedHost, advertisedPort });
+    this.handler = new KafkaHandler(this.broker, {
+      advertisedHost,
+      advertisedPort,
+      ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
+    });
     const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
     this.sweepTimer = setInterval(
       () => this.sweep(),

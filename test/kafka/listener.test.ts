@@ -5,7 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Broker } from "../../src/broker/broker.ts";
+import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener, type KafkaListenerOptions } from "../../src/kafka/listener.ts";
+import { AdminRateLimiter } from "../../src/server/admin-rate.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
@@ -169,6 +171,30 @@ describe("hostile input", () => {
 });
 
 describe("limits and timeouts", () => {
+  test("topic creates and deletes take from the admin rate per address: beyond the burst, POLICY_VIOLATION names the wait", async () => {
+    const port = start({ adminRate: new AdminRateLimiter(1) }); // 1 a second after a burst of 10
+    const socket = await rawConnect(port);
+    const request = new Expect().i16(19).i16(1).i32(5).str("t").i32(12);
+    for (let i = 0; i < 12; i++) request.str(`rate-${i}`).i32(1).i16(1).i32(0).i32(0);
+    socket.write(request.i32(5000).i8(0).frame());
+    await waitUntil(() => correlationIds(socket.received()).length === 1, "the CreateTopics answer");
+    const reader = new KafkaReader(socket.received(), 8);
+    const results: [string, number, string | null][] = [];
+    for (let count = reader.int32("topics"), i = 0; i < count; i++) {
+      results.push([reader.string("name"), reader.int16("error"), reader.nullableString("message")]);
+    }
+    expect(results.slice(0, 10).map((r) => r[1])).toEqual(Array(10).fill(0));
+    expect(results.slice(10).map((r) => [r[0], r[1]])).toEqual([
+      ["rate-10", 44],
+      ["rate-11", 44],
+    ]);
+    expect(results[10]![2]).toStartWith(
+      "too many admin requests (CREATE_TOPIC, DELETE_TOPIC) from 127.0.0.1: the limit is 1 a second after a burst of 10",
+    );
+    expect(broker.listTopics().length).toBe(10);
+    socket.close();
+  });
+
   test("connections beyond --max-connections are closed at once and logged", async () => {
     const port = start({ maxConnections: 1 });
     const first = await rawConnect(port);
