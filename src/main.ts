@@ -24,13 +24,16 @@ import {
   FRAME_BYTES_DEFAULT_MAX,
   INBOUND_BUDGET_BYTES_DEFAULT,
   INBOUND_FREE_BYTES,
+  KAFKA_PORT_DEFAULT,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SEALED_READ_DESCRIPTORS_MIN,
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
+import { KafkaListener } from "./kafka/listener.ts";
 import { largestProducibleBatchBytes } from "./protocol/messages.ts";
+import { AdminRateLimiter } from "./server/admin-rate.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -189,6 +192,18 @@ const OPTIONS = {
     fallback: "same as --host",
     help: "address the metrics listener binds",
   },
+  kafkaPort: {
+    flag: "--kafka-port",
+    env: "BOOBLIK_KAFKA_PORT",
+    fallback: "off",
+    help: `serve the Kafka wire protocol on this port (Kafka's usual port is ${KAFKA_PORT_DEFAULT}; 0 picks a free one; see docs/kafka.md)`,
+  },
+  kafkaAdvertisedListener: {
+    flag: "--kafka-advertised-listener",
+    env: "BOOBLIK_KAFKA_ADVERTISED_LISTENER",
+    fallback: "the bound address",
+    help: "host:port that Kafka METADATA tells clients to connect to",
+  },
   fetchPath: {
     flag: "--fetch-path",
     env: "BOOBLIK_FETCH_PATH",
@@ -273,6 +288,15 @@ function choice<T extends string>(what: string, text: string, allowed: readonly 
 /** 127.0.0.0/8, ::1 and `localhost`: addresses only this machine can reach. */
 function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** `host:port` (an IPv6 host in brackets) for --kafka-advertised-listener. */
+function parseHostPort(what: string, text: string): { host: string; port: number } {
+  const match = /^(\[[^\]]+\]|[^:[\]]+):(\d+)$/.exec(text);
+  if (match === null) throw new UsageError(`${what} must be host:port, got ${JSON.stringify(text)}`);
+  // An IPv6 host is written in brackets, and sent without them (as Kafka registers `[::1]:9092`).
+  const host = match[1]!.startsWith("[") ? match[1]!.slice(1, -1) : match[1]!;
+  return { host, port: parseInteger(what, match[2]!, 1, 65535) };
 }
 
 function plural(count: number, noun: string): string {
@@ -386,6 +410,18 @@ async function main(): Promise<number> {
   const metricsPort =
     values.metricsPort === "off" ? undefined : parseInteger("metrics port", values.metricsPort, 0, 65535);
   const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
+  const kafkaPort =
+    values.kafkaPort === "off" ? undefined : parseInteger("kafka port", values.kafkaPort, 0, 65535);
+  const kafkaAdvertised =
+    values.kafkaAdvertisedListener === "the bound address"
+      ? undefined
+      : parseHostPort("--kafka-advertised-listener", values.kafkaAdvertisedListener);
+  // The Kafka listener has no SASL yet: it would let anyone past the users file.
+  if (kafkaPort !== undefined && users !== undefined) {
+    throw new UsageError(
+      "--kafka-port cannot be combined with --users-file yet: the Kafka listener has no authentication (SASL), so it would bypass the logins",
+    );
+  }
   const dataDir = path.resolve(values.dataDir);
 
   if (maxOpenSegmentFiles !== undefined) sealedReadDescriptors.setLimit(maxOpenSegmentFiles);
@@ -441,6 +477,37 @@ async function main(): Promise<number> {
       `cannot listen on ${values.host}:${port}: ${reason}${code === undefined ? "" : ` [${code}]`}`,
     );
   }
+  let kafka: KafkaListener | undefined;
+  let kafkaAddress: ReturnType<KafkaListener["listen"]> | undefined;
+  if (kafkaPort !== undefined) {
+    kafka = new KafkaListener(broker, {
+      hostname: values.host,
+      port: kafkaPort,
+      ...(kafkaAdvertised === undefined
+        ? {}
+        : { advertisedHost: kafkaAdvertised.host, advertisedPort: kafkaAdvertised.port }),
+      maxFrameBytes,
+      maxConnections,
+      maxConnectionsPerAddress,
+      idleTimeoutMs,
+      requestTimeoutMs,
+      inboundBudget: server.inboundBudget,
+      // Its own allowance per address, next to the native listener's (which the server keeps private).
+      adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
+      log: (line) => console.log(`booblik: ${line}`),
+    });
+    try {
+      kafkaAddress = kafka.listen();
+    } catch (error) {
+      await server.stop();
+      await broker.close();
+      metrics?.stop(true);
+      const code = (error as { code?: string }).code;
+      throw new UsageError(
+        `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port)" : (error as Error).message}`,
+      );
+    }
+  }
   targets.server = server;
   targets.ready = true;
   // Before the start line: a supervisor (or a test) may send SIGTERM as soon as it reads it.
@@ -454,6 +521,7 @@ async function main(): Promise<number> {
     const startMs = performance.now();
     try {
       targets.ready = false;
+      await kafka?.stop();
       await server.stop();
       await broker.close();
       metrics?.stop(true);
@@ -488,6 +556,16 @@ async function main(): Promise<number> {
       `opened ${describeOpen(broker.openReport)}` +
       (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`),
   );
+  if (kafkaAddress !== undefined) {
+    console.log(
+      `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
+    );
+    if (kafkaAdvertised === undefined && ["0.0.0.0", "::", "[::]"].includes(kafkaAddress.advertisedHost)) {
+      console.log(
+        `booblik: WARNING: Kafka clients are told to connect to ${kafkaAddress.advertisedHost}, which they cannot reach; set --kafka-advertised-listener host:port`,
+      );
+    }
+  }
   if (anonymousReach) {
     console.log(
       `booblik: WARNING: no authentication (--allow-anonymous yes): anyone who can reach ${address.hostname}:${address.port} can create, read, write and delete every topic`,

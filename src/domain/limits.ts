@@ -284,6 +284,32 @@ export const TOPIC_TEMPORARY_FILE_SUFFIX = ".tmp";
  */
 export const PRODUCER_CLOCK_REUSE_RECORDS_MAX = 256;
 
+// --- Kafka listener (src/kafka; docs/kafka.md) -----------------------------------------------------
+
+/**
+ * The port Kafka clients expect (Kafka's own default). `--kafka-port` defaults to `off` for now: a
+ * default-on second port would make every broker started in parallel (tests, benchmarks, the
+ * README's examples) fight over 9092.
+ */
+export const KAFKA_PORT_DEFAULT = 9092;
+/**
+ * How long the Kafka listener waits for answers in flight at shutdown before it closes the sockets
+ * (the same bound as the native listener's drain).
+ */
+export const KAFKA_SHUTDOWN_DRAIN_MS = SHUTDOWN_DRAIN_MS;
+/**
+ * While a request is being answered (Kafka handles one request per connection at a time), a
+ * connection keeps reading until this many bytes of later requests are buffered, then pauses: a
+ * pipelining client (kafkajs sends several requests at once) cannot make the broker buffer more.
+ */
+export const KAFKA_PIPELINED_BYTES_MAX = INBOUND_FREE_BYTES;
+/**
+ * Longest long poll of a Kafka Fetch, whatever max_wait_ms says (kafkajs waits 5 s by default,
+ * librdkafka 0.5 s). The same as the request timeout of kafkajs (30 s): an answer at the cap is an
+ * empty fetch the client simply repeats.
+ */
+export const KAFKA_FETCH_WAIT_MS_MAX = 30_000;
+
 // --- Command line (booblik-cli) --------------------------------------------------------------------
 
 /** The broker's default TCP port (`--port`, BOOBLIK_PORT); the CLI's default `--broker` port too. */

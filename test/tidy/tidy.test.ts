@@ -23,6 +23,9 @@ const LAYERS: Record<string, string[]> = {
   // The server sees partitions, not segments: fetches get a FileLease from the broker layer. It keeps
   // ffi for the socket side of I/O (sendfile, pread of one byte for the drain probe) and CRC32C's name.
   "src/server": ["src/server", "src/broker", "src/protocol", "src/record", "src/auth", "src/domain", "ffi"],
+  // The Kafka wire listener: its own codec (sans I/O) and sockets, over the same broker layer as the
+  // native server; it never imports the native protocol or server.
+  "src/kafka": ["src/kafka", "src/broker", "src/record", "src/auth", "src/domain", "ffi"],
   "src/client": ["src/client", "src/protocol", "src/record", "src/auth", "src/domain", "ffi/crc32c.ts"],
 };
 /** Composition roots: they may import anything, and nothing imports them. */

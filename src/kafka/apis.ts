@@ -1,0 +1,173 @@
+/**
+ * Kafka API keys, the versions booblik's Kafka listener decodes, where each API's flexible versions
+ * begin, the request and response header layouts, and Kafka's error codes. Sans I/O.
+ *
+ * Sources: apache/kafka `clients/src/main/resources/common/message/*.json` (versions, "flexibleVersions")
+ * and `Errors.java` (codes), as summarized in kafka-wire.md §1.2-1.3.
+ *
+ * Request header (every version starts with the same 8 bytes, so the key, version and correlation
+ * id can be read before the API is known):
+ *   v0  api_key int16, api_version int16, correlation_id int32
+ *   v1  v0 + client_id NULLABLE_STRING (int16 length; stays non-compact even in v2)
+ *   v2  v1 + TAG_BUFFER                     (flexible versions of every API)
+ * Response header:
+ *   v0  correlation_id int32
+ *   v1  v0 + TAG_BUFFER                     (flexible versions, except ApiVersions: always v0, so a
+ *                                            client that does not know the broker's versions yet
+ *                                            can read it; ApiVersionsResponse.json)
+ */
+import type { KafkaReader, KafkaWriter } from "./codec.ts";
+import { KafkaProtocolError } from "./codec.ts";
+
+export const KAFKA_API = {
+  PRODUCE: 0,
+  FETCH: 1,
+  LIST_OFFSETS: 2,
+  METADATA: 3,
+  FIND_COORDINATOR: 10,
+  API_VERSIONS: 18,
+  CREATE_TOPICS: 19,
+  DELETE_TOPICS: 20,
+  INIT_PRODUCER_ID: 22,
+} as const;
+
+export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
+
+export const KAFKA_API_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(KAFKA_API).map(([name, key]) => [key, name]),
+);
+
+export interface VersionRange {
+  min: number;
+  max: number;
+}
+
+/**
+ * Versions the codec decodes and encodes. Every maximum is the last non-flexible version except
+ * ApiVersions (v3 is what librdkafka sends first): kafkajs 2.2.4 never uses a flexible version, and
+ * librdkafka 2.0.2 only for ApiVersions (kafka-wire.md §0.3). Minimums are 0: librdkafka enables
+ * RecordBatch v2 only when Produce 3 and Fetch 4 lie inside the advertised ranges (§0.2).
+ */
+export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
+  [KAFKA_API.PRODUCE]: { min: 0, max: 8 },
+  [KAFKA_API.FETCH]: { min: 0, max: 11 },
+  [KAFKA_API.LIST_OFFSETS]: { min: 0, max: 5 },
+  [KAFKA_API.METADATA]: { min: 0, max: 8 },
+  [KAFKA_API.FIND_COORDINATOR]: { min: 0, max: 2 },
+  [KAFKA_API.API_VERSIONS]: { min: 0, max: 3 },
+  [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },
+  [KAFKA_API.DELETE_TOPICS]: { min: 0, max: 3 },
+  [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 1 },
+};
+
+/** The first flexible version of each API ("flexibleVersions" in the message JSON). */
+export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
+  [KAFKA_API.PRODUCE]: 9,
+  [KAFKA_API.FETCH]: 12,
+  [KAFKA_API.LIST_OFFSETS]: 6,
+  [KAFKA_API.METADATA]: 9,
+  [KAFKA_API.FIND_COORDINATOR]: 3,
+  [KAFKA_API.API_VERSIONS]: 3,
+  [KAFKA_API.CREATE_TOPICS]: 5,
+  [KAFKA_API.DELETE_TOPICS]: 4,
+  [KAFKA_API.INIT_PRODUCER_ID]: 2,
+};
+
+export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {
+  return KAFKA_API_NAMES[apiKey] !== undefined;
+}
+
+export function isFlexible(apiKey: KafkaApiKey, version: number): boolean {
+  return version >= FLEXIBLE_FROM[apiKey];
+}
+
+/** The response header version: 1 for flexible versions, except ApiVersions (always 0). */
+export function responseHeaderVersion(apiKey: KafkaApiKey, version: number): 0 | 1 {
+  return apiKey !== KAFKA_API.API_VERSIONS && isFlexible(apiKey, version) ? 1 : 0;
+}
+
+/** Smallest request: api_key, api_version, correlation_id. */
+export const REQUEST_HEADER_FIXED_BYTES = 8;
+
+export interface KafkaRequestHeader {
+  apiKey: number;
+  apiVersion: number;
+  correlationId: number;
+  clientId: string | null;
+}
+
+/**
+ * Reads the request header of a frame (positioned at its first byte, after the size). Header v0 has
+ * no client id; v1 adds it; v2 (flexible versions) adds a tag buffer.
+ */
+export function readRequestHeader(reader: KafkaReader, headerVersion: 0 | 1 | 2): KafkaRequestHeader {
+  const apiKey = reader.int16("api_key");
+  const apiVersion = reader.int16("api_version");
+  const correlationId = reader.int32("correlation_id");
+  const clientId = headerVersion >= 1 ? reader.nullableString("client_id") : null;
+  if (headerVersion === 2) reader.skipTaggedFields("request header");
+  return { apiKey, apiVersion, correlationId, clientId };
+}
+
+/** The header version a request of this API and version carries (only ControlledShutdown v0 uses 0). */
+export function requestHeaderVersion(apiKey: KafkaApiKey, version: number): 1 | 2 {
+  return isFlexible(apiKey, version) ? 2 : 1;
+}
+
+/**
+ * Starts a response frame: a 4-byte size to patch, then the response header. Returns the size's
+ * position for `endResponse`.
+ */
+export function beginResponse(writer: KafkaWriter, correlationId: number, headerVersion: 0 | 1): number {
+  const start = writer.position;
+  writer.int32(0).int32(correlationId);
+  if (headerVersion === 1) writer.emptyTaggedFields();
+  return start;
+}
+
+export function endResponse(writer: KafkaWriter, start: number): void {
+  writer.patchInt32(start, writer.position - start - 4);
+}
+
+/** Reads the fixed 8 header bytes without moving anything: what every version shares. */
+export function peekRequestHeader(frame: Uint8Array): {
+  apiKey: number;
+  apiVersion: number;
+  correlationId: number;
+} {
+  if (frame.length < REQUEST_HEADER_FIXED_BYTES) {
+    throw new KafkaProtocolError(
+      `a request of ${frame.length} bytes cannot hold the ${REQUEST_HEADER_FIXED_BYTES}-byte header`,
+      0,
+    );
+  }
+  const view = new DataView(frame.buffer, frame.byteOffset, REQUEST_HEADER_FIXED_BYTES);
+  return { apiKey: view.getInt16(0), apiVersion: view.getInt16(2), correlationId: view.getInt32(4) };
+}
+
+/** Kafka's error codes (Errors.java) that booblik's listener answers. */
+export const KAFKA_ERROR = {
+  UNKNOWN_SERVER_ERROR: -1,
+  NONE: 0,
+  OFFSET_OUT_OF_RANGE: 1,
+  CORRUPT_MESSAGE: 2,
+  UNKNOWN_TOPIC_OR_PARTITION: 3,
+  LEADER_NOT_AVAILABLE: 5,
+  NOT_LEADER_OR_FOLLOWER: 6,
+  REQUEST_TIMED_OUT: 7,
+  MESSAGE_TOO_LARGE: 10,
+  INVALID_TOPIC_EXCEPTION: 17,
+  INVALID_REQUIRED_ACKS: 21,
+  UNSUPPORTED_VERSION: 35,
+  TOPIC_ALREADY_EXISTS: 36,
+  INVALID_PARTITIONS: 37,
+  INVALID_REPLICATION_FACTOR: 38,
+  INVALID_REPLICA_ASSIGNMENT: 39,
+  INVALID_CONFIG: 40,
+  INVALID_REQUEST: 42,
+  UNSUPPORTED_FOR_MESSAGE_FORMAT: 43,
+  POLICY_VIOLATION: 44,
+  KAFKA_STORAGE_ERROR: 56,
+  UNSUPPORTED_COMPRESSION_TYPE: 76,
+  INVALID_RECORD: 87,
+} as const;

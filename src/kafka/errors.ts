@@ -1,0 +1,48 @@
+/**
+ * booblik's errors as Kafka error codes (Errors.java), for the handler and the record paths. The
+ * message travels where a response has a field for it (CreateTopics v1+, Produce v8+).
+ */
+import { BooblikError } from "../domain/errors.ts";
+import { KAFKA_ERROR } from "./apis.ts";
+
+/** A Kafka error code and the message for responses that carry one. */
+export interface KafkaError {
+  code: number;
+  message: string;
+}
+
+/** Kafka's code for a booblik error (the message travels where the response has a field for it). */
+export function kafkaErrorOf(error: unknown): KafkaError {
+  if (!(error instanceof BooblikError)) {
+    return {
+      code: KAFKA_ERROR.UNKNOWN_SERVER_ERROR,
+      message: error instanceof Error ? error.message : String(error),
+    };
+  }
+  const message = error.message;
+  switch (error.code) {
+    case "UNKNOWN_TOPIC_OR_PARTITION":
+      return { code: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, message };
+    case "OFFSET_OUT_OF_RANGE":
+      return { code: KAFKA_ERROR.OFFSET_OUT_OF_RANGE, message };
+    case "TOPIC_EXISTS":
+      return { code: KAFKA_ERROR.TOPIC_ALREADY_EXISTS, message };
+    case "RECORD_TOO_LARGE":
+      return { code: KAFKA_ERROR.MESSAGE_TOO_LARGE, message };
+    case "CORRUPT_RECORD":
+      return { code: KAFKA_ERROR.CORRUPT_MESSAGE, message };
+    case "STORAGE_ERROR":
+    case "PARTITION_FAILED":
+      return { code: KAFKA_ERROR.KAFKA_STORAGE_ERROR, message };
+    case "LIMIT_EXCEEDED":
+      return { code: KAFKA_ERROR.POLICY_VIOLATION, message };
+    case "INVALID_ARGUMENT":
+      return { code: KAFKA_ERROR.INVALID_REQUEST, message };
+    case "CLOSED":
+      // The broker is stopping (or the topic was deleted under the request): clients retry elsewhere
+      // after refreshing their metadata, which this code asks for.
+      return { code: KAFKA_ERROR.NOT_LEADER_OR_FOLLOWER, message };
+    default:
+      return { code: KAFKA_ERROR.UNKNOWN_SERVER_ERROR, message };
+  }
+}

@@ -1,0 +1,508 @@
+/**
+ * Answers one Kafka request frame against the socket-free Broker: decodes it (codec in messages.ts),
+ * runs it, and encodes the whole response frame. No sockets: the listener (listener.ts) owns those,
+ * so every answer here is testable over bytes.
+ *
+ * Owns: which APIs and versions are advertised (ApiVersions) and served, the single-node answers of
+ * kafka-wire.md §1.4 (node id 1, leader 1, replicas [1], epoch −1), the mapping of booblik's errors
+ * and topic settings to Kafka's, and what happens to a request booblik does not speak.
+ *
+ * Rules:
+ * - A request for an API key this listener does not serve, or for a version outside the advertised
+ *   range, cannot be answered in a layout the client expects: the result is `close` with the reason
+ *   (Kafka closes the connection for an unknown API key, SocketServer.scala). Two exceptions:
+ *   ApiVersions above v3 is answered UNSUPPORTED_VERSION (35) in the v0 layout with the full list
+ *   (KIP-511; librdkafka retries lower), and InitProducerId v0-1 (not advertised: no idempotence
+ *   yet) is answered UNSUPPORTED_VERSION in its own layout, so a client that sends it anyway gets a
+ *   clear error rather than a dropped connection.
+ * - A malformed request is `close` too: the stream cannot be trusted past it.
+ * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
+ */
+import type { Broker } from "../broker/broker.ts";
+import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
+import { BooblikError } from "../domain/errors.ts";
+import { toTopicName } from "../domain/ids.ts";
+import { PARTITIONS_MAX } from "../domain/limits.ts";
+import {
+  CODEC_VERSIONS,
+  isKafkaApiKey,
+  KAFKA_API,
+  KAFKA_API_NAMES,
+  KAFKA_ERROR,
+  type KafkaApiKey,
+  peekRequestHeader,
+  readRequestHeader,
+  requestHeaderVersion,
+  type VersionRange,
+} from "./apis.ts";
+import { KafkaProtocolError, KafkaReader, KafkaWriter } from "./codec.ts";
+import { type KafkaError, kafkaErrorOf } from "./errors.ts";
+import {
+  decodeApiVersionsRequest,
+  decodeCreateTopicsRequest,
+  decodeDeleteTopicsRequest,
+  decodeFetchRequest,
+  decodeInitProducerIdRequest,
+  decodeListOffsetsRequest,
+  decodeMetadataRequest,
+  decodeProduceRequest,
+  encodeApiVersionsResponse,
+  encodeCreateTopicsResponse,
+  encodeDeleteTopicsResponse,
+  encodeFetchResponse,
+  encodeInitProducerIdResponse,
+  encodeListOffsetsResponse,
+  encodeMetadataResponse,
+  encodeProduceResponse,
+  type FetchResponse,
+  LIST_OFFSETS_EARLIEST,
+  LIST_OFFSETS_LATEST,
+  type ListOffsetsPartitionResponse,
+  type MetadataTopic,
+  type TopicResult,
+} from "./messages.ts";
+import { fetchRecords, produceRecords } from "./records.ts";
+
+/** This broker's node id in every answer: a single node is its own leader, controller, coordinator. */
+export const KAFKA_NODE_ID = 1;
+/** Kafka's "no leader epoch": booblik stamps −1 into every batch (common.md §2). */
+export const NO_LEADER_EPOCH = -1;
+/** MetadataResponse cluster_id (v2+): a constant, there is one node. */
+export const KAFKA_CLUSTER_ID = "booblik";
+
+/**
+ * APIs advertised and served now, with their versions. Produce from v0, so that librdkafka 2.0
+ * enables RecordBatch v2 (it needs Produce 3 and Fetch 4 inside the ranges, kafka-wire.md §0.2);
+ * a magic 0/1 message set is refused (records.ts). FindCoordinator waits for the group coordinator
+ * (advertising it would send group consumers on to JoinGroup, which nothing answers yet).
+ */
+export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new Map<KafkaApiKey, VersionRange>(
+  [
+    [KAFKA_API.API_VERSIONS, CODEC_VERSIONS[KAFKA_API.API_VERSIONS]],
+    [KAFKA_API.PRODUCE, CODEC_VERSIONS[KAFKA_API.PRODUCE]],
+    [KAFKA_API.FETCH, CODEC_VERSIONS[KAFKA_API.FETCH]],
+    [KAFKA_API.METADATA, CODEC_VERSIONS[KAFKA_API.METADATA]],
+    [KAFKA_API.LIST_OFFSETS, CODEC_VERSIONS[KAFKA_API.LIST_OFFSETS]],
+    [KAFKA_API.CREATE_TOPICS, CODEC_VERSIONS[KAFKA_API.CREATE_TOPICS]],
+    [KAFKA_API.DELETE_TOPICS, CODEC_VERSIONS[KAFKA_API.DELETE_TOPICS]],
+  ],
+);
+
+export interface KafkaHandlerOptions {
+  /** What Metadata tells clients to connect to (the advertised listener). */
+  advertisedHost: string;
+  advertisedPort: number;
+  /**
+   * The admin request rate per client address (server/admin-rate.ts has the implementation): takes
+   * one topic create or delete, or throws a retriable LIMIT_EXCEEDED naming the wait.
+   */
+  adminRate?: { take(clientAddress: string): void };
+}
+
+/** What to do with a request: send these bytes (none for Produce acks=0), or close the connection. */
+export type KafkaOutcome =
+  | { kind: "respond"; bytes: Uint8Array }
+  | { kind: "silent" }
+  | { kind: "close"; reason: string };
+
+/**
+ * Kafka topic configs booblik has, by Kafka's name (TopicConfig.java), and how each value maps onto
+ * booblik's setting. Booblik's own settings go under `booblik.`. Anything else is INVALID_CONFIG.
+ */
+const TOPIC_CONFIGS: Record<string, (value: string) => Partial<TopicConfig>> = {
+  "retention.ms": (value) => ({ retentionMs: kafkaLimit("retention.ms", value) }),
+  "retention.bytes": (value) => ({ retentionBytes: kafkaLimit("retention.bytes", value) }),
+  "segment.bytes": (value) => ({ segmentBytes: kafkaInteger("segment.bytes", value) }),
+  "max.message.bytes": (value) => ({ maxRecordBytes: kafkaInteger("max.message.bytes", value) }),
+  "message.timestamp.type": (value) => ({ timestampType: value as TopicConfig["timestampType"] }),
+  "booblik.durability": (value) => ({ durability: value as TopicConfig["durability"] }),
+  "booblik.flush.interval.ms": (value) => ({
+    flushIntervalMs: kafkaInteger("booblik.flush.interval.ms", value),
+  }),
+  "booblik.write.mode": (value) => ({ writeMode: value as TopicConfig["writeMode"] }),
+};
+
+class InvalidConfigError extends BooblikError {
+  constructor(message: string) {
+    super("INVALID_ARGUMENT", message);
+  }
+}
+
+function kafkaInteger(name: string, value: string): number {
+  const parsed = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(parsed))
+    throw new InvalidConfigError(`${name} must be an integer, got ${JSON.stringify(value)}`);
+  return parsed;
+}
+
+/** Kafka's −1 means "no limit", booblik's null. */
+function kafkaLimit(name: string, value: string): number | null {
+  const parsed = kafkaInteger(name, value);
+  return parsed === -1 ? null : parsed;
+}
+
+export class KafkaHandler {
+  private readonly broker: Broker;
+  private readonly options: KafkaHandlerOptions;
+  /** One writer for every response: each is encoded without an await and copied out at once. */
+  private readonly writer = new KafkaWriter(4096);
+  private readonly stopSignal: { stopped: boolean; promise: Promise<void> };
+  private resolveStop!: () => void;
+
+  constructor(broker: Broker, options: KafkaHandlerOptions) {
+    this.broker = broker;
+    this.options = options;
+    this.stopSignal = {
+      stopped: false,
+      promise: new Promise<void>((resolve) => {
+        this.resolveStop = resolve;
+      }),
+    };
+  }
+
+  /** Ends every long poll now (each is answered with what there is); for the listener's stop. */
+  stop(): void {
+    this.stopSignal.stopped = true;
+    this.resolveStop();
+  }
+
+  /** Answers one request frame (the bytes after its 4-byte size). */
+  async handle(frame: Uint8Array, clientAddress = ""): Promise<KafkaOutcome> {
+    let peeked: ReturnType<typeof peekRequestHeader>;
+    try {
+      peeked = peekRequestHeader(frame);
+    } catch (error) {
+      return { kind: "close", reason: (error as Error).message };
+    }
+    const { apiKey, apiVersion, correlationId } = peeked;
+    const name = KAFKA_API_NAMES[apiKey];
+    if (!isKafkaApiKey(apiKey)) {
+      return {
+        kind: "close",
+        reason: `unknown API key ${apiKey} (version ${apiVersion}); booblik serves ${describeAdvertised()}`,
+      };
+    }
+    const advertised = ADVERTISED_VERSIONS.get(apiKey);
+    if (apiKey === KAFKA_API.API_VERSIONS && advertised !== undefined && apiVersion > advertised.max) {
+      return this.respond(this.apiVersions(apiVersion, correlationId, KAFKA_ERROR.UNSUPPORTED_VERSION));
+    }
+    const codecRange = CODEC_VERSIONS[apiKey];
+    const unsupportedInitProducerId =
+      apiKey === KAFKA_API.INIT_PRODUCER_ID && apiVersion >= codecRange.min && apiVersion <= codecRange.max;
+    if (
+      !unsupportedInitProducerId &&
+      (advertised === undefined || apiVersion < advertised.min || apiVersion > advertised.max)
+    ) {
+      const range =
+        advertised === undefined ? "not served" : `served in versions ${advertised.min}-${advertised.max}`;
+      return {
+        kind: "close",
+        reason: `${name} (API key ${apiKey}) version ${apiVersion} is not supported: ${range}`,
+      };
+    }
+    const reader = new KafkaReader(frame);
+    try {
+      readRequestHeader(reader, requestHeaderVersion(apiKey, apiVersion));
+      switch (apiKey) {
+        case KAFKA_API.API_VERSIONS:
+          decodeApiVersionsRequest(reader, apiVersion);
+          return this.respond(this.apiVersions(apiVersion, correlationId, KAFKA_ERROR.NONE));
+        case KAFKA_API.PRODUCE:
+          return await this.produce(reader, apiVersion, correlationId);
+        case KAFKA_API.FETCH: {
+          const request = decodeFetchRequest(reader, apiVersion);
+          const response = await fetchRecords(this.broker, request, apiVersion, this.stopSignal);
+          // A writer of its own, sized for the records, handed over without a copy: the records are
+          // most of a fetch response, and the shared writer would copy them a second time.
+          const writer = new KafkaWriter(fetchResponseBytesHint(response));
+          encodeFetchResponse(writer, apiVersion, correlationId, response);
+          return { kind: "respond", bytes: writer.written() };
+        }
+        case KAFKA_API.METADATA:
+          return this.metadata(reader, apiVersion, correlationId);
+        case KAFKA_API.LIST_OFFSETS:
+          return this.listOffsets(reader, apiVersion, correlationId);
+        case KAFKA_API.CREATE_TOPICS:
+          return await this.createTopics(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.DELETE_TOPICS:
+          return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.INIT_PRODUCER_ID:
+          decodeInitProducerIdRequest(reader, apiVersion);
+          return this.respond((writer) =>
+            encodeInitProducerIdResponse(writer, apiVersion, correlationId, {
+              errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION,
+              producerId: -1,
+              producerEpoch: -1,
+            }),
+          );
+        default:
+          return { kind: "close", reason: `${name} (API key ${apiKey}) is not served yet` };
+      }
+    } catch (error) {
+      if (error instanceof KafkaProtocolError) {
+        return { kind: "close", reason: `malformed ${name} v${apiVersion} request: ${error.message}` };
+      }
+      throw error;
+    }
+  }
+
+  private respond(encode: (writer: KafkaWriter) => void): KafkaOutcome {
+    const writer = this.writer.reset();
+    encode(writer);
+    return { kind: "respond", bytes: writer.written().slice() };
+  }
+
+  private apiVersions(
+    version: number,
+    correlationId: number,
+    errorCode: number,
+  ): (writer: KafkaWriter) => void {
+    const apiKeys = [...ADVERTISED_VERSIONS].map(([apiKey, range]) => ({ apiKey, ...range }));
+    // An unsupported request version is answered in the v0 layout (KIP-511).
+    const layout = errorCode === KAFKA_ERROR.UNSUPPORTED_VERSION ? 0 : version;
+    return (writer) => encodeApiVersionsResponse(writer, layout, correlationId, { errorCode, apiKeys });
+  }
+
+  private async produce(reader: KafkaReader, version: number, correlationId: number): Promise<KafkaOutcome> {
+    const request = decodeProduceRequest(reader, version);
+    const topics = await produceRecords(this.broker, request);
+    // acks=0: Kafka sends no response at all. A failed partition closes the connection instead, the
+    // only way to tell such a producer (KafkaApis.handleProduceRequest: "closing connection due to
+    // error during produce request with correlation id … acks = 0").
+    if (request.acks === 0) {
+      for (const topic of topics) {
+        for (const partition of topic.partitions) {
+          if (partition.errorCode !== KAFKA_ERROR.NONE) {
+            return {
+              kind: "close",
+              reason: `a Produce with acks=0 failed for ${topic.name}/${partition.index} (error ${partition.errorCode}): ${partition.errorMessage ?? ""}`,
+            };
+          }
+        }
+      }
+      return { kind: "silent" };
+    }
+    return this.respond((writer) => encodeProduceResponse(writer, version, correlationId, topics));
+  }
+
+  private metadata(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+    const request = decodeMetadataRequest(reader, version);
+    const names = request.topics ?? this.broker.listTopics().map((topic) => topic.name);
+    const topics: MetadataTopic[] = names.map((name) => {
+      try {
+        toTopicName(name);
+      } catch {
+        return { errorCode: KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, name, isInternal: false, partitions: [] };
+      }
+      try {
+        const description = this.broker.describeTopic(name);
+        return {
+          errorCode: KAFKA_ERROR.NONE,
+          name,
+          isInternal: false,
+          partitions: description.partitions.map((partition) => ({
+            errorCode: KAFKA_ERROR.NONE,
+            partitionIndex: partition.partition,
+            leaderId: KAFKA_NODE_ID,
+            leaderEpoch: NO_LEADER_EPOCH,
+            replicaNodes: [KAFKA_NODE_ID],
+            isrNodes: [KAFKA_NODE_ID],
+          })),
+        };
+      } catch (error) {
+        // Topics are never created by Metadata: auto-creation is not implemented (it is to become a
+        // broker option, off by default).
+        return { errorCode: kafkaErrorOf(error).code, name, isInternal: false, partitions: [] };
+      }
+    });
+    return this.respond((writer) =>
+      encodeMetadataResponse(writer, version, correlationId, {
+        brokers: [
+          { nodeId: KAFKA_NODE_ID, host: this.options.advertisedHost, port: this.options.advertisedPort },
+        ],
+        clusterId: KAFKA_CLUSTER_ID,
+        controllerId: KAFKA_NODE_ID,
+        topics,
+      }),
+    );
+  }
+
+  private listOffsets(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+    const request = decodeListOffsetsRequest(reader, version);
+    const topics = request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((asked): ListOffsetsPartitionResponse => {
+        const answer: ListOffsetsPartitionResponse = {
+          partition: asked.partition,
+          errorCode: KAFKA_ERROR.NONE,
+          timestamp: -1,
+          offset: -1,
+        };
+        try {
+          const partition = this.broker.partition(topic.name, asked.partition);
+          if (asked.timestamp === LIST_OFFSETS_EARLIEST) answer.offset = partition.logStartOffset;
+          // read_committed and read_uncommitted agree: no transactions, so the last stable offset is
+          // the high watermark (the visible end).
+          else if (asked.timestamp === LIST_OFFSETS_LATEST) answer.offset = partition.visibleNextOffset;
+          else if (asked.timestamp >= 0) {
+            // The first offset whose record timestamp is ≥ the one asked for (the time index);
+            // none: −1 and −1, as Kafka answers.
+            const found = partition.offsetForTimestamp(asked.timestamp);
+            if (found !== undefined) {
+              answer.offset = found.offset;
+              answer.timestamp = found.timestampMs;
+            }
+          } else answer.errorCode = KAFKA_ERROR.INVALID_REQUEST;
+        } catch (error) {
+          answer.errorCode = kafkaErrorOf(error).code;
+        }
+        return answer;
+      }),
+    }));
+    return this.respond((writer) => encodeListOffsetsResponse(writer, version, correlationId, topics));
+  }
+
+  private async createTopics(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): Promise<KafkaOutcome> {
+    const request = decodeCreateTopicsRequest(reader, version);
+    const results: TopicResult[] = [];
+    const seen = new Set<string>();
+    for (const topic of request.topics) {
+      const result = (code: number, message: string | null) =>
+        results.push({ name: topic.name, errorCode: code, errorMessage: message });
+      if (seen.has(topic.name)) {
+        result(
+          KAFKA_ERROR.INVALID_REQUEST,
+          `topic ${JSON.stringify(topic.name)} is named twice in one request`,
+        );
+        continue;
+      }
+      seen.add(topic.name);
+      const refusal = this.refuseCreatable(topic);
+      if (refusal !== undefined) {
+        result(refusal.code, refusal.message);
+        continue;
+      }
+      let settings: Partial<TopicConfig>;
+      try {
+        settings = {};
+        if (topic.numPartitions !== -1) settings.partitions = topic.numPartitions;
+        for (const config of topic.configs) {
+          const mapping = TOPIC_CONFIGS[config.name];
+          if (mapping === undefined) {
+            throw new InvalidConfigError(
+              `topic config ${JSON.stringify(config.name)} is not supported; booblik knows ${Object.keys(TOPIC_CONFIGS).join(", ")}`,
+            );
+          }
+          if (config.value === null) continue; // null = the default
+          Object.assign(settings, mapping(config.value));
+        }
+      } catch (error) {
+        result(KAFKA_ERROR.INVALID_CONFIG, (error as Error).message);
+        continue;
+      }
+      // A delete of the same name still removing its directories: wait for it, as the native
+      // listener does, so that a delete and a create sent in that order apply in that order.
+      await this.broker.deletion(topic.name);
+      try {
+        if (request.validateOnly) {
+          toTopicName(topic.name);
+          if (this.broker.listTopics().some((existing) => existing.name === topic.name)) {
+            result(KAFKA_ERROR.TOPIC_ALREADY_EXISTS, `topic ${JSON.stringify(topic.name)} already exists`);
+            continue;
+          }
+          // Validation only: the broker's own check, without creating anything.
+          validateTopicConfig(settings, this.broker.topicDefaults);
+        } else {
+          // One admin request per topic created, from the address's allowance (throws LIMIT_EXCEEDED).
+          this.options.adminRate?.take(clientAddress);
+          this.broker.createTopic(topic.name, settings);
+        }
+        result(KAFKA_ERROR.NONE, null);
+      } catch (error) {
+        const mapped = kafkaErrorOf(error);
+        const code =
+          mapped.code !== KAFKA_ERROR.INVALID_REQUEST
+            ? mapped.code
+            : /topic name/.test(mapped.message)
+              ? KAFKA_ERROR.INVALID_TOPIC_EXCEPTION
+              : /^partitions /.test(mapped.message)
+                ? KAFKA_ERROR.INVALID_PARTITIONS
+                : KAFKA_ERROR.INVALID_CONFIG;
+        result(code, mapped.message);
+      }
+    }
+    return this.respond((writer) => encodeCreateTopicsResponse(writer, version, correlationId, results));
+  }
+
+  /** Replication and manual assignment: a single node has one replica of every partition. */
+  private refuseCreatable(topic: {
+    numPartitions: number;
+    replicationFactor: number;
+    assignments: { partitionIndex: number; brokerIds: number[] }[];
+  }): KafkaError | undefined {
+    if (topic.numPartitions !== -1 && (topic.numPartitions < 1 || topic.numPartitions > PARTITIONS_MAX)) {
+      return {
+        code: KAFKA_ERROR.INVALID_PARTITIONS,
+        message: `num_partitions must be from 1 to ${PARTITIONS_MAX} (or -1 for the broker's default), got ${topic.numPartitions}`,
+      };
+    }
+    if (topic.replicationFactor !== -1 && topic.replicationFactor !== 1) {
+      return {
+        code: KAFKA_ERROR.INVALID_REPLICATION_FACTOR,
+        message: `booblik is a single broker: replication_factor must be 1 (or -1), got ${topic.replicationFactor}`,
+      };
+    }
+    if (topic.assignments.length > 0) {
+      return {
+        code: KAFKA_ERROR.INVALID_REPLICA_ASSIGNMENT,
+        message:
+          "booblik is a single broker: manual replica assignments are not accepted; give num_partitions instead",
+      };
+    }
+    return undefined;
+  }
+
+  private async deleteTopics(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): Promise<KafkaOutcome> {
+    const request = decodeDeleteTopicsRequest(reader, version);
+    const results: TopicResult[] = [];
+    for (const name of request.topicNames) {
+      try {
+        this.options.adminRate?.take(clientAddress);
+        await this.broker.deleteTopic(name);
+        results.push({ name, errorCode: KAFKA_ERROR.NONE, errorMessage: null });
+      } catch (error) {
+        results.push({ name, errorCode: kafkaErrorOf(error).code, errorMessage: null });
+      }
+    }
+    return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
+  }
+}
+
+/** An upper bound of a Fetch response's size for the versions served: records plus fixed fields. */
+function fetchResponseBytesHint(response: FetchResponse): number {
+  let bytes = 64;
+  for (const topic of response.topics) {
+    bytes += 8 + topic.topic.length * 3;
+    for (const partition of topic.partitions) {
+      bytes += 48;
+      for (const piece of partition.records ?? []) bytes += piece.length;
+    }
+  }
+  return bytes;
+}
+
+function describeAdvertised(): string {
+  return [...ADVERTISED_VERSIONS]
+    .map(([apiKey, range]) => `${KAFKA_API_NAMES[apiKey]} ${range.min}-${range.max}`)
+    .join(", ");
+}

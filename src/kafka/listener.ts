@@ -1,0 +1,475 @@
+/**
+ * The Kafka listener: `Bun.listen`, one KafkaConnection per client, connection limits, the idle and
+ * request-timeout sweep, and a graceful stop. Requests are answered by KafkaHandler (handler.ts).
+ *
+ * Owns: the sockets of Kafka clients, their inbound buffers, and the order of their answers.
+ *
+ * Invariants:
+ * - One request at a time per connection, answered in arrival order: a connection starts the next
+ *   request only after the previous response was handed to the socket whole (Kafka mutes a
+ *   connection the same way, SocketServer.scala `selector.mute`). Later requests wait as bytes in the
+ *   inbound buffer; beyond KAFKA_PIPELINED_BYTES_MAX of them, reading pauses.
+ * - A frame's size is checked as soon as its 4 size bytes arrive, before any of it is buffered: a
+ *   size above the maximum frame or below the 8-byte header closes the connection. The buffer grows
+ *   only with bytes that arrived, and growth beyond INBOUND_FREE_BYTES reserves from the broker-wide
+ *   inbound budget first (shared with the native listener), pausing the socket while it does not fit.
+ * - Byte views handed to the handler stay valid until it answered: the buffer is compacted only
+ *   while no request is being answered (growth copies into a fresh buffer and leaves the old one).
+ * - Every close but an ordinary one (shutdown, the client hanging up) says why in the log: Kafka has
+ *   no error frame for a dropped connection.
+ */
+import type { Socket, TCPSocketListener } from "bun";
+import type { Broker } from "../broker/broker.ts";
+import {
+  INBOUND_FREE_BYTES,
+  KAFKA_PIPELINED_BYTES_MAX,
+  KAFKA_SHUTDOWN_DRAIN_MS,
+  REQUEST_MIN_BYTES_PER_SECOND,
+} from "../domain/limits.ts";
+import { REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
+import { KafkaHandler } from "./handler.ts";
+
+/** The broker-wide budget for inbound bytes (server/inbound-budget.ts has the implementation). */
+export interface InboundBudgetLike {
+  tryReserve(waiter: { retryBudget(): boolean }, bytes: number): boolean;
+  force(bytes: number): void;
+  release(bytes: number): void;
+  forget(waiter: { retryBudget(): boolean }): void;
+}
+
+export interface KafkaListenerOptions {
+  hostname: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** What Metadata tells clients to connect to; default: the bound address and port. */
+  advertisedHost?: string;
+  advertisedPort?: number;
+  maxFrameBytes: number;
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+  idleTimeoutMs: number;
+  requestTimeoutMs: number;
+  inboundBudget: InboundBudgetLike;
+  /** Topic creates and deletes per client address (`--max-admin-requests-per-second`). */
+  adminRate?: { take(clientAddress: string): void };
+  /** One line per closed connection and per refused one. */
+  log?: (line: string) => void;
+}
+
+export interface KafkaListenerCounters {
+  connectionsAccepted: number;
+  connectionsRefused: number;
+  requests: number;
+  /** Connections closed for a request booblik cannot answer (unknown API, malformed frame…). */
+  closedForRequest: number;
+}
+
+const INITIAL_BUFFER_BYTES = 64 * 1024;
+
+class KafkaConnection {
+  readonly socket: Socket<KafkaConnection>;
+  readonly remoteAddress: string;
+  private readonly listener: KafkaListener;
+  /** Inbound bytes live in [start, end) of `buffer`. */
+  private buffer = new Uint8Array(INITIAL_BUFFER_BYTES);
+  private start = 0;
+  private end = 0;
+  /** Bytes reserved in the inbound budget (beyond INBOUND_FREE_BYTES). */
+  private reservedBytes = 0;
+  private waitingForBudget = false;
+  /** A request is being answered (its response not yet handed to the socket whole). */
+  private busy = false;
+  /** The unsent rest of the response being written. */
+  private pendingOutput: Uint8Array | undefined;
+  private paused = false;
+  closingReason: string | undefined;
+  lastActivityMs = performance.now();
+  /** When the first byte of the incomplete frame at the head arrived (undefined: none). */
+  private partialSinceMs: number | undefined;
+  private outputSinceMs = 0;
+
+  constructor(socket: Socket<KafkaConnection>, listener: KafkaListener) {
+    this.socket = socket;
+    this.remoteAddress = socket.remoteAddress;
+    this.listener = listener;
+  }
+
+  get isClosed(): boolean {
+    return this.closingReason !== undefined;
+  }
+
+  /** Nothing is being answered, sent or received. */
+  get idle(): boolean {
+    return !this.busy && this.pendingOutput === undefined && this.end === this.start;
+  }
+
+  get answering(): boolean {
+    return this.busy || this.pendingOutput !== undefined;
+  }
+
+  onData(chunk: Uint8Array): void {
+    if (this.closingReason !== undefined) return;
+    this.lastActivityMs = performance.now();
+    this.append(chunk);
+    if (!this.checkHead()) return;
+    this.updateBudget();
+    this.next();
+  }
+
+  private append(chunk: Uint8Array): void {
+    if (this.buffer.length - this.end < chunk.length) {
+      const held = this.end - this.start;
+      if (!this.busy && this.buffer.length - held >= chunk.length) {
+        // Compaction moves bytes: only while no handler holds views into them.
+        this.buffer.copyWithin(0, this.start, this.end);
+      } else {
+        let capacity = this.buffer.length;
+        while (capacity < held + chunk.length) capacity *= 2;
+        const grown = new Uint8Array(capacity);
+        grown.set(this.buffer.subarray(this.start, this.end));
+        this.buffer = grown;
+      }
+      this.start = 0;
+      this.end = held;
+    }
+    this.buffer.set(chunk, this.end);
+    this.end += chunk.length;
+  }
+
+  /** The size of the frame at the head, or −1 while fewer than 4 bytes are there. */
+  private headSize(): number {
+    if (this.end - this.start < 4) return -1;
+    const b = this.buffer;
+    const s = this.start;
+    return ((b[s]! << 24) | (b[s + 1]! << 16) | (b[s + 2]! << 8) | b[s + 3]!) >>> 0;
+  }
+
+  /** Checks the head frame's size before its body is buffered; false when the connection closed. */
+  private checkHead(): boolean {
+    const size = this.headSize();
+    if (size < 0) {
+      this.partialSinceMs = this.end > this.start ? (this.partialSinceMs ?? performance.now()) : undefined;
+      return true;
+    }
+    const max = this.listener.options.maxFrameBytes;
+    if (size > max || size < REQUEST_HEADER_FIXED_BYTES) {
+      this.close(
+        size > max
+          ? `request frame of ${size} bytes is larger than the maximum frame of ${max} bytes (--max-frame-size)`
+          : `request frame of ${size} bytes cannot hold the ${REQUEST_HEADER_FIXED_BYTES}-byte request header`,
+      );
+      return false;
+    }
+    this.partialSinceMs =
+      this.end - this.start >= size + 4 ? undefined : (this.partialSinceMs ?? performance.now());
+    return true;
+  }
+
+  /** Bytes the inbound buffer must be allowed to hold now: what is there, or the whole head frame. */
+  private neededBytes(): number {
+    const held = this.end - this.start;
+    const size = this.headSize();
+    return size < 0 ? held : Math.max(held, size + 4);
+  }
+
+  /**
+   * Keeps the budget reservation equal to what the buffer holds or needs beyond the free allowance;
+   * pauses reading when the budget cannot cover the head frame yet.
+   */
+  private updateBudget(): void {
+    const budget = this.listener.options.inboundBudget;
+    const held = this.end - this.start;
+    const arrivedBeyond = Math.max(0, held - INBOUND_FREE_BYTES);
+    // Bytes the kernel already delivered are counted as they are.
+    if (arrivedBeyond > this.reservedBytes) {
+      budget.force(arrivedBeyond - this.reservedBytes);
+      this.reservedBytes = arrivedBeyond;
+    }
+    const need = Math.max(0, this.neededBytes() - INBOUND_FREE_BYTES);
+    if (need < this.reservedBytes) {
+      const excess = this.reservedBytes - need;
+      this.reservedBytes = need;
+      budget.release(excess);
+    } else if (need > this.reservedBytes) {
+      if (budget.tryReserve(this, need - this.reservedBytes)) {
+        this.reservedBytes = need;
+        this.waitingForBudget = false;
+      } else {
+        this.waitingForBudget = true;
+      }
+    } else {
+      this.waitingForBudget = false;
+    }
+    this.updateReading();
+  }
+
+  retryBudget(): boolean {
+    if (this.closingReason !== undefined) return true;
+    const need = Math.max(0, this.neededBytes() - INBOUND_FREE_BYTES);
+    if (need <= this.reservedBytes) {
+      this.waitingForBudget = false;
+      this.updateReading();
+      return true;
+    }
+    if (!this.listener.options.inboundBudget.tryReserve(this, need - this.reservedBytes)) return false;
+    this.reservedBytes = need;
+    this.waitingForBudget = false;
+    this.updateReading();
+    return true;
+  }
+
+  private updateReading(): void {
+    const held = this.end - this.start;
+    const pause = this.waitingForBudget || (this.answering && held >= KAFKA_PIPELINED_BYTES_MAX);
+    if (pause && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    } else if (!pause && this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+  }
+
+  /** Starts the next whole request unless one is being answered. */
+  private next(): void {
+    if (this.busy || this.pendingOutput !== undefined || this.closingReason !== undefined) return;
+    const size = this.headSize();
+    if (size < 0 || this.end - this.start < size + 4) {
+      if (this.end === this.start) {
+        this.start = 0;
+        this.end = 0;
+      }
+      this.updateReading();
+      return;
+    }
+    const frame = this.buffer.subarray(this.start + 4, this.start + 4 + size);
+    this.start += size + 4;
+    this.busy = true;
+    this.listener.counters.requests++;
+    this.listener.handler.handle(frame, this.remoteAddress).then(
+      (outcome) => {
+        this.busy = false;
+        if (this.closingReason !== undefined) return;
+        if (outcome.kind === "close") {
+          this.listener.counters.closedForRequest++;
+          this.close(outcome.reason);
+          return;
+        }
+        if (outcome.kind === "respond") this.write(outcome.bytes);
+        this.afterAnswer();
+      },
+      (error: unknown) => {
+        this.busy = false;
+        this.close(
+          `internal error answering a request: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      },
+    );
+  }
+
+  private afterAnswer(): void {
+    if (this.closingReason !== undefined) return;
+    if (!this.checkHead()) return;
+    this.updateBudget();
+    if (this.listener.stopping && this.idle) {
+      this.close(undefined);
+      return;
+    }
+    this.next();
+  }
+
+  private write(bytes: Uint8Array): void {
+    const written = this.socket.write(bytes);
+    if (written < 0) {
+      this.close("the client closed the connection before its answer was sent");
+      return;
+    }
+    if (written < bytes.length) {
+      this.pendingOutput = bytes.subarray(written);
+      this.outputSinceMs = performance.now();
+    }
+  }
+
+  onDrain(): void {
+    const pending = this.pendingOutput;
+    if (pending === undefined || this.closingReason !== undefined) return;
+    this.pendingOutput = undefined;
+    this.write(pending);
+    if (this.pendingOutput === undefined) this.afterAnswer();
+  }
+
+  /** Milliseconds the pending output made no progress (0 when none is pending). */
+  outputStalledMs(nowMs: number): number {
+    return this.pendingOutput === undefined ? 0 : nowMs - this.outputSinceMs;
+  }
+
+  /** Why the incomplete request at the head is overdue, if it is. */
+  requestOverdue(nowMs: number, timeoutMs: number): string | undefined {
+    if (this.partialSinceMs === undefined || this.waitingForBudget) return undefined;
+    const size = this.headSize();
+    const allowedMs = timeoutMs + (Math.max(size, 0) / REQUEST_MIN_BYTES_PER_SECOND) * 1000;
+    const elapsedMs = nowMs - this.partialSinceMs;
+    if (elapsedMs <= allowedMs) return undefined;
+    return `a request did not arrive whole within ${Math.round(allowedMs)} ms (${this.end - this.start} of ${size < 0 ? "?" : size + 4} bytes)`;
+  }
+
+  /** Closes the connection; `reason` undefined for an ordinary close (shutdown, idle). */
+  close(reason: string | undefined): void {
+    if (this.closingReason !== undefined) return;
+    this.closingReason = reason ?? "closed";
+    if (reason !== undefined)
+      this.listener.log(`kafka: closing the connection from ${this.remoteAddress}: ${reason}`);
+    this.releaseBudget();
+    this.socket.end();
+  }
+
+  onClose(): void {
+    if (this.closingReason === undefined) this.closingReason = "closed by the client";
+    this.releaseBudget();
+    this.listener.closed(this);
+  }
+
+  private releaseBudget(): void {
+    const budget = this.listener.options.inboundBudget;
+    budget.forget(this);
+    if (this.reservedBytes > 0) budget.release(this.reservedBytes);
+    this.reservedBytes = 0;
+    this.waitingForBudget = false;
+  }
+}
+
+export class KafkaListener {
+  readonly options: KafkaListenerOptions;
+  private readonly broker: Broker;
+  handler!: KafkaHandler;
+  readonly counters: KafkaListenerCounters = {
+    connectionsAccepted: 0,
+    connectionsRefused: 0,
+    requests: 0,
+    closedForRequest: 0,
+  };
+  private server: TCPSocketListener<KafkaConnection> | undefined;
+  private readonly connections = new Set<KafkaConnection>();
+  private readonly byAddress = new Map<string, number>();
+  private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  stopping = false;
+
+  constructor(broker: Broker, options: KafkaListenerOptions) {
+    this.broker = broker;
+    this.options = options;
+  }
+
+  log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Starts listening; throws (EADDRINUSE…) instead of half-starting. Returns the bound address. */
+  listen(): { hostname: string; port: number; advertisedHost: string; advertisedPort: number } {
+    const listener = this;
+    this.server = Bun.listen<KafkaConnection>({
+      hostname: this.options.hostname,
+      port: this.options.port,
+      socket: {
+        binaryType: "uint8array",
+        open(socket) {
+          listener.onOpen(socket);
+        },
+        data(socket, chunk) {
+          socket.data?.onData(chunk);
+        },
+        drain(socket) {
+          socket.data?.onDrain();
+        },
+        close(socket) {
+          socket.data?.onClose();
+        },
+        error(socket) {
+          socket.data?.onClose();
+        },
+      },
+    });
+    const advertisedHost = this.options.advertisedHost ?? this.server.hostname;
+    const advertisedPort = this.options.advertisedPort ?? this.server.port;
+    this.handler = new KafkaHandler(this.broker, {
+      advertisedHost,
+      advertisedPort,
+      ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
+    });
+    const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
+    this.sweepTimer = setInterval(
+      () => this.sweep(),
+      Math.max(50, Math.min(1000, Math.floor(shortestMs / 4))),
+    );
+    this.sweepTimer.unref();
+    return { hostname: this.server.hostname, port: this.server.port, advertisedHost, advertisedPort };
+  }
+
+  private onOpen(socket: Socket<KafkaConnection>): void {
+    const connection = new KafkaConnection(socket, this);
+    socket.data = connection;
+    const address = connection.remoteAddress;
+    const fromAddress = this.byAddress.get(address) ?? 0;
+    const refusal = this.stopping
+      ? "the broker is shutting down"
+      : this.connections.size >= this.options.maxConnections
+        ? `too many Kafka connections (the limit is ${this.options.maxConnections}, --max-connections)`
+        : fromAddress >= this.options.maxConnectionsPerAddress
+          ? `too many connections from ${address} (the limit is ${this.options.maxConnectionsPerAddress} per address)`
+          : undefined;
+    if (refusal !== undefined) {
+      this.counters.connectionsRefused++;
+      connection.close(`refused: ${refusal}`);
+      return;
+    }
+    this.connections.add(connection);
+    this.byAddress.set(address, fromAddress + 1);
+    this.counters.connectionsAccepted++;
+  }
+
+  closed(connection: KafkaConnection): void {
+    if (!this.connections.delete(connection)) return;
+    const address = connection.remoteAddress;
+    const remaining = (this.byAddress.get(address) ?? 1) - 1;
+    if (remaining > 0) this.byAddress.set(address, remaining);
+    else this.byAddress.delete(address);
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    for (const connection of this.connections) {
+      if (connection.idle && now - connection.lastActivityMs > this.options.idleTimeoutMs) {
+        connection.close(`idle for ${this.options.idleTimeoutMs} ms (--idle-timeout)`);
+        continue;
+      }
+      if (connection.outputStalledMs(now) > this.options.idleTimeoutMs) {
+        connection.close(`the client read nothing of its answer for ${this.options.idleTimeoutMs} ms`);
+        continue;
+      }
+      const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs);
+      if (overdue !== undefined) connection.close(overdue);
+    }
+  }
+
+  /**
+   * Stops accepting, lets every request being answered finish (at most KAFKA_SHUTDOWN_DRAIN_MS),
+   * closes the connections. Call before the broker closes.
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.server?.stop(false);
+    this.handler?.stop();
+    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    for (const connection of this.connections) if (!connection.answering) connection.close(undefined);
+    const deadline = performance.now() + KAFKA_SHUTDOWN_DRAIN_MS;
+    while ([...this.connections].some((c) => c.answering && !c.isClosed) && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    for (const connection of this.connections) connection.close(undefined);
+    this.server?.stop(true);
+  }
+}

@@ -1,0 +1,304 @@
+/**
+ * Produce and Fetch over the broker layer: what a Kafka producer's batches become on append, and
+ * what a Kafka consumer gets from the stored entries.
+ *
+ * Produce: each partition's record set goes to `Partition.append` as it came (a view into the
+ * request frame), where it is validated (common.md §4: `validateBatch`, whole request or nothing)
+ * and stamped. Before that, the Kafka rules the broker layer does not know: magic 2 only (a magic 0/1
+ * MessageSet of a pre-0.11 client is refused with UNSUPPORTED_FOR_MESSAGE_FORMAT), exactly one batch
+ * per partition (Kafka's LogValidator rule for magic 2), no transactional batch (no transactions).
+ * Rejections map to Kafka's codes by the check that failed (`batchErrorCode`).
+ *
+ * Fetch: from the entry containing the fetch offset (a read from inside a batch returns that whole
+ * batch; clients drop the records below the offset they asked for), whole entries only, the first
+ * always whole even beyond the byte limits (KIP-74; kafkajs never grows its limit, so a truncated
+ * first batch would stall it), nothing at offset = high watermark (kafkajs's HW+1 commit trap,
+ * kafka-wire.md §0.5). Entries are stored framed, `[u32 length][u32 crc32c][batch]`; Kafka's records
+ * field holds bare batches, so each entry is sent without its 8-byte frame. Copy path (see
+ * docs/kafka.md "Fetch path" for why): `Partition.read` reads and checks the entries, and the
+ * response carries views of each batch.
+ */
+import type { Broker } from "../broker/broker.ts";
+import type { Partition } from "../broker/partition.ts";
+import { FETCH_RESPONSE_BYTES_MAX, KAFKA_FETCH_WAIT_MS_MAX } from "../domain/limits.ts";
+import {
+  ATTRIBUTE_TRANSACTIONAL,
+  ATTRIBUTES_OFFSET,
+  BATCH_LENGTH_EXCLUDED_BYTES,
+  BATCH_LENGTH_OFFSET,
+  InvalidBatchError,
+  MAGIC_OFFSET,
+  MAGIC_V2,
+} from "../record/batch.ts";
+import { KAFKA_ERROR } from "./apis.ts";
+import { type KafkaError, kafkaErrorOf } from "./errors.ts";
+import type {
+  FetchPartitionResponse,
+  FetchRequest,
+  FetchResponse,
+  ProducePartitionResponse,
+  ProduceRequest,
+  ProduceTopicResponse,
+} from "./messages.ts";
+
+/** Kafka's code for a batch the broker layer refused, by the rule it broke (batch.ts BatchCheck). */
+export function batchErrorCode(error: InvalidBatchError): number {
+  switch (error.check) {
+    case "magic":
+      return KAFKA_ERROR.UNSUPPORTED_FOR_MESSAGE_FORMAT;
+    case "codec":
+      return KAFKA_ERROR.UNSUPPORTED_COMPRESSION_TYPE;
+    case "base-offset":
+    case "record-count":
+    case "last-offset-delta":
+    case "control":
+    case "sequence":
+      return KAFKA_ERROR.INVALID_RECORD;
+    default:
+      // size, batch-length, crc, int64, record: the bytes are not what the producer meant.
+      return KAFKA_ERROR.CORRUPT_MESSAGE;
+  }
+}
+
+function int32At(bytes: Uint8Array, position: number): number {
+  return (
+    (bytes[position]! << 24) |
+    (bytes[position + 1]! << 16) |
+    (bytes[position + 2]! << 8) |
+    bytes[position + 3]!
+  );
+}
+
+/** The Kafka-only rules, checked before the broker layer sees the records. */
+function refuseRecordSet(records: Uint8Array | null): KafkaError | undefined {
+  if (records === null || records.length === 0) {
+    return {
+      code: KAFKA_ERROR.INVALID_RECORD,
+      message: "the partition's record set is empty: a Produce carries one record batch per partition",
+    };
+  }
+  if (records.length > MAGIC_OFFSET) {
+    const magic = (records[MAGIC_OFFSET]! << 24) >> 24;
+    if (magic !== MAGIC_V2) {
+      return {
+        code: KAFKA_ERROR.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+        message: `a magic ${magic} message set (the format before Kafka 0.11) is not accepted: booblik stores RecordBatch v2 (magic 2) only; upgrade the client or let it use Produce v3 or later`,
+      };
+    }
+  }
+  if (records.length >= BATCH_LENGTH_EXCLUDED_BYTES) {
+    const batchBytes = BATCH_LENGTH_EXCLUDED_BYTES + int32At(records, BATCH_LENGTH_OFFSET);
+    if (batchBytes > 0 && batchBytes < records.length) {
+      return {
+        code: KAFKA_ERROR.INVALID_RECORD,
+        message: `the record set holds more than one batch (the first ends at byte ${batchBytes} of ${records.length}); Kafka accepts one batch per partition`,
+      };
+    }
+  }
+  if (
+    records.length > ATTRIBUTES_OFFSET + 1 &&
+    (records[ATTRIBUTES_OFFSET + 1]! & ATTRIBUTE_TRANSACTIONAL) !== 0
+  ) {
+    return {
+      code: KAFKA_ERROR.INVALID_RECORD,
+      message: "transactional batches are not accepted: booblik has no transactions",
+    };
+  }
+  return undefined;
+}
+
+function failed(index: number, error: KafkaError): ProducePartitionResponse {
+  return {
+    index,
+    errorCode: error.code,
+    baseOffset: -1,
+    logAppendTimeMs: -1,
+    logStartOffset: -1,
+    errorMessage: error.message,
+  };
+}
+
+/**
+ * Appends every partition's batch; all appends start in request order before any is awaited, so
+ * partitions of one request share group commits. Resolves with the answer of each partition.
+ */
+export async function produceRecords(
+  broker: Broker,
+  request: ProduceRequest,
+): Promise<ProduceTopicResponse[]> {
+  const acksValid = request.acks === -1 || request.acks === 0 || request.acks === 1;
+  const topics = request.topics.map((topic) => ({
+    name: topic.name,
+    partitions: topic.partitions.map(async (data): Promise<ProducePartitionResponse> => {
+      if (!acksValid) {
+        return failed(data.index, {
+          code: KAFKA_ERROR.INVALID_REQUIRED_ACKS,
+          message: `acks must be -1, 0 or 1, got ${request.acks}`,
+        });
+      }
+      if (request.transactionalId !== null) {
+        return failed(data.index, {
+          code: KAFKA_ERROR.INVALID_RECORD,
+          message: "transactional produce is not supported: booblik has no transactions",
+        });
+      }
+      const refusal = refuseRecordSet(data.records);
+      if (refusal !== undefined) return failed(data.index, refusal);
+      let partition: Partition;
+      try {
+        partition = broker.partition(topic.name, data.index);
+      } catch (error) {
+        return failed(data.index, kafkaErrorOf(error));
+      }
+      try {
+        const ack = await partition.append(data.records!);
+        return {
+          index: data.index,
+          errorCode: KAFKA_ERROR.NONE,
+          baseOffset: ack.firstOffset,
+          logAppendTimeMs: ack.logAppendTimeMs,
+          logStartOffset: partition.logStartOffset,
+          errorMessage: null,
+        };
+      } catch (error) {
+        if (error instanceof InvalidBatchError)
+          return failed(data.index, { code: batchErrorCode(error), message: error.message });
+        return failed(data.index, kafkaErrorOf(error));
+      }
+    }),
+  }));
+  const answered: ProduceTopicResponse[] = [];
+  for (const topic of topics)
+    answered.push({ name: topic.name, partitions: await Promise.all(topic.partitions) });
+  return answered;
+}
+
+/** Kafka's "the fetch session is unknown": booblik keeps no fetch sessions (KIP-227). */
+const FETCH_SESSION_ID_NOT_FOUND = 70;
+
+/** The bare batches of framed entries, as views: each entry without its `[length][crc]` frame. */
+export function bareBatchesOf(framed: Uint8Array): Uint8Array[] {
+  const pieces: Uint8Array[] = [];
+  for (let position = 0; position + 8 <= framed.length; ) {
+    const length = int32At(framed, position) >>> 0;
+    pieces.push(framed.subarray(position + 8, position + 8 + length));
+    position += 8 + length;
+  }
+  return pieces;
+}
+
+interface FetchRound {
+  response: FetchResponse;
+  bytes: number;
+  /** Some partition answered with an error: Kafka answers at once rather than waiting. */
+  anyError: boolean;
+  partitions: Partition[];
+}
+
+function readRound(broker: Broker, request: FetchRequest): FetchRound {
+  let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX);
+  let bytes = 0;
+  let anyError = false;
+  const partitions: Partition[] = [];
+  const topics = request.topics.map((topic) => ({
+    topic: topic.topic,
+    partitions: topic.partitions.map((asked): FetchPartitionResponse => {
+      const answer: FetchPartitionResponse = {
+        partition: asked.partition,
+        errorCode: KAFKA_ERROR.NONE,
+        highWatermark: -1,
+        lastStableOffset: -1,
+        logStartOffset: -1,
+        records: [],
+      };
+      let partition: Partition;
+      try {
+        partition = broker.partition(topic.topic, asked.partition);
+      } catch (error) {
+        answer.errorCode = kafkaErrorOf(error).code;
+        anyError = true;
+        return answer;
+      }
+      partitions.push(partition);
+      const highWatermark = partition.visibleNextOffset;
+      const logStartOffset = partition.logStartOffset;
+      answer.highWatermark = highWatermark;
+      // No transactions: the last stable offset is the high watermark.
+      answer.lastStableOffset = highWatermark;
+      answer.logStartOffset = logStartOffset;
+      const offset = asked.fetchOffset;
+      if (offset < logStartOffset || offset > highWatermark) {
+        answer.errorCode = KAFKA_ERROR.OFFSET_OUT_OF_RANGE;
+        anyError = true;
+        return answer;
+      }
+      // Nothing at the high watermark, and nothing more once the response is full (but the first
+      // batch of the response is always sent whole).
+      if (offset === highWatermark || (bytes > 0 && remaining <= 0)) return answer;
+      const limit = Math.max(1, Math.min(asked.partitionMaxBytes, remaining));
+      try {
+        const read = partition.read(offset, limit);
+        const pieces = bareBatchesOf(read.records);
+        let size = 0;
+        for (const piece of pieces) size += piece.length;
+        answer.records = pieces;
+        bytes += size;
+        remaining -= size;
+      } catch (error) {
+        answer.errorCode = kafkaErrorOf(error).code;
+        anyError = true;
+      }
+      return answer;
+    }),
+  }));
+  return { response: { errorCode: KAFKA_ERROR.NONE, sessionId: 0, topics }, bytes, anyError, partitions };
+}
+
+/** Resolves when any of `partitions` may have new visible records, after `waitMs`, or at `stopping`. */
+function visibleOrTimeout(
+  partitions: readonly Partition[],
+  waitMs: number,
+  stopping: Promise<void>,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const unsubscribe: (() => void)[] = [];
+    const done = () => {
+      clearTimeout(timer);
+      for (const stop of unsubscribe) stop();
+      resolve();
+    };
+    const timer = setTimeout(done, waitMs);
+    for (const partition of partitions) unsubscribe.push(partition.onVisible(done));
+    void stopping.then(done);
+  });
+}
+
+/** Whether the listener is stopping, and a promise that resolves when it starts to. */
+export interface StopSignal {
+  readonly stopped: boolean;
+  readonly promise: Promise<void>;
+}
+
+/**
+ * Answers a Fetch: reads what is there; while fewer than min_bytes are, waits (at most max_wait_ms,
+ * capped at KAFKA_FETCH_WAIT_MS_MAX) for any of the partitions to get more, and reads again. A
+ * listener that stops ends the wait: the fetch is answered with what there is.
+ */
+export async function fetchRecords(
+  broker: Broker,
+  request: FetchRequest,
+  version: number,
+  stop: StopSignal,
+): Promise<FetchResponse> {
+  if (version >= 7 && request.sessionId !== 0) {
+    return { errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] };
+  }
+  const deadline = performance.now() + Math.min(Math.max(request.maxWaitMs, 0), KAFKA_FETCH_WAIT_MS_MAX);
+  for (;;) {
+    const round = readRound(broker, request);
+    const waitMs = deadline - performance.now();
+    const done = round.bytes >= request.minBytes || round.anyError || round.partitions.length === 0;
+    if (done || waitMs <= 0 || stop.stopped) return round.response;
+    await visibleOrTimeout(round.partitions, waitMs, stop.promise);
+  }
+}

@@ -1,0 +1,403 @@
+/**
+ * KafkaHandler over bytes, against a real Broker on a temporary data directory: request frames in,
+ * response frames (or a close with its reason) out. The client-level proofs are in listener.test.ts.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { Broker } from "../../src/broker/broker.ts";
+import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
+import { KafkaReader } from "../../src/kafka/codec.ts";
+import { ADVERTISED_VERSIONS, KafkaHandler, type KafkaOutcome } from "../../src/kafka/handler.ts";
+import { Random, testSeed } from "../helpers/random.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { Expect } from "./bytes.ts";
+import captured from "./fixtures/captured-requests.json";
+
+let dir: TempDir;
+let broker: Broker;
+let handler: KafkaHandler;
+
+beforeEach(() => {
+  dir = tempDir("kafka-handler");
+  broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
+  handler = new KafkaHandler(broker, { advertisedHost: "kafka.example", advertisedPort: 19092 });
+});
+
+afterEach(async () => {
+  await broker.close();
+  dir[Symbol.dispose]();
+});
+
+function header(apiKey: number, version: number, correlationId = 7): Expect {
+  return new Expect().i16(apiKey).i16(version).i32(correlationId).str("test");
+}
+
+/** The response body after the 4-byte size and the correlation id (header v0). */
+async function answer(request: Expect): Promise<KafkaReader> {
+  const outcome = await handler.handle(request.body());
+  if (outcome.kind !== "respond") throw new Error(`expected a response, got ${JSON.stringify(outcome)}`);
+  const reader = new KafkaReader(outcome.bytes);
+  expect(reader.int32("size")).toBe(outcome.bytes.length - 4);
+  expect(reader.int32("correlation_id")).toBe(7);
+  return reader;
+}
+
+function apiList(reader: KafkaReader, compact: boolean): number[][] {
+  const count = compact ? reader.uvarint("n") - 1 : reader.int32("n");
+  const list: number[][] = [];
+  for (let i = 0; i < count; i++) {
+    list.push([reader.int16("key"), reader.int16("min"), reader.int16("max")]);
+    if (compact) reader.uvarint("tags");
+  }
+  return list;
+}
+
+const ADVERTISED = [...ADVERTISED_VERSIONS].map(([key, { min, max }]) => [key, min, max]);
+
+describe("ApiVersions", () => {
+  test("v0-v3 list the advertised APIs (v3 flexible: header v2 in, compact array out)", async () => {
+    for (const version of [0, 1, 2]) {
+      const reader = await answer(header(18, version));
+      expect(reader.int16("error")).toBe(0);
+      expect(apiList(reader, false)).toEqual(ADVERTISED);
+      if (version >= 1) expect(reader.int32("throttle")).toBe(0);
+      reader.expectEnd("response");
+    }
+    const v3 = header(18, 3).uvarint(0).cstr("librdkafka").cstr("2.0.2").uvarint(0);
+    const reader = await answer(v3);
+    expect(reader.int16("error")).toBe(0);
+    expect(apiList(reader, true)).toEqual(ADVERTISED);
+    expect(reader.int32("throttle")).toBe(0);
+    expect(reader.uvarint("tags")).toBe(0);
+    reader.expectEnd("response");
+  });
+
+  test("a version above 3 gets UNSUPPORTED_VERSION in the v0 layout with the list (KIP-511)", async () => {
+    // A v4 body is unknown to booblik; it is never read.
+    const reader = await answer(header(18, 4).uvarint(0).raw([1, 2, 3]));
+    expect(reader.int16("error")).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
+    expect(apiList(reader, false)).toEqual(ADVERTISED);
+    reader.expectEnd("response");
+  });
+
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3", () => {
+    expect(ADVERTISED).toEqual([
+      [18, 0, 3],
+      [0, 0, 8],
+      [1, 0, 11],
+      [3, 0, 8],
+      [2, 0, 5],
+      [19, 0, 4],
+      [20, 0, 3],
+    ]);
+  });
+});
+
+describe("requests booblik does not answer", () => {
+  const close = async (request: Expect): Promise<string> => {
+    const outcome: KafkaOutcome = await handler.handle(request.body());
+    if (outcome.kind !== "close") throw new Error(`expected a close, got ${outcome.kind}`);
+    return outcome.reason;
+  };
+
+  test("an unknown API key closes the connection, naming it and what is served", async () => {
+    expect(await close(header(9999, 0))).toStartWith(
+      "unknown API key 9999 (version 0); booblik serves API_VERSIONS 0-3",
+    );
+  });
+
+  test("a known API outside its advertised versions, or not served yet, closes with the reason", async () => {
+    expect(await close(header(3, 9))).toBe(
+      "METADATA (API key 3) version 9 is not supported: served in versions 0-8",
+    );
+    expect(await close(header(0, 9))).toBe(
+      "PRODUCE (API key 0) version 9 is not supported: served in versions 0-8",
+    );
+    expect(await close(header(10, 2).str("g").i8(0))).toBe(
+      "FIND_COORDINATOR (API key 10) version 2 is not supported: not served",
+    );
+  });
+
+  test("a malformed request closes the connection with the field and byte position", async () => {
+    expect(await close(header(3, 4).i32(5))).toBe(
+      "malformed METADATA v4 request: topics at byte 14 counts 5 elements of at least 2 bytes, but only 0 bytes are left",
+    );
+    expect(await close(new Expect().i16(3).i16(1))).toBe(
+      "a request of 4 bytes cannot hold the 8-byte header",
+    );
+  });
+
+  test("InitProducerId (not advertised: no idempotence yet) is answered UNSUPPORTED_VERSION in its layout", async () => {
+    const reader = await answer(header(22, 1).str(null).i32(60_000));
+    expect([
+      reader.int32("throttle"),
+      reader.int16("error"),
+      reader.int64("pid"),
+      reader.int16("epoch"),
+    ]).toEqual([0, KAFKA_ERROR.UNSUPPORTED_VERSION, -1, -1]);
+  });
+});
+
+describe("topics", () => {
+  const create = (version: number, topics: Expect[], validateOnly = false): Expect => {
+    const request = header(19, version).i32(topics.length);
+    for (const topic of topics) request.raw(topic.out);
+    request.i32(5000);
+    if (version >= 1) request.i8(validateOnly ? 1 : 0);
+    return request;
+  };
+  const creatable = (
+    name: string,
+    partitions: number,
+    replication = -1,
+    configs: [string, string | null][] = [],
+  ) => {
+    const topic = new Expect().str(name).i32(partitions).i16(replication).i32(0).i32(configs.length);
+    for (const [key, value] of configs) topic.str(key).str(value);
+    return topic;
+  };
+  const results = (reader: KafkaReader, version: number) => {
+    if (version >= 2) expect(reader.int32("throttle")).toBe(0);
+    const count = reader.int32("n");
+    const out: [string, number, string | null][] = [];
+    for (let i = 0; i < count; i++) {
+      out.push([
+        reader.string("name"),
+        reader.int16("error"),
+        version >= 1 ? reader.nullableString("msg") : null,
+      ]);
+    }
+    reader.expectEnd("response");
+    return out;
+  };
+
+  test("CreateTopics creates with Kafka config names; single-node and config refusals have their codes", async () => {
+    const reader = await answer(
+      create(4, [
+        creatable("a", 3, 1, [
+          ["retention.ms", "60000"],
+          ["retention.bytes", "-1"],
+          ["booblik.durability", "force"],
+          ["message.timestamp.type", "LogAppendTime"],
+        ]),
+        creatable("b", -1),
+        creatable("a", 1),
+        creatable("r3", 1, 3),
+        creatable("p0", 0),
+        creatable("cfg", 1, -1, [["cleanup.policy", "compact"]]),
+        creatable("bad/name", 1),
+        creatable("seg", 1, -1, [["segment.bytes", "12"]]),
+        creatable("ts", 1, -1, [["message.timestamp.type", "WallClock"]]),
+      ]),
+    );
+    const out = results(reader, 4);
+    expect(out.map(([name, code]) => [name, code])).toEqual([
+      ["a", 0],
+      ["b", 0],
+      ["a", KAFKA_ERROR.INVALID_REQUEST],
+      ["r3", KAFKA_ERROR.INVALID_REPLICATION_FACTOR],
+      ["p0", KAFKA_ERROR.INVALID_PARTITIONS],
+      ["cfg", KAFKA_ERROR.INVALID_CONFIG],
+      ["bad/name", KAFKA_ERROR.INVALID_TOPIC_EXCEPTION],
+      ["seg", KAFKA_ERROR.INVALID_CONFIG],
+      ["ts", KAFKA_ERROR.INVALID_CONFIG],
+    ]);
+    expect(out[3]![2]).toBe("booblik is a single broker: replication_factor must be 1 (or -1), got 3");
+    expect(out[5]![2]).toStartWith(
+      'topic config "cleanup.policy" is not supported; booblik knows retention.ms',
+    );
+    expect(out[7]![2]).toStartWith("segmentBytes must be an integer in [256, ");
+    expect(out[8]![2]).toBe('timestampType must be one of CreateTime, LogAppendTime, got "WallClock"');
+    const a = broker.describeTopic("a");
+    expect([
+      a.partitions.length,
+      a.config.retentionMs,
+      a.config.retentionBytes,
+      a.config.durability,
+      a.config.timestampType,
+    ]).toEqual([3, 60_000, null, "force", "LogAppendTime"]);
+    expect(broker.describeTopic("b").partitions.length).toBe(broker.topicDefaults.partitions);
+    expect(broker.listTopics().map((topic) => topic.name)).toEqual(["a", "b"]);
+
+    const again = results(await answer(create(0, [creatable("a", 1)])), 0);
+    expect(again).toEqual([["a", KAFKA_ERROR.TOPIC_ALREADY_EXISTS, null]]);
+  });
+
+  test("CreateTopics validate_only checks without creating", async () => {
+    const out = results(await answer(create(1, [creatable("v", 2), creatable("w", 2, 2)], true)), 1);
+    expect(out).toEqual([
+      ["v", 0, null],
+      [
+        "w",
+        KAFKA_ERROR.INVALID_REPLICATION_FACTOR,
+        "booblik is a single broker: replication_factor must be 1 (or -1), got 2",
+      ],
+    ]);
+    expect(broker.listTopics()).toEqual([]);
+  });
+
+  test("DeleteTopics deletes and names unknown topics", async () => {
+    broker.createTopic("gone", { partitions: 2 });
+    const reader = await answer(header(20, 1).i32(2).str("gone").str("never").i32(5000));
+    expect(reader.int32("throttle")).toBe(0);
+    expect(reader.int32("n")).toBe(2);
+    expect([reader.string("a"), reader.int16("e"), reader.string("b"), reader.int16("e")]).toEqual([
+      "gone",
+      0,
+      "never",
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+    ]);
+    expect(broker.listTopics()).toEqual([]);
+  });
+});
+
+describe("Metadata and ListOffsets", () => {
+  test("Metadata v4 names this node as the advertised listener, leader of every partition", async () => {
+    broker.createTopic("m", { partitions: 2 });
+    const reader = await answer(header(3, 4).i32(3).str("m").str("nope").str("bad name").i8(0));
+    expect(reader.int32("throttle")).toBe(0);
+    expect([reader.int32("n"), reader.int32("node"), reader.string("host"), reader.int32("port")]).toEqual([
+      1,
+      1,
+      "kafka.example",
+      19092,
+    ]);
+    expect(reader.nullableString("rack")).toBeNull();
+    expect([reader.nullableString("cluster"), reader.int32("controller")]).toEqual(["booblik", 1]);
+    expect(reader.int32("topics")).toBe(3);
+    expect([
+      reader.int16("e"),
+      reader.string("n"),
+      reader.boolean("internal"),
+      reader.int32("parts"),
+    ]).toEqual([0, "m", false, 2]);
+    for (const index of [0, 1]) {
+      expect([reader.int16("e"), reader.int32("i"), reader.int32("leader")]).toEqual([0, index, 1]);
+      expect([reader.int32("rn"), reader.int32("r"), reader.int32("in"), reader.int32("i")]).toEqual([
+        1, 1, 1, 1,
+      ]);
+    }
+    // Unknown topics are not auto-created: error 3, whatever allow_auto_topic_creation says.
+    expect([reader.int16("e"), reader.string("n"), reader.boolean("i"), reader.int32("p")]).toEqual([
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+      "nope",
+      false,
+      0,
+    ]);
+    expect([reader.int16("e"), reader.string("n")]).toEqual([
+      KAFKA_ERROR.INVALID_TOPIC_EXCEPTION,
+      "bad name",
+    ]);
+    expect(broker.listTopics().map((topic) => topic.name)).toEqual(["m"]);
+  });
+
+  test("Metadata v1 with a null topic array lists every topic; v0 with an empty one too", async () => {
+    broker.createTopic("x");
+    broker.createTopic("y");
+    for (const version of [0, 1]) {
+      const reader = await answer(header(3, version).i32(version === 0 ? 0 : -1));
+      reader.int32("brokers");
+      reader.int32("node");
+      reader.string("host");
+      reader.int32("port");
+      if (version >= 1) {
+        reader.nullableString("rack");
+        reader.int32("controller");
+      }
+      const names: string[] = [];
+      const count = reader.int32("topics");
+      for (let i = 0; i < count; i++) {
+        reader.int16("e");
+        names.push(reader.string("name"));
+        if (version >= 1) reader.boolean("internal");
+        const partitions = reader.int32("p");
+        for (let p = 0; p < partitions; p++) {
+          reader.int16("e");
+          reader.int32("i");
+          reader.int32("l");
+          // replica_nodes and isr_nodes: [1] each
+          expect([reader.int32("rn"), reader.int32("r"), reader.int32("in"), reader.int32("i")]).toEqual([
+            1, 1, 1, 1,
+          ]);
+        }
+      }
+      reader.expectEnd("response");
+      expect(names).toEqual(["x", "y"]);
+    }
+  });
+
+  test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), unknown partitions", async () => {
+    broker.createTopic("o", { partitions: 1 });
+    const at = (value: string, timestamp: number) => ({
+      key: null,
+      value: new TextEncoder().encode(value),
+      timestamp,
+    });
+    await broker.produce("o", 0, [at("a", 1_000), at("b", 1_001), at("c", 1_002)]);
+    await broker.produce("o", 0, [at("d", 5_000)]);
+    const asked: [number, number][] = [
+      [0, -1],
+      [0, -2],
+      [9, -1],
+      [0, 1_001],
+      [0, 2_000],
+      [0, 9_999],
+      [0, -3],
+    ];
+    const request = header(2, 2).i32(-1).i8(1).i32(1).str("o").i32(asked.length);
+    for (const [partition, timestamp] of asked) request.i32(partition).i64(timestamp);
+    const reader = await answer(request);
+    expect(reader.int32("throttle")).toBe(0);
+    expect([reader.int32("topics"), reader.string("name"), reader.int32("partitions")]).toEqual([
+      1,
+      "o",
+      asked.length,
+    ]);
+    const rows = asked.map(() => [
+      reader.int32("p"),
+      reader.int16("e"),
+      reader.int64("timestamp"),
+      reader.int64("offset"),
+    ]);
+    expect(rows).toEqual([
+      [0, 0, -1, 4],
+      [0, 0, -1, 0],
+      [9, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, -1, -1],
+      // Inside the first batch: the record itself, with its own timestamp.
+      [0, 0, 1_001, 1],
+      [0, 0, 5_000, 3],
+      // Nothing at or after it: −1 and −1, as Kafka answers.
+      [0, 0, -1, -1],
+      // −3 (max timestamp) is ListOffsets v7+, beyond the versions served.
+      [0, KAFKA_ERROR.INVALID_REQUEST, -1, -1],
+    ]);
+    reader.expectEnd("response");
+  });
+});
+
+describe("mutated frames of real clients", () => {
+  test("every mutation is answered or closes the connection; none throws, none touches other topics", async () => {
+    const seed = testSeed();
+    const random = new Random(seed);
+    broker.createTopic("kept", { partitions: 2 });
+    const frames = captured.map((entry) => Uint8Array.from(Buffer.from(entry.hex, "hex")));
+    const outcomes = { respond: 0, close: 0, silent: 0 };
+    for (let round = 0; round < 3000; round++) {
+      const frame = frames[random.int(0, frames.length - 1)]!.slice();
+      const flips = random.int(1, 4);
+      for (let i = 0; i < flips; i++) frame[random.int(0, frame.length - 1)] = random.int(0, 255);
+      let outcome: KafkaOutcome;
+      try {
+        outcome = await handler.handle(frame);
+      } catch (error) {
+        throw new Error(`seed ${seed}, round ${round}: ${Buffer.from(frame).toString("hex")} threw ${error}`);
+      }
+      outcomes[outcome.kind]++;
+    }
+    expect(outcomes.respond).toBeGreaterThan(0);
+    expect(outcomes.close).toBeGreaterThan(0);
+    expect(outcomes.silent).toBe(0);
+    // A mutated DeleteTopics names "made-by-kafkajs" or garbage: turning it into "kept" takes five byte
+    // changes (the length and four letters), more than a round makes, so "kept" survives every round.
+    expect(broker.describeTopic("kept").partitions.length).toBe(2);
+  });
+});

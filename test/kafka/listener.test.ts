@@ -1,0 +1,226 @@
+/**
+ * The Kafka listener's socket rules over raw TCP, in-process (a Broker and a KafkaListener with small
+ * limits): answers in order for pipelined requests, frame sizes checked before buffering, the
+ * connection limits, the idle and request timeouts, and the shared inbound budget released on close.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { Broker } from "../../src/broker/broker.ts";
+import { KafkaReader } from "../../src/kafka/codec.ts";
+import { KafkaListener, type KafkaListenerOptions } from "../../src/kafka/listener.ts";
+import { AdminRateLimiter } from "../../src/server/admin-rate.ts";
+import { InboundBudget } from "../../src/server/inbound-budget.ts";
+import { rawConnect } from "../helpers/raw-socket.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
+import { Expect } from "./bytes.ts";
+
+let dir: TempDir;
+let broker: Broker;
+let listener: KafkaListener | undefined;
+let budget: InboundBudget;
+const logged: string[] = [];
+
+beforeEach(() => {
+  dir = tempDir("kafka-listener");
+  broker = Broker.open({ dataDir: dir.path });
+  budget = new InboundBudget(1 << 20);
+  logged.length = 0;
+});
+
+afterEach(async () => {
+  await listener?.stop();
+  listener = undefined;
+  await broker.close();
+  dir[Symbol.dispose]();
+});
+
+function start(options: Partial<KafkaListenerOptions> = {}): number {
+  listener = new KafkaListener(broker, {
+    hostname: "127.0.0.1",
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 16,
+    maxConnectionsPerAddress: 16,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    inboundBudget: budget,
+    log: (line) => logged.push(line),
+    ...options,
+  });
+  return listener.listen().port;
+}
+
+const apiVersions = (correlationId: number) =>
+  new Expect().i16(18).i16(0).i32(correlationId).str("t").frame();
+const metadataAll = (correlationId: number) =>
+  new Expect().i16(3).i16(1).i32(correlationId).str("t").i32(-1).frame();
+
+/** Correlation ids of the complete response frames in `bytes`. */
+function correlationIds(bytes: Uint8Array): number[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const ids: number[] = [];
+  for (let at = 0; at + 8 <= bytes.length; ) {
+    const size = view.getInt32(at);
+    if (at + 4 + size > bytes.length) break;
+    ids.push(view.getInt32(at + 4));
+    at += 4 + size;
+  }
+  return ids;
+}
+
+describe("ordering", () => {
+  test("pipelined requests in one write are answered one at a time, in order", async () => {
+    const port = start();
+    broker.createTopic("p");
+    const socket = await rawConnect(port);
+    const burst: number[] = [];
+    for (let id = 1; id <= 40; id++) burst.push(...(id % 2 === 0 ? metadataAll(id) : apiVersions(id)));
+    // Byte by byte for the first request: frames split anywhere must still be whole requests.
+    const bytes = Uint8Array.from(burst);
+    for (let i = 0; i < 10; i++) socket.write(bytes.subarray(i, i + 1));
+    socket.write(bytes.subarray(10));
+    await waitUntil(() => correlationIds(socket.received()).length === 40, "40 answers");
+    expect(correlationIds(socket.received())).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(listener!.counters.requests).toBe(40);
+    socket.close();
+  });
+});
+
+describe("hostile input", () => {
+  test("a frame size above the maximum closes the connection before its body is read", async () => {
+    const port = start({ maxFrameBytes: 1000 });
+    const socket = await rawConnect(port);
+    socket.write(new Expect().i32(1001).frame().subarray(4));
+    await socket.closed;
+    expect(logged).toEqual([
+      "kafka: closing the connection from 127.0.0.1: request frame of 1001 bytes is larger than the maximum frame of 1000 bytes (--max-frame-size)",
+    ]);
+    expect(budget.usedBytes).toBe(0);
+  });
+
+  test("a frame too small for a request header, and an unknown API key, close the connection", async () => {
+    const port = start();
+    const small = await rawConnect(port);
+    small.write(new Expect().i32(4).i32(0).body());
+    await small.closed;
+    const unknown = await rawConnect(port);
+    unknown.write(new Expect().i16(77).i16(0).i32(1).str("t").frame());
+    await unknown.closed;
+    expect(logged[0]).toEndWith("request frame of 4 bytes cannot hold the 8-byte request header");
+    expect(logged[1]).toContain("unknown API key 77 (version 0)");
+    expect(listener!.counters.closedForRequest).toBe(1);
+  });
+
+  test("answers before a bad request still arrive, then the connection closes", async () => {
+    const port = start();
+    const socket = await rawConnect(port);
+    socket.write(
+      Uint8Array.from([...apiVersions(1), ...apiVersions(2), ...new Expect().i16(3).i16(99).i32(3).frame()]),
+    );
+    await socket.closed;
+    expect(correlationIds(socket.received())).toEqual([1, 2]);
+    expect(logged).toEqual([
+      "kafka: closing the connection from 127.0.0.1: METADATA (API key 3) version 99 is not supported: served in versions 0-8",
+    ]);
+  });
+
+  test("a large frame reserves from the shared inbound budget and gives it back when the connection closes", async () => {
+    const port = start({ maxFrameBytes: 4 << 20 });
+    budget = listener!.options.inboundBudget as InboundBudget;
+    const socket = await rawConnect(port);
+    // A 1 MiB frame of which only the start arrives: beyond the 128 KiB free allowance, its size is reserved.
+    socket.write(
+      new Expect()
+        .i32(1 << 20)
+        .i16(18)
+        .i16(0)
+        .i32(1)
+        .body(),
+    );
+    await waitUntil(() => budget.usedBytes > 0 || budget.waitingCount > 0, "the reservation");
+    expect(budget.usedBytes).toBe((1 << 20) + 4 - 128 * 1024);
+    socket.close();
+    await waitUntil(() => budget.usedBytes === 0, "the budget released");
+  });
+
+  test("a frame the budget cannot hold yet pauses its connection; it resumes once another one closes", async () => {
+    budget = new InboundBudget(300 * 1024);
+    const port = start({ maxFrameBytes: 1 << 20 });
+    const first = await rawConnect(port);
+    first.write(
+      new Expect()
+        .i32(400 * 1024)
+        .i16(18)
+        .i16(0)
+        .i32(1)
+        .body(),
+    );
+    // 400 KiB + 4 minus the free 128 KiB fit the 300 KiB budget; the second frame's 72 KiB + 4 do not.
+    await waitUntil(() => budget.usedBytes === 400 * 1024 + 4 - 128 * 1024, "the first reservation");
+    const second = await rawConnect(port);
+    const body = new Expect().i16(18).i16(0).i32(9).str("t").body();
+    const padded = new Uint8Array(200 * 1024);
+    padded.set(body);
+    // ApiVersions v0 with 200 KiB of trailing bytes is malformed, but it must first arrive whole.
+    second.write(Uint8Array.from([...new Expect().i32(padded.length).body(), ...padded]));
+    await waitUntil(() => budget.waitingCount === 1, "the second connection waiting for the budget");
+    first.close();
+    await second.closed;
+    expect(logged.at(-1)).toContain("ApiVersions request has 204789 unexpected bytes after its last field");
+  });
+});
+
+describe("limits and timeouts", () => {
+  test("topic creates and deletes take from the admin rate per address: beyond the burst, POLICY_VIOLATION names the wait", async () => {
+    const port = start({ adminRate: new AdminRateLimiter(1) }); // 1 a second after a burst of 10
+    const socket = await rawConnect(port);
+    const request = new Expect().i16(19).i16(1).i32(5).str("t").i32(12);
+    for (let i = 0; i < 12; i++) request.str(`rate-${i}`).i32(1).i16(1).i32(0).i32(0);
+    socket.write(request.i32(5000).i8(0).frame());
+    await waitUntil(() => correlationIds(socket.received()).length === 1, "the CreateTopics answer");
+    const reader = new KafkaReader(socket.received(), 8);
+    const results: [string, number, string | null][] = [];
+    for (let count = reader.int32("topics"), i = 0; i < count; i++) {
+      results.push([reader.string("name"), reader.int16("error"), reader.nullableString("message")]);
+    }
+    expect(results.slice(0, 10).map((r) => r[1])).toEqual(Array(10).fill(0));
+    expect(results.slice(10).map((r) => [r[0], r[1]])).toEqual([
+      ["rate-10", 44],
+      ["rate-11", 44],
+    ]);
+    expect(results[10]![2]).toStartWith(
+      "too many admin requests (CREATE_TOPIC, DELETE_TOPIC) from 127.0.0.1: the limit is 1 a second after a burst of 10",
+    );
+    expect(broker.listTopics().length).toBe(10);
+    socket.close();
+  });
+
+  test("connections beyond --max-connections are closed at once and logged", async () => {
+    const port = start({ maxConnections: 1 });
+    const first = await rawConnect(port);
+    first.write(apiVersions(1));
+    await waitUntil(() => correlationIds(first.received()).length === 1, "an answer");
+    const second = await rawConnect(port);
+    await second.closed;
+    expect(logged).toEqual([
+      "kafka: closing the connection from 127.0.0.1: refused: too many Kafka connections (the limit is 1, --max-connections)",
+    ]);
+    expect(listener!.counters.connectionsRefused).toBe(1);
+    first.close();
+  });
+
+  test("an idle connection is closed after the idle timeout; a request that stops arriving after the request timeout", async () => {
+    const port = start({ idleTimeoutMs: 200, requestTimeoutMs: 300 });
+    const idle = await rawConnect(port);
+    idle.write(apiVersions(1));
+    await idle.closed;
+    expect(correlationIds(idle.received())).toEqual([1]);
+    const partial = await rawConnect(port);
+    partial.write(apiVersions(2).subarray(0, 10));
+    await partial.closed;
+    expect(logged).toEqual([
+      "kafka: closing the connection from 127.0.0.1: idle for 200 ms (--idle-timeout)",
+      expect.stringMatching(/a request did not arrive whole within 300 ms \(10 of 15 bytes\)$/),
+    ]);
+  });
+});
