@@ -5,15 +5,19 @@
  *
  * Which ISA-L function, and why not its dispatcher: `crc32_iscsi` (ISA-L's multibinary entry) picks
  * `crc32_iscsi_by16_10` on CPUs with AVX-512, and that returns without VZEROUPPER. The dirty upper
- * vector state it leaves makes the legacy-SSE code that follows (JavaScriptCore's JIT, glibc's
- * copies) run several times slower until something clears it: encoding a 100-record batch took 32-46
- * µs per batch after it instead of 6.5-20 µs (docs/benchmarks.md, "CRC32C and the vector state").
+ * vector state it leaves makes the JavaScriptCore JIT code that follows run several times slower
+ * until something clears it (one 11 KB memmove was not measurably slower): encoding a batch of 100
+ * records of 100 B took 22-44 µs with the dispatcher, 6.7-9.0 µs with crc32_iscsi_01 (`bun
+ * bench/storage.bench.ts stages`, docs/benchmarks.md "CRC32C and the vector state";
+ * bench/crc.bench.ts).
  * libisal2 also exports the two pre-AVX variants with the same signature, `uint32_t f(unsigned char
  * *buffer, int len, unsigned int init)` (ISA-L's crc/crc32_iscsi_00.asm and _01.asm; Ceph links _00
  * the same way):
  *   - `crc32_iscsi_01`: SSE4.2 `crc32` on three interleaved streams, merged with PCLMULQDQ (legacy
  *     SSE encoding, xmm registers only: it never dirties the upper state);
  *   - `crc32_iscsi_00`: the SSE4.2 `crc32` instruction alone, no vector register at all.
+ * (objdump of Debian's libisal.so.2 2.30: no VEX or EVEX instruction in either; test/ffi/crc32c.test.ts
+ * checks the CPU's XINUSE bits after each.)
  * The dispatcher itself tests the same CPUID bits (SSE4.2, then PCLMULQDQ) before choosing these two,
  * so binding them directly is what ISA-L would run on a CPU without AVX-512. Chosen in this order,
  * each only when /proc/cpuinfo lists its instructions (calling one the CPU lacks would be SIGILL):
