@@ -158,10 +158,8 @@ export const crc32cIsal: Crc32cFunction | undefined =
 export { crc32cPortable };
 
 /**
- * True when the active implementation may leave the upper vector state dirty (only the dispatcher,
- * on AVX-512 CPUs). Kept as `crc32cClearsVectorState`'s successor for benchmark headers.
+ * Always false since the TinyCC VZEROUPPER wrapper was removed (no implementation clears the vector
+ * state; the chosen ones never dirty it). Kept because bench/storage.bench.ts on branch fmt2-store
+ * prints it in its headers; remove once that branch no longer reads it.
  */
-export const crc32cDirtiesVectorState: boolean = crc32cImplementation === "isa-l-dispatcher";
-
-/** @deprecated no implementation wraps ISA-L any more; kept so bench headers that print it compile. */
 export const crc32cClearsVectorState = false;
