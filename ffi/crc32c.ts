@@ -92,8 +92,9 @@ function bindIsal(symbol: string): Crc32cFunction | undefined {
   return (bytes, start, end) => {
     const length = end - start;
     if (length <= 0) return 0;
-    // Native code reads what it is told to: a range outside the view would read other memory.
-    if (start < 0 || end > bytes.length || length > ISAL_MAX_BYTES) {
+    // Native code reads what it is told to: a range outside the view would read other memory (and a
+    // NaN bound would reach ISA-L as length 0, i.e. a silent CRC of 0).
+    if (!(start >= 0 && end <= bytes.length && length <= ISAL_MAX_BYTES)) {
       throw new RangeError(`CRC32C of bytes [${start}, ${end}) of a view of ${bytes.length} B`);
     }
     return ~raw(start === 0 ? bytes : ptr(bytes, start), length, 0xffffffff) >>> 0;

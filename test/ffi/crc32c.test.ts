@@ -79,6 +79,8 @@ test.skipIf(crc32cIsal === undefined)(
       expect(() => implementation(bytes, 0, 65), name).toThrow("CRC32C of bytes [0, 65) of a view of 64 B");
       expect(() => implementation(bytes.subarray(8), 0, 57), name).toThrow(RangeError);
       expect(() => implementation(bytes, -1, 10), name).toThrow(RangeError);
+      expect(() => implementation(bytes, 0, Number.NaN), name).toThrow(RangeError);
+      expect(() => implementation(bytes, Number.NaN, 10), name).toThrow(RangeError);
     }
   },
 );
