@@ -30,9 +30,9 @@
  * a call; a range outside the view throws a RangeError instead of reading other memory.
  *
  * `BOOBLIK_CRC32C` forces one implementation: `isa-l-01`, `isa-l-00`, `isa-l-dispatcher` (the
- * AVX-512 path with its dirty state, for comparisons) or `portable`; `auto` or unset chooses as
- * above. A forced implementation this machine cannot run, or an unknown value, fails at load with
- * the reason (a silent fallback would print a name that is not what runs).
+ * AVX-512 path with its dirty state, for comparisons) or `portable`; unset or `auto` chooses as
+ * above. A forced implementation this machine cannot run, an unknown or an empty value fails at load
+ * with the reason (a silent fallback would print a name that is not what runs).
  */
 
 import { dlopen, ptr } from "bun:ffi";
@@ -77,12 +77,20 @@ type RawIsalCrc = (buffer: number | Uint8Array, length: number, init: number) =>
 /** ISA-L's `int len`. */
 const ISAL_MAX_BYTES = 0x7fffffff;
 
+/**
+ * The bound libraries, held for the process's life: the functions below must never outlive their
+ * FFI library object (Bun 1.4.4 keeps the compiled trampolines of a collected one, measured; a later
+ * Bun need not).
+ */
+const heldLibraries: unknown[] = [];
+
 function bindIsal(symbol: string): Crc32cFunction | undefined {
   let raw: RawIsalCrc;
   try {
     const library = dlopen("libisal.so.2", {
       [symbol]: { args: ["ptr", "i32", "u32"], returns: "u32" },
     });
+    heldLibraries.push(library);
     raw = library.symbols[symbol] as unknown as RawIsalCrc;
   } catch {
     return undefined; // no libisal2, or a build without this symbol (e.g. not x86-64)
@@ -121,8 +129,9 @@ function availableImplementations(): Map<Crc32cImplementation, Crc32cFunction> {
 export const crc32cAvailable: ReadonlyMap<Crc32cImplementation, Crc32cFunction> = availableImplementations();
 
 function choose(): Crc32cImplementation {
+  // Unset means auto; an empty value is refused like every other empty setting (operations.md).
   const wanted = process.env.BOOBLIK_CRC32C ?? "auto";
-  if (wanted === "auto" || wanted === "") {
+  if (wanted === "auto") {
     // The dispatcher only where the direct variants cannot be checked: it is what leaves the dirty state.
     return CRC32C_IMPLEMENTATIONS.find((name) => crc32cAvailable.has(name))!;
   }

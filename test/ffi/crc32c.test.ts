@@ -211,12 +211,15 @@ test("BOOBLIK_CRC32C forces each implementation this machine runs, and auto is t
   expect((await implementationIn("auto")).stdout).toBe(`${auto} e3069283`);
 });
 
-test("an unknown BOOBLIK_CRC32C, or one this machine cannot run, fails at load naming the reason", async () => {
+test("an unknown or empty BOOBLIK_CRC32C, or one this machine cannot run, fails at load naming the reason", async () => {
   const unknown = await implementationIn("isa-l");
   expect(unknown.code).not.toBe(0);
   expect(unknown.stderr).toContain(
     "BOOBLIK_CRC32C=isa-l: expected auto, isa-l-01, isa-l-00, isa-l-dispatcher, portable",
   );
+  const empty = await implementationIn("");
+  expect(empty.code).not.toBe(0);
+  expect(empty.stderr).toContain("BOOBLIK_CRC32C=: expected auto, isa-l-01");
   const missing = CRC32C_IMPLEMENTATIONS.find((name) => !crc32cAvailable.has(name));
   if (missing !== undefined) {
     const refused = await implementationIn(missing);
