@@ -140,7 +140,7 @@ test.skipIf(crc32cIsal === undefined)(
 );
 
 test.skipIf(crc32cIsal === undefined)(
-  "ISA-L and portable agree on buffers allocated and dropped across forced collections",
+  "ISA-L and portable agree on views of fresh buffers across forced collections",
   () => {
     // One hypothesis for the old wrapper's 0: memory moved or freed by the GC under a held pointer.
     // Views of short-lived buffers, collections between allocation and CRC, and ptr() offsets.
