@@ -1,117 +1,175 @@
 /**
- * CRC32C for every record: hardware-accelerated through Intel ISA-L when `libisal.so.2` loads, the
- * portable slicing-by-16 TypeScript otherwise. Which one is active is observable as
- * `crc32cImplementation` and is printed by the broker at start-up.
+ * CRC32C for every batch and frame: Intel ISA-L's hardware CRC when `libisal.so.2` loads, the portable
+ * slicing-by-16 TypeScript otherwise. The active implementation is `crc32cImplementation`, printed by
+ * the broker at start-up and sent in METADATA.
  *
- * ISA-L's `crc32_iscsi(buf, len, init)` works on the raw CRC register: it neither inverts the initial
- * value nor the result. The standard CRC32C is therefore `~crc32_iscsi(buf, len, 0xFFFFFFFF) >>> 0`
- * (init 0 would give 0x58E3FA20 for "123456789" instead of 0xE3069283). Measured here: 16-24 ns for
- * 100 B and 41-51 GB/s on 1 MiB, against 73-95 ns and ~2 GB/s for the portable code (bun-platform §5).
+ * Which ISA-L function, and why not its dispatcher: `crc32_iscsi` (ISA-L's multibinary entry) picks
+ * `crc32_iscsi_by16_10` on CPUs with AVX-512, and that returns without VZEROUPPER. The dirty upper
+ * vector state it leaves makes the JavaScriptCore JIT code that follows run several times slower
+ * until something clears it (one 11 KB memmove was not measurably slower): encoding a batch of 100
+ * records of 100 B took 22-44 µs with the dispatcher, 6.7-9.0 µs with crc32_iscsi_01 (`bun
+ * bench/storage.bench.ts stages`, docs/benchmarks.md "CRC32C and the vector state";
+ * bench/crc.bench.ts).
+ * libisal2 also exports the two pre-AVX variants with the same signature, `uint32_t f(unsigned char
+ * *buffer, int len, unsigned int init)` (ISA-L's crc/crc32_iscsi_00.asm and _01.asm; Ceph links _00
+ * the same way):
+ *   - `crc32_iscsi_01`: SSE4.2 `crc32` on three interleaved streams, merged with PCLMULQDQ (legacy
+ *     SSE encoding, xmm registers only: it never dirties the upper state);
+ *   - `crc32_iscsi_00`: the SSE4.2 `crc32` instruction alone, no vector register at all.
+ * (objdump of Debian's libisal.so.2 2.30: no VEX or EVEX instruction in either; test/ffi/crc32c.test.ts
+ * checks the CPU's XINUSE bits after each.)
+ * The dispatcher itself tests the same CPUID bits (SSE4.2, then PCLMULQDQ) before choosing these two,
+ * so binding them directly is what ISA-L would run on a CPU without AVX-512. Chosen in this order,
+ * each only when /proc/cpuinfo lists its instructions (calling one the CPU lacks would be SIGILL):
+ * `isa-l-01` (sse4_2 and pclmulqdq), `isa-l-00` (sse4_2), then `isa-l-dispatcher` where the flags
+ * cannot be read (ISA-L checks CPUID itself; other architectures, no /proc), then `portable`.
  *
- * `BOOBLIK_CRC32C=portable` forces the portable implementation (for comparisons and tests).
+ * ISA-L's functions work on the raw CRC register: they neither invert the initial value nor the
+ * result. The standard CRC32C is `~f(buffer, length, 0xFFFFFFFF) >>> 0` (init 0 would give
+ * 0x58E3FA20 for "123456789" instead of 0xE3069283). An empty range is answered here (CRC 0) without
+ * a call; a range outside the view throws a RangeError instead of reading other memory.
+ *
+ * `BOOBLIK_CRC32C` forces one implementation: `isa-l-01`, `isa-l-00`, `isa-l-dispatcher` (the
+ * AVX-512 path with its dirty state, for comparisons) or `portable`; unset or `auto` chooses as
+ * above. A forced implementation this machine cannot run, an unknown or an empty value fails at load
+ * with the reason (a silent fallback would print a name that is not what runs).
  */
 
-import { cc, dlopen, ptr } from "bun:ffi";
+import { dlopen, ptr } from "bun:ffi";
 import { readFileSync } from "node:fs";
-import path from "node:path";
 import { crc32cPortable } from "./crc32c-portable.ts";
 
 export type Crc32cFunction = (bytes: Uint8Array, start: number, end: number) => number;
-export type Crc32cImplementation = "isa-l" | "portable";
+export type Crc32cImplementation = "isa-l-01" | "isa-l-00" | "isa-l-dispatcher" | "portable";
 
-type RawCrc = (buffer: number | Uint8Array, length: number) => number;
+/** Preference order of `auto`. */
+export const CRC32C_IMPLEMENTATIONS: readonly Crc32cImplementation[] = [
+  "isa-l-01",
+  "isa-l-00",
+  "isa-l-dispatcher",
+  "portable",
+];
 
-const compiledLibraries: unknown[] = [];
+const ISAL_SYMBOLS: Record<Exclude<Crc32cImplementation, "portable">, string> = {
+  "isa-l-01": "crc32_iscsi_01",
+  "isa-l-00": "crc32_iscsi_00",
+  "isa-l-dispatcher": "crc32_iscsi",
+};
 
-/** Whether this CPU has AVX (and so VZEROUPPER): /proc/cpuinfo's flags. */
-function cpuHasAvx(): boolean {
+/** The CPU instructions (as /proc/cpuinfo names them) each direct variant executes. */
+const REQUIRED_CPU_FLAGS: Record<"isa-l-01" | "isa-l-00", readonly string[]> = {
+  "isa-l-01": ["sse4_2", "pclmulqdq"],
+  "isa-l-00": ["sse4_2"],
+};
+
+/** The first CPU's flags from /proc/cpuinfo, or undefined where it cannot be read (not Linux). */
+function cpuFlags(): Set<string> | undefined {
   try {
-    return /^flags\s*:.*\bavx\b/m.test(readFileSync("/proc/cpuinfo", "utf8"));
+    const match = /^flags\s*:(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"));
+    return match === null ? undefined : new Set(match[1]!.trim().split(/\s+/));
   } catch {
-    return false;
+    return undefined;
   }
 }
 
+type RawIsalCrc = (buffer: number | Uint8Array, length: number, init: number) => number;
+
+/** ISA-L's `int len`. */
+const ISAL_MAX_BYTES = 0x7fffffff;
+
 /**
- * ISA-L through the TinyCC wrapper of ffi/crc32c-isal.c, which clears the vector state on return
- * (see that file for the measured why). Undefined where it cannot be had: no AVX, no libisal, or no
- * compiler source at run time (a single executable built with `bun build --compile` does not carry
- * the .c file); the plain dlopen path then serves.
+ * The bound libraries, held for the process's life: the functions below must never outlive their
+ * FFI library object (Bun 1.4.4 keeps the compiled trampolines of a collected one, measured; a later
+ * Bun need not).
  */
-function loadIsalClearingVectorState(): RawCrc | undefined {
-  // Opt-in until explained: one full-suite run saw this path return 0 for one random buffer (the
-  // cross-check in test/ffi/crc32c.test.ts); holding the compiled library (below) may be the cure,
-  // but it was not reproduced, and a wrong CRC must never be the price of speed.
-  if (process.env.BOOBLIK_CRC32C_VZEROUPPER !== "on" || !cpuHasAvx()) return undefined;
+const heldLibraries: unknown[] = [];
+
+function bindIsal(symbol: string): Crc32cFunction | undefined {
+  let raw: RawIsalCrc;
   try {
-    const library = cc({
-      source: path.join(import.meta.dir, "crc32c-isal.c"),
-      symbols: {
-        booblik_crc32c_load: { args: [], returns: "int" },
-        booblik_crc32c: { args: ["ptr", "i32"], returns: "u32" },
-      },
+    const library = dlopen("libisal.so.2", {
+      [symbol]: { args: ["ptr", "i32", "u32"], returns: "u32" },
     });
-    if (library.symbols.booblik_crc32c_load() !== 1) return undefined;
-    // Held for the process's life: TinyCC's compiled code lives as long as the library object (a
-    // collected one freed it, and the CRC then returned 0 — seen once in the random cross-check).
-    compiledLibraries.push(library);
-    return library.symbols.booblik_crc32c as unknown as RawCrc;
+    heldLibraries.push(library);
+    raw = library.symbols[symbol] as unknown as RawIsalCrc;
   } catch {
-    return undefined;
+    return undefined; // no libisal2, or a build without this symbol (e.g. not x86-64)
   }
-}
-
-const clearing = loadIsalClearingVectorState();
-
-/** True when the ISA-L path clears the vector state after each call (ffi/crc32c-isal.c). */
-export const crc32cClearsVectorState = clearing !== undefined;
-
-/**
- * Below this, ISA-L stays on its small path and leaves the vector state clean (probed one size at a
- * time: 64 B no effect, 256 B and up the 5x slowdown; the gap is covered conservatively), and the
- * plain call is cheaper: the TinyCC wrapper cost about 40 ns more per 100-byte call here.
- */
-const CLEARING_MIN_BYTES = 128;
-
-function loadIsal(): Crc32cFunction | undefined {
-  let symbols: { crc32_iscsi: (buffer: number | Uint8Array, length: number, init: number) => number };
-  try {
-    symbols = dlopen("libisal.so.2", {
-      crc32_iscsi: { args: ["ptr", "i32", "u32"], returns: "u32" },
-    }).symbols;
-  } catch {
-    return undefined;
-  }
-  const crc32Iscsi = symbols.crc32_iscsi as unknown as (
-    buffer: number | Uint8Array,
-    length: number,
-    init: number,
-  ) => number;
   // Passing the typed array itself costs ~17-21 ns a call against ~31-35 ns through ptr() (measured
-  // in one loop): use it whenever the range starts at the view's start (every record a producer frames).
-  if (clearing === undefined) {
-    return (bytes, start, end) =>
-      end <= start ? 0 : ~crc32Iscsi(start === 0 ? bytes : ptr(bytes, start), end - start, 0xffffffff) >>> 0;
-  }
+  // in one loop): used whenever the range starts at the view's start (every whole batch).
   return (bytes, start, end) => {
     const length = end - start;
     if (length <= 0) return 0;
-    const at = start === 0 ? bytes : ptr(bytes, start);
-    return length < CLEARING_MIN_BYTES
-      ? ~crc32Iscsi(at, length, 0xffffffff) >>> 0
-      : clearing(at, length) >>> 0;
+    // Native code reads what it is told to: a range outside the view would read other memory (and a
+    // NaN bound would reach ISA-L as length 0, i.e. a silent CRC of 0).
+    if (!(start >= 0 && end <= bytes.length && length <= ISAL_MAX_BYTES)) {
+      throw new RangeError(`CRC32C of bytes [${start}, ${end}) of a view of ${bytes.length} B`);
+    }
+    return ~raw(start === 0 ? bytes : ptr(bytes, start), length, 0xffffffff) >>> 0;
   };
 }
 
-/** ISA-L's CRC32C, or undefined when libisal.so.2 is not installed. */
-export const crc32cIsal: Crc32cFunction | undefined = loadIsal();
-export { crc32cPortable };
+/** Every implementation that can run here, keyed by name (always at least `portable`). */
+function availableImplementations(): Map<Crc32cImplementation, Crc32cFunction> {
+  const available = new Map<Crc32cImplementation, Crc32cFunction>();
+  const flags = cpuFlags();
+  for (const name of CRC32C_IMPLEMENTATIONS) {
+    if (name === "portable") {
+      available.set(name, crc32cPortable);
+      continue;
+    }
+    if (name !== "isa-l-dispatcher" && !REQUIRED_CPU_FLAGS[name].every((flag) => flags?.has(flag))) continue;
+    const bound = bindIsal(ISAL_SYMBOLS[name]);
+    if (bound !== undefined) available.set(name, bound);
+  }
+  return available;
+}
 
-const forcePortable = process.env.BOOBLIK_CRC32C === "portable";
+/** Every implementation this machine can run (for the cross-check test and the benchmark). */
+export const crc32cAvailable: ReadonlyMap<Crc32cImplementation, Crc32cFunction> = availableImplementations();
 
-export const crc32cImplementation: Crc32cImplementation =
-  crc32cIsal !== undefined && !forcePortable ? "isa-l" : "portable";
+function choose(): Crc32cImplementation {
+  // Unset means auto; an empty value is refused like every other empty setting (operations.md).
+  const wanted = process.env.BOOBLIK_CRC32C ?? "auto";
+  if (wanted === "auto") {
+    // The dispatcher only where the direct variants cannot be checked: it is what leaves the dirty state.
+    return CRC32C_IMPLEMENTATIONS.find((name) => crc32cAvailable.has(name))!;
+  }
+  if (!(CRC32C_IMPLEMENTATIONS as readonly string[]).includes(wanted)) {
+    throw new Error(`BOOBLIK_CRC32C=${wanted}: expected auto, ${CRC32C_IMPLEMENTATIONS.join(", ")}`);
+  }
+  const name = wanted as Crc32cImplementation;
+  if (!crc32cAvailable.has(name)) {
+    const needs =
+      name === "isa-l-01" || name === "isa-l-00"
+        ? `libisal.so.2 exporting ${ISAL_SYMBOLS[name]} and a CPU with ${REQUIRED_CPU_FLAGS[name].join(" and ")}`
+        : "libisal.so.2 (apt-get install libisal2)";
+    throw new Error(
+      `BOOBLIK_CRC32C=${name} cannot run here: it needs ${needs}; available: ${[...crc32cAvailable.keys()].join(", ")}`,
+    );
+  }
+  return name;
+}
+
+export const crc32cImplementation: Crc32cImplementation = choose();
 
 /** Standard CRC32C of `bytes[start, end)`, unsigned 32-bit. */
-export const crc32c: Crc32cFunction =
-  crc32cImplementation === "isa-l" && crc32cIsal !== undefined ? crc32cIsal : crc32cPortable;
+export const crc32c: Crc32cFunction = crc32cAvailable.get(crc32cImplementation)!;
+
+/**
+ * The ISA-L implementation `auto` would pick (not the dispatcher unless nothing else binds), or
+ * undefined without libisal2: for benchmarks that compare hardware against portable.
+ */
+export const crc32cIsal: Crc32cFunction | undefined =
+  crc32cAvailable.get("isa-l-01") ??
+  crc32cAvailable.get("isa-l-00") ??
+  crc32cAvailable.get("isa-l-dispatcher");
+
+export { crc32cPortable };
+
+/**
+ * Always false since the TinyCC VZEROUPPER wrapper was removed (no implementation clears the vector
+ * state; the chosen ones never dirty it). Kept because bench/storage.bench.ts on branch fmt2-store
+ * prints it in its headers; remove once that branch no longer reads it.
+ */
+export const crc32cClearsVectorState = false;
