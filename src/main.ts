@@ -189,6 +189,12 @@ const OPTIONS = {
     fallback: "same as --host",
     help: "address the metrics listener binds",
   },
+  console: {
+    flag: "--console",
+    env: "BOOBLIK_CONSOLE",
+    fallback: "on",
+    help: "serve the web console at /console/ on the metrics listener, to this machine only: on | off",
+  },
   fetchPath: {
     flag: "--fetch-path",
     env: "BOOBLIK_FETCH_PATH",
@@ -382,6 +388,7 @@ async function main(): Promise<number> {
   const metricsPort =
     values.metricsPort === "off" ? undefined : parseInteger("metrics port", values.metricsPort, 0, 65535);
   const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
+  const webConsole = choice("--console", values.console, ["on", "off"] as const) === "on";
   const dataDir = path.resolve(values.dataDir);
 
   if (maxOpenSegmentFiles !== undefined) sealedReadDescriptors.setLimit(maxOpenSegmentFiles);
@@ -390,7 +397,7 @@ async function main(): Promise<number> {
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
   if (metricsPort !== undefined) {
     try {
-      metrics = startMetricsServer(metricsHost, metricsPort, targets);
+      metrics = startMetricsServer(metricsHost, metricsPort, targets, { console: webConsole });
     } catch (error) {
       throw new UsageError(
         `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
@@ -477,7 +484,10 @@ async function main(): Promise<number> {
   });
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
-  const metricsNote = metrics === undefined ? "" : `, metrics on ${metrics.hostname}:${metrics.port}`;
+  const metricsNote =
+    metrics === undefined
+      ? ""
+      : `, metrics on ${metrics.hostname}:${metrics.port}${webConsole ? " (console at /console/)" : ""}`;
   console.log(
     `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
       `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
