@@ -1,11 +1,14 @@
 /**
  * A/B of two broker checkouts on the same machine, in one run: did a change make the broker slower?
  *
- *   bun bench/ab.bench.ts --baseline=<another checkout> [--seconds=4] [--rounds=3]
+ *   bun bench/ab.bench.ts --baseline=<another checkout> [--seconds=4] [--rounds=3] [--load=raw|client]
  *
  * The baseline is a checkout of an earlier commit (`git worktree add /tmp/base <commit>`, then
- * `bun install` there). Both brokers speak the same protocol; the load generator is this checkout's
- * bench/load/produce.ts, a separate process. Rows: policy × record size × batch size × connections ×
+ * `bun install` there). Each broker is driven by its own checkout's load generator, a separate
+ * process (the protocol changed with the record model of issue 11, so one generator cannot drive
+ * both): `--load=raw` (default) runs bench/load/produce.ts (pre-encoded batches); `--load=client`
+ * runs bench/load/client-produce.ts in `write` mode (the Producer's synchronous fast path, one
+ * record per call, its default batching). Rows: policy × record size × batch size × connections ×
  * requests in flight, each measured on both brokers alternately (A, B, A, B, …) with a fresh data
  * directory per run, `--rounds` times; median and range printed per broker, and B/A of the medians.
  * Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
@@ -18,8 +21,8 @@ import type { ThroughputResult } from "./lib/load-result.ts";
 import { runLoad, startBrokerProcess } from "./lib/processes.ts";
 
 const args = parseBenchArgs({
-  usage: "bun bench/ab.bench.ts --baseline=<checkout> [--seconds=4] [--rounds=3]",
-  options: { baseline: "", seconds: "4", rounds: "3" },
+  usage: "bun bench/ab.bench.ts --baseline=<checkout> [--seconds=4] [--rounds=3] [--load=raw|client]",
+  options: { baseline: "", seconds: "4", rounds: "3", load: "raw" },
 });
 const baseline = args.text("baseline");
 if (baseline === "") {
@@ -28,11 +31,24 @@ if (baseline === "") {
 }
 const seconds = args.number("seconds");
 const rounds = args.number("rounds");
-const LOAD = path.join(import.meta.dir, "load", "produce.ts");
+const load = args.text("load");
+if (load !== "raw" && load !== "client") {
+  console.error(`--load must be raw or client, got ${JSON.stringify(load)}`);
+  process.exit(2);
+}
+const LOAD_FILE = load === "raw" ? "bench/load/produce.ts" : "bench/load/client-produce.ts";
+const HERE = path.resolve(import.meta.dir, "..");
 const brokers = {
-  A: { label: `baseline ${baseline}`, main: path.resolve(baseline, "src/main.ts") },
-  B: { label: "this checkout", main: path.resolve(import.meta.dir, "../src/main.ts") },
+  A: {
+    label: `baseline ${baseline}`,
+    main: path.resolve(baseline, "src/main.ts"),
+    load: path.resolve(baseline, LOAD_FILE),
+  },
+  B: { label: "this checkout", main: path.join(HERE, "src/main.ts"), load: path.join(HERE, LOAD_FILE) },
 };
+/** The Producer's defaults (client load): batches of 256 KiB, 4 in flight. */
+const CLIENT_BATCH_BYTES = 256 * 1024;
+const CLIENT_IN_FLIGHT = 4;
 
 interface Row {
   policy: "append" | "force";
@@ -41,12 +57,32 @@ interface Row {
   connections: number;
   inflight: number;
 }
-const ROWS: Row[] = [
-  { policy: "force", recordBytes: 100, batch: 1, connections: 1, inflight: 8 },
-  { policy: "force", recordBytes: 100, batch: 100, connections: 1, inflight: 8 },
-  { policy: "append", recordBytes: 100, batch: 1, connections: 1, inflight: 8 },
-  { policy: "append", recordBytes: 100, batch: 100, connections: 16, inflight: 8 },
-];
+const ROWS: Row[] =
+  load === "raw"
+    ? [
+        { policy: "force", recordBytes: 100, batch: 1, connections: 1, inflight: 8 },
+        { policy: "force", recordBytes: 100, batch: 100, connections: 1, inflight: 8 },
+        { policy: "append", recordBytes: 100, batch: 1, connections: 1, inflight: 8 },
+        { policy: "append", recordBytes: 100, batch: 100, connections: 16, inflight: 8 },
+        { policy: "append", recordBytes: 100, batch: 1000, connections: 1, inflight: 8 },
+      ]
+    : // The batch column is the Producer's batchBytes here; one producer, one connection.
+      [
+        {
+          policy: "append",
+          recordBytes: 100,
+          batch: CLIENT_BATCH_BYTES,
+          connections: 1,
+          inflight: CLIENT_IN_FLIGHT,
+        },
+        {
+          policy: "append",
+          recordBytes: 1024,
+          batch: CLIENT_BATCH_BYTES,
+          connections: 1,
+          inflight: CLIENT_IN_FLIGHT,
+        },
+      ];
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -57,7 +93,10 @@ const directory = measurementDirectory("ab");
 console.log(describeMachine(directory.fileSystem));
 console.log(`A = ${brokers.A.label}; B = ${brokers.B.label}`);
 console.log(
-  `file write path (the default); ${seconds} s per run; ${rounds} rounds, A and B alternating; load: bench/load/produce.ts\n`,
+  `file write path (the default); ${seconds} s per run; ${rounds} rounds, A and B alternating; load: each checkout's ${LOAD_FILE}` +
+    (load === "client"
+      ? " in write mode (batch = the Producer's batchBytes, in flight = its maxInFlightBatches)\n"
+      : "\n"),
 );
 console.log(
   "| policy | record B | batch | connections | in flight | A records/s median (range) | B records/s median (range) | B/A |",
@@ -78,14 +117,14 @@ try {
           const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
           await admin.createTopic("ab", { durability: row.policy });
           admin.close();
-          const result = (await runLoad(LOAD, [
+          const loadArgs =
+            load === "raw"
+              ? [row.recordBytes, row.batch, row.connections, seconds, row.inflight]
+              : [row.recordBytes, seconds, "write", row.batch, row.inflight];
+          const result = (await runLoad(brokers[which].load, [
             String(broker.port),
             "ab",
-            String(row.recordBytes),
-            String(row.batch),
-            String(row.connections),
-            String(seconds),
-            String(row.inflight),
+            ...loadArgs.map(String),
           ])) as ThroughputResult;
           results[which].push(result.recordsPerSecond);
         } finally {

@@ -11,7 +11,7 @@
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { BROKER_PARTITIONS_DEFAULT_MAX, PARTITIONS_MAX } from "../src/domain/limits.ts";
-import { frameRecords } from "../src/record/batch-builder.ts";
+import { batchOfValues } from "../src/record/entries.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
 
@@ -78,7 +78,7 @@ try {
     const dataDir = path.join(directory.path, `round-${round}`);
     let broker = await start(dataDir);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
-    const record = frameRecords([new Uint8Array(100)]);
+    const record = batchOfValues([new Uint8Array(100)]);
     for (let t = 0; t < TOPICS; t++) {
       await client.createTopic(`t${t}`, { partitions: PARTITIONS_MAX, writeMode, durability });
       await Promise.all(Array.from({ length: PARTITIONS_MAX }, (_, p) => client.produce(`t${t}`, p, record)));

@@ -8,18 +8,20 @@
  *
  * Every figure names the write path, durability policy, record size and batch size it was measured
  * with. Appends run on fresh segments that roll at the default segment size, sustained for
- * `--seconds` per configuration, and report the mean and the worst whole second. Appends verify every
- * record's CRC32C as the broker does for PRODUCE. Data goes to BOOBLIK_BENCH_DIR (default
- * ./bench-data), never to tmpfs.
+ * `--seconds` per configuration, and report the mean and the worst whole second. Each append does
+ * the whole path of a record (format 2): encode a RecordBatch v2 of the batch's records (as a
+ * producer does: varints, batch CRC32C), validate it as the broker does for PRODUCE (`validateBatch`:
+ * batch CRC, every record walked), and append it (copy, stamp, frame CRC32C, write). Data goes to
+ * BOOBLIK_BENCH_DIR (default ./bench-data), never to tmpfs.
  */
 
 import fs from "node:fs";
 import path from "node:path";
 import { bench, do_not_optimize, run, summary } from "mitata";
-import { crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
+import { crc32cClearsVectorState, crc32cImplementation, crc32cIsal, crc32cPortable } from "../ffi/crc32c.ts";
 import type { Offset } from "../src/domain/ids.ts";
-import { RECORD_HEADER_BYTES, SEGMENT_BYTES_DEFAULT } from "../src/domain/limits.ts";
-import { RecordBatchBuilder } from "../src/record/batch-builder.ts";
+import { ENTRY_HEADER_BYTES, SEGMENT_BYTES_DEFAULT } from "../src/domain/limits.ts";
+import { forEachRecord, RecordBatchWriter, validateBatch } from "../src/record/batch.ts";
 import { PartitionLog } from "../src/storage/partition-log.ts";
 import { sealedReadDescriptors } from "../src/storage/read-descriptors.ts";
 import { Segment, segmentConfig } from "../src/storage/segment.ts";
@@ -31,10 +33,17 @@ import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/storage.bench.ts [all|append|lookup|recovery|crc|history] [--seconds=3] [--gib=1] " +
-    "[--policies=none,force] [--records=100,1024] [--batches=1,100,1000]",
-  sections: ["all", "append", "lookup", "recovery", "crc", "history"],
-  options: { seconds: "3", gib: "1", policies: "none,force", records: "100,1024", batches: "1,100,1000" },
+    "bun bench/storage.bench.ts [all|append|stages|lookup|recovery|crc|history] [--seconds=3] [--gib=1] " +
+    "[--policies=none,force] [--records=100,1024] [--batches=1,100,1000] [--encode=yes|no]",
+  sections: ["all", "append", "stages", "lookup", "recovery", "crc", "history"],
+  options: {
+    seconds: "3",
+    gib: "1",
+    policies: "none,force",
+    records: "100,1024",
+    batches: "1,100,1000",
+    encode: "yes",
+  },
 });
 const section = args.section;
 const SECONDS = args.number("seconds");
@@ -64,15 +73,33 @@ const positiveList = (name: "records" | "batches"): number[] =>
     });
 const APPEND_RECORD_BYTES = positiveList("records");
 const APPEND_BATCH_RECORDS = positiveList("batches");
+/**
+ * `yes`: each append encodes its batch first (the producer's work). `no`: batches encoded before the
+ * clock starts are validated and appended (what the broker does per PRODUCE; format 1's rows
+ * measured this part: verify every record's CRC, append).
+ */
+const APPEND_ENCODES = args.text("encode") !== "no";
 
-function randomBatches(recordBytes: number, batchRecords: number, count: number): Uint8Array[] {
-  const batches: Uint8Array[] = [];
+/** Values of `recordBytes` random bytes, `batchRecords` per batch, `count` batches. */
+function randomValues(recordBytes: number, batchRecords: number, count: number): Uint8Array[][] {
+  const sets: Uint8Array[][] = [];
   for (let b = 0; b < count; b++) {
-    const builder = new RecordBatchBuilder(batchRecords * (recordBytes + RECORD_HEADER_BYTES));
-    for (let r = 0; r < batchRecords; r++) builder.add(crypto.getRandomValues(new Uint8Array(recordBytes)));
-    batches.push(builder.bytes().slice());
+    const values: Uint8Array[] = [];
+    for (let r = 0; r < batchRecords; r++) values.push(crypto.getRandomValues(new Uint8Array(recordBytes)));
+    sets.push(values);
   }
-  return batches;
+  return sets;
+}
+
+/** Whole bare batches of random values (null keys), for loops that do not measure encoding. */
+function randomBatches(recordBytes: number, batchRecords: number, count: number): Uint8Array[] {
+  const writer = new RecordBatchWriter();
+  return randomValues(recordBytes, batchRecords, count).map((values) => {
+    writer.begin();
+    const timestamp = Date.now();
+    for (const value of values) writer.add({ key: null, value, timestamp });
+    return writer.finish().slice();
+  });
 }
 
 interface AppendResult {
@@ -90,8 +117,11 @@ async function appendRun(
   forceEachBatch: boolean,
 ): Promise<AppendResult> {
   const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES_DEFAULT });
-  const batches = randomBatches(recordBytes, batchRecords, 16);
-  const batchBytes = batches[0]!.length;
+  const valueSets = randomValues(recordBytes, batchRecords, 16);
+  const writer = new RecordBatchWriter();
+  const encoded = randomBatches(recordBytes, batchRecords, 16);
+  const batchBytes = ENTRY_HEADER_BYTES + encoded[0]!.length;
+  let storedBytes = 0;
   let segment = Segment.create(directory, 0 as Offset, config);
   const sealed: Segment[] = [];
   let records = 0;
@@ -108,7 +138,21 @@ async function appendRun(
       sealed.push(segment);
       segment = Segment.create(directory, segment.nextOffset, config);
     }
-    segment.append(batches[i++ & 15]!, true);
+    // The producer's part: encode the batch (varints, batch CRC32C).
+    let batch: Uint8Array;
+    if (APPEND_ENCODES) {
+      const values = valueSets[i++ & 15]!;
+      writer.begin();
+      const timestamp = Date.now();
+      for (let r = 0; r < batchRecords; r++) writer.add({ key: null, value: values[r]!, timestamp });
+      batch = writer.finish();
+    } else {
+      batch = encoded[i++ & 15]!;
+    }
+    // The broker's part: validate as for PRODUCE, then append (stamp, frame CRC32C, write).
+    validateBatch(batch, 0, batch.length);
+    segment.append(batch);
+    storedBytes += ENTRY_HEADER_BYTES + batch.length;
     records += batchRecords;
     secondRecords += batchRecords;
     if (forceEachBatch) {
@@ -133,14 +177,15 @@ async function appendRun(
   return {
     recordsPerSecond: records / elapsedSeconds,
     worstSecond: perSecond.length >= 2 ? Math.min(...perSecond) : undefined,
-    megabytesPerSecond: (records * (recordBytes + RECORD_HEADER_BYTES)) / elapsedSeconds / 1e6,
+    megabytesPerSecond: storedBytes / elapsedSeconds / 1e6,
     forces,
   };
 }
 
 async function appendSection(directory: string): Promise<void> {
   console.log(
-    `\n## append (${SECONDS} s per run, segments of ${SEGMENT_BYTES_DEFAULT / 2 ** 20} MiB rolling, CRC verified on append)\n`,
+    `\n## append (${SECONDS} s per run, segments of ${SEGMENT_BYTES_DEFAULT / 2 ** 20} MiB rolling; per batch: ` +
+      `${APPEND_ENCODES ? "encode, " : ""}validate, append; CRC32C ${crc32cImplementation}${crc32cClearsVectorState ? " clearing the vector state" : ""})\n`,
   );
   console.log(
     "Each row runs mapped, file, mapped, file in turn and reports the better of the two runs of each",
@@ -180,8 +225,73 @@ async function appendSection(directory: string): Promise<void> {
   }
 }
 
+/**
+ * Where the time of one append goes, per stage, for a batch of 100 records of 100 B: the producer's
+ * encoding, the broker's validation, the record walk alone, and the append on each write path (no
+ * force). Plain loops (mitata misreports sub-microsecond FFI work, bun-platform §5), each stage
+ * alone, so the CPU's vector state (ffi/crc32c.ts) is what each stage leaves for itself.
+ */
+function stagesSection(directory: string): void {
+  const batchRecords = 100;
+  const recordBytes = 100;
+  const iterations = Math.max(2000, Math.floor(SECONDS * 20_000));
+  console.log(
+    `\n## append stages (${batchRecords} records of ${recordBytes} B per batch, ${iterations} batches per stage, ` +
+      `CRC32C ${crc32cImplementation}${crc32cClearsVectorState ? " clearing the vector state" : ""})\n`,
+  );
+  const values = randomValues(recordBytes, batchRecords, 1)[0]!;
+  const writer = new RecordBatchWriter();
+  const encode = () => {
+    writer.begin();
+    const timestamp = Date.now();
+    for (let r = 0; r < batchRecords; r++) writer.add({ key: null, value: values[r]!, timestamp });
+    return writer.finish();
+  };
+  const batch = encode().slice();
+  const time = (f: () => void): number => {
+    for (let i = 0; i < Math.min(1000, iterations); i++) f();
+    const start = Bun.nanoseconds();
+    for (let i = 0; i < iterations; i++) f();
+    return (Bun.nanoseconds() - start) / iterations / 1000;
+  };
+  const rows: [string, number][] = [
+    ["encode (RecordBatchWriter: varints, batch CRC)", time(encode)],
+    [
+      "validate (validateBatch: batch CRC, records walked)",
+      time(() => validateBatch(batch, 0, batch.length)),
+    ],
+    ["walk the records alone (forEachRecord)", time(() => forEachRecord(batch, 0, batch.length, () => {}))],
+  ];
+  for (const mode of WRITE_MODES) {
+    const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES_DEFAULT });
+    let segment = Segment.create(directory, 0 as Offset, config);
+    const segments = [segment];
+    rows.push([
+      `append, ${mode} path (copy, stamp, frame CRC, write)`,
+      time(() => {
+        if (!segment.hasRoomFor(ENTRY_HEADER_BYTES + batch.length)) {
+          segment.seal();
+          segment = Segment.create(directory, segment.nextOffset, config);
+          segments.push(segment);
+        }
+        segment.append(batch);
+      }),
+    ]);
+    for (const each of segments) each.close();
+    for (const name of fs.readdirSync(directory)) fs.unlinkSync(path.join(directory, name));
+  }
+  console.log("| stage | µs per batch | ns per record |");
+  console.log("|---|---|---|");
+  for (const [stage, microseconds] of rows)
+    console.log(
+      `| ${stage} | ${microseconds.toFixed(2)} | ${((microseconds * 1000) / batchRecords).toFixed(0)} |`,
+    );
+}
+
 async function lookupSection(directory: string): Promise<void> {
-  console.log("\n## index lookup (index alone, then positionOf on a 128 MiB segment of 100 B records)\n");
+  console.log(
+    "\n## index lookup (index alone, then positionOf on a 128 MiB segment of 100 B records in batches of 1000)\n",
+  );
   const index = new SparseIndex(4096, 32);
   let position = 32;
   for (let relative = 0; relative < 1_200_000; relative++) {
@@ -192,7 +302,7 @@ async function lookupSection(directory: string): Promise<void> {
   const config = segmentConfig({ writeMode: "mapped" });
   const segment = Segment.create(directory, 0 as Offset, config);
   const batch = randomBatches(100, 1000, 1)[0]!;
-  while (segment.hasRoomFor(batch.length)) segment.append(batch, false);
+  while (segment.hasRoomFor(ENTRY_HEADER_BYTES + batch.length)) segment.append(batch);
   const count = segment.recordCount;
   let target = 0;
   summary(() => {
@@ -200,7 +310,7 @@ async function lookupSection(directory: string): Promise<void> {
       target = (target + 7919) % 1_200_000;
       do_not_optimize(index.lookup(target, entry));
     });
-    bench(`Segment.positionOf (lookup + forward scan), ${count} records`, () => {
+    bench(`Segment.positionOf (lookup + walk over entry headers), ${count} records`, () => {
       target = (target + 7919) % count;
       do_not_optimize(segment.positionOf(target));
     });
@@ -210,22 +320,22 @@ async function lookupSection(directory: string): Promise<void> {
   fs.unlinkSync(path.join(directory, segmentFileName(0 as Offset)));
 }
 
+const RECOVERY_BATCH_RECORDS = 100;
+
 function writeSegmentSet(directory: string, recordBytes: number, totalBytes: number): number {
   const config = segmentConfig({ writeMode: "file" });
-  const batch = randomBatches(
-    recordBytes,
-    Math.max(1, Math.floor((1 << 20) / (recordBytes + RECORD_HEADER_BYTES))),
-    1,
-  )[0]!;
+  // Batches of 100 records, what the append rows and a typical producer use: one entry per batch,
+  // so recovery pays its per-entry work (frame, header, offset check) at a realistic rate.
+  const batch = randomBatches(recordBytes, RECOVERY_BATCH_RECORDS, 1)[0]!;
   let segment = Segment.create(directory, 0 as Offset, config);
   let written = 0;
   while (written < totalBytes) {
-    if (!segment.hasRoomFor(batch.length)) {
+    if (!segment.hasRoomFor(ENTRY_HEADER_BYTES + batch.length)) {
       segment.close();
       segment = Segment.create(directory, segment.nextOffset, config);
     }
-    segment.append(batch, false);
-    written += batch.length;
+    segment.append(batch);
+    written += ENTRY_HEADER_BYTES + batch.length;
   }
   segment.forceNow();
   segment.close();
@@ -243,7 +353,7 @@ function dropPageCache(): boolean {
 
 function recoverySection(directory: string): void {
   console.log(
-    `\n## recovery (open for append = full CRC scan; ${RECOVERY_GIB} GiB per row; 128 MiB segments)\n`,
+    `\n## recovery (open for append = full scan with frame CRCs; ${RECOVERY_GIB} GiB per row; 128 MiB segments; batches of ${RECOVERY_BATCH_RECORDS} records)\n`,
   );
   console.log("| record B | page cache | GiB scanned | seconds | GiB/s | records/s |");
   console.log("|---|---|---|---|---|---|");
@@ -331,7 +441,7 @@ async function historySection(directory: string): Promise<void> {
   const config = segmentConfig({ writeMode: "file", segmentBytes });
   const batch = randomBatches(recordBytes, batchRecords, 1)[0]!;
   const writer = PartitionLog.open(logDirectory, config);
-  while (writer.segmentCount < segments) writer.append(batch, false);
+  while (writer.segmentCount < segments) writer.append(batch);
   await writer.force();
   writer.close();
   const previousLimit = sealedReadDescriptors.limit;
@@ -348,7 +458,7 @@ async function historySection(directory: string): Promise<void> {
         let bytes = 0;
         while (offset < log.nextOffset) {
           const read = log.read(offset, readBytes);
-          offset += read.recordCount;
+          offset = read.firstOffset + read.recordCount;
           bytes += read.records.length;
         }
         const seconds = (nowMs() - startMs) / 1000;
@@ -371,6 +481,7 @@ console.log(
 );
 try {
   if (section === "append" || section === "all") await appendSection(directory.path);
+  if (section === "stages" || section === "all") stagesSection(directory.path);
   if (section === "lookup" || section === "all") await lookupSection(directory.path);
   if (section === "recovery" || section === "all") recoverySection(directory.path);
   if (section === "crc" || section === "all") crcSection();

@@ -13,11 +13,13 @@ export {
   type PartitionDescription,
   type TopicDescription,
 } from "./broker/broker.ts";
-export type { AppendAck } from "./broker/partition.ts";
+export type { AppendAck, FileLease } from "./broker/partition.ts";
 export {
   DEFAULT_TOPIC_CONFIG,
   DURABILITY_POLICIES,
   type DurabilityPolicy,
+  TIMESTAMP_TYPES,
+  type TimestampType,
   type TopicConfig,
 } from "./broker/topic-config.ts";
 export {
@@ -26,6 +28,8 @@ export {
   type FetchOptions,
   type FetchResult,
   type MetadataInfo,
+  type OffsetForTime,
+  type OffsetsInfo,
   type TopicInfo,
 } from "./client/client.ts";
 export {
@@ -36,14 +40,26 @@ export {
   TimeoutError,
 } from "./client/connection.ts";
 export {
+  type ConsumedBatch,
   type ConsumedRecord,
   Consumer,
   type ConsumerOptions,
+  forEachConsumedRecord,
+  headersTextOf,
+  keyTextOf,
   type StartPosition,
   textOf,
 } from "./client/consumer.ts";
+export { checkFetchedEntries, forEachFetchedRecord } from "./client/fetched.ts";
 export { PositionFile } from "./client/position-file.ts";
-export { Producer, type ProducerOptions, type SendOptions, type SendResult } from "./client/producer.ts";
+export {
+  Producer,
+  type ProducerHeaders,
+  type ProducerOptions,
+  type ProducerRecord,
+  type SendOptions,
+  type SendResult,
+} from "./client/producer.ts";
 export * from "./domain/errors.ts";
 export {
   type Offset,
@@ -55,9 +71,17 @@ export {
   toTopicName,
 } from "./domain/ids.ts";
 export * as limits from "./domain/limits.ts";
+export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput } from "./record/batch.ts";
 export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
 export { payloadsOf } from "./record/codec.ts";
+export { partitionForKey } from "./record/partitioner.ts";
 export { verifyRecords } from "./record/verify.ts";
 export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";
-export { Segment, type SegmentConfig, segmentConfig } from "./storage/segment.ts";
+export {
+  type RecordsRead,
+  Segment,
+  type SegmentConfig,
+  segmentConfig,
+  type TimestampLookup,
+} from "./storage/segment.ts";
 export { WRITE_MODES, type WriteMode } from "./storage/segment-writer.ts";

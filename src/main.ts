@@ -30,7 +30,7 @@ import {
   SEALED_READ_DESCRIPTORS_MIN,
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
-import { largestProducibleRecordBytes } from "./protocol/messages.ts";
+import { largestProducibleBatchBytes } from "./protocol/messages.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -293,13 +293,17 @@ function describeOpen(report: Broker["openReport"]): string {
   const shutdown =
     report.partitions === 0 ? "new" : report.cleanShutdown ? "clean shutdown" : "recovered after a crash";
   const cut = report.bytesCut > 0 ? `, ${report.bytesCut} torn bytes cut` : "";
+  const lost =
+    report.partitionsWithDurableLoss.length > 0
+      ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced failed their checks and were cut in ${report.partitionsWithDurableLoss.join(", ")}`
+      : "";
   const dropped =
     report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
   const readOnly =
     report.readOnlyPartitions > 0
       ? `; DISK FULL: ${plural(report.readOnlyPartitions, "partition")} read-only until space is freed (reads work)`
       : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}`;
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}`;
 }
 
 async function main(): Promise<number> {
@@ -335,13 +339,13 @@ async function main(): Promise<number> {
     retentionMs: optionalLimit(values.retentionMs, (t) => parseDurationMs("retention time", t)),
   };
   const maxFrameBytes = parseBytes("max frame size", values.maxFrameBytes);
-  // A default record limit that no PRODUCE could carry, even to a one-character topic, is a
+  // A default batch limit that no PRODUCE could carry, even to a one-character topic, is a
   // contradiction between two options: refuse it now rather than lower it at every CREATE_TOPIC.
-  const largestRecordBytes = largestProducibleRecordBytes(maxFrameBytes, "t");
+  const largestRecordBytes = largestProducibleBatchBytes(maxFrameBytes, "t");
   if (topicDefaults.maxRecordBytes !== undefined && topicDefaults.maxRecordBytes > largestRecordBytes) {
     throw new UsageError(
       `--max-record-size ${topicDefaults.maxRecordBytes} does not fit a --max-frame-size of ${maxFrameBytes} ` +
-        `bytes: a PRODUCE of one record carries at most ${largestRecordBytes} payload bytes`,
+        `bytes: a PRODUCE carries a record batch of at most ${largestRecordBytes} bytes`,
     );
   }
   const idleTimeoutMs = parseDurationMs("idle timeout", values.idleTimeoutMs);

@@ -1,10 +1,17 @@
 /**
- * Consumer load through the client library from offset 0 to `until` (every CRC checked). Mode
- * `records` (default): `for await (const record of consumer)`; mode `batches`: `consumer.batches()`.
- * Usage: bun client-consume.ts <port> <topic> <until> [records|batches]
+ * Consumer load through the client library from offset 0 to `until`: every entry's CRCs checked and
+ * every record decoded (walked by the shared RecordBatchReader: lengths, offset, timestamp, key and
+ * value positions). Mode `records` (default): `for await (const record of consumer)`, a
+ * ConsumedRecord object and a value view per record; mode `objects`: `consumer.batches()` with
+ * `forEachConsumedRecord` (the same objects, no promise per record); mode `batches`:
+ * `consumer.batches()` with `forEachFetchedRecord`, the reader's reused view per record (no
+ * allocation per record). Bytes are value bytes.
+ * Usage: bun client-consume.ts <port> <topic> <until> [records|objects|batches]
  */
 import { BooblikClient } from "../../src/client/client.ts";
-import { Consumer } from "../../src/client/consumer.ts";
+import { Consumer, forEachConsumedRecord } from "../../src/client/consumer.ts";
+import { forEachFetchedRecord } from "../../src/client/fetched.ts";
+import { RecordBatchReader } from "../../src/record/batch.ts";
 import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, mode] = process.argv.slice(2);
@@ -15,15 +22,25 @@ let records = 0;
 let bytes = 0;
 const start = performance.now();
 if (mode === "batches") {
+  const reader = new RecordBatchReader();
   for await (const batch of consumer.batches()) {
-    records += batch.count;
-    bytes += batch.records.length;
+    records += forEachFetchedRecord(batch.records, batch.batchBounds, batch.fromOffset, reader, (view) => {
+      if (view.valueLength > 0) bytes += view.valueLength;
+    });
+    if (records >= until) break;
+  }
+} else if (mode === "objects") {
+  for await (const batch of consumer.batches()) {
+    forEachConsumedRecord(topic!, 0, batch, (record) => {
+      records++;
+      bytes += record.value?.length ?? 0;
+    });
     if (records >= until) break;
   }
 } else {
   for await (const record of consumer) {
     records++;
-    bytes += record.value.length + 8;
+    bytes += record.value?.length ?? 0;
     if (records >= until) break;
   }
 }

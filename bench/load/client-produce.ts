@@ -3,11 +3,11 @@
  * batching, fed record by record. Mode `write`: `write()` and `await drained()` when it returns
  * false; mode `accept`: `await accept()` per record.
  * Usage: bun client-produce.ts <port> <topic> <recordBytes> <seconds> <write|accept> <batchBytes> <maxInFlightBatches>
+ * Records are bare values (no key, no header), timestamped by the producer. Bytes are value bytes.
  * Prints one JSON line: records, seconds, recordsPerSecond, megabytesPerSecond.
  */
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
-import { RECORD_HEADER_BYTES } from "../../src/domain/limits.ts";
 import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, recordBytesText, secondsText, mode, batchBytesText, inFlightText] =
@@ -39,4 +39,4 @@ await producer.flush();
 const elapsed = (performance.now() - start) / 1000;
 await producer.close();
 client.close();
-reportThroughput(records, records * (recordBytes + RECORD_HEADER_BYTES), elapsed);
+reportThroughput(records, records * recordBytes, elapsed);

@@ -1,12 +1,12 @@
 /**
  * Raw consume load generator: reads a partition from offset 0 to `until` with FETCH requests of
- * `maxBytes`, checking every record's CRC32C (as a consumer must: on the zero-copy path nobody else
- * can). Usage: bun consume.ts <port> <topic> <until> [maxBytes]
+ * `maxBytes`, checking both CRC32Cs of every entry (as a consumer must: on the zero-copy path nobody
+ * else can) without decoding the records. Usage: bun consume.ts <port> <topic> <until> [maxBytes]
  * Prints one JSON line: records, bytes, seconds, recordsPerSecond, megabytesPerSecond.
  */
 import { BrokerConnection } from "../../src/client/connection.ts";
+import { checkFetchedEntries } from "../../src/client/fetched.ts";
 import { decodeFetchResponse, encodeFetchRequest } from "../../src/protocol/messages.ts";
-import { verifyRecords } from "../../src/record/verify.ts";
 import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, maxBytesText] = process.argv.slice(2);
@@ -22,10 +22,10 @@ while (offset < until) {
       encodeFetchRequest(writer, id, { topic: topic!, partition: 0, offset, maxBytes, maxWaitMs: 0 }),
     (reader) => {
       const response = decodeFetchResponse(reader);
-      return { checked: verifyRecords(response.records, offset), bytes: response.records.length };
+      return { checked: checkFetchedEntries(response.records, offset), bytes: response.records.length };
     },
   );
-  offset += result.checked.recordCount;
+  offset = result.checked.nextFetchOffset;
   bytes += result.bytes;
 }
 const elapsed = (performance.now() - start) / 1000;

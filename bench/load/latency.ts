@@ -7,15 +7,14 @@
  * Prints one JSON line with p50/p99/p999/max in milliseconds and the achieved rate.
  */
 import { BrokerConnection } from "../../src/client/connection.ts";
+import { checkFetchedEntries, forEachFetchedRecord } from "../../src/client/fetched.ts";
 import {
   decodeFetchResponse,
   decodeProduceResponse,
   encodeFetchRequest,
   encodeProduceRequest,
 } from "../../src/protocol/messages.ts";
-import { RecordBatchBuilder } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
-import { verifyRecords } from "../../src/record/verify.ts";
+import { RecordBatchReader, RecordBatchWriter } from "../../src/record/batch.ts";
 
 const [portText, topic, rateText, secondsText, recordBytesText] = process.argv.slice(2);
 const port = Number(portText);
@@ -29,7 +28,8 @@ const consumer = await BrokerConnection.connect({ host: "127.0.0.1", port });
 const total = rate * seconds;
 const perMs = rate / 1000;
 const latenciesUs: number[] = [];
-const builder = new RecordBatchBuilder(1024 * 1024);
+const writer = new RecordBatchWriter(1024 * 1024);
+const reader = new RecordBatchReader();
 const payload = new Uint8Array(recordBytes);
 const view = new DataView(payload.buffer);
 
@@ -49,13 +49,17 @@ const consuming = (async () => {
       (reader) => decodeFetchResponse(reader),
     );
     const arrivedUs = nowUs();
-    const checked = verifyRecords(response.records, offset);
-    for (const record of payloadsOf(response.records.subarray(0, checked.completeBytes))) {
-      const sent = new DataView(record.buffer, record.byteOffset, 8).getFloat64(0, false);
+    const checked = checkFetchedEntries(response.records, offset);
+    forEachFetchedRecord(response.records, checked.batchBounds, offset, reader, (record) => {
+      const sent = new DataView(
+        record.bytes.buffer,
+        record.bytes.byteOffset + record.valueStart,
+        8,
+      ).getFloat64(0, false);
       latenciesUs.push(arrivedUs - sent);
-    }
-    offset += checked.recordCount;
-    consumed += checked.recordCount;
+    });
+    consumed += checked.nextFetchOffset - offset;
+    offset = checked.nextFetchOffset;
   }
 })();
 
@@ -70,13 +74,14 @@ while (sent < total) {
     continue;
   }
   // Everything due by now goes in one batch; each record carries the time it was due.
-  builder.reset();
+  writer.begin();
+  const timestamp = Date.now();
   while (sent < total && startUs + (sent / perMs) * 1000 <= now) {
     view.setFloat64(0, startUs + (sent / perMs) * 1000, false);
-    builder.add(payload);
+    writer.add({ key: null, value: payload, timestamp });
     sent++;
   }
-  const batch = builder.bytes().slice();
+  const batch = writer.finish().slice();
   acks.push(
     producer.send(
       (writer, id) => encodeProduceRequest(writer, id, { topic: topic!, partition: 0, records: batch }),

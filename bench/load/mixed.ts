@@ -6,6 +6,7 @@
  * Prints one JSON line with what it did.
  */
 import { BrokerConnection } from "../../src/client/connection.ts";
+import { checkFetchedEntries } from "../../src/client/fetched.ts";
 import { OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import {
   decodeFetchResponse,
@@ -13,8 +14,7 @@ import {
   encodeFetchRequest,
   encodeProduceRequest,
 } from "../../src/protocol/messages.ts";
-import { RecordBatchBuilder } from "../../src/record/batch-builder.ts";
-import { verifyRecords } from "../../src/record/verify.ts";
+import { encodeBatch } from "../../src/record/batch.ts";
 
 const [portText, topic, partitionsText, secondsText, rateText] = process.argv.slice(2);
 const port = Number(portText);
@@ -22,9 +22,13 @@ const partitions = Number(partitionsText);
 const endMs = performance.now() + Number(secondsText) * 1000;
 const rate = Number(rateText);
 const batchRecords = 100;
-const builder = new RecordBatchBuilder();
-for (let i = 0; i < batchRecords; i++) builder.add(crypto.getRandomValues(new Uint8Array(100)));
-const batch = builder.bytes().slice();
+const batch = encodeBatch(
+  Array.from({ length: batchRecords }, () => ({
+    key: null,
+    value: crypto.getRandomValues(new Uint8Array(100)),
+    timestamp: Date.now(),
+  })),
+);
 const connect = () => BrokerConnection.connect({ host: "127.0.0.1", port, maxInFlight: 64 });
 
 let produced = 0;
@@ -82,11 +86,12 @@ async function consumer(partition: number, fast: boolean): Promise<void> {
       resets++;
       continue;
     }
-    const checked = verifyRecords(response.records, offset);
-    offset += checked.recordCount;
-    if (fast) fastConsumed += checked.recordCount;
+    const checked = checkFetchedEntries(response.records, offset);
+    const count = checked.nextFetchOffset - offset;
+    offset = checked.nextFetchOffset;
+    if (fast) fastConsumed += count;
     else {
-      slowConsumed += checked.recordCount;
+      slowConsumed += count;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }

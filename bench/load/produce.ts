@@ -1,13 +1,13 @@
 /**
  * Raw produce load generator (a separate process from the broker): pipelined PRODUCE requests of
- * pre-framed batches over N connections, `inflight` requests outstanding per connection.
+ * pre-encoded RecordBatch v2 (null keys, random values of `recordBytes`, `batchRecords` per batch)
+ * over N connections, `inflight` requests outstanding per connection. Bytes are the batches' bytes.
  * Usage: bun produce.ts <port> <topic> <recordBytes> <batchRecords> <connections> <seconds> [inflight]
  * Prints one JSON line: records, seconds, recordsPerSecond, megabytesPerSecond.
  */
 import { BrokerConnection } from "../../src/client/connection.ts";
-import { RECORD_HEADER_BYTES } from "../../src/domain/limits.ts";
 import { decodeProduceResponse, encodeProduceRequest } from "../../src/protocol/messages.ts";
-import { RecordBatchBuilder } from "../../src/record/batch-builder.ts";
+import { encodeBatch } from "../../src/record/batch.ts";
 import { reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, recordBytesText, batchText, connectionsText, secondsText, inflightText] =
@@ -20,11 +20,16 @@ const seconds = Number(secondsText);
 const inflight = Number(inflightText ?? 8);
 
 const batches: Uint8Array[] = [];
+const now = Date.now();
 for (let b = 0; b < 8; b++) {
-  const builder = new RecordBatchBuilder(batchRecords * (recordBytes + RECORD_HEADER_BYTES));
-  for (let r = 0; r < batchRecords; r++) builder.add(crypto.getRandomValues(new Uint8Array(recordBytes)));
-  batches.push(builder.bytes().slice());
+  const records = Array.from({ length: batchRecords }, () => ({
+    key: null,
+    value: crypto.getRandomValues(new Uint8Array(recordBytes)),
+    timestamp: now,
+  }));
+  batches.push(encodeBatch(records));
 }
+const batchBytes = batches[0]!.length;
 
 const connections = await Promise.all(
   Array.from({ length: connectionCount }, () =>
@@ -52,4 +57,4 @@ await Promise.all(
 );
 const elapsed = (performance.now() - start) / 1000;
 for (const connection of connections) connection.close();
-reportThroughput(records, records * (recordBytes + RECORD_HEADER_BYTES), elapsed);
+reportThroughput(records, (records / batchRecords) * batchBytes, elapsed);

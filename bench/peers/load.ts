@@ -11,9 +11,10 @@
 import { connect, StorageType } from "nats";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Consumer } from "../../src/client/consumer.ts";
+import { forEachFetchedRecord } from "../../src/client/fetched.ts";
 import { Producer } from "../../src/client/producer.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { RecordBatchReader, recordValue } from "../../src/record/batch.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { LOAD_SETTINGS } from "./systems.ts";
 
 type Family = "booblik" | "nats" | "redis";
@@ -236,13 +237,16 @@ async function latency(rate: number, seconds: number): Promise<number[]> {
     const producer = await booblikClient();
     const consumer = await booblikClient();
     const pending: Promise<unknown>[] = [];
-    send = (records) => void pending.push(producer.produce(TOPIC, 0, frameRecords(records)));
+    const reader = new RecordBatchReader();
+    send = (records) => void pending.push(producer.produce(TOPIC, 0, batchOfValues(records)));
     consume = async () => {
       let offset = (await consumer.listOffsets(TOPIC, 0)).nextOffset;
       while (latencies.length < total) {
         const result = await consumer.fetch(TOPIC, 0, offset, { maxWaitMs: 1000 });
         const at = nowUs();
-        for (const record of payloadsOf(result.records)) arrived(record, at);
+        forEachFetchedRecord(result.records, result.batchBounds, offset, reader, (record) =>
+          arrived(recordValue(record)!, at),
+        );
         offset += result.recordCount;
       }
     };

@@ -28,6 +28,8 @@ import {
 import {
   BooblikError,
   ClosedError,
+  DataDirFormatError,
+  SegmentFormatVersionError,
   TopicExistsError,
   UnknownTopicOrPartitionError,
 } from "../domain/errors.ts";
@@ -41,10 +43,11 @@ import {
   TOPIC_FILE_SUFFIX,
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
-import { frameRecords } from "../record/batch-builder.ts";
+import { type BatchOptions, type DecodedRecord, encodeBatch, type RecordInput } from "../record/batch.ts";
+import { batchOfValues } from "../record/entries.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
-import type { RecordsRead } from "../storage/segment.ts";
+import type { RecordsRead, TimestampLookup } from "../storage/segment.ts";
 import { segmentConfig } from "../storage/segment.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import { Histogram } from "./metrics.ts";
@@ -87,7 +90,12 @@ export interface BrokerOpenReport {
   cleanShutdown: boolean;
   segmentsScanned: number;
   bytesScanned: number;
+  /** Torn or invalid tails cut after the recovery points (normal after a crash). */
   bytesCut: number;
+  /** Bytes before a recovery point that failed their check: forced data lost (PartitionOpenReport). */
+  durableBytesLost: number;
+  /** Partitions where that happened. */
+  partitionsWithDurableLoss: string[];
   segmentsDropped: number;
   /** Partitions opened read-only because the disk was full (they take writes once space returns). */
   readOnlyPartitions: number;
@@ -172,6 +180,8 @@ export class Broker {
       segmentsScanned: 0,
       bytesScanned: 0,
       bytesCut: 0,
+      durableBytesLost: 0,
+      partitionsWithDurableLoss: [],
       segmentsDropped: 0,
       readOnlyPartitions: 0,
       durationMs: 0,
@@ -320,6 +330,9 @@ export class Broker {
         report.segmentsScanned += opened.segmentsScanned;
         report.bytesScanned += opened.bytesScanned;
         report.bytesCut += opened.bytesCut;
+        report.durableBytesLost += opened.durableBytesLost;
+        if (opened.damageBeforeRecoveryPoint)
+          report.partitionsWithDurableLoss.push(`${topic.name}-${partition.id}`);
         report.segmentsDropped += opened.segmentsDropped;
         if (opened.readOnlyCause !== undefined) report.readOnlyPartitions++;
       }
@@ -327,11 +340,19 @@ export class Broker {
   }
 
   private openPartition(topic: TopicName, id: number, config: TopicConfig): Partition {
-    const log = PartitionLog.open(
-      partitionDirectory(this.dataDir, topic, id),
-      segmentConfig(storageConfigOf(config)),
-      this.checkpointIntervalMs === undefined ? {} : { checkpointIntervalMs: this.checkpointIntervalMs },
-    );
+    let log: PartitionLog;
+    try {
+      log = PartitionLog.open(
+        partitionDirectory(this.dataDir, topic, id),
+        segmentConfig(storageConfigOf(config)),
+        this.checkpointIntervalMs === undefined ? {} : { checkpointIntervalMs: this.checkpointIntervalMs },
+      );
+    } catch (error) {
+      // A data directory of an older storage format: name the command that converts it.
+      if (error instanceof SegmentFormatVersionError && error.formatVersion < error.supportedVersion)
+        throw new DataDirFormatError(this.dataDir, error.file, error.formatVersion, error.supportedVersion);
+      throw error;
+    }
     return new Partition(topic, id as PartitionId, log, config, (seconds) =>
       this.forceLatency.observe(seconds),
     );
@@ -463,33 +484,51 @@ export class Broker {
   // --- Records -----------------------------------------------------------------------------------
 
   /**
-   * Appends records: already framed bytes (checked, CRCs included), or values that are framed here.
-   * Resolves when the topic's durability policy is satisfied; the acknowledgement says which.
+   * Appends one or more bare RecordBatch v2, back to back, as a producer sends them (BaseOffset 0).
+   * Every batch is validated first, whole request or nothing (Partition.append). Resolves when the
+   * topic's durability policy is satisfied; the acknowledgement says which. An array of values
+   * (strings are UTF-8) is appended as one batch of records with null keys and the current time.
    */
   append(
     topic: string,
     partition: number,
-    records: Uint8Array | readonly (Uint8Array | string)[],
+    batches: Uint8Array | readonly (Uint8Array | string | null)[],
   ): Promise<AppendAck> {
     const target = this.partition(topic, partition);
-    if (records instanceof Uint8Array) return target.append(records, true);
-    return target.append(frameRecords(records), false);
+    return target.append(batches instanceof Uint8Array ? batches : batchOfValues(batches));
   }
 
   /**
-   * Copying read of CRC-checked, visible records from `offset`, at most `maxBytes` (but always one
-   * record). Under the `force` policy records become visible once forced (see Partition).
+   * Appends `records` as one batch (keys, values, headers, timestamps; `options.codec` compresses
+   * it with gzip or zstd). The batch must fit the topic's `maxRecordBytes` (RecordTooLargeError
+   * otherwise: split larger sets). Resolves like `append`.
+   */
+  produce(
+    topic: string,
+    partition: number,
+    records: readonly RecordInput[],
+    options: Pick<BatchOptions, "codec"> = {},
+  ): Promise<AppendAck> {
+    const target = this.partition(topic, partition);
+    return target.append(encodeBatch(records, options.codec === undefined ? {} : { codec: options.codec }));
+  }
+
+  /**
+   * Copying read of CRC-checked, visible entries (framed batches) from the one containing `offset`,
+   * at most `maxBytes` (but always one entry). Under the `force` policy records become visible once
+   * forced (see Partition).
    */
   read(topic: string, partition: number, offset: number, maxBytes = FETCH_BYTES_DEFAULT): RecordsRead {
     return this.partition(topic, partition).read(offset, maxBytes);
   }
 
+  /** The first visible offset whose record timestamp is ≥ `timestampMs`, or undefined. */
+  offsetForTimestamp(topic: string, partition: number, timestampMs: number): TimestampLookup | undefined {
+    return this.partition(topic, partition).offsetForTimestamp(timestampMs);
+  }
+
   /** Records from `offset` on, waiting at the end for new ones; ends when the topic or broker closes. */
-  tail(
-    topic: string,
-    partition: number,
-    offset: number,
-  ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+  tail(topic: string, partition: number, offset: number): AsyncGenerator<DecodedRecord> {
     return this.partition(topic, partition).tail(offset);
   }
 

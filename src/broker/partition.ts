@@ -1,8 +1,14 @@
 /**
- * A partition as the broker runs it: a PartitionLog plus the topic's durability policy.
+ * A partition as the broker runs it: a PartitionLog plus the topic's durability policy, timestamp
+ * type and the validation of every appended batch.
  *
- * Owns: when to force (the policy; storage only knows how), group commit, the interval timer, and the
- * acknowledgement that says which guarantee an append reached.
+ * Owns: validating what producers send (the server and the embedded broker share it), when to force
+ * (the policy; storage only knows how), group commit, the interval timer, the LogAppendTime clock,
+ * and the acknowledgement that says which guarantee an append reached.
+ *
+ * - Every append is one or more bare RecordBatch v2 back to back (Kafka's "records" field). Each is
+ *   checked with `validateBatch` (src/record/batch.ts) before anything is written: the whole
+ *   request or nothing. A rejection names the batch, the rule and the byte position.
  *
  * - `append`: acknowledged once written; sealed segments are forced in the background after a roll,
  *   so the recovery point keeps up and a restart after a crash scans at most about one segment.
@@ -14,27 +20,42 @@
 import { OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import { FETCH_BYTES_DEFAULT } from "../domain/limits.ts";
+import {
+  BATCH_LENGTH_EXCLUDED_BYTES,
+  BATCH_LENGTH_OFFSET,
+  type DecodedRecord,
+  InvalidBatchError,
+  newBatchHeader,
+  validateBatch,
+} from "../record/batch.ts";
 import { GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
-import { newFileRange, type RecordsRead, type Segment } from "../storage/segment.ts";
-import type { DurabilityPolicy, TopicConfig } from "./topic-config.ts";
+import { newFileRange, type RecordsRead, type Segment, type TimestampLookup } from "../storage/segment.ts";
+import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
 
 export interface AppendAck {
+  /** The offset of the first record appended. */
   firstOffset: Offset;
+  /** Offsets assigned: the records of every batch of the append. */
   recordCount: number;
   /** What the acknowledgement guarantees: written to the OS, or forced to the disk. */
   durability: "appended" | "forced";
+  /** The broker's timestamp of every record under LogAppendTime; −1 under CreateTime (Kafka's rule). */
+  logAppendTimeMs: number;
 }
 
 /**
- * Whole records of one segment file to send as they are (sendfile). The descriptor stays open until
- * `release()`, which the holder calls exactly once, after the last byte left or when it gives up:
- * retention and the descriptor bound wait for it instead of closing the file under a send.
+ * Whole entries (stored batches) of one segment file to send as they are (sendfile). The descriptor
+ * stays open until `release()`, which the holder calls exactly once, after the last byte left or
+ * when it gives up: retention and the descriptor bound wait for it instead of closing the file
+ * under a send. `firstOffset` is the first entry's BaseOffset (≤ the offset asked for: the entry
+ * containing it), `recordCount` the offsets the entries cover.
  */
 export interface FileLease {
   readonly fd: number;
   readonly position: number;
   readonly lengthBytes: number;
+  readonly firstOffset: number;
   readonly recordCount: number;
   release(): void;
 }
@@ -43,13 +64,22 @@ class SegmentLease implements FileLease {
   readonly fd: number;
   readonly position: number;
   readonly lengthBytes: number;
+  readonly firstOffset: number;
   readonly recordCount: number;
   private segment: Segment | undefined;
 
-  constructor(fd: number, position: number, lengthBytes: number, recordCount: number, segment: Segment) {
+  constructor(
+    fd: number,
+    position: number,
+    lengthBytes: number,
+    firstOffset: number,
+    recordCount: number,
+    segment: Segment,
+  ) {
     this.fd = fd;
     this.position = position;
     this.lengthBytes = lengthBytes;
+    this.firstOffset = firstOffset;
     this.recordCount = recordCount;
     this.segment = segment;
   }
@@ -63,6 +93,49 @@ class SegmentLease implements FileLease {
 
 /** Filled in place by every fileRange call (one per process: the calls never overlap). */
 const scratchRange = newFileRange();
+const validatedHeader = newBatchHeader();
+
+/**
+ * Validates every batch of `batches` (bare, back to back) with `validateBatch`; throws the first
+ * rejection, naming the batch and where it starts. Returns nothing: the caller appends all or none.
+ */
+export function validateBatches(batches: Uint8Array, maxBatchBytes: number): void {
+  const end = batches.length;
+  if (end === 0)
+    throw new InvalidBatchError("size", "no record batch: an append holds at least one", 0, "the records");
+  let start = 0;
+  let index = 0;
+  while (start < end) {
+    const where = `batch ${index} (at byte ${start} of the records)`;
+    if (end - start < BATCH_LENGTH_EXCLUDED_BYTES)
+      throw new InvalidBatchError(
+        "size",
+        `${end - start} trailing bytes cannot hold BaseOffset and BatchLength`,
+        0,
+        where,
+      );
+    const batchLength =
+      ((batches[start + BATCH_LENGTH_OFFSET]! << 24) |
+        (batches[start + BATCH_LENGTH_OFFSET + 1]! << 16) |
+        (batches[start + BATCH_LENGTH_OFFSET + 2]! << 8) |
+        batches[start + BATCH_LENGTH_OFFSET + 3]!) >>>
+      0;
+    // A BatchLength that runs past the records: validate what is there, so the error says so.
+    const batchEnd = Math.min(end, start + BATCH_LENGTH_EXCLUDED_BYTES + batchLength);
+    try {
+      validateBatch(batches, start, batchEnd, { maxBatchBytes }, validatedHeader);
+    } catch (error) {
+      if (error instanceof InvalidBatchError) {
+        // A request of one batch: the batch's own positions say it all.
+        if (index === 0 && batchEnd === end) throw error;
+        throw new InvalidBatchError(error.check, error.reason, error.position, where);
+      }
+      throw error;
+    }
+    start = batchEnd;
+    index++;
+  }
+}
 
 export class Partition {
   readonly topic: TopicName;
@@ -70,6 +143,7 @@ export class Partition {
   readonly log: PartitionLog;
   readonly policy: DurabilityPolicy;
   readonly groupCommit: GroupCommit;
+  readonly timestampType: TimestampType;
   private readonly config: TopicConfig;
   private timer: ReturnType<typeof setInterval> | undefined;
 
@@ -85,6 +159,7 @@ export class Partition {
     this.log = log;
     this.config = config;
     this.policy = config.durability;
+    this.timestampType = config.timestampType;
     this.groupCommit = new GroupCommit(async () => {
       const startMs = performance.now();
       await log.force();
@@ -97,20 +172,25 @@ export class Partition {
   }
 
   /**
-   * Appends a batch of framed records (checked: lengths always, CRCs when `verifyCrc`) and resolves
-   * when the topic's policy is satisfied. Throws synchronously-rejected errors for bad batches.
+   * Appends one or more bare RecordBatch v2 (back to back; BaseOffset 0, as a producer sends them)
+   * and resolves when the topic's policy is satisfied. Every batch is validated first (whole
+   * request or nothing: a rejection is an InvalidBatchError naming the batch, the rule and the
+   * byte position, or RecordTooLargeError); the broker then stamps offsets, and under
+   * LogAppendTime the append time. `batches` is not modified.
    */
-  async append(batch: Uint8Array, verifyCrc: boolean): Promise<AppendAck> {
+  async append(batches: Uint8Array): Promise<AppendAck> {
+    validateBatches(batches, this.config.maxRecordBytes);
     const log = this.log;
     const before = log.nextOffset;
-    const firstOffset = log.append(batch, verifyCrc);
+    const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
+    const firstOffset = log.append(batches, logAppendTimeMs);
     const recordCount = log.nextOffset - before;
     if (this.policy === "force") {
       await this.groupCommit.request();
-      return { firstOffset, recordCount, durability: "forced" };
+      return { firstOffset, recordCount, durability: "forced", logAppendTimeMs };
     }
     if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
-    return { firstOffset, recordCount, durability: "appended" };
+    return { firstOffset, recordCount, durability: "appended", logAppendTimeMs };
   }
 
   /**
@@ -159,25 +239,44 @@ export class Partition {
     return visible;
   }
 
-  /** Copying read of visible records (CRC-checked); `oneSegment` stops at a segment's end as FETCH does. */
+  /**
+   * Copying read of visible entries (CRC-checked) from the one containing `offset`;
+   * `firstOffset` of the result is its BaseOffset (≤ `offset`). `oneSegment` stops at a segment's
+   * end as FETCH does.
+   */
   read(offset: number, maxBytes: number, oneSegment = false): RecordsRead {
     return this.log.read(offset, maxBytes, this.visibleNextOffset, oneSegment);
   }
 
   /**
-   * Zero-copy read of visible records from `offset`: whole records of one segment, at most
-   * `maxBytes` (but always the first one), held for the caller until it releases the lease.
-   * Undefined when nothing is visible at `offset`.
+   * Zero-copy read of visible entries from the one containing `offset`: whole entries of one
+   * segment, at most `maxBytes` (but always the first one), held for the caller until it releases
+   * the lease. Undefined when nothing is visible at `offset`.
    */
   fetchLease(offset: number, maxBytes: number): FileLease | undefined {
     const range = scratchRange;
     const segment = this.log.fileRange(offset, maxBytes, range, this.visibleNextOffset);
     if (segment === undefined) return undefined;
-    return new SegmentLease(range.fd, range.position, range.lengthBytes, range.recordCount, segment);
+    return new SegmentLease(
+      range.fd,
+      range.position,
+      range.lengthBytes,
+      range.firstOffset,
+      range.recordCount,
+      segment,
+    );
+  }
+
+  /**
+   * The first visible offset whose record timestamp is ≥ `timestampMs`, with that timestamp
+   * (Kafka's ListOffsets by time); undefined when no visible record has one.
+   */
+  offsetForTimestamp(timestampMs: number): TimestampLookup | undefined {
+    return this.log.offsetForTimestamp(timestampMs, this.visibleNextOffset);
   }
 
   /** Visible records from `offset` on as they come; ends when the log closes. */
-  tail(offset: number): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+  tail(offset: number): AsyncGenerator<DecodedRecord> {
     return this.log.tail(
       offset,
       FETCH_BYTES_DEFAULT,

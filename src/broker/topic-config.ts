@@ -10,10 +10,11 @@
 import { InvalidArgumentError } from "../domain/errors.ts";
 import { type TopicName, toTopicName } from "../domain/ids.ts";
 import {
+  ENTRY_HEADER_BYTES,
   FLUSH_INTERVAL_MS_MAX,
   INDEX_INTERVAL_BYTES_DEFAULT,
   PARTITIONS_MAX,
-  RECORD_HEADER_BYTES,
+  RECORD_BATCH_BYTES_MIN,
   RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
   RECORD_PAYLOAD_BYTES_LIMIT,
   SEGMENT_BYTES_DEFAULT,
@@ -36,6 +37,15 @@ import { WRITE_MODES, type WriteMode } from "../storage/segment-writer.ts";
 export const DURABILITY_POLICIES = ["append", "force", "interval"] as const;
 export type DurabilityPolicy = (typeof DURABILITY_POLICIES)[number];
 
+/**
+ * Which timestamp a topic's records carry (Kafka's `message.timestamp.type`):
+ * - `CreateTime`: the producer's, stored as sent;
+ * - `LogAppendTime`: the broker's clock at append; every batch is stamped (attribute bit 3,
+ *   MaxTimestamp = the append time, batch CRC recomputed) and every record of it reads that time.
+ */
+export const TIMESTAMP_TYPES = ["CreateTime", "LogAppendTime"] as const;
+export type TimestampType = (typeof TIMESTAMP_TYPES)[number];
+
 export interface TopicConfig {
   partitions: number;
   durability: DurabilityPolicy;
@@ -43,13 +53,17 @@ export interface TopicConfig {
   flushIntervalMs: number;
   writeMode: WriteMode;
   segmentBytes: number;
-  /** Largest record payload accepted. */
+  /** Largest record batch accepted, whole (Kafka's max.message.bytes): the payload of one entry frame. */
   maxRecordBytes: number;
   indexIntervalBytes: number;
   /** Delete old sealed segments beyond this many bytes per partition; null keeps everything. */
   retentionBytes: number | null;
-  /** Delete sealed segments whose last append is older than this; null keeps everything. */
+  /**
+   * Delete sealed segments whose largest record timestamp (or last append, when that timestamp
+   * lies in the future) is older than this; null keeps everything.
+   */
   retentionMs: number | null;
+  timestampType: TimestampType;
 }
 
 export const DEFAULT_TOPIC_CONFIG: Readonly<TopicConfig> = {
@@ -62,6 +76,7 @@ export const DEFAULT_TOPIC_CONFIG: Readonly<TopicConfig> = {
   indexIntervalBytes: INDEX_INTERVAL_BYTES_DEFAULT,
   retentionBytes: null,
   retentionMs: null,
+  timestampType: "CreateTime",
 };
 
 const KEYS = Object.keys(DEFAULT_TOPIC_CONFIG) as (keyof TopicConfig)[];
@@ -99,7 +114,7 @@ export interface RecordBytesCeiling {
 
 /** The largest maxRecordBytes for `segmentBytes` (and `ceiling`), and what sets it. */
 function recordBytesMax(segmentBytes: number, ceiling?: RecordBytesCeiling): { max: number; why: string } {
-  const fitsSegment = segmentBytes - SEGMENT_HEADER_BYTES - RECORD_HEADER_BYTES;
+  const fitsSegment = segmentBytes - SEGMENT_HEADER_BYTES - ENTRY_HEADER_BYTES;
   let bound = {
     max: RECORD_PAYLOAD_BYTES_LIMIT,
     why: `the hard limit of ${RECORD_PAYLOAD_BYTES_LIMIT} bytes`,
@@ -108,7 +123,7 @@ function recordBytesMax(segmentBytes: number, ceiling?: RecordBytesCeiling): { m
     bound = {
       max: fitsSegment,
       why:
-        `a record and its ${RECORD_HEADER_BYTES}-byte header must fit a segment of ${segmentBytes} ` +
+        `a batch and its ${ENTRY_HEADER_BYTES}-byte frame must fit a segment of ${segmentBytes} ` +
         `bytes after its ${SEGMENT_HEADER_BYTES}-byte header`,
     };
   }
@@ -145,6 +160,12 @@ export function validateTopicConfig(
       `writeMode must be one of ${WRITE_MODES.join(", ")}, got ${JSON.stringify(writeMode)}`,
     );
   }
+  const timestampType = merged.timestampType;
+  if (!TIMESTAMP_TYPES.includes(timestampType as TimestampType)) {
+    throw new InvalidArgumentError(
+      `timestampType must be one of ${TIMESTAMP_TYPES.join(", ")}, got ${JSON.stringify(timestampType)}`,
+    );
+  }
   const segmentBytes = integerIn("segmentBytes", merged.segmentBytes, SEGMENT_BYTES_MIN, SEGMENT_BYTES_MAX);
   const records = recordBytesMax(segmentBytes, ceiling);
   // Without an explicit record limit in `partial`, a small segment or frame gets the largest record
@@ -158,7 +179,13 @@ export function validateTopicConfig(
     flushIntervalMs: integerIn("flushIntervalMs", merged.flushIntervalMs, 1, FLUSH_INTERVAL_MS_MAX),
     writeMode: writeMode as WriteMode,
     segmentBytes,
-    maxRecordBytes: integerIn("maxRecordBytes", merged.maxRecordBytes, 1, records.max, records.why),
+    maxRecordBytes: integerIn(
+      "maxRecordBytes",
+      merged.maxRecordBytes,
+      RECORD_BATCH_BYTES_MIN,
+      records.max,
+      records.why,
+    ),
     indexIntervalBytes: integerIn(
       "indexIntervalBytes",
       merged.indexIntervalBytes,
@@ -167,6 +194,7 @@ export function validateTopicConfig(
     ),
     retentionBytes: optionalLimit("retentionBytes", merged.retentionBytes),
     retentionMs: optionalLimit("retentionMs", merged.retentionMs),
+    timestampType: timestampType as TimestampType,
   };
   // Checked above already, key by key; the segment layer's own checks must agree (a backstop).
   segmentConfig(storageConfigOf(config));

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { DURABILITY_POLICIES } from "../broker/topic-config.ts";
 import { BooblikClient } from "../client/client.ts";
-import { Consumer, type StartPosition } from "../client/consumer.ts";
+import { Consumer, forEachConsumedRecord, type StartPosition } from "../client/consumer.ts";
 import { Producer } from "../client/producer.ts";
 import { BooblikError, InvalidArgumentError } from "../domain/errors.ts";
 import {
@@ -28,7 +28,6 @@ import {
 } from "../domain/limits.ts";
 import { formatBytes, parseBytes, parseDurationMs, parseHostPort, parseInteger } from "../domain/units.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
-import { readUint32 } from "../record/codec.ts";
 import {
   type PartitionVerification,
   verifyPartitionDirectory,
@@ -611,20 +610,19 @@ async function consume(parsed: Parsed): Promise<number> {
         try {
           // Fetch by fetch (no promise per record); the output is handed to stdout after each one.
           for await (const batch of consumer.batches()) {
-            let position = 0;
-            for (let index = 0; index < batch.count; index++) {
-              if (done) return;
-              const length = readUint32(batch.records, position);
-              const record: PrintableRecord = {
+            // Format 2 (issue 11): the record shape grows keys, timestamps and headers; until the
+            // CLI's own change lands this prints the value as before (a null value as empty).
+            const consumed: PrintableRecord[] = [];
+            forEachConsumedRecord(topic, partition, batch, (record) =>
+              consumed.push({
                 topic,
                 partition,
-                offset: batch.firstOffset + index,
-                value: batch.records.subarray(
-                  position + RECORD_HEADER_BYTES,
-                  position + RECORD_HEADER_BYTES + length,
-                ),
-              };
-              position += RECORD_HEADER_BYTES + length;
+                offset: record.offset,
+                value: record.value ?? new Uint8Array(0),
+              }),
+            );
+            for (const record of consumed) {
+              if (done) return;
               printRecord(record, out);
               start = record.offset + 1;
               if (++count === max) {

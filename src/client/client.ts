@@ -1,5 +1,5 @@
 /**
- * The low-level client: one API call per broker request (admin, produce of framed records, fetch),
+ * The low-level client: one API call per broker request (admin, produce of record batches, fetch),
  * over a connection that is re-established with backoff when it breaks.
  *
  * Retries: a request that failed because the connection failed (refused, reset, timed out) is sent
@@ -25,9 +25,10 @@ import {
   encodeProduceRequestHeader,
   encodeStatsRequest,
   type ProduceResponse,
+  type TimestampType,
 } from "../protocol/messages.ts";
-import { verifyRecords } from "../record/verify.ts";
 import { BrokerConnection, type ConnectionOptions } from "./connection.ts";
+import { checkFetchedEntries } from "./fetched.ts";
 
 export interface ClientOptions extends ConnectionOptions {
   /** Attempts after the first for requests that are safe to repeat. */
@@ -40,6 +41,7 @@ export interface ClientOptions extends ConnectionOptions {
 export interface TopicInfo {
   name: string;
   config: Record<string, unknown>;
+  timestampType: TimestampType;
   partitions: { partition: number; logStartOffset: number; nextOffset: number }[];
 }
 
@@ -53,10 +55,30 @@ export interface FetchResult {
   logStartOffset: number;
   /** The partition's next offset when the broker answered (how far a consumer could read). */
   nextOffset: number;
-  /** Framed records as they were on disk, CRC-checked by this client (a copy the caller may keep). */
+  /**
+   * Whole framed entries as they are stored (docs/format.md), both CRCs of each checked by this
+   * client; a copy the caller may keep. The first entry contains the requested offset and may start
+   * before it: read them with `forEachFetchedRecord`/the Consumer, which drop the records below it.
+   */
   records: Uint8Array;
-  /** Complete records in `records`; a trailing partial record (if any) is not counted nor returned. */
+  /** BaseOffset of the first entry (≤ the requested offset). */
+  firstOffset: number;
+  /** Records from the requested offset to the end of the whole entries: ask next from offset + this. */
   recordCount: number;
+  /** [batchStart, batchEnd) of each entry's RecordBatch inside `records`, flattened. */
+  batchBounds: number[];
+}
+
+export interface OffsetsInfo {
+  logStartOffset: number;
+  nextOffset: number;
+}
+
+export interface OffsetForTime {
+  /** The first offset whose record timestamp is ≥ the time asked for; −1 when there is none. */
+  offset: number;
+  /** That record's timestamp; −1 when there is none. */
+  timestampMs: number;
 }
 
 export interface FetchOptions {
@@ -159,6 +181,7 @@ export class BooblikClient {
       topics: response.topics.map((topic) => ({
         name: topic.name,
         config: JSON.parse(topic.configJson) as Record<string, unknown>,
+        timestampType: topic.timestampType,
         partitions: topic.partitions,
       })),
     };
@@ -180,12 +203,35 @@ export class BooblikClient {
     );
   }
 
-  listOffsets(topic: string, partition: number): Promise<{ logStartOffset: number; nextOffset: number }> {
-    return this.request(
+  async listOffsets(topic: string, partition: number): Promise<OffsetsInfo> {
+    const response = await this.request(
       true,
-      (writer, id) => encodeListOffsetsRequest(writer, id, { topic, partition }),
+      (writer, id) => encodeListOffsetsRequest(writer, id, { topic, partition, timestampMs: -1 }),
       decodeListOffsetsResponse,
     );
+    return { logStartOffset: response.logStartOffset, nextOffset: response.nextOffset };
+  }
+
+  /**
+   * The first offset whose record timestamp is ≥ `timestampMs` (ms since the epoch), Kafka's
+   * ListOffsets by time; `offset` −1 when no visible record is that recent.
+   */
+  async offsetForTime(
+    topic: string,
+    partition: number,
+    timestampMs: number,
+  ): Promise<OffsetForTime & OffsetsInfo> {
+    const response = await this.request(
+      true,
+      (writer, id) => encodeListOffsetsRequest(writer, id, { topic, partition, timestampMs }),
+      decodeListOffsetsResponse,
+    );
+    return {
+      logStartOffset: response.logStartOffset,
+      nextOffset: response.nextOffset,
+      offset: response.timestampOffset,
+      timestampMs: response.offsetTimestampMs,
+    };
   }
 
   async stats(): Promise<Record<string, number | string>> {
@@ -196,8 +242,9 @@ export class BooblikClient {
   // --- Records -----------------------------------------------------------------------------------
 
   /**
-   * Appends a batch of framed records (see RecordBatchBuilder). Not retried on a connection failure
-   * unless `retryOnConnectionFailure` (a lost answer may hide an append that happened).
+   * Appends one or more bare RecordBatch v2 (BaseOffset 0, back to back; see RecordBatchWriter in
+   * src/record/batch.ts) to a partition. Not retried on a connection failure unless
+   * `retryOnConnectionFailure` (a lost answer may hide an append that happened).
    */
   produce(
     topic: string,
@@ -218,9 +265,9 @@ export class BooblikClient {
   }
 
   /**
-   * Fetches records from `offset`. Every record's CRC is checked here: the broker sends file bytes
-   * untouched (zero copy), so the client is the only place that can. A mismatch throws
-   * CorruptRecordError naming the offset.
+   * Fetches entries from the one containing `offset`. Every entry's CRCs are checked here
+   * (fetched.ts): the broker sends file bytes untouched (zero copy), so the client is the only
+   * place that can. A mismatch throws CorruptRecordError naming the offset.
    *
    * The check runs once the response arrived, not inside its decoder: damaged records are this
    * fetch's error, not a broken connection (which would fail every request pipelined behind it).
@@ -244,12 +291,14 @@ export class BooblikClient {
       (this.options.requestTimeoutMs ?? 30_000) + maxWaitMs,
       offset,
     );
-    const verified = verifyRecords(response.records, offset);
+    const checked = checkFetchedEntries(response.records, offset);
     return {
       logStartOffset: response.logStartOffset,
       nextOffset: response.nextOffset,
-      records: response.records.subarray(0, verified.completeBytes),
-      recordCount: verified.recordCount,
+      records: response.records.subarray(0, checked.completeBytes),
+      firstOffset: checked.firstOffset,
+      recordCount: checked.nextFetchOffset - offset,
+      batchBounds: checked.batchBounds,
     };
   }
 

@@ -2,10 +2,15 @@
  * The consumer: `for await (const record of consumer)` over one partition, from a start position,
  * with long-poll fetches. The position is the application's: the broker keeps none.
  *
- * - Every record's CRC32C is checked (the broker sends file bytes untouched; see verify.ts). A
- *   mismatch ends the iteration with CorruptRecordError naming the offset.
- * - A fetch may end at a segment end or (from a broker that does not trim) inside a record: the next
- *   fetch starts at the first offset not received whole, so nothing is skipped or repeated.
+ * - Every entry's CRC32C (and its batch's) is checked before a record of it is handed out (the
+ *   broker sends file bytes untouched; see fetched.ts). A mismatch ends the iteration with
+ *   CorruptRecordError naming the offset.
+ * - A fetch returns whole entries (RecordBatches) from the one containing the position: records
+ *   below the position are dropped here, never yielded. A fetch may end at a segment end or (from a
+ *   broker that does not trim) inside an entry: the next fetch starts at the first offset not
+ *   received whole, so nothing is skipped or repeated.
+ * - Records are decoded by the shared walker (RecordBatchReader, src/record/batch.ts), one reader
+ *   per consumer, so an uncompressed batch costs one object per record and views, no copies.
  * - An offset outside the partition (retention removed it, or a saved position is from another log)
  *   is an OffsetOutOfRangeError carrying both bounds, or, when asked, a reset to the earliest or
  *   latest offset.
@@ -13,16 +18,22 @@
  *   a pause, not an error, within the client's retries.
  */
 import { OffsetOutOfRangeError } from "../domain/errors.ts";
-import { RECORD_HEADER_BYTES } from "../domain/limits.ts";
-import { readUint32 } from "../record/codec.ts";
+import { RecordBatchReader, type RecordView } from "../record/batch.ts";
 import type { BooblikClient } from "./client.ts";
+import { type ConsumedRecord, consumedRecord, forEachFetchedRecord } from "./fetched.ts";
 
-export type StartPosition = "earliest" | "latest" | number;
+export type { ConsumedRecord } from "./fetched.ts";
+
+/**
+ * Where to start: the oldest record, the next one to be produced, an offset, or the first record
+ * whose timestamp is at or after a time (ms since the epoch; the end of the partition when none is).
+ */
+export type StartPosition = "earliest" | "latest" | number | { timestampMs: number };
 
 export interface ConsumerOptions {
   topic: string;
   partition?: number;
-  /** Where to start: the oldest record, the next one to be produced, or an offset. */
+  /** Where to start (see StartPosition). Default "earliest". */
   from?: StartPosition;
   /** Record bytes per fetch. */
   maxBytes?: number;
@@ -34,18 +45,26 @@ export interface ConsumerOptions {
   stopAtEnd?: boolean;
 }
 
-export interface ConsumedRecord {
-  topic: string;
-  partition: number;
-  offset: number;
-  value: Uint8Array;
-}
-
 const DECODER = new TextDecoder();
 
-/** The payload as UTF-8 text. */
-export function textOf(record: ConsumedRecord): string {
-  return DECODER.decode(record.value);
+/** The value as UTF-8 text ("" for a null value). */
+export function textOf(record: { value: Uint8Array | null }): string {
+  return record.value === null ? "" : DECODER.decode(record.value);
+}
+
+/** The key as UTF-8 text, or null for a null key. */
+export function keyTextOf(record: { key: Uint8Array | null }): string | null {
+  return record.key === null ? null : DECODER.decode(record.key);
+}
+
+/** The headers as an object of UTF-8 texts (a later header wins over an earlier one of the same key). */
+export function headersTextOf(record: {
+  headers: readonly { key: string; value: Uint8Array | null }[];
+}): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const header of record.headers)
+    out[header.key] = header.value === null ? null : DECODER.decode(header.value);
+  return out;
 }
 
 export class Consumer implements AsyncIterable<ConsumedRecord> {
@@ -88,6 +107,10 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
 
   private async resolveStart(where: StartPosition): Promise<number> {
     if (typeof where === "number") return where;
+    if (typeof where === "object") {
+      const found = await this.client.offsetForTime(this.topic, this.partition, where.timestampMs);
+      return found.offset >= 0 ? found.offset : found.nextOffset;
+    }
     const offsets = await this.client.listOffsets(this.topic, this.partition);
     return where === "earliest" ? offsets.logStartOffset : offsets.nextOffset;
   }
@@ -99,35 +122,62 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
    */
   [Symbol.asyncIterator](): AsyncIterator<ConsumedRecord> {
     const batches = this.batches();
+    const reader = new RecordBatchReader();
+    const topic = this.topic;
+    const partition = this.partition;
     let current: ConsumedBatch | undefined;
-    let index = 0;
-    let position = 0;
-    const take = (batch: ConsumedBatch): ConsumedRecord => {
-      const records = batch.records;
-      const length = readUint32(records, position);
-      const value = records.subarray(position + RECORD_HEADER_BYTES, position + RECORD_HEADER_BYTES + length);
-      position += RECORD_HEADER_BYTES + length;
-      const offset = batch.firstOffset + index++;
-      this.next = offset + 1;
-      return { topic: this.topic, partition: this.partition, offset, value };
+    /** Next batch bound pair to open in `current`. */
+    let bound = 0;
+    /** Whether the reader is inside one of `current`'s batches. */
+    let inBatch = false;
+    /**
+     * The next record at or after the batch's start offset, or undefined when `current` is used up.
+     * Walks the entries with the one reader: the shared walker, no parsing here.
+     */
+    const advance = (): RecordView | undefined => {
+      const batch = current!;
+      for (;;) {
+        if (inBatch) {
+          const view = reader.next();
+          if (view !== undefined) {
+            if (view.offset < batch.fromOffset) continue;
+            return view;
+          }
+          inBatch = false;
+        }
+        if (bound >= batch.batchBounds.length) return undefined;
+        reader.open(batch.records, batch.batchBounds[bound]!, batch.batchBounds[bound + 1]!);
+        inBatch = true;
+        bound += 2;
+      }
+    };
+    const take = (view: RecordView): ConsumedRecord => {
+      this.next = view.offset + 1;
+      return consumedRecord(topic, partition, view);
     };
     const refill = async (): Promise<IteratorResult<ConsumedRecord>> => {
-      while (current === undefined || index >= current.count) {
+      for (;;) {
         if (this.stopped) return { value: undefined, done: true };
+        if (current !== undefined) {
+          const view = advance();
+          if (view !== undefined) return { value: take(view), done: false };
+        }
         const result = await batches.next();
         if (result.done) return { value: undefined, done: true };
         current = result.value;
-        index = 0;
-        position = 0;
+        bound = 0;
+        inBatch = false;
       }
-      return { value: take(current), done: false };
     };
     return {
       // Not an async function: a buffered record costs one already-resolved promise, nothing more.
-      next: (): Promise<IteratorResult<ConsumedRecord>> =>
-        current !== undefined && index < current.count && !this.stopped
-          ? Promise.resolve({ value: take(current), done: false })
-          : refill(),
+      next: (): Promise<IteratorResult<ConsumedRecord>> => {
+        if (current !== undefined && !this.stopped) {
+          const view = advance();
+          if (view !== undefined) return Promise.resolve({ value: take(view), done: false });
+        }
+        return refill();
+      },
       return: async (): Promise<IteratorResult<ConsumedRecord>> => {
         this.stopped = true;
         await batches.return(undefined);
@@ -137,9 +187,10 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   }
 
   /**
-   * The records fetch by fetch: each batch holds the complete, CRC-checked records of one fetch
-   * (framed, as on disk; iterate it or use `payloadsOf`). The cheapest way to consume: no per-record
-   * promise at all. `position` advances past a batch when the next one is requested.
+   * The records fetch by fetch: each batch holds the whole, CRC-checked entries of one fetch
+   * (framed, as stored; read them with `forEachRecord` on the batch or `forEachFetchedRecord`). The
+   * cheapest way to consume: no per-record promise at all. `position` advances past a batch when
+   * the next one is requested.
    */
   async *batches(): AsyncGenerator<ConsumedBatch> {
     let next = this.next ?? (await this.resolveStart(this.from));
@@ -164,7 +215,12 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
         if (this.stopAtEnd && next >= result.nextOffset) return;
         continue;
       }
-      const batch: ConsumedBatch = { firstOffset: next, count: result.recordCount, records: result.records };
+      const batch: ConsumedBatch = {
+        fromOffset: next,
+        count: result.recordCount,
+        records: result.records,
+        batchBounds: result.batchBounds,
+      };
       next += result.recordCount;
       yield batch;
       this.next = Math.max(this.next ?? next, next);
@@ -172,9 +228,27 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   }
 }
 
-/** The complete, CRC-checked records of one fetch, framed as on disk. */
+/** The whole, CRC-checked entries of one fetch, framed as stored. */
 export interface ConsumedBatch {
-  firstOffset: number;
+  /** The offset this fetch asked for: records below it (in the first entry) are not this batch's. */
+  fromOffset: number;
+  /** Records from `fromOffset` on. */
   count: number;
+  /** Framed entries (docs/format.md). */
   records: Uint8Array;
+  /** [batchStart, batchEnd) of each entry's RecordBatch in `records`, flattened. */
+  batchBounds: number[];
+}
+
+/** Calls `visit` for each record of `batch` from its `fromOffset` on, as ConsumedRecords. */
+export function forEachConsumedRecord(
+  topic: string,
+  partition: number,
+  batch: ConsumedBatch,
+  visit: (record: ConsumedRecord) => void,
+  reader: RecordBatchReader = new RecordBatchReader(),
+): number {
+  return forEachFetchedRecord(batch.records, batch.batchBounds, batch.fromOffset, reader, (view) =>
+    visit(consumedRecord(topic, partition, view)),
+  );
 }

@@ -10,14 +10,19 @@
  *   buffer is full, then `await drained()`. No promise per record, so it is the fast path; failures
  *   surface from `flush()`/`close()`.
  *
- * - Records are framed (with their CRC32C) on the client, into one open batch per partition. A batch
- *   is sent when it reaches `batchBytes` (capped so that it fits a quarter of the topic's segment:
- *   a batch never spans segments), or `lingerMs` after its first record, or on `flush()`.
- * - Partitioning: a record with a key goes to `crc32c(key) mod partitions`, so a key always lands in
- *   the same partition; a record without one goes to the current "sticky" partition, which moves on
- *   to the next partition each time one of its batches is sent (spreads evenly, keeps batches full).
- *   A producer's first sticky partition is random, so that many short-lived producers spread too.
- * - Backpressure: at most `bufferBytes` of framed records wait or are in flight.
+ * - A record is Kafka's: `{ key, value, headers, timestamp }` (a bare string or bytes is a value with
+ *   no key). Records are encoded on the client into one open RecordBatch v2 per partition
+ *   (`RecordBatchWriter`, src/record/batch.ts; compressed at the end with `compression`), and one
+ *   batch goes per PRODUCE request. A batch is sent when it reaches `batchBytes` (capped at a
+ *   quarter of the topic's segment, since a batch never spans segments, and at the topic's
+ *   `maxRecordBytes`, its largest batch), or `lingerMs` after its first record, or on `flush()`.
+ * - Partitioning: a record with a key goes to Kafka's default partition for it
+ *   (`partitionForKey`: murmur2 of the key bytes, positive, modulo the partition count), so a key
+ *   lands on the same partition here as in a Kafka cluster; a record without one goes to the current
+ *   "sticky" partition, which moves on to the next partition each time one of its batches is sent
+ *   (spreads evenly, keeps batches full). A producer's first sticky partition is random, so that
+ *   many short-lived producers spread too.
+ * - Backpressure: at most `bufferBytes` of encoded records wait or are in flight.
  * - Per partition at most `maxInFlightBatches` PRODUCE requests are outstanding; requests on one
  *   connection are answered in order, so a partition's batches are appended in the order accepted.
  * - Delivery: a batch whose connection failed is sent again (up to the client's `retries`), so a
@@ -27,22 +32,30 @@
  *   first record. Records for it (from any way in) queue in call order until it answers, are counted
  *   by flush()/close() like batches, and then join batches in that order; the queue is emptied in
  *   the same step that makes the topic known, so no later record can overtake a queued one.
- * - A record larger than the topic's `maxRecordBytes` is refused alone before it joins a batch (the
- *   broker refuses a whole batch for one such record): `accept()`/`send()` reject, `write()` reports
- *   it from `flush()`/`close()`, and either way flush()/close() reject.
+ * - A record that cannot fit a batch of the topic's `maxRecordBytes` on its own is refused alone
+ *   before it joins a batch (the broker would refuse the whole batch): `accept()`/`send()` reject,
+ *   `write()` reports it from `flush()`/`close()`, and either way flush()/close() reject.
  * - `flush()` and `close()` resolve only when everything accepted before them was acknowledged; if
  *   any batch failed (or a record was refused) they reject once everything settled. Nothing accepted
  *   is silently dropped.
  */
-import { crc32c } from "../../ffi/crc32c.ts";
 import {
   BooblikError,
   InvalidArgumentError,
   RecordTooLargeError,
   UnknownTopicOrPartitionError,
 } from "../domain/errors.ts";
-import { RECORD_HEADER_BYTES, RECORD_PAYLOAD_BYTES_LIMIT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
-import { RecordBatchBuilder } from "../record/batch-builder.ts";
+import {
+  ENTRY_HEADER_BYTES,
+  PRODUCER_CLOCK_REUSE_RECORDS_MAX,
+  RECORD_BATCH_BYTES_LIMIT,
+  RECORD_BATCH_OVERHEAD_BYTES,
+  SEGMENT_HEADER_BYTES,
+} from "../domain/limits.ts";
+import { type HeaderInput, RecordBatchWriter, type RecordInput, utf8Length } from "../record/batch.ts";
+import type { ProducibleCodec } from "../record/compression.ts";
+import { partitionForKey } from "../record/partitioner.ts";
+import { sizeOfVarint } from "../record/varint.ts";
 import type { BooblikClient, MetadataInfo } from "./client.ts";
 
 export interface ProducerOptions {
@@ -56,23 +69,47 @@ export interface ProducerOptions {
   maxInFlightBatches?: number;
   /** Resend a batch whose connection failed (at-least-once). */
   retryOnConnectionFailure?: boolean;
+  /** Compression of every batch this producer sends (Bun's zlib; default none). */
+  compression?: ProducibleCodec;
 }
 
 export interface SendOptions {
+  /** The partition, whatever the records' keys say. */
   partition?: number;
+  /** The key of every record of the call that does not carry its own (stored with the record). */
   key?: Uint8Array | string;
 }
 
 export interface SendResult {
   topic: string;
   partition: number;
-  /** Offset of the first of the values given to this send; the others follow it. */
+  /** Offset of the first of the records given to this send; the others follow it. */
   offset: number;
   count: number;
   durability: "appended" | "forced";
+  /** The broker's append time when the topic's timestampType is LogAppendTime; −1 otherwise. */
+  logAppendTimeMs: number;
 }
 
-type Value = Uint8Array | string;
+/** Bytes, or a string sent as its UTF-8 bytes. */
+export type Bytes = Uint8Array | string;
+
+/** Headers as a list (order kept, keys may repeat) or as an object. */
+export type ProducerHeaders =
+  | readonly { key: string; value: Bytes | null }[]
+  | Readonly<Record<string, Bytes | null>>;
+
+/** A record to send: Kafka's record. A bare string or bytes is a record with only a value. */
+export interface ProducerRecord {
+  /** Keyed records go to Kafka's default partition for the key (unless a partition is given). */
+  key?: Bytes | null;
+  value: Bytes | null;
+  headers?: ProducerHeaders;
+  /** CreateTime in ms since the epoch (or a Date); default: now. */
+  timestamp?: number | Date;
+}
+
+type Value = Bytes | ProducerRecord;
 
 interface PendingSend {
   firstIndex: number;
@@ -84,7 +121,9 @@ interface PendingSend {
 interface Batch {
   topic: string;
   partition: number;
-  builder: RecordBatchBuilder;
+  writer: RecordBatchWriter;
+  /** Uncompressed bytes counted in `bufferedBytes` for this batch. */
+  bytes: number;
   sends: PendingSend[];
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -103,14 +142,14 @@ interface PartitionState {
 interface TopicInfo {
   partitions: number;
   batchLimitBytes: number;
-  /** The topic's largest record payload: a larger one is refused before it joins a batch. */
+  /** The topic's largest batch: a record that cannot fit one alone is refused before it joins one. */
   maxRecordBytes: number;
 }
 
 /** Records given (by write() or accept()) before the topic's metadata arrived. */
 interface Deferred {
-  values: Uint8Array[];
-  /** Framed bytes, counted in `bufferedBytes` while they wait. */
+  records: RecordInput[];
+  /** Upper bound of their encoded size, counted in `bufferedBytes` while they wait. */
   bytes: number;
   options: SendOptions;
   /** accept()'s: its acknowledgement, and settling accept() itself; undefined for write(). */
@@ -119,11 +158,79 @@ interface Deferred {
 
 const ENCODER = new TextEncoder();
 
-function encode(value: Value): Uint8Array {
-  const bytes = typeof value === "string" ? ENCODER.encode(value) : value;
-  if (bytes.length === 0)
-    throw new InvalidArgumentError("a record must not be empty: a zero length marks the end of a log");
-  return bytes;
+function bytesOf(value: Bytes): Uint8Array {
+  return typeof value === "string" ? ENCODER.encode(value) : value;
+}
+
+function nullableBytesOf(value: Bytes | null | undefined): Uint8Array | null {
+  return value === null || value === undefined ? null : bytesOf(value);
+}
+
+function headersOf(headers: ProducerHeaders | undefined): HeaderInput[] | undefined {
+  if (headers === undefined) return undefined;
+  const list: HeaderInput[] = [];
+  if (Array.isArray(headers)) {
+    for (const header of headers as readonly { key: string; value: Bytes | null }[]) {
+      if (typeof header?.key !== "string")
+        throw new InvalidArgumentError("a header is { key: string, value: string | bytes | null }");
+      list.push({ key: header.key, value: nullableBytesOf(header.value) });
+    }
+  } else {
+    for (const [key, value] of Object.entries(headers as Record<string, Bytes | null>))
+      list.push({ key, value: nullableBytesOf(value) });
+  }
+  return list.length === 0 ? undefined : list;
+}
+
+/** A record as the batch writer takes it: bytes, a header list, a timestamp. */
+function recordOf(value: Value, defaultKey: Uint8Array | null, nowMs: number): RecordInput {
+  if (typeof value === "string" || value instanceof Uint8Array)
+    return { key: defaultKey, value: bytesOf(value), timestamp: nowMs };
+  if (value === null || typeof value !== "object" || !("value" in value))
+    throw new InvalidArgumentError("a record is a string, bytes, or { key?, value, headers?, timestamp? }");
+  const timestamp =
+    value.timestamp === undefined
+      ? nowMs
+      : value.timestamp instanceof Date
+        ? value.timestamp.getTime()
+        : value.timestamp;
+  if (!(Number.isSafeInteger(timestamp) && timestamp >= 0))
+    throw new InvalidArgumentError(
+      `timestamp ${String(value.timestamp)} is not a time in ms since the epoch`,
+    );
+  const headers = headersOf(value.headers);
+  return {
+    key: value.key === undefined ? defaultKey : nullableBytesOf(value.key),
+    value: nullableBytesOf(value.value),
+    timestamp,
+    ...(headers === undefined ? {} : { headers }),
+  };
+}
+
+/**
+ * An upper bound of `record`'s encoded size in a batch: exact for the key, value and headers, the
+ * most a varint can take for the Length, TimestampDelta (10) and OffsetDelta (5). Used to decide
+ * when a batch is full and to count buffered bytes before a record is encoded.
+ */
+function recordBytesBound(record: RecordInput): number {
+  const key = record.key;
+  const value = record.value;
+  let body =
+    1 +
+    10 +
+    5 +
+    (key === null ? 1 : sizeOfVarint(key.length) + key.length) +
+    (value === null ? 1 : sizeOfVarint(value.length) + value.length);
+  const headers = record.headers;
+  const headerCount = headers === undefined ? 0 : headers.length;
+  body += sizeOfVarint(headerCount);
+  for (let h = 0; h < headerCount; h++) {
+    const header = headers![h]!;
+    const keyBytes = utf8Length(header.key);
+    body += sizeOfVarint(keyBytes) + keyBytes;
+    body += header.value === null ? 1 : sizeOfVarint(header.value.length) + header.value.length;
+  }
+  return sizeOfVarint(body) + body;
 }
 
 export class Producer {
@@ -133,9 +240,14 @@ export class Producer {
   private readonly bufferBytes: number;
   private readonly maxInFlightBatches: number;
   private readonly retry: boolean;
+  private readonly compression: ProducibleCodec;
   private readonly partitions = new Map<string, PartitionState>();
   private lastState: PartitionState | undefined;
-  private readonly freeBuilders: RecordBatchBuilder[] = [];
+  private readonly freeWriters: RecordBatchWriter[] = [];
+  /** Encodes a group of records alone, to learn exactly whether it fits a topic's largest batch. */
+  private readonly probe = new RecordBatchWriter(4096);
+  /** write()'s record, reused: the batch writer encodes it at once and keeps nothing of it. */
+  private readonly scratch: RecordInput = { key: null, value: null, timestamp: 0 };
   private readonly topics = new Map<string, TopicInfo>();
   /** Per topic whose METADATA request is in flight: the records waiting for it, in call order. */
   private readonly deferred = new Map<string, Deferred[]>();
@@ -149,6 +261,12 @@ export class Producer {
   private closed = false;
   /** PRODUCE requests sent (for tests and metrics). */
   requestsSent = 0;
+  /** The clock as last read, or −1 once a microtask turn passed (see nowMs). */
+  private clockMs = -1;
+  private clockUses = 0;
+  private readonly forgetClock = () => {
+    this.clockMs = -1;
+  };
 
   constructor(client: BooblikClient, options: ProducerOptions = {}) {
     this.client = client;
@@ -159,6 +277,11 @@ export class Producer {
     this.bufferBytes = options.bufferBytes ?? 32 * 1024 * 1024;
     this.maxInFlightBatches = options.maxInFlightBatches ?? 4;
     this.retry = options.retryOnConnectionFailure ?? true;
+    this.compression = options.compression ?? "none";
+    if (!["none", "gzip", "zstd"].includes(this.compression))
+      throw new InvalidArgumentError(
+        `compression ${JSON.stringify(this.compression)} is not one of none, gzip, zstd`,
+      );
     if (this.bufferBytes < this.batchBytes) {
       throw new InvalidArgumentError(
         `bufferBytes (${this.bufferBytes}) must be at least batchBytes (${this.batchBytes})`,
@@ -166,7 +289,7 @@ export class Producer {
     }
   }
 
-  /** Framed bytes currently waiting or in flight. */
+  /** Encoded record bytes currently waiting or in flight. */
   get buffered(): number {
     return this.bufferedBytes;
   }
@@ -174,8 +297,9 @@ export class Producer {
   // --- Ways in -----------------------------------------------------------------------------------
 
   /**
-   * Sends one value or several (they go to one partition, in order) and resolves with the offsets
-   * the broker assigned, once acknowledged under the topic's durability policy.
+   * Sends one record or several (they go to one partition, in order, in one batch) and resolves
+   * with the offsets the broker assigned, once acknowledged under the topic's durability policy.
+   * A record is `{ key, value, headers, timestamp }`, or a bare string or bytes (a value).
    */
   async send(
     topic: string,
@@ -187,7 +311,7 @@ export class Producer {
   }
 
   /**
-   * Buffers values (waiting for room first: backpressure) and returns once they are accepted;
+   * Buffers records (waiting for room first: backpressure) and returns once they are accepted;
    * `acknowledged` resolves when the broker acknowledged them.
    */
   async accept(
@@ -196,11 +320,14 @@ export class Producer {
     options: SendOptions = {},
   ): Promise<{ acknowledged: Promise<SendResult> }> {
     this.checkOpen();
-    const list =
-      typeof values === "string" || values instanceof Uint8Array ? [encode(values)] : values.map(encode);
+    const defaultKey = nullableBytesOf(options.key);
+    const nowMs = this.nowMs();
+    const list = Array.isArray(values)
+      ? (values as readonly Value[]).map((value) => recordOf(value, defaultKey, nowMs))
+      : [recordOf(values as Value, defaultKey, nowMs)];
     if (list.length === 0) throw new InvalidArgumentError("nothing to send");
     let bytes = 0;
-    for (const value of list) bytes += RECORD_HEADER_BYTES + value.length;
+    for (const record of list) bytes += recordBytesBound(record);
     // A send larger than the whole buffer still goes, alone, once the buffer is empty.
     while (this.bufferedBytes > 0 && this.bufferedBytes + bytes > this.bufferBytes) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
@@ -217,7 +344,7 @@ export class Producer {
       // Queued with the topic's other waiting records, so flush()/close() wait for this one too
       // (close() cannot finish, and close the producer, while it waits).
       await new Promise<void>((accepted, refused) =>
-        this.defer(topic, { values: list, bytes, options, accept: { send, accepted, refused } }),
+        this.defer(topic, { records: list, bytes, options, accept: { send, accepted, refused } }),
       );
     } else {
       const refused = this.acceptInto(topic, list, bytes, options, send, info);
@@ -227,19 +354,27 @@ export class Producer {
   }
 
   /**
-   * Buffers one value synchronously. Returns false once the buffer is full: stop writing until
-   * `drained()` resolves (the value was still accepted). Failures surface from flush()/close().
+   * Buffers one record synchronously. Returns false once the buffer is full: stop writing until
+   * `drained()` resolves (the record was still accepted). Failures surface from flush()/close().
    */
   write(topic: string, value: Value, options: SendOptions = {}): boolean {
     this.checkOpen();
-    const bytes = encode(value);
     const info = this.topics.get(topic);
+    let record: RecordInput;
+    if (info !== undefined && (typeof value === "string" || value instanceof Uint8Array)) {
+      // The fast path: a bare value into the reused record, encoded into the batch at once.
+      record = this.scratch;
+      record.key = options.key === undefined ? null : bytesOf(options.key);
+      record.value = bytesOf(value);
+      record.timestamp = this.nowMs();
+    } else {
+      record = recordOf(value, nullableBytesOf(options.key), this.nowMs());
+    }
     if (info === undefined) {
       // The partition count is not known yet: keep the record until metadata arrives.
-      const framed = RECORD_HEADER_BYTES + bytes.length;
-      this.defer(topic, { values: [bytes], bytes: framed, options, accept: undefined });
+      this.defer(topic, { records: [record], bytes: recordBytesBound(record), options, accept: undefined });
     } else {
-      this.writeInto(topic, bytes, options, info);
+      this.writeInto(topic, record, options, info);
     }
     return this.bufferedBytes < this.bufferBytes;
   }
@@ -250,6 +385,20 @@ export class Producer {
     while (this.bufferedBytes >= this.bufferBytes && !this.closed) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
+  }
+
+  /**
+   * The time a record gets as its CreateTime: Date.now(), read once per synchronous run of writes
+   * and at least every PRODUCER_CLOCK_REUSE_RECORDS_MAX records (limits.ts says why). A microtask
+   * forgets it, so a record written after any await reads the clock afresh.
+   */
+  private nowMs(): number {
+    if (this.clockMs < 0 || ++this.clockUses >= PRODUCER_CLOCK_REUSE_RECORDS_MAX) {
+      if (this.clockMs < 0) queueMicrotask(this.forgetClock);
+      this.clockMs = Date.now();
+      this.clockUses = 0;
+    }
+    return this.clockMs;
   }
 
   // --- Batching ----------------------------------------------------------------------------------
@@ -282,17 +431,21 @@ export class Producer {
     // A broker answers an unknown topic with an error; an empty answer means the same.
     if (found === undefined || found.partitions.length === 0) throw new UnknownTopicOrPartitionError(topic);
     const segmentBytes = Number(found.config.segmentBytes);
-    // A batch never spans segments, so it must fit an empty one; a quarter of a segment keeps
-    // segments at least three quarters full when batches roll them.
-    const batchLimitBytes =
-      Number.isFinite(segmentBytes) && segmentBytes > SEGMENT_HEADER_BYTES
-        ? Math.max(1, Math.min(this.batchBytes, Math.floor((segmentBytes - SEGMENT_HEADER_BYTES) / 4)))
-        : this.batchBytes;
     // The config is the broker's JSON: without the setting, only the format's own limit applies.
     const maxRecordBytes =
       typeof found.config.maxRecordBytes === "number"
-        ? found.config.maxRecordBytes
-        : RECORD_PAYLOAD_BYTES_LIMIT;
+        ? Math.min(found.config.maxRecordBytes, RECORD_BATCH_BYTES_LIMIT)
+        : RECORD_BATCH_BYTES_LIMIT;
+    // A batch never spans segments, so it must fit an empty one; a quarter of a segment keeps
+    // segments at least three quarters full when batches roll them.
+    const segmentShare =
+      Number.isFinite(segmentBytes) && segmentBytes > SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES
+        ? Math.floor((segmentBytes - SEGMENT_HEADER_BYTES) / 4) - ENTRY_HEADER_BYTES
+        : this.batchBytes;
+    const batchLimitBytes = Math.max(
+      RECORD_BATCH_OVERHEAD_BYTES + 1,
+      Math.min(this.batchBytes, segmentShare, maxRecordBytes),
+    );
     return { partitions: found.partitions.length, batchLimitBytes, maxRecordBytes };
   }
 
@@ -309,10 +462,10 @@ export class Producer {
       this.bufferedBytes -= entry.bytes;
       const accept = entry.accept;
       if (accept === undefined) {
-        this.writeInto(topic, entry.values[0]!, entry.options, info);
+        this.writeInto(topic, entry.records[0]!, entry.options, info);
         continue;
       }
-      const refused = this.acceptInto(topic, entry.values, entry.bytes, entry.options, accept.send, info);
+      const refused = this.acceptInto(topic, entry.records, entry.bytes, entry.options, accept.send, info);
       if (refused === undefined) accept.accepted();
       else accept.refused(refused);
     }
@@ -338,51 +491,108 @@ export class Producer {
     this.settleOutstanding();
   }
 
-  /** Refuses a record over the topic's limit; the error is also kept for flush()/close(). */
-  private tooLarge(topic: string, length: number, info: TopicInfo): RecordTooLargeError {
+  /**
+   * The exact size of `records` as one batch of their own (before compression) when that is above
+   * the topic's largest batch; undefined when they fit. The upper bound `bytes` decides almost
+   * always; only near the limit are they encoded to know exactly.
+   */
+  private oversize(records: readonly RecordInput[], bytes: number, info: TopicInfo): number | undefined {
+    if (RECORD_BATCH_OVERHEAD_BYTES + bytes <= info.maxRecordBytes) return undefined;
+    const probe = this.probe.begin();
+    for (const record of records) probe.add(record);
+    return probe.sizeBytes <= info.maxRecordBytes ? undefined : probe.sizeBytes;
+  }
+
+  /** Refuses records too large for the topic; the error is also kept for flush()/close(). */
+  private tooLarge(
+    topic: string,
+    records: readonly RecordInput[],
+    batchBytes: number,
+    info: TopicInfo,
+  ): RecordTooLargeError {
     const error = new RecordTooLargeError(
-      length,
+      batchBytes,
       info.maxRecordBytes,
-      "record",
-      `the maxRecordBytes of topic ${JSON.stringify(topic)}`,
+      records.length === 1 ? "a batch of this one record" : `a batch of these ${records.length} records`,
+      `the maxRecordBytes (largest batch) of topic ${JSON.stringify(topic)}`,
     );
     this.failures.push(error);
     return error;
   }
 
   /** write()'s record into a batch, unless it is too large (then flush() reports it). */
-  private writeInto(topic: string, value: Uint8Array, options: SendOptions, info: TopicInfo): void {
-    if (value.length > info.maxRecordBytes) this.tooLarge(topic, value.length, info);
-    else this.enqueueOne(topic, this.choosePartition(topic, options, info), value, info);
+  private writeInto(topic: string, record: RecordInput, options: SendOptions, info: TopicInfo): void {
+    const bytes = recordBytesBound(record);
+    const partition = this.choosePartition(topic, options, record.key, info);
+    // The bound decides without allocating; only a record near the limit is measured exactly.
+    const oversize =
+      RECORD_BATCH_OVERHEAD_BYTES + bytes <= info.maxRecordBytes
+        ? undefined
+        : this.oversize([record], bytes, info);
+    if (oversize !== undefined) this.tooLarge(topic, [record], oversize, info);
+    else this.enqueueOne(topic, partition, record, bytes, info);
   }
 
-  /** accept()'s values into one batch; the refusal instead when one of them is too large. */
+  /** accept()'s records into one batch; the refusal instead when they cannot fit one together. */
   private acceptInto(
     topic: string,
-    values: Uint8Array[],
+    records: RecordInput[],
     bytes: number,
     options: SendOptions,
     send: PendingSend,
     info: TopicInfo,
   ): RecordTooLargeError | undefined {
-    for (const value of values) {
-      if (value.length > info.maxRecordBytes) {
-        // The values stay together, so one too large refuses them all (and nothing else).
-        const refused = this.tooLarge(topic, value.length, info);
-        send.reject(refused);
-        return refused;
-      }
+    let partition: number;
+    try {
+      partition = this.choosePartition(
+        topic,
+        options,
+        options.partition === undefined ? this.commonKey(records) : null,
+        info,
+      );
+    } catch (error) {
+      // Keys that would place the records apart: refused like a record too large, alone.
+      this.failures.push(error);
+      send.reject(error);
+      return error as RecordTooLargeError;
     }
-    this.enqueue(topic, this.choosePartition(topic, options, info), values, bytes, send, info);
+    const oversize = this.oversize(records, bytes, info);
+    if (oversize !== undefined) {
+      // The records stay together, so one too large refuses them all (and nothing else).
+      const refused = this.tooLarge(topic, records, oversize, info);
+      send.reject(refused);
+      return refused;
+    }
+    this.enqueue(topic, partition, records, bytes, send, info);
     return undefined;
   }
 
-  private choosePartition(topic: string, options: SendOptions, info: TopicInfo): number {
-    if (options.partition !== undefined) return options.partition;
-    if (options.key !== undefined) {
-      const key = typeof options.key === "string" ? ENCODER.encode(options.key) : options.key;
-      return crc32c(key, 0, key.length) % info.partitions;
+  /**
+   * The key that places records sent together: theirs when they share one (or none has one).
+   * Records of one call go to one partition; keys that would place them apart are refused rather
+   * than sent to a partition their keys do not name.
+   */
+  private commonKey(records: readonly RecordInput[]): Uint8Array | null {
+    const first = records[0]!.key;
+    for (let i = 1; i < records.length; i++) {
+      const key = records[i]!.key;
+      if (key === first) continue;
+      if (key === null || first === null || Buffer.compare(key, first) !== 0)
+        throw new InvalidArgumentError(
+          "records sent together go to one partition: give them one key, or a partition, or send them apart",
+        );
     }
+    return first;
+  }
+
+  private choosePartition(
+    topic: string,
+    options: SendOptions,
+    key: Uint8Array | null,
+    info: TopicInfo,
+  ): number {
+    if (options.partition !== undefined) return options.partition;
+    if (key !== null) return partitionForKey(key, info.partitions);
     let sticky = this.sticky.get(topic);
     if (sticky === undefined) {
       // Each producer starts at a random partition: starting every one at 0 put all of six
@@ -419,7 +629,7 @@ export class Producer {
     const { topic, partition } = state;
     const limit = state.limitBytes;
     let batch = state.open;
-    if (batch !== undefined && batch.builder.byteLength > 0 && batch.builder.byteLength + bytes > limit) {
+    if (batch !== undefined && batch.writer.recordCount > 0 && batch.writer.sizeBytes + bytes > limit) {
       this.closeBatch(state, batch);
       batch = undefined;
     }
@@ -427,7 +637,8 @@ export class Producer {
       const opened: Batch = {
         topic,
         partition,
-        builder: this.takeBuilder(Math.max(bytes, limit)),
+        writer: this.takeWriter(Math.max(bytes + RECORD_BATCH_OVERHEAD_BYTES, limit)),
+        bytes: 0,
         sends: [],
         timer: undefined,
       };
@@ -442,48 +653,59 @@ export class Producer {
   }
 
   /**
-   * A batch buffer of at least `bytes`, reused from settled batches when one is free: allocating (and
-   * zeroing) 256 KiB per batch, then regrowing it, cost a visible share of a 100-byte record's time.
+   * A batch writer with room for at least `bytes`, reused from settled batches when one is free:
+   * allocating (and zeroing) 256 KiB per batch, then regrowing it, cost a visible share of a
+   * 100-byte record's time (format 1's measurement; the writer grows on its own if it must).
    */
-  private takeBuilder(bytes: number): RecordBatchBuilder {
-    const reused = this.freeBuilders.pop();
-    if (reused !== undefined && reused.capacityBytes >= bytes) {
-      reused.reset();
-      return reused;
-    }
-    return new RecordBatchBuilder(bytes);
+  private takeWriter(bytes: number): RecordBatchWriter {
+    const reused = this.freeWriters.pop();
+    const writer = reused ?? new RecordBatchWriter(bytes);
+    return writer.begin({ codec: this.compression });
   }
 
-  private returnBuilder(builder: RecordBatchBuilder): void {
-    if (this.freeBuilders.length < this.maxInFlightBatches + 2) this.freeBuilders.push(builder);
+  private returnWriter(writer: RecordBatchWriter): void {
+    if (this.freeWriters.length < this.maxInFlightBatches + 2) this.freeWriters.push(writer);
   }
 
   /** The write() path: one record, no promise. */
-  private enqueueOne(topic: string, partition: number, value: Uint8Array, info: TopicInfo): void {
-    const bytes = RECORD_HEADER_BYTES + value.length;
+  private enqueueOne(
+    topic: string,
+    partition: number,
+    record: RecordInput,
+    boundBytes: number,
+    info: TopicInfo,
+  ): void {
     const state = this.stateOf(topic, partition, info);
-    const batch = this.batchFor(state, bytes);
-    batch.builder.addChecked(value);
-    this.bufferedBytes += bytes;
-    if (batch.builder.byteLength >= state.limitBytes) this.closeBatch(state, batch);
+    const batch = this.batchFor(state, boundBytes);
+    const writer = batch.writer;
+    const before = writer.sizeBytes;
+    writer.add(record);
+    const added = writer.sizeBytes - before;
+    batch.bytes += added;
+    this.bufferedBytes += added;
+    if (writer.sizeBytes >= state.limitBytes) this.closeBatch(state, batch);
   }
 
-  /** The accept()/send() path: values that stay together, with their acknowledgement. */
+  /** The accept()/send() path: records that stay together, with their acknowledgement. */
   private enqueue(
     topic: string,
     partition: number,
-    values: Uint8Array[],
-    bytes: number,
+    records: RecordInput[],
+    boundBytes: number,
     send: PendingSend,
     info: TopicInfo,
   ): void {
     const state = this.stateOf(topic, partition, info);
-    const batch = this.batchFor(state, bytes);
-    send.firstIndex = batch.builder.recordCount;
-    for (const value of values) batch.builder.addChecked(value);
+    const batch = this.batchFor(state, boundBytes);
+    const writer = batch.writer;
+    send.firstIndex = writer.recordCount;
+    const before = writer.sizeBytes;
+    for (const record of records) writer.add(record);
+    const added = writer.sizeBytes - before;
+    batch.bytes += added;
     batch.sends.push(send);
-    this.bufferedBytes += bytes;
-    if (batch.builder.byteLength >= state.limitBytes) this.closeBatch(state, batch);
+    this.bufferedBytes += added;
+    if (writer.sizeBytes >= state.limitBytes) this.closeBatch(state, batch);
   }
 
   private closeBatch(state: PartitionState, batch: Batch): void {
@@ -504,8 +726,18 @@ export class Producer {
       const batch = state.waiting.shift()!;
       state.inFlight++;
       this.requestsSent++;
-      const bytes = batch.builder.byteLength;
-      this.client.produce(batch.topic, batch.partition, batch.builder.bytes(), this.retry).then(
+      const bytes = batch.bytes;
+      let encoded: Uint8Array;
+      try {
+        encoded = batch.writer.finish();
+      } catch (error) {
+        // Only a compressed batch that grew past the limit can get here: its records fail alone.
+        for (const send of batch.sends) send.reject(error);
+        this.failures.push(error);
+        this.settle(state, bytes);
+        continue;
+      }
+      this.client.produce(batch.topic, batch.partition, encoded, this.retry).then(
         (response) => {
           for (const send of batch.sends) {
             send.resolve({
@@ -514,10 +746,11 @@ export class Producer {
               offset: response.firstOffset + send.firstIndex,
               count: send.count,
               durability: response.durability,
+              logAppendTimeMs: response.logAppendTimeMs,
             });
           }
           this.settle(state, bytes);
-          this.returnBuilder(batch.builder);
+          this.returnWriter(batch.writer);
         },
         (error: unknown) => {
           if (error instanceof BooblikError && error.code === "UNKNOWN_TOPIC_OR_PARTITION") {

@@ -126,6 +126,27 @@ export class SegmentFormatVersionError extends BadSegmentFileError {
   }
 }
 
+/**
+ * A data directory written by an older storage format: the broker does not open it (no partial
+ * start), and the message names the offline conversion command.
+ */
+export class DataDirFormatError extends BooblikError {
+  readonly dataDir: string;
+  readonly file: string;
+  readonly formatVersion: number;
+  constructor(dataDir: string, file: string, formatVersion: number, supportedVersion: number) {
+    super(
+      "BAD_SEGMENT_FILE",
+      `data directory ${dataDir} holds segments of storage format ${formatVersion} (first found: ${file}); ` +
+        `this build reads format ${supportedVersion}. Stop the broker and convert the directory offline ` +
+        `with: booblik-cli migrate ${dataDir}`,
+    );
+    this.dataDir = dataDir;
+    this.file = file;
+    this.formatVersion = formatVersion;
+  }
+}
+
 export class RecordTooLargeError extends BooblikError {
   readonly recordBytes: number;
   readonly maxBytes: number;

@@ -9,8 +9,16 @@ import { assert } from "./assert.ts";
 
 // --- Records -------------------------------------------------------------------------------------
 
-/** `[int32 length][int32 crc32c(payload)]` in front of every payload. */
+/**
+ * Format 1's record header `[int32 length][int32 crc32c(payload)]` (read only by `booblik-cli
+ * migrate`). Format 2 keeps the same frame around each stored batch: ENTRY_HEADER_BYTES.
+ */
 export const RECORD_HEADER_BYTES = 8;
+/**
+ * Format 2's entry frame `[u32 length][u32 crc32c(batch)]` in front of every stored RecordBatch v2
+ * (docs/format.md "Segment file"). The same 8 bytes as format 1's record header, on purpose.
+ */
+export const ENTRY_HEADER_BYTES = 8;
 /** A payload of zero bytes would be indistinguishable from the end-of-log marker in a mapped file. */
 export const RECORD_PAYLOAD_BYTES_MIN = 1;
 /** Default largest payload a partition accepts. Configurable per broker up to the hard limit below. */
@@ -43,6 +51,11 @@ export const RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT = RECORD_PAYLOAD_BYTES_LIMIT;
  * a batch has before anything is walked.
  */
 export const RECORD_V2_BYTES_MIN = 7;
+/**
+ * Smallest whole batch: the fixed part and one minimal record. A topic's largest batch
+ * (`maxRecordBytes`, the frame payload limit of its segments) may not be set below it.
+ */
+export const RECORD_BATCH_BYTES_MIN = RECORD_BATCH_OVERHEAD_BYTES + RECORD_V2_BYTES_MIN;
 
 // --- Segments ------------------------------------------------------------------------------------
 
@@ -70,6 +83,12 @@ export const FLUSH_INTERVAL_MS_MAX = 24 * 3600 * 1000;
 export const INDEX_INTERVAL_BYTES_DEFAULT = 4096;
 /** Initial entries per segment index. It doubles on demand; see sparse-index.ts for why not more. */
 export const INDEX_INITIAL_ENTRIES = 16;
+/**
+ * The file path frames an append's entries into one reusable staging buffer and writes it with one
+ * pwrite. The buffer grows to the largest append seen; beyond this it is not kept (a one-off large
+ * append gets a buffer of its own), so an idle broker does not hold 64 MiB per large batch it saw.
+ */
+export const APPEND_STAGING_BYTES_KEPT_MAX = 4 * 1024 * 1024;
 
 // --- I/O sizes -----------------------------------------------------------------------------------
 
@@ -253,6 +272,17 @@ export const FILE_NAME_BYTES_MAX = 255;
 export const TOPIC_FILE_SUFFIX = ".json";
 export const TOPIC_TEMPORARY_FILE_SUFFIX = ".tmp";
 
+// --- Client library --------------------------------------------------------------------------------
+
+/**
+ * A Producer reads the clock once and stamps it on at most this many records written in one
+ * synchronous run (the clock is read again at the next microtask turn whatever the count). Date.now()
+ * cost 300-550 ns a call on the project's 2-core VM under load (/tmp/wire micro-benchmark, tsc
+ * clocksource), several times the rest of a 100-byte record's write(); 256 records take well under a
+ * millisecond, so a CreateTime stays exact to the millisecond Kafka stores.
+ */
+export const PRODUCER_CLOCK_REUSE_RECORDS_MAX = 256;
+
 // --- Command line (booblik-cli) --------------------------------------------------------------------
 
 /** The broker's default TCP port (`--port`, BOOBLIK_PORT); the CLI's default `--broker` port too. */
@@ -311,7 +341,11 @@ export const CONSOLE_FIELD_PREVIEW_BYTES = 4096;
 // --- Relationships -------------------------------------------------------------------------------
 
 assert(SEGMENT_BYTES_MAX <= 2 ** 31 - 1, "positions are int32: a segment must stay below 2 GiB");
-assert(SEGMENT_BYTES_MIN > SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES, "a minimal segment holds one record");
+assert(
+  SEGMENT_BYTES_MIN >= SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES + RECORD_BATCH_BYTES_MIN,
+  "a minimal segment holds one entry of one record",
+);
+assert(ENTRY_HEADER_BYTES === RECORD_HEADER_BYTES, "format 2 keeps format 1's 8-byte frame");
 assert(
   RECORD_PAYLOAD_BYTES_LIMIT + RECORD_HEADER_BYTES + SEGMENT_HEADER_BYTES <= SEGMENT_BYTES_MAX,
   "the largest record fits into the largest segment",
@@ -342,8 +376,12 @@ assert(
   "every topic file <topic>.json and its temporary file <topic>.tmp fit NAME_MAX",
 );
 assert(
-  RECORD_PAYLOAD_BYTES_DEFAULT_MAX + RECORD_HEADER_BYTES + 256 <= FRAME_BYTES_DEFAULT_MAX,
-  "the default frame carries a PRODUCE of the default largest record",
+  RECORD_PAYLOAD_BYTES_DEFAULT_MAX + ENTRY_HEADER_BYTES + 256 <= FRAME_BYTES_DEFAULT_MAX,
+  "the default frame carries a PRODUCE of the default largest batch",
+);
+assert(
+  RECORD_BATCH_BYTES_MIN <= RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  "the default largest batch holds at least the smallest one",
 );
 assert(FETCH_BYTES_DEFAULT <= FETCH_RESPONSE_BYTES_MAX, "the default fetch size is within the cap");
 assert(

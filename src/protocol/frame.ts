@@ -7,7 +7,7 @@
  *   offset  size  field
  *   0       4     size           bytes after this field: 8 + payload
  *   4       2     apiKey         see API
- *   6       2     apiVersion     0 for every API in this version of booblik
+ *   6       2     apiVersion     API_VERSION_MIN..API_VERSION_MAX of the API (below)
  *   8       4     correlationId  chosen by the client, echoed in the response
  *   12      …     payload
  *
@@ -58,17 +58,27 @@ export const API_NAMES: Record<number, string> = Object.fromEntries(
   Object.entries(API).map(([name, key]) => [key, name]),
 );
 
-/** Highest supported version per API. */
+/**
+ * Highest supported version per API. Version 1 of METADATA, LIST_OFFSETS, PRODUCE and FETCH came
+ * with the record model of Kafka's RecordBatch v2 (issue 11): their bodies changed, so their
+ * version 0 is gone (API_VERSION_MIN) and a version-0 request is answered UNSUPPORTED_VERSION.
+ */
 export const API_VERSION_MAX: Record<number, number> = {
-  [API.METADATA]: 0,
+  [API.METADATA]: 1,
   [API.CREATE_TOPIC]: 0,
   [API.DELETE_TOPIC]: 0,
-  [API.LIST_OFFSETS]: 0,
-  [API.PRODUCE]: 0,
-  [API.FETCH]: 0,
+  [API.LIST_OFFSETS]: 1,
+  [API.PRODUCE]: 1,
+  [API.FETCH]: 1,
   [API.STATS]: 0,
   [API.AUTHENTICATE]: 0,
 };
+
+/**
+ * Lowest supported version per API: this broker speaks exactly one version of each API (the format-1
+ * bodies of version 0 described records this broker no longer stores).
+ */
+export const API_VERSION_MIN: Record<number, number> = { ...API_VERSION_MAX };
 
 export interface RequestHeader {
   apiKey: number;

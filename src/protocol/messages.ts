@@ -1,18 +1,20 @@
 /**
  * Request and response payloads of every API, encoded into a caller-owned ByteWriter and decoded
  * from a ByteReader over one frame. Shared by the server and the client: one codec, no copies.
- * The byte tables are in docs/protocol.md; field order here is the order on the wire.
+ * The byte tables are in docs/protocol.md; field order here is the order on the wire. Requests are
+ * written in the one version of each API this broker speaks (frame.ts API_VERSION_MAX).
  *
- * Invariants: a decoder consumes its frame exactly (leftover bytes are an error); record batches
- * travel as the same framed bytes that live on disk (see src/record/codec.ts) and are decoded as
- * views into the frame, never copied; a PRODUCE batch holds at least one byte (the records
- * themselves are checked by the partition). `largestProducibleRecordBytes` is the one place that
- * knows how much of a frame a PRODUCE spends besides its record's payload.
+ * Invariants: a decoder consumes its frame exactly (leftover bytes are an error); records travel
+ * as Kafka RecordBatch v2 bytes (src/record/batch.ts): a PRODUCE carries *bare* batches
+ * (BaseOffset 0, back to back), a FETCH answer the *framed* entries exactly as stored
+ * (src/record/entries.ts); both are decoded as views into the frame, never copied, and never
+ * walked here (the partition validates what a PRODUCE brings, the client checks what a FETCH
+ * brings). A PRODUCE holds at least one byte of records. `largestProducibleBatchBytes` is the one
+ * place that knows how much of a frame a PRODUCE spends besides its batch.
  */
-import { RECORD_HEADER_BYTES } from "../domain/limits.ts";
 import { type ByteReader, type ByteWriter, ProtocolError } from "./buffer.ts";
 import { WIRE_ERROR_CODES } from "./error-codes.ts";
-import { API, REQUEST_HEADER_BYTES, SIZE_BYTES } from "./frame.ts";
+import { API, API_VERSION_MAX, REQUEST_HEADER_BYTES, SIZE_BYTES } from "./frame.ts";
 
 // --- Framing helpers --------------------------------------------------------------------------------
 
@@ -21,7 +23,7 @@ export function beginRequest(
   writer: ByteWriter,
   apiKey: number,
   correlationId: number,
-  apiVersion = 0,
+  apiVersion = API_VERSION_MAX[apiKey] ?? 0,
 ): number {
   const start = writer.position;
   writer.u32(0).u16(apiKey).u16(apiVersion).u32(correlationId);
@@ -57,11 +59,16 @@ export interface DeleteTopicRequest {
 export interface ListOffsetsRequest {
   topic: string;
   partition: number;
+  /**
+   * Also answer the first offset whose record timestamp is ≥ this (ms since the epoch, Kafka's
+   * ListOffsets by time); −1 (the default) asks for the bounds only.
+   */
+  timestampMs?: number;
 }
 export interface ProduceRequest {
   topic: string;
   partition: number;
-  /** Framed records, exactly as on disk. */
+  /** One or more bare RecordBatch v2 back to back, each with BaseOffset 0 (Kafka's "records"). */
   records: Uint8Array;
 }
 export interface FetchRequest {
@@ -131,15 +138,19 @@ export function encodeListOffsetsRequest(
   request: ListOffsetsRequest,
 ): void {
   const start = beginRequest(writer, API.LIST_OFFSETS, correlationId);
-  writer.string(request.topic).u32(request.partition);
+  writer
+    .string(request.topic)
+    .u32(request.partition)
+    .i64(request.timestampMs ?? -1);
   endFrame(writer, start);
 }
 
 export function decodeListOffsetsRequest(reader: ByteReader): ListOffsetsRequest {
   const topic = reader.string("topic");
   const partition = reader.u32("partition");
+  const timestampMs = reader.i64("timestampMs");
   reader.expectEnd("LIST_OFFSETS request");
-  return { topic, partition };
+  return { topic, partition, timestampMs };
 }
 
 export function encodeProduceRequest(
@@ -167,24 +178,24 @@ export function encodeProduceRequestHeader(
 }
 
 /**
- * The largest record payload a PRODUCE to `topic` can carry in a request frame of at most
+ * The largest whole record batch a PRODUCE to `topic` can carry in a request frame of at most
  * `maxFrameBytes` (the frame's `size`): the frame holds apiKey, apiVersion and correlationId (8),
- * the topic string (2 + its UTF-8 bytes), partition (4), the records length (4) and one record
- * header (8) besides the payload. A topic whose maxRecordBytes is above this could never be sent one.
+ * the topic string (2 + its UTF-8 bytes), partition (4) and the records length (4) besides the batch.
+ * A topic whose batch limit is above this could never be sent a batch that large.
  */
-export function largestProducibleRecordBytes(maxFrameBytes: number, topic: string): number {
+export function largestProducibleBatchBytes(maxFrameBytes: number, topic: string): number {
   const topicBytes = new TextEncoder().encode(topic).length;
-  return maxFrameBytes - (REQUEST_HEADER_BYTES - SIZE_BYTES) - (2 + topicBytes) - 4 - 4 - RECORD_HEADER_BYTES;
+  return maxFrameBytes - (REQUEST_HEADER_BYTES - SIZE_BYTES) - (2 + topicBytes) - 4 - 4;
 }
 
 export function decodeProduceRequest(reader: ByteReader): ProduceRequest {
   const topic = reader.string("topic");
   const partition = reader.u32("partition");
   const records = reader.bytesField("records");
-  // docs/protocol.md: "a record batch of at least one record". Refused here, as a malformed request
+  // docs/protocol.md: "one or more record batches". Refused here, as a malformed request
   // (INVALID_REQUEST, a code the PRODUCE section lists), not deep in storage as a bad argument: that
   // went out as INVALID_CONFIG, a code about topic settings.
-  if (records.length === 0) throw new ProtocolError("PRODUCE records must hold at least one record");
+  if (records.length === 0) throw new ProtocolError("PRODUCE records must hold at least one record batch");
   reader.expectEnd("PRODUCE request");
   return { topic, partition, records };
 }
@@ -265,6 +276,8 @@ export interface TopicMetadata {
   name: string;
   /** The topic's settings as JSON (partitions, durability, writeMode, segmentBytes, …). */
   configJson: string;
+  /** Also in the config; a field of its own so that a reader of records needs no JSON. */
+  timestampType: TimestampType;
   partitions: PartitionMetadata[];
 }
 export interface MetadataResponse {
@@ -275,15 +288,26 @@ export interface MetadataResponse {
 export interface ListOffsetsResponse {
   logStartOffset: number;
   nextOffset: number;
+  /** The first offset whose timestamp is ≥ the request's timestampMs; −1 for none or not asked. */
+  timestampOffset: number;
+  /** That record's timestamp (ms); −1 with timestampOffset −1. */
+  offsetTimestampMs: number;
 }
 export const DURABILITY_APPENDED = 0;
 export const DURABILITY_FORCED = 1;
 export interface ProduceResponse {
   firstOffset: number;
+  /** Offsets assigned: the sum of the batches' record counts. */
   recordCount: number;
   durability: "appended" | "forced";
+  /** The append time stamped into the batches under LogAppendTime; −1 under CreateTime. */
+  logAppendTimeMs: number;
 }
-/** The fixed part of a FETCH response; `recordsBytes` of framed records follow it in the frame. */
+/** A topic's timestamp type on the wire (METADATA): Kafka's attribute bit 3. */
+export const TIMESTAMP_TYPE_CREATE_TIME = 0;
+export const TIMESTAMP_TYPE_LOG_APPEND_TIME = 1;
+export type TimestampType = "CreateTime" | "LogAppendTime";
+/** The fixed part of a FETCH response; `recordsBytes` of framed entries follow it in the frame. */
 export interface FetchResponseHeader {
   logStartOffset: number;
   nextOffset: number;
@@ -299,7 +323,13 @@ export function encodeMetadataResponse(
   const start = beginResponse(writer, correlationId);
   writer.string(response.brokerVersion).string(response.crc32cImplementation).u32(response.topics.length);
   for (const topic of response.topics) {
-    writer.string(topic.name).string(topic.configJson).u32(topic.partitions.length);
+    writer
+      .string(topic.name)
+      .string(topic.configJson)
+      .u8(
+        topic.timestampType === "LogAppendTime" ? TIMESTAMP_TYPE_LOG_APPEND_TIME : TIMESTAMP_TYPE_CREATE_TIME,
+      )
+      .u32(topic.partitions.length);
     for (const partition of topic.partitions) {
       writer.u32(partition.partition).u64(partition.logStartOffset).u64(partition.nextOffset);
     }
@@ -315,6 +345,14 @@ export function decodeMetadataResponse(reader: ByteReader): MetadataResponse {
   for (let t = 0; t < topicCount; t++) {
     const name = reader.string("topic name");
     const configJson = reader.string("topic config");
+    const timestampTypeCode = reader.u8("timestampType");
+    if (
+      timestampTypeCode !== TIMESTAMP_TYPE_CREATE_TIME &&
+      timestampTypeCode !== TIMESTAMP_TYPE_LOG_APPEND_TIME
+    )
+      throw new ProtocolError(`unknown timestampType ${timestampTypeCode}`);
+    const timestampType: TimestampType =
+      timestampTypeCode === TIMESTAMP_TYPE_LOG_APPEND_TIME ? "LogAppendTime" : "CreateTime";
     const partitionCount = reader.u32("partition count");
     const partitions: PartitionMetadata[] = [];
     for (let p = 0; p < partitionCount; p++) {
@@ -324,7 +362,7 @@ export function decodeMetadataResponse(reader: ByteReader): MetadataResponse {
         nextOffset: reader.u64("nextOffset"),
       });
     }
-    topics.push({ name, configJson, partitions });
+    topics.push({ name, configJson, timestampType, partitions });
   }
   reader.expectEnd("METADATA response");
   return { brokerVersion, crc32cImplementation, topics };
@@ -341,15 +379,21 @@ export function encodeListOffsetsResponse(
   response: ListOffsetsResponse,
 ): void {
   const start = beginResponse(writer, correlationId);
-  writer.u64(response.logStartOffset).u64(response.nextOffset);
+  writer
+    .u64(response.logStartOffset)
+    .u64(response.nextOffset)
+    .i64(response.timestampOffset)
+    .i64(response.offsetTimestampMs);
   endFrame(writer, start);
 }
 
 export function decodeListOffsetsResponse(reader: ByteReader): ListOffsetsResponse {
   const logStartOffset = reader.u64("logStartOffset");
   const nextOffset = reader.u64("nextOffset");
+  const timestampOffset = reader.i64("timestampOffset");
+  const offsetTimestampMs = reader.i64("offsetTimestampMs");
   reader.expectEnd("LIST_OFFSETS response");
-  return { logStartOffset, nextOffset };
+  return { logStartOffset, nextOffset, timestampOffset, offsetTimestampMs };
 }
 
 export function encodeProduceResponse(
@@ -361,7 +405,8 @@ export function encodeProduceResponse(
   writer
     .u64(response.firstOffset)
     .u32(response.recordCount)
-    .u8(response.durability === "forced" ? DURABILITY_FORCED : DURABILITY_APPENDED);
+    .u8(response.durability === "forced" ? DURABILITY_FORCED : DURABILITY_APPENDED)
+    .i64(response.logAppendTimeMs);
   endFrame(writer, start);
 }
 
@@ -372,8 +417,14 @@ export function decodeProduceResponse(reader: ByteReader): ProduceResponse {
   if (durability !== DURABILITY_APPENDED && durability !== DURABILITY_FORCED) {
     throw new ProtocolError(`unknown durability ${durability}`);
   }
+  const logAppendTimeMs = reader.i64("logAppendTimeMs");
   reader.expectEnd("PRODUCE response");
-  return { firstOffset, recordCount, durability: durability === DURABILITY_FORCED ? "forced" : "appended" };
+  return {
+    firstOffset,
+    recordCount,
+    durability: durability === DURABILITY_FORCED ? "forced" : "appended",
+    logAppendTimeMs,
+  };
 }
 
 /**

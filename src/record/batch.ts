@@ -63,9 +63,7 @@ import {
 } from "../domain/limits.ts";
 import {
   CODEC_ID_MAX,
-  CODEC_LZ4,
   CODEC_NONE,
-  CODEC_SNAPPY,
   codecIdOf,
   compressRecords,
   decompressRecords,
@@ -309,13 +307,31 @@ export function stampBatch(
   setInt32(bytes, start + PARTITION_LEADER_EPOCH_OFFSET, partitionLeaderEpoch);
 }
 
+/**
+ * Turns the batch in `bytes[start, end)` into a LogAppendTime batch stamped at `timestampMs`:
+ * attributes bit 3 set, MaxTimestamp = `timestampMs`, batch CRC recomputed (both fields are covered
+ * by it). Readers then take MaxTimestamp as every record's timestamp (Kafka's rule); BaseTimestamp
+ * and the record deltas stay as the producer wrote them, as Kafka leaves them.
+ */
+export function stampLogAppendTime(bytes: Uint8Array, start: number, end: number, timestampMs: number): void {
+  if (!Number.isSafeInteger(timestampMs))
+    throw new InvalidArgumentError(`log append time ${timestampMs} is not an integer number of milliseconds`);
+  setInt16(
+    bytes,
+    start + ATTRIBUTES_OFFSET,
+    int16At(bytes, start + ATTRIBUTES_OFFSET) | ATTRIBUTE_LOG_APPEND_TIME,
+  );
+  setInt64(bytes, start + MAX_TIMESTAMP_OFFSET, timestampMs);
+  setInt32(bytes, start + CRC_OFFSET, computeBatchCrc(bytes, start, end));
+}
+
 // --- Validation of a PRODUCE ---------------------------------------------------------------------
 
 export interface ValidateBatchOptions {
   /** Largest whole batch accepted (a broker's configured maximum); default the hard limit. */
   maxBatchBytes?: number;
   /**
-   * Also decompress and walk the records of a compressed batch (gzip and zstd only). Off by default:
+   * Also decompress and walk the records of a compressed batch. Off by default:
    * the broker stores compressed batches untouched and never inflates them (kafka-wire.md §0.4).
    */
   walkCompressed?: boolean;
@@ -523,12 +539,6 @@ export class RecordBatchReader {
       this.origin = start;
       this.where = "the batch";
     } else {
-      if (codecId === CODEC_SNAPPY || codecId === CODEC_LZ4)
-        throw new InvalidBatchError(
-          "codec",
-          `${describeCodec(codecId)} batches cannot be decompressed by this build (gzip and zstd can)`,
-          ATTRIBUTES_OFFSET,
-        );
       try {
         this.records = decompressRecords(codecId, bytes, start + RECORDS_OFFSET, end, RECORDS_OFFSET);
       } catch (error) {
@@ -997,9 +1007,23 @@ function writeBytesField(bytes: Uint8Array, position: number, field: Uint8Array 
     bytes[position] = 1; // zigzag(−1)
     return position + 1;
   }
-  const p = writeVarint(bytes, position, field.length);
-  bytes.set(field, p);
-  return p + field.length;
+  const length = field.length;
+  const p = writeVarint(bytes, position, length);
+  copyBytes(bytes, p, field);
+  return p + length;
+}
+
+/**
+ * `target.set(source, position)` for a key or value. Small fields are copied byte by byte: with
+ * `set` here, a CPU profile of RecordBatchWriter.add for 100-byte values spent 94 % of its time in
+ * `set` and its caller (about 200 ns a record against 30-50 ns for format 1's builder, whose `set`
+ * did not show the cost); the loop brought it to 50-80 ns (Bun 1.4.4, 2-core VM, /tmp/wire micro
+ * benchmarks of issue 11). Large fields still use `set` (a memcpy).
+ */
+function copyBytes(target: Uint8Array, position: number, source: Uint8Array): void {
+  const length = source.length;
+  if (length > 256) target.set(source, position);
+  else for (let i = 0; i < length; i++) target[position + i] = source[i]!;
 }
 
 /** UTF-8 byte length of `text` without encoding it (lone surrogates count as U+FFFD, 3 bytes). */

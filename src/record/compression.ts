@@ -1,22 +1,31 @@
 /**
  * The compression codecs of a RecordBatch v2 (attributes bits 0-2) and the ones this build can run.
- * Owns the codec numbers and names and the calls into Bun's built-in zlib; nothing else.
+ * Owns the codec numbers and names and the calls into the codec libraries; nothing else.
  *
- *   id  name    here
- *   0   none    -
+ *   id  name    compress   decompress
+ *   0   none    -          -
  *   1   gzip    node:zlib gzipSync / gunzipSync
- *   2   snappy  known, not implemented (a later npm package; the broker stores it untouched)
- *   3   lz4     known, not implemented (likewise)
+ *   2   snappy  no         snappyjs (pure JS): raw snappy, or the xerial framing Java clients write
+ *   3   lz4     no         lz4js (pure JS): the LZ4 frame format (Kafka's since magic 1)
  *   4   zstd    node:zlib zstdCompressSync / zstdDecompressSync (present in Bun 1.4.4; checked)
  *   5-7 -       unknown: an error naming the number
  *
+ * Why these two packages (the README's dependency list says the same): Bun has no snappy or lz4;
+ * snappyjs and lz4js are pure JavaScript (no native addon to build, nothing downloaded at install,
+ * they run inside the single executable), MIT/ISC, small enough to read, and the most used pure-JS
+ * implementations on npm (snappyjs is what kafkajs-snappy runs). Only the consumer side needs them:
+ * the broker stores snappy and lz4 batches untouched and never inflates them.
+ *
  * Invariants:
  * - Decompression never produces more than `maxBytes` (RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT by
- *   default): zlib stops at `maxOutputLength` instead of inflating a bomb into memory.
+ *   default): zlib stops at `maxOutputLength`; snappy's and lz4's declared or bounded sizes are
+ *   checked before their output is allocated, so a bomb is refused, not inflated into memory.
  * - Failures are CorruptRecordError at the position the caller names (the start of the compressed
- *   records inside the batch), with zlib's own message as the reason.
+ *   records inside the batch), with the library's own message as the reason.
  */
 import zlib from "node:zlib";
+import lz4 from "lz4js";
+import snappy from "snappyjs";
 import { CorruptRecordError, InvalidArgumentError } from "../domain/errors.ts";
 import { RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT } from "../domain/limits.ts";
 
@@ -67,6 +76,8 @@ export function decompressRecords(
   try {
     if (codecId === CODEC_GZIP) return zlib.gunzipSync(input, { maxOutputLength: maxBytes });
     if (codecId === CODEC_ZSTD) return zlib.zstdDecompressSync(input, { maxOutputLength: maxBytes });
+    if (codecId === CODEC_SNAPPY) return decompressSnappy(input, maxBytes);
+    if (codecId === CODEC_LZ4) return decompressLz4(input, maxBytes);
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
     const tooLarge =
@@ -78,8 +89,73 @@ export function decompressRecords(
       position,
     );
   }
-  throw new CorruptRecordError(
-    `${describeCodec(codecId)} records cannot be decompressed by this build (gzip and zstd can)`,
-    position,
-  );
+  throw new CorruptRecordError(`${describeCodec(codecId)} records cannot be decompressed`, position);
+}
+
+class TooLargeError extends Error {
+  readonly code = "ERR_BUFFER_TOO_LARGE";
+}
+
+/** xerial snappy-java's stream header: magic "\x82SNAPPY\0", version, compatible version (16 bytes). */
+const XERIAL_MAGIC = [0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00];
+const XERIAL_HEADER_BYTES = 16;
+
+function isXerial(input: Uint8Array): boolean {
+  if (input.length < XERIAL_HEADER_BYTES) return false;
+  for (let i = 0; i < XERIAL_MAGIC.length; i++) if (input[i] !== XERIAL_MAGIC[i]) return false;
+  return true;
+}
+
+/**
+ * Snappy as Kafka clients send it: Java's producer (snappy-java) writes the xerial framing (a
+ * 16-byte header, then blocks of [u32 length][raw snappy]); librdkafka and kafkajs write either
+ * that or one raw snappy block. snappyjs checks each block's declared length against the room left.
+ */
+function decompressSnappy(input: Uint8Array, maxBytes: number): Uint8Array {
+  if (!isXerial(input)) return snappy.uncompress(input, maxBytes);
+  const blocks: Uint8Array[] = [];
+  let total = 0;
+  let position = XERIAL_HEADER_BYTES;
+  while (position < input.length) {
+    if (input.length - position < 4) throw new Error(`xerial block length cut at byte ${position}`);
+    const length =
+      ((input[position]! << 24) |
+        (input[position + 1]! << 16) |
+        (input[position + 2]! << 8) |
+        input[position + 3]!) >>>
+      0;
+    position += 4;
+    if (length > input.length - position)
+      throw new Error(`xerial block of ${length} bytes at byte ${position - 4} runs past the end`);
+    const block = snappy.uncompress(input.subarray(position, position + length), maxBytes - total);
+    total += block.length;
+    blocks.push(block);
+    position += length;
+  }
+  if (blocks.length === 1) return blocks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const block of blocks) {
+    out.set(block, at);
+    at += block.length;
+  }
+  return out;
+}
+
+/**
+ * LZ4 frames (Kafka's format for magic 1 and 2). lz4js bounds the output by the frame's content
+ * size or by its blocks' maximum sizes (64 KiB each as Kafka's and librdkafka's producers write
+ * them); the buffer is that bound, at most `maxBytes`. lz4js drops writes past the buffer's end but
+ * still counts them, so a frame that inflates further is seen and refused. It does not check a
+ * frame against its input's end either: the record walker checks the records, as for every codec.
+ */
+function decompressLz4(input: Uint8Array, maxBytes: number): Uint8Array {
+  const bound = lz4.decompressBound(input) as unknown as number;
+  if (!(Number.isSafeInteger(bound) && bound >= 0))
+    throw new Error(`the LZ4 frame declares an impossible size ${String(bound)}`);
+  const out = new Uint8Array(Math.min(bound, maxBytes));
+  const written = lz4.decompressFrame(input, out);
+  if (written > out.length) throw new TooLargeError(`the LZ4 frame inflates to ${written} bytes`);
+  if (!(written >= 0)) throw new Error(`the LZ4 frame decoded to ${written} bytes`);
+  return out.subarray(0, written);
 }

@@ -39,6 +39,7 @@ import {
   API,
   API_NAMES,
   API_VERSION_MAX,
+  API_VERSION_MIN,
   REQUEST_HEADER_BYTES,
   type RequestHeader,
   readRequestHeader,
@@ -60,7 +61,7 @@ import {
   encodeProduceResponse,
   encodeStatsResponse,
   type FetchRequest,
-  largestProducibleRecordBytes,
+  largestProducibleBatchBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
@@ -379,13 +380,16 @@ export class BrokerServer implements ConnectionHost {
         });
       }
       const maxVersion = API_VERSION_MAX[header.apiKey];
-      if (maxVersion === undefined) {
+      const minVersion = API_VERSION_MIN[header.apiKey];
+      if (maxVersion === undefined || minVersion === undefined) {
         throw new ProtocolError(`unknown request type ${header.apiKey}`);
       }
-      if (header.apiVersion > maxVersion) {
+      if (header.apiVersion > maxVersion || header.apiVersion < minVersion) {
+        const speaks =
+          minVersion === maxVersion ? `version ${maxVersion}` : `versions ${minVersion} to ${maxVersion}`;
         throw new BooblikError(
           "UNSUPPORTED_VERSION",
-          `${API_NAMES[header.apiKey]} version ${header.apiVersion} is not supported (this broker speaks up to ${maxVersion})`,
+          `${API_NAMES[header.apiKey]} version ${header.apiVersion} is not supported (this broker speaks ${speaks})`,
         );
       }
       if (
@@ -512,6 +516,7 @@ export class BrokerServer implements ConnectionHost {
     const topics: TopicMetadata[] = descriptions.map((topic) => ({
       name: topic.name,
       configJson: JSON.stringify(topic.config),
+      timestampType: topic.config.timestampType,
       partitions: topic.partitions.map((partition) => ({
         partition: partition.partition,
         logStartOffset: partition.logStartOffset,
@@ -543,11 +548,11 @@ export class BrokerServer implements ConnectionHost {
     if (settings === null || typeof settings !== "object" || Array.isArray(settings)) {
       throw new BooblikError("INVALID_ARGUMENT", "topic config must be a JSON object");
     }
-    // A record limit no PRODUCE could reach is refused (explicit) or lowered (a default).
+    // A batch limit no PRODUCE could reach is refused (explicit) or lowered (a default).
     const maxFrameBytes = this.options.maxFrameBytes;
     const ceiling = {
-      bytes: largestProducibleRecordBytes(maxFrameBytes, request.name),
-      why: `the largest record a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
+      bytes: largestProducibleBatchBytes(maxFrameBytes, request.name),
+      why: `the largest record batch a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
     };
     const create = () => {
       let created: ReturnType<Broker["createTopic"]>;
@@ -714,10 +719,15 @@ export class BrokerServer implements ConnectionHost {
   ): void {
     const request = decodeListOffsetsRequest(reader);
     const partition = this.broker.partition(request.topic, request.partition);
+    const timestampMs = request.timestampMs ?? -1;
+    // Looked up among visible records only: a consumer must not be sent to an offset it cannot read.
+    const found = timestampMs < 0 ? undefined : partition.offsetForTimestamp(timestampMs);
     this.writer.reset();
     encodeListOffsetsResponse(this.writer, correlationId, {
       logStartOffset: partition.logStartOffset,
       nextOffset: partition.visibleNextOffset,
+      timestampOffset: found?.offset ?? -1,
+      offsetTimestampMs: found?.timestampMs ?? -1,
     });
     connection.complete(slot, this.writer.written().slice());
   }
@@ -731,12 +741,14 @@ export class BrokerServer implements ConnectionHost {
     const request = decodeProduceRequest(reader);
     const partition = this.broker.partition(request.topic, request.partition);
     this.counters.produceRequests++;
-    // The append itself is synchronous (the records are copied into the page cache before this call
-    // returns), so the frame may be reused afterwards; only the acknowledgement waits.
-    partition.append(request.records, true).then(
+    // The batches go to the partition as a view into the frame, no copy: the partition validates
+    // them and the segment writer copies them into the segment (stamping offsets in its copy) before
+    // this call returns, so the frame may be reused afterwards; only the acknowledgement waits.
+    const recordsBytes = request.records.length;
+    partition.append(request.records).then(
       (ack) => {
         this.counters.produceRecords += ack.recordCount;
-        this.counters.produceBytes += request.records.length;
+        this.counters.produceBytes += recordsBytes;
         this.writer.reset();
         encodeProduceResponse(this.writer, correlationId, ack);
         connection.complete(slot, this.writer.written().slice());

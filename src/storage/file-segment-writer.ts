@@ -1,17 +1,38 @@
 /**
- * The `file` write path: every batch is one pwrite at an explicit position (never a file cursor; the
+ * The `file` write path: every append is one pwrite at an explicit position (never a file cursor; the
  * predecessor's forgotten `position()` after a reopen overwrote the start of its log). The file is as
  * long as its data, so the end of the log is the file length.
  *
- * A full disk: pwrite may have written part of the batch before ENOSPC. Those bytes lie beyond the
+ * An append's entries (frame headers, stamped batches) are first written into one staging buffer
+ * shared by every file writer (JS runs one append at a time and pwrite is synchronous), then written
+ * with a single pwrite: one syscall per append whatever its entry count, and the kernel sees the
+ * whole append at once. The buffer grows to the largest append seen, up to
+ * APPEND_STAGING_BYTES_KEPT_MAX; a larger append gets a buffer of its own (docs/benchmarks.md
+ * measures the copy).
+ *
+ * A full disk: pwrite may have written part of the append before ENOSPC. Those bytes lie beyond the
  * published size but a later, shorter batch could leave a suffix of them in place, and recovery
  * could then read a never-acknowledged record behind the new one. So the file is cut back to the
  * published size before the error is reported, and the file counts as unforced until a force made
  * the cut durable (forcedBytes -1: nothing is claimed durable, so no force skips it).
  */
 import { isDiskFull } from "../domain/errors.ts";
+import { APPEND_STAGING_BYTES_KEPT_MAX } from "../domain/limits.ts";
 import { disk } from "./disk.ts";
+import type { EntrySource } from "./entry-framer.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
+
+let staging = new Uint8Array(64 * 1024);
+
+/** A buffer of at least `bytes` to frame an append in (see the header). */
+function stagingFor(bytes: number): Uint8Array {
+  if (bytes <= staging.length) return staging;
+  if (bytes > APPEND_STAGING_BYTES_KEPT_MAX) return new Uint8Array(bytes);
+  let capacity = staging.length * 2;
+  while (capacity < bytes) capacity *= 2;
+  staging = new Uint8Array(Math.min(capacity, APPEND_STAGING_BYTES_KEPT_MAX));
+  return staging;
+}
 
 export class FileSegmentWriter extends BaseSegmentWriter {
   readonly writeMode: WriteMode = "file";
@@ -23,8 +44,11 @@ export class FileSegmentWriter extends BaseSegmentWriter {
     this.fd = fd;
   }
 
-  protected writeAt(batch: Uint8Array, position: number): void {
-    disk.pwriteAll(this.fd, batch, 0, batch.length, position, this.path);
+  protected writeAt(source: EntrySource, position: number): void {
+    const bytes = source.framedBytes;
+    const buffer = stagingFor(bytes);
+    source.writeTo(buffer, 0);
+    disk.pwriteAll(this.fd, buffer, 0, bytes, position, this.path);
   }
 
   protected undoRecoverableWrite(error: unknown, position: number): boolean {

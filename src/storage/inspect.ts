@@ -1,8 +1,10 @@
 /**
  * Read-only inspection of segment files and partition directories, for `booblik-cli segment dump`
  * and `segment verify`. Opens files O_RDONLY and never writes, so it is safe while a broker runs.
+ * Entries are walked by THE entry walker (`scanEntries`, src/record/entries.ts) and their records by
+ * THE record walker (`forEachRecord`), the same checks recovery makes.
  *
- * Classification of what a walk finds after the last valid record of a segment:
+ * Classification of what a walk finds after the last valid entry of a segment:
  * - nothing, or zeros (the end-of-log marker of a mapped file): a clean end;
  * - in the newest segment of a partition, an incomplete or invalid tail: not damage by itself. It is
  *   a write in progress (when a broker runs) or a torn tail that recovery cuts (it was never
@@ -13,24 +15,51 @@
  * - anywhere else (a sealed segment, or a gap between segments): damage.
  */
 import path from "node:path";
-import { crc32c } from "../../ffi/crc32c.ts";
 import { closeFile, fileSize, listDirectory, openFile, preadFull, statFile } from "../../ffi/file.ts";
 import { BadSegmentFileError } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
-  RECORD_HEADER_BYTES,
+  ENTRY_HEADER_BYTES,
   RECORD_PAYLOAD_BYTES_LIMIT,
   RECOVERY_CHUNK_BYTES,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
-import { readUint32 } from "../record/codec.ts";
+import {
+  forEachRecord,
+  InvalidBatchError,
+  type RecordBatchHeader,
+  type RecordView,
+  recordKey,
+  recordValue,
+} from "../record/batch.ts";
+import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
+import { entryLengthAt } from "./entry-framer.ts";
 import { isTornCreation } from "./recovery.ts";
 import { decodeSegmentHeader, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
+/** One stored entry (a batch) as a walk finds it; views valid only during the call. */
+export interface InspectedEntry {
+  /** Position of the entry's frame in the file. */
+  position: number;
+  /** The batch bytes (stamped, as stored). */
+  batch: Uint8Array;
+  /** The batch header (one object reused for the whole walk). */
+  header: RecordBatchHeader;
+}
+
+/** One record of an entry; views valid only during the call. */
 export interface InspectedRecord {
   offset: number;
+  /** Position of the record's entry in the file. */
   position: number;
+  timestamp: number;
+  key: Uint8Array | null;
+  /** The value, or null. */
+  value: Uint8Array | null;
+  /** The value, or an empty view for a null value (for printing). */
   payload: Uint8Array;
+  /** The walker's view, for headers (`recordHeaders`). */
+  record: RecordView;
 }
 
 export type SegmentEnd =
@@ -40,35 +69,51 @@ export type SegmentEnd =
 export interface SegmentWalk {
   file: string;
   baseOffset: Offset;
+  /** Offsets the valid entries cover. */
   recordCount: number;
+  entryCount: number;
   sizeBytes: number;
   validEndBytes: number;
   end: SegmentEnd;
 }
 
+const EMPTY = new Uint8Array(0);
+
 /**
- * Walks every record of a segment file in order, checking lengths and CRCs, and calls `onRecord`
- * for each valid one (the payload view is only valid during the call). `onProgress` gets bytes read.
+ * Walks every entry of a segment file in order, checking it as recovery does (scanEntries, frame
+ * CRC included), and calls `onRecord` for each record of each valid entry (views only valid during
+ * the call; batches this build cannot decompress, snappy and lz4, give no records) and `onEntry`
+ * for each entry. `onProgress` gets bytes read.
  */
 export function walkSegmentFile(
   file: string,
   onRecord?: (record: InspectedRecord) => void,
   onProgress?: (bytesRead: number) => void,
   maxPayloadBytes = RECORD_PAYLOAD_BYTES_LIMIT,
+  onEntry?: (entry: InspectedEntry) => void,
 ): SegmentWalk {
-  const walk = walkSegmentChunks(file, onRecord, onProgress, maxPayloadBytes);
+  const walk = walkSegmentChunks(file, onRecord, onProgress, maxPayloadBytes, RECOVERY_CHUNK_BYTES, onEntry);
   for (;;) {
     const step = walk.next();
     if (step.done) return step.value;
   }
 }
 
+/** Thrown out of the entry visitor when the records of an entry with a valid CRC do not parse. */
+class RecordsInvalid {
+  constructor(
+    readonly entryPosition: number,
+    readonly reason: string,
+  ) {}
+}
+
 /**
- * The same walk, pausing after each chunk read (`chunkBytes`, or one record when larger): it yields
- * the segment's base offset once its header was read, then after the records of every chunk were
- * given to `onRecord`, so that a caller can wait in between (`segment dump` waits for its stdout
+ * The same walk, pausing after each chunk read (`chunkBytes`, or one entry when larger): it yields
+ * the segment's base offset once its header was read, then after the entries of every chunk were
+ * given to the callbacks, so that a caller can wait in between (`segment dump` waits for its stdout
  * pipe: a dump of 2 M records once held all its output in memory). `next(true)` ends the walk
- * early (the result then describes the part walked) and closes the file. Yielding per chunk rather than per record keeps `segment verify` at its speed.
+ * early (the result then describes the part walked) and closes the file. Yielding per chunk rather
+ * than per entry keeps `segment verify` at its speed.
  */
 export function* walkSegmentChunks(
   file: string,
@@ -76,6 +121,7 @@ export function* walkSegmentChunks(
   onProgress?: (bytesRead: number) => void,
   maxPayloadBytes = RECORD_PAYLOAD_BYTES_LIMIT,
   chunkBytes = RECOVERY_CHUNK_BYTES,
+  onEntry?: (entry: InspectedEntry) => void,
 ): Generator<{ baseOffset: Offset; sizeBytes: number }, SegmentWalk, boolean | undefined> {
   const fd = openFile(file, "read");
   try {
@@ -88,74 +134,146 @@ export function* walkSegmentChunks(
     let buffer = new Uint8Array(Math.min(chunkBytes, Math.max(4096, sizeBytes)));
     let position = SEGMENT_HEADER_BYTES;
     let count = 0;
+    let entries = 0;
+    let expected: number = baseOffset;
     let end: SegmentEnd = { kind: "clean" };
+    const scan = newEntryScanResult();
     const invalid = (reason: string): SegmentEnd => ({
       kind: "invalid",
       position,
-      offset: baseOffset + count,
+      offset: expected,
       reason,
       bytesAfter: sizeBytes - position,
     });
+    let chunkBase = position;
+    // What the visitor passed in this chunk: counted here, since a throw out of it loses the scan's.
+    let chunkEntries = 0;
+    let chunkRecords = 0;
+    let chunkNext = expected;
+    const inspected: InspectedRecord = {
+      offset: 0,
+      position: 0,
+      timestamp: 0,
+      key: null,
+      value: null,
+      payload: EMPTY,
+      record: undefined as unknown as RecordView,
+    };
+    const visitRecord = (record: RecordView): void => {
+      inspected.offset = record.offset;
+      inspected.timestamp = record.timestamp;
+      inspected.key = recordKey(record);
+      inspected.value = recordValue(record);
+      inspected.payload = inspected.value ?? EMPTY;
+      inspected.record = record;
+      onRecord!(inspected);
+    };
+    const visitor: EntryVisitor | undefined =
+      onRecord === undefined && onEntry === undefined
+        ? undefined
+        : (entryPosition, batchStart, batchEnd, batchHeader) => {
+            onEntry?.({
+              position: chunkBase + entryPosition,
+              batch: buffer.subarray(batchStart, batchEnd),
+              header: batchHeader,
+            });
+            if (onRecord !== undefined) {
+              inspected.position = chunkBase + entryPosition;
+              try {
+                forEachRecord(buffer, batchStart, batchEnd, visitRecord, batchHeader);
+              } catch (error) {
+                const undecodable = error instanceof InvalidBatchError && error.check === "codec";
+                if (error instanceof InvalidBatchError && !undecodable)
+                  throw new RecordsInvalid(chunkBase + entryPosition, error.message);
+                if (!undecodable) throw error;
+              }
+            }
+            chunkEntries++;
+            chunkRecords += batchHeader.lastOffsetDelta + 1;
+            chunkNext = batchHeader.baseOffset + batchHeader.lastOffsetDelta + 1;
+          };
     while (position < sizeBytes) {
       const want = Math.min(buffer.length, sizeBytes - position);
       const read = preadFull(fd, buffer, 0, want, position, file);
       onProgress?.(read);
       // A short read means the file shrank while we read it (this tool runs beside a broker that
       // may cut a torn tail): it ends here now. Without this, a read of 0 bytes far from the old
-      // end would look like "a record larger than the buffer" and the walk would loop forever.
+      // end would look like "an entry larger than the buffer" and the walk would loop forever.
       if (read < want) sizeBytes = position + read;
-      let at = 0;
-      while (at < read) {
-        if (read - at < RECORD_HEADER_BYTES) break;
-        const length = readUint32(buffer, at);
-        if (length === 0) break;
-        if (length > maxPayloadBytes) {
-          position += at;
-          end = invalid(`record length ${length} is out of range`);
-          return finish();
-        }
-        const recordEnd = at + RECORD_HEADER_BYTES + length;
-        if (recordEnd > read) break;
-        if (crc32c(buffer, at + RECORD_HEADER_BYTES, recordEnd) !== readUint32(buffer, at + 4)) {
-          position += at;
-          end = invalid("CRC32C mismatch");
-          return finish();
-        }
-        onRecord?.({
-          offset: baseOffset + count,
-          position: position + at,
-          payload: buffer.subarray(at + RECORD_HEADER_BYTES, recordEnd),
-        });
-        count++;
-        at = recordEnd;
+      chunkBase = position;
+      chunkEntries = 0;
+      chunkRecords = 0;
+      try {
+        scanEntries(
+          buffer,
+          0,
+          read,
+          {
+            framing: "framed",
+            verifyCrc: true,
+            maxBatchBytes: maxPayloadBytes,
+            expectedBaseOffset: expected,
+          },
+          scan,
+          visitor,
+        );
+      } catch (error) {
+        if (!(error instanceof RecordsInvalid)) throw error;
+        // Entries before the bad one were given out; count them and stop at it.
+        count += chunkRecords;
+        entries += chunkEntries;
+        if (chunkEntries > 0) expected = chunkNext;
+        position = error.entryPosition;
+        end = invalid(`the records of the batch do not parse: ${error.reason}`);
+        return finish();
       }
-      const stoppedAt = position + at;
-      if (at === read && stoppedAt === sizeBytes) {
-        position = stoppedAt;
-        break;
+      count += scan.recordCount;
+      entries += scan.entryCount;
+      if (scan.entryCount > 0) expected = scan.nextOffset;
+      position = chunkBase + scan.endPosition;
+      const stop = scan.stop;
+      if (stop === "end") {
+        if (position >= sizeBytes) break;
+        if (yield { baseOffset, sizeBytes }) return finish();
+        continue;
       }
-      // Stopped inside this chunk: a zero length, or a record that runs past the chunk or the file.
-      const remaining = read - at;
-      if (remaining >= 4 && readUint32(buffer, at) === 0) {
-        position = stoppedAt;
+      if (stop === "zero-length") {
         if (!allZero(fd, file, position, sizeBytes)) end = invalid("zero length followed by nonzero bytes");
         return finish();
       }
-      const needed =
-        remaining >= RECORD_HEADER_BYTES ? RECORD_HEADER_BYTES + readUint32(buffer, at) : RECORD_HEADER_BYTES;
-      if (stoppedAt + needed > sizeBytes || (remaining < 4 && stoppedAt + 4 > sizeBytes)) {
-        position = stoppedAt;
-        end = invalid(`record cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
+      if (stop !== "truncated") {
+        end = invalid(`${stop}: ${scan.detail}`);
         return finish();
       }
-      if (at === 0) buffer = new Uint8Array(needed); // a record larger than the buffer
-      position = stoppedAt;
+      // Truncated: at the end of the file a torn entry; else it continues in the next chunk.
+      const remaining = read - scan.endPosition;
+      const needed =
+        remaining >= 4 ? ENTRY_HEADER_BYTES + entryLengthAt(buffer, scan.endPosition) : ENTRY_HEADER_BYTES;
+      if (position + needed > sizeBytes) {
+        end = invalid(`entry cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
+        return finish();
+      }
+      if (scan.endPosition === 0) {
+        if (needed - ENTRY_HEADER_BYTES > maxPayloadBytes) {
+          end = invalid(`entry length ${needed - ENTRY_HEADER_BYTES} is out of range`);
+          return finish();
+        }
+        buffer = new Uint8Array(needed); // an entry larger than the buffer
+      }
       if (yield { baseOffset, sizeBytes }) return finish();
     }
     return finish();
 
     function finish(): SegmentWalk {
-      return { file, baseOffset, recordCount: count, sizeBytes, validEndBytes: position, end };
+      return {
+        file,
+        baseOffset,
+        recordCount: count,
+        entryCount: entries,
+        sizeBytes,
+        validEndBytes: position,
+        end,
+      };
     }
   } finally {
     closeFile(fd, file);

@@ -1,10 +1,11 @@
 /**
  * The `mapped` write path: the file is sized to the segment's capacity (sparse), mapped MAP_SHARED,
- * and batches are copied into the mapping. The end of the log is the first zero length.
+ * and an append's entries are framed straight into the mapping (entry-framer.ts: the batch copied,
+ * stamped, its frame CRC computed there). The end of the log is the first zero length.
  *
- * Write order inside a batch: every byte except the first record's length goes in first, that length
- * last. Recovery reads a length first and stops at a zero one, so a batch is either reachable as a
- * whole or not at all from the first record on. (Page writeback order is not guaranteed, so this
+ * Write order inside an append: every byte except the first entry's length goes in first, that
+ * length last (EntryFramer.writeTo). Recovery reads a length first and stops at a zero one, so an
+ * append is either reachable as a whole or not at all from its first entry on. (Page writeback order is not guaranteed, so this
  * decides where recovery stops, not whether the bytes are whole: that is the CRC's job.)
  *
  * Full disk: a store through a mapping into a page whose blocks the file system still has to allocate
@@ -54,6 +55,7 @@ import {
   MAPPED_ZERO_CHUNK_BYTES,
 } from "../domain/limits.ts";
 import { disk } from "./disk.ts";
+import type { EntrySource } from "./entry-framer.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
 
 function roundUpToPage(bytes: number): number {
@@ -91,16 +93,11 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     this.writtenEnd = sizeBytes;
   }
 
-  protected writeAt(batch: Uint8Array, position: number): void {
-    const end = position + batch.length;
+  protected writeAt(source: EntrySource, position: number): void {
+    const end = position + source.framedBytes;
     if (end > this.writtenEnd) this.extendWindow(end);
-    const bytes = this.mapping.bytes;
-    bytes.set(batch.subarray(4), position + 4);
-    // The first record's length last (see the header comment).
-    bytes[position] = batch[0]!;
-    bytes[position + 1] = batch[1]!;
-    bytes[position + 2] = batch[2]!;
-    bytes[position + 3] = batch[3]!;
+    // Every store lands below writtenEnd (on written blocks); the first length goes in last.
+    source.writeTo(this.mapping.bytes, position);
   }
 
   /**

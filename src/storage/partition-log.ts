@@ -7,28 +7,30 @@
  * own: when to force (the durability policy, src/broker), topics, consumer positions.
  *
  * Invariants:
- * - Segments are contiguous: segment i+1 starts at segment i's next offset. A batch never spans
- *   segments; the log rolls when the next batch would not fit.
+ * - Segments are contiguous: segment i+1 starts at segment i's next offset. An append (one or more
+ *   batches, each stored as one entry) never spans segments; the log rolls when it would not fit.
  * - Only the newest segment has a writer. Retention deletes sealed segments only, oldest first.
  * - `nextOffset` moves only after a batch is completely written (DESIGN invariant 2).
  * - After a failed write or force the log refuses appends until it is reopened (and so recovered).
  * - The recovery point only moves after a completed force that covered it (see checkpoint.ts).
  *
- * Opening (numbered passes, as in Kafka's LogLoader):
+ * Opening (numbered passes, as in Kafka's LogLoader; passes 2-4 decide per segment in one table,
+ * log-recovery.ts):
  * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
- *    Delete every segment file that holds no record while another remains (unless the recovery
+ *    Delete every segment file that holds no entry while another remains (unless the recovery
  *    point lies in it): the leftover of a roll whose create and cleanup both failed, or a newest
  *    segment whose header a crash tore (removeLeftoverSegments).
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
- *    on first read). The segment holding the recovery point and every later one are scanned: lengths
- *    only up to the recovery point, lengths and CRCs after it; invalid tails are cut. After a clean
+ *    on first use). The segment holding the recovery point and every later one are scanned: no
+ *    CRCs up to the recovery point, everything after it; invalid tails are cut. After a clean
  *    shutdown the recovery point is the exact end, and the newest segment is not scanned either.
  * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
  *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
  *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
  *    right after a roll; its header bytes are zeros or missing) is deleted the same way, unless the
- *    recovery point says records in it were forced.
+ *    recovery point says entries in it were forced. Damage before the recovery point is reported
+ *    as durable data lost, apart from torn tails.
  * 5. Write the checkpoint back with `cleanShutdown: false` before the first append. On a full disk
  *    that write fails; the log then opens read-only (`awaitingUncleanMark`): reads work, and every
  *    append first retries the write and is refused with the disk-full error while it fails. The
@@ -42,7 +44,6 @@
 import path from "node:path";
 import { assert } from "../domain/assert.ts";
 import {
-  BadSegmentFileError,
   ClosedError,
   CorruptRecordError,
   IoError,
@@ -52,47 +53,32 @@ import {
   RecordTooLargeError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
-import { FETCH_BYTES_DEFAULT, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
-import { readUint32 } from "../record/codec.ts";
+import { ENTRY_HEADER_BYTES, FETCH_BYTES_DEFAULT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import { type DecodedRecord, forEachRecord, recordHeaders, recordKey, recordValue } from "../record/batch.ts";
 import {
   CHECKPOINT_FILE,
-  type Checkpoint,
   type RecoveryPoint,
   readCheckpoint,
   writeCheckpoint,
   writeCheckpointNow,
 } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { isTornCreation } from "./recovery.ts";
-import { countBatch, type FileRange, type RecordsRead, Segment, type SegmentConfig } from "./segment.ts";
+import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
+import { type PartitionOpenReport, recoverSegments, removeLeftoverSegments } from "./log-recovery.ts";
+import {
+  type FileRange,
+  type RecordsRead,
+  Segment,
+  type SegmentConfig,
+  type TimestampLookup,
+} from "./segment.ts";
 import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
+
+export type { PartitionOpenReport } from "./log-recovery.ts";
 
 export interface PartitionLogOptions {
   /** Write the checkpoint after a force at most this often (it is also written on close). */
   checkpointIntervalMs?: number;
-}
-
-/** What opening a partition found and did. */
-export interface PartitionOpenReport {
-  directory: string;
-  cleanShutdown: boolean;
-  segments: number;
-  segmentsScanned: number;
-  bytesScanned: number;
-  /** Bytes cut off the ends of segments (torn or invalid records, padding). */
-  bytesCut: number;
-  /**
-   * Segments deleted because an earlier one ended in a hole, because their header was torn, or
-   * because they were the empty leftover of a failed roll (removeLeftoverSegments).
-   */
-  segmentsDropped: number;
-  /** True when records that the recovery point said were durable failed their check. */
-  damageBeforeRecoveryPoint: boolean;
-  /** Set when the disk was full at the open: the log opened read-only (pass 5). */
-  readOnlyCause?: IoError;
-  logStartOffset: number;
-  nextOffset: number;
-  durationMs: number;
 }
 
 /** Retention limits; undefined means "no limit". */
@@ -115,6 +101,26 @@ export interface RetentionResult {
 }
 
 const EMPTY_RECORDS = new Uint8Array(0);
+/** One framer for every log: an append is planned and written in one synchronous call. */
+const framer = new EntryFramer();
+
+/**
+ * The time retention by age measures a segment by: its largest record timestamp (Kafka's rule), or
+ * the time of its last append when that timestamp lies in the future (a producer's clock ahead, or
+ * made-up timestamps: such a segment would otherwise never expire) or there is none. A segment
+ * whose entries cannot be walked (damage found building its index) is measured by its last append
+ * as well: retention must not stop on it.
+ */
+export function retentionTimeMs(segment: Segment, nowMs: number): number {
+  let largest: number;
+  try {
+    largest = segment.largestTimestampMs();
+  } catch (error) {
+    if (error instanceof CorruptRecordError) return segment.lastAppendTimeMs;
+    throw error;
+  }
+  return largest >= 0 && largest <= nowMs ? largest : segment.lastAppendTimeMs;
+}
 
 export class PartitionLog {
   readonly directory: string;
@@ -171,7 +177,7 @@ export class PartitionLog {
     // Pass 2: the checkpoint.
     const checkpointPath = path.join(directory, CHECKPOINT_FILE);
     const checkpoint = readCheckpoint(checkpointPath);
-    const leftovers = PartitionLog.removeLeftoverSegments(directory, bases, checkpoint);
+    const leftovers = removeLeftoverSegments(directory, bases, checkpoint);
     const report: PartitionOpenReport = {
       directory,
       cleanShutdown: checkpoint?.cleanShutdown === true,
@@ -179,6 +185,7 @@ export class PartitionLog {
       segmentsScanned: 0,
       bytesScanned: 0,
       bytesCut: 0,
+      durableBytesLost: 0,
       segmentsDropped: leftovers,
       damageBeforeRecoveryPoint: false,
       logStartOffset: 0,
@@ -188,7 +195,7 @@ export class PartitionLog {
     const segments: Segment[] = [];
     let durablePoint: RecoveryPoint;
     try {
-      PartitionLog.openSegments(directory, config, bases, checkpoint, segments, report);
+      recoverSegments(directory, config, bases, checkpoint, segments, report);
       if (segments.length === 0) {
         const base = (checkpoint?.recoveryPoint.nextOffset ?? 0) as Offset;
         segments.push(Segment.create(directory, base, config));
@@ -230,126 +237,6 @@ export class PartitionLog {
     log.writtenPoint = durablePoint;
     log.awaitingUncleanMark = report.readOnlyCause !== undefined;
     return log;
-  }
-
-  /**
-   * Pass 2, continued: removes from `bases` (and the directory) every segment file that holds no
-   * record, at most a header, while another segment file remains, unless the recovery point lies in
-   * it. Returns how many.
-   *
-   * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
-   * roll stopped the log in that case, the log went on appending past the file's base offset; fault
-   * simulation, seed 925210251), or a newest segment whose header a crash right after a roll tore.
-   * Kept, a leftover ends the previous segment at its own base offset, below that segment's real end:
-   * the open refused the whole partition, or trusted the wrong end and failed reads. It holds
-   * nothing: a roll never leaves an empty segment behind (an empty segment fits any batch a segment
-   * can take), and a newest empty segment removed here is created again by the next roll. The
-   * recovery point's own segment is kept even when empty: there an empty file can be a segment
-   * whose unforced records a power loss took, and passes 3 and 4 must find that hole.
-   */
-  private static removeLeftoverSegments(
-    directory: string,
-    bases: Offset[],
-    checkpoint: Checkpoint | undefined,
-  ): number {
-    let removed = 0;
-    for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
-      const base = bases[i]!;
-      if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
-      const filePath = path.join(directory, segmentFileName(base));
-      if (disk.statFile(filePath).sizeBytes > SEGMENT_HEADER_BYTES) continue;
-      disk.unlinkFile(filePath);
-      bases.splice(i, 1);
-      removed++;
-    }
-    return removed;
-  }
-
-  /** Passes 3 and 4. Fills `segments` in order; on a throw the caller closes what was opened. */
-  private static openSegments(
-    directory: string,
-    config: SegmentConfig,
-    bases: Offset[],
-    checkpoint: Checkpoint | undefined,
-    segments: Segment[],
-    report: PartitionOpenReport,
-  ): void {
-    const point = checkpoint?.recoveryPoint;
-    const clean = checkpoint?.cleanShutdown === true;
-    for (let i = 0; i < bases.length; i++) {
-      const base = bases[i]!;
-      const filePath = path.join(directory, segmentFileName(base));
-      const isLast = i === bases.length - 1;
-      const nextBase = isLast ? undefined : bases[i + 1]!;
-      const trusted =
-        point !== undefined &&
-        (base < point.segmentBaseOffset || (clean && base === point.segmentBaseOffset));
-      if (!isLast && point !== undefined && base < point.segmentBaseOffset) {
-        segments.push(Segment.openSealed(filePath, config, nextBase!));
-        continue;
-      }
-      // The recovery point says records of this segment were forced (so its header was too).
-      const vouched =
-        point !== undefined && base === point.segmentBaseOffset && point.position > SEGMENT_HEADER_BYTES;
-      if (isLast && !trusted && !vouched && isTornCreation(filePath)) {
-        // A crash right after a roll: the new file exists but its header never reached the disk,
-        // and no record can be in it (nothing is acknowledged before the header is forced).
-        disk.unlinkFile(filePath);
-        report.segmentsDropped++;
-        if (segments.length > 0) {
-          const previous = segments.pop()!;
-          previous.close();
-          const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes);
-          segments.push(reopened.segment);
-        }
-        break;
-      }
-      const verifyFrom =
-        point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
-      if (isLast && clean && point !== undefined && base === point.segmentBaseOffset) {
-        // After a clean shutdown the checkpoint holds the exact end: no scan at all (the index is
-        // built on first use), so a clean restart costs the same for 1 GiB or 1 TiB of data.
-        const trusted = Segment.openActiveTrusted(
-          filePath,
-          config,
-          point.position,
-          point.nextOffset as Offset,
-        );
-        if (trusted.report.scannedBytes > 0) report.segmentsScanned++;
-        report.bytesScanned += trusted.report.scannedBytes;
-        report.bytesCut += trusted.report.cutBytes;
-        segments.push(trusted.segment);
-        break;
-      }
-      const opened = isLast
-        ? Segment.openForAppend(filePath, config, verifyFrom)
-        : Segment.openRecovered(filePath, config, verifyFrom);
-      const segmentReport = opened.report;
-      report.segmentsScanned++;
-      report.bytesScanned += segmentReport.scannedBytes;
-      report.bytesCut += segmentReport.cutBytes;
-      if (segmentReport.validEndBytes < verifyFrom) report.damageBeforeRecoveryPoint = true;
-      segments.push(opened.segment);
-      if (nextBase !== undefined && opened.segment.nextOffset !== nextBase) {
-        if (opened.segment.nextOffset > nextBase) {
-          throw new BadSegmentFileError(
-            filePath,
-            `holds records up to offset ${opened.segment.nextOffset} but the next segment starts at ${nextBase}`,
-          );
-        }
-        // Pass 4: a hole. Everything after it goes; this segment becomes the active one.
-        for (let later = i + 1; later < bases.length; later++) {
-          disk.unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
-          report.segmentsDropped++;
-        }
-        if (!isLast) {
-          const recovered = segments.pop()!;
-          recovered.close();
-          segments.push(Segment.openForAppend(filePath, config, recovered.sizeBytes).segment);
-        }
-        break;
-      }
-    }
   }
 
   // --- State -------------------------------------------------------------------------------------
@@ -437,12 +324,14 @@ export class PartitionLog {
   // --- Append ------------------------------------------------------------------------------------
 
   /**
-   * Appends a batch of framed records as one unit and returns the offset of its first record. Rolls
-   * to a new segment first when the batch would not fit. A batch that could not fit even an empty
-   * segment is refused with RecordTooLargeError; an invalid batch with CorruptRecordError; nothing is
+   * Appends one or more bare RecordBatch v2 (back to back in `batches`, validated by the caller) as
+   * one unit and returns the offset of its first record; each batch becomes one stored entry
+   * (entry-framer.ts), made a LogAppendTime batch of `logAppendTimeMs` when that is ≥ 0. Rolls to a
+   * new segment first when the append would not fit. An append that could not fit even an empty
+   * segment is refused with RecordTooLargeError; a malformed one with CorruptRecordError; nothing is
    * written in either case.
    */
-  append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
+  append(batches: Uint8Array, logAppendTimeMs = -1, nowMs = Date.now()): Offset {
     this.checkUsable();
     if (this.awaitingUncleanMark) {
       const full = this.retryUncleanMark();
@@ -456,19 +345,28 @@ export class PartitionLog {
         );
       }
     }
+    const planned = framer.plan(batches, this.nextOffset, logAppendTimeMs, this.config.maxPayloadBytes);
     let active = this.segments.at(-1)!;
-    if (!active.hasRoomFor(batch.length)) {
+    if (!active.hasRoomFor(planned.framedBytes)) {
       const emptySegmentRoom = this.config.segmentBytes - SEGMENT_HEADER_BYTES;
-      if (batch.length > emptySegmentRoom) {
-        const count = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
-        const what = count === 1 ? "a record (with its 8-byte header)" : `a batch of ${count} records`;
-        throw new RecordTooLargeError(batch.length, emptySegmentRoom, what, "what fits in an empty segment");
+      if (planned.framedBytes > emptySegmentRoom) {
+        const records = `${planned.recordCount} record${planned.recordCount === 1 ? "" : "s"}`;
+        const what =
+          planned.entryCount === 1
+            ? `a batch of ${records} (with its ${ENTRY_HEADER_BYTES}-byte frame)`
+            : `${planned.entryCount} batches of ${records} in all (with their frames)`;
+        throw new RecordTooLargeError(
+          planned.framedBytes,
+          emptySegmentRoom,
+          what,
+          "what fits in an empty segment",
+        );
       }
       active = this.roll();
     }
     let firstOffset: Offset;
     try {
-      firstOffset = active.append(batch, verifyCrc, nowMs);
+      firstOffset = active.appendPlanned(planned, nowMs);
     } catch (error) {
       if (active.failure !== undefined) this.failureCause = active.failure;
       throw error;
@@ -656,11 +554,13 @@ export class PartitionLog {
   }
 
   /**
-   * Copying read of complete, CRC-checked records from `offset` on, across segments, below `endOffset`
-   * (default: the end of the log), at most `maxBytes` of them (but always the first record). At the
-   * end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the upper bound.
-   * `oneSegment` stops at the end of the first segment, like `fileRange` (the server's copying FETCH
-   * path uses it, so both paths keep docs/protocol.md's "a response never crosses a segment end").
+   * Copying read of whole, CRC-checked entries from the one containing `offset` on, across
+   * segments, below `endOffset` (default: the end of the log), at most `maxBytes` of them (but
+   * always the first entry). `firstOffset` of the result is that entry's BaseOffset (≤ `offset`).
+   * At the end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the
+   * upper bound. `oneSegment` stops at the end of the first segment, like `fileRange` (the server's
+   * copying FETCH path uses it, so both paths keep docs/protocol.md's "a response never crosses a
+   * segment end").
    */
   read(
     offset: number,
@@ -673,22 +573,22 @@ export class PartitionLog {
     if (offset === end) return { records: EMPTY_RECORDS, firstOffset: offset, recordCount: 0 };
     const first = this.segmentFor(offset).read(offset, maxBytes, end);
     let remaining = maxBytes - first.records.length;
-    let at = offset + first.recordCount;
-    if (oneSegment || remaining <= RECORD_HEADER_BYTES || at >= end) return first;
+    let at = first.firstOffset + first.recordCount;
+    if (oneSegment || remaining <= ENTRY_HEADER_BYTES || at >= end) return first;
     const parts: Uint8Array[] = [first.records];
     let bytes = first.records.length;
     let count = first.recordCount;
-    while (remaining > RECORD_HEADER_BYTES && at < end) {
+    while (remaining > ENTRY_HEADER_BYTES && at < end) {
       let next: RecordsRead;
       try {
         next = this.segmentFor(at).read(at, remaining, end);
       } catch (error) {
-        // A bad record further on ends this read with what was good before it; the next read,
-        // starting at the bad record, reports it.
+        // A bad entry further on ends this read with what was good before it; the next read,
+        // starting at the bad entry, reports it.
         if (error instanceof CorruptRecordError) break;
         throw error;
       }
-      if (next.records.length > remaining) break; // its first record alone is larger than what is left
+      if (next.recordCount === 0 || next.records.length > remaining) break; // its first entry alone is larger than what is left
       parts.push(next.records);
       bytes += next.records.length;
       count += next.recordCount;
@@ -702,12 +602,30 @@ export class PartitionLog {
       records.set(part, position);
       position += part.length;
     }
-    return { records, firstOffset: offset, recordCount: count };
+    return { records, firstOffset: first.firstOffset, recordCount: count };
   }
 
   /**
-   * Zero-copy read: the file range of whole records from `offset` on within one segment, at most
-   * `maxBytes` (but always the first record). Returns the segment, acquired: the caller sends
+   * The first offset in [logStartOffset, `endOffset`) whose record timestamp is ≥ `timestampMs`,
+   * with that timestamp (Kafka's ListOffsets by time); undefined when there is none. Segments are
+   * asked oldest first; each skips itself when its largest timestamp is below `timestampMs` (a
+   * segment opened without a scan builds its index on the first such question, once).
+   */
+  offsetForTimestamp(timestampMs: number, endOffset: number = this.nextOffset): TimestampLookup | undefined {
+    if (this.closed) throw new ClosedError(`partition ${this.directory}`);
+    const end = Math.min(endOffset, this.nextOffset);
+    for (const segment of this.segments) {
+      if (segment.baseOffset >= end) break;
+      const found = segment.offsetForTimestamp(timestampMs, end);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
+  /**
+   * Zero-copy read: the file range of whole entries from the one containing `offset` on within one
+   * segment, at most `maxBytes` (but always the first entry). Returns the segment, acquired: the
+   * caller sends
    * `out.fd` and then calls `release()` on it, so retention cannot close the descriptor under it.
    * Returns undefined at the end of the log.
    */
@@ -764,7 +682,9 @@ export class PartitionLog {
 
   /**
    * Yields records from `offset` on as they become readable, waiting without polling at the end: the
-   * in-process form of a long-poll fetch. Ends when the log closes. `end`/`subscribe` as in
+   * in-process form of a long-poll fetch. Records below `offset` in the first batch are dropped (a
+   * read starts at the batch containing it). Key, value and header values are views into a buffer
+   * of their own read (kept alive by them). Ends when the log closes. `end`/`subscribe` as in
    * waitForRecord (a partition under the `force` policy passes its durable end and force signal).
    */
   async *tail(
@@ -772,8 +692,9 @@ export class PartitionLog {
     maxBytes = FETCH_BYTES_DEFAULT,
     end: () => number = () => this.nextOffset,
     subscribe: (listener: () => void) => () => void = (listener) => this.onAppend(listener),
-  ): AsyncGenerator<{ offset: number; payload: Uint8Array }> {
+  ): AsyncGenerator<DecodedRecord> {
     let next = offset;
+    const batch: DecodedRecord[] = [];
     for (;;) {
       if (this.closed) return;
       const limit = end();
@@ -783,16 +704,25 @@ export class PartitionLog {
       }
       const read = this.read(next, maxBytes, limit);
       const records = read.records;
+      const from = next;
+      batch.length = 0;
       let position = 0;
-      for (let i = 0; i < read.recordCount; i++) {
-        const length = readUint32(records, position);
-        const payload = records.subarray(
-          position + RECORD_HEADER_BYTES,
-          position + RECORD_HEADER_BYTES + length,
-        );
-        position += RECORD_HEADER_BYTES + length;
-        yield { offset: next++, payload };
+      while (position < records.length) {
+        const batchEnd = position + ENTRY_HEADER_BYTES + entryLengthAt(records, position);
+        forEachRecord(records, position + ENTRY_HEADER_BYTES, batchEnd, (record) => {
+          if (record.offset < from) return;
+          batch.push({
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key: recordKey(record),
+            value: recordValue(record),
+            headers: recordHeaders(record),
+          });
+        });
+        position = batchEnd;
       }
+      next = read.firstOffset + read.recordCount;
+      for (const record of batch) yield record;
     }
   }
 
@@ -801,7 +731,8 @@ export class PartitionLog {
   /**
    * Deletes the oldest sealed segments while the log without the oldest segment still holds at least
    * `retentionBytes` (Kafka's rule: a log keeps at most about one segment more than the limit), and
-   * while the oldest segment's last append is older than `retentionMs`. Never the active segment,
+   * while the oldest segment's largest record timestamp (or last append: `retentionTimeMs`) is
+   * older than `retentionMs`. Never the active segment,
    * never one holding offsets at or after `keepFromOffset`.
    * Deleted files are unlinked at once; readers that hold a segment finish it.
    */
@@ -813,7 +744,10 @@ export class PartitionLog {
       const oldest = this.segments[0]!;
       assert(!oldest.isActive, "only the newest segment is active");
       const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
-      const byAge = policy.retentionMs !== undefined && nowMs - oldest.lastAppendTimeMs > policy.retentionMs;
+      const byAge =
+        !bySize &&
+        policy.retentionMs !== undefined &&
+        nowMs - retentionTimeMs(oldest, nowMs) > policy.retentionMs;
       if (!bySize && !byAge) break;
       if (policy.keepFromOffset !== undefined && oldest.nextOffset > policy.keepFromOffset) break;
       // Deleted first: a failed unlink throws with the segment still in the log and nothing lost,

@@ -1,95 +1,121 @@
 /**
  * Scanning a segment file: the one loop behind recovery (open for append), lazy index building of
- * sealed segments, and offline verification.
+ * sealed segments, and offline verification. It reads the file in chunks and hands each to THE
+ * entry walker (`scanEntries`, framed, src/record/entries.ts); it has no format knowledge of its own.
  *
  * The file is read in RECOVERY_CHUNK_BYTES chunks through one reused buffer: one read per record made
- * the predecessor 28x slower (174 vs 4900 MiB/s). A record that straddles a chunk boundary is re-read
- * at the start of the next chunk; a record larger than the buffer gets a temporary buffer of its own.
+ * the predecessor 28x slower (174 vs 4900 MiB/s). An entry that straddles a chunk boundary is re-read
+ * at the start of the next chunk; an entry larger than the buffer gets a temporary buffer of its own.
  *
  * A scan never throws for bad data; it reports where the valid prefix ends and why it stopped
- * (DESIGN invariant 5: stop at the first bad record, keep everything before it). What to do with the
- * rest (cut it, refuse, report) is the caller's decision.
+ * (DESIGN invariant 5: stop at the first bad entry, keep everything before it). An entry is valid
+ * when it is whole, its lengths agree, its magic is 2, (with `verifyCrc`) its frame CRC matches, and
+ * its stamped BaseOffset continues the previous entry exactly. What to do with the rest (cut it,
+ * refuse, report) is the caller's decision.
  */
-import { RECORD_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
-import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
+import { ENTRY_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import { type EntryStop, type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "./disk.ts";
+import { entryLengthAt } from "./entry-framer.ts";
 import type { SparseIndex } from "./sparse-index.ts";
 
 export interface SegmentScan {
-  /** Position right after the last valid record. */
+  /** Position right after the last valid entry. */
   endPosition: number;
-  /** Valid records between the scan's start and `endPosition`. */
+  /** Offsets covered by the valid entries between the scan's start and `endPosition`. */
   recordCount: number;
-  /** Why the scan ended: "end" means the end of the file was reached on a record boundary. */
-  stop: ScanStop;
+  entryCount: number;
+  /** The offset after the last valid entry (the expected one when none). */
+  nextOffset: number;
+  /** Why the scan ended: "end" means the end of the file was reached on an entry boundary. */
+  stop: EntryStop;
+  /** Words for people about the stop (empty at "end"). */
+  detail: string;
   /** Bytes read from the file. */
   scannedBytes: number;
 }
 
+/** Where a scan offers its entries: the segment's index, and the running largest timestamp. */
+export interface ScanIndexing {
+  index: SparseIndex;
+  segmentBaseOffset: number;
+  /** In: the largest record timestamp before the scan's start (−1: none). Out: after its end. */
+  maxTimestampMs: number;
+}
+
 let chunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
-let chunkView = new DataView(chunk.buffer);
-const chunkScan = newScanResult();
+const chunkScan = newEntryScanResult();
 
 /**
- * Scans `[startPosition, fileEnd)` of `fd`, whose first record has relative offset `startRelativeOffset`.
- * Offers every record to `index` when given. With `verifyCrc = false` only the length prefixes are
- * checked (for data verified before). Synchronous: run it at open time or from tools, not per request.
+ * Scans `[startPosition, fileEnd)` of `fd`, whose first entry must have BaseOffset
+ * `expectedBaseOffset`. Offers every entry to `indexing` when given. With `verifyCrc = false` the
+ * frame CRCs are not computed (for data verified before); everything else is checked. Synchronous:
+ * run it at open time or from tools, not per request.
  */
 export function scanSegmentFile(
   fd: number,
   path: string,
   startPosition: number,
-  startRelativeOffset: number,
+  expectedBaseOffset: number,
   fileEnd: number,
-  maxPayloadBytes: number,
+  maxBatchBytes: number,
   verifyCrc: boolean,
-  index: SparseIndex | undefined,
+  indexing: ScanIndexing | undefined,
 ): SegmentScan {
   let position = startPosition;
   let recordCount = 0;
+  let entryCount = 0;
   let scannedBytes = 0;
-  let stop: ScanStop = "end";
+  let expected = expectedBaseOffset;
+  let stop: EntryStop = "end";
+  let detail = "";
+  const options = { framing: "framed" as const, verifyCrc, maxBatchBytes, expectedBaseOffset: expected };
   while (position < fileEnd) {
     const want = Math.min(chunk.length, fileEnd - position);
     const got = disk.preadFull(fd, chunk, 0, want, position, path);
     scannedBytes += got;
     const chunkBase = position;
-    const relativeBase = startRelativeOffset + recordCount;
-    scanRecords(
-      chunk,
-      chunkView,
-      0,
-      got,
-      maxPayloadBytes,
-      verifyCrc,
-      chunkScan,
-      index === undefined ? undefined : (at, i) => index.offer(relativeBase + i, chunkBase + at),
-    );
+    options.expectedBaseOffset = expected;
+    let visitor: EntryVisitor | undefined;
+    if (indexing !== undefined) {
+      const { index, segmentBaseOffset } = indexing;
+      visitor = (entryPosition, _batchStart, _batchEnd, header) => {
+        index.offer(
+          header.baseOffset - segmentBaseOffset,
+          chunkBase + entryPosition,
+          indexing.maxTimestampMs,
+        );
+        if (header.maxTimestamp > indexing.maxTimestampMs) indexing.maxTimestampMs = header.maxTimestamp;
+      };
+    }
+    scanEntries(chunk, 0, got, options, chunkScan, visitor);
     recordCount += chunkScan.recordCount;
+    entryCount += chunkScan.entryCount;
+    if (chunkScan.entryCount > 0) expected = chunkScan.nextOffset;
     position = chunkBase + chunkScan.endPosition;
     stop = chunkScan.stop;
+    detail = chunkScan.detail;
     if (stop !== "truncated") {
-      if (stop === "end" && got < want) stop = "truncated"; // the file shrank under us
+      if (stop === "end" && got < want) {
+        stop = "truncated"; // the file shrank under us
+        detail = `the file ended at byte ${chunkBase + got} while being read`;
+      }
       if (stop !== "end") break;
       continue;
     }
-    // Truncated inside this chunk: at the real end of the file it is a torn record; otherwise the
-    // record continues in the next chunk, which starts at it.
+    // Truncated inside this chunk: at the real end of the file it is a torn entry; otherwise the
+    // entry continues in the next chunk, which starts at it.
     if (chunkBase + got >= fileEnd) break;
     if (chunkScan.endPosition === 0) {
-      // Not even one record fit: it is larger than the buffer. Grow to hold it, within the limit.
-      const length = got >= 4 ? readUint32(chunk, 0) : 0;
-      const needed = RECORD_HEADER_BYTES + length;
-      if (got < RECORD_HEADER_BYTES || length > maxPayloadBytes || needed <= chunk.length) break;
+      // Not even one entry fit: it is larger than the buffer. Grow to hold it, within the limit.
+      const length = got >= 4 ? entryLengthAt(chunk, 0) : 0;
+      const needed = ENTRY_HEADER_BYTES + length;
+      if (got < ENTRY_HEADER_BYTES || length > maxBatchBytes || needed <= chunk.length) break;
       chunk = new Uint8Array(needed);
-      chunkView = new DataView(chunk.buffer);
     }
   }
-  if (chunk.length > RECOVERY_CHUNK_BYTES) {
-    chunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
-    chunkView = new DataView(chunk.buffer);
-  }
-  return { endPosition: position, recordCount, stop, scannedBytes };
+  if (chunk.length > RECOVERY_CHUNK_BYTES) chunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
+  return { endPosition: position, recordCount, entryCount, nextOffset: expected, stop, detail, scannedBytes };
 }
 
 /**

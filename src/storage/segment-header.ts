@@ -1,15 +1,18 @@
 /**
  * The segment file header and file naming.
  *
- * Records carry no offsets: a record's offset is the segment's base offset plus its index. A renamed
- * or foreign file would therefore silently shift every offset, so each segment starts with a header
- * that repeats its base offset and is checked against the file name when the segment is opened.
+ * Every segment starts with a header that repeats its base offset, checked against the file name
+ * when the segment is opened: a renamed or copied file is refused rather than read under the wrong
+ * offsets. (Format 1's records carried no offsets at all; format 2's entries carry their stamped
+ * BaseOffset, which recovery also checks against the header's base offset.) The version says how
+ * the rest of the file is laid out: 2 = framed RecordBatch v2 entries (docs/format.md); 1 = format
+ * 1's framed payloads, read only by `booblik-cli migrate`.
  *
  * Header (big-endian), 32 bytes, see docs/format.md:
  *
  *   offset  size  field
  *   0       4     magic          0x424B4C47 ("BKLG")
- *   4       2     formatVersion  1
+ *   4       2     formatVersion  2 (1: format 1, migrate only)
  *   6       2     headerBytes    32 (records start here)
  *   8       4     baseOffset     high 32 bits
  *   12      4     baseOffset     low 32 bits
@@ -25,7 +28,7 @@ import { type Offset, toOffset } from "../domain/ids.ts";
 import { SEGMENT_HEADER_BYTES, SEGMENT_NAME_DIGITS } from "../domain/limits.ts";
 
 export const SEGMENT_MAGIC = 0x424b4c47;
-export const SEGMENT_FORMAT_VERSION = 1;
+export const SEGMENT_FORMAT_VERSION = 2;
 
 const MAGIC_OFFSET = 0;
 const VERSION_OFFSET = MAGIC_OFFSET + 4;

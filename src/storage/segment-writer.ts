@@ -7,10 +7,11 @@
  * decision when to force (DESIGN invariant 7), readers.
  *
  * Invariants:
- * - `append` writes at `sizeBytes` and publishes the new `sizeBytes` as its last action; a reader that
- *   respects `sizeBytes` only ever sees complete records (invariant 2).
+ * - `append` writes the framed entries of one append at `sizeBytes` (EntrySource: entry-framer.ts)
+ *   and publishes the new `sizeBytes` as its last action; a reader that respects `sizeBytes` only
+ *   ever sees complete entries (invariant 2).
  * - Bytes below `sizeBytes` are never written again (invariant 1).
- * - `append` either publishes the whole batch or nothing: a batch that does not fit throws
+ * - `append` either publishes the whole append or nothing: one that does not fit throws
  *   SegmentFullError before writing; a full disk throws a retriable IoError (ENOSPC) with nothing
  *   published and nothing left behind beyond `sizeBytes`.
  * - Any other write failure, and any failed force, is sticky: every later append and force throws
@@ -19,6 +20,7 @@
 
 import { assert } from "../domain/assert.ts";
 import { ClosedError, PartitionFailedError, SegmentFullError } from "../domain/errors.ts";
+import type { EntrySource } from "./entry-framer.ts";
 
 export const WRITE_MODES = ["mapped", "file"] as const;
 /** `file`: pwrite at explicit positions. `mapped`: stores through a MAP_SHARED mapping. */
@@ -29,7 +31,7 @@ export interface SegmentWriter {
   readonly path: string;
   /** The most bytes this segment holds, header included. The same for both paths. */
   readonly capacityBytes: number;
-  /** Published size: the end of the last complete record. */
+  /** Published size: the end of the last complete entry. */
   readonly sizeBytes: number;
   /**
    * Size covered by the last completed force (everything below it is durable); -1 after a change of
@@ -38,8 +40,8 @@ export interface SegmentWriter {
   readonly forcedBytes: number;
   /** The failure that stopped this writer, if any. */
   readonly failure: unknown;
-  /** Appends framed records (already validated by the caller) as one unit. */
-  append(batch: Uint8Array): void;
+  /** Writes the entries of one append (already validated and planned by the caller) as one unit. */
+  append(source: EntrySource): void;
   /** Makes everything appended before the call durable, off the event loop. */
   force(): Promise<void>;
   /** Like force, but on the calling thread: for start-up, shutdown, tools and tests. */
@@ -68,14 +70,14 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     this.capacityBytes = capacityBytes;
   }
 
-  append(batch: Uint8Array): void {
+  append(source: EntrySource): void {
     this.checkUsable();
     const position = this.sizeBytes;
-    const batchBytes = batch.length;
+    const batchBytes = source.framedBytes;
     if (batchBytes > this.capacityBytes - position)
       throw new SegmentFullError(batchBytes, this.capacityBytes - position);
     try {
-      this.writeAt(batch, position);
+      this.writeAt(source, position);
     } catch (error) {
       if (!this.undoRecoverableWrite(error, position)) this.failure = error;
       throw error;
@@ -143,8 +145,8 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     if (this.failure !== undefined) throw new PartitionFailedError(`segment ${this.path}`, this.failure);
   }
 
-  /** Writes `batch` at `position` without publishing. */
-  protected abstract writeAt(batch: Uint8Array, position: number): void;
+  /** Writes the append's entries at `position` without publishing. */
+  protected abstract writeAt(source: EntrySource, position: number): void;
   /**
    * Called when writeAt threw: returns true when the failure left nothing behind `sizeBytes` (or cleaned
    * it up) and is worth retrying later, i.e. a full disk; false makes the failure sticky.

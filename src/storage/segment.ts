@@ -1,14 +1,22 @@
 /**
- * One segment: a file `<20-digit base offset>.log` holding a header and then records, its sparse
- * index, its writer while it is active, and one read descriptor shared by all readers.
+ * One segment: a file `<20-digit base offset>.log` holding a header and then entries (format 2: one
+ * framed RecordBatch v2 each, docs/format.md), its sparse offset and time index, its writer while it
+ * is active, and one read descriptor shared by all readers.
  *
- * Owns: the segment's offsets (`baseOffset`, `nextOffset`), its index, the writer (while active), the
- * read descriptor and the reader count that keeps it open after the file is deleted.
+ * Owns: the segment's offsets (`baseOffset`, `nextOffset`), its index, its largest record timestamp,
+ * the writer (while active), the read descriptor and the reader count that keeps it open after the
+ * file is deleted.
  *
  * Invariants:
- * - `nextOffset - baseOffset` records lie in [SEGMENT_HEADER_BYTES, sizeBytes); `nextOffset` is
- *   published after the writer published `sizeBytes`, so a reader that asks for an offset below
- *   `nextOffset` finds all of its bytes (DESIGN invariant 2).
+ * - The entries in [SEGMENT_HEADER_BYTES, sizeBytes) cover exactly the offsets [baseOffset,
+ *   nextOffset), contiguously, each entry's stamped BaseOffset continuing the previous one;
+ *   `nextOffset` is published after the writer published `sizeBytes`, so a reader that asks for an
+ *   offset below `nextOffset` finds all of its bytes (DESIGN invariant 2).
+ * - Reads and file ranges start at the entry *containing* the asked offset and end on entry
+ *   boundaries: a batch is never split (Kafka's FETCH contract; the reader drops the records below
+ *   the offset it asked for).
+ * - Every entry walk goes through `scanEntries` (recovery, index building, copying reads) or reads
+ *   entry headers one by one through the index (lookups); nothing else parses the file.
  * - Readers never look past `sizeBytes` and use their own descriptor (never the writer's), with
  *   positional reads only: no locks are needed because bytes below `sizeBytes` never change.
  * - Index entries exist only for bytes below the indexed end; an active segment's index is complete,
@@ -19,7 +27,6 @@
  *   which may close it while it is idle (no reader, nothing unforced); the next read reopens it.
  */
 import path from "node:path";
-import { crc32c } from "../../ffi/crc32c.ts";
 import { assert } from "../domain/assert.ts";
 import {
   BadSegmentFileError,
@@ -27,12 +34,13 @@ import {
   CorruptRecordError,
   InvalidArgumentError,
   OffsetOutOfRangeError,
-  RecordTooLargeError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
+  ENTRY_HEADER_BYTES,
   INDEX_INTERVAL_BYTES_DEFAULT,
-  RECORD_HEADER_BYTES,
+  RECORD_BATCH_BYTES_MIN,
+  RECORD_BATCH_OVERHEAD_BYTES,
   RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
   RECORD_PAYLOAD_BYTES_LIMIT,
   SEGMENT_BYTES_DEFAULT,
@@ -40,12 +48,20 @@ import {
   SEGMENT_BYTES_MIN,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
-import { newScanResult, readUint32, type ScanStop, scanRecords } from "../record/codec.ts";
+import {
+  forEachRecord,
+  InvalidBatchError,
+  newBatchHeader,
+  type RecordBatchHeader,
+  readBatchHeader,
+} from "../record/batch.ts";
+import { type EntryStop, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "./disk.ts";
+import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
 import { FileSegmentWriter } from "./file-segment-writer.ts";
 import { MappedSegmentWriter } from "./mapped-segment-writer.ts";
 import { type ReadDescriptorHolder, sealedReadDescriptors } from "./read-descriptors.ts";
-import { scanSegmentFile } from "./recovery.ts";
+import { type ScanIndexing, scanSegmentFile } from "./recovery.ts";
 import {
   decodeSegmentHeader,
   encodeSegmentHeader,
@@ -59,7 +75,10 @@ export interface SegmentConfig {
   writeMode: WriteMode;
   /** Capacity of a segment file in bytes, header included. */
   segmentBytes: number;
-  /** Largest payload accepted and recognised by recovery. */
+  /**
+   * Largest batch accepted and recognised by recovery: the payload of one entry frame (a topic's
+   * `maxRecordBytes`).
+   */
   maxPayloadBytes: number;
   indexIntervalBytes: number;
 }
@@ -95,11 +114,11 @@ export function segmentConfig(partial: Partial<SegmentConfig> = {}): SegmentConf
   }
   if (
     !Number.isInteger(maxPayloadBytes) ||
-    maxPayloadBytes < 1 ||
+    maxPayloadBytes < RECORD_BATCH_BYTES_MIN ||
     maxPayloadBytes > RECORD_PAYLOAD_BYTES_LIMIT
   ) {
     throw new InvalidArgumentError(
-      `maximum record size must be in [1, ${RECORD_PAYLOAD_BYTES_LIMIT}] bytes, got ${maxPayloadBytes}`,
+      `maximum batch size must be in [${RECORD_BATCH_BYTES_MIN}, ${RECORD_PAYLOAD_BYTES_LIMIT}] bytes, got ${maxPayloadBytes}`,
     );
   }
   if (!Number.isInteger(indexIntervalBytes) || indexIntervalBytes < 1) {
@@ -114,17 +133,24 @@ export function segmentConfig(partial: Partial<SegmentConfig> = {}): SegmentConf
 export interface SegmentRecoveryReport {
   path: string;
   baseOffset: Offset;
+  /** Offsets the valid entries cover. */
   recordCount: number;
   /** End of the valid prefix; the next append lands here. */
   validEndBytes: number;
   /** Why the scan stopped ("end" or "zero-length" are a clean end of log). */
-  stop: ScanStop;
+  stop: EntryStop;
+  /** Words for people about the stop (what was found at `validEndBytes`). */
+  stopDetail: string;
   scannedBytes: number;
-  /** Bytes cut from the end of the file (torn or invalid records, garbage, mapped-file padding). */
+  /** Bytes cut from the end of the file (torn or invalid entries, garbage, mapped-file padding). */
   cutBytes: number;
 }
 
-/** A byte range of a segment file, for a zero-copy send. Filled in place by `fileRange`. */
+/**
+ * A byte range of whole entries of a segment file, for a zero-copy send. Filled in place by
+ * `fileRange`. `firstOffset` is the first entry's BaseOffset (≤ the offset asked for);
+ * `recordCount` the offsets the entries cover.
+ */
 export interface FileRange {
   fd: number;
   position: number;
@@ -137,19 +163,49 @@ export function newFileRange(): FileRange {
   return { fd: -1, position: 0, lengthBytes: 0, firstOffset: 0, recordCount: 0 };
 }
 
-/** The result of a copying read: framed records, CRC-checked, in a buffer the caller may keep. */
+/**
+ * The result of a copying read: whole framed entries as stored, CRC-checked, in a buffer the
+ * caller may keep. `firstOffset` is the BaseOffset of the first entry (≤ the offset asked for: the
+ * entry containing it), `recordCount` the offsets the entries cover; the next read continues at
+ * `firstOffset + recordCount`.
+ */
 export interface RecordsRead {
   records: Uint8Array;
   firstOffset: number;
   recordCount: number;
 }
 
-// One scratch buffer for the short forward scans of lookups. JS runs one call at a time and lookups
-// are synchronous, so sharing it is safe and saves an allocation per read.
+/** The result of a time lookup: the first offset whose record timestamp is ≥ the one asked for. */
+export interface TimestampLookup {
+  offset: number;
+  timestampMs: number;
+}
+
+/** An entry found by a lookup, filled in place. */
+interface EntryLocation {
+  position: number;
+  /** The entry's BaseOffset. */
+  baseOffset: number;
+  /** BaseOffset + LastOffsetDelta + 1. */
+  nextOffset: number;
+  /** Frame header included. */
+  entryBytes: number;
+}
+
+// One scratch buffer for the short forward walks of lookups. JS runs one call at a time and lookups
+// are synchronous, so sharing it is safe and saves an allocation per read. `windowStart`/`windowEnd`
+// say which file bytes it holds during one walk; every walk starts by invalidating them.
 const SCRATCH_BYTES = 64 * 1024;
 const scratch = new Uint8Array(SCRATCH_BYTES);
-const header = new Uint8Array(SEGMENT_HEADER_BYTES);
-const readScan = newScanResult();
+let windowStart = 0;
+let windowEnd = 0;
+const scratchHeader = newBatchHeader();
+const segmentHeaderBytes = new Uint8Array(SEGMENT_HEADER_BYTES);
+const readScan = newEntryScanResult();
+/** One framer for every segment: an append is planned and written in one synchronous call. */
+const framer = new EntryFramer();
+/** An entry header: the frame, then the batch's fixed part. */
+const ENTRY_PREFIX_BYTES = ENTRY_HEADER_BYTES + RECORD_BATCH_OVERHEAD_BYTES;
 
 export class Segment implements ReadDescriptorHolder {
   readonly path: string;
@@ -157,9 +213,11 @@ export class Segment implements ReadDescriptorHolder {
   readonly config: SegmentConfig;
   private writer: SegmentWriter | undefined;
   private index: SparseIndex;
-  /** The index covers every record before this position / relative offset. */
+  /** The index covers every entry before this position / relative offset. */
   private indexedEndBytes: number;
   private indexedRecords: number;
+  /** The largest record timestamp of the indexed entries (−1: none, or not indexed yet). */
+  private maxTimestampMs = -1;
   private sealedSizeBytes: number;
   private sealedForcedBytes: number;
   private publishedNextOffset: Offset;
@@ -173,11 +231,13 @@ export class Segment implements ReadDescriptorHolder {
   private closed = false;
   private lastAppendMs: number;
   private readonly entry: IndexEntry = { relativeOffset: 0, position: 0 };
+  private readonly located: EntryLocation = { position: 0, baseOffset: 0, nextOffset: 0, entryBytes: 0 };
   /**
-   * Bytes read per refill by the two hops (hop, hopWhileFits). A walk from an index entry covers
-   * about one index interval, so read that much (plus a page) rather than the whole scratch buffer:
-   * reading 64 KiB per lookup cost 6.6 us against 1.9 us, most of it copying. A record larger than
-   * this only costs another read: a hop needs just the 4-byte length at each record start.
+   * Bytes read per refill by the entry walks (locate, hopWhileFits, the time walk). A walk from an
+   * index entry covers about one index interval, so read that much (plus a page) rather than the
+   * whole scratch buffer: reading 64 KiB per lookup cost 6.6 us against 1.9 us (format 1), most of
+   * it copying. An entry larger than this only costs another read: a walk needs just the entry's
+   * 69-byte prefix (frame and batch header) at each entry start.
    */
   private readonly hopReadBytes: number;
 
@@ -226,12 +286,13 @@ export class Segment implements ReadDescriptorHolder {
 
   /**
    * Opens an existing segment for append, whatever path wrote it: checks the header, scans every
-   * record (length and CRC, in large chunks) while rebuilding the index, cuts the file after the last
-   * valid record so that nothing behind the cut can come back, and makes the cut durable. The next
-   * append lands exactly at the end of the valid prefix.
+   * entry (lengths, magic, offsets and frame CRC, in large chunks) while rebuilding the index, cuts
+   * the file after the last valid entry so that nothing behind the cut can come back, and makes the
+   * cut durable. The next append lands exactly at the end of the valid prefix. An entry is kept
+   * whole or cut whole: a batch is atomic across crashes.
    *
-   * `verifyCrcFrom`: records that start before this position were verified before (a recovery point)
-   * and are walked by their lengths only; the default checks every CRC.
+   * `verifyCrcFrom`: entries that start before this position were verified before (a recovery point)
+   * and are walked without computing their CRCs; the default checks every CRC.
    */
   static openForAppend(
     filePath: string,
@@ -277,6 +338,7 @@ export class Segment implements ReadDescriptorHolder {
         recordCount: nextOffset - baseOffset,
         validEndBytes: sizeBytes,
         stop: "end",
+        stopDetail: "",
         scannedBytes: 0,
         cutBytes: 0,
       };
@@ -312,25 +374,35 @@ export class Segment implements ReadDescriptorHolder {
       const baseOffset = readHeader(fd, filePath);
       const sizeOnDisk = disk.fileSize(fd, filePath);
       const index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
+      const indexing: ScanIndexing = { index, segmentBaseOffset: baseOffset, maxTimestampMs: -1 };
       const { maxPayloadBytes } = config;
-      // Lengths only up to the recovery point (verified before), lengths and CRCs after it.
+      // No CRCs up to the recovery point (verified before), everything after it.
       const trustedEnd = Math.min(Math.max(verifyCrcFrom, SEGMENT_HEADER_BYTES), sizeOnDisk);
       let scan = scanSegmentFile(
         fd,
         filePath,
         SEGMENT_HEADER_BYTES,
-        0,
+        baseOffset,
         trustedEnd,
         maxPayloadBytes,
         false,
-        index,
+        indexing,
       );
       let recordCount = scan.recordCount;
       let scannedBytes = scan.scannedBytes;
       if (scan.stop === "end" || (scan.stop === "truncated" && scan.endPosition < trustedEnd)) {
-        // A record straddling the trusted end continues in the verified part: rescan from its start.
+        // An entry straddling the trusted end continues in the verified part: rescan from its start.
         const from = scan.endPosition;
-        scan = scanSegmentFile(fd, filePath, from, recordCount, sizeOnDisk, maxPayloadBytes, true, index);
+        scan = scanSegmentFile(
+          fd,
+          filePath,
+          from,
+          scan.nextOffset,
+          sizeOnDisk,
+          maxPayloadBytes,
+          true,
+          indexing,
+        );
         recordCount += scan.recordCount;
         scannedBytes += scan.scannedBytes;
       }
@@ -356,12 +428,14 @@ export class Segment implements ReadDescriptorHolder {
         sealedReadDescriptors.opened(segment);
       }
       segment.index = index;
+      segment.maxTimestampMs = indexing.maxTimestampMs;
       const report: SegmentRecoveryReport = {
         path: filePath,
         baseOffset,
         recordCount,
         validEndBytes: validEnd,
         stop: scan.stop,
+        stopDetail: scan.detail,
         scannedBytes,
         cutBytes: sizeOnDisk - validEnd,
       };
@@ -430,47 +504,58 @@ export class Segment implements ReadDescriptorHolder {
     return this.lastAppendMs;
   }
 
+  /**
+   * The largest record timestamp stored in this segment (−1 when it holds none): MaxTimestamp over
+   * its entries (the append time of LogAppendTime batches). A segment opened without a scan builds
+   * its index first (one walk over its entry headers); throws CorruptRecordError when that finds
+   * damage.
+   */
+  largestTimestampMs(): number {
+    this.ensureIndexed();
+    return this.maxTimestampMs;
+  }
+
   get failure(): unknown {
     return this.writer?.failure;
   }
 
-  /** Bytes the batch would add; lets the caller roll before an append that cannot fit. */
-  hasRoomFor(batchBytes: number): boolean {
+  /** Framed bytes an append would add; lets the caller roll before an append that cannot fit. */
+  hasRoomFor(framedBytes: number): boolean {
     const writer = this.writer;
-    return writer !== undefined && batchBytes <= writer.capacityBytes - writer.sizeBytes;
+    return writer !== undefined && framedBytes <= writer.capacityBytes - writer.sizeBytes;
   }
 
   /**
-   * Appends a batch of framed records as one unit and returns the offset of its first record.
-   * The batch is walked twice: before the write every length is checked (and every CRC when
-   * `verifyCrc`) and the records are counted; after it, the lengths are read again to offer index
-   * entries. A batch with any bad record is refused whole with a CorruptRecordError naming the
-   * position inside the batch; nothing is written.
+   * Appends one or more bare RecordBatch v2, back to back in `batches` and already validated by the
+   * caller, as one unit, and returns the offset of the first record. Each batch becomes one entry,
+   * stamped with its BaseOffset (and, when `logAppendTimeMs` ≥ 0, made a LogAppendTime batch of that
+   * time). The caller's bytes are not modified. Structure that framing relies on is checked first
+   * (entry-framer.ts): a bad append throws CorruptRecordError and nothing is written.
    */
-  append(batch: Uint8Array, verifyCrc: boolean, nowMs = Date.now()): Offset {
+  append(batches: Uint8Array, logAppendTimeMs = -1, nowMs = Date.now()): Offset {
+    if (this.writer === undefined) throw new ClosedError(`segment ${this.path} is sealed and`);
+    return this.appendPlanned(
+      framer.plan(batches, this.publishedNextOffset, logAppendTimeMs, this.config.maxPayloadBytes),
+      nowMs,
+    );
+  }
+
+  /** Appends what `planned` (planned from this segment's next offset) describes. */
+  appendPlanned(planned: EntryFramer, nowMs = Date.now()): Offset {
     const writer = this.writer;
     if (writer === undefined) throw new ClosedError(`segment ${this.path} is sealed and`);
-    const batchBytes = batch.length;
-    if (batchBytes === 0) throw new InvalidArgumentError("a batch must hold at least one record");
-    const recordCount = countBatch(batch, this.config.maxPayloadBytes, verifyCrc);
+    const firstOffset = this.publishedNextOffset;
+    assert(planned.firstOffset === firstOffset, "an append is planned from the segment's next offset");
     // Entries must stay in order: an active segment opened without a scan indexes what it holds first.
     if (this.indexedEndBytes < writer.sizeBytes) this.ensureIndexed();
     const position = writer.sizeBytes;
-    writer.append(batch);
-    const firstOffset = this.publishedNextOffset;
-    // Offer index entries for the new records. Only records starting an interval past the last entry
-    // are stored, so for small batches this loop ends after reading a few lengths.
-    const index = this.index;
+    writer.append(planned);
     const firstRelative = firstOffset - this.baseOffset;
-    let at = 0;
-    for (let i = 0; i < recordCount; i++) {
-      index.offer(firstRelative + i, position + at);
-      at += RECORD_HEADER_BYTES + readUint32(batch, at);
-    }
-    this.indexedEndBytes = position + batchBytes;
-    this.indexedRecords = firstRelative + recordCount;
+    this.maxTimestampMs = planned.indexEntries(this.index, position, firstRelative, this.maxTimestampMs);
+    this.indexedEndBytes = position + planned.framedBytes;
+    this.indexedRecords = firstRelative + planned.recordCount;
     this.lastAppendMs = nowMs;
-    this.publishedNextOffset = (firstOffset + recordCount) as Offset; // publish last
+    this.publishedNextOffset = (firstOffset + planned.recordCount) as Offset; // publish last
     return firstOffset;
   }
 
@@ -540,46 +625,160 @@ export class Segment implements ReadDescriptorHolder {
     if (this.readers === 0 && this.deleted) this.closeDescriptorsQuietly();
   }
 
-  /** Position of the record with `offset` (baseOffset ≤ offset < nextOffset). */
+  /** Position of the entry containing `offset` (baseOffset ≤ offset < nextOffset). */
   positionOf(offset: number): number {
+    return this.locate(offset).position;
+  }
+
+  /** The BaseOffset of the entry containing `offset` (baseOffset ≤ offset < nextOffset). */
+  entryBaseOffsetOf(offset: number): number {
+    return this.locate(offset).baseOffset;
+  }
+
+  /** The entry containing `offset`, in `this.located`: index lookup, then a walk over entry headers. */
+  private locate(offset: number): EntryLocation {
     const relative = offset - this.baseOffset;
-    if (relative < 0 || offset >= this.publishedNextOffset) {
+    if (relative < 0 || offset >= this.publishedNextOffset || !Number.isInteger(offset)) {
       throw new OffsetOutOfRangeError(offset, this.baseOffset, this.publishedNextOffset);
     }
     this.ensureIndexed();
     const entry = this.index.lookup(relative, this.entry);
-    return this.hop(entry.relativeOffset, entry.position, relative);
+    const fd = this.ensureReadFd();
+    const sizeBytes = this.sizeBytes;
+    const located = this.located;
+    windowEnd = 0;
+    let position = entry.position;
+    for (;;) {
+      const header = this.entryHeaderAt(fd, position, sizeBytes);
+      const next = header.baseOffset + header.lastOffsetDelta + 1;
+      if (header.baseOffset > offset)
+        throw new CorruptRecordError(
+          `entry BaseOffset ${header.baseOffset} lies past offset ${offset} it should contain`,
+          position,
+          this.path,
+        );
+      if (offset < next) {
+        located.position = position;
+        located.baseOffset = header.baseOffset;
+        located.nextOffset = next;
+        located.entryBytes = ENTRY_HEADER_BYTES + header.sizeBytes;
+        return located;
+      }
+      position += ENTRY_HEADER_BYTES + header.sizeBytes;
+    }
   }
 
   /**
-   * Copying read: complete records from `offset` on, below `endOffset`, at most `maxBytes` of them
-   * (but always the first record, however large, so a consumer can make progress). Every CRC is checked; a bad record ends
-   * the read, and a read that would start at a bad record throws CorruptRecordError.
+   * The header of the entry at `position` (frame and batch header), read through the scratch
+   * window, in the shared `scratchHeader`. Throws CorruptRecordError when the bytes there are not
+   * an entry (lengths disagree, or it runs past `sizeBytes`): below `sizeBytes` they were checked
+   * once, so this is damage since.
+   */
+  private entryHeaderAt(fd: number, position: number, sizeBytes: number): RecordBatchHeader {
+    if (position + ENTRY_PREFIX_BYTES > sizeBytes)
+      throw new CorruptRecordError(
+        `entry header past the end of the segment (${sizeBytes} bytes)`,
+        position,
+        this.path,
+      );
+    if (position < windowStart || position + ENTRY_PREFIX_BYTES > windowEnd) {
+      windowStart = position;
+      windowEnd =
+        position +
+        disk.preadFull(
+          fd,
+          scratch,
+          0,
+          Math.min(this.hopReadBytes, sizeBytes - position),
+          position,
+          this.path,
+        );
+      if (windowEnd < position + ENTRY_PREFIX_BYTES)
+        throw new CorruptRecordError("entry header past the end of the file", position, this.path);
+    }
+    const at = position - windowStart;
+    const length = entryLengthAt(scratch, at);
+    let header: RecordBatchHeader;
+    try {
+      header = readBatchHeader(scratch, at + ENTRY_HEADER_BYTES, scratchHeader);
+    } catch (error) {
+      throw new CorruptRecordError(
+        `entry header unreadable: ${error instanceof Error ? error.message : String(error)}`,
+        position,
+        this.path,
+      );
+    }
+    if (
+      header.sizeBytes !== length ||
+      length < RECORD_BATCH_OVERHEAD_BYTES ||
+      position + ENTRY_HEADER_BYTES + length > sizeBytes ||
+      header.lastOffsetDelta < 0
+    )
+      throw new CorruptRecordError(
+        `entry length ${length} (BatchLength + 12 = ${header.sizeBytes}, LastOffsetDelta ${header.lastOffsetDelta}) is invalid here`,
+        position,
+        this.path,
+      );
+    return header;
+  }
+
+  /**
+   * Where the entries below `endOffset` end: the segment's size when `endOffset` is its next offset,
+   * else the start of the entry containing `endOffset` (an end inside an entry excludes that entry).
+   */
+  private endBoundary(endOffset: number): { position: number; offset: number } {
+    if (endOffset >= this.publishedNextOffset)
+      return { position: this.sizeBytes, offset: this.publishedNextOffset };
+    const at = this.locate(endOffset);
+    return { position: at.position, offset: at.baseOffset };
+  }
+
+  /**
+   * Copying read: whole entries from the one containing `offset` on, below `endOffset`, at most
+   * `maxBytes` of them (but always the first entry, however large, so a consumer can make
+   * progress). Every entry is checked (lengths, offsets, frame CRC); a bad entry ends the read, and
+   * a read that would start at a bad entry throws CorruptRecordError.
    */
   read(offset: number, maxBytes: number, endOffset: number = this.publishedNextOffset): RecordsRead {
     const fd = this.ensureReadFd();
-    const position = this.positionOf(offset);
-    const end = Math.min(endOffset, this.publishedNextOffset);
-    // Records at or after `endOffset` are not handed out (e.g. not yet forced, under `force`).
-    const sizeBytes = end < this.publishedNextOffset ? this.positionOf(end) : this.sizeBytes;
-    const firstBytes = this.recordBytesAt(fd, position, sizeBytes);
-    const length = Math.max(firstBytes, Math.min(maxBytes, sizeBytes - position));
+    const first = this.locate(offset);
+    const position = first.position;
+    const firstOffset = first.baseOffset;
+    const firstBytes = first.entryBytes;
+    // Entries at or after `endOffset` are not handed out (e.g. not yet forced, under `force`).
+    const end = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
+    if (end.position <= position) return { records: new Uint8Array(0), firstOffset: offset, recordCount: 0 };
+    const length = Math.max(firstBytes, Math.min(maxBytes, end.position - position));
     const records = new Uint8Array(length);
     const got = disk.preadFull(fd, records, 0, length, position, this.path);
-    const view = new DataView(records.buffer);
-    scanRecords(records, view, 0, got, this.config.maxPayloadBytes, true, readScan);
-    if (readScan.recordCount === 0) {
-      throw new CorruptRecordError(describeStop(readScan.stop), position, this.path);
+    scanEntries(
+      records,
+      0,
+      got,
+      {
+        framing: "framed",
+        verifyCrc: true,
+        maxBatchBytes: this.config.maxPayloadBytes,
+        expectedBaseOffset: firstOffset,
+      },
+      readScan,
+    );
+    if (readScan.entryCount === 0) {
+      throw new CorruptRecordError(`${readScan.stop}: ${readScan.detail}`, position, this.path);
     }
-    const recordCount = Math.min(readScan.recordCount, end - offset);
-    return { records: records.subarray(0, readScan.endPosition), firstOffset: offset, recordCount };
+    return {
+      records: records.subarray(0, readScan.endPosition),
+      firstOffset,
+      recordCount: readScan.recordCount,
+    };
   }
 
   /**
-   * Zero-copy read: the file range holding complete records from `offset` on, at most `maxBytes`
-   * (but always the whole first record). The range ends on a record boundary, found through the
-   * index with a short scan, so a consumer never receives a partial record. Bytes are not checked
-   * here: the consumer checks every CRC. The caller must hold `acquire()` while it uses `out.fd`.
+   * Zero-copy read: the file range holding whole entries from the one containing `offset` on, at
+   * most `maxBytes` (but always the whole first entry). The range ends on an entry boundary, found
+   * through the index with a short walk, so a consumer never receives a partial batch. Bytes are
+   * not checked here: the consumer checks every CRC. The caller must hold `acquire()` while it uses
+   * `out.fd`.
    */
   fileRange(
     offset: number,
@@ -588,40 +787,112 @@ export class Segment implements ReadDescriptorHolder {
     endOffset: number = this.publishedNextOffset,
   ): FileRange {
     const fd = this.ensureReadFd();
-    const position = this.positionOf(offset);
-    const lastOffset = Math.min(endOffset, this.publishedNextOffset);
-    const sizeBytes = lastOffset < this.publishedNextOffset ? this.positionOf(lastOffset) : this.sizeBytes;
-    const relative = offset - this.baseOffset;
+    const first = this.locate(offset);
+    const position = first.position;
+    const firstOffset = first.baseOffset;
+    const firstEnd = position + first.entryBytes;
+    const firstNext = first.nextOffset;
+    const boundary = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
+    const sizeBytes = boundary.position;
     let end: number;
-    let endRelative: number;
-    if (position + maxBytes >= sizeBytes) {
+    let endNext: number;
+    if (sizeBytes <= position) {
+      end = position;
+      endNext = firstOffset;
+    } else if (position + maxBytes >= sizeBytes) {
       end = sizeBytes;
-      endRelative = lastOffset - this.baseOffset;
+      endNext = boundary.offset;
     } else {
-      // The last record boundary ≤ position + maxBytes: from the index entry at or before the limit
-      // (or from our own record, whichever is later), hop while the next record still fits.
+      // The last entry boundary ≤ position + maxBytes: from the index entry at or before the limit
+      // (or from our own entry, whichever is later), walk while the next entry still fits.
       const limit = position + maxBytes;
       const entry = this.index.floorByPosition(limit, this.entry);
       let at = position;
-      let atRelative = relative;
+      let atOffset = firstOffset;
       if (entry.position > position) {
         at = entry.position;
-        atRelative = entry.relativeOffset;
+        atOffset = this.baseOffset + entry.relativeOffset;
       }
-      const bounds = this.hopWhileFits(fd, at, atRelative, limit, sizeBytes);
+      const bounds = this.hopWhileFits(fd, at, atOffset, limit, sizeBytes);
       end = bounds.position;
-      endRelative = bounds.relative;
+      endNext = bounds.offset;
       if (end === position) {
-        end = position + this.recordBytesAt(fd, position, sizeBytes);
-        endRelative = relative + 1;
+        end = firstEnd;
+        endNext = firstNext;
       }
     }
     out.fd = fd;
     out.position = position;
     out.lengthBytes = end - position;
-    out.firstOffset = offset;
-    out.recordCount = endRelative - relative;
+    out.firstOffset = firstOffset;
+    out.recordCount = endNext - firstOffset;
     return out;
+  }
+
+  /**
+   * The first offset below `endOffset` whose record timestamp is ≥ `timestampMs`, with that
+   * timestamp; undefined when there is none in this segment. The time index gives the entry to
+   * start from (no record before it qualifies); entries are walked by their headers (MaxTimestamp)
+   * and the records of the first entry that can hold one are walked to pick the exact record: under
+   * CreateTime timestamps need not grow, so this is the first in offset order, as Kafka answers.
+   * Under LogAppendTime every record of a batch has its MaxTimestamp. A batch whose codec this
+   * build cannot decompress (snappy, lz4) answers with its BaseOffset and MaxTimestamp.
+   */
+  offsetForTimestamp(
+    timestampMs: number,
+    endOffset: number = this.publishedNextOffset,
+  ): TimestampLookup | undefined {
+    if (this.publishedNextOffset === this.baseOffset) return undefined;
+    this.ensureIndexed();
+    if (this.maxTimestampMs < timestampMs) return undefined;
+    const fd = this.ensureReadFd();
+    const boundary = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
+    const start = this.index.lookupByTimestamp(timestampMs, this.entry);
+    let position = start.position;
+    windowEnd = 0;
+    while (position < boundary.position) {
+      const header = this.entryHeaderAt(fd, position, boundary.position);
+      const entryBytes = ENTRY_HEADER_BYTES + header.sizeBytes;
+      if (header.maxTimestamp >= timestampMs) {
+        if (header.logAppendTime) return { offset: header.baseOffset, timestampMs: header.maxTimestamp };
+        const found = this.firstRecordAtOrAfter(fd, position, entryBytes, timestampMs);
+        if (found !== undefined) return found;
+        // MaxTimestamp claimed more than the records hold (a producer's batch): go on.
+      }
+      position += entryBytes;
+      windowEnd = 0; // firstRecordAtOrAfter may have used the scratch buffer
+    }
+    return undefined;
+  }
+
+  private firstRecordAtOrAfter(
+    fd: number,
+    position: number,
+    entryBytes: number,
+    timestampMs: number,
+  ): TimestampLookup | undefined {
+    const bytes = new Uint8Array(entryBytes);
+    if (disk.preadFull(fd, bytes, 0, entryBytes, position, this.path) < entryBytes)
+      throw new CorruptRecordError("entry runs past the end of the file", position, this.path);
+    const header = readBatchHeader(bytes, ENTRY_HEADER_BYTES);
+    let found: TimestampLookup | undefined;
+    try {
+      forEachRecord(
+        bytes,
+        ENTRY_HEADER_BYTES,
+        entryBytes,
+        (record) => {
+          if (found === undefined && record.timestamp >= timestampMs)
+            found = { offset: record.offset, timestampMs: record.timestamp };
+        },
+        header,
+      );
+    } catch (error) {
+      if (error instanceof InvalidBatchError && error.check === "codec")
+        return { offset: header.baseOffset, timestampMs: header.maxTimestamp };
+      throw error;
+    }
+    return found;
   }
 
   // --- Lifetime ----------------------------------------------------------------------------------
@@ -743,113 +1014,71 @@ export class Segment implements ReadDescriptorHolder {
     return fd;
   }
 
-  /** Builds the index of a segment opened without a scan (lengths only; it was verified before). */
+  /**
+   * Builds the index of a segment opened without a scan (no CRCs: it was verified before; lengths,
+   * magic and offsets are checked).
+   */
   private ensureIndexed(): void {
     const sizeBytes = this.sizeBytes;
     if (this.indexedEndBytes >= sizeBytes) return;
     const fd = this.ensureReadFd();
+    const indexing: ScanIndexing = {
+      index: this.index,
+      segmentBaseOffset: this.baseOffset,
+      maxTimestampMs: this.maxTimestampMs,
+    };
     const scan = scanSegmentFile(
       fd,
       this.path,
       this.indexedEndBytes,
-      this.indexedRecords,
+      this.baseOffset + this.indexedRecords,
       sizeBytes,
       this.config.maxPayloadBytes,
       false,
-      this.index,
+      indexing,
     );
     const expected = this.publishedNextOffset - this.baseOffset;
     const found = this.indexedRecords + scan.recordCount;
     if (this.writer === undefined && scan.stop === "zero-length" && found === expected) {
-      // A mapped segment whose trim did not reach the disk before a crash: every record is there,
-      // followed by the zeros of its preallocated capacity. The records end here.
+      // A mapped segment whose trim did not reach the disk before a crash: every entry is there,
+      // followed by the zeros of its preallocated capacity. The entries end here.
       this.sealedSizeBytes = scan.endPosition;
     } else if (scan.endPosition !== sizeBytes || found !== expected) {
       throw new CorruptRecordError(
-        `segment holds ${found} readable records up to byte ${scan.endPosition} of ${sizeBytes}, ` +
-          `expected ${expected} (${describeStop(scan.stop)})`,
+        `segment holds entries of ${found} offsets up to byte ${scan.endPosition} of ${sizeBytes}, ` +
+          `expected ${expected} (${scan.stop}: ${scan.detail})`,
         scan.endPosition,
         this.path,
       );
     }
     this.indexedEndBytes = scan.endPosition;
     this.indexedRecords = expected;
+    this.maxTimestampMs = indexing.maxTimestampMs;
   }
 
-  /** From (relative, position) hop over length prefixes to `targetRelative`; returns its position. */
-  private hop(fromRelative: number, fromPosition: number, targetRelative: number): number {
-    if (fromRelative === targetRelative) return fromPosition;
-    const fd = this.ensureReadFd();
-    const sizeBytes = this.sizeBytes;
-    let relative = fromRelative;
-    let position = fromPosition;
-    let bufferStart = 0;
-    let bufferEnd = 0;
-    const readBytes = this.hopReadBytes;
-    while (relative < targetRelative) {
-      if (position < bufferStart || position + 4 > bufferEnd) {
-        bufferStart = position;
-        bufferEnd =
-          position +
-          disk.preadFull(fd, scratch, 0, Math.min(readBytes, sizeBytes - position), position, this.path);
-        if (bufferEnd < position + 4)
-          throw new CorruptRecordError("record header past the end of the segment", position, this.path);
-      }
-      position += RECORD_HEADER_BYTES + readUint32(scratch, position - bufferStart);
-      relative++;
-    }
-    return position;
-  }
+  private readonly bounds = { position: 0, offset: 0 };
 
-  private readonly bounds = { position: 0, relative: 0 };
-
-  /** Hops from a record boundary while the next record ends at or before `limit`. */
+  /** Walks from an entry boundary while the next entry ends at or before `limit`. */
   private hopWhileFits(
     fd: number,
     fromPosition: number,
-    fromRelative: number,
+    fromOffset: number,
     limit: number,
     sizeBytes: number,
-  ): { position: number; relative: number } {
+  ): { position: number; offset: number } {
     let position = fromPosition;
-    let relative = fromRelative;
-    let bufferStart = 0;
-    let bufferEnd = 0;
-    while (position + RECORD_HEADER_BYTES <= limit) {
-      if (position < bufferStart || position + 4 > bufferEnd) {
-        bufferStart = position;
-        bufferEnd =
-          position +
-          disk.preadFull(
-            fd,
-            scratch,
-            0,
-            Math.min(this.hopReadBytes, sizeBytes - position),
-            position,
-            this.path,
-          );
-        if (bufferEnd < position + 4) break;
-      }
-      const next = position + RECORD_HEADER_BYTES + readUint32(scratch, position - bufferStart);
+    let offset = fromOffset;
+    windowEnd = 0;
+    while (position + ENTRY_PREFIX_BYTES <= limit) {
+      const header = this.entryHeaderAt(fd, position, sizeBytes);
+      const next = position + ENTRY_HEADER_BYTES + header.sizeBytes;
       if (next > limit) break;
       position = next;
-      relative++;
+      offset = header.baseOffset + header.lastOffsetDelta + 1;
     }
     this.bounds.position = position;
-    this.bounds.relative = relative;
+    this.bounds.offset = offset;
     return this.bounds;
-  }
-
-  private recordBytesAt(fd: number, position: number, sizeBytes: number): number {
-    if (disk.preadFull(fd, scratch, 0, 4, position, this.path) < 4) {
-      throw new CorruptRecordError("record header past the end of the segment", position, this.path);
-    }
-    const length = readUint32(scratch, 0);
-    const recordBytes = RECORD_HEADER_BYTES + length;
-    if (length === 0 || length > this.config.maxPayloadBytes || position + recordBytes > sizeBytes) {
-      throw new CorruptRecordError(`record length ${length} is invalid here`, position, this.path);
-    }
-    return recordBytes;
   }
 }
 
@@ -882,54 +1111,11 @@ function unlinkQuietly(filePath: string): void {
 }
 
 function readHeader(fd: number, filePath: string): Offset {
-  const got = disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
-  return decodeSegmentHeader(header, got, filePath, parseSegmentFileName(path.basename(filePath)));
-}
-
-/**
- * Walks a batch of framed records and returns how many it holds, or throws CorruptRecordError with
- * the position inside the batch of the first record that is empty, too large, cut short or (with
- * `verifyCrc`) fails its CRC.
- */
-export function countBatch(batch: Uint8Array, maxPayloadBytes: number, verifyCrc: boolean): number {
-  const end = batch.length;
-  let position = 0;
-  let count = 0;
-  while (position < end) {
-    if (end - position < RECORD_HEADER_BYTES) {
-      throw new CorruptRecordError(`${end - position} trailing bytes are not a record`, position);
-    }
-    const length = readUint32(batch, position);
-    if (length === 0)
-      throw new CorruptRecordError("record length 0 (empty records are not allowed)", position);
-    if (length > maxPayloadBytes) throw new RecordTooLargeError(length, maxPayloadBytes);
-    const recordEnd = position + RECORD_HEADER_BYTES + length;
-    if (recordEnd > end) {
-      throw new CorruptRecordError(`record of ${length} bytes runs past the end of the batch`, position);
-    }
-    if (
-      verifyCrc &&
-      crc32c(batch, position + RECORD_HEADER_BYTES, recordEnd) !== readUint32(batch, position + 4)
-    ) {
-      throw new CorruptRecordError("CRC32C mismatch", position);
-    }
-    count++;
-    position = recordEnd;
-  }
-  return count;
-}
-
-function describeStop(stop: ScanStop): string {
-  switch (stop) {
-    case "end":
-      return "end of data";
-    case "zero-length":
-      return "zero length (end-of-log marker)";
-    case "bad-length":
-      return "record length out of range";
-    case "truncated":
-      return "record cut short";
-    case "crc-mismatch":
-      return "CRC32C mismatch";
-  }
+  const got = disk.preadFull(fd, segmentHeaderBytes, 0, SEGMENT_HEADER_BYTES, 0, filePath);
+  return decodeSegmentHeader(
+    segmentHeaderBytes,
+    got,
+    filePath,
+    parseSegmentFileName(path.basename(filePath)),
+  );
 }

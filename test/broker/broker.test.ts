@@ -14,18 +14,17 @@ import {
   TopicExistsError,
   UnknownTopicOrPartitionError,
 } from "../../src/domain/errors.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 // These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
 setDefaultTimeout(30_000);
 
-const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const decode = (bytes: Uint8Array | null) => new TextDecoder().decode(bytes!);
 
 function values(broker: Broker, topic: string, partition: number, offset = 0): string[] {
-  return payloadsOf(broker.read(topic, partition, offset, 10 * 1024 * 1024).records).map(decode);
+  return valuesOfEntries(broker.read(topic, partition, offset, 10 * 1024 * 1024).records).map(decode);
 }
 
 describe("topics", () => {
@@ -44,8 +43,8 @@ describe("topics", () => {
       retentionBytes: 1_000_000,
     });
     expect(broker.describeTopic("audit.log_v2").config.durability).toBe("force");
-    await broker.append("orders", 1, ["a", "b"]);
-    await broker.append("orders", 1, frameRecords(["c"]));
+    await broker.append("orders", 1, batchOfValues(["a", "b"]));
+    await broker.append("orders", 1, batchOfValues(["c"]));
     expect(values(broker, "orders", 1)).toEqual(["a", "b", "c"]);
     expect(values(broker, "orders", 0)).toEqual([]);
     await broker.close();
@@ -91,7 +90,7 @@ describe("topics", () => {
         /segmentBytes must be an integer in \[256, 1073741824\], got 10/,
       );
       expect(() => broker.createTopic("t", { segmentBytes: 4096, maxRecordBytes: 5000 })).toThrow(
-        /maxRecordBytes must be an integer in \[1, 4056\] \(a record and its 8-byte header must fit a segment/,
+        /maxRecordBytes must be an integer in \[68, 4056\] \(a batch and its 8-byte frame must fit a segment/,
       );
       expect(() => broker.createTopic("t", { colour: "blue" } as never)).toThrow(
         /unknown topic setting "colour"/,
@@ -137,15 +136,17 @@ describe("durability policies", () => {
       broker.createTopic("appended", { durability: "append" });
       broker.createTopic("forced", { durability: "force" });
       broker.createTopic("interval", { durability: "interval", flushIntervalMs: 10 });
-      expect(await broker.append("appended", 0, ["x"])).toMatchObject({
+      expect(await broker.append("appended", 0, batchOfValues(["x"]))).toMatchObject({
         firstOffset: 0,
         recordCount: 1,
         durability: "appended",
       });
-      const forced = await broker.append("forced", 0, ["x", "y"]);
+      const forced = await broker.append("forced", 0, batchOfValues(["x", "y"]));
       expect(forced).toMatchObject({ firstOffset: 0, recordCount: 2, durability: "forced" });
       expect(broker.partition("forced", 0).log.recoveryPoint.nextOffset).toBeGreaterThanOrEqual(2);
-      expect(await broker.append("interval", 0, ["x"])).toMatchObject({ durability: "appended" });
+      expect(await broker.append("interval", 0, batchOfValues(["x"]))).toMatchObject({
+        durability: "appended",
+      });
       // The interval timer forces what is unforced; wait for it (a condition, not a sleep).
       const log = broker.partition("interval", 0).log;
       await waitUntil(() => !log.hasUnforcedData, "the background force");
@@ -162,7 +163,7 @@ describe("durability policies", () => {
       broker.createTopic("durable", { durability: "force" });
       broker.createTopic("fast", { durability: "append" });
       const durable = broker.partition("durable", 0);
-      durable.log.append(frameRecords(["not yet forced"]), true); // appended, no force requested
+      durable.log.append(batchOfValues(["not yet forced"])); // appended, no force requested
       expect(durable.log.nextOffset).toBe(1 as never);
       expect(durable.visibleNextOffset).toBe(0);
       expect(broker.read("durable", 0, 0).recordCount).toBe(0);
@@ -177,10 +178,10 @@ describe("durability policies", () => {
       await new Promise((resolve) => setImmediate(resolve));
       expect(seen).toBe(false);
       await durable.log.force();
-      expect(decode((await next).value!.payload)).toBe("not yet forced");
+      expect(decode((await next).value!.value)).toBe("not yet forced");
       expect(durable.visibleNextOffset).toBe(1);
       const fast = broker.partition("fast", 0);
-      fast.log.append(frameRecords(["visible now"]), true);
+      fast.log.append(batchOfValues(["visible now"]));
       expect(fast.visibleNextOffset).toBe(1);
       expect(values(broker, "fast", 0)).toEqual(["visible now"]);
     } finally {
@@ -200,10 +201,11 @@ describe("durability policies", () => {
       await Promise.all(
         Array.from({ length: producers }, async (_, producer) => {
           for (let batch = 0; batch < batchesEach; batch++) {
-            const ack = await broker.append("gc", 0, [
-              `p${producer}-b${batch}-a`,
-              `p${producer}-b${batch}-b`,
-            ]);
+            const ack = await broker.append(
+              "gc",
+              0,
+              batchOfValues([`p${producer}-b${batch}-a`, `p${producer}-b${batch}-b`]),
+            );
             // The durable point moves only after a completed force: it must cover this batch now.
             if (partition.log.recoveryPoint.nextOffset < ack.firstOffset + ack.recordCount) uncovered++;
             expect(ack.durability).toBe("forced");
@@ -229,8 +231,9 @@ describe("durability policies", () => {
     const broker = Broker.open({ dataDir: dir.path });
     try {
       broker.createTopic("big", { durability: "append", segmentBytes: 256 * 1024 * 1024 });
-      const chunk = frameRecords(Array.from({ length: 64 }, () => new Uint8Array(16 * 1024).fill(7)));
-      for (let i = 0; i < 64; i++) await broker.append("big", 0, chunk); // 64 MiB dirty
+      // 63 records of 16 KiB: one batch within the default 1 MiB batch limit.
+      const chunk = batchOfValues(Array.from({ length: 63 }, () => new Uint8Array(16 * 1024).fill(7)));
+      for (let i = 0; i < 64; i++) await broker.append("big", 0, chunk); // 63 MiB dirty
       const log = broker.partition("big", 0).log;
       let ticks = 0;
       let forced = false;
@@ -283,8 +286,8 @@ describe("data directory", () => {
       broker.createTopic("short", { segmentBytes: 1024, retentionBytes: 2048, durability: "append" });
       broker.createTopic("long", { segmentBytes: 1024, durability: "append" });
       for (let i = 0; i < 100; i++) {
-        await broker.append("short", 0, [`record ${i}`.padEnd(100, ".")]);
-        await broker.append("long", 0, [`record ${i}`.padEnd(100, ".")]);
+        await broker.append("short", 0, batchOfValues([`record ${i}`.padEnd(100, ".")]));
+        await broker.append("long", 0, batchOfValues([`record ${i}`.padEnd(100, ".")]));
       }
       const result = broker.applyRetention();
       expect(result.segmentsDeleted).toBeGreaterThan(0);

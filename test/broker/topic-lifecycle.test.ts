@@ -8,15 +8,15 @@ import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikError } from "../../src/domain/errors.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(30_000);
 
-const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const decode = (bytes: Uint8Array | null) => new TextDecoder().decode(bytes!);
 
 function values(broker: Broker, topic: string, partition: number): string[] {
-  return payloadsOf(broker.read(topic, partition, 0, 10 * 1024 * 1024).records).map(decode);
+  return valuesOfEntries(broker.read(topic, partition, 0, 10 * 1024 * 1024).records).map(decode);
 }
 
 test("a create of a name whose delete is still running cannot lose the new topic's records", async () => {
@@ -24,8 +24,8 @@ test("a create of a name whose delete is still running cannot lose the new topic
   let broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
   try {
     broker.createTopic("t", { partitions: 2 });
-    await broker.append("t", 0, ["old 0"]);
-    await broker.append("t", 1, ["old 1"]);
+    await broker.append("t", 0, batchOfValues(["old 0"]));
+    await broker.append("t", 1, batchOfValues(["old 1"]));
     // The delete is not awaited: it is past its commit point and closing the old partitions.
     const deleting = broker.deleteTopic("t");
     let createdDuringDelete = false;
@@ -39,14 +39,14 @@ test("a create of a name whose delete is still running cannot lose the new topic
       expect((error as Error).message).toContain("being deleted");
     }
     if (createdDuringDelete) {
-      await broker.append("t", 0, ["new 0"]);
-      await broker.append("t", 1, ["new 1"]);
+      await broker.append("t", 0, batchOfValues(["new 0"]));
+      await broker.append("t", 1, batchOfValues(["new 1"]));
     }
     await deleting;
     if (!createdDuringDelete) {
       broker.createTopic("t", { partitions: 2 });
-      await broker.append("t", 0, ["new 0"]);
-      await broker.append("t", 1, ["new 1"]);
+      await broker.append("t", 0, batchOfValues(["new 0"]));
+      await broker.append("t", 1, batchOfValues(["new 1"]));
     }
     expect(values(broker, "t", 0)).toEqual(["new 0"]);
     await broker.close();
@@ -62,7 +62,7 @@ test("close waits for deletes in progress before it releases the data directory"
   using dir = tempDir();
   const broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
   broker.createTopic("gone");
-  await broker.append("gone", 0, ["x"]);
+  await broker.append("gone", 0, batchOfValues(["x"]));
   const deleting = broker.deleteTopic("gone");
   await broker.close();
   // The delete finished (its directory is gone) before the lock was released, so no other broker can
@@ -83,7 +83,7 @@ test("closing a partition waits for the force in flight without queueing another
   broker.createTopic("f");
   const partition = broker.partition("f", 0);
   // A force starts for this append and is in flight when close begins.
-  const appended = broker.append("f", 0, ["a"]);
+  const appended = broker.append("f", 0, batchOfValues(["a"]));
   expect(partition.groupCommit.inFlight).toBe(true);
   await broker.close();
   expect((await appended).durability).toBe("forced");

@@ -8,16 +8,16 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import { BooblikClient } from "../../src/client/client.ts";
 import { ConnectionError } from "../../src/client/connection.ts";
-import { Consumer, textOf } from "../../src/client/consumer.ts";
+import { Consumer, forEachConsumedRecord, textOf } from "../../src/client/consumer.ts";
 import { PositionFile } from "../../src/client/position-file.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { CorruptRecordError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import { ByteWriter } from "../../src/protocol/buffer.ts";
 import { API, peekFrameSize, readRequestHeader, SIZE_BYTES } from "../../src/protocol/frame.ts";
 import { encodeFetchResponseHeader, encodeListOffsetsResponse } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { storedEntries } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -149,22 +149,26 @@ describe("producer", () => {
     }
   });
 
-  test("failures reach the sender and flush(); empty records and unknown topics are refused", async () => {
+  test("failures reach the sender and flush(); records without a value and unknown topics are refused", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
-      await client.createTopic("small", { maxRecordBytes: 10, segmentBytes: 4096 });
+      await client.createTopic("small", { maxRecordBytes: 100, segmentBytes: 4096 });
       const producer = new Producer(client);
-      await expect(producer.send("small", "")).rejects.toThrow(/must not be empty/);
-      const tooLarge = producer.send("small", "this is far more than ten bytes", { partition: 0 });
+      // An empty value is a value (Kafka's records may be empty); a record without one is refused.
+      expect((await producer.send("small", "")).offset).toBe(0);
+      await expect(producer.send("small", { key: "k" } as never)).rejects.toThrow(
+        /a record is a string, bytes/,
+      );
+      const tooLarge = producer.send("small", "x".repeat(60), { partition: 0 });
       await expect(tooLarge).rejects.toMatchObject({ code: "RECORD_TOO_LARGE" });
       await expect(producer.flush()).rejects.toMatchObject({ code: "RECORD_TOO_LARGE" });
       await expect(producer.send("missing", "x")).rejects.toMatchObject({
         code: "UNKNOWN_TOPIC_OR_PARTITION",
       });
       await producer.flush().catch(() => undefined);
-      expect((await producer.send("small", "fine")).offset).toBe(0);
+      expect((await producer.send("small", "fine")).offset).toBe(1);
     } finally {
       client.close();
     }
@@ -239,8 +243,10 @@ describe("consumer", () => {
       let fetches = 0;
       for await (const batch of consumer.batches()) {
         fetches++;
-        expect(batch.firstOffset).toBe(expected);
-        const values = payloadsOf(batch.records).map((bytes) => new TextDecoder().decode(bytes));
+        expect(batch.fromOffset).toBe(expected);
+        // The first fetch starts inside the first batch (offsets 0-49): its records below 7 are dropped.
+        const values: string[] = [];
+        forEachConsumedRecord("batches", 0, batch, (record) => values.push(textOf(record)));
         expect(values.length).toBe(batch.count);
         values.forEach((value, i) => {
           expect(value).toBe(`b${expected + i}`);
@@ -305,7 +311,10 @@ describe("consumer", () => {
       const strict = new Consumer(client, { topic: "range", from: 10, stopAtEnd: true });
       const failure = await consumeAll(strict).catch((error) => error);
       expect(failure).toBeInstanceOf(OffsetOutOfRangeError);
-      expect(failure).toMatchObject({ logStartOffset: 0, nextOffset: 3 });
+      expect(failure).toMatchObject({
+        logStartOffset: 0,
+        nextOffset: 3,
+      });
       const toEarliest = new Consumer(client, {
         topic: "range",
         from: 10,
@@ -328,9 +337,9 @@ describe("consumer", () => {
   });
 
   test("detects a CRC mismatch in the bytes it is handed (a fake broker serves a corrupted record)", async () => {
-    const good = frameRecords(["intact", "damaged", "never reached"]).slice();
-    const corrupted = good.slice();
-    corrupted[8 + 6 + 8 + 2]! ^= 0x20; // a payload byte of the second record
+    const corrupted = storedEntries(0, [["intact"], ["damaged"], ["never reached"]]);
+    const second = 8 + batchOfValues(["intact"], 0).length;
+    corrupted[second + 8 + 61 + 6]! ^= 0x20; // a value byte of the second entry's record
     const writer = new ByteWriter();
     // A minimal broker: answers LIST_OFFSETS and FETCH (from offset 0 only) with the bytes above.
     const fake = Bun.listen<undefined>({
@@ -345,7 +354,12 @@ describe("consumer", () => {
             const header = readRequestHeader(chunk, at, { apiKey: 0, apiVersion: 0, correlationId: 0 });
             writer.reset();
             if (header.apiKey === API.LIST_OFFSETS) {
-              encodeListOffsetsResponse(writer, header.correlationId, { logStartOffset: 0, nextOffset: 3 });
+              encodeListOffsetsResponse(writer, header.correlationId, {
+                logStartOffset: 0,
+                nextOffset: 3,
+                timestampOffset: -1,
+                offsetTimestampMs: -1,
+              });
               socket.write(writer.written());
             } else {
               encodeFetchResponseHeader(writer, header.correlationId, {
@@ -366,7 +380,7 @@ describe("consumer", () => {
       const consumer = new Consumer(client, { topic: "any", stopAtEnd: true });
       const failure = await consumeAll(consumer).catch((error) => error);
       expect(failure).toBeInstanceOf(CorruptRecordError);
-      expect((failure as Error).message).toContain("offset 1 fails its CRC32C check");
+      expect((failure as Error).message).toContain("the entry at offset 1 is damaged (crc-mismatch");
     } finally {
       client.close();
       fake.stop(true);

@@ -31,9 +31,9 @@ import {
   encodeMetadataResponse,
   encodeProduceResponse,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { storedEntries } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -181,17 +181,20 @@ describe("producer", () => {
     await using broker = await startBroker(dir.path);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
-      await client.createTopic("small", { maxRecordBytes: 10, segmentBytes: 4096 });
+      // maxRecordBytes bounds a whole batch: 61 header bytes, then about 8 per record besides its value.
+      await client.createTopic("small", { maxRecordBytes: 100, segmentBytes: 4096 });
       // A long linger: all records below would share one batch.
       const producer = new Producer(client, { lingerMs: 200 });
       const before = producer.send("small", "ok 1");
-      const tooLarge = producer.send("small", "far more than ten bytes");
+      const tooLarge = producer.send("small", "x".repeat(60));
       const after = producer.send("small", ["ok 2", "ok 3"]);
       for (const send of [before, after]) send.catch(() => undefined); // failures are asserted below
       const refused = await tooLarge.catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(RecordTooLargeError);
-      expect(refused).toMatchObject({ code: "RECORD_TOO_LARGE", recordBytes: 23, maxBytes: 10 });
-      expect((refused as Error).message).toContain('maxRecordBytes of topic "small"');
+      // Its batch would be 129 bytes: the record's Length varint takes 2 bytes at this size.
+      const recordBytes = batchOfValues(["x".repeat(60)]).length;
+      expect(refused).toMatchObject({ code: "RECORD_TOO_LARGE", recordBytes, maxBytes: 100 });
+      expect((refused as Error).message).toContain('maxRecordBytes (largest batch) of topic "small"');
       expect((await before).offset).toBe(0);
       expect((await after).offset).toBe(1);
       // flush() reports the refusal too: nothing given to the producer disappears silently.
@@ -199,7 +202,7 @@ describe("producer", () => {
 
       // write(): the refusal surfaces from close(); its neighbours are appended.
       producer.write("small", "ok 4");
-      producer.write("small", "also far more than ten bytes");
+      producer.write("small", "y".repeat(60));
       producer.write("small", "ok 5");
       await expect(producer.close()).rejects.toMatchObject({ code: "RECORD_TOO_LARGE" });
       expect(await consumeAll(client, "small")).toEqual(["ok 1", "ok 2", "ok 3", "ok 4", "ok 5"]);
@@ -227,6 +230,7 @@ describe("producer", () => {
                 {
                   name: "ordered",
                   configJson: topicJson,
+                  timestampType: "CreateTime",
                   partitions: [{ partition: 0, logStartOffset: 0, nextOffset: 0 }],
                 },
               ],
@@ -235,12 +239,13 @@ describe("producer", () => {
         }
         const { records } = decodeProduceRequest(request.reader);
         const firstOffset = received.length;
-        for (const payload of payloadsOf(records)) received.push(new TextDecoder().decode(payload));
+        for (const value of valuesOfEntries(records, "bare")) received.push(new TextDecoder().decode(value!));
         return frameOf((writer) =>
           encodeProduceResponse(writer, request.correlationId, {
             firstOffset,
             recordCount: received.length - firstOffset,
             durability: "appended",
+            logAppendTimeMs: -1,
           }),
         );
       });
@@ -271,8 +276,8 @@ describe("producer", () => {
 
 describe("connection", () => {
   test("a FETCH answer with a bad CRC fails that fetch only: the pipelined PRODUCE succeeds once", async () => {
-    const corrupted = frameRecords(["intact", "damaged"]).slice();
-    corrupted[8 + 6 + 8 + 2]! ^= 0x20; // a payload byte of the second record
+    const corrupted = storedEntries(0, [["intact"], ["damaged"]]);
+    corrupted[corrupted.length - 3]! ^= 0x20; // a value byte of the second entry's record
     let produceRequests = 0;
     // The first connection answers only once both requests are in, in one write; later connections
     // (a reconnect would be the bug) answer at once.
@@ -295,6 +300,7 @@ describe("connection", () => {
                 firstOffset: 2,
                 recordCount: 1,
                 durability: "appended",
+                logAppendTimeMs: -1,
               }),
             ),
       );
@@ -305,12 +311,12 @@ describe("connection", () => {
     try {
       const fetching = client.fetch("t", 0, 0).catch((error: unknown) => error);
       // At-least-once: a PRODUCE that failed with its connection would be sent again.
-      const producing = client.produce("t", 0, frameRecords(["new"]).slice(), true);
+      const producing = client.produce("t", 0, batchOfValues(["new"]), true);
       expect(await producing).toMatchObject({ firstOffset: 2, recordCount: 1 });
       const failure = await fetching;
       expect(failure).toBeInstanceOf(CorruptRecordError);
       expect(failure).toMatchObject({ code: "CORRUPT_RECORD" });
-      expect((failure as Error).message).toContain("offset 1 fails its CRC32C check");
+      expect((failure as Error).message).toContain("the entry at offset 1 is damaged (crc-mismatch");
       expect(produceRequests).toBe(1);
       expect(client.connectionsOpened).toBe(1);
     } finally {
@@ -352,7 +358,12 @@ describe("connection", () => {
       (socket, state) => {
         const frames = state.pending.map((request) =>
           frameOf((writer) =>
-            encodeListOffsetsResponse(writer, request.correlationId, { logStartOffset: 0, nextOffset: 0 }),
+            encodeListOffsetsResponse(writer, request.correlationId, {
+              logStartOffset: 0,
+              nextOffset: 0,
+              timestampOffset: -1,
+              offsetTimestampMs: -1,
+            }),
           ),
         );
         state.pending.length = 0;

@@ -8,9 +8,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
 import { BROKER_PORT_DEFAULT } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(120_000);
@@ -53,10 +53,10 @@ test("the compiled single executable starts, serves a produce and a fetch, and s
   const client = await BooblikClient.connect({ host: "127.0.0.1", port });
   try {
     await client.createTopic("bin");
-    const ack = await client.produce("bin", 0, frameRecords(["from", "the", "binary"]));
+    const ack = await client.produce("bin", 0, batchOfValues(["from", "the", "binary"]));
     expect(ack).toMatchObject({ firstOffset: 0, recordCount: 3, durability: "forced" });
     const fetched = await client.fetch("bin", 0, 0);
-    expect(payloadsOf(fetched.records).map((bytes) => new TextDecoder().decode(bytes))).toEqual([
+    expect(valuesOf(fetched.records).map((bytes) => new TextDecoder().decode(bytes))).toEqual([
       "from",
       "the",
       "binary",

@@ -8,9 +8,11 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { pwriteAll } from "../../ffi/file.ts";
-import { BooblikClient, frameRecords, payloadsOf } from "../../src/index.ts";
+import { BooblikClient } from "../../src/index.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { testSeed } from "../helpers/random.ts";
+import { storedEntries, valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { runPowerLoss } from "./power-loss.ts";
@@ -30,7 +32,7 @@ test.skipIf(volatileFsUnavailable !== undefined)(
       await using broker = await startBroker(dataDir);
       const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
       await client.createTopic("first", { durability: "force" });
-      const ack = await client.produce("first", 0, frameRecords(["acknowledged"]));
+      const ack = await client.produce("first", 0, batchOfValues(["acknowledged"]));
       expect(ack.durability).toBe("forced");
       client.close();
       broker.process.kill("SIGKILL");
@@ -41,7 +43,7 @@ test.skipIf(volatileFsUnavailable !== undefined)(
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     try {
       const fetched = await client.fetch("first", 0, 0);
-      expect(payloadsOf(fetched.records).map((payload) => new TextDecoder().decode(payload))).toEqual([
+      expect(valuesOf(fetched.records).map((payload) => new TextDecoder().decode(payload))).toEqual([
         "acknowledged",
       ]);
     } finally {
@@ -55,14 +57,14 @@ test.skipIf(volatileFsUnavailable !== undefined)(
   async () => {
     await using vfs = await VolatileFs.mount();
     const dataDir = path.join(vfs.path, "data");
-    const text = (records: Uint8Array) => payloadsOf(records).map((p) => new TextDecoder().decode(p));
+    const text = (records: Uint8Array) => valuesOf(records).map((p) => new TextDecoder().decode(p));
     {
       await using broker = await startBroker(dataDir);
       const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
       await client.createTopic("kept", { durability: "force" });
-      await client.produce("kept", 0, frameRecords(["kept record"]));
+      await client.produce("kept", 0, batchOfValues(["kept record"]));
       await client.createTopic("again", { durability: "force", partitions: 2 });
-      await client.produce("again", 1, frameRecords(["first life"]));
+      await client.produce("again", 1, batchOfValues(["first life"]));
       await client.deleteTopic("again");
       // The name is free once the delete finished; until then a create is refused (retriable).
       await waitUntil(
@@ -73,10 +75,10 @@ test.skipIf(volatileFsUnavailable !== undefined)(
           ),
         "the re-create of a deleted topic",
       );
-      await client.produce("again", 0, frameRecords(["second life"]));
+      await client.produce("again", 0, batchOfValues(["second life"]));
       // A delete last: no later create fsyncs topics/ on its behalf.
       await client.createTopic("gone", { durability: "force" });
-      await client.produce("gone", 0, frameRecords(["deleted record"]));
+      await client.produce("gone", 0, batchOfValues(["deleted record"]));
       await client.deleteTopic("gone");
       client.close();
       broker.process.kill("SIGKILL");
@@ -106,12 +108,12 @@ test.skipIf(volatileFsUnavailable !== undefined)(
     await using vfs = await VolatileFs.mount();
     const dataDir = path.join(vfs.path, "data");
     const segment = path.join(dataDir, "pages-0", "00000000000000000000.log");
-    const text = (records: Uint8Array) => payloadsOf(records).map((p) => new TextDecoder().decode(p));
+    const text = (records: Uint8Array) => valuesOf(records).map((p) => new TextDecoder().decode(p));
     {
       await using broker = await startBroker(dataDir);
       const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
       await client.createTopic("pages", { durability: "force" });
-      await client.produce("pages", 0, frameRecords(["forced"]));
+      await client.produce("pages", 0, batchOfValues(["forced"]));
       client.close();
       broker.process.kill("SIGKILL");
       await broker.process.exited;
@@ -119,7 +121,8 @@ test.skipIf(volatileFsUnavailable !== undefined)(
     // A broker that died between its pwrite and its fdatasync (a window group commit keeps to
     // microseconds, too short to hit from outside): the next record, written and never synced.
     const fd = fs.openSync(segment, "r+");
-    const record = frameRecords(["only in the page cache"]);
+    // The next entry as the broker stores it: BaseOffset 1, in its frame.
+    const record = storedEntries(1, [["only in the page cache"]]);
     pwriteAll(fd, record, 0, record.length, fs.fstatSync(fd).size);
     fs.closeSync(fd);
     // A process crash, not a power loss: the restart reads the record back and shows it.

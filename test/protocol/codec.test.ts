@@ -1,6 +1,6 @@
 /**
- * The wire codec without I/O: the error-code table is frozen, the example in docs/protocol.md is byte
- * for byte what the encoder writes, every message round-trips, and a seeded fuzzer feeding random
+ * The wire codec without I/O: the error-code table is frozen (docs/protocol.md's examples are checked
+ * in protocol-doc.test.ts), every message round-trips, and a seeded fuzzer feeding random
  * and mutated bytes to every decoder only ever gets a value or a ProtocolError (BOOBLIK_SEED replays).
  */
 import { describe, expect, test } from "bun:test";
@@ -24,13 +24,15 @@ import {
   encodeErrorResponse,
   encodeFetchRequest,
   encodeFetchResponseHeader,
+  encodeListOffsetsRequest,
   encodeListOffsetsResponse,
   encodeMetadataRequest,
   encodeMetadataResponse,
   encodeProduceRequest,
   encodeProduceResponse,
+  type MetadataResponse,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
+import { batchOfValues, writeFramedEntry } from "../../src/record/entries.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 
 const SEED = testSeed();
@@ -55,17 +57,6 @@ test("error codes are frozen: names may change, numbers never", () => {
   });
 });
 
-test("the example in docs/protocol.md is what the codec writes", () => {
-  const request = new ByteWriter();
-  encodeMetadataRequest(request, 1, { topics: [] });
-  expect(hex(request.written())).toBe("0000000c" + "0000" + "0000" + "00000001" + "00000000");
-  const response = new ByteWriter();
-  encodeMetadataResponse(response, 1, { brokerVersion: "0.1.0", crc32cImplementation: "isa-l", topics: [] });
-  expect(hex(response.written())).toBe(
-    "00000018" + "00000001" + "0000" + "0005302e312e30" + "0005697361" + "2d6c" + "00000000",
-  );
-});
-
 function payloadOf(writer: ByteWriter, headerBytes: number): ByteReader {
   const bytes = writer.written();
   return new ByteReader(bytes, headerBytes, bytes.length);
@@ -73,7 +64,7 @@ function payloadOf(writer: ByteWriter, headerBytes: number): ByteReader {
 
 describe("round trips", () => {
   test("requests", () => {
-    const records = frameRecords(["x", "yy"]);
+    const records = new Uint8Array([...batchOfValues(["x", "yy"], 1), ...batchOfValues(["z"], 2)]);
     let w = new ByteWriter();
     encodeProduceRequest(w, 9, { topic: "tópico", partition: 3, records });
     const produce = decodeProduceRequest(payloadOf(w, REQUEST_HEADER_BYTES));
@@ -102,26 +93,72 @@ describe("round trips", () => {
       configJson: '{"partitions":2}',
     });
     w = new ByteWriter();
+    encodeListOffsetsRequest(w, 1, { topic: "t", partition: 2, timestampMs: 1_700_000_000_000 });
+    expect(decodeListOffsetsRequest(payloadOf(w, REQUEST_HEADER_BYTES))).toEqual({
+      topic: "t",
+      partition: 2,
+      timestampMs: 1_700_000_000_000,
+    });
+    w = new ByteWriter();
+    encodeListOffsetsRequest(w, 1, { topic: "t", partition: 2 });
+    expect(decodeListOffsetsRequest(payloadOf(w, REQUEST_HEADER_BYTES)).timestampMs).toBe(-1);
+    w = new ByteWriter();
     encodeMetadataRequest(w, 1, { topics: ["a", "b"] });
     expect(decodeMetadataRequest(payloadOf(w, REQUEST_HEADER_BYTES))).toEqual({ topics: ["a", "b"] });
   });
 
   test("responses, including an error body with offset bounds", () => {
     let w = new ByteWriter();
-    encodeProduceResponse(w, 1, { firstOffset: 42, recordCount: 7, durability: "forced" });
-    expect(decodeProduceResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual({
+    const produced = {
       firstOffset: 42,
       recordCount: 7,
       durability: "forced",
-    });
+      logAppendTimeMs: 1_700_000_000_123,
+    } as const;
+    encodeProduceResponse(w, 1, produced);
+    expect(decodeProduceResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual(produced);
     w = new ByteWriter();
-    encodeListOffsetsResponse(w, 1, { logStartOffset: 5, nextOffset: 2 ** 40 });
-    expect(decodeListOffsetsResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual({
+    const createTime = {
+      firstOffset: 0,
+      recordCount: 1,
+      durability: "appended",
+      logAppendTimeMs: -1,
+    } as const;
+    encodeProduceResponse(w, 1, createTime);
+    expect(decodeProduceResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual(createTime);
+    w = new ByteWriter();
+    const offsets = {
       logStartOffset: 5,
       nextOffset: 2 ** 40,
-    });
+      timestampOffset: 17,
+      offsetTimestampMs: 1_700_000_000_000,
+    };
+    encodeListOffsetsResponse(w, 1, offsets);
+    expect(decodeListOffsetsResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual(offsets);
     w = new ByteWriter();
-    const records = frameRecords(["r"]);
+    const none = { logStartOffset: 0, nextOffset: 0, timestampOffset: -1, offsetTimestampMs: -1 };
+    encodeListOffsetsResponse(w, 1, none);
+    expect(decodeListOffsetsResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual(none);
+    w = new ByteWriter();
+    const metadata: MetadataResponse = {
+      brokerVersion: "v",
+      crc32cImplementation: "x",
+      topics: [
+        { name: "a", configJson: "{}", timestampType: "CreateTime", partitions: [] },
+        {
+          name: "b",
+          configJson: "{}",
+          timestampType: "LogAppendTime",
+          partitions: [{ partition: 0, logStartOffset: 1, nextOffset: 2 }],
+        },
+      ],
+    };
+    encodeMetadataResponse(w, 1, metadata);
+    expect(decodeMetadataResponse(payloadOf(w, RESPONSE_HEADER_BYTES))).toEqual(metadata);
+    w = new ByteWriter();
+    const batch = batchOfValues(["r"]);
+    const records = new Uint8Array(8 + batch.length);
+    writeFramedEntry(records, 0, batch);
     encodeFetchResponseHeader(w, 1, { logStartOffset: 0, nextOffset: 1, recordsBytes: records.length });
     w.ensure(records.length);
     w.bytes.set(records, w.position);
@@ -165,14 +202,19 @@ test(`decoders given random and mutated bytes return a value or throw ProtocolEr
   ];
   const seeds: Uint8Array[] = [];
   const w = new ByteWriter();
-  encodeProduceRequest(w, 1, { topic: "t", partition: 0, records: frameRecords(["a"]) });
+  encodeProduceRequest(w, 1, { topic: "t", partition: 0, records: batchOfValues(["a"], 0) });
   seeds.push(w.written().slice(REQUEST_HEADER_BYTES));
   w.reset();
   encodeMetadataResponse(w, 1, {
     brokerVersion: "v",
     crc32cImplementation: "x",
     topics: [
-      { name: "t", configJson: "{}", partitions: [{ partition: 0, logStartOffset: 0, nextOffset: 1 }] },
+      {
+        name: "t",
+        configJson: "{}",
+        timestampType: "LogAppendTime",
+        partitions: [{ partition: 0, logStartOffset: 0, nextOffset: 1 }],
+      },
     ],
   });
   seeds.push(w.written().slice(RESPONSE_HEADER_BYTES));

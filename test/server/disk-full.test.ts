@@ -13,8 +13,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import {
@@ -22,6 +21,7 @@ import {
   loopFileSystemUnavailable,
   mountLoopFileSystem,
 } from "../helpers/loop-fs.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 
 setDefaultTimeout(60_000);
@@ -52,7 +52,7 @@ describe("disk full under a running broker", () => {
             ack = await client.produce(
               "full",
               0,
-              frameRecords(Array.from({ length: 10 }, (_, i) => record(acknowledged + i))),
+              batchOfValues(Array.from({ length: 10 }, (_, i) => record(acknowledged + i))),
             );
           } catch (error) {
             failure = error;
@@ -72,7 +72,7 @@ describe("disk full under a running broker", () => {
           for (;;) {
             const result = await client.fetch("full", 0, offset, { maxBytes: 64 * 1024 });
             if (result.recordCount === 0) break;
-            values.push(...payloadsOf(result.records).map((bytes) => new TextDecoder().decode(bytes)));
+            values.push(...valuesOf(result.records).map((bytes) => new TextDecoder().decode(bytes)));
             offset += result.recordCount;
           }
           return values;
@@ -83,7 +83,7 @@ describe("disk full under a running broker", () => {
           expect(value).toBe(record(i));
         });
         // The batch that did not fit still does not (nothing was appended by the failed attempt).
-        const tooMuch = frameRecords(Array.from({ length: 10 }, (_, i) => record(acknowledged + i)));
+        const tooMuch = batchOfValues(Array.from({ length: 10 }, (_, i) => record(acknowledged + i)));
         await expect(client.produce("full", 0, tooMuch)).rejects.toMatchObject({
           code: "STORAGE_ERROR",
           retriable: true,
@@ -91,7 +91,7 @@ describe("disk full under a running broker", () => {
         expect((await client.listOffsets("full", 0)).nextOffset).toBe(acknowledged);
         // Free space: appends resume on the same broker, same connection.
         fs.unlinkSync(filler);
-        const resumed = await client.produce("full", 0, frameRecords(["after the disk was freed"]));
+        const resumed = await client.produce("full", 0, batchOfValues(["after the disk was freed"]));
         expect(resumed).toMatchObject({ firstOffset: acknowledged, durability: "forced" });
         const after = await readBack();
         expect(after.length).toBe(acknowledged + 1);
@@ -131,7 +131,7 @@ describe("disk full under a running broker", () => {
           writeMode,
           segmentBytes: 64 * 1024,
         });
-        for (let p = 0; p < 2; p++) await client.produce("kept", p, frameRecords([0, 1, 2].map(record)));
+        for (let p = 0; p < 2; p++) await client.produce("kept", p, batchOfValues([0, 1, 2].map(record)));
         client.close();
         fillTheDisk();
         expect(await broker.stop("SIGTERM")).toBe(0);
@@ -155,11 +155,11 @@ describe("disk full under a running broker", () => {
         const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
         for (let p = 0; p < 2; p++) {
           const fetched = await client.fetch("kept", p, 0);
-          expect(payloadsOf(fetched.records).map((bytes) => new TextDecoder().decode(bytes))).toEqual(
+          expect(valuesOf(fetched.records).map((bytes) => new TextDecoder().decode(bytes))).toEqual(
             [0, 1, 2].map(record),
           );
         }
-        const refused = await client.produce("kept", 0, frameRecords(["no room"])).catch((error) => error);
+        const refused = await client.produce("kept", 0, batchOfValues(["no room"])).catch((error) => error);
         expect(refused).toMatchObject({ code: "STORAGE_ERROR", retriable: true });
         expect((refused as Error).message).toContain("ENOSPC");
         expect((refused as Error).message).toContain("read-only until space is freed");
@@ -175,7 +175,7 @@ describe("disk full under a running broker", () => {
         fs.unlinkSync(filler);
         expect(await (await fetch(`http://127.0.0.1:${metricsPort}/ready`)).text()).toBe("ready\n");
         const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
-        expect(await client.produce("kept", 0, frameRecords(["after space returned"]))).toMatchObject({
+        expect(await client.produce("kept", 0, batchOfValues(["after space returned"]))).toMatchObject({
           firstOffset: 3,
           durability: "forced",
         });
@@ -186,7 +186,7 @@ describe("disk full under a running broker", () => {
       await using broker = await startBroker(dataDir);
       expect(broker.startLine).not.toContain("DISK FULL");
       const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
-      const values = payloadsOf((await client.fetch("kept", 0, 0)).records).map((b) =>
+      const values = valuesOf((await client.fetch("kept", 0, 0)).records).map((b) =>
         new TextDecoder().decode(b),
       );
       expect(values).toEqual([...[0, 1, 2].map(record), "after space returned"]);
@@ -225,7 +225,7 @@ describe.each(LOOP_KINDS.map((kind) => [kind]))("a mapped topic on a full %s", (
             const ack = await client.produce(
               "full",
               0,
-              frameRecords(Array.from({ length: 50 }, (_, i) => record(acknowledged + i))),
+              batchOfValues(Array.from({ length: 50 }, (_, i) => record(acknowledged + i))),
             );
             acknowledged += ack.recordCount;
           } catch (error) {
@@ -243,7 +243,7 @@ describe.each(LOOP_KINDS.map((kind) => [kind]))("a mapped topic on a full %s", (
         for (;;) {
           const result = await client.fetch("full", 0, offset, { maxBytes: 1024 * 1024 });
           if (result.recordCount === 0) break;
-          const values = payloadsOf(result.records).map((bytes) => new TextDecoder().decode(bytes));
+          const values = valuesOf(result.records).map((bytes) => new TextDecoder().decode(bytes));
           values.forEach((value, i) => {
             if (value !== record(offset + i)) expect(value).toBe(record(offset + i));
           });
@@ -251,7 +251,7 @@ describe.each(LOOP_KINDS.map((kind) => [kind]))("a mapped topic on a full %s", (
         }
         expect(offset).toBe(acknowledged);
         fs.unlinkSync(filler);
-        const resumed = await client.produce("full", 0, frameRecords(["after the disk was freed"]));
+        const resumed = await client.produce("full", 0, batchOfValues(["after the disk was freed"]));
         expect(resumed).toMatchObject({ firstOffset: acknowledged, durability: "forced" });
       } finally {
         client.close();

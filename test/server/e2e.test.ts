@@ -8,39 +8,22 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
 import { CorruptRecordError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { payloadForOffset } from "../helpers/random.ts";
+import { fetchedTexts, readValues } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 // These tests start processes and wait on disks; the 5 s default is too tight for a busy 2-core CI.
 setDefaultTimeout(30_000);
 
-const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-
-async function readAll(
-  client: BooblikClient,
-  topic: string,
-  partition: number,
-  from: number,
-  to: number,
-  maxBytes = 700,
-) {
-  const payloads: Uint8Array[] = [];
-  let offset = from;
-  while (offset < to) {
-    const result = await client.fetch(topic, partition, offset, { maxBytes });
-    expect(result.recordCount).toBeGreaterThan(0);
-    payloads.push(...payloadsOf(result.records));
-    offset += result.recordCount;
-  }
-  return payloads;
+async function readAll(client: BooblikClient, topic: string, partition: number, from: number, to: number) {
+  return (await readValues(client, topic, partition, from, to)).map((value) => value!);
 }
 
 describe("produce and fetch", () => {
-  test("round trips across segment boundaries; fetches end on records and continue in the next segment", async () => {
+  test("round trips across segment boundaries; fetches end on entries and continue in the next segment", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
@@ -49,7 +32,7 @@ describe("produce and fetch", () => {
       let next = 0;
       for (let batch = 0; batch < 60; batch++) {
         const values = Array.from({ length: 1 + (batch % 5) }, (_, i) => payloadForOffset(next + i, 120));
-        const ack = await client.produce("rt", 1, frameRecords(values));
+        const ack = await client.produce("rt", 1, batchOfValues(values));
         expect(ack.firstOffset).toBe(next);
         expect(ack.recordCount).toBe(values.length);
         expect(ack.durability).toBe("forced");
@@ -57,6 +40,7 @@ describe("produce and fetch", () => {
       }
       const offsets = await client.listOffsets("rt", 1);
       expect(offsets).toEqual({ logStartOffset: 0, nextOffset: next });
+      // Fetches of 700 bytes from every offset: each starts at the batch holding it.
       const payloads = await readAll(client, "rt", 1, 0, next);
       expect(payloads.length).toBe(next);
       payloads.forEach((payload, i) => {
@@ -82,7 +66,7 @@ describe("produce and fetch", () => {
     try {
       await client.createTopic("pipe", { durability: "force" });
       const acks = await Promise.all(
-        Array.from({ length: 500 }, (_, i) => client.produce("pipe", 0, frameRecords([`r${i}`, `s${i}`]))),
+        Array.from({ length: 500 }, (_, i) => client.produce("pipe", 0, batchOfValues([`r${i}`, `s${i}`]))),
       );
       // Every produce was appended in request order: the offsets are exactly 0, 2, 4, …
       acks.forEach((ack, i) => {
@@ -94,9 +78,10 @@ describe("produce and fetch", () => {
         client.fetch("pipe", 0, 998, { maxBytes: 1000 }),
         client.metadata(["pipe"]),
       ]);
-      expect(decode(payloadsOf(mixed[0].records)[0]!)).toBe("r0");
+      // maxBytes 10 is less than one entry: the first entry still comes whole.
+      expect(fetchedTexts(mixed[0], 0)).toEqual(["r0", "s0"]);
       expect(mixed[1].nextOffset).toBe(1000);
-      expect(payloadsOf(mixed[2].records).map(decode)).toEqual(["r499", "s499"]);
+      expect(fetchedTexts(mixed[2], 998)).toEqual(["r499", "s499"]);
       expect(mixed[3].topics[0]!.partitions[0]!.nextOffset).toBe(1000);
     } finally {
       client.close();
@@ -123,9 +108,9 @@ describe("produce and fetch", () => {
         2,
       );
       expect(answered).toBe(false);
-      await producer.produce("lp", 0, frameRecords(["wake up"]));
+      await producer.produce("lp", 0, batchOfValues(["wake up"]));
       const result = await waiting;
-      expect(payloadsOf(result.records).map(decode)).toEqual(["wake up"]);
+      expect(fetchedTexts(result, 0)).toEqual(["wake up"]);
       const empty = await consumer.fetch("lp", 0, 1, { maxWaitMs: 50 });
       expect(empty.recordCount).toBe(0);
       expect(empty.nextOffset).toBe(1);
@@ -140,8 +125,8 @@ describe("produce and fetch", () => {
     await using broker = await startBroker(dir.path);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
-      await client.createTopic("err", { maxRecordBytes: 100, segmentBytes: 4096 });
-      await client.produce("err", 0, frameRecords(["a", "b", "c"]));
+      await client.createTopic("err", { maxRecordBytes: 200, segmentBytes: 4096 });
+      await client.produce("err", 0, batchOfValues(["a", "b", "c"]));
       const outOfRange = await client.fetch("err", 0, 7).catch((error) => error);
       expect(outOfRange).toBeInstanceOf(OffsetOutOfRangeError);
       expect(outOfRange).toMatchObject({
@@ -152,10 +137,11 @@ describe("produce and fetch", () => {
       });
       await expect(client.fetch("nope", 0, 0)).rejects.toMatchObject({ code: "UNKNOWN_TOPIC_OR_PARTITION" });
       await expect(client.fetch("err", 5, 0)).rejects.toMatchObject({ code: "UNKNOWN_TOPIC_OR_PARTITION" });
-      const corrupt = frameRecords(["good", "bad!"]).slice();
+      const corrupt = batchOfValues(["good", "bad!"]).slice();
       corrupt[corrupt.length - 1]! ^= 1;
       await expect(client.produce("err", 0, corrupt)).rejects.toMatchObject({ code: "CORRUPT_RECORD" });
-      await expect(client.produce("err", 0, frameRecords([new Uint8Array(101)]))).rejects.toMatchObject({
+      // maxRecordBytes bounds the whole batch: 61 header bytes + one record of a 150-byte value.
+      await expect(client.produce("err", 0, batchOfValues([new Uint8Array(150)]))).rejects.toMatchObject({
         code: "RECORD_TOO_LARGE",
       });
       await expect(client.produce("err", 0, new Uint8Array([0, 0, 0]))).rejects.toMatchObject({
@@ -168,7 +154,7 @@ describe("produce and fetch", () => {
       });
       expect((await client.listOffsets("err", 0)).nextOffset).toBe(3);
       // The connection is still usable after all those errors.
-      expect((await client.produce("err", 0, frameRecords(["d"]))).firstOffset).toBe(3);
+      expect((await client.produce("err", 0, batchOfValues(["d"]))).firstOffset).toBe(3);
     } finally {
       client.close();
     }
@@ -180,18 +166,20 @@ describe("produce and fetch", () => {
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
       await client.createTopic("crc", { segmentBytes: 4096, durability: "force" });
-      await client.produce("crc", 0, frameRecords(["one", "two", "three"]));
-      // Damage a byte of the second record on disk, behind the broker's back.
+      for (const value of ["one", "two", "three"]) await client.produce("crc", 0, batchOfValues([value]));
+      // Damage the last byte (the header count of its only record) of the second entry on disk,
+      // behind the broker's back. Each entry is 8 + 61 + the record (7 + value length).
       const file = `${dir.path}/crc-0/00000000000000000000.log`;
       const bytes = new Uint8Array(await Bun.file(file).arrayBuffer());
-      bytes[32 + 8 + 3 + 8]! ^= 0xff;
+      const firstEntry = 8 + 61 + 7 + 3;
+      const secondEntry = 8 + 61 + 7 + 3;
+      bytes[32 + firstEntry + secondEntry - 1]! ^= 0xff;
       await Bun.write(file, bytes);
       const failure = await client.fetch("crc", 0, 0).catch((error) => error);
       expect(failure).toBeInstanceOf(CorruptRecordError);
-      expect((failure as Error).message).toContain("offset 1");
-      expect(payloadsOf((await client.fetch("crc", 0, 0, { maxBytes: 11 })).records).map(decode)).toEqual([
-        "one",
-      ]);
+      expect((failure as Error).message).toContain("the entry at offset 1 is damaged");
+      // A fetch small enough to end before the damage still works.
+      expect(fetchedTexts(await client.fetch("crc", 0, 0, { maxBytes: 1 }), 0)).toEqual(["one"]);
     } finally {
       client.close();
     }
@@ -207,7 +195,7 @@ describe("zero copy", () => {
       await client.createTopic("zc", { durability: "append" });
       const values = Array.from({ length: 2000 }, (_, i) => payloadForOffset(i, 500));
       for (let i = 0; i < values.length; i += 100)
-        await client.produce("zc", 0, frameRecords(values.slice(i, i + 100)));
+        await client.produce("zc", 0, batchOfValues(values.slice(i, i + 100)));
       const before = await client.stats();
       expect(before.fetchPath).toBe("sendfile");
       let fetchedBytes = 0;
@@ -232,9 +220,11 @@ describe("zero copy", () => {
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
       await client.createTopic("cp");
-      await client.produce("cp", 0, frameRecords(["x", "y", "z"]));
+      await client.produce("cp", 0, batchOfValues(["x", "y", "z"]));
       const result = await client.fetch("cp", 0, 1);
-      expect(payloadsOf(result.records).map(decode)).toEqual(["y", "z"]);
+      // The entry holding offset 1 is the whole batch (0-2); the reader drops offset 0.
+      expect(result.firstOffset).toBe(0);
+      expect(fetchedTexts(result, 1)).toEqual(["y", "z"]);
       const stats = await client.stats();
       expect(stats).toMatchObject({
         fetchPath: "copy",
@@ -253,7 +243,7 @@ describe("restarts and refusals", () => {
     let broker = await startBroker(dir.path);
     let client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     await client.createTopic("keep", { segmentBytes: 4096, durability: "force" });
-    for (let i = 0; i < 100; i++) await client.produce("keep", 0, frameRecords([payloadForOffset(i, 50)]));
+    for (let i = 0; i < 100; i++) await client.produce("keep", 0, batchOfValues([payloadForOffset(i, 50)]));
     client.close();
     await broker.stop("SIGKILL");
     expect(broker.process.signalCode).toBe("SIGKILL");
@@ -265,7 +255,7 @@ describe("restarts and refusals", () => {
     payloads.forEach((payload, i) => {
       expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 50)))).toBe(true);
     });
-    await client.produce("keep", 0, frameRecords([payloadForOffset(100, 50)]));
+    await client.produce("keep", 0, batchOfValues([payloadForOffset(100, 50)]));
     client.close();
     const output = broker.lines.rest();
     expect(await broker.stop("SIGTERM")).toBe(0);

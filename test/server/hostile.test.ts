@@ -20,11 +20,11 @@ import {
   endFrame,
   FETCH_RESPONSE_FIXED_BYTES,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { memoryOf, startBroker } from "../helpers/broker-process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { frame, rawConnect, repeated, responses } from "../helpers/raw-socket.ts";
+import { readValues, valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -39,7 +39,7 @@ function request(
   apiKey: number,
   correlationId: number,
   body: (writer: ByteWriter) => void,
-  apiVersion = 0,
+  apiVersion?: number,
 ): Uint8Array {
   return frame((writer) => {
     const start = beginRequest(writer, apiKey, correlationId, apiVersion);
@@ -104,7 +104,7 @@ describe("malformed requests", () => {
       // A frame whose size is fine but whose bytes stop coming: the broker waits without harm.
       const truncated = await rawConnect(broker.port);
       truncated.write(frame((w) => encodeMetadataRequest(w, 1, { topics: [] })).subarray(0, 9));
-      expect((await good.produce("ok", 0, frameRecords(["still fine"]))).firstOffset).toBe(0);
+      expect((await good.produce("ok", 0, batchOfValues(["still fine"]))).firstOffset).toBe(0);
       expect(truncated.isClosed()).toBe(false);
       truncated.close();
     } finally {
@@ -124,7 +124,7 @@ describe("malformed requests", () => {
         encodeProduceRequest(w, 2, {
           topic: "fuzz",
           partition: 0,
-          records: frameRecords(["a", "bb", "ccc"]),
+          records: batchOfValues(["a", "bb", "ccc"]),
         }),
       ),
       frame((w) =>
@@ -155,12 +155,12 @@ describe("malformed requests", () => {
       if (random.next() < 0.5) hostile.close();
       else hostile.end();
       // Meanwhile the good client produces and reads back.
-      const ack = await good.produce("fuzz", 1, frameRecords([`good ${round}`]));
+      const ack = await good.produce("fuzz", 1, batchOfValues([`good ${round}`]));
       expect(ack.firstOffset).toBeGreaterThanOrEqual(acknowledged);
       acknowledged = ack.firstOffset + 1;
     }
-    const values = payloadsOf((await good.fetch("fuzz", 1, 0, { maxBytes: 1_000_000 })).records).map((b) =>
-      new TextDecoder().decode(b),
+    const values = (await readValues(good, "fuzz", 1, 0, acknowledged, 1_000_000)).map((b) =>
+      new TextDecoder().decode(b!),
     );
     expect(values.filter((value) => value.startsWith("good ")).length).toBe(ROUNDS);
     expect(broker.process.exitCode).toBeNull();
@@ -179,10 +179,11 @@ describe("unlucky clients", () => {
     await using broker = await startBroker(dir.path, ["--fetch-path", "copy"]);
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     try {
-      await admin.createTopic("big", { durability: "append" });
+      // Batches of 16 values of 64 KiB: above the default 1 MiB batch limit, so raise it.
+      await admin.createTopic("big", { durability: "append", maxRecordBytes: 2 * 1024 * 1024 });
       const payload = new Uint8Array(64 * 1024).fill(42);
       for (let i = 0; i < 64; i++)
-        await admin.produce("big", 0, frameRecords(Array.from({ length: 16 }, () => payload))); // 64 MiB
+        await admin.produce("big", 0, batchOfValues(Array.from({ length: 16 }, () => payload))); // 64 MiB
       const before = await memoryOf(broker.process.pid);
       const slow = await rawConnect(broker.port, { readPaused: true });
       // 4,000 fetches of 1 MiB each: 4 GiB of responses if the broker kept reading and queueing.
@@ -228,7 +229,7 @@ describe("unlucky clients", () => {
         `record ${i} `.padEnd(50_000, String.fromCharCode(97 + (i % 26))),
       );
       for (let i = 0; i < values.length; i += 20)
-        await admin.produce("large", 0, frameRecords(values.slice(i, i + 20)));
+        await admin.produce("large", 0, batchOfValues(values.slice(i, i + 20)));
       // One FETCH of ~30 MiB, far more than the socket buffers hold, to a client that is not reading.
       const slow = await rawConnect(broker.port, { readPaused: true });
       slow.write(
@@ -257,13 +258,14 @@ describe("unlucky clients", () => {
       // Other clients are served meanwhile; then the slow one reads, and drain resumes the send.
       expect((await admin.listOffsets("large", 0)).nextOffset).toBe(600);
       slow.socket.resume();
-      const expectedBytes =
-        RESPONSE_HEADER_BYTES +
-        FETCH_RESPONSE_FIXED_BYTES +
-        values.reduce((sum, value) => sum + 8 + value.length, 0);
+      // Each stored entry: an 8-byte frame around the batch of 20 values as produced.
+      let entriesBytes = 0;
+      for (let i = 0; i < values.length; i += 20)
+        entriesBytes += 8 + batchOfValues(values.slice(i, i + 20)).length;
+      const expectedBytes = RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES + entriesBytes;
       const bytes = await slow.waitForBytes(expectedBytes);
       expect(bytes.length).toBe(expectedBytes);
-      const records = payloadsOf(bytes.subarray(RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES));
+      const records = valuesOf(bytes.subarray(RESPONSE_HEADER_BYTES + FETCH_RESPONSE_FIXED_BYTES));
       expect(records.length).toBe(600);
       records.forEach((record, i) => {
         expect(new TextDecoder().decode(record)).toBe(values[i]!);

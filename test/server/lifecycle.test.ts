@@ -15,12 +15,12 @@ import {
   encodeDeleteTopicRequest,
   encodeFetchRequest,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { buildRegistry } from "../../src/server/metrics-http.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { frame, rawConnect, repeated } from "../helpers/raw-socket.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -34,10 +34,11 @@ test("a client that pipelines fetches and never reads is closed after the idle t
     metricValue(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), "booblik_connections");
   const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
-    await admin.createTopic("big", { durability: "append" });
+    // Batches of 16 values of 64 KiB: above the default 1 MiB batch limit, so raise it.
+    await admin.createTopic("big", { durability: "append", maxRecordBytes: 2 * 1024 * 1024 });
     const payload = new Uint8Array(64 * 1024).fill(7);
     for (let i = 0; i < 32; i++)
-      await admin.produce("big", 0, frameRecords(Array.from({ length: 16 }, () => payload))); // 32 MiB
+      await admin.produce("big", 0, batchOfValues(Array.from({ length: 16 }, () => payload))); // 32 MiB
   } finally {
     admin.close();
   }
@@ -100,7 +101,7 @@ test("a FETCH whose maxWaitMs is beyond setTimeout's range waits for a record in
     );
     // The fetch reached the broker and is waiting (or, with the bug, was answered after 1 ms).
     await waitUntil(async () => Number((await admin.stats()).fetchWaits) >= 1, "the FETCH to wait");
-    await admin.produce("w", 0, frameRecords(["late"]));
+    await admin.produce("w", 0, batchOfValues(["late"]));
     const bytes = await socket.waitForBytes(RESPONSE_HEADER_BYTES);
     const size = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, false);
     const full = await socket.waitForBytes(4 + size);
@@ -109,7 +110,7 @@ test("a FETCH whose maxWaitMs is beyond setTimeout's range waits for a record in
       errorCode: 0,
     });
     const response = decodeFetchResponse(new ByteReader(full, RESPONSE_HEADER_BYTES, 4 + size));
-    expect(payloadsOf(response.records).map((p) => new TextDecoder().decode(p))).toEqual(["late"]);
+    expect(valuesOf(response.records).map((p) => new TextDecoder().decode(p))).toEqual(["late"]);
   } finally {
     socket.close();
     admin.close();
@@ -122,7 +123,7 @@ test("DELETE_TOPIC pipelined with CREATE_TOPIC of the same name: the new topic k
   const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
     await client.createTopic("r", { partitions: 2, durability: "append" });
-    await client.produce("r", 1, frameRecords(["old"]));
+    await client.produce("r", 1, batchOfValues(["old"]));
     // Both requests in one write: the broker reads the CREATE while the DELETE still closes the old
     // partitions, and must apply them in order anyway.
     const socket = await rawConnect(broker.port);
@@ -143,7 +144,7 @@ test("DELETE_TOPIC pipelined with CREATE_TOPIC of the same name: the new topic k
     } finally {
       socket.close();
     }
-    await client.produce("r", 1, frameRecords(["new"]));
+    await client.produce("r", 1, batchOfValues(["new"]));
   } finally {
     client.close();
   }
@@ -152,7 +153,7 @@ test("DELETE_TOPIC pipelined with CREATE_TOPIC of the same name: the new topic k
   const reopened = Broker.open({ dataDir: dir.path });
   try {
     const records = reopened.read("r", 1, 0).records;
-    expect(payloadsOf(records).map((p) => new TextDecoder().decode(p))).toEqual(["new"]);
+    expect(valuesOf(records).map((p) => new TextDecoder().decode(p))).toEqual(["new"]);
   } finally {
     await reopened.close();
   }
@@ -163,7 +164,7 @@ test("/metrics lists the topics once per scrape, not once per partition family",
   const broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
   try {
     broker.createTopic("a", { partitions: 2 });
-    await broker.append("a", 1, ["x"]);
+    await broker.append("a", 1, batchOfValues(["x"]));
     const registry = buildRegistry({ broker, server: undefined, ready: true });
     const listTopics = spyOn(broker, "listTopics");
     const text = registry.render();

@@ -8,6 +8,7 @@ import net from "node:net";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { MAIN, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -31,7 +32,10 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     expect(metricValue(text, "booblik_ready")).toBe(1);
     expect(metricValue(text, "booblik_produce_records_total")).toBe(3);
     expect(metricValue(text, "booblik_fetch_records_total")).toBe(3);
-    expect(metricValue(text, "booblik_fetch_sendfile_bytes_total")).toBe(3 * 8 + 6);
+    // One stored entry: its 8-byte frame, the 61-byte batch header, three records of 7 bytes
+    // (Length, Attributes, TimestampDelta, OffsetDelta, KeyLength −1, ValueLength, HeaderCount) each
+    // plus their values of 1, 2 and 3 bytes.
+    expect(metricValue(text, "booblik_fetch_sendfile_bytes_total")).toBe(8 + 61 + 3 * 7 + 6);
     expect(metricValue(text, "booblik_connections")).toBe(1);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
@@ -57,7 +61,7 @@ test("/ready is 503 with the recovery progress while the data directory opens, t
   // Many partitions, closed uncleanly: opening takes a while (a scan and a checkpoint each).
   const setup = Broker.open({ dataDir: dir.path });
   setup.createTopic("wide", { partitions: 400, durability: "append" });
-  for (let p = 0; p < 400; p++) await setup.append("wide", p, [`record in ${p}`]);
+  for (let p = 0; p < 400; p++) await setup.append("wide", p, batchOfValues([`record in ${p}`]));
   for (const topic of setup.listTopics())
     for (const partition of topic.partitions)
       setup.partition(topic.name, partition.partition).log.close(false);

@@ -25,8 +25,7 @@ import {
   encodeProduceRequest,
   encodeStatsRequest,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { memoryOf, startBroker } from "../helpers/broker-process.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import {
@@ -36,6 +35,7 @@ import {
   responses,
   waitForResponses,
 } from "../helpers/raw-socket.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -113,7 +113,7 @@ describe("lost answers", () => {
             encodeProduceRequest(w, i + 1, {
               topic: "t",
               partition: 0,
-              records: frameRecords([`r${round}-${i}`]),
+              records: batchOfValues([`r${round}-${i}`]),
             }),
           ),
         );
@@ -167,12 +167,12 @@ describe("order of application", () => {
         concat([
           frame((w) => encodeCreateTopicRequest(w, 1, { name: t, configJson: "{}" })),
           frame((w) =>
-            encodeProduceRequest(w, 2, { topic: t, partition: 0, records: frameRecords(["a", "b"]) }),
+            encodeProduceRequest(w, 2, { topic: t, partition: 0, records: batchOfValues(["a", "b"]) }),
           ),
           frame((w) => encodeDeleteTopicRequest(w, 3, { name: t })),
           frame((w) => encodeCreateTopicRequest(w, 4, { name: t, configJson: "{}" })),
           frame((w) => encodeListOffsetsRequest(w, 5, { topic: t, partition: 0 })),
-          frame((w) => encodeProduceRequest(w, 6, { topic: t, partition: 0, records: frameRecords(["c"]) })),
+          frame((w) => encodeProduceRequest(w, 6, { topic: t, partition: 0, records: batchOfValues(["c"]) })),
           frame((w) => encodeMetadataRequest(w, 7, { topics: [t] })),
         ]),
       );
@@ -201,7 +201,7 @@ describe("order of application", () => {
       socket.write(
         concat([
           frame((w) =>
-            encodeProduceRequest(w, 1, { topic: "f", partition: 0, records: frameRecords(["x", "y", "z"]) }),
+            encodeProduceRequest(w, 1, { topic: "f", partition: 0, records: batchOfValues(["x", "y", "z"]) }),
           ),
           frame((w) => encodeListOffsetsRequest(w, 2, { topic: "f", partition: 0 })),
           frame((w) =>
@@ -221,7 +221,7 @@ describe("order of application", () => {
       expect(decodeListOffsetsResponse(said[1]!.body).nextOffset).toBe(expected + 3);
       const fetched = decodeFetchResponse(said[2]!.body);
       expect(fetched.nextOffset).toBe(expected + 3);
-      expect(payloadsOf(fetched.records).map((p) => text.decode(p))).toEqual(["x", "y", "z"]);
+      expect(valuesOf(fetched.records).map((p) => text.decode(p))).toEqual(["x", "y", "z"]);
       expected += 3;
     }
     socket.close();
@@ -267,7 +267,7 @@ describe("order of application", () => {
           const payloads = Array.from({ length: random.int(1, 4) }, (_, k) => `${round}.${id}.${k}`);
           requests.push(
             frame((w) =>
-              encodeProduceRequest(w, id, { topic: name, partition: 0, records: frameRecords(payloads) }),
+              encodeProduceRequest(w, id, { topic: name, partition: 0, records: batchOfValues(payloads) }),
             ),
           );
           if (records === undefined) {
@@ -304,9 +304,7 @@ describe("order of application", () => {
             if (seen === undefined) expect(r.errorCode).toBe(WIRE_ERROR_CODES.UNKNOWN_TOPIC_OR_PARTITION);
             else {
               expect(r.errorCode).toBe(0);
-              expect(payloadsOf(decodeFetchResponse(r.body).records).map((p) => text.decode(p))).toEqual(
-                seen,
-              );
+              expect(valuesOf(decodeFetchResponse(r.body).records).map((p) => text.decode(p))).toEqual(seen);
             }
           });
         } else {
@@ -386,7 +384,7 @@ describe("slow senders and memory", () => {
       "15 waiting connections",
     );
     for (let i = 0; i < 20; i++) {
-      const ack = await good.produce("ok", 0, frameRecords([`still fine ${i}`]));
+      const ack = await good.produce("ok", 0, batchOfValues([`still fine ${i}`]));
       expect(ack.firstOffset).toBe(i);
     }
     const figures = await stats(broker.port);
@@ -443,7 +441,7 @@ describe("connection slots", () => {
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     await admin.createTopic("big");
     for (let i = 0; i < 8; i++)
-      await admin.produce("big", 0, frameRecords([new Uint8Array(1024 * 1024 - 64)]));
+      await admin.produce("big", 0, batchOfValues([new Uint8Array(1024 * 1024 - 128)]));
     admin.close();
     // A client that asks for 8 MiB and does not read: its response keeps the broker draining.
     const stuck = await rawConnect(broker.port, { readPaused: true });
@@ -484,7 +482,7 @@ describe("half-close", () => {
         socket.write(
           concat([
             frame((w) =>
-              encodeProduceRequest(w, 1, { topic: "h", partition: 0, records: frameRecords(["x"]) }),
+              encodeProduceRequest(w, 1, { topic: "h", partition: 0, records: batchOfValues(["x"]) }),
             ),
             frame((w) => encodeListOffsetsRequest(w, 2, { topic: "h", partition: 0 })),
             frame((w) => encodeMetadataRequest(w, 3, { topics: ["h"] })),

@@ -29,10 +29,10 @@ import {
   endFrame,
   type FetchRequest,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { frame, type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -139,7 +139,7 @@ describe("topic names", () => {
         // (254 bytes) fits NAME_MAX is asserted when src/domain/limits.ts loads.
         const created = await session.createTopic(name, { partitions: 2, segmentBytes: 4096 });
         expect([created.errorCode, created.message]).toEqual([NONE, ""]);
-        const produced = await session.produce(name, 1, frameRecords([`to ${name.length}`]));
+        const produced = await session.produce(name, 1, batchOfValues([`to ${name.length}`]));
         expect(produced.errorCode).toBe(NONE);
         expect(decodeProduceResponse(produced.reader).firstOffset).toBe(0);
       }
@@ -155,7 +155,7 @@ describe("topic names", () => {
     expect(listed.topics.map((topic) => topic.name)).toEqual([...names].sort());
     for (const name of names) {
       const fetched = await session.fetch({ topic: name, partition: 1 });
-      expect(payloadsOf(decodeFetchResponse(fetched.reader).records).map(decode)).toEqual([
+      expect(valuesOf(decodeFetchResponse(fetched.reader).records).map(decode)).toEqual([
         `to ${name.length}`,
       ]);
     }
@@ -169,7 +169,7 @@ describe("topic names", () => {
     await using broker = await startBroker(dir.path, ["--fetch-path", "copy"]);
     const session = await Session.open(broker.port);
     expect((await session.createTopic("disk", { segmentBytes: 4096 })).errorCode).toBe(NONE);
-    expect((await session.produce("disk", 0, frameRecords(["one", "two"]))).errorCode).toBe(NONE);
+    expect((await session.produce("disk", 0, batchOfValues(["one", "two"]))).errorCode).toBe(NONE);
     const file = `${dir.path}/disk-0/00000000000000000000.log`;
     const descriptor = fs.openSync(file, "r+");
     fs.writeSync(descriptor, new Uint8Array([0xff]), 0, 1, 32 + 8); // first payload byte
@@ -212,15 +212,15 @@ describe("CREATE_TOPIC settings", () => {
       [{ segmentBytes: 2 ** 31 }, "segmentBytes must be an integer in [256, 1073741824], got 2147483648"],
       [
         { segmentBytes: 2 ** 30, maxRecordBytes: 2 ** 26 + 1 },
-        "maxRecordBytes must be an integer in [1, 67108864] (the hard limit of 67108864 bytes), got 67108865",
+        "maxRecordBytes must be an integer in [68, 67108864] (the hard limit of 67108864 bytes), got 67108865",
       ],
       [
         { maxRecordBytes: 0 },
-        "maxRecordBytes must be an integer in [1, 67108864] (the hard limit of 67108864 bytes), got 0",
+        "maxRecordBytes must be an integer in [68, 67108864] (the hard limit of 67108864 bytes), got 0",
       ],
       [
         { segmentBytes: 4096, maxRecordBytes: 4057 },
-        "maxRecordBytes must be an integer in [1, 4056] (a record and its 8-byte header must fit a " +
+        "maxRecordBytes must be an integer in [68, 4056] (a batch and its 8-byte frame must fit a " +
           "segment of 4096 bytes after its 32-byte header), got 4057",
       ],
       [{ partitions: 0 }, "partitions must be an integer in [1, 1024], got 0"],
@@ -253,22 +253,27 @@ describe("CREATE_TOPIC settings", () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path, ["--max-frame-size", "64KiB"]);
     const session = await Session.open(broker.port);
-    // A frame of 65536 bytes holds 8 (header) + 2 + 3 ("big") + 4 + 4 + 8 (record header) + payload.
-    const largest = 65536 - 29;
+    // A frame of 65536 bytes holds 8 (header) + 2 + 3 ("big") + 4 (partition) + 4 (records length)
+    // + the batch: maxRecordBytes bounds a whole batch.
+    const largest = 65536 - 21;
     const refused = await session.createTopic("big", { maxRecordBytes: largest + 1 });
     expect(refused.errorCode).toBe(INVALID_CONFIG);
     expect(refused.message).toBe(
-      `maxRecordBytes must be an integer in [1, ${largest}] (the largest record a PRODUCE to this topic ` +
+      `maxRecordBytes must be an integer in [68, ${largest}] (the largest record batch a PRODUCE to this topic ` +
         `can carry in the broker's maximum frame of 65536 bytes), got ${largest + 1}`,
     );
     expect((await session.createTopic("big", { maxRecordBytes: largest })).errorCode).toBe(NONE);
-    // The bound is exact: a PRODUCE of one record of that size is a frame of exactly 65536 bytes.
-    const produced = await session.produce("big", 0, frameRecords([new Uint8Array(largest).fill(1)]));
+    // The bound is exact: a PRODUCE of a batch of that size is a frame of exactly 65536 bytes.
+    let valueBytes = largest - 61 - 11;
+    while (batchOfValues([new Uint8Array(valueBytes)]).length < largest) valueBytes++;
+    const batch = batchOfValues([new Uint8Array(valueBytes).fill(1)]);
+    expect(batch.length).toBe(largest);
+    const produced = await session.produce("big", 0, batch);
     expect(produced.errorCode).toBe(NONE);
     // Without an explicit maxRecordBytes the default (1 MiB) shrinks to what the frame carries.
     expect((await session.createTopic("dflt")).errorCode).toBe(NONE);
     const [described] = decodeMetadataResponse((await session.metadata(["dflt"])).reader).topics;
-    expect(JSON.parse(described!.configJson).maxRecordBytes).toBe(65536 - 30);
+    expect(JSON.parse(described!.configJson).maxRecordBytes).toBe(65536 - 22);
     session.close();
     // An explicit broker default that no PRODUCE could carry stops the broker before it starts.
     using other = tempDir();
@@ -278,7 +283,7 @@ describe("CREATE_TOPIC settings", () => {
     ]);
     expect(run.exitCode).toBe(1);
     expect(run.stderr).toContain(
-      "--max-record-size 65536 does not fit a --max-frame-size of 65536 bytes: a PRODUCE of one record carries at most 65509",
+      "--max-record-size 65536 does not fit a --max-frame-size of 65536 bytes: a PRODUCE carries a record batch of at most 65517 bytes",
     );
   });
 });
@@ -290,7 +295,7 @@ describe("long polls that end without records", () => {
     const consumer = await Session.open(broker.port);
     const admin = await Session.open(broker.port);
     expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
-    expect((await admin.produce("gone", 0, frameRecords(["old"]))).errorCode).toBe(NONE);
+    expect((await admin.produce("gone", 0, batchOfValues(["old"]))).errorCode).toBe(NONE);
     const waiting = consumer.send((w, id) =>
       encodeFetchRequest(w, id, { topic: "gone", partition: 0, offset: 1, maxBytes: 100, maxWaitMs: 20_000 }),
     );
@@ -301,11 +306,13 @@ describe("long polls that end without records", () => {
     expect([ended.errorCode, ended.retriable]).toEqual([UNKNOWN_TOPIC_OR_PARTITION, false]);
     expect(ended.message).toContain("gone");
     // Created again, the name starts empty.
-    expect((await admin.produce("gone", 0, frameRecords(["x"]))).errorCode).toBe(UNKNOWN_TOPIC_OR_PARTITION);
+    expect((await admin.produce("gone", 0, batchOfValues(["x"]))).errorCode).toBe(UNKNOWN_TOPIC_OR_PARTITION);
     expect((await admin.createTopic("gone")).errorCode).toBe(NONE);
     expect(decodeListOffsetsResponse((await admin.listOffsets("gone", 0)).reader)).toEqual({
       logStartOffset: 0,
       nextOffset: 0,
+      timestampOffset: -1,
+      offsetTimestampMs: -1,
     });
     consumer.close();
     admin.close();
@@ -316,7 +323,7 @@ describe("long polls that end without records", () => {
     await using broker = await startBroker(dir.path);
     const consumer = await Session.open(broker.port);
     expect((await consumer.createTopic("stay")).errorCode).toBe(NONE);
-    expect((await consumer.produce("stay", 0, frameRecords(["a"]))).errorCode).toBe(NONE);
+    expect((await consumer.produce("stay", 0, batchOfValues(["a"]))).errorCode).toBe(NONE);
     const waiting = consumer.send((w, id) =>
       encodeFetchRequest(w, id, { topic: "stay", partition: 0, offset: 1, maxBytes: 100, maxWaitMs: 20_000 }),
     );
@@ -360,6 +367,8 @@ describe("what the doc leaves no longer open", () => {
     expect(decodeListOffsetsResponse((await session.listOffsets("t", 0)).reader)).toEqual({
       logStartOffset: 0,
       nextOffset: 0,
+      timestampOffset: -1,
+      offsetTimestampMs: -1,
     });
     session.close();
   });
@@ -369,7 +378,7 @@ describe("what the doc leaves no longer open", () => {
     await using broker = await startBroker(dir.path);
     const session = await Session.open(broker.port);
     expect((await session.createTopic("t")).errorCode).toBe(NONE);
-    expect((await session.produce("t", 0, frameRecords(["r"]))).errorCode).toBe(NONE);
+    expect((await session.produce("t", 0, batchOfValues(["r"]))).errorCode).toBe(NONE);
     const errorOf = (response: Response) => [response.errorCode, response.message];
     // For every API: the apiKey, then the apiVersion, then the payload (here undecodable: one byte).
     const header = async (apiKey: number, apiVersion: number) =>
@@ -381,11 +390,15 @@ describe("what the doc leaves no longer open", () => {
         }),
       );
     expect(await header(99, 1)).toEqual([INVALID_REQUEST, "unknown request type 99"]);
-    expect(await header(API.METADATA, 1)).toEqual([
+    expect(await header(API.METADATA, 2)).toEqual([
       WIRE_ERROR_CODES.UNSUPPORTED_VERSION,
-      "METADATA version 1 is not supported (this broker speaks up to 0)",
+      "METADATA version 2 is not supported (this broker speaks version 1)",
     ]);
-    expect((await header(API.METADATA, 0))[0]).toBe(INVALID_REQUEST);
+    expect(await header(API.METADATA, 0)).toEqual([
+      WIRE_ERROR_CODES.UNSUPPORTED_VERSION,
+      "METADATA version 0 is not supported (this broker speaks version 1)",
+    ]);
+    expect((await header(API.METADATA, 1))[0]).toBe(INVALID_REQUEST);
     // The topic and partition are checked before the offset.
     const offset = Number.MAX_SAFE_INTEGER;
     expect(errorOf(await session.fetch({ topic: "nope", offset }))).toEqual([
@@ -436,20 +449,33 @@ describe("what the doc leaves no longer open", () => {
   });
 
   for (const fetchPath of ["sendfile", "copy"]) {
-    test(`FETCH maxBytes counts record headers, and 0 still returns one record (--fetch-path ${fetchPath})`, async () => {
+    test(`FETCH maxBytes counts whole entries with their headers, and 0 still returns one (--fetch-path ${fetchPath})`, async () => {
       using dir = tempDir();
       await using broker = await startBroker(dir.path, ["--fetch-path", fetchPath]);
       const session = await Session.open(broker.port);
       expect((await session.createTopic("m")).errorCode).toBe(NONE);
-      // Three records of 10 payload bytes: 18 bytes each with their headers.
+      // Three entries of one record of 10 value bytes each: the 8-byte entry header, the batch.
       const payloads = ["0123456789", "abcdefghij", "ABCDEFGHIJ"];
-      expect((await session.produce("m", 0, frameRecords(payloads))).errorCode).toBe(NONE);
+      for (const payload of payloads)
+        expect((await session.produce("m", 0, batchOfValues([payload]))).errorCode).toBe(NONE);
+      const entry = 8 + batchOfValues([payloads[0]!]).length;
       const countAt = async (maxBytes: number) => {
         const response = await session.fetch({ topic: "m", maxBytes });
-        return payloadsOf(decodeFetchResponse(response.reader).records).length;
+        return valuesOf(decodeFetchResponse(response.reader).records).length;
       };
       const counts = [];
-      for (const maxBytes of [0, 1, 17, 18, 35, 36, 53, 54, 1000]) counts.push(await countAt(maxBytes));
+      for (const maxBytes of [
+        0,
+        1,
+        entry - 1,
+        entry,
+        2 * entry - 1,
+        2 * entry,
+        3 * entry - 1,
+        3 * entry,
+        1000,
+      ])
+        counts.push(await countAt(maxBytes));
       expect(counts).toEqual([1, 1, 1, 1, 1, 2, 2, 3, 3]);
       session.close();
     });
@@ -460,13 +486,15 @@ describe("what the doc leaves no longer open", () => {
     for (const fetchPath of ["sendfile", "copy"]) {
       await using broker = await startBroker(`${dir.path}/${fetchPath}`, ["--fetch-path", fetchPath]);
       const session = await Session.open(broker.port);
-      // 256-byte segments: (256 - 32) / 18 = 12 records of 10 bytes each.
-      expect((await session.createTopic("s", { segmentBytes: 256 })).errorCode).toBe(NONE);
+      // 512-byte segments hold (512 - 32) / 120 = 4 entries of 3 records of 10 bytes each
+      // (8 + 61 + 3 × 17 bytes): 12 records.
+      expect((await session.createTopic("s", { segmentBytes: 512 })).errorCode).toBe(NONE);
       const payloads = Array.from({ length: 20 }, (_, i) => `record-${String(i).padStart(3, "0")}`);
-      expect((await session.produce("s", 0, frameRecords(payloads.slice(0, 12)))).errorCode).toBe(NONE);
-      expect((await session.produce("s", 0, frameRecords(payloads.slice(12)))).errorCode).toBe(NONE);
+      expect(8 + batchOfValues(payloads.slice(0, 3)).length).toBe(120);
+      for (let i = 0; i < payloads.length; i += 3)
+        expect((await session.produce("s", 0, batchOfValues(payloads.slice(i, i + 3)))).errorCode).toBe(NONE);
       const first = decodeFetchResponse((await session.fetch({ topic: "s", maxBytes: 1000 })).reader);
-      expect([fetchPath, payloadsOf(first.records).length]).toEqual([fetchPath, 12]);
+      expect([fetchPath, valuesOf(first.records).length]).toEqual([fetchPath, 12]);
       session.close();
     }
   });

@@ -1,14 +1,16 @@
 /**
  * A real kill -9 on both write paths. A child process appends and forces, printing each forced
  * offset; the parent sends SIGKILL at a random moment, reopens the segment in-process and checks that
- * every record below the highest printed offset is there with its exact bytes and that the log is a
- * gap-free prefix of recognisable records. Several rounds on one segment: each child first recovers
- * what the previous one left.
+ * every record below the highest printed offset is there with its exact bytes, that the log is a
+ * gap-free prefix of recognisable records, and that every batch in it is whole (batch atomicity:
+ * each record's key names its batch's first offset and size, so a batch cut by the kill would show).
+ * Several rounds on one segment: each child first recovers what the previous one left.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import type { Offset } from "../../src/domain/ids.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { decodeBatch } from "../../src/record/batch.ts";
+import { scanEntries } from "../../src/record/entries.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
@@ -31,14 +33,31 @@ function verifyPrefix(filePath: string, mode: WriteMode, forced: number): number
     const next = segment.nextOffset;
     expect(next).toBeGreaterThanOrEqual(forced);
     let offset = 0;
+    const decoder = new TextDecoder();
     while (offset < next) {
       const read = segment.read(offset, 256 * 1024);
-      for (const payload of payloadsOf(read.records)) {
-        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset))), `record ${offset}`).toBe(
-          true,
-        );
-        offset++;
-      }
+      const scan = scanEntries(
+        read.records,
+        0,
+        read.records.length,
+        { framing: "framed", verifyCrc: true },
+        undefined,
+        (_entry, batchStart, batchEnd) => {
+          const { header, records } = decodeBatch(read.records, batchStart, batchEnd);
+          // The whole batch the child appended, or none of it.
+          expect(header.baseOffset).toBe(offset);
+          expect(decoder.decode(records[0]!.key!)).toBe(`${offset}/${records.length}`);
+          for (const record of records) {
+            expect(record.offset).toBe(offset);
+            expect(
+              Buffer.from(record.value!).equals(Buffer.from(payloadForOffset(offset))),
+              `record ${offset}`,
+            ).toBe(true);
+            offset++;
+          }
+        },
+      );
+      expect(scan.stop).toBe("end");
     }
     expect(offset).toBe(next);
     return next;
@@ -50,7 +69,7 @@ function verifyPrefix(filePath: string, mode: WriteMode, forced: number): number
 describe.each(WRITE_MODES.map((mode) => [mode]))(
   `kill -9, %s write path (seed ${SEED})`,
   (mode: WriteMode) => {
-    test("every forced record survives SIGKILL; the log is a gap-free prefix", async () => {
+    test("every forced record survives SIGKILL; the log is a gap-free prefix of whole batches", async () => {
       using dir = tempDir();
       const random = new Random(SEED);
       const filePath = path.join(dir.path, segmentFileName(0 as Offset));

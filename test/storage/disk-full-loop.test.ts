@@ -13,7 +13,7 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { valuesOfEntries } from "../../src/record/entries.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import {
   type LoopFileSystemKind,
@@ -103,9 +103,9 @@ describe.each(KINDS.map((kind) => [kind]))("full %s file system", (kind: LoopFil
           for (;;) {
             const read = broker.read("fill", 0, offset, 256 * 1024);
             if (read.recordCount === 0) break;
-            for (const payload of payloadsOf(read.records)) {
+            for (const payload of valuesOfEntries(read.records)) {
               expect(
-                Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, RECORD_EXTRA_BYTES))),
+                Buffer.from(payload!).equals(Buffer.from(payloadForOffset(offset, RECORD_EXTRA_BYTES))),
                 `record ${offset}`,
               ).toBe(true);
               offset++;

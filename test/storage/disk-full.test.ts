@@ -13,8 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { IoError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
-import { RecordBatchBuilder } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
@@ -26,19 +25,17 @@ if (smallFileSystemUnavailable !== undefined) {
   console.warn(`disk-full tests skipped: ${smallFileSystemUnavailable}`);
 }
 
-function batchFrom(builder: RecordBatchBuilder, firstOffset: number, count: number): Uint8Array {
-  builder.reset();
-  for (let i = 0; i < count; i++) builder.add(payloadForOffset(firstOffset + i, 3000));
-  return builder.bytes();
+function batchFrom(firstOffset: number, count: number): Uint8Array {
+  return batchOfValues(Array.from({ length: count }, (_, i) => payloadForOffset(firstOffset + i, 3000)));
 }
 
 function expectRecords(segment: Segment, count: number): void {
   expect<number>(segment.nextOffset).toBe(count);
   let offset = 0;
   while (offset < count) {
-    for (const payload of payloadsOf(segment.read(offset, 64 * 1024).records)) {
+    for (const payload of valuesOfEntries(segment.read(offset, 64 * 1024).records)) {
       expect(
-        Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, 3000))),
+        Buffer.from(payload!).equals(Buffer.from(payloadForOffset(offset, 3000))),
         `record ${offset}`,
       ).toBe(true);
       offset++;
@@ -58,11 +55,10 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("disk full, %s write path", (mo
       // written blocks stands between the writer and a SIGBUS.
       const config = segmentConfig({ writeMode: mode, segmentBytes: 16 * 1024 * 1024 });
       const segment = Segment.create(small.path, 0 as Offset, config);
-      const builder = new RecordBatchBuilder();
       let failure: unknown;
       for (let attempt = 0; attempt < 1000 && failure === undefined; attempt++) {
         try {
-          segment.append(batchFrom(builder, segment.nextOffset, 8), false);
+          segment.append(batchFrom(segment.nextOffset, 8));
         } catch (error) {
           failure = error;
         }
@@ -75,9 +71,9 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("disk full, %s write path", (mo
       // Nothing was published by the failed append; everything before it reads back.
       expectRecords(segment, acknowledged);
       // Still refusing while the disk is full, and still not failed for good.
-      expect(() => segment.append(batchFrom(builder, acknowledged, 8), false)).toThrow(/ENOSPC/);
+      expect(() => segment.append(batchFrom(acknowledged, 8))).toThrow(/ENOSPC/);
       fs.unlinkSync(path.join(small.path, "filler"));
-      segment.append(batchFrom(builder, acknowledged, 8), false);
+      segment.append(batchFrom(acknowledged, 8));
       expect<number>(segment.nextOffset).toBe(acknowledged + 8);
       segment.forceNow();
       // What a crash would leave: the file as it is now, recovered elsewhere.

@@ -20,9 +20,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { PartitionFailedError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
-import { SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
@@ -31,29 +30,30 @@ import { descriptorsUnder, mappingsContaining } from "../helpers/proc.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
-/** 92-byte payloads: with the 8-byte header each record is 100 bytes. */
+/** 92-byte payloads, one per entry (a one-record batch; the same size whatever the offset). */
 function payload(offset: number): string {
   return `record ${offset} `.padEnd(92, ".");
 }
+const ENTRY_BYTES = ENTRY_HEADER_BYTES + batchOfValues([payload(0)]).length;
 
 function appendOne(log: PartitionLog): void {
-  log.append(frameRecords([payload(log.nextOffset)]), true);
+  log.append(batchOfValues([payload(log.nextOffset)]));
 }
 
 function expectAll(log: PartitionLog, count: number): void {
   expect<number>(log.nextOffset).toBe(count);
   let offset = 0;
   while (offset < count) {
-    for (const bytes of payloadsOf(log.read(offset, 10_000).records)) {
-      expect(new TextDecoder().decode(bytes)).toBe(payload(offset));
+    for (const bytes of valuesOfEntries(log.read(offset, 10_000).records)) {
+      expect(new TextDecoder().decode(bytes!)).toBe(payload(offset));
       offset++;
     }
   }
 }
 
-// Three records fill a segment; the fourth append rolls.
+// A few entries fill a segment; the next append rolls.
 const SEGMENT_BYTES = 1024;
-const RECORDS_PER_SEGMENT = Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / 100);
+const RECORDS_PER_SEGMENT = Math.floor((SEGMENT_BYTES - SEGMENT_HEADER_BYTES) / ENTRY_BYTES);
 
 const openFilesLimit = (() => {
   const match = /^Max open files\s+(\d+)/m.exec(fs.readFileSync("/proc/self/limits", "utf8"));
@@ -195,7 +195,7 @@ describe("a failed trim, mapped write path", () => {
       const config = segmentConfig({ writeMode: "mapped", segmentBytes: SEGMENT_BYTES });
       const descriptorsBefore = descriptorsUnder(dir.path);
       const segment = Segment.create(dir.path, 0 as Offset, config);
-      segment.append(frameRecords([payload(0)]), true);
+      segment.append(batchOfValues([payload(0)]));
       segment.read(0, 1000); // opens the read descriptor
       chattr("+a", segment.path);
       try {

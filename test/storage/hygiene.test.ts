@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import type { Offset } from "../../src/domain/ids.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
@@ -21,11 +21,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("hygiene, %s write path", (mode
     const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
     const descriptorsBefore = descriptorsUnder(dir.path);
     const range = newFileRange();
-    const batch = frameRecords(["hygiene", "check"]);
+    const batch = batchOfValues(["hygiene", "check"]);
     for (let i = 0; i < 1000; i++) {
       const base = (i * 10) as Offset;
       const created = Segment.create(dir.path, base, config);
-      created.append(batch, true);
+      created.append(batch);
       if (i % 2 === 0) created.seal(); // sealing then closing must release just as much
       created.close();
       const filePath = path.join(dir.path, segmentFileName(base));

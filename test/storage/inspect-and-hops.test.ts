@@ -1,30 +1,37 @@
 /**
  * - walkSegmentFile ends when the file shrinks while it is read (a broker beside the tool may cut a
  *   torn tail): a short read is the end of the file. It used to loop forever, allocating each pass.
- * - Lookups (read, fileRange) stay exact when records are larger than what one hop reads per refill
- *   (the index interval plus a page): a hop re-reads at the next record start.
+ * - Lookups (read, fileRange) stay exact when entries are larger than what one walk reads per refill
+ *   (the index interval plus a page): a walk re-reads at the next entry start.
  */
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import type { Offset } from "../../src/domain/ids.ts";
-import { RECORD_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { ENTRY_HEADER_BYTES, RECOVERY_CHUNK_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { walkSegmentFile } from "../../src/storage/inspect.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { readFileRange } from "../helpers/read-range.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
-const RECORD_BYTES = 1000; // header included
+const RECORD_BYTES = 1000; // one record per entry, frame included
 
-/** A segment file of `bytes` or a little more, of RECORD_BYTES records; returns its path. */
+/** One record whose entry takes exactly RECORD_BYTES. */
+function batchOfEntryBytes(entryBytes: number): Uint8Array {
+  let valueBytes = entryBytes;
+  while (ENTRY_HEADER_BYTES + batchOfValues(["x".repeat(valueBytes)], 0).length > entryBytes) valueBytes--;
+  const batch = batchOfValues(["x".repeat(valueBytes)], 0);
+  if (ENTRY_HEADER_BYTES + batch.length !== entryBytes) throw new Error("no value size fits exactly");
+  return batch;
+}
+
+/** A segment file of `bytes` or a little more, of RECORD_BYTES entries of one record; returns its path. */
 function writeSegment(directory: string, bytes: number): string {
   const config = segmentConfig({ writeMode: "file", segmentBytes: bytes + 64 * 1024 });
   const segment = Segment.create(directory, 0 as Offset, config);
-  const payload = "x".repeat(RECORD_BYTES - RECORD_HEADER_BYTES);
-  const batch = frameRecords(Array.from({ length: 100 }, () => payload));
-  while (segment.sizeBytes < bytes) segment.append(batch, false);
+  const batch = batchOfEntryBytes(RECORD_BYTES);
+  while (segment.sizeBytes < bytes) segment.append(batch);
   segment.close();
   return segment.path;
 }
@@ -67,31 +74,35 @@ describe("walkSegmentFile on a file that shrinks while it is read", () => {
 describe.each(WRITE_MODES.map((mode) => [mode]))(
   "lookups over records larger than a hop's read, %s",
   (mode: WriteMode) => {
-    test("read and fileRange find exact record boundaries", () => {
+    test("read and fileRange find exact entry boundaries", () => {
       using dir = tempDir();
-      // A hop reads indexIntervalBytes + 4096 bytes per refill: 4160 here, below the 10 KiB records.
-      const config = segmentConfig({ writeMode: mode, segmentBytes: 1024 * 1024, indexIntervalBytes: 64 });
+      // A walk reads indexIntervalBytes + 4096 bytes per refill: 24,096 here, below the 30 KB
+      // entries; the index stores an entry every 20,000 bytes at most, so walks cross entries.
+      const config = segmentConfig({
+        writeMode: mode,
+        segmentBytes: 4 * 1024 * 1024,
+        indexIntervalBytes: 20_000,
+      });
       const segment = Segment.create(dir.path, 0 as Offset, config);
       const payloads: string[] = [];
       const starts: number[] = [];
       let position = SEGMENT_HEADER_BYTES;
       for (let i = 0; i < 60; i++) {
         const payload = `${i}:`.padEnd(
-          i % 3 === 0 ? 10_000 : 1 + (i % 7) * 500,
+          i % 3 === 0 ? 30_000 : 1 + (i % 7) * 500,
           String.fromCharCode(97 + (i % 26)),
         );
         payloads.push(payload);
         starts.push(position);
-        position += RECORD_HEADER_BYTES + payload.length;
+        const batch = batchOfValues([payload]);
+        position += ENTRY_HEADER_BYTES + batch.length;
+        segment.append(batch);
       }
       starts.push(position);
-      // Batches of several records, so the index skips records and hops cross large ones.
-      for (let i = 0; i < payloads.length; i += 6)
-        segment.append(frameRecords(payloads.slice(i, i + 6)), true);
       const check = (s: Segment) => {
         const range = newFileRange();
         for (let offset = 0; offset < payloads.length; offset++) {
-          const first = payloadsOf(s.read(offset, 1).records)[0]!;
+          const first = valuesOfEntries(s.read(offset, 1).records)[0]!;
           expect(new TextDecoder().decode(first)).toBe(payloads[offset]!);
           for (const maxBytes of [1, 4000, 12_000, 50_000]) {
             s.fileRange(offset, maxBytes, range);
@@ -102,7 +113,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
             expect(range.recordCount).toBe(end - offset);
             expect(range.lengthBytes).toBe(starts[end]! - starts[offset]!);
             const bytes = readFileRange(range.fd, range.position, range.lengthBytes);
-            expect(payloadsOf(bytes).map((p) => new TextDecoder().decode(p))).toEqual(
+            expect(valuesOfEntries(bytes).map((p) => new TextDecoder().decode(p!))).toEqual(
               payloads.slice(offset, end),
             );
           }

@@ -5,11 +5,12 @@
  * each cost 4 GiB), and it never reaches further than the largest window past the data. Measured as
  * allocated blocks (st_blocks) of the segment file, on the temporary directory's file system.
  */
+
 import { expect, test } from "bun:test";
 import fs from "node:fs";
 import type { Offset } from "../../src/domain/ids.ts";
 import { MAPPED_WINDOW_BYTES_MAX, MAPPED_WINDOW_BYTES_MIN } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -23,7 +24,7 @@ test("a mapped segment with one small record holds about one small window of dis
   // The default capacity (128 MiB): the file is that long, sparse; only written blocks count.
   const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "mapped" }));
   try {
-    segment.append(frameRecords(["one small record"]), false);
+    segment.append(batchOfValues(["one small record"]));
     const allocated = allocatedBytes(segment.path);
     expect(fs.statSync(segment.path).size).toBe(128 * 1024 * 1024);
     // The window is written (the next stores need no block) ...
@@ -41,11 +42,11 @@ test("the window doubles as the writer crosses it, and never reaches further tha
   using dir = tempDir();
   const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "mapped" }));
   try {
-    const batch = frameRecords([new Uint8Array(16 * 1024 - 8).fill(7)]); // 16 KiB per append
+    const batch = batchOfValues([new Uint8Array(16 * 1024 - 8).fill(7)]); // 16 KiB per append
     let largestAhead = 0;
     for (let i = 0; i < 1024; i++) {
       // 16 MiB in all
-      segment.append(batch, false);
+      segment.append(batch);
       const ahead = allocatedBytes(segment.path) - segment.sizeBytes;
       largestAhead = Math.max(largestAhead, ahead);
       expect(ahead).toBeLessThanOrEqual(MAPPED_WINDOW_BYTES_MAX + 64 * 1024);

@@ -6,8 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { Offset } from "../../src/domain/ids.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { sealedReadDescriptors } from "../../src/storage/read-descriptors.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
@@ -33,7 +32,7 @@ afterEach(() => {
 function fillSegments(log: PartitionLog, segments: number): void {
   while (log.segmentCount < segments) {
     const offset = log.nextOffset;
-    log.append(frameRecords([payloadForOffset(offset, 100)]), true);
+    log.append(batchOfValues([payloadForOffset(offset, 100)]));
   }
 }
 
@@ -42,9 +41,9 @@ function readAll(log: PartitionLog, from: number): number {
   let offset = from;
   while (offset < log.nextOffset) {
     const read = log.read(offset, 4096);
-    for (const payload of payloadsOf(read.records)) {
+    for (const payload of valuesOfEntries(read.records)) {
       expect(
-        Buffer.from(payload).equals(Buffer.from(payloadForOffset(offset, 100))),
+        Buffer.from(payload!).equals(Buffer.from(payloadForOffset(offset, 100))),
         `offset ${offset}`,
       ).toBe(true);
       offset++;
@@ -140,7 +139,7 @@ test("sealed segments with unforced bytes keep their descriptor until forced", a
     for (let i = 0; i < LIMIT * 3; i++) {
       const segment = Segment.create(dir.path, (i * 10) as Offset, config);
       segments.push(segment);
-      segment.append(frameRecords(["not forced yet"]), true);
+      segment.append(batchOfValues(["not forced yet"]));
       segment.seal(); // no force: the pending force reaches the file through the read descriptor
     }
     expect(sealedReadDescriptors.openCount).toBe(LIMIT * 3);
@@ -148,12 +147,14 @@ test("sealed segments with unforced bytes keep their descriptor until forced", a
     // Over the bound with nothing closable: a segment opened now keeps the descriptor it just took
     // (closing it instead would hand the reader a dead, or reused, descriptor number).
     const written = Segment.create(dir.path, 2_000_000 as Offset, config);
-    written.append(frameRecords(["on disk"]), true);
+    written.append(batchOfValues(["on disk"]));
     written.forceNow();
     written.close();
     const reopened = Segment.openSealed(written.path, config, 2_000_001 as Offset);
     try {
-      expect(new TextDecoder().decode(payloadsOf(reopened.read(2_000_000, 100).records)[0])).toBe("on disk");
+      expect(new TextDecoder().decode(valuesOfEntries(reopened.read(2_000_000, 100).records)[0]!)).toBe(
+        "on disk",
+      );
       expect(reopened.hasOpenDescriptor).toBe(true);
     } finally {
       reopened.close();
@@ -162,14 +163,14 @@ test("sealed segments with unforced bytes keep their descriptor until forced", a
     // Forced and idle: the next open shrinks the set below the bound.
     const extra = Segment.create(dir.path, 1_000_000 as Offset, config);
     segments.push(extra);
-    extra.append(frameRecords(["one more"]), true);
+    extra.append(batchOfValues(["one more"]));
     await extra.force();
     extra.seal();
     expect(sealedReadDescriptors.openCount).toBeLessThanOrEqual(LIMIT);
     expect(extra.hasOpenDescriptor).toBe(true); // the one that registered is never the one closed
     for (const [i, segment] of segments.entries()) {
       const read = segment.read(segment.baseOffset, 100);
-      expect(new TextDecoder().decode(payloadsOf(read.records)[0])).toBe(
+      expect(new TextDecoder().decode(valuesOfEntries(read.records)[0]!)).toBe(
         i === segments.length - 1 ? "one more" : "not forced yet",
       );
     }

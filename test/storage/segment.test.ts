@@ -1,17 +1,18 @@
 /**
  * One suite over both write paths with the same assertions (DESIGN invariant 8): whatever the path,
  * appends round-trip, offsets and index lookups agree with a simple model, a full segment refuses
- * without writing, a reopened segment continues exactly at its end, and reads see only complete
- * records. Randomized parts print their seed; BOOBLIK_SEED replays them.
+ * without writing, a reopened segment continues exactly at its end, and reads see only whole
+ * entries, starting with the entry that contains the offset asked for (format 2: one entry per
+ * batch). Randomized parts print their seed; BOOBLIK_SEED replays them.
  */
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { CorruptRecordError, RecordTooLargeError, SegmentFullError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
-import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
+import { decodeBatch, RECORDS_OFFSET } from "../../src/record/batch.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { newFileRange, Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
@@ -22,17 +23,32 @@ const BASE = 1000 as Offset;
 // One seed for the file, printed in every test name so that a failure names it; BOOBLIK_SEED replays.
 const SEED = testSeed();
 
-/** A model of what a segment should hold: payloads by relative offset and their positions. */
+/**
+ * A model of what a segment should hold: payloads by relative offset, and per offset the position
+ * and first offset of the entry (batch) holding it.
+ */
 class Model {
   payloads: Uint8Array[] = [];
+  /** Per relative offset: where its entry starts. */
   positions: number[] = [];
+  /** Per relative offset: the relative offset of its entry's first record. */
+  entryStarts: number[] = [];
   end = SEGMENT_HEADER_BYTES;
-  add(batch: Uint8Array[]): void {
+  /** Appends `batch` as one entry; returns the bare batch to append. */
+  add(batch: Uint8Array[]): Uint8Array {
+    const bare = batchOfValues(batch, 1_700_000_000_000);
+    const first = this.payloads.length;
     for (const payload of batch) {
       this.payloads.push(payload);
       this.positions.push(this.end);
-      this.end += RECORD_HEADER_BYTES + payload.length;
+      this.entryStarts.push(first);
     }
+    this.end += ENTRY_HEADER_BYTES + bare.length;
+    return bare;
+  }
+  /** Position of the entry boundary before relative offset `relative` (an entry start or the end). */
+  boundary(relative: number): number {
+    return relative === this.payloads.length ? this.end : this.positions[relative]!;
   }
 }
 
@@ -51,15 +67,18 @@ function expectMatchesModel(segment: Segment, model: Model, random: Random): voi
   expect(segment.sizeBytes).toBe(model.end);
   let offset = BASE as number;
   while (offset < segment.nextOffset) {
-    const read = segment.read(offset, random.int(1, 5000));
-    expect(read.firstOffset).toBe(offset);
-    const payloads = payloadsOf(read.records);
+    // Sometimes from inside an entry: the read starts with the entry that contains the offset.
+    const asked = Math.min(segment.nextOffset - 1, offset + (random.next() < 0.3 ? random.int(0, 3) : 0));
+    const read = segment.read(asked, random.int(1, 5000));
+    const entryStart = model.entryStarts[asked - BASE]!;
+    expect(read.firstOffset).toBe(BASE + entryStart);
+    const payloads = valuesOfEntries(read.records);
     expect(payloads.length).toBe(read.recordCount);
     expect(read.recordCount).toBeGreaterThan(0);
     for (let i = 0; i < payloads.length; i++) {
-      expectSameBytes(payloads[i], model.payloads[offset - BASE + i], `offset ${offset + i}`);
+      expectSameBytes(payloads[i]!, model.payloads[entryStart + i], `offset ${BASE + entryStart + i}`);
     }
-    offset += read.recordCount;
+    offset = read.firstOffset + read.recordCount;
   }
   for (let relative = 0; relative < model.payloads.length; relative++) {
     expect(segment.positionOf(BASE + relative)).toBe(model.positions[relative]!);
@@ -88,11 +107,11 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
             const size = random.next() < 0.05 ? random.int(600, 70_000) : random.int(1, 300);
             payloads.push(random.bytes(size));
           }
-          const framed = frameRecords(payloads);
-          if (!segment.hasRoomFor(framed.length)) break;
-          const first = segment.append(framed, true);
-          expect<number>(first).toBe(BASE + model.payloads.length);
-          model.add(payloads);
+          const bare = batchOfValues(payloads, 1_700_000_000_000);
+          if (!segment.hasRoomFor(ENTRY_HEADER_BYTES + bare.length)) break;
+          const expected = BASE + model.payloads.length;
+          const first = segment.append(model.add(payloads));
+          expect<number>(first).toBe(expected);
         }
         expectMatchesModel(segment, model, random);
       } finally {
@@ -109,8 +128,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expect(["end", "zero-length"]).toContain(report.stop);
         expectMatchesModel(reopened, model, random);
         const more = [random.bytes(10), random.bytes(5000)];
-        expect<number>(reopened.append(frameRecords(more), true)).toBe(BASE + model.payloads.length);
-        model.add(more);
+        const expected = BASE + model.payloads.length;
+        expect<number>(reopened.append(model.add(more))).toBe(expected);
         expectMatchesModel(reopened, model, random);
       } finally {
         reopened.close();
@@ -123,15 +142,21 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const config = segmentConfig({ writeMode: mode, segmentBytes, maxPayloadBytes: segmentBytes });
       const segment = Segment.create(dir.path, BASE, config);
       try {
-        const payload = new Uint8Array(segmentBytes - SEGMENT_HEADER_BYTES - RECORD_HEADER_BYTES).fill(7);
-        expect(segment.hasRoomFor(payload.length + RECORD_HEADER_BYTES)).toBe(true);
-        expect<number>(segment.append(frameRecords([payload]), true)).toBe(BASE);
+        // A one-record batch whose entry fills the segment exactly: find the value size that does.
+        const room = segmentBytes - SEGMENT_HEADER_BYTES - ENTRY_HEADER_BYTES;
+        let valueBytes = room - RECORDS_OFFSET;
+        while (batchOfValues([new Uint8Array(valueBytes)]).length > room) valueBytes--;
+        const payload = new Uint8Array(valueBytes).fill(7);
+        const bare = batchOfValues([payload]);
+        expect(bare.length).toBe(room);
+        expect(segment.hasRoomFor(ENTRY_HEADER_BYTES + bare.length)).toBe(true);
+        expect<number>(segment.append(bare)).toBe(BASE);
         expect(segment.sizeBytes).toBe(segmentBytes);
-        expect(segment.hasRoomFor(RECORD_HEADER_BYTES + 1)).toBe(false);
-        expect(() => segment.append(frameRecords(["x"]), true)).toThrow(SegmentFullError);
+        expect(segment.hasRoomFor(ENTRY_HEADER_BYTES + 1)).toBe(false);
+        expect(() => segment.append(batchOfValues(["x"]))).toThrow(SegmentFullError);
         expect<number>(segment.nextOffset).toBe(BASE + 1);
         expect(segment.sizeBytes).toBe(segmentBytes);
-        expectSameBytes(payloadsOf(segment.read(BASE, 1).records)[0], payload, "the full record");
+        expectSameBytes(valuesOfEntries(segment.read(BASE, 1).records)[0]!, payload, "the full record");
       } finally {
         segment.close();
       }
@@ -145,10 +170,14 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const segment = Segment.create(dir.path, BASE, config);
       try {
         const big = Array.from({ length: 100 }, () => new Uint8Array(50).fill(1));
-        expect(() => segment.append(frameRecords(big), true)).toThrow(SegmentFullError);
+        expect(() => segment.append(batchOfValues(big))).toThrow(SegmentFullError);
         expect<number>(segment.nextOffset).toBe(BASE);
         expect(segment.sizeBytes).toBe(SEGMENT_HEADER_BYTES);
-        expect<number>(segment.append(frameRecords(big.slice(0, 10)), true)).toBe(BASE);
+        // Several batches in one append are all or nothing too.
+        const two = Buffer.concat([batchOfValues(big.slice(0, 40)), batchOfValues(big.slice(0, 40))]);
+        expect(() => segment.append(two)).toThrow(SegmentFullError);
+        expect(segment.sizeBytes).toBe(SEGMENT_HEADER_BYTES);
+        expect<number>(segment.append(batchOfValues(big.slice(0, 10)))).toBe(BASE);
         expect<number>(segment.nextOffset).toBe(BASE + 10);
       } finally {
         segment.close();
@@ -160,21 +189,26 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024, maxPayloadBytes: 1000 });
       const segment = Segment.create(dir.path, BASE, config);
       try {
-        segment.append(frameRecords(["ok"]), true);
-        const good = frameRecords(["first", "second"]);
-        const badCrc = good.slice();
-        badCrc[badCrc.length - 1]! ^= 0xff;
-        expect(() => segment.append(badCrc, true)).toThrow(CorruptRecordError);
+        const ok = batchOfValues(["ok"]);
+        segment.append(ok);
+        // Storage checks only what framing relies on (the broker layer validates the rest).
+        const good = batchOfValues(["first", "second"]);
         const cut = good.slice(0, good.length - 2);
-        expect(() => segment.append(cut, true)).toThrow(CorruptRecordError);
-        const zero = new Uint8Array(12);
-        expect(() => segment.append(zero, true)).toThrow(CorruptRecordError);
-        const huge = frameRecords([new Uint8Array(1001)]);
-        expect(() => segment.append(huge, true)).toThrow(RecordTooLargeError);
-        expect(() => segment.append(new Uint8Array(0), true)).toThrow();
+        expect(() => segment.append(cut)).toThrow(CorruptRecordError);
+        const trailing = Buffer.concat([good, new Uint8Array(12)]);
+        expect(() => segment.append(trailing)).toThrow(CorruptRecordError);
+        const badMagic = good.slice();
+        badMagic[16] = 1;
+        expect(() => segment.append(badMagic)).toThrow(CorruptRecordError);
+        const huge = batchOfValues([new Uint8Array(1001)]);
+        expect(() => segment.append(huge)).toThrow(RecordTooLargeError);
+        expect(() => segment.append(new Uint8Array(0))).toThrow(CorruptRecordError);
         expect<number>(segment.nextOffset).toBe(BASE + 1);
-        expect(segment.sizeBytes).toBe(SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES + 2);
-        expect<number>(segment.append(good, true)).toBe(BASE + 1);
+        expect(segment.sizeBytes).toBe(SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES + ok.length);
+        expect<number>(segment.append(good)).toBe(BASE + 1);
+        // The caller's bytes are not stamped in place: the same batch can be appended again.
+        expect(decodeBatch(good).header.baseOffset).toBe(0);
+        expect<number>(segment.append(good)).toBe(BASE + 3);
       } finally {
         segment.close();
       }
@@ -188,9 +222,10 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const model = new Model();
       try {
         for (let i = 0; i < 300; i++) {
-          const payload = random.bytes(random.int(1, i % 50 === 0 ? 3000 : 100));
-          segment.append(frameRecords([payload]), true);
-          model.add([payload]);
+          const payloads = Array.from({ length: random.int(1, 3) }, () =>
+            random.bytes(random.int(1, i % 50 === 0 ? 3000 : 100)),
+          );
+          segment.append(model.add(payloads));
         }
         const range = newFileRange();
         const bytes = fs.readFileSync(path.join(dir.path, segmentFileName(BASE)));
@@ -198,25 +233,28 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
           const relative = random.int(0, model.payloads.length - 1);
           const maxBytes = random.int(1, 4000);
           segment.fileRange(BASE + relative, maxBytes, range);
+          // Starts at the entry containing the offset.
+          const entryStart = model.entryStarts[relative]!;
           expect(range.position).toBe(model.positions[relative]!);
+          expect(range.firstOffset).toBe(BASE + entryStart);
           const end = range.position + range.lengthBytes;
-          const lastRelative = relative + range.recordCount;
-          // Ends on a record boundary and holds exactly recordCount records.
-          expect(lastRelative === model.payloads.length ? model.end : model.positions[lastRelative]).toBe(
-            end,
-          );
-          expect(range.recordCount).toBeGreaterThanOrEqual(1);
-          if (range.recordCount > 1) expect(range.lengthBytes).toBeLessThanOrEqual(maxBytes);
-          // Greedy: the next record would not have fit (unless the segment ended).
+          const lastRelative = entryStart + range.recordCount;
+          // Ends on an entry boundary and covers exactly recordCount offsets.
+          expect(model.boundary(lastRelative)).toBe(end);
+          expect(lastRelative).toBeGreaterThan(relative);
+          const entryCount = new Set(model.positions.slice(entryStart, lastRelative)).size;
+          if (entryCount > 1) expect(range.lengthBytes).toBeLessThanOrEqual(maxBytes);
+          // Greedy: the next entry would not have fit (unless the segment ended).
           if (lastRelative < model.payloads.length) {
-            const nextEnd =
-              lastRelative + 1 === model.payloads.length ? model.end : model.positions[lastRelative + 1]!;
-            expect(nextEnd - range.position).toBeGreaterThan(maxBytes);
+            let next = lastRelative;
+            while (next < model.payloads.length && model.positions[next] === model.positions[lastRelative])
+              next++;
+            expect(model.boundary(next) - range.position).toBeGreaterThan(maxBytes);
           }
           const framed = bytes.subarray(range.position, end);
-          const payloads = payloadsOf(framed);
+          const payloads = valuesOfEntries(framed);
           expect(payloads.length).toBe(range.recordCount);
-          expectSameBytes(payloads[0], model.payloads[relative], "first record of the range");
+          expectSameBytes(payloads[relative - entryStart]!, model.payloads[relative], "the record asked for");
         }
       } finally {
         segment.close();
@@ -227,7 +265,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       using dir = tempDir();
       const segment = Segment.create(dir.path, BASE, segmentConfig({ writeMode: mode, segmentBytes: 4096 }));
       try {
-        segment.append(frameRecords(["a", "b"]), true);
+        segment.append(batchOfValues(["a", "b"]));
         for (const offset of [BASE - 1, BASE + 2, BASE + 100]) {
           try {
             segment.read(offset, 100);
@@ -253,8 +291,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const segment = Segment.create(dir.path, BASE, config);
       for (let i = 0; i < 100; i++) {
         const payloads = [random.bytes(random.int(1, 200)), random.bytes(random.int(1, 900))];
-        segment.append(frameRecords(payloads), true);
-        model.add(payloads);
+        segment.append(model.add(payloads));
       }
       segment.seal();
       segment.forceNow();
@@ -267,7 +304,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       try {
         expect(sealed.isActive).toBe(false);
         expectMatchesModel(sealed, model, random);
-        expect(() => sealed.append(frameRecords(["x"]), true)).toThrow();
+        expect(() => sealed.append(batchOfValues(["x"]))).toThrow();
       } finally {
         sealed.close();
       }
@@ -277,7 +314,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
       const segment = Segment.create(dir.path, BASE, config);
-      segment.append(frameRecords(["a"]), true);
+      const a = batchOfValues(["a"]);
+      segment.append(a);
       segment.close();
       const original = path.join(dir.path, segmentFileName(BASE));
       const renamed = path.join(dir.path, segmentFileName(5 as Offset));
@@ -297,7 +335,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.writeFileSync(damaged, bytes);
       expect(() => Segment.openForAppend(damaged, config)).toThrow(/header checksum mismatch/);
       // Refusals leave the files as they were.
-      expect(fs.readFileSync(original).length).toBe(SEGMENT_HEADER_BYTES + RECORD_HEADER_BYTES + 1);
+      expect(fs.readFileSync(original).length).toBe(SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES + a.length);
     });
   },
 );
@@ -314,8 +352,7 @@ describe(`mode migration (seed ${SEED})`, () => {
     const segment = Segment.create(dir.path, BASE, firstConfig);
     for (let i = 0; i < 50; i++) {
       const payloads = [random.bytes(random.int(1, 500))];
-      segment.append(frameRecords(payloads), true);
-      model.add(payloads);
+      segment.append(model.add(payloads));
     }
     segment.close();
     const secondConfig = segmentConfig({ writeMode: second, segmentBytes: 256 * 1024 });
@@ -326,10 +363,10 @@ describe(`mode migration (seed ${SEED})`, () => {
     try {
       expect(reopened.writeMode).toBe(second);
       expect(report.recordCount).toBe(50);
+      expect<number>(reopened.nextOffset).toBe(BASE + 50);
       for (let i = 0; i < 50; i++) {
-        const payloads = [random.bytes(random.int(1, 500))];
-        reopened.append(frameRecords(payloads), true);
-        model.add(payloads);
+        const payloads = Array.from({ length: random.int(1, 4) }, () => random.bytes(random.int(1, 500)));
+        reopened.append(model.add(payloads));
       }
       expectMatchesModel(reopened, model, random);
     } finally {

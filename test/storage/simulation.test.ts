@@ -48,9 +48,12 @@ import {
 } from "../../src/broker/topic-config.ts";
 import { ClosedError, IoError, isDiskFull, PartitionFailedError } from "../../src/domain/errors.ts";
 import type { PartitionId, TopicName } from "../../src/domain/ids.ts";
-import { SEALED_READ_DESCRIPTORS_MIN, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import {
+  ENTRY_HEADER_BYTES,
+  SEALED_READ_DESCRIPTORS_MIN,
+  SEGMENT_HEADER_BYTES,
+} from "../../src/domain/limits.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { sealedReadDescriptors } from "../../src/storage/read-descriptors.ts";
@@ -222,12 +225,11 @@ class Simulation {
     const payloads: string[] = [];
     // Every batch fits an empty segment: a larger one is refused before anything happens
     // (RecordTooLargeError, tested elsewhere) and would only waste the seed's operations.
-    let batchBytes = 0;
     for (let i = 0; i < wanted; i++) {
       const payload = this.payload(first + i);
-      if (batchBytes + 8 + payload.length > this.config.segmentBytes - SEGMENT_HEADER_BYTES) break;
+      const entryBytes = ENTRY_HEADER_BYTES + batchOfValues([...payloads, payload]).length;
+      if (entryBytes > this.config.segmentBytes - SEGMENT_HEADER_BYTES) break;
       payloads.push(payload);
-      batchBytes += 8 + payload.length;
     }
     if (payloads.length === 0) payloads.push(this.payload(first).slice(0, 16));
     const count = payloads.length;
@@ -239,7 +241,7 @@ class Simulation {
     this.expected.length = first;
     this.acknowledged.length = Math.min(this.acknowledged.length, first);
     for (let i = 0; i < count; i++) this.expected[first + i] = payloads[i]!;
-    const acked = partition.append(frameRecords(payloads), true);
+    const acked = partition.append(batchOfValues(payloads));
     this.log(
       `append [${first}, ${first + count}) as ${payloads[0]!.slice(0, payloads[0]!.indexOf("-"))}.. -> ${log.nextOffset}`,
     );
@@ -292,7 +294,7 @@ class Simulation {
       this.expected.length = at;
       this.expected[at] = payload;
       try {
-        log.append(frameRecords([payload]), true);
+        log.append(batchOfValues([payload]));
       } catch (error) {
         throw new RuleViolation(
           `after a disk-full refusal at ${first}, an append on a healthy disk failed: ${describe(error)}`,
@@ -328,10 +330,10 @@ class Simulation {
       let offset = start;
       while (offset < next) {
         const read = log.read(offset, 64 * 1024);
-        const payloads = payloadsOf(read.records);
+        const payloads = valuesOfEntries(read.records);
         rule(payloads.length > 0, `${when}: a read at ${offset} returned nothing`);
         for (const bytes of payloads) {
-          const found = decoder.decode(bytes);
+          const found = decoder.decode(bytes!);
           rule(
             found === this.expected[offset],
             `${when}: offset ${offset} holds ${JSON.stringify(found.slice(0, 24))}, expected ${JSON.stringify(this.expected[offset]?.slice(0, 24))}`,
@@ -368,7 +370,7 @@ class Simulation {
     try {
       let appended = false;
       try {
-        log.append(frameRecords(["must be refused"]), true);
+        log.append(batchOfValues(["must be refused"]));
         appended = true;
       } catch (error) {
         rule(
@@ -380,15 +382,17 @@ class Simulation {
       const visible = partition.visibleNextOffset;
       let offset = Math.max(partition.logStartOffset, this.retainedFrom);
       while (offset < visible) {
-        let payloads: Uint8Array[];
+        let payloads: (Uint8Array | null)[];
         try {
-          payloads = payloadsOf(partition.read(offset, 64 * 1024).records);
+          const read = partition.read(offset, 64 * 1024);
+          payloads = valuesOfEntries(read.records);
+          offset = read.firstOffset; // the entry holding the offset asked for
         } catch (error) {
           throw new RuleViolation(`a stopped partition failed a read at ${offset}: ${describe(error)}`);
         }
         for (const bytes of payloads) {
           rule(
-            decoder.decode(bytes) === this.expected[offset],
+            decoder.decode(bytes!) === this.expected[offset],
             `a stopped partition read wrong bytes at ${offset}`,
           );
           offset++;
@@ -485,11 +489,16 @@ class Simulation {
     if (visible <= start) return;
     const offset = fromOffset ?? this.random.int(start, visible - 1);
     const read = partition.read(offset, maxBytes ?? this.random.int(1, 8192));
-    let at = offset;
-    for (const bytes of payloadsOf(read.records)) {
+    // A read starts with the entry (batch) that contains the offset asked for.
+    rule(
+      read.firstOffset <= offset && offset < read.firstOffset + read.recordCount,
+      `a read at ${offset} returned offsets [${read.firstOffset}, ${read.firstOffset + read.recordCount})`,
+    );
+    let at = read.firstOffset;
+    for (const bytes of valuesOfEntries(read.records)) {
       rule(at < visible, `a read returned offset ${at}, beyond the visible end ${visible}`);
       rule(
-        decoder.decode(bytes) === this.expected[at],
+        decoder.decode(bytes!) === this.expected[at],
         `a read at ${at} returned bytes that were not written there`,
       );
       at++;

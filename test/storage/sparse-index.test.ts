@@ -1,7 +1,8 @@
 /**
- * The sparse index against a sorted-array model (Kafka's OffsetIndexTest idea): for random record
- * layouts, every lookup returns the largest stored entry at or below the target, entries stay an
- * interval apart, and the arrays start small and grow on demand.
+ * The sparse index against a sorted-array model (Kafka's OffsetIndexTest idea): for random entry
+ * layouts, every lookup returns the largest stored entry at or below the target (by offset, by
+ * position, and by time: the last entry whose running maximum timestamp before it is below the
+ * target), entries stay an interval apart, and the arrays start small and grow on demand.
  */
 import { expect, test } from "bun:test";
 import { INDEX_INITIAL_ENTRIES } from "../../src/domain/limits.ts";
@@ -16,15 +17,21 @@ test(`lookups agree with a model for random layouts (seed ${SEED})`, () => {
     const interval = random.int(1, 5000);
     const index = new SparseIndex(interval, 32);
     const model: [number, number][] = [];
+    /** The running maximum timestamp before each stored entry. */
+    const timestamps: number[] = [];
     let position = 32;
     let lastStored = 32;
+    let maxTimestamp = -1;
     const recordCount = random.int(1, 3000);
     for (let relative = 0; relative < recordCount; relative++) {
-      index.offer(relative, position);
+      index.offer(relative, position, maxTimestamp);
       if (position - lastStored >= interval) {
         model.push([relative, position]);
+        timestamps.push(maxTimestamp);
         lastStored = position;
       }
+      // Non-monotonic timestamps, as CreateTime allows.
+      maxTimestamp = Math.max(maxTimestamp, 1000 + relative * 10 + random.int(-500, 500));
       position += 8 + (random.next() < 0.02 ? random.int(1, 20_000) : random.int(1, 200));
     }
     expect(index.entryCount).toBe(model.length);
@@ -40,14 +47,23 @@ test(`lookups agree with a model for random layouts (seed ${SEED})`, () => {
       for (const entry of model) if (entry[1] <= targetPosition) expectedByPosition = entry;
       index.floorByPosition(targetPosition, out);
       expect([out.relativeOffset, out.position]).toEqual(expectedByPosition);
+      // By time: the last entry before which no timestamp reaches the target.
+      const targetTime = random.int(0, 1000 + recordCount * 10 + 600);
+      let expectedByTime: [number, number] = [0, 32];
+      model.forEach((entry, i) => {
+        if (timestamps[i]! < targetTime) expectedByTime = entry;
+      });
+      index.lookupByTimestamp(targetTime, out);
+      expect([out.relativeOffset, out.position]).toEqual(expectedByTime);
     }
   }
 });
 
 test("the entry arrays start small and double on demand", () => {
   const index = new SparseIndex(100, 32);
-  expect(index.memoryBytes).toBe(INDEX_INITIAL_ENTRIES * 2 * 4);
-  for (let i = 0; i < 1000; i++) index.offer(i, 32 + (i + 1) * 100);
+  // Per entry: relative offset and position (int32 each) and the timestamp before it (float64).
+  expect(index.memoryBytes).toBe(INDEX_INITIAL_ENTRIES * (2 * 4 + 8));
+  for (let i = 0; i < 1000; i++) index.offer(i, 32 + (i + 1) * 100, i);
   expect(index.entryCount).toBe(1000);
-  expect(index.memoryBytes).toBe(1024 * 2 * 4);
+  expect(index.memoryBytes).toBe(1024 * (2 * 4 + 8));
 });

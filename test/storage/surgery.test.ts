@@ -1,11 +1,13 @@
 /**
  * Byte surgery on closed segments, then recovery, on both write paths.
  *
- * Method: write N records with known payloads, close, take the file's bytes, damage a copy in a
- * specific way, open it for append and compare what survived with the model. The property every
- * case checks is DESIGN invariant 5: recovery keeps exactly the valid prefix (every record before
- * the first damaged one, byte for byte) and nothing behind the cut ever comes back, even after new
- * appends and another recovery.
+ * Method: write N entries (batches of 1-4 records) with known payloads, close, take the file's bytes,
+ * damage a copy in a specific way, open it for append and compare what survived with the model. The
+ * property every case checks is DESIGN invariant 5 at entry granularity: recovery keeps exactly the
+ * valid prefix (every entry before the first damaged one, byte for byte), a damaged batch is cut
+ * whole (none of its records survive, wherever the damage lies: frame, stamped offset, batch header
+ * or records), and nothing behind the cut ever comes back, even after new appends and another
+ * recovery.
  *
  * Two shapes of a torn tail are staged: a file cut at a byte (what a crash leaves on the file path,
  * where the file length is the end of the log) and a capacity-sized file zeroed from a byte on (what
@@ -15,9 +17,9 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import type { Offset } from "../../src/domain/ids.ts";
-import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
+import { RECORDS_OFFSET } from "../../src/record/batch.ts";
+import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { Segment, type SegmentConfig, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
@@ -29,38 +31,45 @@ const BASE = 0 as Offset;
 const CAPACITY_BYTES = 64 * 1024;
 const FILE_NAME = segmentFileName(BASE);
 
+const TIMESTAMP_MS = 1_700_000_000_000;
+
 interface Pristine {
   bytes: Uint8Array;
-  payloads: Uint8Array[];
-  /** positions[i] = where record i starts; positions[N] = end of log. */
+  /** entries[i] = the payloads of entry (batch) i. */
+  entries: Uint8Array[][];
+  /** positions[i] = where entry i starts; positions[N] = end of log. */
   positions: number[];
 }
 
 function writePristine(dir: string, config: SegmentConfig, random: Random, count: number): Pristine {
   const segment = Segment.create(dir, BASE, config);
-  const payloads: Uint8Array[] = [];
+  const entries: Uint8Array[][] = [];
   const positions: number[] = [SEGMENT_HEADER_BYTES];
   try {
-    while (payloads.length < count) {
+    while (entries.length < count) {
       const batch = Array.from({ length: random.int(1, 4) }, () => random.bytes(random.int(1, 60)));
-      segment.append(frameRecords(batch), true);
-      for (const payload of batch) {
-        payloads.push(payload);
-        positions.push(positions.at(-1)! + RECORD_HEADER_BYTES + payload.length);
-      }
+      const bare = batchOfValues(batch, TIMESTAMP_MS);
+      segment.append(bare);
+      entries.push(batch);
+      positions.push(positions.at(-1)! + ENTRY_HEADER_BYTES + bare.length);
     }
   } finally {
     segment.close();
   }
   const bytes = new Uint8Array(fs.readFileSync(path.join(dir, FILE_NAME)));
-  return { bytes, payloads, positions };
+  return { bytes, entries, positions };
 }
 
-/** Records that lie completely below `position`. */
-function recordsBefore(pristine: Pristine, position: number): number {
+/** Entries that lie completely below `position`. */
+function entriesBefore(pristine: Pristine, position: number): number {
   let count = 0;
-  while (count < pristine.payloads.length && pristine.positions[count + 1]! <= position) count++;
+  while (count < pristine.entries.length && pristine.positions[count + 1]! <= position) count++;
   return count;
+}
+
+/** The records of the first `entries` entries. */
+function recordsOf(pristine: Pristine, entries: number): Uint8Array[] {
+  return pristine.entries.slice(0, entries).flat();
 }
 
 let caseNumber = 0;
@@ -74,28 +83,31 @@ function stage(root: string, bytes: Uint8Array): string {
   return filePath;
 }
 
-/** Opens for append and checks that exactly the first `expected` records survived, byte for byte. */
+/**
+ * Opens for append and checks that exactly the first `expectedEntries` entries survived, byte for
+ * byte: all of their records and none of a later entry's.
+ */
 function recoverAndCheck(
   filePath: string,
   config: SegmentConfig,
   pristine: Pristine,
-  expected: number,
+  expectedEntries: number,
   what: string,
 ) {
   const { segment, report } = Segment.openForAppend(filePath, config);
+  const expected = recordsOf(pristine, expectedEntries);
   try {
-    expect(report.recordCount, what).toBe(expected);
-    expect<number>(segment.nextOffset, what).toBe(BASE + expected);
-    expect(segment.sizeBytes, what).toBe(pristine.positions[expected]!);
-    if (expected > 0) {
+    expect(report.recordCount, what).toBe(expected.length);
+    expect<number>(segment.nextOffset, what).toBe(BASE + expected.length);
+    expect(segment.sizeBytes, what).toBe(pristine.positions[expectedEntries]!);
+    if (expected.length > 0) {
       const read = segment.read(BASE, CAPACITY_BYTES);
-      const payloads = payloadsOf(read.records);
-      expect(payloads.length, what).toBe(expected);
-      for (let i = 0; i < expected; i++) {
-        expect(
-          Buffer.from(payloads[i]!).equals(Buffer.from(pristine.payloads[i]!)),
-          `${what}: record ${i}`,
-        ).toBe(true);
+      const payloads = valuesOfEntries(read.records);
+      expect(payloads.length, what).toBe(expected.length);
+      for (let i = 0; i < expected.length; i++) {
+        expect(Buffer.from(payloads[i]!).equals(Buffer.from(expected[i]!)), `${what}: record ${i}`).toBe(
+          true,
+        );
       }
     }
   } finally {
@@ -114,16 +126,16 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
   (mode: WriteMode) => {
     const config = segmentConfig({ writeMode: mode, segmentBytes: CAPACITY_BYTES, indexIntervalBytes: 128 });
 
-    test("cut at every byte inside the last records, and at random bytes: exactly the valid prefix survives", () => {
+    test("cut at every byte inside the last entries, and at random bytes: exactly the valid prefix survives", () => {
       using root = tempDir();
       const random = new Random(SEED);
       const pristine = writePristine(root.path, config, random, 40);
       const end = pristine.positions.at(-1)!;
       const cuts: number[] = [];
-      for (let at = pristine.positions[pristine.payloads.length - 3]!; at < end; at++) cuts.push(at);
+      for (let at = pristine.positions[pristine.entries.length - 3]!; at < end; at++) cuts.push(at);
       for (let i = 0; i < 20; i++) cuts.push(random.int(SEGMENT_HEADER_BYTES, end - 1));
       for (const cut of cuts) {
-        const expected = recordsBefore(pristine, cut);
+        const expected = entriesBefore(pristine, cut);
         recoverAndCheck(
           stage(root.path, pristine.bytes.subarray(0, cut)),
           config,
@@ -139,7 +151,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const random = new Random(SEED + 1);
       const pristine = writePristine(root.path, config, random, 40);
       const end = pristine.positions.at(-1)!;
-      const starts = [pristine.positions[pristine.payloads.length - 2]!, end - 1, end];
+      const starts = [pristine.positions[pristine.entries.length - 2]!, end - 1, end];
       for (let i = 0; i < 15; i++) starts.push(random.int(SEGMENT_HEADER_BYTES, end - 1));
       for (let at = pristine.positions.at(-2)!; at < end; at++) starts.push(at);
       for (const start of starts) {
@@ -147,7 +159,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         // last record with a zero byte): the damage starts at the first byte that really changes.
         let changed = start;
         while (changed < pristine.bytes.length && pristine.bytes[changed] === 0) changed++;
-        const expected = recordsBefore(pristine, changed);
+        const expected = entriesBefore(pristine, changed);
         recoverAndCheck(
           stage(root.path, zeroFrom(pristine.bytes, start)),
           config,
@@ -158,12 +170,12 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     }, 60_000);
 
-    test("a flipped byte in a random record: every record before it survives, nothing from it on", () => {
+    test("a flipped byte in a random entry: every entry before it survives, none of its records, nothing after", () => {
       using root = tempDir();
       const random = new Random(SEED + 2);
       const pristine = writePristine(root.path, config, random, 40);
       for (let trial = 0; trial < 40; trial++) {
-        const victim = random.int(0, pristine.payloads.length - 1);
+        const victim = random.int(0, pristine.entries.length - 1);
         const start = pristine.positions[victim]!;
         const at = random.int(start, pristine.positions[victim + 1]! - 1);
         const damaged = pristine.bytes.slice();
@@ -173,8 +185,34 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
           config,
           pristine,
           victim,
-          `flip at ${at} in record ${victim}`,
+          `flip at ${at} in entry ${victim}`,
         );
+      }
+    });
+
+    test("damage in each part of a multi-record entry (frame, stamped offset, header, last record) cuts the whole batch", () => {
+      using root = tempDir();
+      const random = new Random(SEED + 7);
+      const pristine = writePristine(root.path, config, random, 30);
+      let victim = 15;
+      while (pristine.entries[victim]!.length < 2) victim++;
+      const start = pristine.positions[victim]!;
+      const end = pristine.positions[victim + 1]!;
+      const batch = start + ENTRY_HEADER_BYTES;
+      const places: [string, number][] = [
+        ["frame length", start + 3],
+        ["frame CRC", start + 5],
+        ["stamped BaseOffset", batch + 7],
+        ["PartitionLeaderEpoch", batch + 12],
+        ["batch CRC", batch + 18],
+        ["RecordCount", batch + 60],
+        ["first record", batch + RECORDS_OFFSET + 2],
+        ["last byte of the last record", end - 1],
+      ];
+      for (const [what, at] of places) {
+        const damaged = pristine.bytes.slice();
+        damaged[at]! ^= 0x10;
+        recoverAndCheck(stage(root.path, damaged), config, pristine, victim, what);
       }
     });
 
@@ -189,13 +227,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         damaged.set(pristine.bytes);
         damaged.set(garbage, pristine.bytes.length);
         const filePath = stage(root.path, damaged);
-        recoverAndCheck(
-          filePath,
-          config,
-          pristine,
-          pristine.payloads.length,
-          `${garbageBytes} garbage bytes`,
-        );
+        recoverAndCheck(filePath, config, pristine, pristine.entries.length, `${garbageBytes} garbage bytes`);
       }
     });
 
@@ -212,15 +244,15 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       // Append one record and take the file as a crash would leave it (before close, which trims a
       // mapped file); recover that image: the old records behind the hole must stay gone.
       const { segment } = Segment.openForAppend(filePath, config);
-      segment.append(frameRecords([pristine.payloads[victim]!]), true);
+      segment.append(batchOfValues(pristine.entries[victim]!, TIMESTAMP_MS));
       const crashImage = new Uint8Array(fs.readFileSync(filePath));
       segment.close();
       const { segment: again, report } = Segment.openForAppend(stage(root.path, crashImage), config);
       again.close();
-      expect(report.recordCount).toBe(victim + 1);
+      expect(report.recordCount).toBe(recordsOf(pristine, victim + 1).length);
     });
 
-    test("resurrection: after a cut, a new record of exactly the damaged one's size does not bring back the old tail", () => {
+    test("resurrection: after a cut, a new entry of exactly the damaged one's size does not bring back the old tail", () => {
       using root = tempDir();
       const random = new Random(SEED + 5);
       const pristine = writePristine(root.path, config, random, 30);
@@ -228,26 +260,35 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       for (const layout of ["trimmed", "capacity-sized"] as const) {
         const damaged =
           layout === "trimmed" ? pristine.bytes.slice() : zeroFrom(pristine.bytes, pristine.bytes.length);
-        // Break record `victim`'s CRC. Records victim+1.. remain intact on disk behind it.
-        damaged[pristine.positions[victim]! + RECORD_HEADER_BYTES]! ^= 0xff;
+        // Break entry `victim`'s CRC. Entries victim+1.. remain intact on disk behind it.
+        damaged[pristine.positions[victim]! + ENTRY_HEADER_BYTES + 30]! ^= 0xff;
         recoverAndCheck(stage(root.path, damaged), config, pristine, victim, `${layout}: first recovery`);
         // A fresh copy: closing after recovery trims a mapped file, which would hide a missing cut.
         const filePath = stage(root.path, damaged);
-        // A new record exactly as long as the victim: if the old bytes after it survived the cut,
-        // a scan would continue straight into the old record victim+1.
+        // A new entry exactly as long as the victim (same record count and sizes, same timestamp):
+        // if the old bytes after it survived the cut, a scan would continue straight into the old
+        // entry victim+1 (whose stamped offsets would even continue the new one's).
         // The file is then taken as a crash would leave it: while still open (close trims a mapped file).
         const { segment } = Segment.openForAppend(filePath, config);
-        const replacement = new Uint8Array(pristine.payloads[victim]!.length).fill(0x55);
-        expect<number>(segment.append(frameRecords([replacement]), true)).toBe(BASE + victim);
+        const replacement = pristine.entries[victim]!.map((payload) =>
+          new Uint8Array(payload.length).fill(0x55),
+        );
+        const replacementBatch = batchOfValues(replacement, TIMESTAMP_MS);
+        expect(ENTRY_HEADER_BYTES + replacementBatch.length).toBe(
+          pristine.positions[victim + 1]! - pristine.positions[victim]!,
+        );
+        const before = recordsOf(pristine, victim).length;
+        expect<number>(segment.append(replacementBatch)).toBe(BASE + before);
         const crashImage = new Uint8Array(fs.readFileSync(filePath));
         segment.close();
         const { segment: again, report } = Segment.openForAppend(stage(root.path, crashImage), config);
         try {
-          expect(report.recordCount, layout).toBe(victim + 1);
-          expect<number>(again.nextOffset, layout).toBe(BASE + victim + 1);
-          const last = payloadsOf(again.read(BASE + victim, 1000).records);
-          expect(last.length).toBe(1);
-          expect(Buffer.from(last[0]!).equals(Buffer.from(replacement))).toBe(true);
+          expect(report.recordCount, layout).toBe(before + replacement.length);
+          expect<number>(again.nextOffset, layout).toBe(BASE + before + replacement.length);
+          const last = valuesOfEntries(again.read(BASE + before, 1000).records);
+          expect(last.length).toBe(replacement.length);
+          for (let i = 0; i < replacement.length; i++)
+            expect(Buffer.from(last[i]!).equals(Buffer.from(replacement[i]!))).toBe(true);
         } finally {
           again.close();
         }
@@ -262,17 +303,18 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const filePath = stage(root.path, pristine.bytes.subarray(0, cut));
       const { segment } = Segment.openForAppend(filePath, config);
       const fresh = random.bytes(33);
-      expect<number>(segment.append(frameRecords([fresh]), true)).toBe(BASE + 20);
-      expect(segment.positionOf(BASE + 20)).toBe(pristine.positions[20]!);
+      const before = recordsOf(pristine, 20).length;
+      expect<number>(segment.append(batchOfValues([fresh]))).toBe(BASE + before);
+      expect(segment.positionOf(BASE + before)).toBe(pristine.positions[20]!);
       segment.close();
       const onDisk = fs.readFileSync(filePath);
-      // The first 20 records are exactly the pristine bytes; the new one follows them.
+      // The first 20 entries are exactly the pristine bytes; the new one follows them.
       expect(
         Buffer.from(onDisk.subarray(0, pristine.positions[20]!)).equals(
           Buffer.from(pristine.bytes.subarray(0, pristine.positions[20]!)),
         ),
       ).toBe(true);
-      const after = payloadsOf(onDisk.subarray(pristine.positions[20]!));
+      const after = valuesOfEntries(onDisk.subarray(pristine.positions[20]!));
       expect(after.length).toBe(1);
       expect(Buffer.from(after[0]!).equals(Buffer.from(fresh))).toBe(true);
     });

@@ -3,7 +3,8 @@
  * that saves its position after every record, SIGKILL the broker at a random moment, restart it,
  * verify, repeat. Verified every cycle:
  * - every acknowledged record is present with the right bytes at its offset;
- * - every partition is a gap-free sequence of whole records, each one some producer sent;
+ * - every partition is a gap-free sequence of whole records, each one some producer sent: producers
+ *   send multi-record batches with keys and headers, and the key, value and headers come back;
  * - every record the consumer was handed is still at its offset with its bytes, and so is every
  *   record a tail reader was handed (a reader that keeps no position and so stays at the end of
  *   the log, where a record shown before it was forced would be seen before a crash takes it);
@@ -18,17 +19,20 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { BooblikClient } from "../../src/client/client.ts";
-import { Consumer, textOf } from "../../src/client/consumer.ts";
+import { BooblikClient, type FetchResult } from "../../src/client/client.ts";
+import { Consumer, headersTextOf, keyTextOf, textOf } from "../../src/client/consumer.ts";
+import type { ConsumedRecord } from "../../src/client/fetched.ts";
 import { PositionFile } from "../../src/client/position-file.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
 import { Random } from "../helpers/random.ts";
+import { fetchedRecords } from "../helpers/records.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
 const TOPIC = "torture";
 const PARTITIONS = 3;
-const PAYLOAD = /^c(\d+)-p(\d+)-s(\d+)-i(\d+):x*$/;
+/** A record as text: key, value and headers, so that all three are checked wherever it is read. */
+const PAYLOAD = /^key-\d+\|c(\d+)-p(\d+)-s(\d+)-i(\d+):x*\|\{"producer":"p\d+","index":"\d+"\}$/;
 /**
  * A stall detector, not a pace: a cycle normally reaches its kill point in well under a second. If the
  * producers have not made the acknowledgements a cycle waits for within this time, the cycle fails
@@ -79,6 +83,27 @@ function payload(cycle: number, producer: number, sequence: number, index: numbe
     20 + ((cycle * 7 + sequence * 13 + index) % 180),
     "x",
   );
+}
+
+/** What a producer sends: a key, the payload as value, two headers. */
+function recordOf(key: string, value: string, producer: number, index: number) {
+  return {
+    key,
+    value,
+    headers: [
+      { key: "producer", value: `p${producer}` },
+      { key: "index", value: String(index) },
+    ],
+  };
+}
+
+/** A record as the text PAYLOAD matches: what was sent, read back through any path. */
+function textOfRecord(record: ConsumedRecord): string {
+  return `${keyTextOf(record)}|${textOf(record)}|${JSON.stringify(headersTextOf(record))}`;
+}
+
+function sentText(record: ReturnType<typeof recordOf>): string {
+  return `${record.key}|${record.value}|${JSON.stringify({ producer: record.headers[0]!.value, index: record.headers[1]!.value })}`;
 }
 
 class TortureFailure extends Error {}
@@ -243,15 +268,27 @@ async function produce(
   const sender = new Producer(client, { retryOnConnectionFailure: false, lingerMs: 1 });
   try {
     for (let sequence = 0; ; sequence++) {
+      // Multi-record batches with keys and headers: either to a chosen partition, each record with
+      // a key of its own, or all with one key, which picks the partition (Kafka's partitioner).
       const count = random.int(1, 10);
-      const values = Array.from({ length: count }, (_, i) => payload(cycle, producer, sequence, i));
-      const options =
-        random.next() < 0.5
-          ? { partition: random.int(0, PARTITIONS - 1) }
-          : { key: `key-${random.int(0, 20)}` };
-      const result = await sender.send(TOPIC, values, options);
+      const byPartition = random.next() < 0.5;
+      const sharedKey = `key-${random.int(0, 20)}`;
+      const records = Array.from({ length: count }, (_, i) =>
+        recordOf(
+          byPartition ? `key-${random.int(0, 20)}` : sharedKey,
+          payload(cycle, producer, sequence, i),
+          producer,
+          i,
+        ),
+      );
+      const result = await sender.send(
+        TOPIC,
+        records,
+        byPartition ? { partition: random.int(0, PARTITIONS - 1) } : {},
+      );
       check(result.durability === "forced", "an acknowledgement under force must say forced");
-      for (let i = 0; i < count; i++) acknowledged[result.partition]!.set(result.offset + i, values[i]!);
+      for (let i = 0; i < count; i++)
+        acknowledged[result.partition]!.set(result.offset + i, sentText(records[i]!));
       onAck();
     }
   } catch (error) {
@@ -287,7 +324,7 @@ async function consume(
             !consumed[partition]!.has(record.offset),
             `partition ${partition}: offset ${record.offset} consumed twice`,
           );
-          const value = textOf(record);
+          const value = textOfRecord(record);
           check(
             PAYLOAD.test(value),
             `partition ${partition}: offset ${record.offset} holds a record nobody sent`,
@@ -308,16 +345,12 @@ async function consume(
   );
 }
 
-/** The payloads of a FETCH result's records, as text. */
-function valuesOf(records: Uint8Array, count: number): string[] {
-  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
-  const values: string[] = [];
-  for (let i = 0, at = 0; i < count; i++) {
-    const length = view.getUint32(at, false);
-    values.push(new TextDecoder().decode(records.subarray(at + 8, at + 8 + length)));
-    at += 8 + length;
-  }
-  return values;
+/**
+ * The records of a FETCH from `offset` as text, from `offset` on (a fetch starts with the whole
+ * batch holding `offset`; the records below it are dropped, as the client library does).
+ */
+function valuesOf(result: FetchResult, offset: number): string[] {
+  return fetchedRecords(result, offset).map(textOfRecord);
 }
 
 /**
@@ -337,7 +370,7 @@ async function tail(
         let { nextOffset: offset } = await client.listOffsets(TOPIC, partition);
         for (;;) {
           const result = await client.fetch(TOPIC, partition, offset, { maxWaitMs: 50 }); // CRCs checked
-          for (const value of valuesOf(result.records, result.recordCount)) {
+          for (const value of valuesOf(result, offset)) {
             check(PAYLOAD.test(value), `partition ${partition}: offset ${offset} holds a record nobody sent`);
             const earlier = records.get(offset);
             check(
@@ -379,7 +412,7 @@ async function verifyLog(
         result.recordCount > 0,
         `partition ${partition}: no record at ${offset} below ${nextOffset} (a hole)`,
       );
-      for (const value of valuesOf(result.records, result.recordCount)) {
+      for (const value of valuesOf(result, offset)) {
         check(PAYLOAD.test(value), `partition ${partition}: offset ${offset} holds a record nobody sent`);
         seen.set(offset, value);
         offset++;

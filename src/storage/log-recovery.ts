@@ -1,0 +1,254 @@
+/**
+ * Recovery of a partition's segments at open: what to do with each segment file, decided in one
+ * place, as a table. The chunked scan of one file lives in recovery.ts (`scanSegmentFile`); the
+ * order of the passes and the checkpoint writes live in partition-log.ts. Owns: the per-segment
+ * decision, the removal of leftovers, holes, and how the outcome is reported.
+ *
+ * Inputs: the segment files in offset order, and the checkpoint's recovery point (`point`: every
+ * segment before `point.segmentBaseOffset` is complete and forced; in that segment the bytes before
+ * `point.position` are), and whether the last close was clean (then `point` is the exact end).
+ *
+ * Pass 2, leftovers (before anything is opened): a segment file of at most a header, while another
+ * file remains and the recovery point does not lie in it, is deleted (a failed roll's leftover, or a
+ * newest segment whose header a crash tore; see `removeLeftoverSegments`).
+ *
+ * Pass 3, one decision per segment (`planSegment`), rules tried in this order:
+ *
+ * | rule | segment                                | condition                                    | action                                              |
+ * |------|----------------------------------------|----------------------------------------------|-----------------------------------------------------|
+ * | 1    | not the newest, before `point`'s       | -                                            | open sealed without a scan (index on first use)     |
+ * | 2    | the newest                             | header torn (`isTornCreation`), and neither   | delete it; the previous segment becomes the active  |
+ * |      |                                        | before `point` nor holding entries `point`   | one (reopened for append, which checks its tail)    |
+ * |      |                                        | says were forced                             |                                                     |
+ * | 3    | the newest, holding `point`            | clean shutdown                               | open for append without a scan (exact end known)    |
+ * | 4    | any other                              | -                                            | scan: no CRCs before `point.position` (in `point`'s |
+ * |      |                                        |                                              | segment), everything after; cut after the valid     |
+ * |      |                                        |                                              | prefix and force the cut                            |
+ *
+ * Pass 4, after a scan (rule 4), by where the segment's entries end (`scanEnd`):
+ *
+ * | end of the valid prefix                                 | meaning                      | action                                         |
+ * |---------------------------------------------------------|------------------------------|------------------------------------------------|
+ * | at the next segment's base offset (or no next segment)  | whole                        | go on                                          |
+ * | before it                                               | a hole: its tail was lost    | delete every later segment (after a hole,      |
+ * |                                                         |                              | offsets no longer mean what they meant); this  |
+ * |                                                         |                              | segment becomes the active one                 |
+ * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
+ *
+ * And, whatever the end, by where the valid prefix ends against the recovery point: before
+ * `point.position` in `point`'s segment means entries that were forced (acknowledged under `force`)
+ * failed their check. That is reported as durable data lost (`durableBytesLost`,
+ * `damageBeforeRecoveryPoint`), never as "torn bytes cut": a torn tail after the recovery point is
+ * normal after a crash, damage before it is not.
+ */
+import path from "node:path";
+import { BadSegmentFileError, type IoError } from "../domain/errors.ts";
+import type { Offset } from "../domain/ids.ts";
+import { SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import type { Checkpoint, RecoveryPoint } from "./checkpoint.ts";
+import { disk } from "./disk.ts";
+import { isTornCreation } from "./recovery.ts";
+import { Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
+import { segmentFileName } from "./segment-header.ts";
+
+/** What opening a partition found and did. */
+export interface PartitionOpenReport {
+  directory: string;
+  cleanShutdown: boolean;
+  segments: number;
+  segmentsScanned: number;
+  bytesScanned: number;
+  /**
+   * Bytes cut off the ends of segments after the recovery point: torn or invalid entries of writes
+   * no force had covered, garbage, mapped-file padding. Normal after a crash.
+   */
+  bytesCut: number;
+  /**
+   * Bytes before the recovery point that failed their check and were cut: entries that had been
+   * forced (acknowledged under `force`) are gone. Not normal: a disk that lost or damaged data.
+   */
+  durableBytesLost: number;
+  /**
+   * Segments deleted because an earlier one ended in a hole, because their header was torn, or
+   * because they were the empty leftover of a failed roll (removeLeftoverSegments).
+   */
+  segmentsDropped: number;
+  /** True when entries that the recovery point said were durable failed their check. */
+  damageBeforeRecoveryPoint: boolean;
+  /** Set when the disk was full at the open: the log opened read-only (pass 5). */
+  readOnlyCause?: IoError;
+  logStartOffset: number;
+  nextOffset: number;
+  durationMs: number;
+}
+
+export type SegmentPlan = "open-sealed" | "drop-torn-creation" | "open-trusted" | "scan";
+
+export interface SegmentSituation {
+  baseOffset: number;
+  isNewest: boolean;
+  point: RecoveryPoint | undefined;
+  cleanShutdown: boolean;
+  /** Whether the file's header never reached the disk (asked only when the rules need it). */
+  tornCreation: () => boolean;
+}
+
+/** Pass 3: the rule table of the header comment, in its order. */
+export function planSegment(situation: SegmentSituation): SegmentPlan {
+  const { baseOffset, isNewest, point, cleanShutdown } = situation;
+  const beforePoint = point !== undefined && baseOffset < point.segmentBaseOffset;
+  const atPoint = point !== undefined && baseOffset === point.segmentBaseOffset;
+  // Rule 1.
+  if (!isNewest && beforePoint) return "open-sealed";
+  // Rule 2. `vouched`: the recovery point says entries of this segment were forced, so its header
+  // was forced too; a zeroed header there is damage, and the scan (rule 4) refuses it.
+  const trusted = beforePoint || (cleanShutdown && atPoint);
+  const vouched = atPoint && point.position > SEGMENT_HEADER_BYTES;
+  if (isNewest && !trusted && !vouched && situation.tornCreation()) return "drop-torn-creation";
+  // Rule 3.
+  if (isNewest && cleanShutdown && atPoint) return "open-trusted";
+  // Rule 4.
+  return "scan";
+}
+
+export type ScanEnd = "whole" | "hole" | "overlap";
+
+/** Pass 4: where a scanned segment ends against the next segment's base offset. */
+export function scanEnd(nextOffset: number, nextBaseOffset: number | undefined): ScanEnd {
+  if (nextBaseOffset === undefined || nextOffset === nextBaseOffset) return "whole";
+  return nextOffset < nextBaseOffset ? "hole" : "overlap";
+}
+
+/**
+ * Pass 2: removes from `bases` (and the directory) every segment file that holds no entry, at
+ * most a header, while another segment file remains, unless the recovery point lies in it. Returns
+ * how many.
+ *
+ * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
+ * roll stopped the log in that case, the log went on appending past the file's base offset; fault
+ * simulation, seed 925210251), or a newest segment whose header a crash right after a roll tore.
+ * Kept, a leftover ends the previous segment at its own base offset, below that segment's real end:
+ * the open refused the whole partition, or trusted the wrong end and failed reads. It holds
+ * nothing: a roll never leaves an empty segment behind (an empty segment fits any append a segment
+ * can take), and a newest empty segment removed here is created again by the next roll. The
+ * recovery point's own segment is kept even when empty: there an empty file can be a segment
+ * whose unforced entries a power loss took, and passes 3 and 4 must find that hole.
+ */
+export function removeLeftoverSegments(
+  directory: string,
+  bases: Offset[],
+  checkpoint: Checkpoint | undefined,
+): number {
+  let removed = 0;
+  for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
+    const base = bases[i]!;
+    if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
+    const filePath = path.join(directory, segmentFileName(base));
+    if (disk.statFile(filePath).sizeBytes > SEGMENT_HEADER_BYTES) continue;
+    disk.unlinkFile(filePath);
+    bases.splice(i, 1);
+    removed++;
+  }
+  return removed;
+}
+
+/** Adds one opened segment's scan to the report, telling durable loss from a torn tail (rule 8). */
+function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, verifiedFrom: number): void {
+  report.segmentsScanned++;
+  report.bytesScanned += scanned.scannedBytes;
+  const lost = Math.max(
+    0,
+    Math.min(verifiedFrom, scanned.validEndBytes + scanned.cutBytes) - scanned.validEndBytes,
+  );
+  if (scanned.validEndBytes < verifiedFrom) report.damageBeforeRecoveryPoint = true;
+  report.durableBytesLost += lost;
+  report.bytesCut += scanned.cutBytes - lost;
+}
+
+/**
+ * Passes 3 and 4: opens the segments of `bases` in order into `segments` following the tables
+ * above. On a throw the caller closes what was opened.
+ */
+export function recoverSegments(
+  directory: string,
+  config: SegmentConfig,
+  bases: Offset[],
+  checkpoint: Checkpoint | undefined,
+  segments: Segment[],
+  report: PartitionOpenReport,
+): void {
+  const point = checkpoint?.recoveryPoint;
+  const cleanShutdown = checkpoint?.cleanShutdown === true;
+  for (let i = 0; i < bases.length; i++) {
+    const base = bases[i]!;
+    const filePath = path.join(directory, segmentFileName(base));
+    const isNewest = i === bases.length - 1;
+    const nextBase = isNewest ? undefined : bases[i + 1]!;
+    const plan = planSegment({
+      baseOffset: base,
+      isNewest,
+      point,
+      cleanShutdown,
+      tornCreation: () => isTornCreation(filePath),
+    });
+    switch (plan) {
+      case "open-sealed":
+        segments.push(Segment.openSealed(filePath, config, nextBase!));
+        continue;
+      case "drop-torn-creation": {
+        // A crash right after a roll: the new file exists but its header never reached the disk,
+        // and no entry can be in it (nothing is acknowledged before the header is forced).
+        disk.unlinkFile(filePath);
+        report.segmentsDropped++;
+        if (segments.length > 0) {
+          const previous = segments.pop()!;
+          previous.close();
+          const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes);
+          segments.push(reopened.segment);
+        }
+        return;
+      }
+      case "open-trusted": {
+        // After a clean shutdown the checkpoint holds the exact end: no scan at all (the index is
+        // built on first use), so a clean restart costs the same for 1 GiB or 1 TiB of data. A file
+        // that does not match the checkpoint is scanned after all (openActiveTrusted falls back).
+        const trusted = Segment.openActiveTrusted(
+          filePath,
+          config,
+          point!.position,
+          point!.nextOffset as Offset,
+        );
+        if (trusted.report.scannedBytes > 0) account(report, trusted.report, point!.position);
+        segments.push(trusted.segment);
+        return;
+      }
+      case "scan": {
+        const verifyFrom =
+          point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
+        const opened = isNewest
+          ? Segment.openForAppend(filePath, config, verifyFrom)
+          : Segment.openRecovered(filePath, config, verifyFrom);
+        account(report, opened.report, verifyFrom);
+        segments.push(opened.segment);
+        const end = scanEnd(opened.segment.nextOffset, nextBase);
+        if (end === "overlap") {
+          throw new BadSegmentFileError(
+            filePath,
+            `holds records up to offset ${opened.segment.nextOffset} but the next segment starts at ${nextBase}`,
+          );
+        }
+        if (end === "hole") {
+          for (let later = i + 1; later < bases.length; later++) {
+            disk.unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
+            report.segmentsDropped++;
+          }
+          const recovered = segments.pop()!;
+          recovered.close();
+          segments.push(Segment.openForAppend(filePath, config, recovered.sizeBytes).segment);
+          return;
+        }
+        continue;
+      }
+    }
+  }
+}
