@@ -14,8 +14,16 @@
  */
 import type { Server } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import {
+  BooblikError,
+  InvalidArgumentError,
+  OffsetOutOfRangeError,
+  UnknownTopicOrPartitionError,
+} from "../domain/errors.ts";
+import { CONSOLE_RECORDS_PAGE_MAX, OFFSET_MAX } from "../domain/limits.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
 import consolePage from "./app/index.html";
+import { integerParameter, readRecordsPage } from "./records.ts";
 import { ConsoleSampler, type ConsoleTargets, STREAM_VIEWS, type StreamView } from "./sampler.ts";
 
 export type { ConsoleTargets } from "./sampler.ts";
@@ -126,6 +134,44 @@ export function createConsole(targets: ConsoleTargets): WebConsole {
         if (!STREAM_VIEWS.includes(view))
           return problem(400, `view must be one of ${STREAM_VIEWS.join(", ")}`);
         return stream(request, view);
+      }
+      const broker = targets.broker;
+      if (route === "topic-names" || route === "records") {
+        if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) {
+          return problem(503, "the data directory is still opening");
+        }
+        try {
+          if (route === "topic-names") {
+            return json(
+              broker.listTopics().map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),
+            );
+          }
+          const query = url.searchParams;
+          const topic = query.get("topic");
+          if (topic === null || topic === "") throw new InvalidArgumentError("topic is required");
+          const number = (name: string, max = OFFSET_MAX) => integerParameter(name, query.get(name), 0, max);
+          const timestampMs = integerParameter("timestampMs", query.get("timestampMs"), -1, OFFSET_MAX);
+          const offset = number("offset");
+          const before = number("before");
+          const limit = number("limit", CONSOLE_RECORDS_PAGE_MAX);
+          return json(
+            readRecordsPage(broker, {
+              topic,
+              partition: number("partition", 2 ** 31 - 1) ?? 0,
+              ...(offset === undefined ? {} : { offset }),
+              ...(before === undefined ? {} : { before }),
+              ...(timestampMs === undefined ? {} : { timestampMs }),
+              ...(limit === undefined ? {} : { limit }),
+            }),
+          );
+        } catch (error) {
+          if (error instanceof UnknownTopicOrPartitionError) return problem(404, error.message);
+          if (error instanceof InvalidArgumentError || error instanceof OffsetOutOfRangeError) {
+            return problem(400, error.message);
+          }
+          if (error instanceof BooblikError) return problem(500, error.message);
+          throw error;
+        }
       }
       return problem(404, `no console API ${JSON.stringify(route)}`);
     },

@@ -39,6 +39,8 @@ let broker: BrokerProcess;
 let client: BooblikClient;
 let base: string;
 let browser: Browser | undefined;
+/** The first event's timestamp; event i is i seconds later. */
+const EVENTS_BASE_MS = Date.UTC(2026, 0, 31, 12, 0, 0);
 
 /** The metrics (and console) port from the start line. */
 function metricsPortOf(startLine: string): number {
@@ -73,6 +75,19 @@ beforeAll(async () => {
       }
       await producer.send("orders", ["one", "two", "three"], { partition: 1 });
       await producer.send("logs", ['{"level":"info","msg":"hello"}'], { partition: 0 });
+      // 45 records with keys, JSON values, a header and timestamps one second apart, for the
+      // record browser; the last one's value is not UTF-8.
+      await setup.createTopic("events", { partitions: 1, durability: "append" });
+      await producer.send(
+        "events",
+        Array.from({ length: 45 }, (_, i) => ({
+          key: `user-${i}`,
+          value: i === 44 ? new Uint8Array([0x61, 0xff, 0x62]) : JSON.stringify({ n: i, kind: "click" }),
+          headers: { trace: `t${i}` },
+          timestamp: EVENTS_BASE_MS + i * 1000,
+        })),
+        { partition: 0 },
+      );
     } finally {
       setup.close();
     }
@@ -182,8 +197,8 @@ describe.skipIf(!haveChromium)("in Chromium", () => {
       expect(await text(page, "#fact-retention-time")).toBe("none");
       expect(broker.startLine).toContain(`CRC32C ${await text(page, "#fact-crc32c")}`);
       expect(await text(page, "#fact-shutdown")).toBe("clean shutdown");
-      expect(await text(page, "#fact-rec-topics")).toBe("2");
-      expect(await text(page, "#fact-rec-partitions")).toBe("3");
+      expect(await text(page, "#fact-rec-topics")).toBe("3");
+      expect(await text(page, "#fact-rec-partitions")).toBe("4");
       expect(await text(page, "#fact-ready")).toBe("yes");
 
       // The produce chart moves when records arrive: produce until a sample shows them (samples
@@ -225,8 +240,6 @@ describe.skipIf(!haveChromium)("in Chromium", () => {
     const page = await openPage("topics");
     try {
       await page.waitForSelector("#partitions-table");
-      const described = await client.metadata(["orders", "logs"]);
-      expect(described.topics.length).toBe(2);
       const cell = (topic: string, partition: number, field: string) =>
         text(
           page,
@@ -278,6 +291,80 @@ describe.skipIf(!haveChromium)("in Chromium", () => {
         second.close();
       }
       await page.waitForFunction(() => document.getElementById("fact-connection-count")?.textContent === "1");
+    } finally {
+      await page.close();
+    }
+  });
+
+  test("records: key, value, headers and timestamp; pages forward and back by offset; jumps by time", async () => {
+    const page = await openPage("records/events/0");
+    try {
+      const offsets = async () =>
+        await page
+          .locator("#records-table tbody tr")
+          .evaluateAll((rows) => rows.map((row) => Number(row.getAttribute("data-offset"))));
+      const pageShows = (first: number, last: number) =>
+        page.waitForFunction(
+          ([a, b]) => {
+            const rows = document.querySelectorAll("#records-table tbody tr");
+            return (
+              rows.length === b! - a! + 1 &&
+              rows[0]?.getAttribute("data-offset") === String(a) &&
+              rows[rows.length - 1]?.getAttribute("data-offset") === String(b)
+            );
+          },
+          [first, last],
+        );
+      await pageShows(0, 19);
+      expect(await offsets()).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      const cells = await page.locator('#records-table tr[data-offset="3"] > *').allTextContents();
+      expect(cells[0]).toBe("3");
+      expect(cells[1]).toBe(new Date(EVENTS_BASE_MS + 3000).toISOString());
+      expect(cells[2]).toBe("user-3");
+      expect(cells[3]).toBe('{"n":3,"kind":"click"}');
+      expect(cells[4]).toBe("trace: t3");
+      expect(await page.locator("#records-older").isDisabled()).toBe(true);
+      await screenshot(page, "records");
+      // Forward: 20-39, then the last 5; no newer page after the end.
+      await page.click("#records-newer");
+      await pageShows(20, 39);
+      await page.click("#records-newer");
+      await pageShows(40, 44);
+      expect(await page.locator("#records-newer").isDisabled()).toBe(true);
+      // A value that is not UTF-8 says so and shows hex.
+      const binary = await page.locator('#records-table tr[data-offset="44"] td').nth(2).textContent();
+      expect(binary).toContain("61 ff 62");
+      expect(binary).toContain("not UTF-8 (first bad byte at position 1)");
+      // Back: 20-39, then 0-19.
+      await page.click("#records-older");
+      await pageShows(20, 39);
+      await page.click("#records-older");
+      await pageShows(0, 19);
+      // JSON and hex views of the same page.
+      await page.check("#view-json");
+      expect(await page.locator('#records-table tr[data-offset="3"] td').nth(2).textContent()).toBe(
+        '{\n  "n": 3,\n  "kind": "click"\n}',
+      );
+      await page.check("#view-hex");
+      expect(await page.locator('#records-table tr[data-offset="3"] td').nth(1).textContent()).toBe(
+        "00000000  75 73 65 72 2d 33",
+      );
+      await page.check("#view-text");
+      // By time: the first record at or after 30.5 s is offset 31.
+      await page.fill("#records-time", new Date(EVENTS_BASE_MS + 30_500).toISOString());
+      await page.click("#records-go");
+      await pageShows(31, 44);
+      // After the last timestamp: nothing, said in words.
+      await page.fill("#records-time", String(EVENTS_BASE_MS + 3_600_000));
+      await page.click("#records-go");
+      await page.waitForFunction(() =>
+        document.getElementById("records-status")?.textContent?.startsWith("No records from offset 45"),
+      );
+      // By offset, typed.
+      await page.fill("#records-offset", "7");
+      await page.click("#records-go");
+      await pageShows(7, 26);
+      await expectLabelledControls(page);
     } finally {
       await page.close();
     }
@@ -350,6 +437,27 @@ describe("over HTTP", () => {
     );
     expect((await fetch(`${base}/console/api/overview`, { method: "POST" })).status).toBe(405);
     expect((await fetch(`${base}/console/api/stream?view=nope`)).status).toBe(400);
+  });
+
+  test("the record API names what is wrong", async () => {
+    const records = async (query: string) => {
+      const response = await fetch(`${base}/console/api/records?${query}`);
+      return {
+        status: response.status,
+        body: (await response.json()) as { error?: string; records?: unknown[] },
+      };
+    };
+    expect(await records("topic=nope&partition=0")).toMatchObject({ status: 404 });
+    expect((await records("topic=events&partition=5")).status).toBe(404);
+    const badOffset = await records("topic=events&partition=0&offset=-3");
+    expect(badOffset.status).toBe(400);
+    expect(badOffset.body.error).toBe('offset must be a whole number in [0, 9007199254740991], got "-3"');
+    expect((await records("partition=0")).body.error).toBe("topic is required");
+    expect((await records("topic=events&partition=0&limit=201")).status).toBe(400);
+    // Past the end: an empty page, not an error.
+    const after = await records("topic=events&partition=0&offset=1000");
+    expect(after.status).toBe(200);
+    expect(after.body.records).toEqual([]);
   });
 
   test("--console off serves no console; the metrics stay", async () => {

@@ -572,7 +572,7 @@ async function showRecords(topicArgument?: string, partitionArgument?: string): 
     newer.disabled = page.toOffset >= page.nextOffset;
     const body = h("tbody");
     for (const record of page.records) {
-      const headers = h("td", {});
+      const headers = h("td", { class: "headers" });
       for (const header of record.headers) {
         const rendered = renderField(header.value === null ? null : bytesFromBase64(header.value), fieldView);
         headers.append(h("div", {}, h("strong", {}, header.key), ": ", h("pre", {}, rendered.text)));
