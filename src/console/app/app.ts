@@ -32,6 +32,8 @@ const main = document.getElementById("main") as HTMLElement;
 const live = document.getElementById("live") as HTMLElement;
 let source: EventSource | undefined;
 let samples: ConsoleSample[] = [];
+/** When the broker process started (ms since the epoch), for the uptime the samples refresh. */
+let startedAtMs = Date.now();
 
 /** Builds an element: h("td", { class: "num" }, "12"). */
 function h(
@@ -85,6 +87,7 @@ function openStream(
 
 interface Overview {
   version: string;
+  startedAtMs: number;
   uptimeSeconds: number;
   ready: boolean;
   dataDir: string | null;
@@ -217,12 +220,14 @@ function drawCharts(): void {
     setText("fact-produced", formatCount(last.produceRecordsTotal));
     setText("fact-fetched", formatCount(last.fetchRecordsTotal));
     setText("fact-connections", formatCount(last.connections));
+    setText("fact-uptime", formatDurationSeconds((last.atMs - startedAtMs) / 1000));
   }
 }
 
 async function showOverview(): Promise<void> {
   const overview = await getJson<Overview>("/console/api/overview");
   setText("brand-version", overview.version);
+  startedAtMs = overview.startedAtMs;
   const d = overview.defaults;
   const r = overview.recovery;
   main.replaceChildren(
