@@ -116,6 +116,8 @@ const results = new Map<number, number[]>([
   [0, []],
   [streamCount, []],
 ]);
+/** Per round: throughput with the streams over throughput without, the two runs side by side. */
+const ratios: number[] = [];
 /** Broker CPU seconds per million records produced, per variant: less sensitive to a shared machine. */
 const cpuPerMillion = new Map<number, number[]>([
   [0, []],
@@ -123,6 +125,7 @@ const cpuPerMillion = new Map<number, number[]>([
 ]);
 for (let round = 0; round < rounds; round++) {
   const order = round % 2 === 0 ? [0, streamCount] : [streamCount, 0];
+  const roundRates = new Map<number, number>();
   for (const streams of order) {
     const held = await holdStreams(streams);
     const cpuBefore = brokerCpuSeconds(broker.pid);
@@ -132,12 +135,14 @@ for (let round = 0; round < rounds; round++) {
     const streamed = held.bytes();
     await held.close();
     results.get(streams)!.push(result.recordsPerSecond);
+    roundRates.set(streams, result.recordsPerSecond);
     console.log(
       `round ${round + 1}, ${String(streams).padStart(2)} streams: ${formatRate(result.recordsPerSecond)} records/s, ` +
         `broker CPU ${((cpuSeconds / result.records) * 1e6).toFixed(3)} s per million records` +
         (streams > 0 ? ` (the streams received ${(streamed / 1024).toFixed(0)} KiB)` : ""),
     );
   }
+  ratios.push(roundRates.get(streamCount)! / roundRates.get(0)!);
 }
 // The console's own cost, without load: broker CPU over idle periods with 0 and N streams open
 // (interleaved, as above). This is what the streams cost whatever the produce load.
@@ -178,6 +183,9 @@ for (const [streams, values] of idleCpu) {
     `${String(streams).padStart(2)} streams, no load: broker CPU ${median(values).toFixed(1)} ms per second (median; range ${Math.min(...values).toFixed(1)}-${Math.max(...values).toFixed(1)}; ${idleSeconds} s windows; /proc ticks are 10 ms)`,
   );
 }
+console.log(
+  `per round, ${streamCount} streams over 0: median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)}`,
+);
 const without = median(results.get(0)!);
 const withStreams = median(results.get(streamCount)!);
 console.log(

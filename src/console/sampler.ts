@@ -76,8 +76,12 @@ export class ConsoleSampler {
   /** Ticks so far (tests and the bench read it to know a tick happened). */
   ticks = 0;
 
-  constructor(targets: ConsoleTargets) {
+  /** Milliseconds of a monotonic clock; a benchmark passes its own to tick faster than real time. */
+  private readonly clockMs: () => number;
+
+  constructor(targets: ConsoleTargets, clockMs: () => number = () => performance.now()) {
     this.targets = targets;
+    this.clockMs = clockMs;
   }
 
   get openStreams(): number {
@@ -141,7 +145,7 @@ export class ConsoleSampler {
     const counters = this.targets.server?.counters;
     const force = this.targets.broker?.forceLatency;
     return {
-      atMs: performance.now(),
+      atMs: this.clockMs(),
       produceRecords: counters?.produceRecords ?? 0,
       produceBytes: counters?.produceBytes ?? 0,
       fetchRecords: counters?.fetchRecords ?? 0,
@@ -212,7 +216,7 @@ export class ConsoleSampler {
   topicRows(): TopicRow[] {
     const broker = this.targets.broker;
     if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return [];
-    const nowMs = performance.now();
+    const nowMs = this.clockMs();
     if (this.cachedRows !== undefined && nowMs - this.previousOffsetsAtMs < CONSOLE_SAMPLE_INTERVAL_MS / 2) {
       return this.cachedRows;
     }
