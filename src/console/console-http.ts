@@ -102,7 +102,7 @@ export function createConsole(targets: ConsoleTargets): WebConsole {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-store",
-        // The client retries after 2 s when a stream ends (a restart, the cap).
+        // A reverse proxy in front (nginx) must pass each event on at once, not buffer the stream.
         "x-accel-buffering": "no",
       },
     });
