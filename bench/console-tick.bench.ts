@@ -55,7 +55,9 @@ for (let i = 0; i < ticks; i++) {
   await Bun.sleep(0);
 }
 if (sampler.openStreams !== streamCount) {
-  console.error(`only ${sampler.openStreams} of ${streamCount} streams stayed open (readers too slow): no result`);
+  console.error(
+    `only ${sampler.openStreams} of ${streamCount} streams stayed open (readers too slow): no result`,
+  );
   process.exit(1);
 }
 abort.abort();
