@@ -1,7 +1,8 @@
 /**
  * The client library's own cost: records/s one Producer and one Consumer sustain against the broker,
- * next to the raw load generators of bench/network.bench.ts (pre-framed batches of 1000, 8 requests
- * in flight; raw FETCH loop with CRC checks), in the same run against the same broker process.
+ * next to the raw load generators of bench/network.bench.ts (pre-encoded batches of 1000, 8 requests
+ * in flight; a raw FETCH loop checking both CRCs of every entry without decoding records), in the
+ * same run against the same broker process. Every client consume mode decodes every record.
  *
  *   bun bench/client.bench.ts [--seconds=5]
  *
@@ -104,7 +105,7 @@ try {
         rawConsume,
         (await runLoad(path.join(LOAD, "consume.ts"), [port, rawTopic, until])) as ThroughputResult,
       );
-      for (const mode of ["records", "batches"]) {
+      for (const mode of ["records", "objects", "batches"]) {
         clientConsume[mode] = best(
           clientConsume[mode],
           (await runLoad(path.join(LOAD, "client-consume.ts"), [
@@ -117,7 +118,8 @@ try {
       }
     }
     row("consume, for await (record of consumer)", rawConsume!, clientConsume.records!);
-    row("consume, consumer.batches()", rawConsume!, clientConsume.batches!);
+    row("consume, batches() + forEachConsumedRecord", rawConsume!, clientConsume.objects!);
+    row("consume, batches() + forEachFetchedRecord (views)", rawConsume!, clientConsume.batches!);
     await admin.deleteTopic(rawTopic);
   }
 } finally {

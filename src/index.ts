@@ -71,9 +71,19 @@ export {
   toTopicName,
 } from "./domain/ids.ts";
 export * as limits from "./domain/limits.ts";
-export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput } from "./record/batch.ts";
+export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput, RecordView } from "./record/batch.ts";
+export {
+  decodeBatch,
+  encodeBatch,
+  RecordBatchReader,
+  RecordBatchWriter,
+  recordHeaders,
+  recordKey,
+  recordValue,
+} from "./record/batch.ts";
 export { frameRecords, RecordBatchBuilder } from "./record/batch-builder.ts";
 export { payloadsOf } from "./record/codec.ts";
+export { batchOfValues, valuesOfEntries } from "./record/entries.ts";
 export { partitionForKey } from "./record/partitioner.ts";
 export { verifyRecords } from "./record/verify.ts";
 export { PartitionLog, type PartitionOpenReport, type RetentionPolicy } from "./storage/partition-log.ts";

@@ -95,6 +95,11 @@ class SegmentLease implements FileLease {
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
 
+/** Names a batch of a request, only when something is refused (no string per valid batch). */
+function where(index: number, start: number): string {
+  return `batch ${index} (at byte ${start} of the records)`;
+}
+
 /**
  * Validates every batch of `batches` (bare, back to back) with `validateBatch`; throws the first
  * rejection, naming the batch and where it starts. Returns nothing: the caller appends all or none.
@@ -106,13 +111,12 @@ export function validateBatches(batches: Uint8Array, maxBatchBytes: number): voi
   let start = 0;
   let index = 0;
   while (start < end) {
-    const where = `batch ${index} (at byte ${start} of the records)`;
     if (end - start < BATCH_LENGTH_EXCLUDED_BYTES)
       throw new InvalidBatchError(
         "size",
         `${end - start} trailing bytes cannot hold BaseOffset and BatchLength`,
         0,
-        where,
+        where(index, start),
       );
     const batchLength =
       ((batches[start + BATCH_LENGTH_OFFSET]! << 24) |
@@ -128,7 +132,7 @@ export function validateBatches(batches: Uint8Array, maxBatchBytes: number): voi
       if (error instanceof InvalidBatchError) {
         // A request of one batch: the batch's own positions say it all.
         if (index === 0 && batchEnd === end) throw error;
-        throw new InvalidBatchError(error.check, error.reason, error.position, where);
+        throw new InvalidBatchError(error.check, error.reason, error.position, where(index, start));
       }
       throw error;
     }

@@ -159,7 +159,11 @@ interface Deferred {
 const ENCODER = new TextEncoder();
 
 function bytesOf(value: Bytes): Uint8Array {
-  return typeof value === "string" ? ENCODER.encode(value) : value;
+  if (typeof value === "string") return ENCODER.encode(value);
+  // Checked, not trusted: a number or an object would otherwise be encoded as garbage lengths.
+  if (!(value instanceof Uint8Array))
+    throw new InvalidArgumentError(`a key, value or header value is a string or bytes, got ${typeof value}`);
+  return value;
 }
 
 function nullableBytesOf(value: Bytes | null | undefined): Uint8Array | null {
@@ -199,12 +203,11 @@ function recordOf(value: Value, defaultKey: Uint8Array | null, nowMs: number): R
       `timestamp ${String(value.timestamp)} is not a time in ms since the epoch`,
     );
   const headers = headersOf(value.headers);
-  return {
-    key: value.key === undefined ? defaultKey : nullableBytesOf(value.key),
-    value: nullableBytesOf(value.value),
-    timestamp,
-    ...(headers === undefined ? {} : { headers }),
-  };
+  const key = value.key === undefined ? defaultKey : nullableBytesOf(value.key);
+  // Two object literals rather than a spread: no temporary object per record.
+  return headers === undefined
+    ? { key, value: nullableBytesOf(value.value), timestamp }
+    : { key, value: nullableBytesOf(value.value), timestamp, headers };
 }
 
 /**
@@ -321,7 +324,9 @@ export class Producer {
   ): Promise<{ acknowledged: Promise<SendResult> }> {
     this.checkOpen();
     const defaultKey = nullableBytesOf(options.key);
-    const nowMs = this.nowMs();
+    // One clock read per call: an accept() is its own turn, where the cached clock of write() would
+    // cost a microtask to forget (a third of accept()'s time in a CPU profile).
+    const nowMs = Date.now();
     const list = Array.isArray(values)
       ? (values as readonly Value[]).map((value) => recordOf(value, defaultKey, nowMs))
       : [recordOf(values as Value, defaultKey, nowMs)];

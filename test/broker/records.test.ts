@@ -36,6 +36,7 @@ import {
 import { RecordBatchBuilder } from "../../src/record/batch-builder.ts";
 import { batchOfValues, scanEntries, valuesOfEntries } from "../../src/record/entries.ts";
 import { encodeSegmentHeader, segmentFileName } from "../../src/storage/segment-header.ts";
+import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -82,141 +83,144 @@ function storedBatches(records: Uint8Array) {
   return batches;
 }
 
-describe("produce and tail", () => {
-  test("keys, values, null values, headers and timestamps round-trip, also after a restart", async () => {
-    using dir = tempDir();
-    let broker = Broker.open({ dataDir: dir.path });
-    const t = 1_700_000_000_000;
-    const first: RecordInput[] = [
-      {
-        key: bytes("k1"),
-        value: bytes("v1"),
-        timestamp: t,
-        headers: [{ key: "trace", value: bytes("abc") }],
-      },
-      { key: null, value: null, timestamp: t - 5 },
-      {
-        key: new Uint8Array(0),
-        value: new Uint8Array(0),
-        timestamp: t + 7,
-        headers: [
-          { key: "a", value: null },
-          { key: "ü", value: bytes("2") },
-        ],
-      },
-    ];
-    const second: RecordInput[] = [{ key: bytes("k4"), value: bytes("v4"), timestamp: t + 1 }];
-    const expected = [
-      { offset: 0, timestamp: t, key: "k1", value: "v1", headers: [["trace", "abc"]] },
-      { offset: 1, timestamp: t - 5, key: null, value: null, headers: [] },
-      {
-        offset: 2,
-        timestamp: t + 7,
-        key: "",
-        value: "",
-        headers: [
-          ["a", null],
-          ["ü", "2"],
-        ],
-      },
-      { offset: 3, timestamp: t + 1, key: "k4", value: "v4", headers: [] },
-    ];
-    try {
-      broker.createTopic("r", { durability: "force" });
-      const ack = await broker.produce("r", 0, first);
-      expect(ack).toEqual({
-        firstOffset: 0 as Offset,
-        recordCount: 3,
-        durability: "forced",
-        logAppendTimeMs: -1,
-      });
-      expect((await broker.produce("r", 0, second, { codec: "gzip" })).firstOffset).toBe(3 as Offset);
-      expect((await take(broker, "r", 0, 4)).map(plain)).toEqual(expected);
-      // Stored as sent (CreateTime), stamped with offsets and no leader epoch; the gzip batch stays compressed.
-      const stored = storedBatches(broker.read("r", 0, 0).records);
-      expect(
-        stored.map((b) => [b.header.baseOffset, b.header.partitionLeaderEpoch, b.header.codecId]),
-      ).toEqual([
-        [0, -1, 0],
-        [3, -1, 1],
-      ]);
-    } finally {
-      await broker.close();
-    }
-    broker = Broker.open({ dataDir: dir.path });
-    try {
-      expect((await take(broker, "r", 0, 4)).map(plain)).toEqual(expected);
-    } finally {
-      await broker.close();
-    }
-  });
-
-  test("a read, a file lease and a tail from inside a batch start with that whole batch", async () => {
-    using dir = tempDir();
-    const broker = Broker.open({ dataDir: dir.path });
-    try {
-      broker.createTopic("m", { durability: "append" });
-      await broker.append("m", 0, batchOfValues(["a", "b", "c"]));
-      await broker.append("m", 0, batchOfValues(["d", "e"]));
-      // FETCH-style: offset 4 lies in the second batch (3..4); the reply is that whole batch.
-      const read = broker.read("m", 0, 4, 1);
-      expect(read.firstOffset).toBe(3);
-      expect(read.recordCount).toBe(2);
-      expect(valuesOfEntries(read.records).map((v) => decoder.decode(v!))).toEqual(["d", "e"]);
-      const fromMiddle = broker.read("m", 0, 1);
-      expect(fromMiddle.firstOffset).toBe(0);
-      expect(fromMiddle.recordCount).toBe(5);
-      const lease = broker.partition("m", 0).fetchLease(1, 1)!;
+describe.each(WRITE_MODES.map((mode) => [mode]))(
+  "produce and tail, %s write path",
+  (writeMode: WriteMode) => {
+    test("keys, values, null values, headers and timestamps round-trip, also after a restart", async () => {
+      using dir = tempDir();
+      let broker = Broker.open({ dataDir: dir.path, topicDefaults: { writeMode } });
+      const t = 1_700_000_000_000;
+      const first: RecordInput[] = [
+        {
+          key: bytes("k1"),
+          value: bytes("v1"),
+          timestamp: t,
+          headers: [{ key: "trace", value: bytes("abc") }],
+        },
+        { key: null, value: null, timestamp: t - 5 },
+        {
+          key: new Uint8Array(0),
+          value: new Uint8Array(0),
+          timestamp: t + 7,
+          headers: [
+            { key: "a", value: null },
+            { key: "ü", value: bytes("2") },
+          ],
+        },
+      ];
+      const second: RecordInput[] = [{ key: bytes("k4"), value: bytes("v4"), timestamp: t + 1 }];
+      const expected = [
+        { offset: 0, timestamp: t, key: "k1", value: "v1", headers: [["trace", "abc"]] },
+        { offset: 1, timestamp: t - 5, key: null, value: null, headers: [] },
+        {
+          offset: 2,
+          timestamp: t + 7,
+          key: "",
+          value: "",
+          headers: [
+            ["a", null],
+            ["ü", "2"],
+          ],
+        },
+        { offset: 3, timestamp: t + 1, key: "k4", value: "v4", headers: [] },
+      ];
       try {
-        expect(lease.firstOffset).toBe(0);
-        expect(lease.recordCount).toBe(3);
-        const sent = new Uint8Array(lease.lengthBytes);
-        expect(fs.readSync(lease.fd, sent, 0, lease.lengthBytes, lease.position)).toBe(lease.lengthBytes);
-        expect(valuesOfEntries(sent).map((v) => decoder.decode(v!))).toEqual(["a", "b", "c"]);
+        broker.createTopic("r", { durability: "force" });
+        const ack = await broker.produce("r", 0, first);
+        expect(ack).toEqual({
+          firstOffset: 0 as Offset,
+          recordCount: 3,
+          durability: "forced",
+          logAppendTimeMs: -1,
+        });
+        expect((await broker.produce("r", 0, second, { codec: "gzip" })).firstOffset).toBe(3 as Offset);
+        expect((await take(broker, "r", 0, 4)).map(plain)).toEqual(expected);
+        // Stored as sent (CreateTime), stamped with offsets and no leader epoch; the gzip batch stays compressed.
+        const stored = storedBatches(broker.read("r", 0, 0).records);
+        expect(
+          stored.map((b) => [b.header.baseOffset, b.header.partitionLeaderEpoch, b.header.codecId]),
+        ).toEqual([
+          [0, -1, 0],
+          [3, -1, 1],
+        ]);
       } finally {
-        lease.release();
+        await broker.close();
       }
-      // The tail drops the records below the offset asked for.
-      expect((await take(broker, "m", 1, 4)).map((r) => [r.offset, decoder.decode(r.value!)])).toEqual([
-        [1, "b"],
-        [2, "c"],
-        [3, "d"],
-        [4, "e"],
-      ]);
-    } finally {
-      await broker.close();
-    }
-  });
+      broker = Broker.open({ dataDir: dir.path });
+      try {
+        expect((await take(broker, "r", 0, 4)).map(plain)).toEqual(expected);
+      } finally {
+        await broker.close();
+      }
+    });
 
-  test("several batches in one append get consecutive offsets; the producer's bytes are not modified", async () => {
-    using dir = tempDir();
-    const broker = Broker.open({ dataDir: dir.path });
-    try {
-      broker.createTopic("multi", { durability: "append" });
-      const request = Buffer.concat([
-        batchOfValues(["a", "b"]),
-        batchOfValues(["c"]),
-        batchOfValues(["d", "e"]),
-      ]);
-      const copy = Uint8Array.from(request);
-      const ack = await broker.append("multi", 0, request);
-      expect(ack.firstOffset).toBe(0 as Offset);
-      expect(ack.recordCount).toBe(5);
-      expect(Buffer.compare(request, copy)).toBe(0);
-      // The same bytes again: still BaseOffset 0, so valid; they go to offsets 5..9.
-      expect((await broker.append("multi", 0, request)).firstOffset).toBe(5 as Offset);
-      const stored = storedBatches(broker.read("multi", 0, 0).records);
-      expect(stored.map((b) => b.header.baseOffset)).toEqual([0, 2, 3, 5, 7, 8]);
-    } finally {
-      await broker.close();
-    }
-  });
-});
+    test("a read, a file lease and a tail from inside a batch start with that whole batch", async () => {
+      using dir = tempDir();
+      const broker = Broker.open({ dataDir: dir.path });
+      try {
+        broker.createTopic("m", { durability: "append" });
+        await broker.append("m", 0, batchOfValues(["a", "b", "c"]));
+        await broker.append("m", 0, batchOfValues(["d", "e"]));
+        // FETCH-style: offset 4 lies in the second batch (3..4); the reply is that whole batch.
+        const read = broker.read("m", 0, 4, 1);
+        expect(read.firstOffset).toBe(3);
+        expect(read.recordCount).toBe(2);
+        expect(valuesOfEntries(read.records).map((v) => decoder.decode(v!))).toEqual(["d", "e"]);
+        const fromMiddle = broker.read("m", 0, 1);
+        expect(fromMiddle.firstOffset).toBe(0);
+        expect(fromMiddle.recordCount).toBe(5);
+        const lease = broker.partition("m", 0).fetchLease(1, 1)!;
+        try {
+          expect(lease.firstOffset).toBe(0);
+          expect(lease.recordCount).toBe(3);
+          const sent = new Uint8Array(lease.lengthBytes);
+          expect(fs.readSync(lease.fd, sent, 0, lease.lengthBytes, lease.position)).toBe(lease.lengthBytes);
+          expect(valuesOfEntries(sent).map((v) => decoder.decode(v!))).toEqual(["a", "b", "c"]);
+        } finally {
+          lease.release();
+        }
+        // The tail drops the records below the offset asked for.
+        expect((await take(broker, "m", 1, 4)).map((r) => [r.offset, decoder.decode(r.value!)])).toEqual([
+          [1, "b"],
+          [2, "c"],
+          [3, "d"],
+          [4, "e"],
+        ]);
+      } finally {
+        await broker.close();
+      }
+    });
 
-describe("LogAppendTime", () => {
+    test("several batches in one append get consecutive offsets; the producer's bytes are not modified", async () => {
+      using dir = tempDir();
+      const broker = Broker.open({ dataDir: dir.path });
+      try {
+        broker.createTopic("multi", { durability: "append" });
+        const request = Buffer.concat([
+          batchOfValues(["a", "b"]),
+          batchOfValues(["c"]),
+          batchOfValues(["d", "e"]),
+        ]);
+        const copy = Uint8Array.from(request);
+        const ack = await broker.append("multi", 0, request);
+        expect(ack.firstOffset).toBe(0 as Offset);
+        expect(ack.recordCount).toBe(5);
+        expect(Buffer.compare(request, copy)).toBe(0);
+        // The same bytes again: still BaseOffset 0, so valid; they go to offsets 5..9.
+        expect((await broker.append("multi", 0, request)).firstOffset).toBe(5 as Offset);
+        const stored = storedBatches(broker.read("multi", 0, 0).records);
+        expect(stored.map((b) => b.header.baseOffset)).toEqual([0, 2, 3, 5, 7, 8]);
+      } finally {
+        await broker.close();
+      }
+    });
+  },
+);
+
+describe.each(WRITE_MODES.map((mode) => [mode]))("LogAppendTime, %s write path", (writeMode: WriteMode) => {
   test("every record reads the append time; the stored batch passes its CRC; the setting persists", async () => {
     using dir = tempDir();
-    let broker = Broker.open({ dataDir: dir.path });
+    let broker = Broker.open({ dataDir: dir.path, topicDefaults: { writeMode } });
     try {
       broker.createTopic("lat", { timestampType: "LogAppendTime", durability: "append" });
       expect(broker.describeTopic("lat").config.timestampType).toBe("LogAppendTime");

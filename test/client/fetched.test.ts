@@ -6,7 +6,13 @@
 import { describe, expect, test } from "bun:test";
 import { checkFetchedEntries, forEachFetchedRecord } from "../../src/client/fetched.ts";
 import { CorruptRecordError } from "../../src/domain/errors.ts";
-import { encodeBatch, RecordBatchReader, type RecordInput, stampBatch } from "../../src/record/batch.ts";
+import {
+  computeBatchCrc,
+  encodeBatch,
+  RecordBatchReader,
+  type RecordInput,
+  stampBatch,
+} from "../../src/record/batch.ts";
 import { writeFramedEntry } from "../../src/record/entries.ts";
 
 const text = new TextEncoder();
@@ -101,6 +107,19 @@ describe("checkFetchedEntries", () => {
     const framed = new Uint8Array(8 + batch.length);
     writeFramedEntry(framed, 0, batch); // the frame CRC covers the damaged batch: it matches
     expect(() => checkFetchedEntries(framed, 0)).toThrow("batch CRC32C");
+  });
+
+  test("a batch of a codec the format does not know is an error naming the codec, not garbage", () => {
+    const batch = encodeBatch([record("x")]);
+    batch[22] = (batch[22]! & ~7) | 6; // attributes bits 0-2: codec 6
+    new DataView(batch.buffer).setUint32(17, computeBatchCrc(batch, 0, batch.length));
+    stampBatch(batch, 0, 0, -1);
+    const framed = new Uint8Array(8 + batch.length);
+    writeFramedEntry(framed, 0, batch);
+    const checked = checkFetchedEntries(framed, 0);
+    expect(() =>
+      forEachFetchedRecord(framed, checked.batchBounds, 0, new RecordBatchReader(), () => {}),
+    ).toThrow("compression codec 6 is unknown");
   });
 
   test("entries that do not contain the offset asked for are refused", () => {

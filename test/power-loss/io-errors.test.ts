@@ -22,9 +22,9 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
 import { BooblikError } from "../../src/domain/errors.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { VolatileFs, volatileFsUnavailable } from "./volatile-fs.ts";
 
@@ -47,7 +47,7 @@ async function readAll(client: BooblikClient, topic: string): Promise<string[]> 
   for (;;) {
     const fetched = await client.fetch(topic, 0, values.length, { maxBytes: 256 * 1024 });
     if (fetched.recordCount === 0) return values;
-    for (const payload of payloadsOf(fetched.records)) values.push(decoder.decode(payload));
+    for (const payload of valuesOf(fetched.records)) values.push(decoder.decode(payload));
   }
 }
 
@@ -63,7 +63,7 @@ describe.skipIf(volatileFsUnavailable !== undefined).each(VARIANTS)(
       const produce = async (client: BooblikClient) => {
         const values = Array.from({ length: BATCH_RECORDS }, (_, i) => value(next + i));
         next += BATCH_RECORDS;
-        const ack = await client.produce("t", 0, frameRecords(values));
+        const ack = await client.produce("t", 0, batchOfValues(values));
         expect(ack.firstOffset).toBe(acknowledged.length);
         acknowledged.push(...values);
       };
@@ -106,7 +106,7 @@ describe.skipIf(volatileFsUnavailable !== undefined).each(VARIANTS)(
           // Reads of what it showed go on: every acknowledged record, at its offset.
           expect(await readAll(client, "t")).toEqual(acknowledged);
           // Another partition takes writes.
-          expect((await client.produce("other", 0, frameRecords(["elsewhere"]))).firstOffset).toBe(0);
+          expect((await client.produce("other", 0, batchOfValues(["elsewhere"]))).firstOffset).toBe(0);
         } finally {
           client.close();
         }
@@ -120,7 +120,7 @@ describe.skipIf(volatileFsUnavailable !== undefined).each(VARIANTS)(
           // Every acknowledged record at its offset; records of refused PRODUCEs may follow (written,
           // never acknowledged); then the partition takes writes again.
           expect(recovered.slice(0, acknowledged.length)).toEqual(acknowledged);
-          const after = await client.produce("t", 0, frameRecords(["after the restart"]));
+          const after = await client.produce("t", 0, batchOfValues(["after the restart"]));
           expect(after.firstOffset).toBe(recovered.length);
         } finally {
           client.close();

@@ -9,9 +9,9 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { VolatileFs, volatileFsUnavailable } from "./volatile-fs.ts";
 
 setDefaultTimeout(60_000);
@@ -26,7 +26,7 @@ const decoder = new TextDecoder();
 async function values(port: number): Promise<string[]> {
   const client = await BooblikClient.connect({ host: "127.0.0.1", port, retries: 0 });
   try {
-    return payloadsOf((await client.fetch("t", 0, 0)).records).map((bytes) => decoder.decode(bytes));
+    return valuesOf((await client.fetch("t", 0, 0)).records).map((bytes) => decoder.decode(bytes));
   } finally {
     client.close();
   }
@@ -49,7 +49,7 @@ describe.skipIf(volatileFsUnavailable !== undefined).each(VARIANTS)(
             segmentBytes: 1024 * 1024,
             flushIntervalMs: 3_600_000,
           });
-          expect(await client.produce("t", 0, frameRecords(["forced 0", "forced 1"]))).toMatchObject({
+          expect(await client.produce("t", 0, batchOfValues(["forced 0", "forced 1"]))).toMatchObject({
             firstOffset: 0,
             durability: "appended",
           });
@@ -62,7 +62,7 @@ describe.skipIf(volatileFsUnavailable !== undefined).each(VARIANTS)(
         await using broker = await startBroker(dataDir);
         const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
         try {
-          expect(await client.produce("t", 0, frameRecords(["unforced 2", "unforced 3"]))).toMatchObject({
+          expect(await client.produce("t", 0, batchOfValues(["unforced 2", "unforced 3"]))).toMatchObject({
             firstOffset: 2,
             durability: "appended",
           });
@@ -81,7 +81,7 @@ describe.skipIf(volatileFsUnavailable !== undefined).each(VARIANTS)(
       const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
       try {
         // Offset 2 now holds another record than the one a consumer was shown before the cut.
-        expect((await client.produce("t", 0, frameRecords(["another 2"]))).firstOffset).toBe(2);
+        expect((await client.produce("t", 0, batchOfValues(["another 2"]))).firstOffset).toBe(2);
       } finally {
         client.close();
       }

@@ -19,7 +19,7 @@ import {
   encodeMetadataRequest,
   encodeProduceRequest,
 } from "../../src/protocol/messages.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { frame, rawConnect, responses } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -107,7 +107,7 @@ describe("shutdown", () => {
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     await admin.createTopic("big");
     for (let i = 0; i < 12; i++)
-      await admin.produce("big", 0, frameRecords([new Uint8Array(1024 * 1024 - 64)]));
+      await admin.produce("big", 0, batchOfValues([new Uint8Array(1024 * 1024 - 128)]));
     admin.close();
     // A FETCH of 12 MiB the client does not read yet: the requests behind it stay unapplied.
     const client = observe(
@@ -206,7 +206,7 @@ function produceFrame(id: number, topic: string, recordBytes: number): Uint8Arra
     encodeProduceRequest(w, id, {
       topic,
       partition: 0,
-      records: frameRecords([new Uint8Array(recordBytes).fill(7)]),
+      records: batchOfValues([new Uint8Array(recordBytes).fill(7)]),
     }),
   );
 }
@@ -332,7 +332,7 @@ describe("a client that stops reading", () => {
       "3s",
     ]);
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
-    await admin.createTopic("big");
+    await admin.createTopic("big", { maxRecordBytes: 21 * 1024 * 1024 });
     // A long poll, then most of a 1 MiB request: the request reserves budget while the poll waits.
     const stuck = observe(
       broker.port,
@@ -357,10 +357,11 @@ describe("a client that stops reading", () => {
       "the request holding budget",
     );
     // 20 MiB answer the poll; the client does not read them, so reading its connection pauses.
+    // One batch of 20 MiB, so that the poll's answer holds all of it (the topic allows such a batch).
     await admin.produce(
       "big",
       0,
-      frameRecords(Array.from({ length: 20 }, () => new Uint8Array(1024 * 1024 - 64))),
+      batchOfValues(Array.from({ length: 20 }, () => new Uint8Array(1024 * 1024 - 128))),
     );
     await waitUntil(async () => (await stats(broker.port)).connectionsPaused === 1, "the paused connection");
     // 3 s + 1 s for its MiB after its first byte, the request is overdue and its budget given back.
@@ -430,7 +431,7 @@ describe("a waiting FETCH at the head", () => {
       await admin.createTopic("p");
       await admin.createTopic("big");
       for (let i = 0; i < 9; i++)
-        await admin.produce("big", 0, frameRecords([new Uint8Array(1024 * 1024 - 64)]));
+        await admin.produce("big", 0, batchOfValues([new Uint8Array(1024 * 1024 - 128)]));
       admin.close();
       const produceId = behind.length + 2;
       const client = observe(broker.port, [
@@ -447,7 +448,7 @@ describe("a waiting FETCH at the head", () => {
           ),
           ...behind,
           frame((w) =>
-            encodeProduceRequest(w, produceId, { topic: "p", partition: 0, records: frameRecords(["x"]) }),
+            encodeProduceRequest(w, produceId, { topic: "p", partition: 0, records: batchOfValues(["x"]) }),
           ),
         ]),
       ]);

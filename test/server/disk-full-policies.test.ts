@@ -11,9 +11,9 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
-import { frameRecords } from "../../src/record/batch-builder.ts";
-import { payloadsOf } from "../../src/record/codec.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { valuesOf } from "../helpers/records.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
 
 setDefaultTimeout(60_000);
@@ -33,7 +33,7 @@ async function readAll(client: BooblikClient): Promise<string[]> {
   for (;;) {
     const fetched = await client.fetch("full", 0, values.length, { maxBytes: 64 * 1024 });
     if (fetched.recordCount === 0) return values;
-    for (const payload of payloadsOf(fetched.records)) values.push(decoder.decode(payload));
+    for (const payload of valuesOf(fetched.records)) values.push(decoder.decode(payload));
   }
 }
 
@@ -56,7 +56,7 @@ describe.skipIf(smallFileSystemUnavailable !== undefined).each(VARIANTS)(
           let failure: unknown;
           for (let batch = 0; batch < 2000 && failure === undefined; batch++) {
             const values = Array.from({ length: 10 }, (_, i) => record(acknowledged + i));
-            const ack = await client.produce("full", 0, frameRecords(values)).catch((error: unknown) => {
+            const ack = await client.produce("full", 0, batchOfValues(values)).catch((error: unknown) => {
               failure = error;
               return undefined;
             });
@@ -74,7 +74,7 @@ describe.skipIf(smallFileSystemUnavailable !== undefined).each(VARIANTS)(
             if (value !== record(i)) expect(value).toBe(record(i));
           });
           fs.unlinkSync(filler);
-          const resumed = await client.produce("full", 0, frameRecords(["after the disk was freed"]));
+          const resumed = await client.produce("full", 0, batchOfValues(["after the disk was freed"]));
           expect(resumed.firstOffset).toBe(acknowledged);
           acknowledged++;
         } finally {

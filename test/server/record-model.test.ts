@@ -147,6 +147,13 @@ describe.each(["sendfile", "copy"] as const)("--fetch-path %s", (fetchPath) => {
           },
         ].map((record, offset) => plain({ offset, ...record })),
       );
+      // Anything but a string, bytes or null is refused, not encoded as garbage.
+      const again = new Producer(client);
+      await expect(again.send("shapes", { value: 42 as never })).rejects.toThrow("got number");
+      await expect(again.send("shapes", { value: "v", headers: { h: {} as never } })).rejects.toThrow(
+        "got object",
+      );
+      await again.close().catch(() => undefined);
       expect([keyTextOf(records[0]!), textOf(records[0]!), headersTextOf(records[0]!)]).toEqual([
         "k1",
         "plain",
