@@ -60,7 +60,12 @@ beforeAll(async () => {
     const setup = await BooblikClient.connect({ host: "127.0.0.1", port: first.port });
     try {
       await setup.createTopic("orders", { partitions: 2, durability: "force", segmentBytes: 4096 });
-      await setup.createTopic("logs", { partitions: 1, durability: "append", retentionMs: 7 * 86_400_000 });
+      await setup.createTopic("logs", {
+        partitions: 1,
+        durability: "append",
+        retentionMs: 7 * 86_400_000,
+        timestampType: "LogAppendTime",
+      });
       const producer = new Producer(setup);
       // 300 records of 23 bytes on orders/0 with 4 KiB segments, in batches of 50: several segments.
       for (let start = 0; start < 300; start += 50) {
@@ -252,11 +257,21 @@ describe.skipIf(!haveChromium)("in Chromium", () => {
       expect(await cell("logs", 0, "next-offset")).toBe("1");
       expect(await cell("logs", 0, "segments")).toBe("1");
       const settings = await page.locator('#settings-table tr[data-topic="logs"] td').allTextContents();
-      expect(settings).toEqual(["1", "append", "file", "128 MiB", "none", "7 d", "1.00 MiB"]);
+      expect(settings).toEqual([
+        "1",
+        "append",
+        "file",
+        "128 MiB",
+        "none",
+        "7 d",
+        "1.00 MiB",
+        "LogAppendTime",
+      ]);
       const ordersSettings = await page
         .locator('#settings-table tr[data-topic="orders"] td')
         .allTextContents();
       expect(ordersSettings.slice(0, 4)).toEqual(["2", "force", "file", "4.00 KiB"]);
+      expect(ordersSettings.at(-1)).toBe("CreateTime");
       // The next offset follows produce, and the rate shows it.
       const before = Number((await cell("orders", 1, "next-offset")).replace(/,/g, ""));
       await produce("orders", 1, ["a", "b", "c", "d", "e"]);

@@ -329,6 +329,7 @@ function drawTopics(topics: TopicRow[]): void {
         h("td", {}, c.retentionBytes === null ? "none" : formatBytes(c.retentionBytes)),
         h("td", {}, formatSettingMs(c.retentionMs)),
         h("td", { class: "num" }, formatBytes(c.maxRecordBytes)),
+        h("td", {}, c.timestampType ?? "CreateTime"),
       ),
     );
     for (const p of topic.partitions) {
@@ -395,6 +396,7 @@ function drawTopics(topics: TopicRow[]): void {
           "Retention size",
           "Retention time",
           "Largest record",
+          "Timestamps",
         ),
         settings,
       ),
