@@ -22,6 +22,8 @@ const rate = Number(rateText);
 const seconds = Number(secondsText);
 const recordBytes = Math.max(16, Number(recordBytesText ?? 100));
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+/** Half a MiB of records: well below the default batch limit of 1 MiB. */
+const MAX_BATCH_RECORDS = Math.max(1, Math.floor((512 * 1024) / (recordBytes + 16)));
 
 const producer = await BrokerConnection.connect({ host: "127.0.0.1", port, maxInFlight: 4096 });
 const consumer = await BrokerConnection.connect({ host: "127.0.0.1", port });
@@ -73,10 +75,12 @@ while (sent < total) {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.floor((dueUs - now) / 1000))));
     continue;
   }
-  // Everything due by now goes in one batch; each record carries the time it was due.
+  // Everything due by now goes in one batch (at most MAX_BATCH_RECORDS, so that a stalled sender's
+  // backlog stays within the topic's 1 MiB batch limit); each record carries the time it was due.
   writer.begin();
   const timestamp = Date.now();
-  while (sent < total && startUs + (sent / perMs) * 1000 <= now) {
+  let inBatch = 0;
+  while (sent < total && startUs + (sent / perMs) * 1000 <= now && inBatch++ < MAX_BATCH_RECORDS) {
     view.setFloat64(0, startUs + (sent / perMs) * 1000, false);
     writer.add({ key: null, value: payload, timestamp });
     sent++;

@@ -238,7 +238,13 @@ async function latency(rate: number, seconds: number): Promise<number[]> {
     const consumer = await booblikClient();
     const pending: Promise<unknown>[] = [];
     const reader = new RecordBatchReader();
-    send = (records) => void pending.push(producer.produce(TOPIC, 0, batchOfValues(records)));
+    // A sender that fell behind sends its backlog at once: in batches of at most half a MiB, so
+    // that each stays within the topic's 1 MiB batch limit.
+    const perBatch = Math.max(1, Math.floor((512 * 1024) / (payload.length + 16)));
+    send = (records) => {
+      for (let i = 0; i < records.length; i += perBatch)
+        pending.push(producer.produce(TOPIC, 0, batchOfValues(records.slice(i, i + perBatch))));
+    };
     consume = async () => {
       let offset = (await consumer.listOffsets(TOPIC, 0)).nextOffset;
       while (latencies.length < total) {

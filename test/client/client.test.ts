@@ -16,6 +16,7 @@ import { ByteWriter } from "../../src/protocol/buffer.ts";
 import { API, peekFrameSize, readRequestHeader, SIZE_BYTES } from "../../src/protocol/frame.ts";
 import { encodeFetchResponseHeader, encodeListOffsetsResponse } from "../../src/protocol/messages.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
+import { partitionForKey } from "../../src/record/partitioner.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { storedEntries } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -73,6 +74,15 @@ describe("producer", () => {
         Array.from({ length: 50 }, (_, i) => producer.send("keyed", `k${i}`, { key: "customer-42" })),
       );
       expect(new Set(keyed.map((result) => result.partition)).size).toBe(1);
+      // Kafka's default partitioner (checked against Kafka's own vectors in test/record): keys land
+      // where a Kafka cluster with four partitions puts them, e.g. UtilsTest's "foobar".
+      for (const key of ["customer-42", "foobar", "a-little-bit-long-string", "ключ"]) {
+        const sent = await producer.send("keyed", { key, value: "v" });
+        expect({ key, partition: sent.partition }).toEqual({
+          key,
+          partition: partitionForKey(new TextEncoder().encode(key), 4),
+        });
+      }
       const spread = await Promise.all(
         Array.from({ length: 400 }, (_, i) => producer.send("keyed", `value number ${i}`)),
       );
