@@ -204,6 +204,12 @@ const OPTIONS = {
     fallback: "the bound address",
     help: "host:port that Kafka METADATA tells clients to connect to",
   },
+  console: {
+    flag: "--console",
+    env: "BOOBLIK_CONSOLE",
+    fallback: "on",
+    help: "serve the web console at /console/ on the metrics listener, to this machine only: on | off",
+  },
   fetchPath: {
     flag: "--fetch-path",
     env: "BOOBLIK_FETCH_PATH",
@@ -422,6 +428,7 @@ async function main(): Promise<number> {
       "--kafka-port cannot be combined with --users-file yet: the Kafka listener has no authentication (SASL), so it would bypass the logins",
     );
   }
+  const webConsole = choice("--console", values.console, ["on", "off"] as const) === "on";
   const dataDir = path.resolve(values.dataDir);
 
   if (maxOpenSegmentFiles !== undefined) sealedReadDescriptors.setLimit(maxOpenSegmentFiles);
@@ -430,7 +437,7 @@ async function main(): Promise<number> {
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
   if (metricsPort !== undefined) {
     try {
-      metrics = startMetricsServer(metricsHost, metricsPort, targets);
+      metrics = startMetricsServer(metricsHost, metricsPort, targets, { console: webConsole });
     } catch (error) {
       throw new UsageError(
         `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
@@ -549,7 +556,10 @@ async function main(): Promise<number> {
   });
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
-  const metricsNote = metrics === undefined ? "" : `, metrics on ${metrics.hostname}:${metrics.port}`;
+  const metricsNote =
+    metrics === undefined
+      ? ""
+      : `, metrics on ${metrics.hostname}:${metrics.port}${webConsole ? " (console at /console/)" : ""}`;
   console.log(
     `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
       `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +

@@ -52,6 +52,11 @@ export class Histogram {
     return this.count;
   }
 
+  /** Sum of every observed value (seconds for the latency histograms). */
+  get observedSum(): number {
+    return this.sum;
+  }
+
   render(name: string, labels: Labels): string[] {
     const lines: string[] = [];
     let cumulative = 0;

@@ -341,6 +341,30 @@ export const CLI_INVALID_LINES_LISTED = 10;
 /** A progress line is redrawn at most this often. */
 export const CLI_PROGRESS_REDRAW_MS = 100;
 
+// --- Web console (src/console) ---------------------------------------------------------------------
+
+/**
+ * The console computes one snapshot of the broker's counters per this interval, shared by every
+ * open live stream: the cost is per broker, not per tab.
+ */
+export const CONSOLE_SAMPLE_INTERVAL_MS = 1000;
+/** Samples kept for the live charts: five minutes at one a second. */
+export const CONSOLE_HISTORY_SAMPLES = 300;
+/** Live streams (server-sent events) open at once; one more is refused with 503. */
+export const CONSOLE_STREAMS_MAX = 32;
+/**
+ * Bytes a live stream may have queued for a reader that does not read; past it the stream is
+ * closed (a stalled tab must not make the broker hold memory for it).
+ */
+export const CONSOLE_STREAM_QUEUED_BYTES_MAX = 1024 * 1024;
+/** Records the record browser shows per page (default and ceiling). */
+export const CONSOLE_RECORDS_PAGE_DEFAULT = 20;
+export const CONSOLE_RECORDS_PAGE_MAX = 200;
+/** Bytes of record entries one page reads from a partition (at least one entry is always read). */
+export const CONSOLE_RECORDS_READ_BYTES = 1024 * 1024;
+/** Bytes of a key, value or header value a page carries; longer ones are cut and say so. */
+export const CONSOLE_FIELD_PREVIEW_BYTES = 4096;
+
 // --- Relationships -------------------------------------------------------------------------------
 
 assert(SEGMENT_BYTES_MAX <= 2 ** 31 - 1, "positions are int32: a segment must stay below 2 GiB");

@@ -9,6 +9,7 @@
 import type { Server } from "bun";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
+import { createConsole } from "../console/console-http.ts";
 import type { BrokerServer } from "./server.ts";
 
 export interface MetricsTargets {
@@ -202,12 +203,19 @@ export function startMetricsServer(
   hostname: string,
   port: number,
   targets: MetricsTargets,
+  options: { console: boolean } = { console: false },
 ): Server<undefined> {
   const registry = buildRegistry(targets);
-  return Bun.serve({
+  // The web console (src/console): its page and assets as routes, its data API in fetch below.
+  const webConsole = options.console ? createConsole(targets) : undefined;
+  const server = Bun.serve({
     hostname,
     port,
-    fetch(request) {
+    development: false,
+    routes: webConsole?.routes ?? {},
+    fetch(request, server) {
+      const consoleAnswer = webConsole?.handle(request, server);
+      if (consoleAnswer !== undefined) return consoleAnswer;
       const { pathname } = new URL(request.url);
       if (pathname === "/metrics") {
         return new Response(registry.render(), {
@@ -231,9 +239,18 @@ export function startMetricsServer(
             : `opening partitions: ${progress.partitionsOpened} of ${progress.partitionsTotal}`;
         return new Response(`not ready: ${detail}\n`, { status: 503 });
       }
-      return new Response("booblik metrics: /metrics (Prometheus), /ready (readiness)\n", {
+      const consoleNote = webConsole === undefined ? "" : ", /console/ (web console, this machine only)";
+      return new Response(`booblik metrics: /metrics (Prometheus), /ready (readiness)${consoleNote}\n`, {
         status: pathname === "/" ? 200 : 404,
       });
     },
   });
+  if (webConsole !== undefined) {
+    const stop = server.stop.bind(server);
+    server.stop = (closeActiveConnections?: boolean) => {
+      webConsole.stop();
+      return stop(closeActiveConnections);
+    };
+  }
+  return server;
 }

@@ -242,6 +242,11 @@ export class BrokerServer implements ConnectionHost {
     return this.connections.size;
   }
 
+  /** Open connections per client address, read-only (the web console lists them). */
+  get connectionsPerAddress(): ReadonlyMap<string, number> {
+    return this.connectionsByAddress;
+  }
+
   private onOpen(socket: Socket<Connection>): void {
     const connection = new Connection(socket, this);
     socket.data = connection;

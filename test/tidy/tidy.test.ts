@@ -22,7 +22,20 @@ const LAYERS: Record<string, string[]> = {
   "src/protocol": ["src/protocol", "src/record", "src/domain", "ffi/crc32c.ts"],
   // The server sees partitions, not segments: fetches get a FileLease from the broker layer. It keeps
   // ffi for the socket side of I/O (sendfile, pread of one byte for the drain probe) and CRC32C's name.
-  "src/server": ["src/server", "src/broker", "src/protocol", "src/record", "src/auth", "src/domain", "ffi"],
+  "src/server": [
+    "src/server",
+    "src/console",
+    "src/broker",
+    "src/protocol",
+    "src/record",
+    "src/auth",
+    "src/domain",
+    "ffi",
+  ],
+  // The web console: read-only pages over the broker, served on the metrics listener (which imports
+  // it). It sees the TCP server only through a narrow interface of its own, so it never imports
+  // src/server; its page (src/console/app) imports only format.ts and api-types.ts.
+  "src/console": ["src/console", "src/broker", "src/record", "src/domain", "ffi"],
   // The Kafka wire listener: its own codec (sans I/O) and sockets, over the same broker layer as the
   // native server; it never imports the native protocol or server.
   "src/kafka": ["src/kafka", "src/broker", "src/record", "src/auth", "src/domain", "ffi"],

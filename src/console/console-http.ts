@@ -1,0 +1,179 @@
+/**
+ * The web console on the metrics HTTP listener (src/server/metrics-http.ts): the page at /console/
+ * (HTML, TypeScript and CSS in ./app, bundled by Bun's HTML import, so they ship inside the
+ * compiled executable and load nothing from elsewhere) and its read-only data under /console/api/.
+ *
+ * Access: the data answers only clients on this machine. A request is served when its peer address
+ * is loopback AND its Host header names a loopback address (the second check stops DNS rebinding:
+ * a web page from elsewhere whose name resolves to 127.0.0.1 reaches the port but sends its own
+ * Host). There is no remote access yet, users file or not: HTTP Basic over plain HTTP would send
+ * passwords in clear, which the native protocol's SCRAM avoids (docs/security.md); remote access
+ * waits for TLS. Use an SSH tunnel meanwhile (docs/console.md).
+ *
+ * Owns: the routes, the access check, the JSON answers. Offers no action: nothing here writes.
+ */
+import type { Server } from "bun";
+import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import {
+  BooblikError,
+  InvalidArgumentError,
+  OffsetOutOfRangeError,
+  UnknownTopicOrPartitionError,
+} from "../domain/errors.ts";
+import { CONSOLE_RECORDS_PAGE_MAX, OFFSET_MAX } from "../domain/limits.ts";
+import { BOOBLIK_VERSION } from "../domain/version.ts";
+import consolePage from "./app/index.html";
+import { integerParameter, readRecordsPage } from "./records.ts";
+import { ConsoleSampler, type ConsoleTargets, STREAM_VIEWS, type StreamView } from "./sampler.ts";
+
+export type { ConsoleTargets } from "./sampler.ts";
+
+/** 127.0.0.0/8, ::1, and IPv4-mapped loopback as Bun reports it on a dual-stack socket. */
+export function isLoopbackAddress(address: string): boolean {
+  const bare = address.startsWith("::ffff:") ? address.slice(7) : address;
+  return bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/** A Host header naming this machine: localhost, 127.x.y.z or [::1], with or without a port. */
+export function isLoopbackHost(host: string | null): boolean {
+  if (host === null) return false;
+  const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.replace(/:\d+$/, "");
+  return name === "localhost" || name === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+}
+
+function problem(status: number, message: string): Response {
+  return json({ error: message }, status);
+}
+
+export interface WebConsole {
+  /** Routes for Bun.serve: the page and its bundled assets. */
+  readonly routes: Record<string, typeof consolePage | Response>;
+  /** Answers a /console/api/ request, or returns undefined for a path that is not the console's. */
+  handle(request: Request, server: Server<undefined>): Response | Promise<Response> | undefined;
+  readonly sampler: ConsoleSampler;
+  stop(): void;
+}
+
+export function createConsole(targets: ConsoleTargets): WebConsole {
+  const sampler = new ConsoleSampler(targets);
+  const startedAtMs = Date.now() - process.uptime() * 1000;
+
+  function overview(): unknown {
+    const broker = targets.broker;
+    const defaults = broker?.topicDefaults;
+    return {
+      version: BOOBLIK_VERSION,
+      startedAtMs,
+      uptimeSeconds: process.uptime(),
+      ready: targets.ready,
+      dataDir: broker?.dataDir ?? null,
+      crc32c: crc32cImplementation,
+      defaults:
+        defaults === undefined
+          ? null
+          : {
+              durability: defaults.durability,
+              flushIntervalMs: defaults.flushIntervalMs,
+              writeMode: defaults.writeMode,
+              segmentBytes: defaults.segmentBytes,
+              maxRecordBytes: defaults.maxRecordBytes,
+              retentionBytes: defaults.retentionBytes,
+              retentionMs: defaults.retentionMs,
+            },
+      recovery: broker?.recoveryProgress.done ? broker.openReport : null,
+      recoveryProgress: broker?.recoveryProgress ?? null,
+      readOnlyPartitions: broker === undefined || broker.isClosed ? 0 : broker.readOnlyPartitionCount(),
+      streams: { open: sampler.openStreams },
+    };
+  }
+
+  function stream(request: Request, view: StreamView): Response {
+    const body = sampler.openStream(view, request.signal);
+    if (body === undefined) {
+      return problem(503, "too many console streams are open (CONSOLE_STREAMS_MAX); close a tab and retry");
+    }
+    return new Response(body, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        // A reverse proxy in front (nginx) must pass each event on at once, not buffer the stream.
+        "x-accel-buffering": "no",
+      },
+    });
+  }
+
+  return {
+    routes: {
+      "/console/": consolePage,
+      "/console": new Response(null, { status: 308, headers: { location: "/console/" } }),
+    },
+    sampler,
+    stop: () => sampler.stop(),
+    handle(request, server) {
+      const url = new URL(request.url);
+      if (!url.pathname.startsWith("/console/api/")) return undefined;
+      const peer = server.requestIP(request)?.address ?? "";
+      if (!isLoopbackAddress(peer) || !isLoopbackHost(request.headers.get("host"))) {
+        return problem(
+          403,
+          "the console answers only this machine (a loopback peer and Host); reach it through an SSH tunnel",
+        );
+      }
+      if (request.method !== "GET") return problem(405, "the console is read-only: GET only");
+      sampler.start();
+      const route = url.pathname.slice("/console/api/".length);
+      if (route === "overview") return json(overview());
+      if (route === "stream") {
+        const view = (url.searchParams.get("view") ?? "overview") as StreamView;
+        if (!STREAM_VIEWS.includes(view))
+          return problem(400, `view must be one of ${STREAM_VIEWS.join(", ")}`);
+        return stream(request, view);
+      }
+      const broker = targets.broker;
+      if (route === "topic-names" || route === "records") {
+        if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) {
+          return problem(503, "the data directory is still opening");
+        }
+        try {
+          if (route === "topic-names") {
+            return json(
+              broker.listTopics().map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),
+            );
+          }
+          const query = url.searchParams;
+          const topic = query.get("topic");
+          if (topic === null || topic === "") throw new InvalidArgumentError("topic is required");
+          const number = (name: string, max = OFFSET_MAX) => integerParameter(name, query.get(name), 0, max);
+          const timestampMs = integerParameter("timestampMs", query.get("timestampMs"), -1, OFFSET_MAX);
+          const offset = number("offset");
+          const before = number("before");
+          const limit = number("limit", CONSOLE_RECORDS_PAGE_MAX);
+          return json(
+            readRecordsPage(broker, {
+              topic,
+              partition: number("partition", 2 ** 31 - 1) ?? 0,
+              ...(offset === undefined ? {} : { offset }),
+              ...(before === undefined ? {} : { before }),
+              ...(timestampMs === undefined ? {} : { timestampMs }),
+              ...(limit === undefined ? {} : { limit }),
+            }),
+          );
+        } catch (error) {
+          if (error instanceof UnknownTopicOrPartitionError) return problem(404, error.message);
+          if (error instanceof InvalidArgumentError || error instanceof OffsetOutOfRangeError) {
+            return problem(400, error.message);
+          }
+          if (error instanceof BooblikError) return problem(500, error.message);
+          throw error;
+        }
+      }
+      return problem(404, `no console API ${JSON.stringify(route)}`);
+    },
+  };
+}
