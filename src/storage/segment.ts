@@ -729,8 +729,15 @@ export class Segment implements ReadDescriptorHolder {
   private endBoundary(endOffset: number): { position: number; offset: number } {
     if (endOffset >= this.publishedNextOffset)
       return { position: this.sizeBytes, offset: this.publishedNextOffset };
-    const at = this.locate(endOffset);
-    return { position: at.position, offset: at.baseOffset };
+    if (endOffset <= this.baseOffset) return { position: SEGMENT_HEADER_BYTES, offset: this.baseOffset };
+    // Locate the last entry below the end, never the one at it: the entry at `endOffset` is not
+    // visible yet (under `force`, not yet covered by a force), and after a failed write-back its
+    // pages can read back as zeros. Reading its header then failed every read of the visible
+    // records before it (found by test/power-loss/io-errors.test.ts: writes fail with EIO, force
+    // policy, mapped path: CORRUPT_RECORD "entry length 0").
+    const last = this.locate(endOffset - 1);
+    if (last.nextOffset > endOffset) return { position: last.position, offset: last.baseOffset };
+    return { position: last.position + last.entryBytes, offset: last.nextOffset };
   }
 
   /**
