@@ -12,7 +12,8 @@
  * - `booblik-cli segment verify` finds no damage in the crashed data directory, nor anywhere after
  *   the last restart and a clean stop.
  *
- * `bun run torture [--cycles N] [--seed S]` (the long mode runs 1,000 cycles by default);
+ * `bun run torture [--cycles N] [--seed S] [--write-mode file|mapped]` (the long mode runs 1,000
+ * cycles by default, on the file write path unless told);
  * `bun run torture --power-loss` adds a power cut after every kill (test/power-loss/power-loss.ts);
  * test/torture/torture.test.ts runs a few cycles inside `bun test`. The seed is printed; a failing
  * seed replays with --seed or BOOBLIK_SEED.
@@ -454,10 +455,15 @@ if (import.meta.main && process.argv.includes("--power-loss")) {
   const cycles = Number(flag("cycles") ?? 1000);
   const seed = Number(flag("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
   const workDir = fs.mkdtempSync(path.join(process.env.BOOBLIK_BENCH_DIR ?? "/tmp", "booblik-torture-"));
-  console.log(`torture: ${cycles} cycles, seed ${seed}, in ${workDir}`);
+  console.log(
+    `torture: ${cycles} cycles, seed ${seed}, write mode ${flag("write-mode") ?? "file"}, in ${workDir}`,
+  );
   const started = performance.now();
   try {
-    const result = await runTorture({ cycles, seed, workDir, log: (line) => console.log(line) });
+    const writeMode = flag("write-mode") ?? "file";
+    if (writeMode !== "file" && writeMode !== "mapped")
+      throw new Error(`--write-mode ${writeMode}: file | mapped`);
+    const result = await runTorture({ cycles, seed, workDir, writeMode, log: (line) => console.log(line) });
     console.log(
       `torture passed: ${result.cycles} cycles, ${result.acknowledged} acknowledged records all present, ` +
         `${result.consumed} consumed exactly once, in ${((performance.now() - started) / 1000).toFixed(1)} s (seed ${seed})`,
