@@ -27,6 +27,7 @@ import {
   BATCH_LENGTH_EXCLUDED_BYTES,
   BATCH_LENGTH_OFFSET,
   InvalidBatchError,
+  int32At,
   MAGIC_OFFSET,
   MAGIC_V2,
 } from "../record/batch.ts";
@@ -58,15 +59,6 @@ export function batchErrorCode(error: InvalidBatchError): number {
       // size, batch-length, crc, int64, record: the bytes are not what the producer meant.
       return KAFKA_ERROR.CORRUPT_MESSAGE;
   }
-}
-
-function int32At(bytes: Uint8Array, position: number): number {
-  return (
-    (bytes[position]! << 24) |
-    (bytes[position + 1]! << 16) |
-    (bytes[position + 2]! << 8) |
-    bytes[position + 3]!
-  );
 }
 
 /** The Kafka-only rules, checked before the broker layer sees the records. */

@@ -152,7 +152,8 @@ function int16At(bytes: Uint8Array, position: number): number {
   return ((bytes[position]! << 24) | (bytes[position + 1]! << 16)) >> 16;
 }
 
-function int32At(bytes: Uint8Array, position: number): number {
+/** The big-endian int32 at `position` (the caller has checked the bounds). */
+export function int32At(bytes: Uint8Array, position: number): number {
   return (
     (bytes[position]! << 24) |
     (bytes[position + 1]! << 16) |

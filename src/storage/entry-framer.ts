@@ -26,6 +26,7 @@ import { ENTRY_HEADER_BYTES, RECORD_BATCH_OVERHEAD_BYTES } from "../domain/limit
 import {
   BATCH_LENGTH_EXCLUDED_BYTES,
   BATCH_LENGTH_OFFSET,
+  int32At,
   LAST_OFFSET_DELTA_OFFSET,
   MAGIC_OFFSET,
   MAGIC_V2,
@@ -46,15 +47,6 @@ export interface EntrySource {
   readonly framedBytes: number;
   /** Writes every entry at `target[position]`; the first entry's length last (see the header). */
   writeTo(target: Uint8Array, position: number): void;
-}
-
-function int32At(bytes: Uint8Array, position: number): number {
-  return (
-    (bytes[position]! << 24) |
-    (bytes[position + 1]! << 16) |
-    (bytes[position + 2]! << 8) |
-    bytes[position + 3]!
-  );
 }
 
 /**
