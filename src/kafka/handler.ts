@@ -18,7 +18,7 @@
  * - A malformed request is `close` too: the stream cannot be trusted past it.
  * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
  */
-import type { Broker } from "../broker/broker.ts";
+import { Broker } from "../broker/broker.ts";
 import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
 import { BooblikError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
@@ -299,7 +299,8 @@ export class KafkaHandler {
         return {
           errorCode: KAFKA_ERROR.NONE,
           name,
-          isInternal: false,
+          // The offsets topic: listed only when asked for by name (Broker.listTopics), marked internal.
+          isInternal: Broker.isInternalTopic(name),
           partitions: description.partitions.map((partition) => ({
             errorCode: KAFKA_ERROR.NONE,
             partitionIndex: partition.partition,
