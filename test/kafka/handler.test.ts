@@ -79,7 +79,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1)", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -88,6 +88,15 @@ describe("ApiVersions", () => {
       [2, 0, 5],
       [19, 0, 4],
       [20, 0, 3],
+      [10, 0, 2],
+      [11, 0, 5],
+      [14, 0, 3],
+      [12, 0, 3],
+      [13, 0, 3],
+      [8, 0, 7],
+      [9, 0, 5],
+      [16, 0, 2],
+      [15, 0, 4],
     ]);
   });
 });
@@ -112,8 +121,8 @@ describe("requests booblik does not answer", () => {
     expect(await close(header(0, 9))).toBe(
       "PRODUCE (API key 0) version 9 is not supported: served in versions 0-8",
     );
-    expect(await close(header(10, 2).str("g").i8(0))).toBe(
-      "FIND_COORDINATOR (API key 10) version 2 is not supported: not served",
+    expect(await close(header(11, 6))).toBe(
+      "JOIN_GROUP (API key 11) version 6 is not supported: served in versions 0-5",
     );
   });
 
