@@ -54,7 +54,7 @@ describe("committed offsets", () => {
       await expect(broker.append(OFFSETS_TOPIC_NAME, 0, batchOfValues(["x"]))).rejects.toThrow(
         /internal to the broker and cannot be appended to/,
       );
-      expect(() => broker.deleteTopic(OFFSETS_TOPIC_NAME)).toThrow(/cannot be deleted/);
+      await expect(broker.deleteTopic(OFFSETS_TOPIC_NAME)).rejects.toThrow(/cannot be deleted/);
       expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset).toBe(1);
     } finally {
       await broker.close();
