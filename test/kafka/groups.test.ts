@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -31,8 +32,11 @@ function dataDir(): TempDir {
   return dir;
 }
 
-async function brokerProcess(dir: string): Promise<{ broker: BrokerProcess; kafkaPort: number }> {
-  const broker = await startBroker(dir, ["--kafka-port", "0"]);
+async function brokerProcess(
+  dir: string,
+  extra: string[] = [],
+): Promise<{ broker: BrokerProcess; kafkaPort: number }> {
+  const broker = await startBroker(dir, ["--kafka-port", "0", ...extra]);
   cleanups.push(() => broker.stop("SIGKILL"));
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
   return { broker, kafkaPort: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]) };
@@ -105,6 +109,23 @@ describe.skipIf(KCAT === null)("kcat -G", () => {
     expect(
       (JSON.parse(listing.stdout) as { topics: { topic: string }[] }).topics.map((t) => t.topic),
     ).toEqual(["events"]);
+  });
+});
+
+describe.skipIf(KCAT === null)("lag in /metrics", () => {
+  test("each group's committed offset and lag per partition", async () => {
+    const { broker, kafkaPort } = await brokerProcess(dataDir().path, ["--metrics-port", "0"]);
+    const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+    await createTopic(kafkaPort, "events", 2);
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "a\nb\nc\n");
+    expect(await kcatGroup(kafkaPort, "readers", "events")).toHaveLength(3);
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "d\ne\n");
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(
+      metricValue(text, 'booblik_group_committed_offset{group="readers",topic="events",partition="0"}'),
+    ).toBe(3);
+    expect(metricValue(text, 'booblik_group_lag{group="readers",topic="events",partition="0"}')).toBe(2);
+    expect(text).not.toContain("__consumer_offsets");
   });
 });
 
