@@ -42,10 +42,13 @@ import {
   BROKER_PARTITIONS_DEFAULT_MAX,
   BROKER_TOPICS_DEFAULT_MAX,
   DISK_FULL_RETRY_MS,
+  ENTRY_HEADER_BYTES,
   FETCH_BYTES_DEFAULT,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+  OFFSETS_SEGMENT_BYTES_DEFAULT,
   OFFSETS_TOPIC_NAME,
   RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  SEGMENT_HEADER_BYTES,
   TOPIC_FILE_SUFFIX,
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
@@ -79,6 +82,8 @@ export interface BrokerOptions {
   checkpointIntervalMs?: number;
   /** Broker-wide limits a CREATE_TOPIC may not pass (defaults in src/domain/limits.ts). */
   limits?: Partial<BrokerLimits>;
+  /** Segment size of the offsets topic when it is created (tests make it small to see compaction). */
+  offsetsSegmentBytes?: number;
 }
 
 export interface BrokerLimits {
@@ -168,12 +173,14 @@ export class Broker {
   /** Duration of every completed force, in seconds. */
   readonly forceLatency = new Histogram();
   private offsetsStore: OffsetsStore | undefined;
+  private readonly offsetsSegmentBytes: number;
 
   private constructor(dataDir: string, lock: DataDirLock, defaults: TopicConfig, options: BrokerOptions) {
     this.dataDir = dataDir;
     this.lock = lock;
     this.topicDefaults = defaults;
     this.checkpointIntervalMs = options.checkpointIntervalMs;
+    this.offsetsSegmentBytes = options.offsetsSegmentBytes ?? OFFSETS_SEGMENT_BYTES_DEFAULT;
     this.limits = {
       maxTopics: options.limits?.maxTopics ?? BROKER_TOPICS_DEFAULT_MAX,
       maxPartitions: options.limits?.maxPartitions ?? BROKER_PARTITIONS_DEFAULT_MAX,
@@ -405,7 +412,11 @@ export class Broker {
       retentionBytes: null,
       timestampType: "CreateTime",
       writeMode: "file",
-      maxRecordBytes: RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+      segmentBytes: this.offsetsSegmentBytes,
+      maxRecordBytes: Math.min(
+        RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+        this.offsetsSegmentBytes - SEGMENT_HEADER_BYTES - ENTRY_HEADER_BYTES,
+      ),
     });
     return this.topics.get(OFFSETS_TOPIC_NAME)!.partitions[0]!;
   }

@@ -21,8 +21,17 @@
  *   before writing any), so a multi-partition commit is not applied halfway.
  * - The map entry of a key remembers the log offset of its record; an older record never overwrites
  *   a newer one, whatever order forces resolve in.
- * - The topic is never compacted yet: it grows by one record per committed partition. Replay reads
- *   it all at start (see docs/kafka.md "Not there yet").
+ * - Compaction by snapshot: once the topic has at least two sealed segments and at least as many
+ *   records were written since the last snapshot as there are live commits, every live commit of
+ *   the map is appended again (one append, at offsets ≥ S), and after the force that covers it the
+ *   sealed segments wholly below K are deleted (PartitionLog.applyRetention, keepFromOffset K),
+ *   where K = min(S, the first offset of every commit appended but not yet forced when the snapshot
+ *   was taken). Safe because replay lets later records win: every record below K belongs to a
+ *   commit already in the map (so the snapshot repeats it, or a later record supersedes it) or to a
+ *   commit never acknowledged. A commit leaves the in-flight set and enters the map in one
+ *   synchronous step, and the snapshot is built and appended in another, so nothing slips between.
+ *   A failed compaction deletes nothing. Replay at start reads about the live commits plus two
+ *   segments.
  */
 import { BooblikError, CorruptRecordError } from "../domain/errors.ts";
 import {
@@ -89,6 +98,13 @@ export class OffsetsStore {
   private readonly partitionOf: () => Partition;
   /** Records replayed at open (for tests and the open report). */
   readonly replayedRecords: number;
+  /** First log offset of every commit appended and not yet in the map (compaction keeps them). */
+  private readonly inFlight = new Set<number>();
+  private compacting = false;
+  /** Records appended since the last snapshot (at open: every record replayed). */
+  private recordsSinceSnapshot = 0;
+  /** Snapshots completed (for tests). */
+  compactions = 0;
 
   /**
    * Replays the offsets topic's visible records into the map. `partition` gives partition 0 of the
@@ -98,6 +114,7 @@ export class OffsetsStore {
   constructor(partitionOf: () => Partition, existing: Partition | undefined) {
     this.partitionOf = partitionOf;
     this.replayedRecords = existing === undefined ? 0 : this.replay(existing);
+    this.recordsSinceSnapshot = this.replayedRecords;
   }
 
   private replay(partition: Partition): number {
@@ -219,10 +236,81 @@ export class OffsetsStore {
       batches.push(encodeBatch(records.slice(start, start + COMMIT_RECORDS_PER_BATCH_MAX)));
     const bytes = batches.length === 1 ? batches[0]! : concat(batches);
     const partition = this.partitionOf();
-    const ack = await partition.appendInternal(bytes);
+    // appendInternal appends synchronously before its first await: from here the records are in
+    // the log but not forced (inFlight keeps compaction away until they are in the map).
+    const firstOffset = partition.log.nextOffset;
+    this.inFlight.add(firstOffset);
+    let ack: Awaited<ReturnType<Partition["appendInternal"]>>;
+    try {
+      ack = await partition.appendInternal(bytes);
+    } finally {
+      this.inFlight.delete(firstOffset);
+    }
+    this.recordsSinceSnapshot += records.length;
     // Forced: now the map may say so. Records in order, offsets from the acknowledgement.
     let logOffset = ack.firstOffset;
     for (const record of records) this.apply(record.key, record.value, logOffset++, record.timestamp);
+    this.maybeCompact(partition);
+  }
+
+  private liveCount(): number {
+    let count = 0;
+    for (const offsets of this.groups.values()) count += offsets.size;
+    return count;
+  }
+
+  /** Starts a compaction when it is due and safe (see the header); never waits, never throws. */
+  private maybeCompact(partition: Partition): void {
+    if (this.compacting || partition.log.segmentCount < 3) return;
+    const live = this.liveCount();
+    if (this.recordsSinceSnapshot < Math.max(live, 1)) return;
+    const records: RecordInput[] = [];
+    for (const [group, offsets] of this.groups) {
+      for (const [partitionKey, stored] of offsets) {
+        records.push({
+          key: ENCODER.encode(`${group}${SEPARATOR}${partitionKey}`),
+          value: ENCODER.encode(JSON.stringify(publicOf(stored))),
+          timestamp: stored.commitTimestampMs,
+        });
+      }
+    }
+    this.compacting = true;
+    // K: below the snapshot, and below every commit not yet in the map.
+    let keepFrom: number = partition.log.nextOffset;
+    for (const offset of this.inFlight) keepFrom = Math.min(keepFrom, offset);
+    let snapshot: Promise<number>;
+    if (records.length === 0) {
+      // Nothing live: every record below K is garbage.
+      snapshot = Promise.resolve(keepFrom);
+    } else {
+      // One append per batch, all started in this synchronous step: a snapshot larger than a
+      // segment still fits (one append must fit one segment), and they share the next force.
+      const appends: Promise<void>[] = [];
+      for (let start = 0; start < records.length; start += COMMIT_RECORDS_PER_BATCH_MAX) {
+        const chunk = records.slice(start, start + COMMIT_RECORDS_PER_BATCH_MAX);
+        appends.push(
+          partition.appendInternal(encodeBatch(chunk)).then((ack) => {
+            let logOffset = ack.firstOffset;
+            for (const record of chunk) this.apply(record.key, record.value, logOffset++, record.timestamp);
+          }),
+        );
+      }
+      snapshot = Promise.all(appends).then(() => keepFrom);
+    }
+    this.recordsSinceSnapshot = 0;
+    snapshot
+      .then((snapshotOffset) => {
+        partition.log.applyRetention({ retentionBytes: 0, keepFromOffset: snapshotOffset });
+        this.compactions++;
+      })
+      .catch(() => {
+        // The partition failed (it refuses appends with the cause from now on) or the broker is
+        // closing: nothing was deleted, the next commit says what is wrong.
+        this.recordsSinceSnapshot = 0;
+      })
+      .finally(() => {
+        this.compacting = false;
+      });
   }
 
   /** The committed offset of one partition, or undefined. */

@@ -447,6 +447,11 @@ export const MIGRATE_SPACE_SLACK_BYTES = 64 * 1024 * 1024;
  * for client produce and delete.
  */
 export const OFFSETS_TOPIC_NAME = "__consumer_offsets";
+/**
+ * Segment size of the offsets topic: small, so that compaction (offsets-store.ts) can delete whole
+ * sealed segments soon after a snapshot of the live commits, and replay at start stays short.
+ */
+export const OFFSETS_SEGMENT_BYTES_DEFAULT = 8 * 1024 * 1024;
 /** Kafka's `offset.metadata.max.bytes` default: longer commit metadata is OFFSET_METADATA_TOO_LARGE. */
 export const COMMIT_METADATA_BYTES_MAX = 4096;
 /** Kafka's group-id limit is none; booblik bounds it like a topic name's bytes, ×4 for UTF-8 margin. */

@@ -120,11 +120,50 @@ describe("committed offsets", () => {
     }
   });
 
+  test("compaction: a snapshot of the live commits, then the sealed segments below it go; restart sees the latest of each", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    const latest = new Map<string, number>();
+    let tombstonesEnd = 0;
+    for (let round = 0; round < 200; round++) {
+      const group = `g${round % 4}`;
+      if (group === "g3" && round > 150) continue; // deleted at round 150, never committed again
+      const offset = round * 10;
+      await broker.offsets.commit(group, [entry("t", round % 3, offset, `r${round}`)]);
+      latest.set(`${group}/${round % 3}`, offset);
+      if (round === 150) {
+        await broker.offsets.deleteGroup("g3");
+        tombstonesEnd = broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset;
+      }
+    }
+    for (const key of [...latest.keys()]) if (key.startsWith("g3/")) latest.delete(key);
+    // Compactions after the delete too: its tombstone went with the segments below a snapshot.
+    const compactions = broker.offsets.compactions;
+    const description = broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!;
+    expect(compactions).toBeGreaterThan(0);
+    expect(description.logStartOffset).toBeGreaterThan(tombstonesEnd);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    try {
+      // 200 commits and a tombstone were written; replay reads far fewer.
+      expect(broker.offsets.replayedRecords).toBeLessThan(120);
+      const seen = new Map<string, number>();
+      for (const group of broker.offsets.groupIds())
+        for (const c of broker.offsets.committedOf(group))
+          seen.set(`${group}/${c.partition}`, c.committed.offset);
+      expect(seen).toEqual(latest);
+      expect(broker.offsets.committed("g0", "t", 0)?.metadata).toBe(`r${latest.get("g0/0")! / 10}`);
+    } finally {
+      await broker.close();
+    }
+  });
+
   test("SIGKILL of the broker's process: every acknowledged commit is there after restart", async () => {
     using dir = tempDir();
     const acked = new Map<number, number>();
     for (let round = 0; round < 3; round++) {
-      const child = Bun.spawn([process.execPath, FIXTURE, dir.path, "3"], {
+      // 4 KiB segments of the offsets topic: compactions run (and are killed) during the rounds.
+      const child = Bun.spawn([process.execPath, FIXTURE, dir.path, "3", "4096"], {
         stdout: "pipe",
         stderr: "inherit",
       });
@@ -141,8 +180,10 @@ describe("committed offsets", () => {
       await child.exited;
       expect(child.signalCode).toBe("SIGKILL");
       for (const line of await lines.rest()) if (line.startsWith("ack ")) record(line);
-      const broker = Broker.open({ dataDir: dir.path });
+      const broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
       try {
+        if (round > 0)
+          expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.logStartOffset).toBeGreaterThan(0);
         for (const [committer, offset] of acked) {
           for (const partition of [0, 1, 2]) {
             const committed = broker.offsets.committed(`g${committer}`, "t", partition);
