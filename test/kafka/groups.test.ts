@@ -10,6 +10,7 @@ import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
+import { LineReader } from "../helpers/process.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -109,6 +110,56 @@ describe.skipIf(KCAT === null)("kcat -G", () => {
     expect(
       (JSON.parse(listing.stdout) as { topics: { topic: string }[] }).topics.map((t) => t.topic),
     ).toEqual(["events"]);
+  });
+});
+
+describe.skipIf(KCAT === null)("kcat -G, two members", () => {
+  test("a member killed with SIGKILL is removed when its session ends, and the other one gets its partitions", async () => {
+    const { kafkaPort } = await brokerProcess(dataDir().path);
+    await createTopic(kafkaPort, "jobs", 2);
+    const member = () => {
+      const child = Bun.spawn(
+        [
+          KCAT!,
+          "-b",
+          `127.0.0.1:${kafkaPort}`,
+          "-G",
+          "workers",
+          "jobs",
+          "-X",
+          "session.timeout.ms=6000",
+          "-X",
+          "heartbeat.interval.ms=200",
+        ],
+        { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
+      );
+      cleanups.push(async () => {
+        child.kill("SIGKILL");
+        await child.exited;
+      });
+      return { child, lines: new LineReader(child.stderr) };
+    };
+    // kcat prints "% Group workers rebalanced (memberid …): assigned: jobs [0], jobs [1]".
+    const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
+    const one = member();
+    expect(assigned(await one.lines.waitFor((l) => assigned(l) !== "", "one's first assignment"))).toBe(
+      "jobs [0], jobs [1]",
+    );
+    const two = member();
+    const twoGets = assigned(await two.lines.waitFor((l) => assigned(l) !== "", "two's assignment"));
+    const oneGets = assigned(
+      await one.lines.waitFor(
+        (l) => assigned(l) !== "" && assigned(l) !== "jobs [0], jobs [1]",
+        "one's share",
+      ),
+    );
+    expect([oneGets, twoGets].sort()).toEqual(["jobs [0]", "jobs [1]"]);
+    two.child.kill("SIGKILL");
+    await two.child.exited;
+    // No LeaveGroup: the coordinator notices when two's 6 s session ends.
+    expect(
+      assigned(await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one alone again")),
+    ).toBe("jobs [0], jobs [1]");
   });
 });
 
