@@ -8,8 +8,11 @@
  *   <dataDir>/topics/<topic>.tmp         its temporary file while it is written (removed at open)
  *   <dataDir>/<topic>-<partition>/       one partition log (segments, checkpoint.json)
  *
- * Owns: the lock, the topic registry, the partitions, the retention timer, the open report, and the
- * names of topics whose delete is still removing their directories (reserved until it finished).
+ * Owns: the lock, the topic registry, the partitions, the retention timer, the open report, the
+ * names of topics whose delete is still removing their directories (reserved until it finished), and
+ * the committed offsets of consumer groups (offsets-store.ts), kept in the internal topic
+ * `__consumer_offsets`: created on the first commit, replayed at open, hidden from `listTopics`
+ * unless asked for, and refused to clients' appends, creates and deletes.
  *
  * Invariant: every name above fits NAME_MAX for every allowed topic name and partition (checked in
  * src/domain/limits.ts), so no valid CREATE_TOPIC fails with ENAMETOOLONG.
@@ -29,6 +32,7 @@ import {
   BooblikError,
   ClosedError,
   DataDirFormatError,
+  InternalTopicError,
   SegmentFormatVersionError,
   TopicExistsError,
   UnknownTopicOrPartitionError,
@@ -38,8 +42,13 @@ import {
   BROKER_PARTITIONS_DEFAULT_MAX,
   BROKER_TOPICS_DEFAULT_MAX,
   DISK_FULL_RETRY_MS,
+  ENTRY_HEADER_BYTES,
   FETCH_BYTES_DEFAULT,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+  OFFSETS_SEGMENT_BYTES_DEFAULT,
+  OFFSETS_TOPIC_NAME,
+  RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  SEGMENT_HEADER_BYTES,
   TOPIC_FILE_SUFFIX,
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
@@ -51,6 +60,7 @@ import type { RecordsRead, TimestampLookup } from "../storage/segment.ts";
 import { segmentConfig } from "../storage/segment.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import { Histogram } from "./metrics.ts";
+import { OffsetsStore } from "./offsets-store.ts";
 import { type AppendAck, Partition } from "./partition.ts";
 import {
   DEFAULT_TOPIC_CONFIG,
@@ -72,6 +82,8 @@ export interface BrokerOptions {
   checkpointIntervalMs?: number;
   /** Broker-wide limits a CREATE_TOPIC may not pass (defaults in src/domain/limits.ts). */
   limits?: Partial<BrokerLimits>;
+  /** Segment size of the offsets topic when it is created (tests make it small to see compaction). */
+  offsetsSegmentBytes?: number;
 }
 
 export interface BrokerLimits {
@@ -160,12 +172,15 @@ export class Broker {
   readonly recoveryProgress = { partitionsTotal: 0, partitionsOpened: 0, done: false };
   /** Duration of every completed force, in seconds. */
   readonly forceLatency = new Histogram();
+  private offsetsStore: OffsetsStore | undefined;
+  private readonly offsetsSegmentBytes: number;
 
   private constructor(dataDir: string, lock: DataDirLock, defaults: TopicConfig, options: BrokerOptions) {
     this.dataDir = dataDir;
     this.lock = lock;
     this.topicDefaults = defaults;
     this.checkpointIntervalMs = options.checkpointIntervalMs;
+    this.offsetsSegmentBytes = options.offsetsSegmentBytes ?? OFFSETS_SEGMENT_BYTES_DEFAULT;
     this.limits = {
       maxTopics: options.limits?.maxTopics ?? BROKER_TOPICS_DEFAULT_MAX,
       maxPartitions: options.limits?.maxPartitions ?? BROKER_PARTITIONS_DEFAULT_MAX,
@@ -242,6 +257,15 @@ export class Broker {
   }
 
   private finishOpen(options: BrokerOptions): Broker {
+    try {
+      this.offsetsStore = new OffsetsStore(
+        () => this.offsetsPartition(),
+        this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
+      );
+    } catch (error) {
+      this.abandon();
+      throw error;
+    }
     this.openReport.durationMs = performance.now() - this.openStartMs;
     this.recoveryProgress.done = true;
     const interval = options.retentionCheckIntervalMs ?? 60_000;
@@ -353,9 +377,48 @@ export class Broker {
         throw new DataDirFormatError(this.dataDir, error.file, error.formatVersion, error.supportedVersion);
       throw error;
     }
-    return new Partition(topic, id as PartitionId, log, config, (seconds) =>
-      this.forceLatency.observe(seconds),
+    return new Partition(
+      topic,
+      id as PartitionId,
+      log,
+      config,
+      (seconds) => this.forceLatency.observe(seconds),
+      topic === OFFSETS_TOPIC_NAME,
     );
+  }
+
+  // --- Committed offsets -------------------------------------------------------------------------
+
+  /** Committed offsets of consumer groups (replayed from `__consumer_offsets` at open). */
+  get offsets(): OffsetsStore {
+    this.checkOpen();
+    const store = this.offsetsStore;
+    if (store === undefined) throw new ClosedError("the offsets store (the broker is still opening)");
+    return store;
+  }
+
+  /**
+   * Partition 0 of the offsets topic, created on first use: one partition, `force` (a commit is
+   * acknowledged after the fdatasync covering it), no retention (a commit must outlive its records).
+   */
+  private offsetsPartition(): Partition {
+    this.checkOpen();
+    const existing = this.topics.get(OFFSETS_TOPIC_NAME);
+    if (existing !== undefined) return existing.partitions[0]!;
+    this.createTopicNamed(OFFSETS_TOPIC_NAME, {
+      partitions: 1,
+      durability: "force",
+      retentionMs: null,
+      retentionBytes: null,
+      timestampType: "CreateTime",
+      writeMode: "file",
+      segmentBytes: this.offsetsSegmentBytes,
+      maxRecordBytes: Math.min(
+        RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+        this.offsetsSegmentBytes - SEGMENT_HEADER_BYTES - ENTRY_HEADER_BYTES,
+      ),
+    });
+    return this.topics.get(OFFSETS_TOPIC_NAME)!.partitions[0]!;
   }
 
   // --- Topics ------------------------------------------------------------------------------------
@@ -378,6 +441,16 @@ export class Broker {
     ceiling?: RecordBytesCeiling,
   ): TopicDescription {
     this.checkOpen();
+    if (name === OFFSETS_TOPIC_NAME && !this.topics.has(name))
+      throw new InternalTopicError(name, "created by clients (the broker creates it on the first commit)");
+    return this.createTopicNamed(name, settings, ceiling);
+  }
+
+  private createTopicNamed(
+    name: string,
+    settings: Partial<TopicConfig>,
+    ceiling?: RecordBytesCeiling,
+  ): TopicDescription {
     const topicName = toTopicName(name);
     if (this.topics.has(topicName)) throw new TopicExistsError(topicName);
     if (this.deletions.has(topicName)) {
@@ -388,7 +461,8 @@ export class Broker {
       );
     }
     const config = validateTopicConfig(settings, this.topicDefaults, ceiling);
-    this.checkLimits(topicName, config);
+    // The offsets topic is the broker's own: it takes nothing from the limits clients are held to.
+    if (topicName !== OFFSETS_TOPIC_NAME) this.checkLimits(topicName, config);
     const partitions: Partition[] = [];
     try {
       for (let id = 0; id < config.partitions; id++) {
@@ -421,6 +495,7 @@ export class Broker {
   async deleteTopic(name: string): Promise<void> {
     this.checkOpen();
     const topic = this.topicNamed(name);
+    if (topic.name === OFFSETS_TOPIC_NAME) throw new InternalTopicError(topic.name, "deleted");
     this.topics.delete(topic.name);
     // Settles (and frees the name) only after the last directory was removed; `finally` runs even
     // when the removal failed, and a later create removes leftover directories of the name anyway.
@@ -444,9 +519,21 @@ export class Broker {
     }
   }
 
-  listTopics(): TopicDescription[] {
+  /**
+   * Every topic, sorted by name; the internal offsets topic only with `includeInternal` (it can
+   * always be described by name).
+   */
+  listTopics(options: { includeInternal?: boolean } = {}): TopicDescription[] {
     this.checkOpen();
-    return [...this.topics.keys()].sort().map((name) => this.describeTopic(name));
+    return [...this.topics.keys()]
+      .filter((name) => options.includeInternal === true || name !== OFFSETS_TOPIC_NAME)
+      .sort()
+      .map((name) => this.describeTopic(name));
+  }
+
+  /** Whether `name` is a topic only the broker writes (the offsets topic). */
+  static isInternalTopic(name: string): boolean {
+    return name === OFFSETS_TOPIC_NAME;
   }
 
   describeTopic(name: string): TopicDescription {
@@ -589,6 +676,7 @@ export class Broker {
     let partitions = 0;
     let mappedBytes = 0;
     for (const topic of this.topics.values()) {
+      if (topic.name === OFFSETS_TOPIC_NAME) continue;
       topics++;
       partitions += topic.config.partitions;
       if (topic.config.writeMode === "mapped")

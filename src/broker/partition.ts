@@ -17,7 +17,7 @@
  * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
  *   unforced.
  */
-import { OffsetOutOfRangeError } from "../domain/errors.ts";
+import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import { FETCH_BYTES_DEFAULT } from "../domain/limits.ts";
 import {
@@ -148,6 +148,8 @@ export class Partition {
   readonly policy: DurabilityPolicy;
   readonly groupCommit: GroupCommit;
   readonly timestampType: TimestampType;
+  /** A partition of an internal topic (the offsets topic): only the broker appends to it. */
+  readonly internal: boolean;
   private readonly config: TopicConfig;
   private timer: ReturnType<typeof setInterval> | undefined;
 
@@ -157,7 +159,9 @@ export class Partition {
     log: PartitionLog,
     config: TopicConfig,
     observeForceSeconds?: (seconds: number) => void,
+    internal = false,
   ) {
+    this.internal = internal;
     this.topic = topic;
     this.id = id;
     this.log = log;
@@ -180,9 +184,16 @@ export class Partition {
    * and resolves when the topic's policy is satisfied. Every batch is validated first (whole
    * request or nothing: a rejection is an InvalidBatchError naming the batch, the rule and the
    * byte position, or RecordTooLargeError); the broker then stamps offsets, and under
-   * LogAppendTime the append time. `batches` is not modified.
+   * LogAppendTime the append time. `batches` is not modified. An internal topic refuses clients'
+   * appends (InternalTopicError): only the broker writes it, through `appendInternal`.
    */
-  async append(batches: Uint8Array): Promise<AppendAck> {
+  append(batches: Uint8Array): Promise<AppendAck> {
+    if (this.internal) return Promise.reject(new InternalTopicError(this.topic, "appended to by clients"));
+    return this.appendInternal(batches);
+  }
+
+  /** `append` without the internal-topic refusal: for the broker's own records (offsets-store.ts). */
+  async appendInternal(batches: Uint8Array): Promise<AppendAck> {
     validateBatches(batches, this.config.maxRecordBytes);
     const log = this.log;
     const before = log.nextOffset;

@@ -230,3 +230,18 @@ export class DataDirLockedError extends BooblikError {
     this.holder = holder;
   }
 }
+
+/**
+ * A client tried to write or delete an internal topic (the offsets topic, `__consumer_offsets`):
+ * only the broker writes it. Kafka answers INVALID_TOPIC_EXCEPTION ("Cannot append to internal topic").
+ */
+export class InternalTopicError extends BooblikError {
+  readonly topic: string;
+  constructor(topic: string, what: string) {
+    super(
+      "INVALID_ARGUMENT",
+      `topic ${JSON.stringify(topic)} is internal to the broker and cannot be ${what}`,
+    );
+    this.topic = topic;
+  }
+}

@@ -438,3 +438,45 @@ export const MIGRATE_WRITE_BUFFER_BYTES = 4 * 1024 * 1024;
  */
 export const MIGRATE_SPACE_FACTOR = 1.1;
 export const MIGRATE_SPACE_SLACK_BYTES = 64 * 1024 * 1024;
+
+// --- Consumer groups and committed offsets (src/broker/offsets-store.ts, src/broker/groups.ts) ---
+
+/**
+ * The internal topic holding committed offsets (Kafka's name: tools that know Kafka recognize it).
+ * One partition, `force` durability; hidden from topic listings unless asked for by name, refused
+ * for client produce and delete.
+ */
+export const OFFSETS_TOPIC_NAME = "__consumer_offsets";
+/**
+ * Segment size of the offsets topic: small, so that compaction (offsets-store.ts) can delete whole
+ * sealed segments soon after a snapshot of the live commits, and replay at start stays short.
+ */
+export const OFFSETS_SEGMENT_BYTES_DEFAULT = 8 * 1024 * 1024;
+/** Kafka's `offset.metadata.max.bytes` default: longer commit metadata is OFFSET_METADATA_TOO_LARGE. */
+export const COMMIT_METADATA_BYTES_MAX = 4096;
+/** Kafka's group-id limit is none; booblik bounds it like a topic name's bytes, ×4 for UTF-8 margin. */
+export const GROUP_ID_BYTES_MAX = 1024;
+/**
+ * Records per batch of one commit: a commit of many partitions is split into batches of at most
+ * this many records, so that each stays below the offsets topic's batch limit (a record is at most
+ * ~GROUP_ID_BYTES_MAX + 249 + 11 + COMMIT_METADATA_BYTES_MAX × 6 bytes of JSON ≈ 26 KiB; 32 of them
+ * ≈ 830 KiB < 1 MiB).
+ */
+export const COMMIT_RECORDS_PER_BATCH_MAX = 32;
+/** Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults. */
+export const GROUP_SESSION_TIMEOUT_MS_MIN = 6_000;
+export const GROUP_SESSION_TIMEOUT_MS_MAX = 1_800_000;
+/** The longest rebalance a member may ask for (Kafka bounds it by max.poll.interval.ms, int32). */
+export const GROUP_REBALANCE_TIMEOUT_MS_MAX = 2_147_483_647;
+/** Members of one group: a JoinGroup beyond it is refused (Kafka's group.max.size default is unbounded; 1000 keeps memory bounded). */
+export const GROUP_MEMBERS_MAX = 1_000;
+/** Groups with members at once (Empty groups are forgotten; their offsets stay in the store). */
+export const GROUPS_MAX = 10_000;
+
+assert(
+  COMMIT_RECORDS_PER_BATCH_MAX *
+    (GROUP_ID_BYTES_MAX + TOPIC_NAME_LENGTH_MAX + 11 + COMMIT_METADATA_BYTES_MAX * 6 + 200) <
+    RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+  "a commit batch fits the offsets topic's batch limit",
+);
+assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session timeout range");

@@ -2,7 +2,7 @@
  * booblik's errors as Kafka error codes (Errors.java), for the handler and the record paths. The
  * message travels where a response has a field for it (CreateTopics v1+, Produce v8+).
  */
-import { BooblikError } from "../domain/errors.ts";
+import { BooblikError, InternalTopicError } from "../domain/errors.ts";
 import { KAFKA_ERROR } from "./apis.ts";
 
 /** A Kafka error code and the message for responses that carry one. */
@@ -20,6 +20,8 @@ export function kafkaErrorOf(error: unknown): KafkaError {
     };
   }
   const message = error.message;
+  // Kafka's answer to a produce to an internal topic (ReplicaManager: "Cannot append to internal topic").
+  if (error instanceof InternalTopicError) return { code: KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, message };
   switch (error.code) {
     case "UNKNOWN_TOPIC_OR_PARTITION":
       return { code: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, message };

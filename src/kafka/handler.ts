@@ -18,7 +18,9 @@
  * - A malformed request is `close` too: the stream cannot be trusted past it.
  * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
  */
-import type { Broker } from "../broker/broker.ts";
+import { Broker } from "../broker/broker.ts";
+import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
+import { metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
 import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
 import { BooblikError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
@@ -38,10 +40,32 @@ import {
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "./codec.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import {
+  type DescribedGroup,
+  decodeDescribeGroupsRequest,
+  decodeHeartbeatRequest,
+  decodeJoinGroupRequest,
+  decodeLeaveGroupRequest,
+  decodeListGroupsRequest,
+  decodeOffsetCommitRequest,
+  decodeOffsetFetchRequest,
+  decodeSyncGroupRequest,
+  encodeDescribeGroupsResponse,
+  encodeHeartbeatResponse,
+  encodeJoinGroupResponse,
+  encodeLeaveGroupResponse,
+  encodeListGroupsResponse,
+  encodeOffsetCommitResponse,
+  encodeOffsetFetchResponse,
+  encodeSyncGroupResponse,
+  type OffsetFetchPartition,
+  type PartitionErrors,
+} from "./group-messages.ts";
+import {
   decodeApiVersionsRequest,
   decodeCreateTopicsRequest,
   decodeDeleteTopicsRequest,
   decodeFetchRequest,
+  decodeFindCoordinatorRequest,
   decodeInitProducerIdRequest,
   decodeListOffsetsRequest,
   decodeMetadataRequest,
@@ -50,6 +74,7 @@ import {
   encodeCreateTopicsResponse,
   encodeDeleteTopicsResponse,
   encodeFetchResponse,
+  encodeFindCoordinatorResponse,
   encodeInitProducerIdResponse,
   encodeListOffsetsResponse,
   encodeMetadataResponse,
@@ -73,8 +98,9 @@ export const KAFKA_CLUSTER_ID = "booblik";
 /**
  * APIs advertised and served now, with their versions. Produce from v0, so that librdkafka 2.0
  * enables RecordBatch v2 (it needs Produce 3 and Fetch 4 inside the ranges, kafka-wire.md §0.2);
- * a magic 0/1 message set is refused (records.ts). FindCoordinator waits for the group coordinator
- * (advertising it would send group consumers on to JoinGroup, which nothing answers yet).
+ * a magic 0/1 message set is refused (records.ts). The group APIs (this node is every group's
+ * coordinator; src/broker/groups.ts) in the versions kcat and kafkajs send (kafka-wire.md §1.2);
+ * librdkafka 2.0.2 also needs FindCoordinator advertised to enable lz4 (docs/kafka.md).
  */
 export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new Map<KafkaApiKey, VersionRange>(
   [
@@ -85,6 +111,15 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.LIST_OFFSETS, CODEC_VERSIONS[KAFKA_API.LIST_OFFSETS]],
     [KAFKA_API.CREATE_TOPICS, CODEC_VERSIONS[KAFKA_API.CREATE_TOPICS]],
     [KAFKA_API.DELETE_TOPICS, CODEC_VERSIONS[KAFKA_API.DELETE_TOPICS]],
+    [KAFKA_API.FIND_COORDINATOR, CODEC_VERSIONS[KAFKA_API.FIND_COORDINATOR]],
+    [KAFKA_API.JOIN_GROUP, CODEC_VERSIONS[KAFKA_API.JOIN_GROUP]],
+    [KAFKA_API.SYNC_GROUP, CODEC_VERSIONS[KAFKA_API.SYNC_GROUP]],
+    [KAFKA_API.HEARTBEAT, CODEC_VERSIONS[KAFKA_API.HEARTBEAT]],
+    [KAFKA_API.LEAVE_GROUP, CODEC_VERSIONS[KAFKA_API.LEAVE_GROUP]],
+    [KAFKA_API.OFFSET_COMMIT, CODEC_VERSIONS[KAFKA_API.OFFSET_COMMIT]],
+    [KAFKA_API.OFFSET_FETCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FETCH]],
+    [KAFKA_API.LIST_GROUPS, CODEC_VERSIONS[KAFKA_API.LIST_GROUPS]],
+    [KAFKA_API.DESCRIBE_GROUPS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_GROUPS]],
   ],
 );
 
@@ -97,7 +132,23 @@ export interface KafkaHandlerOptions {
    * one topic create or delete, or throws a retriable LIMIT_EXCEEDED naming the wait.
    */
   adminRate?: { take(clientAddress: string): void };
+  /** The group coordinator's session-timeout bounds (tests lower the minimum). */
+  groups?: CoordinatorOptions;
 }
+
+/** Kafka's code for each outcome of the group coordinator. */
+const GROUP_ERROR_CODES: Record<GroupError, number> = {
+  NONE: KAFKA_ERROR.NONE,
+  COORDINATOR_NOT_AVAILABLE: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+  ILLEGAL_GENERATION: KAFKA_ERROR.ILLEGAL_GENERATION,
+  INCONSISTENT_GROUP_PROTOCOL: KAFKA_ERROR.INCONSISTENT_GROUP_PROTOCOL,
+  INVALID_GROUP_ID: KAFKA_ERROR.INVALID_GROUP_ID,
+  UNKNOWN_MEMBER_ID: KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+  INVALID_SESSION_TIMEOUT: KAFKA_ERROR.INVALID_SESSION_TIMEOUT,
+  REBALANCE_IN_PROGRESS: KAFKA_ERROR.REBALANCE_IN_PROGRESS,
+  GROUP_MAX_SIZE_REACHED: KAFKA_ERROR.GROUP_MAX_SIZE_REACHED,
+  MEMBER_ID_REQUIRED: KAFKA_ERROR.MEMBER_ID_REQUIRED,
+};
 
 /** What to do with a request: send these bytes (none for Produce acks=0), or close the connection. */
 export type KafkaOutcome =
@@ -148,10 +199,13 @@ export class KafkaHandler {
   private readonly writer = new KafkaWriter(4096);
   private readonly stopSignal: { stopped: boolean; promise: Promise<void> };
   private resolveStop!: () => void;
+  /** Groups and their members (in memory; committed offsets are the broker's OffsetsStore). */
+  readonly groups: GroupCoordinator;
 
   constructor(broker: Broker, options: KafkaHandlerOptions) {
     this.broker = broker;
     this.options = options;
+    this.groups = new GroupCoordinator(options.groups);
     this.stopSignal = {
       stopped: false,
       promise: new Promise<void>((resolve) => {
@@ -162,6 +216,8 @@ export class KafkaHandler {
 
   /** Ends every long poll now (each is answered with what there is); for the listener's stop. */
   stop(): void {
+    // Parked JoinGroup and SyncGroup requests are answered COORDINATOR_NOT_AVAILABLE.
+    this.groups.close();
     this.stopSignal.stopped = true;
     this.resolveStop();
   }
@@ -202,7 +258,7 @@ export class KafkaHandler {
     }
     const reader = new KafkaReader(frame);
     try {
-      readRequestHeader(reader, requestHeaderVersion(apiKey, apiVersion));
+      const header = readRequestHeader(reader, requestHeaderVersion(apiKey, apiVersion));
       switch (apiKey) {
         case KAFKA_API.API_VERSIONS:
           decodeApiVersionsRequest(reader, apiVersion);
@@ -226,6 +282,87 @@ export class KafkaHandler {
           return await this.createTopics(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.DELETE_TOPICS:
           return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.FIND_COORDINATOR: {
+          // This node coordinates every group (and would every transaction: key_type 1 gets the
+          // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
+          decodeFindCoordinatorRequest(reader, apiVersion);
+          return this.respond((writer) =>
+            encodeFindCoordinatorResponse(writer, apiVersion, correlationId, {
+              errorCode: KAFKA_ERROR.NONE,
+              errorMessage: null,
+              nodeId: KAFKA_NODE_ID,
+              host: this.options.advertisedHost,
+              port: this.options.advertisedPort,
+            }),
+          );
+        }
+        case KAFKA_API.JOIN_GROUP:
+          return await this.joinGroup(
+            reader,
+            apiVersion,
+            correlationId,
+            header.clientId ?? "",
+            clientAddress,
+          );
+        case KAFKA_API.SYNC_GROUP: {
+          const request = decodeSyncGroupRequest(reader, apiVersion);
+          const result = await this.groups.sync(
+            request.groupId,
+            request.generationId,
+            request.memberId,
+            request.assignments,
+          );
+          return this.respond((writer) =>
+            encodeSyncGroupResponse(writer, apiVersion, correlationId, {
+              errorCode: GROUP_ERROR_CODES[result.error],
+              assignment: result.assignment,
+            }),
+          );
+        }
+        case KAFKA_API.HEARTBEAT: {
+          const request = decodeHeartbeatRequest(reader, apiVersion);
+          const error = this.groups.heartbeat(request.groupId, request.generationId, request.memberId);
+          return this.respond((writer) =>
+            encodeHeartbeatResponse(writer, apiVersion, correlationId, GROUP_ERROR_CODES[error]),
+          );
+        }
+        case KAFKA_API.LEAVE_GROUP: {
+          const request = decodeLeaveGroupRequest(reader, apiVersion);
+          const errors = this.groups.leave(request.groupId, request.memberIds);
+          // v0-2 carry one member: its outcome is the response's error; v3+ answer per member.
+          const errorCode = apiVersion < 3 ? GROUP_ERROR_CODES[errors[0]!] : KAFKA_ERROR.NONE;
+          return this.respond((writer) =>
+            encodeLeaveGroupResponse(writer, apiVersion, correlationId, {
+              errorCode,
+              members: request.memberIds.map((memberId, i) => ({
+                memberId,
+                errorCode: GROUP_ERROR_CODES[errors[i]!],
+              })),
+            }),
+          );
+        }
+        case KAFKA_API.OFFSET_COMMIT:
+          return await this.offsetCommit(reader, apiVersion, correlationId);
+        case KAFKA_API.OFFSET_FETCH:
+          return this.offsetFetch(reader, apiVersion, correlationId);
+        case KAFKA_API.LIST_GROUPS: {
+          decodeListGroupsRequest(reader, apiVersion);
+          const groups = this.groups.list();
+          const known = new Set(groups.map((group) => group.groupId));
+          // Groups without members but with committed offsets exist too (Kafka lists them Empty).
+          for (const groupId of this.broker.offsets.groupIds())
+            if (!known.has(groupId)) groups.push({ groupId, protocolType: "", state: "Empty" });
+          return this.respond((writer) =>
+            encodeListGroupsResponse(writer, apiVersion, correlationId, groups),
+          );
+        }
+        case KAFKA_API.DESCRIBE_GROUPS: {
+          const request = decodeDescribeGroupsRequest(reader, apiVersion);
+          const described = request.groups.map((groupId) => this.describeGroup(groupId));
+          return this.respond((writer) =>
+            encodeDescribeGroupsResponse(writer, apiVersion, correlationId, described),
+          );
+        }
         case KAFKA_API.INIT_PRODUCER_ID:
           decodeInitProducerIdRequest(reader, apiVersion);
           return this.respond((writer) =>
@@ -244,6 +381,158 @@ export class KafkaHandler {
       }
       throw error;
     }
+  }
+
+  private async joinGroup(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientId: string,
+    clientAddress: string,
+  ): Promise<KafkaOutcome> {
+    const request = decodeJoinGroupRequest(reader, version);
+    // group_instance_id (static membership, v5+) is not supported: such a member is treated as a
+    // dynamic one (docs/kafka.md "Not there yet").
+    const result = await this.groups.join({
+      groupId: request.groupId,
+      memberId: request.memberId,
+      sessionTimeoutMs: request.sessionTimeoutMs,
+      rebalanceTimeoutMs: request.rebalanceTimeoutMs,
+      protocolType: request.protocolType,
+      protocols: request.protocols,
+      clientId,
+      clientHost: `/${clientAddress}`,
+      requireKnownMemberId: version >= 4,
+    });
+    return this.respond((writer) =>
+      encodeJoinGroupResponse(writer, version, correlationId, {
+        errorCode: GROUP_ERROR_CODES[result.error],
+        generationId: result.generationId,
+        protocolName: result.protocolName,
+        leader: result.leaderId,
+        memberId: result.memberId,
+        members: result.members,
+      }),
+    );
+  }
+
+  /**
+   * OffsetCommit: the coordinator says whether this member of this generation may commit; each
+   * partition is checked (known, metadata size), and the rest is stored in one append to the
+   * offsets topic, answered after the force that covers it.
+   */
+  private async offsetCommit(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+  ): Promise<KafkaOutcome> {
+    const request = decodeOffsetCommitRequest(reader, version);
+    const allowed = this.groups.checkCommit(request.groupId, request.generationId, request.memberId);
+    const topics: PartitionErrors[] = request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((p) => ({
+        partition: p.partition,
+        errorCode: GROUP_ERROR_CODES[allowed],
+      })),
+    }));
+    if (allowed === "NONE") {
+      const entries: OffsetCommitEntry[] = [];
+      const pending: { errorCode: number }[] = [];
+      request.topics.forEach((topic, t) => {
+        topic.partitions.forEach((asked, p) => {
+          const answer = topics[t]!.partitions[p]!;
+          if (metadataProblem(asked.metadata) !== undefined) {
+            answer.errorCode = KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE;
+            return;
+          }
+          try {
+            this.broker.partition(topic.name, asked.partition);
+          } catch (error) {
+            answer.errorCode = kafkaErrorOf(error).code;
+            return;
+          }
+          entries.push({
+            topic: topic.name,
+            partition: asked.partition,
+            offset: asked.offset,
+            leaderEpoch: asked.leaderEpoch,
+            metadata: asked.metadata,
+          });
+          pending.push(answer);
+        });
+      });
+      try {
+        await this.broker.offsets.commit(request.groupId, entries);
+      } catch (error) {
+        const code = kafkaErrorOf(error).code;
+        for (const answer of pending) answer.errorCode = code;
+      }
+    }
+    return this.respond((writer) => encodeOffsetCommitResponse(writer, version, correlationId, topics));
+  }
+
+  /** OffsetFetch: committed offsets (−1 where none); topics null (v2+) = every one of the group. */
+  private offsetFetch(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+    const request = decodeOffsetFetchRequest(reader, version);
+    const store = this.broker.offsets;
+    // Leader epochs are −1 everywhere (common.md §2), so the committed one is answered −1 too.
+    const answer = (partition: number, offset: number, metadata: string | null): OffsetFetchPartition => ({
+      partition,
+      offset,
+      leaderEpoch: NO_LEADER_EPOCH,
+      metadata,
+      errorCode: KAFKA_ERROR.NONE,
+    });
+    let topics: { name: string; partitions: OffsetFetchPartition[] }[];
+    if (request.topics === null) {
+      const byTopic = new Map<string, OffsetFetchPartition[]>();
+      for (const { topic, partition, committed } of store.committedOf(request.groupId)) {
+        let list = byTopic.get(topic);
+        if (list === undefined) {
+          list = [];
+          byTopic.set(topic, list);
+        }
+        list.push(answer(partition, committed.offset, committed.metadata ?? ""));
+      }
+      topics = [...byTopic].map(([name, partitions]) => ({ name, partitions }));
+    } else {
+      topics = request.topics.map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((partition) => {
+          const committed = store.committed(request.groupId, topic.name, partition);
+          return committed === undefined
+            ? answer(partition, -1, "")
+            : answer(partition, committed.offset, committed.metadata ?? "");
+        }),
+      }));
+    }
+    return this.respond((writer) =>
+      encodeOffsetFetchResponse(writer, version, correlationId, { errorCode: KAFKA_ERROR.NONE, topics }),
+    );
+  }
+
+  private describeGroup(groupId: string): DescribedGroup {
+    const group = this.groups.describe(groupId);
+    if (group !== undefined) {
+      return {
+        errorCode: KAFKA_ERROR.NONE,
+        groupId,
+        state: group.state,
+        protocolType: group.protocolType,
+        protocolData: group.protocol,
+        members: group.members,
+      };
+    }
+    // No members: Empty when it has committed offsets, Dead otherwise (Kafka's answers, error NONE).
+    const hasOffsets = this.broker.offsets.committedOf(groupId).length > 0;
+    return {
+      errorCode: KAFKA_ERROR.NONE,
+      groupId,
+      state: hasOffsets ? "Empty" : "Dead",
+      protocolType: "",
+      protocolData: "",
+      members: [],
+    };
   }
 
   private respond(encode: (writer: KafkaWriter) => void): KafkaOutcome {
@@ -299,7 +588,8 @@ export class KafkaHandler {
         return {
           errorCode: KAFKA_ERROR.NONE,
           name,
-          isInternal: false,
+          // The offsets topic: listed only when asked for by name (Broker.listTopics), marked internal.
+          isInternal: Broker.isInternalTopic(name),
           partitions: description.partitions.map((partition) => ({
             errorCode: KAFKA_ERROR.NONE,
             partitionIndex: partition.partition,

@@ -190,6 +190,36 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     (p) => p.logStartOffset,
   );
   partitionGauge("booblik_partition_next_offset", "Next offset a consumer can read.", (p) => p.nextOffset);
+  // Consumer groups' committed offsets (broker/offsets-store.ts) against the partitions' visible ends:
+  // one series per group and committed partition of a topic that still exists.
+  const groupGauge = (name: string, help: string, read: (committed: number, nextOffset: number) => number) =>
+    registry.register(name, "gauge", help, () => {
+      const broker = targets.broker;
+      if (broker === undefined || topics.length === 0) return [];
+      const nextOffsets = new Map<string, number>();
+      for (const topic of topics)
+        for (const partition of topic.partitions)
+          nextOffsets.set(`${topic.name}/${partition.partition}`, partition.nextOffset);
+      const series: [Record<string, string>, number][] = [];
+      for (const group of broker.offsets.groupIds()) {
+        for (const { topic, partition, committed } of broker.offsets.committedOf(group)) {
+          const nextOffset = nextOffsets.get(`${topic}/${partition}`);
+          if (nextOffset === undefined) continue;
+          series.push([{ group, topic, partition: String(partition) }, read(committed.offset, nextOffset)]);
+        }
+      }
+      return series;
+    });
+  groupGauge(
+    "booblik_group_committed_offset",
+    "A consumer group's committed offset per partition.",
+    (c) => c,
+  );
+  groupGauge(
+    "booblik_group_lag",
+    "Records a consumer group has not committed yet: the partition's next offset minus the committed offset (0 when the commit is beyond it).",
+    (committed, nextOffset) => Math.max(0, nextOffset - committed),
+  );
   registry.register(
     "process_resident_memory_bytes",
     "gauge",

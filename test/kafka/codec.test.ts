@@ -16,6 +16,16 @@ import {
 } from "../../src/kafka/apis.ts";
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "../../src/kafka/codec.ts";
 import {
+  decodeDescribeGroupsRequest,
+  decodeHeartbeatRequest,
+  decodeJoinGroupRequest,
+  decodeLeaveGroupRequest,
+  decodeListGroupsRequest,
+  decodeOffsetCommitRequest,
+  decodeOffsetFetchRequest,
+  decodeSyncGroupRequest,
+} from "../../src/kafka/group-messages.ts";
+import {
   AUTHORIZED_OPERATIONS_OMITTED,
   decodeApiVersionsRequest,
   decodeCreateTopicsRequest,
@@ -55,6 +65,14 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.CREATE_TOPICS]: decodeCreateTopicsRequest,
   [KAFKA_API.DELETE_TOPICS]: decodeDeleteTopicsRequest,
   [KAFKA_API.INIT_PRODUCER_ID]: decodeInitProducerIdRequest,
+  [KAFKA_API.OFFSET_COMMIT]: decodeOffsetCommitRequest,
+  [KAFKA_API.OFFSET_FETCH]: decodeOffsetFetchRequest,
+  [KAFKA_API.JOIN_GROUP]: decodeJoinGroupRequest,
+  [KAFKA_API.HEARTBEAT]: decodeHeartbeatRequest,
+  [KAFKA_API.LEAVE_GROUP]: decodeLeaveGroupRequest,
+  [KAFKA_API.SYNC_GROUP]: decodeSyncGroupRequest,
+  [KAFKA_API.DESCRIBE_GROUPS]: decodeDescribeGroupsRequest,
+  [KAFKA_API.LIST_GROUPS]: decodeListGroupsRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -653,7 +671,15 @@ describe("responses match Kafka's layouts field by field", () => {
       1: { min: 0, max: 11 },
       2: { min: 0, max: 5 },
       3: { min: 0, max: 8 },
+      8: { min: 0, max: 7 },
+      9: { min: 0, max: 5 },
       10: { min: 0, max: 2 },
+      11: { min: 0, max: 5 },
+      12: { min: 0, max: 3 },
+      13: { min: 0, max: 3 },
+      14: { min: 0, max: 3 },
+      15: { min: 0, max: 4 },
+      16: { min: 0, max: 2 },
       18: { min: 0, max: 3 },
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },

@@ -7,6 +7,7 @@ import { Broker } from "../../src/broker/broker.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { ADVERTISED_VERSIONS, KafkaHandler, type KafkaOutcome } from "../../src/kafka/handler.ts";
+import { encodeBatch } from "../../src/record/batch.ts";
 import { Random, testSeed } from "../helpers/random.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { Expect } from "./bytes.ts";
@@ -79,7 +80,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1)", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -88,6 +89,15 @@ describe("ApiVersions", () => {
       [2, 0, 5],
       [19, 0, 4],
       [20, 0, 3],
+      [10, 0, 2],
+      [11, 0, 5],
+      [14, 0, 3],
+      [12, 0, 3],
+      [13, 0, 3],
+      [8, 0, 7],
+      [9, 0, 5],
+      [16, 0, 2],
+      [15, 0, 4],
     ]);
   });
 });
@@ -112,8 +122,8 @@ describe("requests booblik does not answer", () => {
     expect(await close(header(0, 9))).toBe(
       "PRODUCE (API key 0) version 9 is not supported: served in versions 0-8",
     );
-    expect(await close(header(10, 2).str("g").i8(0))).toBe(
-      "FIND_COORDINATOR (API key 10) version 2 is not supported: not served",
+    expect(await close(header(11, 6))).toBe(
+      "JOIN_GROUP (API key 11) version 6 is not supported: served in versions 0-5",
     );
   });
 
@@ -399,5 +409,143 @@ describe("mutated frames of real clients", () => {
     // A mutated DeleteTopics names "made-by-kafkajs" or garbage: turning it into "kept" takes five byte
     // changes (the length and four letters), more than a round makes, so "kept" survives every round.
     expect(broker.describeTopic("kept").partitions.length).toBe(2);
+  });
+});
+
+describe("groups and committed offsets over bytes", () => {
+  /** OffsetCommit v2 (generation, member, retention) of one partition. */
+  const commit = (
+    group: string,
+    generation: number,
+    member: string,
+    topic: string,
+    partition: number,
+    metadata: string | null,
+  ) =>
+    header(8, 2)
+      .str(group)
+      .i32(generation)
+      .str(member)
+      .i64(-1)
+      .i32(1)
+      .str(topic)
+      .i32(1)
+      .i32(partition)
+      .i64(42)
+      .str(metadata);
+
+  const commitErrors = async (request: Expect): Promise<number[]> => {
+    const reader = await answer(request);
+    const errors: number[] = [];
+    const topics = reader.int32("topics");
+    for (let t = 0; t < topics; t++) {
+      reader.string("name");
+      const partitions = reader.int32("partitions");
+      for (let p = 0; p < partitions; p++) {
+        reader.int32("partition");
+        errors.push(reader.int16("error"));
+      }
+    }
+    reader.expectEnd("OffsetCommit response");
+    return errors;
+  };
+
+  test("FindCoordinator v0-2 answers this node at the advertised listener", async () => {
+    for (const version of [0, 1, 2]) {
+      const request = header(10, version).str("g");
+      if (version >= 1) request.i8(0);
+      const reader = await answer(request);
+      if (version >= 1) expect(reader.int32("throttle")).toBe(0);
+      expect(reader.int16("error")).toBe(0);
+      if (version >= 1) expect(reader.nullableString("message")).toBeNull();
+      expect([reader.int32("node"), reader.string("host"), reader.int32("port")]).toEqual([
+        1,
+        "kafka.example",
+        19092,
+      ]);
+      reader.expectEnd("response");
+    }
+  });
+
+  test("OffsetCommit: a simple commit (generation −1, no member) is stored and OffsetFetch v1 answers it; −1 where none", async () => {
+    broker.createTopic("t", { partitions: 2 });
+    expect(await commitErrors(commit("g", -1, "", "t", 1, "meta"))).toEqual([0]);
+    const reader = await answer(header(9, 1).str("g").i32(1).str("t").i32(2).i32(0).i32(1));
+    expect([reader.int32("topics"), reader.string("name"), reader.int32("partitions")]).toEqual([1, "t", 2]);
+    expect([
+      reader.int32("p"),
+      reader.int64("offset"),
+      reader.nullableString("m"),
+      reader.int16("e"),
+    ]).toEqual([0, -1, "", 0]);
+    expect([
+      reader.int32("p"),
+      reader.int64("offset"),
+      reader.nullableString("m"),
+      reader.int16("e"),
+    ]).toEqual([1, 42, "meta", 0]);
+    reader.expectEnd("OffsetFetch response");
+  });
+
+  test("OffsetCommit refusals per partition: unknown topic, metadata above 4096 bytes, an unknown member", async () => {
+    broker.createTopic("t");
+    expect(await commitErrors(commit("g", -1, "", "nope", 0, null))).toEqual([
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+    ]);
+    expect(await commitErrors(commit("g", -1, "", "t", 0, "x".repeat(4097)))).toEqual([
+      KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE,
+    ]);
+    expect(await commitErrors(commit("g", 3, "someone", "t", 0, null))).toEqual([
+      KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+    ]);
+    expect(broker.offsets.committedOf("g")).toEqual([]);
+  });
+
+  test("the offsets topic: Produce gets INVALID_TOPIC_EXCEPTION; Metadata lists it only by name, marked internal", async () => {
+    broker.createTopic("t");
+    await broker.offsets.commit("g", [
+      { topic: "t", partition: 0, offset: 1, leaderEpoch: -1, metadata: null },
+    ]);
+    const all = await answer(header(3, 1).i32(-1));
+    all.int32("brokers");
+    all.int32("node");
+    all.string("host");
+    all.int32("port");
+    all.nullableString("rack");
+    all.int32("controller");
+    expect([all.int32("topics"), all.int16("error"), all.string("name")]).toEqual([1, 0, "t"]);
+    const named = await answer(header(3, 1).i32(1).str("__consumer_offsets"));
+    named.int32("brokers");
+    named.int32("node");
+    named.string("host");
+    named.int32("port");
+    named.nullableString("rack");
+    named.int32("controller");
+    expect([
+      named.int32("topics"),
+      named.int16("error"),
+      named.string("name"),
+      named.boolean("internal"),
+    ]).toEqual([1, 0, "__consumer_offsets", true]);
+    const batch = encodeBatch([{ key: null, value: new Uint8Array([1]), timestamp: 0 }]);
+    const reader = await answer(
+      header(0, 3)
+        .str(null)
+        .i16(-1)
+        .i32(1000)
+        .i32(1)
+        .str("__consumer_offsets")
+        .i32(1)
+        .i32(0)
+        .i32(batch.length)
+        .raw(batch),
+    );
+    expect([
+      reader.int32("topics"),
+      reader.string("name"),
+      reader.int32("partitions"),
+      reader.int32("p"),
+      reader.int16("error"),
+    ]).toEqual([1, "__consumer_offsets", 1, 0, KAFKA_ERROR.INVALID_TOPIC_EXCEPTION]);
   });
 });

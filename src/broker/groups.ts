@@ -1,0 +1,583 @@
+/**
+ * The classic (eager) consumer-group coordinator, protocol-neutral: the Kafka listener's JoinGroup,
+ * SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups and DescribeGroups call it
+ * and map its error names to Kafka's codes. The state machine is kafka-wire.md §4 (Kafka's
+ * GroupCoordinator, as franz-go's kfake models it):
+ *
+ *   Empty ──join──▶ PreparingRebalance ──every member joined (or rebalance timeout)──▶
+ *   CompletingRebalance ──leader's SyncGroup──▶ Stable ──join of a new member, of the leader, or with
+ *   changed protocols; a leave; a session expiry──▶ PreparingRebalance
+ *
+ * Owns: groups with members (in memory only: after a restart members get UNKNOWN_MEMBER_ID and
+ * rejoin, as Kafka's clients do), generations, leader election, protocol selection, the session
+ * timer of each member and the rebalance timer of each group. Committed offsets are the broker's
+ * OffsetsStore (durable); this module only checks who may commit.
+ *
+ * Rules:
+ * - A JoinGroup is parked until every known member has rejoined (or the group's rebalance timeout,
+ *   the largest of its members', passed: members that did not rejoin are removed). Follower
+ *   SyncGroups are parked until the leader's arrives. Every parked request is answered: by the
+ *   rebalance, by a newer request of the same member (REBALANCE_IN_PROGRESS for the old one), by the
+ *   member's removal (UNKNOWN_MEMBER_ID), or at `close` (COORDINATOR_NOT_AVAILABLE).
+ * - A member's session timer runs while it is not parked in JoinGroup; every JoinGroup, SyncGroup,
+ *   Heartbeat and OffsetCommit of it restarts the timer. On expiry the member is removed and the
+ *   group rebalances.
+ * - From JoinGroup v4 on, a member without an id gets MEMBER_ID_REQUIRED with its new id and must
+ *   join again with it (KIP-394); the id is remembered for one session timeout.
+ * - An Empty group is forgotten (its committed offsets stay in the OffsetsStore): generations start
+ *   again from 0, which is safe because member ids are never reused.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  GROUP_MEMBERS_MAX,
+  GROUP_REBALANCE_TIMEOUT_MS_MAX,
+  GROUP_SESSION_TIMEOUT_MS_MAX,
+  GROUP_SESSION_TIMEOUT_MS_MIN,
+  GROUPS_MAX,
+} from "../domain/limits.ts";
+import { groupIdProblem } from "./offsets-store.ts";
+
+export type GroupState = "Empty" | "PreparingRebalance" | "CompletingRebalance" | "Stable" | "Dead";
+
+/** Outcomes with Kafka's names (the Kafka listener maps them to codes, src/kafka/apis.ts). */
+export type GroupError =
+  | "NONE"
+  | "COORDINATOR_NOT_AVAILABLE"
+  | "ILLEGAL_GENERATION"
+  | "INCONSISTENT_GROUP_PROTOCOL"
+  | "INVALID_GROUP_ID"
+  | "UNKNOWN_MEMBER_ID"
+  | "INVALID_SESSION_TIMEOUT"
+  | "REBALANCE_IN_PROGRESS"
+  | "GROUP_MAX_SIZE_REACHED"
+  | "MEMBER_ID_REQUIRED";
+
+export interface GroupProtocol {
+  name: string;
+  metadata: Uint8Array;
+}
+
+export interface JoinRequest {
+  groupId: string;
+  /** "" for a member joining for the first time. */
+  memberId: string;
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  protocolType: string;
+  protocols: readonly GroupProtocol[];
+  clientId: string;
+  clientHost: string;
+  /** JoinGroup v4+: a member without an id gets MEMBER_ID_REQUIRED first (KIP-394). */
+  requireKnownMemberId: boolean;
+}
+
+export interface JoinResult {
+  error: GroupError;
+  generationId: number;
+  protocolName: string;
+  leaderId: string;
+  memberId: string;
+  /** Only the leader gets the members and their metadata for the chosen protocol. */
+  members: { memberId: string; metadata: Uint8Array }[];
+}
+
+export interface SyncResult {
+  error: GroupError;
+  assignment: Uint8Array;
+}
+
+export interface GroupSummary {
+  groupId: string;
+  protocolType: string;
+  state: GroupState;
+}
+
+export interface GroupDescription extends GroupSummary {
+  /** The chosen protocol (assignor) name, "" before the first rebalance completes. */
+  protocol: string;
+  members: {
+    memberId: string;
+    clientId: string;
+    clientHost: string;
+    metadata: Uint8Array;
+    assignment: Uint8Array;
+  }[];
+}
+
+export interface CoordinatorOptions {
+  /** Kafka's group.min/max.session.timeout.ms; tests lower the minimum. */
+  sessionTimeoutMsMin?: number;
+  sessionTimeoutMsMax?: number;
+}
+
+const EMPTY = new Uint8Array(0);
+
+interface Member {
+  id: string;
+  clientId: string;
+  clientHost: string;
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  protocolType: string;
+  protocols: readonly GroupProtocol[];
+  assignment: Uint8Array;
+  parkedJoin: ((result: JoinResult) => void) | undefined;
+  parkedSync: ((result: SyncResult) => void) | undefined;
+  sessionTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+class Group {
+  readonly id: string;
+  state: GroupState = "Empty";
+  generationId = 0;
+  protocolType = "";
+  protocol = "";
+  leaderId = "";
+  readonly members = new Map<string, Member>();
+  /** Ids handed out with MEMBER_ID_REQUIRED, until they join or their timer ends. */
+  readonly pendingMemberIds = new Map<string, ReturnType<typeof setTimeout>>();
+  rebalanceTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(id: string) {
+    this.id = id;
+  }
+}
+
+function sameProtocols(a: readonly GroupProtocol[], b: readonly GroupProtocol[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.metadata.length !== y.metadata.length) return false;
+    for (let j = 0; j < x.metadata.length; j++) if (x.metadata[j] !== y.metadata[j]) return false;
+  }
+  return true;
+}
+
+function failedJoin(error: GroupError, memberId: string): JoinResult {
+  return { error, generationId: -1, protocolName: "", leaderId: "", memberId, members: [] };
+}
+
+export class GroupCoordinator {
+  private readonly groups = new Map<string, Group>();
+  private readonly sessionTimeoutMsMin: number;
+  private readonly sessionTimeoutMsMax: number;
+  private closed = false;
+
+  constructor(options: CoordinatorOptions = {}) {
+    this.sessionTimeoutMsMin = options.sessionTimeoutMsMin ?? GROUP_SESSION_TIMEOUT_MS_MIN;
+    this.sessionTimeoutMsMax = options.sessionTimeoutMsMax ?? GROUP_SESSION_TIMEOUT_MS_MAX;
+  }
+
+  // --- JoinGroup ---------------------------------------------------------------------------------
+
+  join(request: JoinRequest): Promise<JoinResult> {
+    if (this.closed) return Promise.resolve(failedJoin("COORDINATOR_NOT_AVAILABLE", request.memberId));
+    if (groupIdProblem(request.groupId) !== undefined)
+      return Promise.resolve(failedJoin("INVALID_GROUP_ID", request.memberId));
+    if (
+      request.sessionTimeoutMs < this.sessionTimeoutMsMin ||
+      request.sessionTimeoutMs > this.sessionTimeoutMsMax ||
+      request.rebalanceTimeoutMs < 0 ||
+      request.rebalanceTimeoutMs > GROUP_REBALANCE_TIMEOUT_MS_MAX
+    )
+      return Promise.resolve(failedJoin("INVALID_SESSION_TIMEOUT", request.memberId));
+    if (request.protocols.length === 0 || request.protocolType === "")
+      return Promise.resolve(failedJoin("INCONSISTENT_GROUP_PROTOCOL", request.memberId));
+    let group = this.groups.get(request.groupId);
+    if (group === undefined) {
+      if (request.memberId !== "") return Promise.resolve(failedJoin("UNKNOWN_MEMBER_ID", request.memberId));
+      if (this.groups.size >= GROUPS_MAX)
+        return Promise.resolve(failedJoin("COORDINATOR_NOT_AVAILABLE", request.memberId));
+      group = new Group(request.groupId);
+      this.groups.set(group.id, group);
+    }
+    if (!this.protocolsFit(group, request)) {
+      this.forgetIfEmpty(group);
+      return Promise.resolve(failedJoin("INCONSISTENT_GROUP_PROTOCOL", request.memberId));
+    }
+    if (request.memberId === "") return this.joinNew(group, request);
+    const pending = group.pendingMemberIds.get(request.memberId);
+    if (pending !== undefined) {
+      clearTimeout(pending);
+      group.pendingMemberIds.delete(request.memberId);
+      return this.addMemberAndRebalance(group, request, request.memberId);
+    }
+    const member = group.members.get(request.memberId);
+    if (member === undefined) return Promise.resolve(failedJoin("UNKNOWN_MEMBER_ID", request.memberId));
+    return this.rejoin(group, member, request);
+  }
+
+  /** A member's protocol type and at least one of its protocols fit the group's members. */
+  private protocolsFit(group: Group, request: JoinRequest): boolean {
+    if (group.members.size === 0) return true;
+    if (request.protocolType !== group.protocolType) return false;
+    const others = [...group.members.values()].filter((m) => m.id !== request.memberId);
+    if (others.length === 0) return true;
+    return request.protocols.some((p) => others.every((m) => m.protocols.some((q) => q.name === p.name)));
+  }
+
+  private joinNew(group: Group, request: JoinRequest): Promise<JoinResult> {
+    if (group.members.size + group.pendingMemberIds.size >= GROUP_MEMBERS_MAX)
+      return Promise.resolve(failedJoin("GROUP_MAX_SIZE_REACHED", ""));
+    const memberId = `${request.clientId}-${randomUUID()}`;
+    if (request.requireKnownMemberId) {
+      // KIP-394: the member learns its id first, so a client that retries a lost JoinGroup does not
+      // leave a ghost member behind. The id is good for one session timeout.
+      const timer = setTimeout(() => {
+        group.pendingMemberIds.delete(memberId);
+        this.forgetIfEmpty(group);
+      }, request.sessionTimeoutMs);
+      timer.unref();
+      group.pendingMemberIds.set(memberId, timer);
+      return Promise.resolve(failedJoin("MEMBER_ID_REQUIRED", memberId));
+    }
+    return this.addMemberAndRebalance(group, request, memberId);
+  }
+
+  private addMemberAndRebalance(group: Group, request: JoinRequest, memberId: string): Promise<JoinResult> {
+    const member: Member = {
+      id: memberId,
+      clientId: request.clientId,
+      clientHost: request.clientHost,
+      sessionTimeoutMs: request.sessionTimeoutMs,
+      rebalanceTimeoutMs: request.rebalanceTimeoutMs,
+      protocolType: request.protocolType,
+      protocols: request.protocols,
+      assignment: EMPTY,
+      parkedJoin: undefined,
+      parkedSync: undefined,
+      sessionTimer: undefined,
+    };
+    if (group.members.size === 0) group.protocolType = request.protocolType;
+    group.members.set(memberId, member);
+    if (group.leaderId === "") group.leaderId = memberId;
+    const parked = this.park(member);
+    this.prepareRebalance(group);
+    this.tryCompleteJoin(group);
+    return parked;
+  }
+
+  private rejoin(group: Group, member: Member, request: JoinRequest): Promise<JoinResult> {
+    const changed = !sameProtocols(member.protocols, request.protocols);
+    member.protocols = request.protocols;
+    member.sessionTimeoutMs = request.sessionTimeoutMs;
+    member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
+    switch (group.state) {
+      case "PreparingRebalance": {
+        const parked = this.park(member);
+        this.tryCompleteJoin(group);
+        return parked;
+      }
+      case "CompletingRebalance":
+      case "Stable":
+        if (changed || member.id === group.leaderId || group.state === "Stable") {
+          // In Stable a rejoin with the same metadata from a follower could get its current state
+          // back (Kafka does that); a rebalance is what every client expects after a JoinGroup, and
+          // it is always correct, so booblik rebalances.
+          const parked = this.park(member);
+          this.prepareRebalance(group);
+          this.tryCompleteJoin(group);
+          return parked;
+        }
+        // CompletingRebalance, a follower with unchanged metadata: the answer it missed.
+        this.restartSession(group, member);
+        return Promise.resolve(this.joinResultFor(group, member));
+      default:
+        return Promise.resolve(failedJoin("UNKNOWN_MEMBER_ID", member.id));
+    }
+  }
+
+  /** Parks a member's JoinGroup (answering an older one of it); its session timer stops meanwhile. */
+  private park(member: Member): Promise<JoinResult> {
+    member.parkedJoin?.(failedJoin("REBALANCE_IN_PROGRESS", member.id));
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = undefined;
+    return new Promise((resolve) => {
+      member.parkedJoin = resolve;
+    });
+  }
+
+  private prepareRebalance(group: Group): void {
+    if (group.state === "CompletingRebalance") {
+      // Assignments of the generation that did not complete: parked followers must rejoin.
+      for (const member of group.members.values()) {
+        member.assignment = EMPTY;
+        const sync = member.parkedSync;
+        member.parkedSync = undefined;
+        sync?.({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
+      }
+    }
+    if (group.state === "Stable") for (const member of group.members.values()) member.assignment = EMPTY;
+    if (group.state !== "PreparingRebalance") {
+      group.state = "PreparingRebalance";
+      let timeoutMs = 0;
+      for (const member of group.members.values()) timeoutMs = Math.max(timeoutMs, member.rebalanceTimeoutMs);
+      if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+      group.rebalanceTimer = setTimeout(() => {
+        group.rebalanceTimer = undefined;
+        if (group.state === "PreparingRebalance") this.completeJoin(group);
+      }, timeoutMs);
+      group.rebalanceTimer.unref();
+    }
+  }
+
+  private tryCompleteJoin(group: Group): void {
+    if (group.state !== "PreparingRebalance") return;
+    for (const member of group.members.values()) if (member.parkedJoin === undefined) return;
+    this.completeJoin(group);
+  }
+
+  /** Ends a rebalance: members that did not rejoin are removed, then a new generation starts. */
+  private completeJoin(group: Group): void {
+    if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+    group.rebalanceTimer = undefined;
+    for (const member of [...group.members.values()])
+      if (member.parkedJoin === undefined) this.dropMember(group, member);
+    group.generationId++;
+    if (group.members.size === 0) {
+      group.state = "Empty";
+      group.protocol = "";
+      group.leaderId = "";
+      this.forgetIfEmpty(group);
+      return;
+    }
+    group.protocol = this.selectProtocol(group);
+    if (!group.members.has(group.leaderId)) group.leaderId = group.members.keys().next().value!;
+    group.state = "CompletingRebalance";
+    for (const member of group.members.values()) {
+      const join = member.parkedJoin!;
+      member.parkedJoin = undefined;
+      this.restartSession(group, member);
+      join(this.joinResultFor(group, member));
+    }
+  }
+
+  private joinResultFor(group: Group, member: Member): JoinResult {
+    const members =
+      member.id === group.leaderId
+        ? [...group.members.values()].map((m) => ({
+            memberId: m.id,
+            metadata: m.protocols.find((p) => p.name === group.protocol)?.metadata ?? EMPTY,
+          }))
+        : [];
+    return {
+      error: "NONE",
+      generationId: group.generationId,
+      protocolName: group.protocol,
+      leaderId: group.leaderId,
+      memberId: member.id,
+      members,
+    };
+  }
+
+  /**
+   * The protocol every member supports, chosen by vote: each member votes for the first of its own
+   * protocols (in its order of preference) that all support; most votes wins, ties go to the
+   * leader's preference (Kafka's GroupMetadata.selectProtocol).
+   */
+  private selectProtocol(group: Group): string {
+    const members = [...group.members.values()];
+    const candidates = members[0]!.protocols
+      .map((p) => p.name)
+      .filter((name) => members.every((m) => m.protocols.some((p) => p.name === name)));
+    const votes = new Map<string, number>();
+    for (const member of members) {
+      const choice = member.protocols.find((p) => candidates.includes(p.name));
+      if (choice !== undefined) votes.set(choice.name, (votes.get(choice.name) ?? 0) + 1);
+    }
+    const leader = group.members.get(group.leaderId) ?? members[0]!;
+    let best = "";
+    let bestVotes = -1;
+    for (const protocol of leader.protocols) {
+      const count = votes.get(protocol.name) ?? -1;
+      if (count > bestVotes) {
+        best = protocol.name;
+        bestVotes = count;
+      }
+    }
+    return bestVotes > 0 ? best : (candidates[0] ?? "");
+  }
+
+  // --- SyncGroup, Heartbeat, LeaveGroup ----------------------------------------------------------
+
+  sync(
+    groupId: string,
+    generationId: number,
+    memberId: string,
+    assignments: readonly { memberId: string; assignment: Uint8Array }[],
+  ): Promise<SyncResult> {
+    const found = this.memberOf(groupId, memberId, generationId);
+    if (typeof found === "string") return Promise.resolve({ error: found, assignment: EMPTY });
+    const { group, member } = found;
+    if (group.state === "PreparingRebalance")
+      return Promise.resolve({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
+    this.restartSession(group, member);
+    if (group.state === "Stable") return Promise.resolve({ error: "NONE", assignment: member.assignment });
+    // CompletingRebalance: park; the leader's request completes everyone's.
+    member.parkedSync?.({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
+    const parked = new Promise<SyncResult>((resolve) => {
+      member.parkedSync = resolve;
+    });
+    if (member.id === group.leaderId) {
+      for (const m of group.members.values()) m.assignment = EMPTY;
+      for (const { memberId: id, assignment } of assignments) {
+        const target = group.members.get(id);
+        if (target !== undefined) target.assignment = assignment.slice();
+      }
+      group.state = "Stable";
+      for (const m of group.members.values()) {
+        const sync = m.parkedSync;
+        m.parkedSync = undefined;
+        sync?.({ error: "NONE", assignment: m.assignment });
+      }
+    }
+    return parked;
+  }
+
+  heartbeat(groupId: string, generationId: number, memberId: string): GroupError {
+    const found = this.memberOf(groupId, memberId, generationId);
+    if (typeof found === "string") return found;
+    this.restartSession(found.group, found.member);
+    return found.group.state === "PreparingRebalance" ? "REBALANCE_IN_PROGRESS" : "NONE";
+  }
+
+  /** Removes members (LeaveGroup); the group rebalances. One outcome per member id. */
+  leave(groupId: string, memberIds: readonly string[]): GroupError[] {
+    const group = this.groups.get(groupId);
+    return memberIds.map((memberId) => {
+      const member = group?.members.get(memberId);
+      if (group === undefined || member === undefined) return "UNKNOWN_MEMBER_ID";
+      this.removeMember(group, member);
+      return "NONE";
+    });
+  }
+
+  /**
+   * Whether `memberId` of `generationId` may commit offsets for the group now. Generation −1 with
+   * no member id is a "simple" commit (a consumer without group membership), allowed while the
+   * group has no members.
+   */
+  checkCommit(groupId: string, generationId: number, memberId: string): GroupError {
+    if (this.closed) return "COORDINATOR_NOT_AVAILABLE";
+    if (groupIdProblem(groupId) !== undefined) return "INVALID_GROUP_ID";
+    const group = this.groups.get(groupId);
+    if (generationId < 0 && memberId === "") {
+      return group === undefined || group.members.size === 0 ? "NONE" : "UNKNOWN_MEMBER_ID";
+    }
+    const found = this.memberOf(groupId, memberId, generationId);
+    if (typeof found === "string") return found;
+    if (found.group.state === "CompletingRebalance") return "REBALANCE_IN_PROGRESS";
+    this.restartSession(found.group, found.member);
+    return "NONE";
+  }
+
+  private memberOf(
+    groupId: string,
+    memberId: string,
+    generationId: number,
+  ): { group: Group; member: Member } | GroupError {
+    if (this.closed) return "COORDINATOR_NOT_AVAILABLE";
+    const group = this.groups.get(groupId);
+    const member = group?.members.get(memberId);
+    if (group === undefined || member === undefined) return "UNKNOWN_MEMBER_ID";
+    if (generationId !== group.generationId) return "ILLEGAL_GENERATION";
+    return { group, member };
+  }
+
+  // --- Members leaving ---------------------------------------------------------------------------
+
+  private restartSession(group: Group, member: Member): void {
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = setTimeout(() => {
+      member.sessionTimer = undefined;
+      // A member parked in JoinGroup has no running timer (park stops it); this one went silent.
+      if (group.members.get(member.id) === member) this.removeMember(group, member);
+    }, member.sessionTimeoutMs);
+    member.sessionTimer.unref();
+  }
+
+  /** Removes a member and rebalances what is left. */
+  private removeMember(group: Group, member: Member): void {
+    this.dropMember(group, member);
+    if (group.state === "Stable" || group.state === "CompletingRebalance") this.prepareRebalance(group);
+    if (group.members.size === 0 && group.state === "PreparingRebalance") {
+      this.completeJoin(group);
+      return;
+    }
+    this.tryCompleteJoin(group);
+  }
+
+  /** Takes a member out, answering what it has parked; no state change. */
+  private dropMember(group: Group, member: Member): void {
+    group.members.delete(member.id);
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = undefined;
+    const join = member.parkedJoin;
+    member.parkedJoin = undefined;
+    join?.(failedJoin("UNKNOWN_MEMBER_ID", member.id));
+    const sync = member.parkedSync;
+    member.parkedSync = undefined;
+    sync?.({ error: "UNKNOWN_MEMBER_ID", assignment: EMPTY });
+    if (group.leaderId === member.id) group.leaderId = group.members.keys().next().value ?? "";
+  }
+
+  private forgetIfEmpty(group: Group): void {
+    if (
+      group.members.size === 0 &&
+      group.pendingMemberIds.size === 0 &&
+      group.state !== "PreparingRebalance"
+    ) {
+      if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+      if (this.groups.get(group.id) === group) this.groups.delete(group.id);
+    }
+  }
+
+  // --- Inspection ----------------------------------------------------------------------------------
+
+  /** Groups with members (ListGroups adds the groups that only have committed offsets). */
+  list(): GroupSummary[] {
+    return [...this.groups.values()].map((group) => ({
+      groupId: group.id,
+      protocolType: group.protocolType,
+      state: group.state,
+    }));
+  }
+
+  /** A group with members, or undefined (the caller answers Empty or Dead). */
+  describe(groupId: string): GroupDescription | undefined {
+    const group = this.groups.get(groupId);
+    if (group === undefined) return undefined;
+    return {
+      groupId: group.id,
+      protocolType: group.protocolType,
+      state: group.state,
+      protocol: group.protocol,
+      members: [...group.members.values()].map((m) => ({
+        memberId: m.id,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        metadata: m.protocols.find((p) => p.name === group.protocol)?.metadata ?? EMPTY,
+        assignment: m.assignment,
+      })),
+    };
+  }
+
+  /** Answers every parked request COORDINATOR_NOT_AVAILABLE and stops every timer (broker stop). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const group of this.groups.values()) {
+      if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+      for (const timer of group.pendingMemberIds.values()) clearTimeout(timer);
+      for (const member of group.members.values()) {
+        if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+        member.parkedJoin?.(failedJoin("COORDINATOR_NOT_AVAILABLE", member.id));
+        member.parkedSync?.({ error: "COORDINATOR_NOT_AVAILABLE", assignment: EMPTY });
+        member.parkedJoin = undefined;
+        member.parkedSync = undefined;
+      }
+    }
+    this.groups.clear();
+  }
+}

@@ -1,0 +1,363 @@
+/**
+ * Committed offsets of consumer groups, stored in booblik's own log: the internal topic
+ * `__consumer_offsets` (OFFSETS_TOPIC_NAME; 1 partition, `force` durability), replayed at start into
+ * a map. Protocol-neutral: the Kafka listener's OffsetCommit/OffsetFetch use it, the native protocol
+ * is to use it the same way.
+ *
+ * Record layout (one Kafka record per committed partition; the topic holds ordinary RecordBatch v2):
+ *   key   = UTF-8 `group \0 topic \0 partition` (the partition in decimal). Group ids and topic names
+ *           cannot hold NUL (topic names are ASCII letters, digits, `._-`; group ids are refused when
+ *           they hold NUL), so the key splits back unambiguously.
+ *   value = UTF-8 JSON `{"offset":n,"leaderEpoch":n,"metadata":string|null,"commitTimestampMs":n}`,
+ *           or null: a tombstone, the commit of that key is deleted.
+ * Later records win (replay in offset order). The record's timestamp is the commit time.
+ *
+ * Invariants:
+ * - A commit resolves only after a force covered its records (the topic's `force` policy: Partition
+ *   resolves an append after GroupCommit's fdatasync). Only then does the map change, so OffsetFetch
+ *   never answers an offset that a machine crash could take back, and an acknowledged commit is in
+ *   the log on the next start.
+ * - One commit is one append (one or more batches, whole or nothing: Partition.append validates all
+ *   before writing any), so a multi-partition commit is not applied halfway.
+ * - The map entry of a key remembers the log offset of its record; an older record never overwrites
+ *   a newer one, whatever order forces resolve in.
+ * - Compaction by snapshot: once the topic has at least two sealed segments and at least as many
+ *   records were written since the last snapshot as there are live commits, every live commit of
+ *   the map is appended again (one append, at offsets ≥ S), and after the force that covers it the
+ *   sealed segments wholly below K are deleted (PartitionLog.applyRetention, keepFromOffset K),
+ *   where K = min(S, the first offset of every commit appended but not yet forced when the snapshot
+ *   was taken). Safe because replay lets later records win: every record below K belongs to a
+ *   commit already in the map (so the snapshot repeats it, or a later record supersedes it) or to a
+ *   commit never acknowledged. A commit leaves the in-flight set and enters the map in one
+ *   synchronous step, and the snapshot is built and appended in another, so nothing slips between.
+ *   A failed compaction deletes nothing. Replay at start reads about the live commits plus two
+ *   segments.
+ */
+import { BooblikError, CorruptRecordError } from "../domain/errors.ts";
+import {
+  COMMIT_METADATA_BYTES_MAX,
+  COMMIT_RECORDS_PER_BATCH_MAX,
+  FETCH_BYTES_DEFAULT,
+  GROUP_ID_BYTES_MAX,
+  OFFSETS_TOPIC_NAME,
+} from "../domain/limits.ts";
+import { encodeBatch, forEachRecord, type RecordInput, recordKey, recordValue } from "../record/batch.ts";
+import { newEntryScanResult, scanEntries } from "../record/entries.ts";
+import type { Partition } from "./partition.ts";
+
+/** One committed offset, as OffsetFetch answers it. */
+export interface CommittedOffset {
+  offset: number;
+  /** −1: none (booblik stamps no leader epochs, common.md §2). */
+  leaderEpoch: number;
+  metadata: string | null;
+  commitTimestampMs: number;
+}
+
+/** One partition's commit, as OffsetCommit carries it. */
+export interface OffsetCommitEntry {
+  topic: string;
+  partition: number;
+  offset: number;
+  leaderEpoch: number;
+  metadata: string | null;
+}
+
+interface StoredOffset extends CommittedOffset {
+  /** The record's offset in the offsets topic: a record never overwrites a later one. */
+  logOffset: number;
+}
+
+const ENCODER = new TextEncoder();
+const DECODER = new TextDecoder("utf-8", { fatal: true });
+const SEPARATOR = "\0";
+
+/** The reason a group id cannot be used, or undefined. */
+export function groupIdProblem(groupId: string): string | undefined {
+  if (groupId.length === 0) return "the group id is empty";
+  if (groupId.includes(SEPARATOR)) return "the group id contains a NUL character";
+  if (ENCODER.encode(groupId).length > GROUP_ID_BYTES_MAX)
+    return `the group id is longer than ${GROUP_ID_BYTES_MAX} bytes`;
+  return undefined;
+}
+
+/** The reason commit metadata cannot be stored, or undefined (Kafka: OFFSET_METADATA_TOO_LARGE). */
+export function metadataProblem(metadata: string | null): string | undefined {
+  if (metadata !== null && ENCODER.encode(metadata).length > COMMIT_METADATA_BYTES_MAX)
+    return `commit metadata is longer than ${COMMIT_METADATA_BYTES_MAX} bytes (offset.metadata.max.bytes)`;
+  return undefined;
+}
+
+function keyOf(group: string, topic: string, partition: number): string {
+  return `${group}${SEPARATOR}${topic}${SEPARATOR}${partition}`;
+}
+
+export class OffsetsStore {
+  /** group → "topic\0partition" → committed offset. */
+  private readonly groups = new Map<string, Map<string, StoredOffset>>();
+  private readonly partitionOf: () => Partition;
+  /** Records replayed at open (for tests and the open report). */
+  readonly replayedRecords: number;
+  /** First log offset of every commit appended and not yet in the map (compaction keeps them). */
+  private readonly inFlight = new Set<number>();
+  private compacting = false;
+  /** Records appended since the last snapshot (at open: every record replayed). */
+  private recordsSinceSnapshot = 0;
+  /** Snapshots completed (for tests). */
+  compactions = 0;
+
+  /**
+   * Replays the offsets topic's visible records into the map. `partition` gives partition 0 of the
+   * offsets topic, creating the topic on first use (so a broker that never saw a group has none).
+   * `existing` is that partition when the topic exists at open.
+   */
+  constructor(partitionOf: () => Partition, existing: Partition | undefined) {
+    this.partitionOf = partitionOf;
+    this.replayedRecords = existing === undefined ? 0 : this.replay(existing);
+    this.recordsSinceSnapshot = this.replayedRecords;
+  }
+
+  private replay(partition: Partition): number {
+    let offset = partition.logStartOffset;
+    const end = partition.visibleNextOffset;
+    let records = 0;
+    const scan = newEntryScanResult();
+    while (offset < end) {
+      const read = partition.read(offset, FETCH_BYTES_DEFAULT);
+      if (read.recordCount === 0) break;
+      const bytes = read.records;
+      scanEntries(bytes, 0, bytes.length, { framing: "framed", verifyCrc: false }, scan, (_e, start, stop) =>
+        forEachRecord(bytes, start, stop, (record) => {
+          if (record.offset < offset) return;
+          this.apply(recordKey(record), recordValue(record), record.offset, record.timestamp);
+          records++;
+        }),
+      );
+      if (scan.stop !== "end")
+        throw new CorruptRecordError(
+          `${OFFSETS_TOPIC_NAME}: entries stop at byte ${scan.endPosition} of a read from offset ${offset}: ${scan.stop} (${scan.detail})`,
+          scan.endPosition,
+        );
+      offset = read.firstOffset + read.recordCount;
+    }
+    return records;
+  }
+
+  /** Applies one record of the offsets topic (replay, and a commit once forced). */
+  private apply(
+    key: Uint8Array | null,
+    value: Uint8Array | null,
+    logOffset: number,
+    timestampMs: number,
+  ): void {
+    if (key === null)
+      throw new CorruptRecordError(`${OFFSETS_TOPIC_NAME}: record ${logOffset} has no key`, 0);
+    const text = DECODER.decode(key);
+    const first = text.indexOf(SEPARATOR);
+    const second = text.indexOf(SEPARATOR, first + 1);
+    if (first < 1 || second < 0)
+      throw new CorruptRecordError(
+        `${OFFSETS_TOPIC_NAME}: record ${logOffset} has the key ${JSON.stringify(text)}, not group\\0topic\\0partition`,
+        0,
+      );
+    const group = text.slice(0, first);
+    const partitionKey = text.slice(first + 1);
+    let offsets = this.groups.get(group);
+    const existing = offsets?.get(partitionKey);
+    if (existing !== undefined && existing.logOffset > logOffset) return;
+    if (value === null) {
+      offsets?.delete(partitionKey);
+      if (offsets?.size === 0) this.groups.delete(group);
+      return;
+    }
+    const parsed = JSON.parse(DECODER.decode(value)) as Partial<CommittedOffset>;
+    if (typeof parsed.offset !== "number")
+      throw new CorruptRecordError(
+        `${OFFSETS_TOPIC_NAME}: record ${logOffset} has no offset in its value`,
+        0,
+      );
+    if (offsets === undefined) {
+      offsets = new Map();
+      this.groups.set(group, offsets);
+    }
+    offsets.set(partitionKey, {
+      offset: parsed.offset,
+      leaderEpoch: parsed.leaderEpoch ?? -1,
+      metadata: parsed.metadata ?? null,
+      commitTimestampMs: parsed.commitTimestampMs ?? timestampMs,
+      logOffset,
+    });
+  }
+
+  /**
+   * Stores the commits of one group; resolves after a force covered them (then OffsetFetch answers
+   * them). Whole request or nothing. Callers check group ids and metadata first (groupIdProblem,
+   * metadataProblem); this throws INVALID_ARGUMENT for what they missed.
+   */
+  async commit(group: string, entries: readonly OffsetCommitEntry[], nowMs = Date.now()): Promise<void> {
+    if (entries.length === 0) return;
+    const problem = groupIdProblem(group);
+    if (problem !== undefined) throw new BooblikError("INVALID_ARGUMENT", problem);
+    const records: RecordInput[] = entries.map((entry) => {
+      const metadataTooLarge = metadataProblem(entry.metadata);
+      if (metadataTooLarge !== undefined) throw new BooblikError("INVALID_ARGUMENT", metadataTooLarge);
+      const value: CommittedOffset = {
+        offset: entry.offset,
+        leaderEpoch: entry.leaderEpoch,
+        metadata: entry.metadata,
+        commitTimestampMs: nowMs,
+      };
+      return {
+        key: ENCODER.encode(keyOf(group, entry.topic, entry.partition)),
+        value: ENCODER.encode(JSON.stringify(value)),
+        timestamp: nowMs,
+      };
+    });
+    await this.appendRecords(records);
+  }
+
+  /** Deletes every committed offset of a group (tombstones); resolves after the force. */
+  async deleteGroup(group: string): Promise<void> {
+    const offsets = this.groups.get(group);
+    if (offsets === undefined) return;
+    const nowMs = Date.now();
+    await this.appendRecords(
+      [...offsets.keys()].map((partitionKey) => ({
+        key: ENCODER.encode(`${group}${SEPARATOR}${partitionKey}`),
+        value: null,
+        timestamp: nowMs,
+      })),
+    );
+  }
+
+  private async appendRecords(records: readonly RecordInput[]): Promise<void> {
+    const batches: Uint8Array[] = [];
+    for (let start = 0; start < records.length; start += COMMIT_RECORDS_PER_BATCH_MAX)
+      batches.push(encodeBatch(records.slice(start, start + COMMIT_RECORDS_PER_BATCH_MAX)));
+    const bytes = batches.length === 1 ? batches[0]! : concat(batches);
+    const partition = this.partitionOf();
+    // appendInternal appends synchronously before its first await: from here the records are in
+    // the log but not forced (inFlight keeps compaction away until they are in the map).
+    const firstOffset = partition.log.nextOffset;
+    this.inFlight.add(firstOffset);
+    let ack: Awaited<ReturnType<Partition["appendInternal"]>>;
+    try {
+      ack = await partition.appendInternal(bytes);
+    } finally {
+      this.inFlight.delete(firstOffset);
+    }
+    this.recordsSinceSnapshot += records.length;
+    // Forced: now the map may say so. Records in order, offsets from the acknowledgement.
+    let logOffset = ack.firstOffset;
+    for (const record of records) this.apply(record.key, record.value, logOffset++, record.timestamp);
+    this.maybeCompact(partition);
+  }
+
+  private liveCount(): number {
+    let count = 0;
+    for (const offsets of this.groups.values()) count += offsets.size;
+    return count;
+  }
+
+  /** Starts a compaction when it is due and safe (see the header); never waits, never throws. */
+  private maybeCompact(partition: Partition): void {
+    if (this.compacting || partition.log.segmentCount < 3) return;
+    const live = this.liveCount();
+    if (this.recordsSinceSnapshot < Math.max(live, 1)) return;
+    const records: RecordInput[] = [];
+    for (const [group, offsets] of this.groups) {
+      for (const [partitionKey, stored] of offsets) {
+        records.push({
+          key: ENCODER.encode(`${group}${SEPARATOR}${partitionKey}`),
+          value: ENCODER.encode(JSON.stringify(publicOf(stored))),
+          timestamp: stored.commitTimestampMs,
+        });
+      }
+    }
+    this.compacting = true;
+    // K: below the snapshot, and below every commit not yet in the map.
+    let keepFrom: number = partition.log.nextOffset;
+    for (const offset of this.inFlight) keepFrom = Math.min(keepFrom, offset);
+    let snapshot: Promise<number>;
+    if (records.length === 0) {
+      // Nothing live: every record below K is garbage.
+      snapshot = Promise.resolve(keepFrom);
+    } else {
+      // One append per batch, all started in this synchronous step: a snapshot larger than a
+      // segment still fits (one append must fit one segment), and they share the next force.
+      const appends: Promise<void>[] = [];
+      for (let start = 0; start < records.length; start += COMMIT_RECORDS_PER_BATCH_MAX) {
+        const chunk = records.slice(start, start + COMMIT_RECORDS_PER_BATCH_MAX);
+        appends.push(
+          partition.appendInternal(encodeBatch(chunk)).then((ack) => {
+            let logOffset = ack.firstOffset;
+            for (const record of chunk) this.apply(record.key, record.value, logOffset++, record.timestamp);
+          }),
+        );
+      }
+      snapshot = Promise.all(appends).then(() => keepFrom);
+    }
+    this.recordsSinceSnapshot = 0;
+    snapshot
+      .then((snapshotOffset) => {
+        partition.log.applyRetention({ retentionBytes: 0, keepFromOffset: snapshotOffset });
+        this.compactions++;
+      })
+      .catch(() => {
+        // The partition failed (it refuses appends with the cause from now on) or the broker is
+        // closing: nothing was deleted, the next commit says what is wrong.
+        this.recordsSinceSnapshot = 0;
+      })
+      .finally(() => {
+        this.compacting = false;
+      });
+  }
+
+  /** The committed offset of one partition, or undefined. */
+  committed(group: string, topic: string, partition: number): CommittedOffset | undefined {
+    const stored = this.groups.get(group)?.get(`${topic}${SEPARATOR}${partition}`);
+    return stored === undefined ? undefined : publicOf(stored);
+  }
+
+  /** Every committed offset of a group, by topic and partition (sorted). */
+  committedOf(group: string): { topic: string; partition: number; committed: CommittedOffset }[] {
+    const offsets = this.groups.get(group);
+    if (offsets === undefined) return [];
+    return [...offsets]
+      .map(([partitionKey, stored]) => {
+        const at = partitionKey.lastIndexOf(SEPARATOR);
+        return {
+          topic: partitionKey.slice(0, at),
+          partition: Number(partitionKey.slice(at + 1)),
+          committed: publicOf(stored),
+        };
+      })
+      .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+  }
+
+  /** Groups that have committed offsets. */
+  groupIds(): string[] {
+    return [...this.groups.keys()].sort();
+  }
+}
+
+function publicOf(stored: StoredOffset): CommittedOffset {
+  return {
+    offset: stored.offset,
+    leaderEpoch: stored.leaderEpoch,
+    metadata: stored.metadata,
+    commitTimestampMs: stored.commitTimestampMs,
+  };
+}
+
+function concat(pieces: readonly Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
+  const joined = new Uint8Array(length);
+  let at = 0;
+  for (const piece of pieces) {
+    joined.set(piece, at);
+    at += piece.length;
+  }
+  return joined;
+}

@@ -1,0 +1,395 @@
+/**
+ * Request decoders and response encoders of the Kafka group APIs booblik's listener speaks, sans
+ * I/O: OffsetCommit (8) 0-7, OffsetFetch (9) 0-5, JoinGroup (11) 0-5, Heartbeat (12) 0-3,
+ * LeaveGroup (13) 0-3, SyncGroup (14) 0-3, DescribeGroups (15) 0-4, ListGroups (16) 0-2: the
+ * non-flexible versions, which cover what kcat (librdkafka 2.0.2) and kafkajs 2.2.4 send
+ * (kafka-wire.md §1.2). FindCoordinator is in messages.ts. Field lists follow apache/kafka's
+ * message JSON files (clients/src/main/resources/common/message/<Name>Request.json and
+ * <Name>Response.json); "(vN+)" marks a field that exists from version N on.
+ *
+ * Invariants: as messages.ts (a decoder reads exactly its request or throws KafkaProtocolError with
+ * the byte position; byte fields are views into the frame; an encoder writes a whole frame).
+ */
+import { beginResponse, endResponse, KAFKA_API, type KafkaApiKey, responseHeaderVersion } from "./apis.ts";
+import type { KafkaReader, KafkaWriter } from "./codec.ts";
+
+const STRING_BYTES_MIN = 2;
+const INT32_BYTES = 4;
+const BYTES_MIN = 4;
+const EMPTY = new Uint8Array(0);
+
+function begin(writer: KafkaWriter, apiKey: KafkaApiKey, version: number, correlationId: number): number {
+  return beginResponse(writer, correlationId, responseHeaderVersion(apiKey, version));
+}
+
+function bytes(reader: KafkaReader, field: string): Uint8Array {
+  return reader.nullableBytes(field) ?? EMPTY;
+}
+
+// --- JoinGroup (11) ------------------------------------------------------------------------------
+
+export interface JoinGroupRequest {
+  groupId: string;
+  sessionTimeoutMs: number;
+  /** (v1+; v0: the session timeout, as Kafka does) */
+  rebalanceTimeoutMs: number;
+  memberId: string;
+  /** (v5+) static membership: not supported, refused by the handler when not null. */
+  groupInstanceId: string | null;
+  protocolType: string;
+  protocols: { name: string; metadata: Uint8Array }[];
+}
+
+export function decodeJoinGroupRequest(reader: KafkaReader, version: number): JoinGroupRequest {
+  const groupId = reader.string("group_id");
+  const sessionTimeoutMs = reader.int32("session_timeout_ms");
+  const rebalanceTimeoutMs = version >= 1 ? reader.int32("rebalance_timeout_ms") : sessionTimeoutMs;
+  const memberId = reader.string("member_id");
+  const groupInstanceId = version >= 5 ? reader.nullableString("group_instance_id") : null;
+  const protocolType = reader.string("protocol_type");
+  const count = reader.arrayCount("protocols", STRING_BYTES_MIN + BYTES_MIN);
+  const protocols: JoinGroupRequest["protocols"] = [];
+  for (let i = 0; i < count; i++) {
+    const name = reader.string("protocol name");
+    protocols.push({ name, metadata: bytes(reader, "protocol metadata") });
+  }
+  reader.expectEnd("JoinGroup request");
+  return {
+    groupId,
+    sessionTimeoutMs,
+    rebalanceTimeoutMs,
+    memberId,
+    groupInstanceId,
+    protocolType,
+    protocols,
+  };
+}
+
+export interface JoinGroupResponse {
+  errorCode: number;
+  generationId: number;
+  protocolName: string;
+  leader: string;
+  memberId: string;
+  members: readonly { memberId: string; metadata: Uint8Array }[];
+}
+
+export function encodeJoinGroupResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  response: JoinGroupResponse,
+): void {
+  const start = begin(writer, KAFKA_API.JOIN_GROUP, version, correlationId);
+  if (version >= 2) writer.int32(0); // throttle_time_ms
+  writer.int16(response.errorCode).int32(response.generationId);
+  writer.string(response.protocolName).string(response.leader).string(response.memberId);
+  writer.arrayCount(response.members.length);
+  for (const member of response.members) {
+    writer.string(member.memberId);
+    if (version >= 5) writer.nullableString(null); // group_instance_id
+    writer.nullableBytes(member.metadata);
+  }
+  endResponse(writer, start);
+}
+
+// --- SyncGroup (14) ------------------------------------------------------------------------------
+
+export interface SyncGroupRequest {
+  groupId: string;
+  generationId: number;
+  memberId: string;
+  /** (v3+) */
+  groupInstanceId: string | null;
+  assignments: { memberId: string; assignment: Uint8Array }[];
+}
+
+export function decodeSyncGroupRequest(reader: KafkaReader, version: number): SyncGroupRequest {
+  const groupId = reader.string("group_id");
+  const generationId = reader.int32("generation_id");
+  const memberId = reader.string("member_id");
+  const groupInstanceId = version >= 3 ? reader.nullableString("group_instance_id") : null;
+  const count = reader.arrayCount("assignments", STRING_BYTES_MIN + BYTES_MIN);
+  const assignments: SyncGroupRequest["assignments"] = [];
+  for (let i = 0; i < count; i++) {
+    const id = reader.string("assignment member_id");
+    assignments.push({ memberId: id, assignment: bytes(reader, "assignment") });
+  }
+  reader.expectEnd("SyncGroup request");
+  return { groupId, generationId, memberId, groupInstanceId, assignments };
+}
+
+export function encodeSyncGroupResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  response: { errorCode: number; assignment: Uint8Array },
+): void {
+  const start = begin(writer, KAFKA_API.SYNC_GROUP, version, correlationId);
+  if (version >= 1) writer.int32(0); // throttle_time_ms
+  writer.int16(response.errorCode).nullableBytes(response.assignment);
+  endResponse(writer, start);
+}
+
+// --- Heartbeat (12) ------------------------------------------------------------------------------
+
+export interface HeartbeatRequest {
+  groupId: string;
+  generationId: number;
+  memberId: string;
+}
+
+export function decodeHeartbeatRequest(reader: KafkaReader, version: number): HeartbeatRequest {
+  const groupId = reader.string("group_id");
+  const generationId = reader.int32("generation_id");
+  const memberId = reader.string("member_id");
+  if (version >= 3) reader.nullableString("group_instance_id");
+  reader.expectEnd("Heartbeat request");
+  return { groupId, generationId, memberId };
+}
+
+export function encodeHeartbeatResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  errorCode: number,
+): void {
+  const start = begin(writer, KAFKA_API.HEARTBEAT, version, correlationId);
+  if (version >= 1) writer.int32(0); // throttle_time_ms
+  writer.int16(errorCode);
+  endResponse(writer, start);
+}
+
+// --- LeaveGroup (13) -----------------------------------------------------------------------------
+
+export interface LeaveGroupRequest {
+  groupId: string;
+  /** v0-2: the one member_id; v3+: the members array. */
+  memberIds: string[];
+}
+
+export function decodeLeaveGroupRequest(reader: KafkaReader, version: number): LeaveGroupRequest {
+  const groupId = reader.string("group_id");
+  const memberIds: string[] = [];
+  if (version < 3) memberIds.push(reader.string("member_id"));
+  else {
+    const count = reader.arrayCount("members", STRING_BYTES_MIN + STRING_BYTES_MIN);
+    for (let i = 0; i < count; i++) {
+      memberIds.push(reader.string("member_id"));
+      reader.nullableString("group_instance_id");
+    }
+  }
+  reader.expectEnd("LeaveGroup request");
+  return { groupId, memberIds };
+}
+
+export function encodeLeaveGroupResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  response: { errorCode: number; members: readonly { memberId: string; errorCode: number }[] },
+): void {
+  const start = begin(writer, KAFKA_API.LEAVE_GROUP, version, correlationId);
+  if (version >= 1) writer.int32(0); // throttle_time_ms
+  writer.int16(response.errorCode);
+  if (version >= 3) {
+    writer.arrayCount(response.members.length);
+    for (const member of response.members)
+      writer.string(member.memberId).nullableString(null).int16(member.errorCode);
+  }
+  endResponse(writer, start);
+}
+
+// --- OffsetCommit (8) ----------------------------------------------------------------------------
+
+export interface OffsetCommitRequest {
+  groupId: string;
+  /** (v1+; −1 before) */
+  generationId: number;
+  /** (v1+; "" before) */
+  memberId: string;
+  topics: {
+    name: string;
+    partitions: { partition: number; offset: number; leaderEpoch: number; metadata: string | null }[];
+  }[];
+}
+
+export function decodeOffsetCommitRequest(reader: KafkaReader, version: number): OffsetCommitRequest {
+  const groupId = reader.string("group_id");
+  const generationId = version >= 1 ? reader.int32("generation_id") : -1;
+  const memberId = version >= 1 ? reader.string("member_id") : "";
+  if (version >= 2 && version <= 4) reader.int64("retention_time_ms");
+  if (version >= 7) reader.nullableString("group_instance_id");
+  const partitionBytes = 4 + 8 + (version >= 6 ? 4 : 0) + (version === 1 ? 8 : 0) + 2;
+  const topicCount = reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES);
+  const topics: OffsetCommitRequest["topics"] = [];
+  for (let t = 0; t < topicCount; t++) {
+    const name = reader.string("topic name");
+    const count = reader.arrayCount("partitions", partitionBytes);
+    const partitions: OffsetCommitRequest["topics"][number]["partitions"] = [];
+    for (let p = 0; p < count; p++) {
+      const partition = reader.int32("partition_index");
+      const offset = reader.int64("committed_offset");
+      const leaderEpoch = version >= 6 ? reader.int32("committed_leader_epoch") : -1;
+      if (version === 1) reader.int64("commit_timestamp");
+      const metadata = reader.nullableString("committed_metadata");
+      partitions.push({ partition, offset, leaderEpoch, metadata });
+    }
+    topics.push({ name, partitions });
+  }
+  reader.expectEnd("OffsetCommit request");
+  return { groupId, generationId, memberId, topics };
+}
+
+export interface PartitionErrors {
+  name: string;
+  partitions: { partition: number; errorCode: number }[];
+}
+
+export function encodeOffsetCommitResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  topics: readonly PartitionErrors[],
+): void {
+  const start = begin(writer, KAFKA_API.OFFSET_COMMIT, version, correlationId);
+  if (version >= 3) writer.int32(0); // throttle_time_ms
+  writer.arrayCount(topics.length);
+  for (const topic of topics) {
+    writer.string(topic.name).arrayCount(topic.partitions.length);
+    for (const partition of topic.partitions) writer.int32(partition.partition).int16(partition.errorCode);
+  }
+  endResponse(writer, start);
+}
+
+// --- OffsetFetch (9) -----------------------------------------------------------------------------
+
+export interface OffsetFetchRequest {
+  groupId: string;
+  /** null (v2+): every partition the group committed. */
+  topics: { name: string; partitions: number[] }[] | null;
+}
+
+export function decodeOffsetFetchRequest(reader: KafkaReader, version: number): OffsetFetchRequest {
+  const groupId = reader.string("group_id");
+  const count = reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES, version >= 2);
+  let topics: OffsetFetchRequest["topics"] = null;
+  if (count >= 0) {
+    topics = [];
+    for (let t = 0; t < count; t++) {
+      const name = reader.string("topic name");
+      const partitionCount = reader.arrayCount("partition_indexes", INT32_BYTES);
+      const partitions: number[] = [];
+      for (let p = 0; p < partitionCount; p++) partitions.push(reader.int32("partition_index"));
+      topics.push({ name, partitions });
+    }
+  }
+  reader.expectEnd("OffsetFetch request");
+  return { groupId, topics };
+}
+
+export interface OffsetFetchPartition {
+  partition: number;
+  /** −1: nothing committed. */
+  offset: number;
+  leaderEpoch: number;
+  metadata: string | null;
+  errorCode: number;
+}
+
+export function encodeOffsetFetchResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  response: {
+    errorCode: number;
+    topics: readonly { name: string; partitions: readonly OffsetFetchPartition[] }[];
+  },
+): void {
+  const start = begin(writer, KAFKA_API.OFFSET_FETCH, version, correlationId);
+  if (version >= 3) writer.int32(0); // throttle_time_ms
+  writer.arrayCount(response.topics.length);
+  for (const topic of response.topics) {
+    writer.string(topic.name).arrayCount(topic.partitions.length);
+    for (const partition of topic.partitions) {
+      writer.int32(partition.partition).int64(partition.offset);
+      if (version >= 5) writer.int32(partition.leaderEpoch);
+      writer.nullableString(partition.metadata).int16(partition.errorCode);
+    }
+  }
+  if (version >= 2) writer.int16(response.errorCode);
+  endResponse(writer, start);
+}
+
+// --- ListGroups (16) -----------------------------------------------------------------------------
+
+export function decodeListGroupsRequest(reader: KafkaReader, _version: number): Record<string, never> {
+  reader.expectEnd("ListGroups request");
+  return {};
+}
+
+export function encodeListGroupsResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  groups: readonly { groupId: string; protocolType: string }[],
+): void {
+  const start = begin(writer, KAFKA_API.LIST_GROUPS, version, correlationId);
+  if (version >= 1) writer.int32(0); // throttle_time_ms
+  writer.int16(0).arrayCount(groups.length);
+  for (const group of groups) writer.string(group.groupId).string(group.protocolType);
+  endResponse(writer, start);
+}
+
+// --- DescribeGroups (15) -------------------------------------------------------------------------
+
+export function decodeDescribeGroupsRequest(reader: KafkaReader, version: number): { groups: string[] } {
+  const count = reader.arrayCount("groups", STRING_BYTES_MIN);
+  const groups: string[] = [];
+  for (let i = 0; i < count; i++) groups.push(reader.string("group id"));
+  if (version >= 3) reader.boolean("include_authorized_operations");
+  reader.expectEnd("DescribeGroups request");
+  return { groups };
+}
+
+export interface DescribedGroup {
+  errorCode: number;
+  groupId: string;
+  state: string;
+  protocolType: string;
+  protocolData: string;
+  members: readonly {
+    memberId: string;
+    clientId: string;
+    clientHost: string;
+    metadata: Uint8Array;
+    assignment: Uint8Array;
+  }[];
+}
+
+/** Kafka's "authorized operations were not requested" (DescribeGroupsResponse.json default). */
+const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
+
+export function encodeDescribeGroupsResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  groups: readonly DescribedGroup[],
+): void {
+  const start = begin(writer, KAFKA_API.DESCRIBE_GROUPS, version, correlationId);
+  if (version >= 1) writer.int32(0); // throttle_time_ms
+  writer.arrayCount(groups.length);
+  for (const group of groups) {
+    writer.int16(group.errorCode).string(group.groupId).string(group.state);
+    writer.string(group.protocolType).string(group.protocolData);
+    writer.arrayCount(group.members.length);
+    for (const member of group.members) {
+      writer.string(member.memberId);
+      if (version >= 4) writer.nullableString(null); // group_instance_id
+      writer.string(member.clientId).string(member.clientHost);
+      writer.nullableBytes(member.metadata).nullableBytes(member.assignment);
+    }
+    if (version >= 3) writer.int32(AUTHORIZED_OPERATIONS_OMITTED);
+  }
+  endResponse(writer, start);
+}

@@ -1,0 +1,219 @@
+/**
+ * The group coordinator's state machine (src/broker/groups.ts) without sockets: joins parked until
+ * every member rejoined, generations, the leader, protocol selection, parked SyncGroups, session and
+ * rebalance timeouts removing members, leaves, MEMBER_ID_REQUIRED, and the errors of kafka-wire.md §4.
+ * Session timeouts are lowered (the coordinator's minimum is an option) so expiries happen within a
+ * test; the tests wait for the outcome, never for a fixed time.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { GroupCoordinator, type JoinRequest } from "../../src/broker/groups.ts";
+
+const coordinators: GroupCoordinator[] = [];
+afterEach(() => {
+  for (const coordinator of coordinators.splice(0)) coordinator.close();
+});
+
+function coordinator(): GroupCoordinator {
+  const made = new GroupCoordinator({ sessionTimeoutMsMin: 1 });
+  coordinators.push(made);
+  return made;
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const text = (value: Uint8Array) => new TextDecoder().decode(value);
+
+function join(overrides: Partial<JoinRequest> = {}): JoinRequest {
+  return {
+    groupId: "g",
+    memberId: "",
+    sessionTimeoutMs: 30_000,
+    rebalanceTimeoutMs: 30_000,
+    protocolType: "consumer",
+    protocols: [{ name: "range", metadata: bytes("m") }],
+    clientId: "c",
+    clientHost: "/127.0.0.1",
+    requireKnownMemberId: false,
+    ...overrides,
+  };
+}
+
+/** Whether a promise settled by now (after the microtasks queued so far). */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(() => {
+    done = true;
+  });
+  await Bun.sleep(0);
+  return done;
+}
+
+describe("the group coordinator", () => {
+  test("one member: joins as leader of generation 1 with its metadata, syncs its own assignment, then Stable", async () => {
+    const groups = coordinator();
+    const joined = await groups.join(join());
+    expect(joined).toMatchObject({ error: "NONE", generationId: 1, protocolName: "range" });
+    expect(joined.leaderId).toBe(joined.memberId);
+    expect(joined.members.map((m) => [m.memberId, text(m.metadata)])).toEqual([[joined.memberId, "m"]]);
+    expect(groups.describe("g")?.state).toBe("CompletingRebalance");
+    expect(groups.heartbeat("g", 1, joined.memberId)).toBe("NONE");
+    const synced = await groups.sync("g", 1, joined.memberId, [
+      { memberId: joined.memberId, assignment: bytes("all") },
+    ]);
+    expect([synced.error, text(synced.assignment)]).toEqual(["NONE", "all"]);
+    expect(groups.describe("g")?.state).toBe("Stable");
+  });
+
+  test("v4+: a member without an id gets MEMBER_ID_REQUIRED and its id, then joins with it", async () => {
+    const groups = coordinator();
+    const first = await groups.join(join({ requireKnownMemberId: true, clientId: "rdkafka" }));
+    expect(first.error).toBe("MEMBER_ID_REQUIRED");
+    expect(first.memberId).toStartWith("rdkafka-");
+    const second = await groups.join(join({ requireKnownMemberId: true, memberId: first.memberId }));
+    expect([second.error, second.memberId, second.generationId]).toEqual(["NONE", first.memberId, 1]);
+    expect((await groups.join(join({ memberId: "made-up" }))).error).toBe("UNKNOWN_MEMBER_ID");
+  });
+
+  test("a second member starts a rebalance: the first learns it by heartbeat, both join generation 2, followers' syncs wait for the leader's", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join());
+    await groups.sync("g", 1, a.memberId, [{ memberId: a.memberId, assignment: bytes("a:0,1") }]);
+    const bJoin = groups.join(join({ clientId: "b" }));
+    expect(await settled(bJoin)).toBe(false);
+    expect(groups.heartbeat("g", 1, a.memberId)).toBe("REBALANCE_IN_PROGRESS");
+    // An old-generation sync during the rebalance is refused; commits of generation 1 still pass.
+    expect((await groups.sync("g", 1, a.memberId, [])).error).toBe("REBALANCE_IN_PROGRESS");
+    expect(groups.checkCommit("g", 1, a.memberId)).toBe("NONE");
+    const aJoin = await groups.join(join({ memberId: a.memberId }));
+    const b = await bJoin;
+    expect([aJoin.generationId, b.generationId]).toEqual([2, 2]);
+    expect(aJoin.leaderId).toBe(a.memberId);
+    expect(aJoin.members.map((m) => m.memberId).sort()).toEqual([a.memberId, b.memberId].sort());
+    expect(b.members).toEqual([]);
+    expect(groups.checkCommit("g", 2, b.memberId)).toBe("REBALANCE_IN_PROGRESS");
+    expect(groups.heartbeat("g", 1, a.memberId)).toBe("ILLEGAL_GENERATION");
+    const bSync = groups.sync("g", 2, b.memberId, []);
+    expect(await settled(bSync)).toBe(false);
+    const aSync = await groups.sync("g", 2, a.memberId, [
+      { memberId: a.memberId, assignment: bytes("a:0") },
+      { memberId: b.memberId, assignment: bytes("b:1") },
+    ]);
+    expect(text(aSync.assignment)).toBe("a:0");
+    expect(text((await bSync).assignment)).toBe("b:1");
+    expect(
+      groups
+        .describe("g")
+        ?.members.map((m) => text(m.assignment))
+        .sort(),
+    ).toEqual(["a:0", "b:1"]);
+  });
+
+  test("a member that leaves makes the rest rebalance; the last one leaving empties (and forgets) the group", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join());
+    const bJoin = groups.join(join());
+    const aJoin = await groups.join(join({ memberId: a.memberId }));
+    const b = await bJoin;
+    await Promise.all([
+      groups.sync("g", 2, b.memberId, []),
+      groups.sync("g", 2, a.memberId, [{ memberId: a.memberId, assignment: bytes("x") }]),
+    ]);
+    expect(aJoin.generationId).toBe(2);
+    expect(groups.leave("g", [a.memberId, "nobody"])).toEqual(["NONE", "UNKNOWN_MEMBER_ID"]);
+    // The leader left: b rejoins alone and becomes the leader of generation 3.
+    expect(groups.heartbeat("g", 2, b.memberId)).toBe("REBALANCE_IN_PROGRESS");
+    const again = await groups.join(join({ memberId: b.memberId }));
+    expect([again.generationId, again.leaderId]).toEqual([3, b.memberId]);
+    expect(groups.leave("g", [b.memberId])).toEqual(["NONE"]);
+    expect(groups.describe("g")).toBeUndefined();
+    expect(groups.list()).toEqual([]);
+  });
+
+  test("a member whose session expires is removed and the group rebalances without it", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ sessionTimeoutMs: 60_000 }));
+    await groups.sync("g", 1, a.memberId, []);
+    const bJoin = groups.join(join({ sessionTimeoutMs: 50 }));
+    await groups.join(join({ memberId: a.memberId, sessionTimeoutMs: 60_000 }));
+    const b = await bJoin;
+    expect(b.generationId).toBe(2);
+    // b never syncs nor heartbeats: its session ends, a learns of the rebalance and is alone in 3.
+    const deadline = performance.now() + 10_000;
+    while (groups.heartbeat("g", 2, a.memberId) !== "REBALANCE_IN_PROGRESS") {
+      if (performance.now() > deadline) throw new Error("b's session did not expire");
+      await Bun.sleep(5);
+    }
+    const alone = await groups.join(join({ memberId: a.memberId, sessionTimeoutMs: 60_000 }));
+    expect([alone.generationId, alone.members.map((m) => m.memberId)]).toEqual([3, [a.memberId]]);
+    expect(groups.heartbeat("g", 3, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
+  });
+
+  test("members that do not rejoin within the rebalance timeout are dropped and the rebalance completes", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ rebalanceTimeoutMs: 50 }));
+    await groups.sync("g", 1, a.memberId, []);
+    const b = await groups.join(join({ rebalanceTimeoutMs: 50 }));
+    // a never rejoins: after 50 ms the rebalance completes with b alone.
+    expect([b.generationId, b.leaderId, b.members.length]).toEqual([2, b.memberId, 1]);
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("UNKNOWN_MEMBER_ID");
+  });
+
+  test("protocol selection: the one every member supports, by vote; none in common is INCONSISTENT_GROUP_PROTOCOL", async () => {
+    const groups = coordinator();
+    const meta = bytes("");
+    const a = await groups.join(
+      join({
+        protocols: [
+          { name: "range", metadata: meta },
+          { name: "roundrobin", metadata: meta },
+        ],
+      }),
+    );
+    const bJoin = groups.join(
+      join({
+        protocols: [
+          { name: "roundrobin", metadata: meta },
+          { name: "sticky", metadata: meta },
+        ],
+      }),
+    );
+    const aJoin = await groups.join(
+      join({
+        memberId: a.memberId,
+        protocols: [
+          { name: "range", metadata: meta },
+          { name: "roundrobin", metadata: meta },
+        ],
+      }),
+    );
+    expect([aJoin.protocolName, (await bJoin).protocolName]).toEqual(["roundrobin", "roundrobin"]);
+    expect((await groups.join(join({ protocols: [{ name: "other", metadata: meta }] }))).error).toBe(
+      "INCONSISTENT_GROUP_PROTOCOL",
+    );
+    expect((await groups.join(join({ protocolType: "connect" }))).error).toBe("INCONSISTENT_GROUP_PROTOCOL");
+  });
+
+  test("refusals: session timeout outside the bounds, empty group id, unknown members and generations", async () => {
+    const strict = new GroupCoordinator();
+    coordinators.push(strict);
+    expect((await strict.join(join({ sessionTimeoutMs: 5_999 }))).error).toBe("INVALID_SESSION_TIMEOUT");
+    expect((await strict.join(join({ sessionTimeoutMs: 1_800_001 }))).error).toBe("INVALID_SESSION_TIMEOUT");
+    expect((await strict.join(join({ groupId: "" }))).error).toBe("INVALID_GROUP_ID");
+    expect(strict.heartbeat("g", 1, "x")).toBe("UNKNOWN_MEMBER_ID");
+    expect((await strict.sync("g", 1, "x", [])).error).toBe("UNKNOWN_MEMBER_ID");
+    const a = await strict.join(join());
+    expect((await strict.sync("g", 7, a.memberId, [])).error).toBe("ILLEGAL_GENERATION");
+    expect(strict.checkCommit("g", 1, "x")).toBe("UNKNOWN_MEMBER_ID");
+    // A "simple" commit (generation −1, no member) only while the group has no members.
+    expect(strict.checkCommit("g", -1, "")).toBe("UNKNOWN_MEMBER_ID");
+    expect(strict.checkCommit("other", -1, "")).toBe("NONE");
+  });
+
+  test("close answers every parked request COORDINATOR_NOT_AVAILABLE", async () => {
+    const groups = new GroupCoordinator();
+    const a = await groups.join(join());
+    const bJoin = groups.join(join());
+    groups.close();
+    expect((await bJoin).error).toBe("COORDINATOR_NOT_AVAILABLE");
+    expect(groups.heartbeat("g", 1, a.memberId)).toBe("COORDINATOR_NOT_AVAILABLE");
+  });
+});

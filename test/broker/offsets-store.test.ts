@@ -1,0 +1,200 @@
+/**
+ * Committed offsets in the internal topic `__consumer_offsets` (src/broker/offsets-store.ts): they
+ * survive a clean restart and a SIGKILL of the broker's process (every acknowledged commit is there
+ * afterwards), the topic is hidden from listings and refused to clients' appends, creates and
+ * deletes, and a tombstone deletes a group's offsets.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import path from "node:path";
+import { Broker } from "../../src/broker/broker.ts";
+import { OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
+import { killAtEnd, LineReader } from "../helpers/process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(30_000);
+
+const FIXTURE = path.join(import.meta.dir, "fixtures", "committer-fixture.ts");
+
+function entry(topic: string, partition: number, offset: number, metadata: string | null = null) {
+  return { topic, partition, offset, leaderEpoch: -1, metadata };
+}
+
+describe("committed offsets", () => {
+  test("a broker that never saw a commit has no offsets topic; the first commit creates it, hidden", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("orders", { partitions: 2 });
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      expect(broker.listTopics({ includeInternal: true }).map((t) => t.name)).toEqual(["orders"]);
+      await broker.offsets.commit("g", [entry("orders", 0, 5, "meta"), entry("orders", 1, 7)]);
+      expect(broker.offsets.committed("g", "orders", 0)).toMatchObject({ offset: 5, metadata: "meta" });
+      expect(broker.offsets.committed("g", "orders", 1)).toMatchObject({ offset: 7, metadata: null });
+      expect(broker.listTopics().map((t) => t.name)).toEqual(["orders"]);
+      expect(broker.listTopics({ includeInternal: true }).map((t) => t.name)).toEqual([
+        OFFSETS_TOPIC_NAME,
+        "orders",
+      ]);
+      const internal = broker.describeTopic(OFFSETS_TOPIC_NAME);
+      expect(internal.config.durability).toBe("force");
+      expect(internal.partitions).toHaveLength(1);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("clients cannot append to, create or delete the offsets topic", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      expect(() => broker.createTopic(OFFSETS_TOPIC_NAME)).toThrow(/internal to the broker/);
+      await broker.offsets.commit("g", [entry("t", 0, 1)]);
+      expect(() => broker.createTopic(OFFSETS_TOPIC_NAME)).toThrow(/already exists/);
+      await expect(broker.append(OFFSETS_TOPIC_NAME, 0, batchOfValues(["x"]))).rejects.toThrow(
+        /internal to the broker and cannot be appended to/,
+      );
+      await expect(broker.deleteTopic(OFFSETS_TOPIC_NAME)).rejects.toThrow(/cannot be deleted/);
+      expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset).toBe(1);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("commits survive a restart; the latest commit of a partition wins; a deleted group is gone", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path });
+    await broker.offsets.commit("g1", [entry("a", 0, 1), entry("a", 1, 2)]);
+    await broker.offsets.commit("g1", [entry("a", 0, 10, "later")]);
+    await broker.offsets.commit("g2", [entry("b", 3, 4)]);
+    await broker.offsets.commit("gone", [entry("a", 0, 99)]);
+    await broker.offsets.deleteGroup("gone");
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path });
+    try {
+      expect(broker.offsets.replayedRecords).toBe(6);
+      expect(broker.offsets.groupIds()).toEqual(["g1", "g2"]);
+      expect(
+        broker.offsets
+          .committedOf("g1")
+          .map((c) => [c.topic, c.partition, c.committed.offset, c.committed.metadata]),
+      ).toEqual([
+        ["a", 0, 10, "later"],
+        ["a", 1, 2, null],
+      ]);
+      expect(broker.offsets.committed("g2", "b", 3)?.offset).toBe(4);
+      expect(broker.offsets.committed("gone", "a", 0)).toBeUndefined();
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("bad group ids and oversized metadata are refused before anything is written", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      await expect(broker.offsets.commit("", [entry("a", 0, 1)])).rejects.toThrow(/group id is empty/);
+      await expect(broker.offsets.commit("a\0b", [entry("a", 0, 1)])).rejects.toThrow(/NUL/);
+      await expect(broker.offsets.commit("g", [entry("a", 0, 1, "x".repeat(4097))])).rejects.toThrow(
+        /longer than 4096 bytes/,
+      );
+      expect(broker.listTopics({ includeInternal: true })).toEqual([]);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a commit of many partitions is split into batches and applied whole", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path });
+    const many = Array.from({ length: 100 }, (_, p) => entry("wide", p, p * 3, "m".repeat(4096)));
+    await broker.offsets.commit("g", many);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path });
+    try {
+      const committed = broker.offsets.committedOf("g");
+      expect(committed).toHaveLength(100);
+      expect(committed.every((c) => c.committed.offset === c.partition * 3)).toBe(true);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("compaction: a snapshot of the live commits, then the sealed segments below it go; restart sees the latest of each", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    const latest = new Map<string, number>();
+    let tombstonesEnd = 0;
+    for (let round = 0; round < 200; round++) {
+      const group = `g${round % 4}`;
+      if (group === "g3" && round > 150) continue; // deleted at round 150, never committed again
+      const offset = round * 10;
+      await broker.offsets.commit(group, [entry("t", round % 3, offset, `r${round}`)]);
+      latest.set(`${group}/${round % 3}`, offset);
+      if (round === 150) {
+        await broker.offsets.deleteGroup("g3");
+        tombstonesEnd = broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset;
+      }
+    }
+    for (const key of [...latest.keys()]) if (key.startsWith("g3/")) latest.delete(key);
+    // Compactions after the delete too: its tombstone went with the segments below a snapshot.
+    const compactions = broker.offsets.compactions;
+    const description = broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!;
+    expect(compactions).toBeGreaterThan(0);
+    expect(description.logStartOffset).toBeGreaterThan(tombstonesEnd);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    try {
+      // 200 commits and a tombstone were written; replay reads far fewer.
+      expect(broker.offsets.replayedRecords).toBeLessThan(120);
+      const seen = new Map<string, number>();
+      for (const group of broker.offsets.groupIds())
+        for (const c of broker.offsets.committedOf(group))
+          seen.set(`${group}/${c.partition}`, c.committed.offset);
+      expect(seen).toEqual(latest);
+      expect(broker.offsets.committed("g0", "t", 0)?.metadata).toBe(`r${latest.get("g0/0")! / 10}`);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("SIGKILL of the broker's process: every acknowledged commit is there after restart", async () => {
+    using dir = tempDir();
+    const acked = new Map<number, number>();
+    for (let round = 0; round < 3; round++) {
+      // 4 KiB segments of the offsets topic: compactions run (and are killed) during the rounds.
+      const child = Bun.spawn([process.execPath, FIXTURE, dir.path, "3", "4096"], {
+        stdout: "pipe",
+        stderr: "inherit",
+      });
+      await using _child = killAtEnd(child);
+      const lines = new LineReader(child.stdout);
+      await lines.waitFor((line) => line.startsWith("started "), "the broker started");
+      const record = (line: string) => {
+        const [, committer, offset] = line.split(" ").map(Number);
+        acked.set(committer!, Math.max(acked.get(committer!) ?? 0, offset!));
+      };
+      for (let seen = 0; seen < 20 + round * 15; seen++)
+        record(await lines.waitFor((l) => l.startsWith("ack "), "an acknowledged commit"));
+      child.kill("SIGKILL");
+      await child.exited;
+      expect(child.signalCode).toBe("SIGKILL");
+      for (const line of await lines.rest()) if (line.startsWith("ack ")) record(line);
+      const broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+      try {
+        if (round > 0)
+          expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.logStartOffset).toBeGreaterThan(0);
+        for (const [committer, offset] of acked) {
+          for (const partition of [0, 1, 2]) {
+            const committed = broker.offsets.committed(`g${committer}`, "t", partition);
+            expect(committed?.offset, `g${committer} t/${partition}`).toBeGreaterThanOrEqual(offset);
+            expect(committed?.metadata).toBe(`m${committed?.offset}`);
+          }
+        }
+      } finally {
+        await broker.close();
+      }
+    }
+    expect(acked.size).toBe(3);
+  });
+});

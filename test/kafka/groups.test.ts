@@ -1,0 +1,291 @@
+/**
+ * Consumer groups and committed offsets with unmodified clients against a broker child process:
+ * kcat (`-G`, librdkafka 2.0.2 from Debian) consuming, committing and resuming from its commit,
+ * across a restart of the consumer and a SIGKILL of the broker; a two-member kafkajs 2.2.4 group
+ * splitting the partitions, rebalancing when a member leaves, and resuming from the commits; and the
+ * group admin calls (ListGroups, DescribeGroups, OffsetFetch) through kafkajs's admin. kcat tests are
+ * skipped, with the reason printed, where kcat is not installed.
+ */
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
+import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
+import { LineReader } from "../helpers/process.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
+
+// Rebalances take a few heartbeats, and the clients are child processes on a busy 2-core machine.
+setDefaultTimeout(90_000);
+
+const KCAT = Bun.which("kcat");
+if (KCAT === null)
+  console.log("kafka/groups.test.ts: kcat tests skipped: kcat is not installed (apt-get install -y kcat)");
+const TEXT = new TextEncoder();
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function dataDir(): TempDir {
+  const dir = tempDir("kafka-groups");
+  cleanups.push(() => dir[Symbol.dispose]());
+  return dir;
+}
+
+async function brokerProcess(
+  dir: string,
+  extra: string[] = [],
+): Promise<{ broker: BrokerProcess; kafkaPort: number }> {
+  const broker = await startBroker(dir, ["--kafka-port", "0", ...extra]);
+  cleanups.push(() => broker.stop("SIGKILL"));
+  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
+  return { broker, kafkaPort: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]) };
+}
+
+async function kcat(port: number, args: string[], input?: string) {
+  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], {
+    stdin: input === undefined ? "ignore" : TEXT.encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]).finally(() => clearTimeout(timer));
+  return { stdout, stderr, exitCode };
+}
+
+/** `kcat -G group topic -e`: consumes what the group has not committed yet, commits, leaves at EOF. */
+async function kcatGroup(port: number, group: string, topic: string): Promise<string[]> {
+  const result = await kcat(port, [
+    "-G",
+    group,
+    topic,
+    "-X",
+    "auto.offset.reset=earliest",
+    "-e",
+    "-q",
+    "-u",
+    "-f",
+    "%p:%o:%s\n",
+  ]);
+  expect(result.exitCode, result.stderr).toBe(0);
+  return result.stdout
+    .split("\n")
+    .filter((line) => line !== "")
+    .sort();
+}
+
+async function createTopic(port: number, topic: string, partitions: number): Promise<void> {
+  const admin = new Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }] });
+  await admin.disconnect();
+}
+
+describe.skipIf(KCAT === null)("kcat -G", () => {
+  test("consumes a topic as a group, commits, and resumes from the commit after its restart and after a SIGKILL of the broker", async () => {
+    const dir = dataDir();
+    let { broker, kafkaPort } = await brokerProcess(dir.path);
+    await createTopic(kafkaPort, "events", 2);
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "a\nb\nc\n");
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "1"], "d\n");
+    expect(await kcatGroup(kafkaPort, "readers", "events")).toEqual(["0:0:a", "0:1:b", "0:2:c", "1:0:d"]);
+    // The consumer's restart: only what came after its commit.
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "1"], "e\n");
+    expect(await kcatGroup(kafkaPort, "readers", "events")).toEqual(["1:1:e"]);
+    // The broker is killed; the commits were acknowledged, so they are there after its restart.
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "f\n");
+    expect(await kcatGroup(kafkaPort, "readers", "events")).toEqual(["0:3:f"]);
+    expect(await broker.stop("SIGKILL")).not.toBe(0);
+    ({ broker, kafkaPort } = await brokerProcess(dir.path));
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "1"], "g\n");
+    expect(await kcatGroup(kafkaPort, "readers", "events")).toEqual(["1:2:g"]);
+    // Another group starts from the beginning; the internal topic stays out of the listing.
+    expect(await kcatGroup(kafkaPort, "others", "events")).toHaveLength(7);
+    const listing = await kcat(kafkaPort, ["-L", "-J"]);
+    expect(
+      (JSON.parse(listing.stdout) as { topics: { topic: string }[] }).topics.map((t) => t.topic),
+    ).toEqual(["events"]);
+  });
+});
+
+describe.skipIf(KCAT === null)("kcat -G, two members", () => {
+  test("a member killed with SIGKILL is removed when its session ends, and the other one gets its partitions", async () => {
+    const { kafkaPort } = await brokerProcess(dataDir().path);
+    await createTopic(kafkaPort, "jobs", 2);
+    const member = () => {
+      const child = Bun.spawn(
+        [
+          KCAT!,
+          "-b",
+          `127.0.0.1:${kafkaPort}`,
+          "-G",
+          "workers",
+          "jobs",
+          "-X",
+          "session.timeout.ms=6000",
+          "-X",
+          "heartbeat.interval.ms=200",
+        ],
+        { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
+      );
+      cleanups.push(async () => {
+        child.kill("SIGKILL");
+        await child.exited;
+      });
+      return { child, lines: new LineReader(child.stderr) };
+    };
+    // kcat prints "% Group workers rebalanced (memberid …): assigned: jobs [0], jobs [1]".
+    const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
+    const one = member();
+    expect(assigned(await one.lines.waitFor((l) => assigned(l) !== "", "one's first assignment"))).toBe(
+      "jobs [0], jobs [1]",
+    );
+    const two = member();
+    const twoGets = assigned(await two.lines.waitFor((l) => assigned(l) !== "", "two's assignment"));
+    const oneGets = assigned(
+      await one.lines.waitFor(
+        (l) => assigned(l) !== "" && assigned(l) !== "jobs [0], jobs [1]",
+        "one's share",
+      ),
+    );
+    expect([oneGets, twoGets].sort()).toEqual(["jobs [0]", "jobs [1]"]);
+    two.child.kill("SIGKILL");
+    await two.child.exited;
+    // No LeaveGroup: the coordinator notices when two's 6 s session ends.
+    expect(
+      assigned(await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one alone again")),
+    ).toBe("jobs [0], jobs [1]");
+  });
+});
+
+describe.skipIf(KCAT === null)("lag in /metrics", () => {
+  test("each group's committed offset and lag per partition", async () => {
+    const { broker, kafkaPort } = await brokerProcess(dataDir().path, ["--metrics-port", "0"]);
+    const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+    await createTopic(kafkaPort, "events", 2);
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "a\nb\nc\n");
+    expect(await kcatGroup(kafkaPort, "readers", "events")).toHaveLength(3);
+    await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "d\ne\n");
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(
+      metricValue(text, 'booblik_group_committed_offset{group="readers",topic="events",partition="0"}'),
+    ).toBe(3);
+    expect(metricValue(text, 'booblik_group_lag{group="readers",topic="events",partition="0"}')).toBe(2);
+    expect(text).not.toContain("__consumer_offsets");
+  });
+});
+
+describe("kafkajs consumer group", () => {
+  test("two members split the partitions, the group rebalances when one leaves, and a new member resumes from the commits", async () => {
+    const dir = dataDir();
+    const { kafkaPort } = await brokerProcess(dir.path);
+    const kafka = new Kafka({
+      brokers: [`127.0.0.1:${kafkaPort}`],
+      logLevel: logLevel.NOTHING,
+      clientId: "t",
+    });
+    await createTopic(kafkaPort, "orders", 3);
+    const producer = kafka.producer();
+    await producer.connect();
+    cleanups.push(() => producer.disconnect());
+    const send = (values: string[]) =>
+      producer.send({
+        topic: "orders",
+        messages: values.map((value, i) => ({ value, partition: i % 3 })),
+      });
+    const first = Array.from({ length: 30 }, (_, i) => `v${i}`);
+    for (let i = 0; i < 30; i += 5) await send(first.slice(i, i + 5));
+
+    const received: { member: string; value: string }[] = [];
+    const assignments = new Map<string, number[]>();
+    const member = async (name: string): Promise<Consumer> => {
+      const consumer = kafka.consumer({
+        groupId: "billing",
+        sessionTimeout: 10_000,
+        rebalanceTimeout: 10_000,
+        heartbeatInterval: 300,
+        maxWaitTimeInMs: 200,
+      });
+      consumer.on(consumer.events.GROUP_JOIN, (event) => {
+        assignments.set(name, event.payload.memberAssignment.orders ?? []);
+      });
+      await consumer.connect();
+      cleanups.push(() => consumer.disconnect());
+      await consumer.subscribe({ topic: "orders", fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }: EachMessagePayload) => {
+          received.push({ member: name, value: message.value!.toString() });
+        },
+      });
+      return consumer;
+    };
+    const one = await member("one");
+    const two = await member("two");
+    // Both members in one generation, the three partitions split between them.
+    await waitUntil(
+      () => {
+        const a = assignments.get("one") ?? [];
+        const b = assignments.get("two") ?? [];
+        return a.length > 0 && b.length > 0 && [...a, ...b].sort().join() === "0,1,2";
+      },
+      "a generation with both members and every partition assigned once",
+      60_000,
+    );
+    await waitUntil(() => new Set(received.map((r) => r.value)).size === 30, "the 30 records", 60_000);
+
+    // Member two leaves (LeaveGroup): one gets every partition, and continues where two committed.
+    await two.disconnect();
+    await waitUntil(
+      () => (assignments.get("one") ?? []).slice().sort().join() === "0,1,2",
+      "member one alone with every partition",
+      60_000,
+    );
+    const countBefore = received.length;
+    await send(["w0", "w1", "w2"]);
+    await waitUntil(
+      () => ["w0", "w1", "w2"].every((v) => received.some((r) => r.value === v)),
+      "the 3 new records",
+      60_000,
+    );
+    expect(received.slice(countBefore).map((r) => [r.member, r.value])).toEqual(
+      expect.arrayContaining([
+        ["one", "w0"],
+        ["one", "w1"],
+        ["one", "w2"],
+      ]),
+    );
+    // Nothing was delivered twice: the rebalance resumed every partition at its committed offset.
+    const values = received.map((r) => r.value);
+    expect(values.length).toBe(new Set(values).size);
+
+    // The group's commits, as the admin API sees them; then a fresh member resumes from them.
+    await one.disconnect();
+    const admin = kafka.admin();
+    await admin.connect();
+    cleanups.push(() => admin.disconnect());
+    const committed = await admin.fetchOffsets({ groupId: "billing", topics: ["orders"] });
+    // Six sends of five to partitions 0,1,2,0,1, then one each: 13, 13 and 7 records.
+    expect(committed[0]!.partitions.map((p) => [p.partition, p.offset]).sort()).toEqual([
+      [0, "13"],
+      [1, "13"],
+      [2, "7"],
+    ]);
+    const groups = await admin.listGroups();
+    expect(groups.groups.map((g) => g.groupId)).toContain("billing");
+    const described = await admin.describeGroups(["billing"]);
+    expect(described.groups[0]!.state).toBe("Empty");
+    await send(["x0"]);
+    received.length = 0;
+    const three = await member("three");
+    await waitUntil(() => received.length >= 1, "the record after the commits", 60_000);
+    const describedLive = await admin.describeGroups(["billing"]);
+    expect(describedLive.groups[0]!.members).toHaveLength(1);
+    await three.disconnect();
+    expect(received.map((r) => r.value)).toEqual(["x0"]);
+  });
+});
