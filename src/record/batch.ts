@@ -1078,8 +1078,18 @@ function writeLengthVarint(bytes: Uint8Array, position: number, n: number): numb
   return writeVarint(bytes, position, n);
 }
 
+/**
+ * The last string `utf8Length` measured and its length: a producer's header keys are usually the same
+ * few strings record after record, and each key is measured three times per record (the producer's
+ * size bound, the writer's size, the writer's length field). Comparing with `===` is a pointer
+ * check for the same string and at worst a compare of equal-length text, never more than the loop.
+ */
+let lastMeasuredText = "";
+let lastMeasuredBytes = 0;
+
 /** UTF-8 byte length of `text` without encoding it (lone surrogates count as U+FFFD, 3 bytes). */
 export function utf8Length(text: string): number {
+  if (text === lastMeasuredText) return lastMeasuredBytes;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
@@ -1093,6 +1103,8 @@ export function utf8Length(text: string): number {
       } else bytes += 3;
     } else bytes += 3;
   }
+  lastMeasuredText = text;
+  lastMeasuredBytes = bytes;
   return bytes;
 }
 
