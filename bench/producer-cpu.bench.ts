@@ -28,7 +28,7 @@ type Shape = "value" | "keyed";
 const BATCH_BYTES = 256 * 1024;
 const IN_FLIGHT = 4;
 
-/** One run in this process: ns per record of write() for `checkout`'s Producer. */
+/** One run in this process: CPU ns per record of write() for `checkout`'s Producer. */
 async function measure(checkout: string, recordBytes: number, shape: Shape): Promise<number> {
   const module = (await import(path.join(checkout, "src/client/producer.ts"))) as {
     Producer: new (
@@ -52,6 +52,7 @@ async function measure(checkout: string, recordBytes: number, shape: Shape): Pro
   const options = { partition: 0 };
   const run = async (milliseconds: number): Promise<number> => {
     let written = 0;
+    const cpuBefore = process.cpuUsage();
     const start = performance.now();
     const end = start + milliseconds;
     while (performance.now() < end) {
@@ -64,7 +65,10 @@ async function measure(checkout: string, recordBytes: number, shape: Shape): Pro
       if ((written & 0xffff) === 0) await Promise.resolve();
     }
     await producer.flush();
-    return ((performance.now() - start) * 1e6) / written;
+    // CPU time, not wall time: on a shared machine a run's wall time is mostly its share of the
+    // cores, its CPU time what the records cost (GC threads included).
+    const cpu = process.cpuUsage(cpuBefore);
+    return ((cpu.user + cpu.system) * 1e3) / written;
   };
   await run(seconds * 250); // warm-up: a quarter of the run
   return run(seconds * 1000);
@@ -107,7 +111,7 @@ const baseline = args.text("baseline");
 const here = path.resolve(import.meta.dir, "..");
 console.log(describeMachine("none (CPU only)"));
 console.log(
-  `Producer.write() against a stub client; batches of ${BATCH_BYTES / 1024} KiB, ${IN_FLIGHT} in flight, ` +
+  `Producer.write() against a stub client, CPU time per record; batches of ${BATCH_BYTES / 1024} KiB, ${IN_FLIGHT} in flight, ` +
     `${seconds} s per run after a warm-up, ${rounds} rounds, each run a fresh process` +
     (baseline === "" ? "" : `; A = ${baseline}, B = this checkout, alternating`) +
     "\n",
