@@ -117,7 +117,7 @@ console.log(
     "\n",
 );
 console.log(
-  "| record B | shape | A ns/record median (range), rate | B ns/record median (range), rate | B/A time per record |",
+  "| record B | shape | A CPU ns/record median (range), records per CPU second | B CPU ns/record median (range), records per CPU second | B/A CPU per record |",
 );
 console.log("|---|---|---|---|---|");
 const rows: { recordBytes: number; shape: Shape }[] = [

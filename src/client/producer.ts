@@ -176,7 +176,7 @@ function headersOf(headers: ProducerHeaders | undefined): readonly HeaderInput[]
     const given = headers as readonly { key: string; value: Bytes | null }[];
     // A list already in the writer's shape (string keys; bytes or null values) is used as it is:
     // copying it cost a list and an object per header per record (a CPU profile of write() with one
-    // header). Like a key or value, it is read when the record is encoded: at once, or when the
+    // header, bench/producer-cpu.bench.ts). Like a key or value, it is read when the record is encoded: at once, or when the
     // topic's metadata arrives.
     let asGiven = true;
     for (let h = 0; h < given.length; h++) {
@@ -718,7 +718,7 @@ export class Producer {
    * producer outruns the broker the buffer fills with waiting batches, and a list capped at
    * maxInFlightBatches + 2 (the earlier rule) threw most of them away, so every later batch
    * allocated and zeroed a fresh 256 KiB (7-10 % of write()'s CPU profile for 100-byte records,
-   * /tmp/wb/micro.ts of issue 11's producer-speed work). The memory kept is what `bufferBytes` allows
+   * bench/producer-cpu.bench.ts). The memory kept is what `bufferBytes` allows
    * anyway.
    */
   private returnWriter(writer: RecordBatchWriter): void {

@@ -1044,10 +1044,11 @@ function writeBytesField(bytes: Uint8Array, position: number, field: Uint8Array 
 
 /**
  * `target.set(source, position)` for a key or value, with a byte loop for the smallest fields only.
- * Measured on this 2-core VM (Bun 1.4.4, /tmp/wb/copy2.ts of issue 11's producer-speed work, plain
- * Uint8Array, Buffer, subarray and TextEncoder sources alike): `set` costs a flat ~20-30 ns, the loop
- * ~1 ns a byte (100 B: loop 95-220 ns, set 17-70 ns); they cross near 16 bytes. An earlier profile
- * had blamed `set` for 94 % of add(); in the producer's loop the byte loop was the larger cost.
+ * Measured one copy at a time on the 2-core VM (Bun 1.4.4; plain Uint8Array, Buffer, subarray and
+ * TextEncoder sources alike): `set` costs a flat ~20-30 ns, the loop ~1 ns a byte (100 B: loop
+ * 95-220 ns, set 17-70 ns); they cross near 16 bytes. An earlier profile had blamed `set` for 94 %
+ * of add() and moved every field to the loop; in Producer.write()'s loop the loop was the larger
+ * cost (docs/benchmarks.md, "Producer.write() on the CPU alone").
  */
 function copyBytes(target: Uint8Array, position: number, source: Uint8Array): void {
   const length = source.length;
