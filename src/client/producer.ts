@@ -170,15 +170,29 @@ function nullableBytesOf(value: Bytes | null | undefined): Uint8Array | null {
   return value === null || value === undefined ? null : bytesOf(value);
 }
 
-function headersOf(headers: ProducerHeaders | undefined): HeaderInput[] | undefined {
+function headersOf(headers: ProducerHeaders | undefined): readonly HeaderInput[] | undefined {
   if (headers === undefined) return undefined;
-  const list: HeaderInput[] = [];
   if (Array.isArray(headers)) {
-    for (const header of headers as readonly { key: string; value: Bytes | null }[]) {
+    const given = headers as readonly { key: string; value: Bytes | null }[];
+    // A list already in the writer's shape (string keys; bytes or null values) is used as it is:
+    // copying it cost a list and an object per header per record (a CPU profile of write() with one
+    // header, bench/producer-cpu.bench.ts). Like a key or value, it is read when the record is encoded: at once, or when the
+    // topic's metadata arrives.
+    let asGiven = true;
+    for (let h = 0; h < given.length; h++) {
+      const header = given[h];
       if (typeof header?.key !== "string")
         throw new InvalidArgumentError("a header is { key: string, value: string | bytes | null }");
-      list.push({ key: header.key, value: nullableBytesOf(header.value) });
+      const value = header.value;
+      if (!(value === null || value instanceof Uint8Array)) asGiven = false;
     }
+    if (given.length === 0) return undefined;
+    if (asGiven) return given as readonly HeaderInput[];
+  }
+  const list: HeaderInput[] = [];
+  if (Array.isArray(headers)) {
+    for (const header of headers as readonly { key: string; value: Bytes | null }[])
+      list.push({ key: header.key, value: nullableBytesOf(header.value) });
   } else {
     for (const [key, value] of Object.entries(headers as Record<string, Bytes | null>))
       list.push({ key, value: nullableBytesOf(value) });
@@ -186,8 +200,22 @@ function headersOf(headers: ProducerHeaders | undefined): HeaderInput[] | undefi
   return list.length === 0 ? undefined : list;
 }
 
-/** A record as the batch writer takes it: bytes, a header list, a timestamp. */
-function recordOf(value: Value, defaultKey: Uint8Array | null, nowMs: number): RecordInput {
+/** Reusable records for write(), which encodes its record at once (see Producer.write). */
+interface ScratchRecords {
+  plain: RecordInput;
+  withHeaders: RecordInput & { headers: readonly HeaderInput[] };
+}
+
+/**
+ * A record as the batch writer takes it: bytes, a header list, a timestamp. Into `scratch` when
+ * given (write()'s record, encoded before the next call), otherwise a new object.
+ */
+function recordOf(
+  value: Value,
+  defaultKey: Uint8Array | null,
+  nowMs: number,
+  scratch?: ScratchRecords,
+): RecordInput {
   if (typeof value === "string" || value instanceof Uint8Array)
     return { key: defaultKey, value: bytesOf(value), timestamp: nowMs };
   if (value === null || typeof value !== "object" || !("value" in value))
@@ -204,10 +232,18 @@ function recordOf(value: Value, defaultKey: Uint8Array | null, nowMs: number): R
     );
   const headers = headersOf(value.headers);
   const key = value.key === undefined ? defaultKey : nullableBytesOf(value.key);
+  const bytes = nullableBytesOf(value.value);
+  if (scratch !== undefined) {
+    // Two reused objects, one per shape: `headers` cannot be unset without changing the shape.
+    const record = headers === undefined ? scratch.plain : scratch.withHeaders;
+    record.key = key;
+    record.value = bytes;
+    record.timestamp = timestamp;
+    if (headers !== undefined) scratch.withHeaders.headers = headers;
+    return record;
+  }
   // Two object literals rather than a spread: no temporary object per record.
-  return headers === undefined
-    ? { key, value: nullableBytesOf(value.value), timestamp }
-    : { key, value: nullableBytesOf(value.value), timestamp, headers };
+  return headers === undefined ? { key, value: bytes, timestamp } : { key, value: bytes, timestamp, headers };
 }
 
 /**
@@ -247,10 +283,15 @@ export class Producer {
   private readonly partitions = new Map<string, PartitionState>();
   private lastState: PartitionState | undefined;
   private readonly freeWriters: RecordBatchWriter[] = [];
+  /** See returnWriter. */
+  private readonly freeWritersMax: number;
   /** Encodes a group of records alone, to learn exactly whether it fits a topic's largest batch. */
   private readonly probe = new RecordBatchWriter(4096);
   /** write()'s record, reused: the batch writer encodes it at once and keeps nothing of it. */
-  private readonly scratch: RecordInput = { key: null, value: null, timestamp: 0 };
+  private readonly scratch: ScratchRecords = {
+    plain: { key: null, value: null, timestamp: 0 },
+    withHeaders: { key: null, value: null, timestamp: 0, headers: [] },
+  };
   private readonly topics = new Map<string, TopicInfo>();
   /** Per topic whose METADATA request is in flight: the records waiting for it, in call order. */
   private readonly deferred = new Map<string, Deferred[]>();
@@ -290,6 +331,7 @@ export class Producer {
         `bufferBytes (${this.bufferBytes}) must be at least batchBytes (${this.batchBytes})`,
       );
     }
+    this.freeWritersMax = Math.ceil(this.bufferBytes / this.batchBytes) + this.maxInFlightBatches;
   }
 
   /** Encoded record bytes currently waiting or in flight. */
@@ -366,14 +408,17 @@ export class Producer {
     this.checkOpen();
     const info = this.topics.get(topic);
     let record: RecordInput;
-    if (info !== undefined && (typeof value === "string" || value instanceof Uint8Array)) {
+    if (info === undefined) {
+      record = recordOf(value, nullableBytesOf(options.key), this.nowMs());
+    } else if (typeof value === "string" || value instanceof Uint8Array) {
       // The fast path: a bare value into the reused record, encoded into the batch at once.
-      record = this.scratch;
+      record = this.scratch.plain;
       record.key = options.key === undefined ? null : bytesOf(options.key);
       record.value = bytesOf(value);
       record.timestamp = this.nowMs();
     } else {
-      record = recordOf(value, nullableBytesOf(options.key), this.nowMs());
+      // Encoded at once too (writeInto keeps nothing of it), so a reused object serves.
+      record = recordOf(value, nullableBytesOf(options.key), this.nowMs(), this.scratch);
     }
     if (info === undefined) {
       // The partition count is not known yet: keep the record until metadata arrives.
@@ -668,8 +713,16 @@ export class Producer {
     return writer.begin({ codec: this.compression });
   }
 
+  /**
+   * Keeps as many settled writers as full batches fit the buffer (plus those in flight): when the
+   * producer outruns the broker the buffer fills with waiting batches, and a list capped at
+   * maxInFlightBatches + 2 (the earlier rule) threw most of them away, so every later batch
+   * allocated and zeroed a fresh 256 KiB (7-10 % of write()'s CPU profile for 100-byte records,
+   * bench/producer-cpu.bench.ts). The memory kept is what `bufferBytes` allows
+   * anyway.
+   */
   private returnWriter(writer: RecordBatchWriter): void {
-    if (this.freeWriters.length < this.maxInFlightBatches + 2) this.freeWriters.push(writer);
+    if (this.freeWriters.length < this.freeWritersMax) this.freeWriters.push(writer);
   }
 
   /** The write() path: one record, no promise. */

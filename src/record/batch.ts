@@ -833,6 +833,7 @@ export interface BatchOptions {
  * place; a compressed batch compresses them once at `finish` (one allocation by zlib).
  */
 export class RecordBatchWriter {
+  /** Never longer than `maxBatchBytes`, so a record that fits the buffer fits the limit (`add`). */
   private buffer: Uint8Array;
   private position = RECORDS_OFFSET;
   private count = 0;
@@ -842,7 +843,11 @@ export class RecordBatchWriter {
   private readonly maxBatchBytes: number;
 
   constructor(initialBytes = 64 * 1024, maxBatchBytes = RECORD_BATCH_BYTES_LIMIT) {
-    this.buffer = new Uint8Array(Math.max(initialBytes, RECORDS_OFFSET));
+    if (!(Number.isSafeInteger(maxBatchBytes) && maxBatchBytes >= RECORDS_OFFSET))
+      throw new InvalidArgumentError(
+        `maxBatchBytes ${maxBatchBytes} cannot hold the ${RECORDS_OFFSET}-byte batch header`,
+      );
+    this.buffer = new Uint8Array(Math.min(Math.max(initialBytes, RECORDS_OFFSET), maxBatchBytes));
     this.maxBatchBytes = maxBatchBytes;
   }
 
@@ -869,57 +874,80 @@ export class RecordBatchWriter {
     const timestamp = record.timestamp;
     if (!Number.isSafeInteger(timestamp))
       throw new InvalidArgumentError(`timestamp ${timestamp} is not an integer number of milliseconds`);
-    if (this.count === 0) {
+    const offsetDelta = this.count;
+    if (offsetDelta === 0) {
       this.baseTimestamp = timestamp;
       this.maxTimestamp = timestamp;
     } else if (timestamp > this.maxTimestamp) {
       this.maxTimestamp = timestamp;
     }
     const timestampDelta = timestamp - this.baseTimestamp;
-    const offsetDelta = this.count;
     const key = record.key;
     const value = record.value;
     const headers = record.headers;
     const headerCount = headers === undefined ? 0 : headers.length;
+    // Lengths of −1 stand for null; field sizes below are computed inline (no helper call for the
+    // common small values): see `lengthVarintBytes`.
+    const keyLength = key === null ? -1 : key.length;
+    const valueLength = value === null ? -1 : value.length;
     let bodyBytes =
       1 +
-      sizeOfVarlong(timestampDelta) +
-      sizeOfVarint(offsetDelta) +
-      (key === null ? 1 : sizeOfVarint(key.length) + key.length) +
-      (value === null ? 1 : sizeOfVarint(value.length) + value.length) +
-      sizeOfVarint(headerCount);
+      (timestampDelta >= -64 && timestampDelta < 64 ? 1 : sizeOfVarlong(timestampDelta)) +
+      lengthVarintBytes(offsetDelta) +
+      (keyLength < 0 ? 1 : lengthVarintBytes(keyLength) + keyLength) +
+      (valueLength < 0 ? 1 : lengthVarintBytes(valueLength) + valueLength) +
+      lengthVarintBytes(headerCount);
     for (let h = 0; h < headerCount; h++) {
       const header = headers![h]!;
       const keyBytes = utf8Length(header.key);
       bodyBytes += sizeOfVarint(keyBytes) + keyBytes;
       bodyBytes += header.value === null ? 1 : sizeOfVarint(header.value.length) + header.value.length;
     }
-    const recordBytes = sizeOfVarint(bodyBytes) + bodyBytes;
-    if (this.position + recordBytes > this.maxBatchBytes)
-      throw new RecordTooLargeError(
-        this.position + recordBytes,
-        this.maxBatchBytes,
-        `a batch of ${this.count + 1} records`,
-        "the batch size limit",
-      );
-    this.ensure(recordBytes);
-    const bytes = this.buffer;
-    let p = writeVarint(bytes, this.position, bodyBytes);
-    bytes[p++] = 0;
-    p = writeVarlong(bytes, p, timestampDelta);
-    p = writeVarint(bytes, p, offsetDelta);
-    p = writeBytesField(bytes, p, key);
-    p = writeBytesField(bytes, p, value);
-    p = writeVarint(bytes, p, headerCount);
-    for (let h = 0; h < headerCount; h++) {
-      const header = headers![h]!;
-      p = writeVarint(bytes, p, utf8Length(header.key));
-      p = writeUtf8(bytes, p, header.key);
-      p = writeBytesField(bytes, p, header.value);
+    const start = this.position;
+    const end = start + lengthVarintBytes(bodyBytes) + bodyBytes;
+    if (end > this.buffer.length) {
+      if (end > this.maxBatchBytes)
+        throw new RecordTooLargeError(
+          end,
+          this.maxBatchBytes,
+          `a batch of ${offsetDelta + 1} records`,
+          "the batch size limit",
+        );
+      this.ensure(end - start);
     }
-    assert(p === this.position + recordBytes, "record size computed and written agree");
+    const bytes = this.buffer;
+    let p = writeLengthVarint(bytes, start, bodyBytes);
+    bytes[p++] = 0;
+    if (timestampDelta >= -64 && timestampDelta < 64)
+      bytes[p++] = timestampDelta >= 0 ? timestampDelta << 1 : (-timestampDelta << 1) - 1;
+    else p = writeVarlong(bytes, p, timestampDelta);
+    p = writeLengthVarint(bytes, p, offsetDelta);
+    // A null key or value is a length of −1: zigzag 1, one byte.
+    if (keyLength < 0) bytes[p++] = 1;
+    else {
+      p = writeLengthVarint(bytes, p, keyLength);
+      copyBytes(bytes, p, key!);
+      p += keyLength;
+    }
+    if (valueLength < 0) bytes[p++] = 1;
+    else {
+      p = writeLengthVarint(bytes, p, valueLength);
+      copyBytes(bytes, p, value!);
+      p += valueLength;
+    }
+    if (headerCount === 0) bytes[p++] = 0;
+    else {
+      p = writeLengthVarint(bytes, p, headerCount);
+      for (let h = 0; h < headerCount; h++) {
+        const header = headers![h]!;
+        p = writeVarint(bytes, p, utf8Length(header.key));
+        p = writeUtf8(bytes, p, header.key);
+        p = writeBytesField(bytes, p, header.value);
+      }
+    }
+    if (p !== end) assert(false, "record size computed and written agree");
     this.position = p;
-    this.count++;
+    this.count = offsetDelta + 1;
     return this;
   }
 
@@ -974,7 +1002,8 @@ export class RecordBatchWriter {
     if (needed <= this.buffer.length) return;
     let capacity = this.buffer.length * 2;
     while (capacity < needed) capacity *= 2;
-    const grown = new Uint8Array(capacity);
+    // Callers checked `needed` against the limit; the cap keeps the buffer within it (see `buffer`).
+    const grown = new Uint8Array(Math.min(capacity, this.maxBatchBytes));
     grown.set(this.buffer.subarray(0, this.position));
     this.buffer = grown;
   }
@@ -1015,20 +1044,54 @@ function writeBytesField(bytes: Uint8Array, position: number, field: Uint8Array 
 }
 
 /**
- * `target.set(source, position)` for a key or value. Small fields are copied byte by byte: with
- * `set` here, a CPU profile of RecordBatchWriter.add for 100-byte values spent 94 % of its time in
- * `set` and its caller (about 200 ns a record against 30-50 ns for format 1's builder, whose `set`
- * did not show the cost); the loop brought it to 50-80 ns (Bun 1.4.4, 2-core VM, /tmp/wire micro
- * benchmarks of issue 11). Large fields still use `set` (a memcpy).
+ * `target.set(source, position)` for a key or value, with a byte loop for the smallest fields only.
+ * Measured one copy at a time on the 2-core VM (Bun 1.4.4; plain Uint8Array, Buffer, subarray and
+ * TextEncoder sources alike): `set` costs a flat ~20-30 ns, the loop ~1 ns a byte (100 B: loop
+ * 95-220 ns, set 17-70 ns); they cross near 16 bytes. An earlier profile had blamed `set` for 94 %
+ * of add() and moved every field to the loop; in Producer.write()'s loop the loop was the larger
+ * cost (docs/benchmarks.md, "Producer.write() on the CPU alone").
  */
 function copyBytes(target: Uint8Array, position: number, source: Uint8Array): void {
   const length = source.length;
-  if (length > 256) target.set(source, position);
+  if (length > 16) target.set(source, position);
   else for (let i = 0; i < length; i++) target[position + i] = source[i]!;
 }
 
+/**
+ * Bytes of the zigzag varint of a length, count or offset delta `n` (0 ≤ n < 2^31): zigzag(n) = 2n,
+ * so 1 byte below 2^6, 2 below 2^13, 3 below 2^20, 4 below 2^27. Same result as `sizeOfVarint`
+ * without the zigzag and the call for the common case (add() runs it 4 times a record).
+ */
+function lengthVarintBytes(n: number): number {
+  return n < 0x40 ? 1 : n < 0x2000 ? 2 : n < 0x100000 ? 3 : n < 0x8000000 ? 4 : 5;
+}
+
+/** `writeVarint` for 0 ≤ n < 2^31, with the 1- and 2-byte cases (n < 2^13) written inline. */
+function writeLengthVarint(bytes: Uint8Array, position: number, n: number): number {
+  if (n < 0x40) {
+    bytes[position] = n << 1;
+    return position + 1;
+  }
+  if (n < 0x2000) {
+    bytes[position] = ((n << 1) & 0x7f) | 0x80;
+    bytes[position + 1] = n >>> 6;
+    return position + 2;
+  }
+  return writeVarint(bytes, position, n);
+}
+
+/**
+ * The last string `utf8Length` measured and its length: a producer's header keys are usually the same
+ * few strings record after record, and each key is measured three times per record (the producer's
+ * size bound, the writer's size, the writer's length field). Comparing with `===` is a pointer
+ * check for the same string and at worst a compare of equal-length text, never more than the loop.
+ */
+let lastMeasuredText = "";
+let lastMeasuredBytes = 0;
+
 /** UTF-8 byte length of `text` without encoding it (lone surrogates count as U+FFFD, 3 bytes). */
 export function utf8Length(text: string): number {
+  if (text === lastMeasuredText) return lastMeasuredBytes;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
@@ -1042,6 +1105,8 @@ export function utf8Length(text: string): number {
       } else bytes += 3;
     } else bytes += 3;
   }
+  lastMeasuredText = text;
+  lastMeasuredBytes = bytes;
   return bytes;
 }
 

@@ -11,7 +11,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Socket } from "bun";
 import { BooblikClient } from "../../src/client/client.ts";
-import { Consumer, textOf } from "../../src/client/consumer.ts";
+import { Consumer, headersTextOf, keyTextOf, textOf } from "../../src/client/consumer.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { CorruptRecordError, OffsetOutOfRangeError, RecordTooLargeError } from "../../src/domain/errors.ts";
 import { ByteReader, ByteWriter } from "../../src/protocol/buffer.ts";
@@ -206,6 +206,56 @@ describe("producer", () => {
       producer.write("small", "ok 5");
       await expect(producer.close()).rejects.toMatchObject({ code: "RECORD_TOO_LARGE" });
       expect(await consumeAll(client, "small")).toEqual(["ok 1", "ok 2", "ok 3", "ok 4", "ok 5"]);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("write() of records of every shape, back to back, keeps each record's own key, headers and time", async () => {
+    // write() encodes into reused record objects and takes a header list of bytes as it is: a record
+    // must never carry a field of the one before it.
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("shapes");
+      const producer = new Producer(client);
+      await producer.send("shapes", "known", { partition: 0 }); // the topic is known: the fast path
+      const bytes = (text: string) => new TextEncoder().encode(text);
+      const sharedHeaders = [{ key: "trace-id", value: bytes("t1") }];
+      const written = [
+        { key: "a", value: "with bytes headers", headers: sharedHeaders, timestamp: 1_000 },
+        { value: "no headers, no key", timestamp: 2_000 },
+        {
+          key: "c",
+          value: "object headers",
+          headers: { "trace-id": "t3", ключ: "значение" },
+          timestamp: 3_000,
+        },
+        { key: null, value: null, headers: [{ key: "z", value: null }], timestamp: 4_000 },
+        { key: "e", value: "text headers", headers: [{ key: "trace-id", value: "t5" }], timestamp: 5_000 },
+        { value: "empty headers", headers: [], timestamp: 6_000 },
+      ];
+      for (const record of written) producer.write("shapes", record, { partition: 0 });
+      producer.write("shapes", "bare, key from options", { partition: 0, key: "opt" });
+      sharedHeaders[0]!.value = bytes("changed after write"); // read at write(), not later
+      await producer.close();
+      const seen: unknown[] = [];
+      for await (const record of new Consumer(client, { topic: "shapes", partition: 0, stopAtEnd: true })) {
+        if (record.offset === 0) continue;
+        seen.push([keyTextOf(record), record.value === null ? null : textOf(record), headersTextOf(record)]);
+        if (record.offset <= written.length)
+          expect(record.timestamp).toBe(written[record.offset - 1]!.timestamp);
+      }
+      expect(seen).toEqual([
+        ["a", "with bytes headers", { "trace-id": "t1" }],
+        [null, "no headers, no key", {}],
+        ["c", "object headers", { "trace-id": "t3", ключ: "значение" }],
+        [null, null, { z: null }],
+        ["e", "text headers", { "trace-id": "t5" }],
+        [null, "empty headers", {}],
+        ["opt", "bare, key from options", {}],
+      ]);
     } finally {
       client.close();
     }
