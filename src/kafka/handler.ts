@@ -87,6 +87,7 @@ import {
   type TopicResult,
 } from "./messages.ts";
 import { fetchRecords, produceRecords } from "./records.ts";
+import { decodeCreatePartitionsRequest, encodeCreatePartitionsResponse } from "./topic-admin-messages.ts";
 
 /** This broker's node id in every answer: a single node is its own leader, controller, coordinator. */
 export const KAFKA_NODE_ID = 1;
@@ -120,6 +121,8 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.OFFSET_FETCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FETCH]],
     [KAFKA_API.LIST_GROUPS, CODEC_VERSIONS[KAFKA_API.LIST_GROUPS]],
     [KAFKA_API.DESCRIBE_GROUPS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_GROUPS]],
+    // Topics that change (Broker.addPartitions).
+    [KAFKA_API.CREATE_PARTITIONS, CODEC_VERSIONS[KAFKA_API.CREATE_PARTITIONS]],
   ],
 );
 
@@ -282,6 +285,8 @@ export class KafkaHandler {
           return await this.createTopics(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.DELETE_TOPICS:
           return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.CREATE_PARTITIONS:
+          return this.createPartitions(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.FIND_COORDINATOR: {
           // This node coordinates every group (and would every transaction: key_type 1 gets the
           // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
@@ -775,6 +780,62 @@ export class KafkaHandler {
       }
     }
     return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * CreatePartitions: raises each topic's partition count (Broker.addPartitions), one admin request
+   * per topic from the address's allowance. Manual assignments are refused (a single node has one
+   * replica of every partition); validate_only checks without changing anything.
+   */
+  private createPartitions(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): KafkaOutcome {
+    const request = decodeCreatePartitionsRequest(reader, version);
+    const results: TopicResult[] = [];
+    const seen = new Set<string>();
+    for (const topic of request.topics) {
+      const result = (code: number, message: string | null) =>
+        results.push({ name: topic.name, errorCode: code, errorMessage: message });
+      if (seen.has(topic.name)) {
+        result(
+          KAFKA_ERROR.INVALID_REQUEST,
+          `topic ${JSON.stringify(topic.name)} is named twice in one request`,
+        );
+        continue;
+      }
+      seen.add(topic.name);
+      if (topic.assignments !== null) {
+        result(
+          KAFKA_ERROR.INVALID_REPLICA_ASSIGNMENT,
+          "booblik is a single node: every partition has its one replica there; send no assignments",
+        );
+        continue;
+      }
+      try {
+        if (request.validateOnly) {
+          const current = this.broker.describeTopic(topic.name).config.partitions;
+          if (topic.count <= current) {
+            throw new InvalidConfigError(
+              `partitions can only increase: topic ${JSON.stringify(topic.name)} has ${current}, got ${topic.count}`,
+            );
+          }
+        } else {
+          this.options.adminRate?.take(clientAddress);
+          this.broker.addPartitions(topic.name, topic.count);
+        }
+        result(KAFKA_ERROR.NONE, null);
+      } catch (error) {
+        const mapped = kafkaErrorOf(error);
+        // A count that is not more than now, or beyond a topic's maximum: Kafka's INVALID_PARTITIONS.
+        const code =
+          mapped.code === KAFKA_ERROR.INVALID_REQUEST ? KAFKA_ERROR.INVALID_PARTITIONS : mapped.code;
+        result(code, mapped.message);
+      }
+    }
+    return this.respond((writer) => encodeCreatePartitionsResponse(writer, version, correlationId, results));
   }
 }
 

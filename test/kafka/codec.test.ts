@@ -48,6 +48,7 @@ import {
   type FetchRequest,
   type ProduceRequest,
 } from "../../src/kafka/messages.ts";
+import { decodeCreatePartitionsRequest } from "../../src/kafka/topic-admin-messages.ts";
 import { decodeBatch } from "../../src/record/batch.ts";
 import { Expect } from "./bytes.ts";
 import captured from "./fixtures/captured-requests.json";
@@ -73,6 +74,7 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.SYNC_GROUP]: decodeSyncGroupRequest,
   [KAFKA_API.DESCRIBE_GROUPS]: decodeDescribeGroupsRequest,
   [KAFKA_API.LIST_GROUPS]: decodeListGroupsRequest,
+  [KAFKA_API.CREATE_PARTITIONS]: decodeCreatePartitionsRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -684,6 +686,7 @@ describe("responses match Kafka's layouts field by field", () => {
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },
       22: { min: 0, max: 1 },
+      37: { min: 0, max: 1 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;
