@@ -76,3 +76,87 @@ export function encodeCreatePartitionsResponse(
     writer.string(result.name).int16(result.errorCode).nullableString(result.errorMessage);
   endResponse(writer, start);
 }
+
+// --- IncrementalAlterConfigs (44), version 0 (v1 is flexible) --------------------------------------
+//   request:  resources ARRAY[resource_type INT8, resource_name STRING,
+//             configs ARRAY[name STRING, config_operation INT8, value NULLABLE_STRING]], validate_only BOOLEAN
+//   response: throttle_time_ms INT32, responses ARRAY[error_code INT16, error_message NULLABLE_STRING,
+//             resource_type INT8, resource_name STRING]
+
+/** Kafka's ConfigResource.Type of a topic. */
+export const CONFIG_RESOURCE_TOPIC = 2;
+
+/** AlterConfigOp.OpType: SET 0, DELETE 1 (back to the default), APPEND 2 and SUBTRACT 3 (list configs). */
+export const CONFIG_OPERATION = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
+
+export interface AlterableConfig {
+  name: string;
+  operation: number;
+  value: string | null;
+}
+
+export interface AlterConfigsResource {
+  resourceType: number;
+  resourceName: string;
+  configs: AlterableConfig[];
+}
+
+export interface IncrementalAlterConfigsRequest {
+  resources: AlterConfigsResource[];
+  validateOnly: boolean;
+}
+
+export interface AlterConfigsResult {
+  errorCode: number;
+  errorMessage: string | null;
+  resourceType: number;
+  resourceName: string;
+}
+
+export function decodeIncrementalAlterConfigsRequest(
+  reader: KafkaReader,
+  _version: number,
+): IncrementalAlterConfigsRequest {
+  // resource_type (1), resource_name (2), configs (4).
+  const resourceCount = reader.arrayCount("resources", 1 + 2 + 4);
+  const resources: AlterConfigsResource[] = [];
+  for (let r = 0; r < resourceCount; r++) {
+    const resourceType = reader.int8("resource_type");
+    const resourceName = reader.string("resource_name");
+    // name (2), config_operation (1), value (2).
+    const configCount = reader.arrayCount("configs", 2 + 1 + 2);
+    const configs: AlterableConfig[] = [];
+    for (let c = 0; c < configCount; c++) {
+      const name = reader.string("config name");
+      const operation = reader.int8("config_operation");
+      configs.push({ name, operation, value: reader.nullableString("config value") });
+    }
+    resources.push({ resourceType, resourceName, configs });
+  }
+  const validateOnly = reader.boolean("validate_only");
+  reader.expectEnd("IncrementalAlterConfigs request");
+  return { resources, validateOnly };
+}
+
+export function encodeIncrementalAlterConfigsResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  results: readonly AlterConfigsResult[],
+): void {
+  const start = beginResponse(
+    writer,
+    correlationId,
+    responseHeaderVersion(KAFKA_API.INCREMENTAL_ALTER_CONFIGS, version),
+  );
+  writer.int32(0); // throttle_time_ms
+  writer.arrayCount(results.length);
+  for (const result of results) {
+    writer
+      .int16(result.errorCode)
+      .nullableString(result.errorMessage)
+      .int8(result.resourceType)
+      .string(result.resourceName);
+  }
+  endResponse(writer, start);
+}
