@@ -33,6 +33,7 @@ import {
   ClosedError,
   DataDirFormatError,
   InternalTopicError,
+  InvalidArgumentError,
   SegmentFormatVersionError,
   TopicExistsError,
   UnknownTopicOrPartitionError,
@@ -520,6 +521,108 @@ export class Broker {
   }
 
   /**
+   * Changes settings of a live topic; returns the new description. Can change (applied to every
+   * partition at once, no restart): `retentionMs`, `retentionBytes` (next retention run),
+   * `durability` and `flushIntervalMs` (next append; becoming `force` resolves once a force covered
+   * the log end), `maxRecordBytes` upwards only, within what fits a segment and `ceiling`
+   * (next append), and `timestampType` (batches appended from now on; stored batches keep theirs).
+   * Cannot change (InvalidArgumentError naming why): `partitions` (addPartitions), `writeMode`,
+   * `segmentBytes`, `indexIntervalBytes` (the segments and indexes on disk are laid out by them),
+   * and a smaller `maxRecordBytes` (batches up to the old bound are stored and must stay readable).
+   * A key set to its current value is accepted. The topic file is replaced atomically before
+   * anything changes in memory: after a crash the topic has either the old or the new settings.
+   */
+  async alterTopic(
+    name: string,
+    changes: Partial<TopicConfig>,
+    ceiling?: RecordBytesCeiling,
+  ): Promise<TopicDescription> {
+    this.checkOpen();
+    const topic = this.topicNamed(name);
+    if (topic.name === OFFSETS_TOPIC_NAME) throw new InternalTopicError(topic.name, "altered");
+    const current = topic.config;
+    // A key given as undefined is a key not given (an options object built from optional flags).
+    changes = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+    const fixed: Record<string, string> = {
+      partitions: "add partitions with addPartitions (they can only increase)",
+      writeMode: "the segments on disk are written in it",
+      segmentBytes: "the segments on disk are laid out by it",
+      indexIntervalBytes: "the indexes on disk are built by it",
+    };
+    for (const [key, value] of Object.entries(changes)) {
+      const why = fixed[key];
+      if (why !== undefined && value !== current[key as keyof TopicConfig]) {
+        throw new InvalidArgumentError(
+          `${key} cannot change on an existing topic (${why}); it is ${JSON.stringify(current[key as keyof TopicConfig])}`,
+        );
+      }
+    }
+    if (typeof changes.maxRecordBytes === "number" && changes.maxRecordBytes < current.maxRecordBytes) {
+      throw new InvalidArgumentError(
+        `maxRecordBytes can only increase on an existing topic (batches up to ${current.maxRecordBytes} bytes are stored and must stay readable), got ${changes.maxRecordBytes}`,
+      );
+    }
+    const config = validateTopicConfig(
+      { ...current, ...changes } as Record<string, unknown>,
+      this.topicDefaults,
+      // An unchanged record limit is not held to a frame limit it predates.
+      changes.maxRecordBytes !== undefined && changes.maxRecordBytes !== current.maxRecordBytes
+        ? ceiling
+        : undefined,
+    );
+    this.writeTopicFile(topic.name, config);
+    topic.config = config;
+    await Promise.all(topic.partitions.map((partition) => partition.reconfigure(config)));
+    return this.describeTopic(topic.name);
+  }
+
+  /**
+   * Raises a topic's partition count to `partitions`; the new partitions start empty. Records with
+   * a key go to `partitionForKey(key, count)`, so the partition of a key changes for every producer
+   * that learns the new count (as in Kafka). Refused: fewer or as many partitions as now
+   * (InvalidArgumentError), more than a topic may have, or beyond the broker's limits
+   * (LIMIT_EXCEEDED). The new directories are made first and the topic file written last (the
+   * commit point): a crash in between leaves directories that the next open removes.
+   */
+  addPartitions(name: string, partitions: number): TopicDescription {
+    this.checkOpen();
+    const topic = this.topicNamed(name);
+    if (topic.name === OFFSETS_TOPIC_NAME) throw new InternalTopicError(topic.name, "given partitions");
+    const current = topic.config.partitions;
+    if (!Number.isSafeInteger(partitions) || partitions <= current) {
+      throw new InvalidArgumentError(
+        `partitions can only increase: topic ${JSON.stringify(topic.name)} has ${current}, got ${JSON.stringify(partitions)}`,
+      );
+    }
+    const config = validateTopicConfig({ ...topic.config, partitions }, this.topicDefaults);
+    this.checkGrowth(topic.name, config, partitions - current);
+    const added: Partition[] = [];
+    try {
+      for (let id = current; id < partitions; id++) {
+        const directory = partitionDirectory(this.dataDir, topic.name, id);
+        if (pathExists(directory)) removeDirectoryTree(directory);
+        added.push(this.openPartition(topic.name, id, config));
+      }
+      fsyncDirectory(this.dataDir);
+      this.writeTopicFile(topic.name, config);
+    } catch (error) {
+      for (const partition of added) partition.log.destroy();
+      throw error;
+    }
+    topic.config = config;
+    topic.partitions.push(...added);
+    return this.describeTopic(topic.name);
+  }
+
+  private writeTopicFile(name: TopicName, config: TopicConfig): void {
+    writeFileAtomicallyNow(
+      topicFilePath(this.dataDir, name),
+      encodeTopicFile(name, config),
+      path.join(this.dataDir, TOPICS_DIRECTORY, `${name}${TOPIC_TEMPORARY_FILE_SUFFIX}`),
+    );
+  }
+
+  /**
    * Every topic, sorted by name; the internal offsets topic only with `includeInternal` (it can
    * always be described by name).
    */
@@ -699,6 +802,35 @@ export class Broker {
           `${config.partitions} mapped partitions of ${config.segmentBytes} bytes would map ${mappedBytes + more} bytes of address space in all, above the limit of ${limits.maxMappedBytes} (--max-mapped-memory)`,
         );
       }
+    }
+  }
+
+  /** Refuses `more` partitions for an existing topic beyond the broker's partition or mapped-memory limit. */
+  private checkGrowth(name: string, config: TopicConfig, more: number): void {
+    let partitions = 0;
+    let mappedBytes = 0;
+    for (const topic of this.topics.values()) {
+      if (topic.name === OFFSETS_TOPIC_NAME) continue;
+      partitions += topic.config.partitions;
+      if (topic.config.writeMode === "mapped")
+        mappedBytes += topic.config.partitions * topic.config.segmentBytes;
+    }
+    const limits = this.limits;
+    const refuse = (what: string): never => {
+      throw new BooblikError(
+        "LIMIT_EXCEEDED",
+        `cannot add partitions to topic ${JSON.stringify(name)}: ${what}`,
+      );
+    };
+    if (partitions + more > limits.maxPartitions) {
+      refuse(
+        `${more} more partitions would make ${partitions + more}, above the limit of ${limits.maxPartitions} (--max-partitions)`,
+      );
+    }
+    if (config.writeMode === "mapped" && mappedBytes + more * config.segmentBytes > limits.maxMappedBytes) {
+      refuse(
+        `${more} mapped partitions of ${config.segmentBytes} bytes would map ${mappedBytes + more * config.segmentBytes} bytes of address space in all, above the limit of ${limits.maxMappedBytes} (--max-mapped-memory)`,
+      );
     }
   }
 

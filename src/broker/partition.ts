@@ -145,13 +145,20 @@ export class Partition {
   readonly topic: TopicName;
   readonly id: PartitionId;
   readonly log: PartitionLog;
-  readonly policy: DurabilityPolicy;
   readonly groupCommit: GroupCommit;
-  readonly timestampType: TimestampType;
   /** A partition of an internal topic (the offsets topic): only the broker appends to it. */
   readonly internal: boolean;
-  private readonly config: TopicConfig;
+  /** Replaced as a whole by `reconfigure` (Broker.alterTopic); read at each append and retention run. */
+  private config: TopicConfig;
   private timer: ReturnType<typeof setInterval> | undefined;
+  /**
+   * Under `force`, the visible end never goes below this: the log end when the policy became
+   * `force` on a live partition (records already visible under `append` or `interval` stay visible
+   * while the force that reconfigure awaits covers them). 0 otherwise.
+   */
+  private visibleFloor = 0;
+  /** Waiters of `onVisible`, woken when a reconfigure moves the visible end (force → append). */
+  private readonly policyListeners = new Set<() => void>();
 
   constructor(
     topic: TopicName,
@@ -166,16 +173,55 @@ export class Partition {
     this.id = id;
     this.log = log;
     this.config = config;
-    this.policy = config.durability;
-    this.timestampType = config.timestampType;
     this.groupCommit = new GroupCommit(async () => {
       const startMs = performance.now();
       await log.force();
       observeForceSeconds?.((performance.now() - startMs) / 1000);
     });
-    if (this.policy === "interval") {
-      this.timer = setInterval(() => this.backgroundForce(), config.flushIntervalMs);
+    this.startTimer();
+  }
+
+  get policy(): DurabilityPolicy {
+    return this.config.durability;
+  }
+
+  get timestampType(): TimestampType {
+    return this.config.timestampType;
+  }
+
+  private startTimer(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.config.durability === "interval" && !this.log.isClosed) {
+      this.timer = setInterval(() => this.backgroundForce(), this.config.flushIntervalMs);
       this.timer.unref();
+    }
+  }
+
+  /**
+   * Applies a changed topic configuration to this live partition (Broker.alterTopic validated it and
+   * refused the settings that cannot change: write mode, segment and index sizes, and a smaller
+   * maxRecordBytes). Retention, the record limit and the timestamp type hold from the next append or
+   * retention run. A durability change holds from the next append; becoming `force`, the partition
+   * keeps what was visible visible and resolves once a force covered the log end of that moment.
+   */
+  async reconfigure(config: TopicConfig): Promise<void> {
+    const before = this.config;
+    // The storage recognises batches up to its maxPayloadBytes; only ever raised (a lower bound would
+    // make batches already stored unreadable to recovery).
+    if (config.maxRecordBytes > this.log.config.maxPayloadBytes)
+      this.log.raiseMaxPayloadBytes(config.maxRecordBytes);
+    this.config = config;
+    if (before.durability !== config.durability || before.flushIntervalMs !== config.flushIntervalMs)
+      this.startTimer();
+    if (before.durability === config.durability) return;
+    if (config.durability === "force") {
+      this.visibleFloor = this.log.nextOffset;
+      if (!this.log.isClosed && this.log.failure === undefined && this.log.hasUnforcedData)
+        await this.groupCommit.request();
+    } else {
+      // The visible end may jump from the durable end to the log end: wake waiting readers.
+      for (const listener of [...this.policyListeners]) listener();
     }
   }
 
@@ -228,12 +274,27 @@ export class Partition {
    * another record after a restart. Under `append` and `interval` it is the end of the log.
    */
   get visibleNextOffset(): number {
-    return this.policy === "force" ? this.log.recoveryPoint.nextOffset : this.log.nextOffset;
+    if (this.config.durability !== "force") return this.log.nextOffset;
+    const durable = this.log.recoveryPoint.nextOffset;
+    return Math.max(durable, this.visibleFloor);
   }
 
   /** Calls `listener` whenever the visible end may have moved, until the returned function is called. */
   onVisible(listener: () => void): () => void {
-    return this.policy === "force" ? this.log.onForce(listener) : this.log.onAppend(listener);
+    // The policy can change while a reader waits (reconfigure): each event wakes it only under the
+    // policy it belongs to, and a change to a policy that shows more wakes it too.
+    const stopForce = this.log.onForce(() => {
+      if (this.config.durability === "force") listener();
+    });
+    const stopAppend = this.log.onAppend(() => {
+      if (this.config.durability !== "force") listener();
+    });
+    this.policyListeners.add(listener);
+    return () => {
+      stopForce();
+      stopAppend();
+      this.policyListeners.delete(listener);
+    };
   }
 
   /** The oldest offset still stored (retention moves it). */

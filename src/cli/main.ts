@@ -80,6 +80,14 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                 [--timestamp-type CreateTime|LogAppendTime]
   topics delete <name>
   topics describe <name>                its settings (timestamp type included) and partitions
+  topics alter <name> [--durability append|force|interval] [--flush-interval 1s]
+                [--retention-size 10GiB|none] [--retention-time 7d|none]
+                [--max-record-size 2MiB] [--timestamp-type CreateTime|LogAppendTime]
+                                        change settings of a live topic (write mode and segment
+                                        size cannot change; the record size only grows)
+  topics add-partitions <name> --partitions N
+                                        raise the partition count (keys then map to other
+                                        partitions)
   produce <topic> [--partition N] [--key K | --key-separator S] [--header k=v]...
                 [--timestamp T] [--empty-as-null] [--file F] [--skip-invalid]
                                         one record per line, from the file or stdin (with
@@ -285,12 +293,15 @@ async function health(parsed: Parsed): Promise<number> {
   }
 }
 
+const TOPICS_ACTIONS = ["list", "create", "delete", "describe", "alter", "add-partitions"];
+
 async function topics(parsed: Parsed): Promise<number> {
-  const action = need(parsed, 1, "topics action: list, create, delete or describe");
-  if (!["list", "create", "delete", "describe"].includes(action)) {
-    throw new UsageError(`unknown topics action ${action} (list, create, delete, describe)`);
+  const action = need(parsed, 1, `topics action: ${TOPICS_ACTIONS.join(", ")}`);
+  if (!TOPICS_ACTIONS.includes(action)) {
+    throw new UsageError(`unknown topics action ${action} (${TOPICS_ACTIONS.join(", ")})`);
   }
   if (action !== "list") need(parsed, 2, "topic name");
+  if (action === "alter" || action === "add-partitions") return changeTopic(parsed, action);
   allowOnly(
     parsed,
     action === "create"
@@ -364,7 +375,7 @@ async function topics(parsed: Parsed): Promise<number> {
       );
       return 0;
     }
-    throw new UsageError(`unknown topics action ${action} (list, create, delete, describe)`);
+    throw new UsageError(`unknown topics action ${action} (${TOPICS_ACTIONS.join(", ")})`);
   } finally {
     client.close();
   }
@@ -387,6 +398,78 @@ function topicConfig(parsed: Parsed): Record<string, unknown> {
   set("retentionMs", flagValue(parsed, "retention-time", parseDurationMs));
   set("timestampType", choiceFlag(parsed, "timestamp-type", TIMESTAMP_TYPES));
   return config;
+}
+
+// --- topics alter, topics add-partitions ----------------------------------------------------------
+
+const ALTER_FLAGS = [
+  "durability",
+  "flush-interval",
+  "retention-size",
+  "retention-time",
+  "max-record-size",
+  "timestamp-type",
+];
+
+/** `none` (no retention) or a value of `parse`. */
+function orNone<T>(parse: (what: string, text: string) => T): (what: string, text: string) => T | null {
+  return (what, text) => (text === "none" ? null : parse(what, text));
+}
+
+/** `topics alter` (ALTER_TOPIC) and `topics add-partitions` (ADD_PARTITIONS). */
+async function changeTopic(parsed: Parsed, action: "alter" | "add-partitions"): Promise<number> {
+  const name = need(parsed, 2, "topic name");
+  // Read before connecting: a bad value is a usage error, whatever the broker's state.
+  if (action === "add-partitions") {
+    allowOnly(parsed, ["partitions"]);
+    const partitions = integerFlag(parsed, "partitions", 1, PARTITIONS_MAX);
+    if (partitions === undefined) throw new UsageError("missing --partitions N: the new partition count");
+    const client = await connect(parsed);
+    try {
+      await client.addPartitions(name, partitions);
+      print(parsed, { topic: name, partitions }, () => `topic ${name} now has ${partitions} partitions`);
+      return 0;
+    } finally {
+      client.close();
+    }
+  }
+  if (parsed.flags.has("write-mode") || parsed.flags.has("segment-size") || parsed.flags.has("partitions")) {
+    throw new UsageError(
+      "--write-mode and --segment-size cannot change on an existing topic; use topics add-partitions for --partitions",
+    );
+  }
+  allowOnly(parsed, ALTER_FLAGS);
+  const changes: Record<string, unknown> = {};
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined) changes[key] = value;
+  };
+  set("durability", choiceFlag(parsed, "durability", DURABILITY_POLICIES));
+  set("flushIntervalMs", flagValue(parsed, "flush-interval", parseDurationMs));
+  set("retentionBytes", flagValue(parsed, "retention-size", orNone(parseBytes)));
+  set("retentionMs", flagValue(parsed, "retention-time", orNone(parseDurationMs)));
+  set("maxRecordBytes", flagValue(parsed, "max-record-size", parseBytes));
+  set("timestampType", choiceFlag(parsed, "timestamp-type", TIMESTAMP_TYPES));
+  if (Object.keys(changes).length === 0) {
+    throw new UsageError(
+      `nothing to change: give at least one of ${ALTER_FLAGS.map((f) => `--${f}`).join(", ")}`,
+    );
+  }
+  const client = await connect(parsed);
+  try {
+    const config = await client.alterTopic(name, changes);
+    print(parsed, { topic: name, config }, () =>
+      [
+        `altered topic ${name}`,
+        ...Object.keys(changes).map((key) => {
+          const value = config[key];
+          return `  ${key}: ${value === null ? "none" : String(value)}`;
+        }),
+      ].join("\n"),
+    );
+    return 0;
+  } finally {
+    client.close();
+  }
 }
 
 async function offsets(parsed: Parsed): Promise<number> {

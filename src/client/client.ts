@@ -27,6 +27,11 @@ import {
   type ProduceResponse,
   type TimestampType,
 } from "../protocol/messages.ts";
+import {
+  decodeAlterTopicResponse,
+  encodeAddPartitionsRequest,
+  encodeAlterTopicRequest,
+} from "../protocol/topic-admin.ts";
 import { BrokerConnection, type ConnectionOptions } from "./connection.ts";
 import { checkFetchedEntries } from "./fetched.ts";
 
@@ -199,6 +204,31 @@ export class BooblikClient {
     await this.request(
       false,
       (writer, id) => encodeDeleteTopicRequest(writer, id, { name }),
+      () => undefined,
+    );
+  }
+
+  /**
+   * Changes settings of an existing topic (docs/operations.md says which can change); resolves to
+   * every setting of the topic after the change.
+   */
+  async alterTopic(name: string, changes: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const configJson = await this.request(
+      false,
+      (writer, id) => encodeAlterTopicRequest(writer, id, { name, changesJson: JSON.stringify(changes) }),
+      decodeAlterTopicResponse,
+    );
+    return JSON.parse(configJson) as Record<string, unknown>;
+  }
+
+  /**
+   * Raises the topic's partition count to `partitions` (never lowers it). Keyed records of producers
+   * that learn the new count can go to other partitions than before.
+   */
+  async addPartitions(name: string, partitions: number): Promise<void> {
+    await this.request(
+      false,
+      (writer, id) => encodeAddPartitionsRequest(writer, id, { name, partitions }),
       () => undefined,
     );
   }

@@ -37,6 +37,8 @@ export const KAFKA_API = {
   CREATE_TOPICS: 19,
   DELETE_TOPICS: 20,
   INIT_PRODUCER_ID: 22,
+  CREATE_PARTITIONS: 37,
+  INCREMENTAL_ALTER_CONFIGS: 44,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -74,6 +76,8 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },
   [KAFKA_API.DELETE_TOPICS]: { min: 0, max: 3 },
   [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 1 },
+  [KAFKA_API.CREATE_PARTITIONS]: { min: 0, max: 1 },
+  [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: { min: 0, max: 0 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -95,6 +99,8 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.CREATE_TOPICS]: 5,
   [KAFKA_API.DELETE_TOPICS]: 4,
   [KAFKA_API.INIT_PRODUCER_ID]: 2,
+  [KAFKA_API.CREATE_PARTITIONS]: 2,
+  [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: 1,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {

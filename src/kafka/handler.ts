@@ -87,6 +87,15 @@ import {
   type TopicResult,
 } from "./messages.ts";
 import { fetchRecords, produceRecords } from "./records.ts";
+import {
+  type AlterConfigsResult,
+  CONFIG_OPERATION,
+  CONFIG_RESOURCE_TOPIC,
+  decodeCreatePartitionsRequest,
+  decodeIncrementalAlterConfigsRequest,
+  encodeCreatePartitionsResponse,
+  encodeIncrementalAlterConfigsResponse,
+} from "./topic-admin-messages.ts";
 
 /** This broker's node id in every answer: a single node is its own leader, controller, coordinator. */
 export const KAFKA_NODE_ID = 1;
@@ -120,6 +129,9 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.OFFSET_FETCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FETCH]],
     [KAFKA_API.LIST_GROUPS, CODEC_VERSIONS[KAFKA_API.LIST_GROUPS]],
     [KAFKA_API.DESCRIBE_GROUPS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_GROUPS]],
+    // Topics that change (Broker.addPartitions).
+    [KAFKA_API.CREATE_PARTITIONS, CODEC_VERSIONS[KAFKA_API.CREATE_PARTITIONS]],
+    [KAFKA_API.INCREMENTAL_ALTER_CONFIGS, CODEC_VERSIONS[KAFKA_API.INCREMENTAL_ALTER_CONFIGS]],
   ],
 );
 
@@ -171,6 +183,18 @@ const TOPIC_CONFIGS: Record<string, (value: string) => Partial<TopicConfig>> = {
     flushIntervalMs: kafkaInteger("booblik.flush.interval.ms", value),
   }),
   "booblik.write.mode": (value) => ({ writeMode: value as TopicConfig["writeMode"] }),
+};
+
+/** The booblik setting each Kafka config name of TOPIC_CONFIGS sets (for DELETE: back to the default). */
+const TOPIC_CONFIG_KEYS: Record<string, keyof TopicConfig> = {
+  "retention.ms": "retentionMs",
+  "retention.bytes": "retentionBytes",
+  "segment.bytes": "segmentBytes",
+  "max.message.bytes": "maxRecordBytes",
+  "message.timestamp.type": "timestampType",
+  "booblik.durability": "durability",
+  "booblik.flush.interval.ms": "flushIntervalMs",
+  "booblik.write.mode": "writeMode",
 };
 
 class InvalidConfigError extends BooblikError {
@@ -282,6 +306,10 @@ export class KafkaHandler {
           return await this.createTopics(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.DELETE_TOPICS:
           return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.CREATE_PARTITIONS:
+          return this.createPartitions(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.INCREMENTAL_ALTER_CONFIGS:
+          return await this.incrementalAlterConfigs(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.FIND_COORDINATOR: {
           // This node coordinates every group (and would every transaction: key_type 1 gets the
           // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
@@ -775,6 +803,140 @@ export class KafkaHandler {
       }
     }
     return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * CreatePartitions: raises each topic's partition count (Broker.addPartitions), one admin request
+   * per topic from the address's allowance. Manual assignments are refused (a single node has one
+   * replica of every partition); validate_only checks without changing anything.
+   */
+  private createPartitions(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): KafkaOutcome {
+    const request = decodeCreatePartitionsRequest(reader, version);
+    const results: TopicResult[] = [];
+    const seen = new Set<string>();
+    for (const topic of request.topics) {
+      const result = (code: number, message: string | null) =>
+        results.push({ name: topic.name, errorCode: code, errorMessage: message });
+      if (seen.has(topic.name)) {
+        result(
+          KAFKA_ERROR.INVALID_REQUEST,
+          `topic ${JSON.stringify(topic.name)} is named twice in one request`,
+        );
+        continue;
+      }
+      seen.add(topic.name);
+      if (topic.assignments !== null) {
+        result(
+          KAFKA_ERROR.INVALID_REPLICA_ASSIGNMENT,
+          "booblik is a single node: every partition has its one replica there; send no assignments",
+        );
+        continue;
+      }
+      try {
+        if (request.validateOnly) {
+          const current = this.broker.describeTopic(topic.name).config.partitions;
+          if (topic.count <= current) {
+            throw new InvalidConfigError(
+              `partitions can only increase: topic ${JSON.stringify(topic.name)} has ${current}, got ${topic.count}`,
+            );
+          }
+        } else {
+          this.options.adminRate?.take(clientAddress);
+          this.broker.addPartitions(topic.name, topic.count);
+        }
+        result(KAFKA_ERROR.NONE, null);
+      } catch (error) {
+        const mapped = kafkaErrorOf(error);
+        // A count that is not more than now, or beyond a topic's maximum: Kafka's INVALID_PARTITIONS.
+        const code =
+          mapped.code === KAFKA_ERROR.INVALID_REQUEST ? KAFKA_ERROR.INVALID_PARTITIONS : mapped.code;
+        result(code, mapped.message);
+      }
+    }
+    return this.respond((writer) => encodeCreatePartitionsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * IncrementalAlterConfigs v0 for topics: SET maps a Kafka config name onto booblik's setting
+   * (TOPIC_CONFIGS), DELETE sets it back to the broker's default; then Broker.alterTopic, which
+   * refuses what cannot change on a live topic (INVALID_CONFIG with its reason). APPEND and SUBTRACT
+   * (list configs; booblik has none), other resource types and validate_only are refused. One admin
+   * request per topic from the address's allowance.
+   */
+  private async incrementalAlterConfigs(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): Promise<KafkaOutcome> {
+    const request = decodeIncrementalAlterConfigsRequest(reader, version);
+    const results: AlterConfigsResult[] = [];
+    for (const resource of request.resources) {
+      const result = (errorCode: number, errorMessage: string | null) =>
+        results.push({
+          errorCode,
+          errorMessage,
+          resourceType: resource.resourceType,
+          resourceName: resource.resourceName,
+        });
+      if (resource.resourceType !== CONFIG_RESOURCE_TOPIC) {
+        result(
+          KAFKA_ERROR.INVALID_REQUEST,
+          `only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}) can change`,
+        );
+        continue;
+      }
+      if (request.validateOnly) {
+        result(KAFKA_ERROR.INVALID_REQUEST, "validate_only is not supported by booblik for config changes");
+        continue;
+      }
+      let changes: Partial<TopicConfig>;
+      try {
+        changes = {};
+        for (const config of resource.configs) {
+          const mapping = TOPIC_CONFIGS[config.name];
+          if (mapping === undefined) {
+            throw new InvalidConfigError(
+              `topic config ${JSON.stringify(config.name)} is not supported; booblik knows ${Object.keys(TOPIC_CONFIGS).join(", ")}`,
+            );
+          }
+          if (config.operation === CONFIG_OPERATION.SET) {
+            if (config.value === null)
+              throw new InvalidConfigError(`SET of ${config.name} needs a value (DELETE sets the default)`);
+            Object.assign(changes, mapping(config.value));
+          } else if (config.operation === CONFIG_OPERATION.DELETE) {
+            const key = TOPIC_CONFIG_KEYS[config.name]!;
+            Object.assign(changes, { [key]: this.broker.topicDefaults[key] });
+          } else {
+            throw new InvalidConfigError(
+              `config operation ${config.operation} on ${config.name} is not supported (SET 0 and DELETE 1 are; booblik has no list configs)`,
+            );
+          }
+        }
+      } catch (error) {
+        result(KAFKA_ERROR.INVALID_CONFIG, (error as Error).message);
+        continue;
+      }
+      try {
+        this.options.adminRate?.take(clientAddress);
+        await this.broker.alterTopic(resource.resourceName, changes);
+        result(KAFKA_ERROR.NONE, null);
+      } catch (error) {
+        const mapped = kafkaErrorOf(error);
+        result(
+          mapped.code === KAFKA_ERROR.INVALID_REQUEST ? KAFKA_ERROR.INVALID_CONFIG : mapped.code,
+          mapped.message,
+        );
+      }
+    }
+    return this.respond((writer) =>
+      encodeIncrementalAlterConfigsResponse(writer, version, correlationId, results),
+    );
   }
 }
 

@@ -50,6 +50,9 @@ export const API = {
   FETCH: 5,
   STATS: 6,
   AUTHENTICATE: 7,
+  // Changing existing topics (topic-admin.ts).
+  ALTER_TOPIC: 12,
+  ADD_PARTITIONS: 13,
 } as const;
 
 export type ApiKey = (typeof API)[keyof typeof API];
@@ -72,6 +75,8 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.FETCH]: 1,
   [API.STATS]: 0,
   [API.AUTHENTICATE]: 0,
+  [API.ALTER_TOPIC]: 0,
+  [API.ADD_PARTITIONS]: 0,
 };
 
 /**

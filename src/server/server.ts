@@ -64,6 +64,11 @@ import {
   largestProducibleBatchBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
+import {
+  decodeAddPartitionsRequest,
+  decodeAlterTopicRequest,
+  encodeAlterTopicResponse,
+} from "../protocol/topic-admin.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
 import { InboundBudget } from "./inbound-budget.ts";
@@ -95,7 +100,7 @@ export interface ServerOptions {
   maxConnections: number;
   /** Connection slots one client address may hold. */
   maxConnectionsPerAddress: number;
-  /** CREATE_TOPIC and DELETE_TOPIC requests one client address may make per second (admin-rate.ts). */
+  /** CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC and ADD_PARTITIONS requests one client address may make per second (admin-rate.ts). */
   maxAdminRequestsPerSecond?: number;
   idleTimeoutMs: number;
   /** A request must arrive whole within this (plus its size at REQUEST_MIN_BYTES_PER_SECOND). */
@@ -409,7 +414,12 @@ export class BrokerServer implements ConnectionHost {
         connection.closeAfterAnswers("a request before AUTHENTICATE");
         return;
       }
-      if (header.apiKey === API.CREATE_TOPIC || header.apiKey === API.DELETE_TOPIC) {
+      if (
+        header.apiKey === API.CREATE_TOPIC ||
+        header.apiKey === API.DELETE_TOPIC ||
+        header.apiKey === API.ALTER_TOPIC ||
+        header.apiKey === API.ADD_PARTITIONS
+      ) {
         this.adminRate.take(connection.remoteAddress);
       }
       switch (header.apiKey) {
@@ -424,6 +434,12 @@ export class BrokerServer implements ConnectionHost {
           return;
         case API.DELETE_TOPIC:
           this.deleteTopic(connection, slot, correlationId, reader);
+          return;
+        case API.ALTER_TOPIC:
+          this.alterTopic(connection, slot, correlationId, reader);
+          return;
+        case API.ADD_PARTITIONS:
+          this.addPartitions(connection, slot, correlationId, reader);
           return;
         case API.LIST_OFFSETS:
           this.listOffsets(connection, slot, correlationId, reader);
@@ -610,6 +626,66 @@ export class BrokerServer implements ConnectionHost {
         this.fail(connection, slot, correlationId, error);
       },
     );
+  }
+
+  // --- Changing existing topics (ALTER_TOPIC, ADD_PARTITIONS) ----------------------------------------
+
+  private alterTopic(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeAlterTopicRequest(reader);
+    const name = JSON.stringify(request.name);
+    let changes: unknown;
+    try {
+      changes = JSON.parse(request.changesJson === "" ? "{}" : request.changesJson);
+    } catch (error) {
+      throw new BooblikError("INVALID_ARGUMENT", `topic changes are not JSON: ${(error as Error).message}`);
+    }
+    if (changes === null || typeof changes !== "object" || Array.isArray(changes)) {
+      throw new BooblikError("INVALID_ARGUMENT", "topic changes must be a JSON object");
+    }
+    const maxFrameBytes = this.options.maxFrameBytes;
+    const ceiling = {
+      bytes: largestProducibleBatchBytes(maxFrameBytes, request.name),
+      why: `the largest record batch a PRODUCE to this topic can carry in the broker's maximum frame of ${maxFrameBytes} bytes`,
+    };
+    const what = JSON.stringify(changes);
+    this.broker.alterTopic(request.name, changes as Record<string, never>, ceiling).then(
+      (altered) => {
+        this.audit(connection, `altered topic ${name}: ${what}`);
+        this.writer.reset();
+        encodeAlterTopicResponse(this.writer, correlationId, JSON.stringify(altered.config));
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => {
+        this.audit(connection, `alter topic ${name} refused: ${(error as Error).message}`);
+        this.fail(connection, slot, correlationId, error);
+      },
+    );
+  }
+
+  private addPartitions(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const request = decodeAddPartitionsRequest(reader);
+    const name = JSON.stringify(request.name);
+    try {
+      const before = this.broker.describeTopic(request.name).config.partitions;
+      this.broker.addPartitions(request.name, request.partitions);
+      this.audit(connection, `added partitions to topic ${name}: ${before} → ${request.partitions}`);
+    } catch (error) {
+      this.audit(connection, `add partitions to topic ${name} refused: ${(error as Error).message}`);
+      throw error;
+    }
+    this.writer.reset();
+    encodeEmptyResponse(this.writer, correlationId);
+    connection.complete(slot, this.writer.written().slice());
   }
 
   /** One audit line: who (the logged-in user, or anonymous) from which address did what. */

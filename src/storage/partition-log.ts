@@ -644,6 +644,16 @@ export class PartitionLog {
     return segment;
   }
 
+  /**
+   * Raises the largest batch this log accepts and recognises (a topic's maxRecordBytes raised on a
+   * live topic). The config object is shared by every segment of this log, so they all see it.
+   * Never lowered: recovery and reads refuse a frame above the bound, and batches stored under the
+   * old bound must stay readable.
+   */
+  raiseMaxPayloadBytes(bytes: number): void {
+    if (bytes > this.config.maxPayloadBytes) this.config.maxPayloadBytes = bytes;
+  }
+
   /** Calls `listener` after each completed force until the returned function is called. */
   onForce(listener: () => void): () => void {
     this.forceListeners.add(listener);

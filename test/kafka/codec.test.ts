@@ -48,6 +48,10 @@ import {
   type FetchRequest,
   type ProduceRequest,
 } from "../../src/kafka/messages.ts";
+import {
+  decodeCreatePartitionsRequest,
+  decodeIncrementalAlterConfigsRequest,
+} from "../../src/kafka/topic-admin-messages.ts";
 import { decodeBatch } from "../../src/record/batch.ts";
 import { Expect } from "./bytes.ts";
 import captured from "./fixtures/captured-requests.json";
@@ -73,6 +77,8 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.SYNC_GROUP]: decodeSyncGroupRequest,
   [KAFKA_API.DESCRIBE_GROUPS]: decodeDescribeGroupsRequest,
   [KAFKA_API.LIST_GROUPS]: decodeListGroupsRequest,
+  [KAFKA_API.CREATE_PARTITIONS]: decodeCreatePartitionsRequest,
+  [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: decodeIncrementalAlterConfigsRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -684,6 +690,8 @@ describe("responses match Kafka's layouts field by field", () => {
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },
       22: { min: 0, max: 1 },
+      37: { min: 0, max: 1 },
+      44: { min: 0, max: 0 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;

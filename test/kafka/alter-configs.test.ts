@@ -1,0 +1,114 @@
+/**
+ * Kafka's IncrementalAlterConfigs (44) v0 through the KafkaHandler over bytes, against a real Broker
+ * on a temporary data directory (kafkajs 2.2.4 cannot send it: its admin only has AlterConfigs):
+ * SET and DELETE change live settings through Broker.alterTopic; what cannot change, unknown names,
+ * list operations, other resource types and unknown topics are refused per resource.
+ */
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import { Broker } from "../../src/broker/broker.ts";
+import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
+import { KafkaReader } from "../../src/kafka/codec.ts";
+import { KafkaHandler } from "../../src/kafka/handler.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { Expect } from "./bytes.ts";
+
+let dir: TempDir;
+let broker: Broker;
+let handler: KafkaHandler;
+
+beforeEach(() => {
+  dir = tempDir("kafka-alter-configs");
+  broker = Broker.open({
+    dataDir: dir.path,
+    topicDefaults: { durability: "append", retentionMs: 604_800_000 },
+  });
+  handler = new KafkaHandler(broker, { advertisedHost: "127.0.0.1", advertisedPort: 9092 });
+});
+
+afterEach(async () => {
+  await broker.close();
+  dir[Symbol.dispose]();
+});
+
+type Config = [name: string, operation: number, value: string | null];
+
+/** One IncrementalAlterConfigs v0 request of `resources`; its per-resource answers. */
+async function alterConfigs(
+  resources: [type: number, name: string, configs: Config[]][],
+  validateOnly = false,
+): Promise<[code: number, message: string | null, type: number, name: string][]> {
+  const request = new Expect().i16(44).i16(0).i32(7).str("test").i32(resources.length);
+  for (const [type, name, configs] of resources) {
+    request.i8(type).str(name).i32(configs.length);
+    for (const [configName, operation, value] of configs) request.str(configName).i8(operation).str(value);
+  }
+  request.i8(validateOnly ? 1 : 0);
+  const outcome = await handler.handle(request.body());
+  if (outcome.kind !== "respond") throw new Error(`expected a response, got ${JSON.stringify(outcome)}`);
+  const reader = new KafkaReader(outcome.bytes);
+  expect(reader.int32("size")).toBe(outcome.bytes.length - 4);
+  expect(reader.int32("correlation_id")).toBe(7);
+  expect(reader.int32("throttle_time_ms")).toBe(0);
+  const count = reader.int32("responses");
+  const answers: [number, string | null, number, string][] = [];
+  for (let i = 0; i < count; i++) {
+    answers.push([
+      reader.int16("error_code"),
+      reader.nullableString("error_message"),
+      reader.int8("resource_type"),
+      reader.string("resource_name"),
+    ]);
+  }
+  reader.expectEnd("IncrementalAlterConfigs response");
+  return answers;
+}
+
+const TOPIC = 2;
+const SET = 0;
+const DELETE = 1;
+const APPEND = 2;
+
+test("SET and DELETE change a live topic; each resource is answered on its own", async () => {
+  broker.createTopic("t", { retentionMs: 1000, maxRecordBytes: 2000, segmentBytes: 1 << 20 });
+  const answers = await alterConfigs([
+    [
+      TOPIC,
+      "t",
+      [
+        ["retention.bytes", SET, "1048576"],
+        ["retention.ms", DELETE, null],
+        ["max.message.bytes", SET, "4000"],
+        ["booblik.durability", SET, "force"],
+        ["message.timestamp.type", SET, "LogAppendTime"],
+      ],
+    ],
+    [TOPIC, "t", [["segment.bytes", SET, "2097152"]]],
+    [TOPIC, "t", [["cleanup.policy", SET, "compact"]]],
+    [TOPIC, "t", [["retention.ms", APPEND, "5"]]],
+    [TOPIC, "missing", [["retention.ms", SET, "5"]]],
+    [4, "1", [["log.retention.ms", SET, "5"]]],
+  ]);
+  expect(answers.map(([code, , type, name]) => [code, type, name])).toEqual([
+    [KAFKA_ERROR.NONE, TOPIC, "t"],
+    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
+    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
+    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
+    [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, TOPIC, "missing"],
+    [KAFKA_ERROR.INVALID_REQUEST, 4, "1"],
+  ]);
+  expect(answers[1]![1]).toMatch(/segmentBytes cannot change on an existing topic/);
+  expect(answers[2]![1]).toMatch(/topic config "cleanup.policy" is not supported/);
+  expect(answers[3]![1]).toMatch(/config operation 2 on retention.ms is not supported/);
+  expect(broker.describeTopic("t").config).toMatchObject({
+    retentionBytes: 1_048_576,
+    retentionMs: 604_800_000, // DELETE: the broker's default
+    maxRecordBytes: 4000,
+    durability: "force",
+    timestampType: "LogAppendTime",
+    segmentBytes: 1 << 20,
+  });
+  // validate_only is refused rather than pretending: nothing changes.
+  const [validated] = await alterConfigs([[TOPIC, "t", [["retention.bytes", SET, "5"]]]], true);
+  expect(validated![0]).toBe(KAFKA_ERROR.INVALID_REQUEST);
+  expect(broker.describeTopic("t").config.retentionBytes).toBe(1_048_576);
+});
