@@ -505,6 +505,8 @@ async function main(): Promise<number> {
     });
     try {
       kafkaAddress = kafka.listen();
+      const groups = kafka.handler.groups;
+      server.liveGroupMembers = (group) => groups.describe(group)?.members.length ?? 0;
     } catch (error) {
       await server.stop();
       await broker.close();

@@ -50,6 +50,10 @@ export const API = {
   FETCH: 5,
   STATS: 6,
   AUTHENTICATE: 7,
+  // Groups and committed offsets (src/protocol/group-messages.ts).
+  OFFSET_COMMIT: 9,
+  OFFSET_FETCH: 10,
+  DELETE_GROUP: 11,
 } as const;
 
 export type ApiKey = (typeof API)[keyof typeof API];
@@ -72,6 +76,9 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.FETCH]: 1,
   [API.STATS]: 0,
   [API.AUTHENTICATE]: 0,
+  [API.OFFSET_COMMIT]: 0,
+  [API.OFFSET_FETCH]: 0,
+  [API.DELETE_GROUP]: 0,
 };
 
 /**
