@@ -468,6 +468,13 @@ export const COMMIT_RECORDS_PER_BATCH_MAX = 32;
  * append must fit one of its segments (256 records of at most ~26 KiB ≈ 6.7 MiB < 8 MiB).
  */
 export const COMMIT_OFFSETS_PER_REQUEST_MAX = 256;
+/**
+ * A Consumer with a `group` commits its position at most once per this many records and once per
+ * this interval (and on close): a commit costs the broker one fdatasync, so committing per record
+ * would cap a consumer at the disk's sync rate. At-least-once: a crash repeats at most this much.
+ */
+export const CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT = 1000;
+export const CONSUMER_COMMIT_INTERVAL_MS_DEFAULT = 1000;
 /** Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults. */
 export const GROUP_SESSION_TIMEOUT_MS_MIN = 6_000;
 export const GROUP_SESSION_TIMEOUT_MS_MAX = 1_800_000;
