@@ -12,11 +12,14 @@
 import { BooblikError } from "../domain/errors.ts";
 import type { ByteReader, ByteWriter } from "../protocol/buffer.ts";
 import {
+  decodeListGroupsResponse,
   decodeOffsetFetchResponse,
   encodeDeleteGroupRequest,
+  encodeListGroupsRequest,
   encodeOffsetCommitRequest,
   encodeOffsetFetchRequest,
   type FetchedOffset,
+  type ListedGroup,
 } from "../protocol/group-messages.ts";
 import {
   decodeFetchResponse,
@@ -354,6 +357,11 @@ export class BooblikClient {
     );
   }
 
+  /** Every group with committed offsets or members on the broker's Kafka listener, by name. */
+  listGroups(): Promise<ListedGroup[]> {
+    return this.request(true, encodeListGroupsRequest, decodeListGroupsResponse);
+  }
+
   /** Deletes every committed offset of `group` (refused while it has live Kafka members). */
   async deleteGroup(group: string): Promise<void> {
     await this.request(
@@ -379,4 +387,4 @@ export interface CommitOffset {
   metadata?: string;
 }
 
-export type { FetchedOffset } from "../protocol/group-messages.ts";
+export type { FetchedOffset, ListedGroup } from "../protocol/group-messages.ts";

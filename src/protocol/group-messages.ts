@@ -1,6 +1,6 @@
 /**
- * Payloads of the committed-offset APIs of the native protocol: OFFSET_COMMIT (9), OFFSET_FETCH
- * (10) and DELETE_GROUP (11). Byte tables in docs/protocol.md ("Groups and committed offsets");
+ * Payloads of the group APIs of the native protocol: LIST_GROUPS (8), OFFSET_COMMIT (9),
+ * OFFSET_FETCH (10) and DELETE_GROUP (11). Byte tables in docs/protocol.md ("Groups and committed offsets");
  * field order here is the order on the wire. The offsets themselves live in the broker's
  * OffsetsStore (src/broker/offsets-store.ts), shared with the Kafka listener's OffsetCommit and
  * OffsetFetch: a group committed over one protocol is read over the other.
@@ -70,6 +70,52 @@ function checkCount(reader: ByteReader, count: number, itemBytesMin: number, wha
     throw new ProtocolError(
       `${what} count ${count} at byte ${reader.position - 4} cannot fit in the ${reader.remaining} bytes left in the frame`,
     );
+}
+
+// --- LIST_GROUPS (8) -----------------------------------------------------------------------------------
+
+/** One group as LIST_GROUPS answers it. */
+export interface ListedGroup {
+  group: string;
+  /** Partitions the group has a committed offset for. */
+  committedPartitions: number;
+  /** Members connected through the broker's Kafka listener. */
+  kafkaMembers: number;
+}
+
+/** Smallest encoded LIST_GROUPS entry: group length (2), two counts (4 + 4). */
+const LISTED_GROUP_BYTES_MIN = 2 + 4 + 4;
+
+export function encodeListGroupsRequest(writer: ByteWriter, correlationId: number): void {
+  const start = beginRequest(writer, API.LIST_GROUPS, correlationId);
+  endFrame(writer, start);
+}
+
+export function encodeListGroupsResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  groups: readonly ListedGroup[],
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer.u32(groups.length);
+  for (const group of groups)
+    writer.string(group.group).u32(group.committedPartitions).u32(group.kafkaMembers);
+  endFrame(writer, start);
+}
+
+export function decodeListGroupsResponse(reader: ByteReader): ListedGroup[] {
+  const count = reader.u32("group count");
+  checkCount(reader, count, LISTED_GROUP_BYTES_MIN, "group");
+  const groups: ListedGroup[] = [];
+  for (let i = 0; i < count; i++) {
+    groups.push({
+      group: reader.string("group"),
+      committedPartitions: reader.u32("committedPartitions"),
+      kafkaMembers: reader.u32("kafkaMembers"),
+    });
+  }
+  reader.expectEnd("LIST_GROUPS response");
+  return groups;
 }
 
 // --- OFFSET_COMMIT (9) ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 /**
- * The native protocol's committed-offset requests (OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUP),
+ * The native protocol's group requests (LIST_GROUPS, OFFSET_COMMIT, OFFSET_FETCH, DELETE_GROUP),
  * checked and applied against the broker's OffsetsStore. Kept apart from server.ts so that the
  * dispatcher only routes: every check here throws a BooblikError the server turns into an error
  * response.
@@ -17,10 +17,30 @@ import type { Broker } from "../broker/broker.ts";
 import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
 import { BooblikError } from "../domain/errors.ts";
 import { COMMIT_OFFSETS_PER_REQUEST_MAX, OFFSETS_TOPIC_NAME } from "../domain/limits.ts";
-import type { FetchedOffset, OffsetCommitRequest, OffsetFetchRequest } from "../protocol/group-messages.ts";
+import type {
+  FetchedOffset,
+  ListedGroup,
+  OffsetCommitRequest,
+  OffsetFetchRequest,
+} from "../protocol/group-messages.ts";
 
-/** How many members a group has on the Kafka listener (0 when none, or no Kafka listener). */
-export type LiveMemberCount = (group: string) => number;
+/** The groups of the Kafka listener's coordinator (main.ts wires it when a Kafka listener runs). */
+export interface KafkaGroups {
+  /** Members of a group (0 when it has none). */
+  members(group: string): number;
+  /** Groups that have members now. */
+  groupIds(): string[];
+}
+
+/** Every group with committed offsets or Kafka members, sorted by name. */
+export function listGroups(broker: Broker, kafka: KafkaGroups | undefined): ListedGroup[] {
+  const names = new Set([...broker.offsets.groupIds(), ...(kafka?.groupIds() ?? [])]);
+  return [...names].sort().map((group) => ({
+    group,
+    committedPartitions: broker.offsets.committedOf(group).length,
+    kafkaMembers: kafka?.members(group) ?? 0,
+  }));
+}
 
 function checkGroup(api: string, group: string): void {
   const problem = groupIdProblem(group);
@@ -103,13 +123,9 @@ export function fetchOffsets(broker: Broker, request: OffsetFetchRequest): Fetch
 }
 
 /** Deletes every committed offset of a group; resolves after the force. */
-export function deleteGroup(
-  broker: Broker,
-  group: string,
-  liveMembers: LiveMemberCount | undefined,
-): Promise<void> {
+export function deleteGroup(broker: Broker, group: string, kafka: KafkaGroups | undefined): Promise<void> {
   checkGroup("DELETE_GROUP", group);
-  const members = liveMembers?.(group) ?? 0;
+  const members = kafka?.members(group) ?? 0;
   if (members > 0)
     throw new BooblikError(
       "INVALID_REQUEST",

@@ -48,6 +48,7 @@ import {
   decodeDeleteGroupRequest,
   decodeOffsetCommitRequest,
   decodeOffsetFetchRequest,
+  encodeListGroupsResponse,
   encodeOffsetFetchResponse,
 } from "../protocol/group-messages.ts";
 import {
@@ -72,7 +73,7 @@ import {
 } from "../protocol/messages.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
-import { commitOffsets, deleteGroup, fetchOffsets, type LiveMemberCount } from "./group-requests.ts";
+import { commitOffsets, deleteGroup, fetchOffsets, type KafkaGroups, listGroups } from "./group-requests.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
 /** The version METADATA reports (src/domain/version.ts). */
@@ -169,10 +170,10 @@ export class BrokerServer implements ConnectionHost {
   };
   readonly inboundBudget: InboundBudget;
   /**
-   * Members of a group on the Kafka listener, when one runs (main.ts sets it once the listener
-   * listens): DELETE_GROUP refuses a group that has any.
+   * The Kafka listener's groups, when one runs (main.ts sets it once the listener listens):
+   * LIST_GROUPS counts their members, DELETE_GROUP refuses a group that has any.
    */
-  liveGroupMembers: LiveMemberCount | undefined = undefined;
+  kafkaGroups: KafkaGroups | undefined = undefined;
   private users: Users | undefined;
   /** SCRAM exchanges between their two steps, by connection. */
   private readonly exchanges = new WeakMap<Connection, ScramServer>();
@@ -453,6 +454,12 @@ export class BrokerServer implements ConnectionHost {
           connection.complete(slot, this.writer.written().slice());
           return;
         // --- Groups and committed offsets (group-requests.ts) ---
+        case API.LIST_GROUPS:
+          reader.expectEnd("LIST_GROUPS request");
+          this.writer.reset();
+          encodeListGroupsResponse(this.writer, correlationId, listGroups(this.broker, this.kafkaGroups));
+          connection.complete(slot, this.writer.written().slice());
+          return;
         case API.OFFSET_COMMIT:
           this.answerEmptyWhenDone(connection, slot, correlationId, () =>
             commitOffsets(this.broker, decodeOffsetCommitRequest(reader)),
@@ -467,7 +474,7 @@ export class BrokerServer implements ConnectionHost {
         }
         case API.DELETE_GROUP:
           this.answerEmptyWhenDone(connection, slot, correlationId, () =>
-            deleteGroup(this.broker, decodeDeleteGroupRequest(reader).group, this.liveGroupMembers),
+            deleteGroup(this.broker, decodeDeleteGroupRequest(reader).group, this.kafkaGroups),
           );
           return;
       }
