@@ -25,6 +25,8 @@ export {
 export {
   BooblikClient,
   type ClientOptions,
+  type CommitOffset,
+  type FetchedOffset,
   type FetchOptions,
   type FetchResult,
   type MetadataInfo,

@@ -505,6 +505,11 @@ async function main(): Promise<number> {
     });
     try {
       kafkaAddress = kafka.listen();
+      const groups = kafka.handler.groups;
+      server.kafkaGroups = {
+        members: (group) => groups.describe(group)?.members.length ?? 0,
+        groupIds: () => groups.list().map((summary) => summary.groupId),
+      };
     } catch (error) {
       await server.stop();
       await broker.close();

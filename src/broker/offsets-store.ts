@@ -1,8 +1,8 @@
 /**
  * Committed offsets of consumer groups, stored in booblik's own log: the internal topic
  * `__consumer_offsets` (OFFSETS_TOPIC_NAME; 1 partition, `force` durability), replayed at start into
- * a map. Protocol-neutral: the Kafka listener's OffsetCommit/OffsetFetch use it, the native protocol
- * is to use it the same way.
+ * a map. Protocol-neutral: the Kafka listener's OffsetCommit/OffsetFetch and the native protocol's
+ * OFFSET_COMMIT/OFFSET_FETCH/DELETE_GROUP (src/server/group-requests.ts) use it.
  *
  * Record layout (one Kafka record per committed partition; the topic holds ordinary RecordBatch v2):
  *   key   = UTF-8 `group \0 topic \0 partition` (the partition in decimal). Group ids and topic names

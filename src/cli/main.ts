@@ -54,6 +54,7 @@ import {
 } from "../storage/inspect.ts";
 import { findFormat1Segment, MigrationDamageError, migrateFormat1 } from "../storage/migrate-format1.ts";
 import { WRITE_MODES } from "../storage/segment-writer.ts";
+import { GROUPS_HELP, groupsCommand } from "./groups.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type RecordPrinter, recordPrinter } from "./record-format.ts";
 import { parseTimeArgument } from "./time-argument.ts";
@@ -118,6 +119,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         kill at any moment and to run again; exit 3 on damage
                                         (--drop-damaged-tail: drop a damaged end of a newest
                                         segment after its recovery point, as recovery did)
+${GROUPS_HELP}
 ${USERS_HELP}
 
   T (a time)   ms since the epoch, an ISO 8601 time with a zone (2024-05-01T12:00:00Z), a date
@@ -161,6 +163,8 @@ const BOOLEAN_FLAGS = new Set([
   "skip-invalid",
   "local",
   "drop-damaged-tail",
+  "to-earliest",
+  "to-latest",
 ]);
 
 function parseArgs(argv: string[]): Parsed {
@@ -1281,6 +1285,18 @@ async function run(parsed: Parsed): Promise<number> {
       return migrate(parsed);
     case "users":
       return usersCommand(parsed, (message) => new UsageError(message));
+    case "groups":
+      return groupsCommand({
+        positional: parsed.positional,
+        flags: parsed.flags,
+        usage: (message) => new UsageError(message),
+        allowOnly: (allowed) => allowOnly(parsed, allowed),
+        connect: () => connect(parsed),
+        print: (json, human) => print(parsed, json, human),
+        offsetFlag: (name) => integerFlag(parsed, name, 0, OFFSET_MAX),
+        timeFlag: (name) =>
+          flagValue(parsed, name, (what, text) => parseTimeArgument(what, text, Date.now())),
+      });
     default:
       throw new UsageError(`unknown command ${command} (see --help)`);
   }

@@ -12,6 +12,16 @@
 import { BooblikError } from "../domain/errors.ts";
 import type { ByteReader, ByteWriter } from "../protocol/buffer.ts";
 import {
+  decodeListGroupsResponse,
+  decodeOffsetFetchResponse,
+  encodeDeleteGroupRequest,
+  encodeListGroupsRequest,
+  encodeOffsetCommitRequest,
+  encodeOffsetFetchRequest,
+  type FetchedOffset,
+  type ListedGroup,
+} from "../protocol/group-messages.ts";
+import {
   decodeFetchResponse,
   decodeListOffsetsResponse,
   decodeMetadataResponse,
@@ -332,8 +342,79 @@ export class BooblikClient {
     };
   }
 
+  // --- Groups and committed offsets (docs/protocol.md, "Groups and committed offsets") -----------
+
+  /**
+   * Stores committed offsets of `group` (at most 256 partitions per call); resolves after the
+   * broker forced them. Whole call or nothing. Retried on a connection failure: storing the same
+   * offsets twice is harmless (a caller with several commits in flight at once should not rely on
+   * retries, a repeated older commit could land after a newer one).
+   */
+  async commitOffsets(group: string, offsets: readonly CommitOffset[]): Promise<void> {
+    await this.request(
+      true,
+      (writer, id) =>
+        encodeOffsetCommitRequest(writer, id, {
+          group,
+          offsets: offsets.map((o) => ({
+            topic: o.topic,
+            partition: o.partition,
+            offset: o.offset,
+            metadata: o.metadata ?? "",
+          })),
+        }),
+      () => undefined,
+    );
+  }
+
+  /**
+   * The committed offsets of `group`: of the partitions asked for (offset −1 where it committed
+   * none; no `partitions` means every partition of the topic), or with no topics every offset the
+   * group committed.
+   */
+  fetchOffsets(
+    group: string,
+    topics: readonly { topic: string; partitions?: readonly number[] }[] = [],
+  ): Promise<FetchedOffset[]> {
+    return this.request(
+      true,
+      (writer, id) =>
+        encodeOffsetFetchRequest(writer, id, {
+          group,
+          topics: topics.map((t) => ({ topic: t.topic, partitions: [...(t.partitions ?? [])] })),
+        }),
+      decodeOffsetFetchResponse,
+    );
+  }
+
+  /** Every group with committed offsets or members on the broker's Kafka listener, by name. */
+  listGroups(): Promise<ListedGroup[]> {
+    return this.request(true, encodeListGroupsRequest, decodeListGroupsResponse);
+  }
+
+  /** Deletes every committed offset of `group` (refused while it has live Kafka members). */
+  async deleteGroup(group: string): Promise<void> {
+    await this.request(
+      false,
+      (writer, id) => encodeDeleteGroupRequest(writer, id, { group }),
+      () => undefined,
+    );
+  }
+
   close(): void {
     this.closed = true;
     this.connection?.close();
   }
 }
+
+/** One partition's offset to commit (commitOffsets). */
+export interface CommitOffset {
+  topic: string;
+  partition: number;
+  /** The next offset the group is to read: the last record processed, plus one. */
+  offset: number;
+  /** Free text stored with it (at most 4,096 bytes); none by default. */
+  metadata?: string;
+}
+
+export type { FetchedOffset, ListedGroup } from "../protocol/group-messages.ts";

@@ -16,8 +16,18 @@
  *   latest offset.
  * - Connection failures are retried by the client (a fetch is safe to repeat), so a broker restart is
  *   a pause, not an error, within the client's retries.
+ * - With a `group`, the start is the group's committed offset (else `from`), and the position is
+ *   committed to the broker in batches: before a fetch, once `commitEveryRecords` records were
+ *   handed out or `commitIntervalMs` passed since the last commit (what is committed was handed out
+ *   and the application came back for more: at-least-once), and on `close()`. One commit in flight
+ *   at a time, not awaited by the iteration; a failed commit ends the iteration with its error at
+ *   the next fetch.
  */
 import { OffsetOutOfRangeError } from "../domain/errors.ts";
+import {
+  CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT,
+  CONSUMER_COMMIT_INTERVAL_MS_DEFAULT,
+} from "../domain/limits.ts";
 import { RecordBatchReader, type RecordView } from "../record/batch.ts";
 import type { BooblikClient } from "./client.ts";
 import { type ConsumedRecord, consumedRecord, forEachFetchedRecord } from "./fetched.ts";
@@ -43,6 +53,15 @@ export interface ConsumerOptions {
   onOutOfRange?: "error" | "earliest" | "latest";
   /** Stop (end the iteration) at the end of the partition instead of waiting for more. */
   stopAtEnd?: boolean;
+  /**
+   * A consumer group: start from its committed offset for this partition (`from` when it has none)
+   * and commit the position to the broker as records are consumed and on `close()`.
+   */
+  group?: string;
+  /** With `group`: commit at the latest after this many records. Default 1000. */
+  commitEveryRecords?: number;
+  /** With `group`: commit at the latest this long after the last commit. Default 1000 ms. */
+  commitIntervalMs?: number;
 }
 
 const DECODER = new TextDecoder();
@@ -78,6 +97,16 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   private readonly stopAtEnd: boolean;
   private next: number | undefined;
   private stopped = false;
+  readonly group: string | undefined;
+  private readonly commitEveryRecords: number;
+  private readonly commitIntervalMs: number;
+  /** Records fetched and handed out since the last commit started (counted per fetch). */
+  private uncommittedRecords = 0;
+  private lastCommitMs = 0;
+  /** The position the broker acknowledged last (−1: none this session). */
+  private committedPosition = -1;
+  private commitInFlight: Promise<void> | undefined;
+  private commitError: unknown;
   /** Offsets reset because of OFFSET_OUT_OF_RANGE (for the application to notice). */
   resets = 0;
 
@@ -90,6 +119,79 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
     this.maxWaitMs = options.maxWaitMs ?? 1000;
     this.onOutOfRange = options.onOutOfRange ?? "error";
     this.stopAtEnd = options.stopAtEnd ?? false;
+    this.group = options.group;
+    this.commitEveryRecords = options.commitEveryRecords ?? CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT;
+    this.commitIntervalMs = options.commitIntervalMs ?? CONSUMER_COMMIT_INTERVAL_MS_DEFAULT;
+  }
+
+  /** The position the broker last acknowledged as the group's committed offset; −1 before any. */
+  get committed(): number {
+    return this.committedPosition;
+  }
+
+  /**
+   * Commits the current position now (with a `group`), after any commit in flight; resolves when
+   * the broker forced it.
+   */
+  async commit(): Promise<void> {
+    if (this.group === undefined) throw new TypeError("commit() needs the consumer option `group`");
+    if (this.commitInFlight !== undefined) await this.commitInFlight;
+    this.throwCommitError();
+    if (this.next === undefined || this.next === this.committedPosition) return;
+    await this.startCommit(this.group);
+    this.throwCommitError();
+  }
+
+  /** Stops the iteration and, with a `group`, commits the final position. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    if (this.group !== undefined) await this.commit();
+  }
+
+  private throwCommitError(): void {
+    if (this.commitError === undefined) return;
+    const error = this.commitError;
+    this.commitError = undefined;
+    throw error;
+  }
+
+  /** Starts a commit of the current position; remembers a failure for the iteration to throw. */
+  private startCommit(group: string): Promise<void> {
+    const position = this.next!;
+    this.uncommittedRecords = 0;
+    this.lastCommitMs = performance.now();
+    const done = this.client
+      .commitOffsets(group, [{ topic: this.topic, partition: this.partition, offset: position }])
+      .then(
+        () => {
+          this.committedPosition = Math.max(this.committedPosition, position);
+        },
+        (error: unknown) => {
+          this.commitError = error;
+        },
+      )
+      .finally(() => {
+        if (this.commitInFlight === done) this.commitInFlight = undefined;
+      });
+    this.commitInFlight = done;
+    return done;
+  }
+
+  /**
+   * Called before each fetch: everything handed out before was processed. Commits when due
+   * (records or time) and none is in flight; throws a failed commit's error.
+   */
+  private maybeCommit(): void {
+    const group = this.group;
+    if (group === undefined) return;
+    this.throwCommitError();
+    if (this.commitInFlight !== undefined || this.next === undefined || this.next === this.committedPosition)
+      return;
+    if (
+      this.uncommittedRecords >= this.commitEveryRecords ||
+      performance.now() - this.lastCommitMs >= this.commitIntervalMs
+    )
+      void this.startCommit(group);
   }
 
   /**
@@ -106,6 +208,16 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   }
 
   private async resolveStart(where: StartPosition): Promise<number> {
+    if (this.group !== undefined) {
+      const [stored] = await this.client.fetchOffsets(this.group, [
+        { topic: this.topic, partitions: [this.partition] },
+      ]);
+      this.lastCommitMs = performance.now();
+      if (stored !== undefined && stored.offset >= 0) {
+        this.committedPosition = stored.offset;
+        return stored.offset;
+      }
+    }
     if (typeof where === "number") return where;
     if (typeof where === "object") {
       const found = await this.client.offsetForTime(this.topic, this.partition, where.timestampMs);
@@ -196,6 +308,10 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
     let next = this.next ?? (await this.resolveStart(this.from));
     this.next = next;
     while (!this.stopped) {
+      // Back for more: what was handed out before was processed. Checked per fetch, not per record
+      // (nothing added to the per-record path); an empty long poll comes back here too, so the
+      // interval is kept within maxWaitMs while the partition is idle.
+      this.maybeCommit();
       let result: Awaited<ReturnType<BooblikClient["fetch"]>>;
       try {
         result = await this.client.fetch(this.topic, this.partition, next, {
@@ -224,6 +340,7 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
       next += result.recordCount;
       yield batch;
       this.next = Math.max(this.next ?? next, next);
+      this.uncommittedRecords += batch.count;
     }
   }
 }

@@ -463,6 +463,18 @@ export const GROUP_ID_BYTES_MAX = 1024;
  * ≈ 830 KiB < 1 MiB).
  */
 export const COMMIT_RECORDS_PER_BATCH_MAX = 32;
+/**
+ * Partitions in one native OFFSET_COMMIT: a commit is one append to the offsets topic, and one
+ * append must fit one of its segments (256 records of at most ~26 KiB ≈ 6.7 MiB < 8 MiB).
+ */
+export const COMMIT_OFFSETS_PER_REQUEST_MAX = 256;
+/**
+ * A Consumer with a `group` commits its position at most once per this many records and once per
+ * this interval (and on close): a commit costs the broker one fdatasync, so committing per record
+ * would cap a consumer at the disk's sync rate. At-least-once: a crash repeats at most this much.
+ */
+export const CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT = 1000;
+export const CONSUMER_COMMIT_INTERVAL_MS_DEFAULT = 1000;
 /** Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults. */
 export const GROUP_SESSION_TIMEOUT_MS_MIN = 6_000;
 export const GROUP_SESSION_TIMEOUT_MS_MAX = 1_800_000;
@@ -478,5 +490,11 @@ assert(
     (GROUP_ID_BYTES_MAX + TOPIC_NAME_LENGTH_MAX + 11 + COMMIT_METADATA_BYTES_MAX * 6 + 200) <
     RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
   "a commit batch fits the offsets topic's batch limit",
+);
+assert(
+  COMMIT_OFFSETS_PER_REQUEST_MAX *
+    (GROUP_ID_BYTES_MAX + TOPIC_NAME_LENGTH_MAX + 11 + COMMIT_METADATA_BYTES_MAX * 6 + 200) <
+    OFFSETS_SEGMENT_BYTES_DEFAULT - 1024,
+  "a native commit of the most partitions fits one segment of the offsets topic",
 );
 assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session timeout range");

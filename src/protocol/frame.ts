@@ -50,6 +50,11 @@ export const API = {
   FETCH: 5,
   STATS: 6,
   AUTHENTICATE: 7,
+  // Groups and committed offsets (src/protocol/group-messages.ts).
+  LIST_GROUPS: 8,
+  OFFSET_COMMIT: 9,
+  OFFSET_FETCH: 10,
+  DELETE_GROUP: 11,
   // Changing existing topics (topic-admin.ts).
   ALTER_TOPIC: 12,
   ADD_PARTITIONS: 13,
@@ -75,6 +80,10 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.FETCH]: 1,
   [API.STATS]: 0,
   [API.AUTHENTICATE]: 0,
+  [API.LIST_GROUPS]: 0,
+  [API.OFFSET_COMMIT]: 0,
+  [API.OFFSET_FETCH]: 0,
+  [API.DELETE_GROUP]: 0,
   [API.ALTER_TOPIC]: 0,
   [API.ADD_PARTITIONS]: 0,
 };

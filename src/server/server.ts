@@ -45,6 +45,13 @@ import {
   readRequestHeader,
 } from "../protocol/frame.ts";
 import {
+  decodeDeleteGroupRequest,
+  decodeOffsetCommitRequest,
+  decodeOffsetFetchRequest,
+  encodeListGroupsResponse,
+  encodeOffsetFetchResponse,
+} from "../protocol/group-messages.ts";
+import {
   decodeAuthenticateRequest,
   decodeCreateTopicRequest,
   decodeDeleteTopicRequest,
@@ -71,6 +78,7 @@ import {
 } from "../protocol/topic-admin.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
+import { commitOffsets, deleteGroup, fetchOffsets, type KafkaGroups, listGroups } from "./group-requests.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
 /** The version METADATA reports (src/domain/version.ts). */
@@ -166,6 +174,11 @@ export class BrokerServer implements ConnectionHost {
     fetchWaits: 0,
   };
   readonly inboundBudget: InboundBudget;
+  /**
+   * The Kafka listener's groups, when one runs (main.ts sets it once the listener listens):
+   * LIST_GROUPS counts their members, DELETE_GROUP refuses a group that has any.
+   */
+  kafkaGroups: KafkaGroups | undefined = undefined;
   private users: Users | undefined;
   /** SCRAM exchanges between their two steps, by connection. */
   private readonly exchanges = new WeakMap<Connection, ScramServer>();
@@ -456,10 +469,54 @@ export class BrokerServer implements ConnectionHost {
           encodeStatsResponse(this.writer, correlationId, JSON.stringify(this.stats()));
           connection.complete(slot, this.writer.written().slice());
           return;
+        // --- Groups and committed offsets (group-requests.ts) ---
+        case API.LIST_GROUPS:
+          reader.expectEnd("LIST_GROUPS request");
+          this.writer.reset();
+          encodeListGroupsResponse(this.writer, correlationId, listGroups(this.broker, this.kafkaGroups));
+          connection.complete(slot, this.writer.written().slice());
+          return;
+        case API.OFFSET_COMMIT:
+          this.answerEmptyWhenDone(connection, slot, correlationId, () =>
+            commitOffsets(this.broker, decodeOffsetCommitRequest(reader)),
+          );
+          return;
+        case API.OFFSET_FETCH: {
+          const offsets = fetchOffsets(this.broker, decodeOffsetFetchRequest(reader));
+          this.writer.reset();
+          encodeOffsetFetchResponse(this.writer, correlationId, offsets);
+          connection.complete(slot, this.writer.written().slice());
+          return;
+        }
+        case API.DELETE_GROUP:
+          this.answerEmptyWhenDone(connection, slot, correlationId, () =>
+            deleteGroup(this.broker, decodeDeleteGroupRequest(reader).group, this.kafkaGroups),
+          );
+          return;
       }
     } catch (error) {
       this.fail(connection, slot, correlationId, error);
     }
+  }
+
+  /**
+   * Starts `work` (whose synchronous checks throw into dispatch's catch) and answers an empty
+   * payload when it resolves, or the error it rejects with.
+   */
+  private answerEmptyWhenDone(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    work: () => Promise<void>,
+  ): void {
+    work().then(
+      () => {
+        this.writer.reset();
+        encodeEmptyResponse(this.writer, correlationId);
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => this.fail(connection, slot, correlationId, error),
+    );
   }
 
   /** Completes `slot` with the error response for `error`. */

@@ -11,6 +11,11 @@ import path from "node:path";
 import { checkFetchedEntries, forEachFetchedRecord } from "../../src/client/fetched.ts";
 import { ByteWriter } from "../../src/protocol/buffer.ts";
 import {
+  encodeOffsetCommitRequest,
+  encodeOffsetFetchRequest,
+  encodeOffsetFetchResponse,
+} from "../../src/protocol/group-messages.ts";
+import {
   encodeFetchRequest,
   encodeFetchResponseHeader,
   encodeMetadataRequest,
@@ -127,4 +132,28 @@ test("the FETCH example is the stored entry of that batch, and a reader drops th
   expect(seen).toEqual([
     { offset: 6, timestamp: 1_700_000_000_005, key: "user-7", value: "view", headers: 0 },
   ]);
+});
+
+test("the OFFSET_COMMIT and OFFSET_FETCH examples are what the codec writes", () => {
+  expect(example("offset-commit-request")).toBe(
+    frame((w) =>
+      encodeOffsetCommitRequest(w, 3, {
+        group: "billing",
+        offsets: [{ topic: "orders", partition: 0, offset: 42, metadata: "" }],
+      }),
+    ),
+  );
+  expect(example("offset-fetch-request")).toBe(
+    frame((w) =>
+      encodeOffsetFetchRequest(w, 4, { group: "billing", topics: [{ topic: "orders", partitions: [0, 1] }] }),
+    ),
+  );
+  expect(example("offset-fetch-response")).toBe(
+    frame((w) =>
+      encodeOffsetFetchResponse(w, 4, [
+        { topic: "orders", partition: 0, offset: 42, commitTimestampMs: 1_700_000_000_000, metadata: "" },
+        { topic: "orders", partition: 1, offset: -1, commitTimestampMs: -1, metadata: "" },
+      ]),
+    ),
+  );
 });
