@@ -77,6 +77,17 @@ export class SparseIndex {
     this.lastPosition = position;
   }
 
+  /** Index entry `found` into `out`; −1 is the implicit entry at the segment's first position. */
+  private entryAt(found: number, out: IndexEntry): void {
+    if (found < 0) {
+      out.relativeOffset = 0;
+      out.position = this.firstPosition;
+    } else {
+      out.relativeOffset = this.pairs[found * 2]!;
+      out.position = this.pairs[found * 2 + 1]!;
+    }
+  }
+
   /** The entry with the largest relative offset ≤ `targetRelativeOffset` (the implicit one if none). */
   lookup(targetRelativeOffset: number, out: IndexEntry): IndexEntry {
     const pairs = this.pairs;
@@ -92,13 +103,7 @@ export class SparseIndex {
         high = middle - 1;
       }
     }
-    if (found < 0) {
-      out.relativeOffset = 0;
-      out.position = this.firstPosition;
-    } else {
-      out.relativeOffset = pairs[found * 2]!;
-      out.position = pairs[found * 2 + 1]!;
-    }
+    this.entryAt(found, out);
     return out;
   }
 
@@ -117,13 +122,7 @@ export class SparseIndex {
         high = middle - 1;
       }
     }
-    if (found < 0) {
-      out.relativeOffset = 0;
-      out.position = this.firstPosition;
-    } else {
-      out.relativeOffset = pairs[found * 2]!;
-      out.position = pairs[found * 2 + 1]!;
-    }
+    this.entryAt(found, out);
     return out;
   }
 
@@ -145,13 +144,7 @@ export class SparseIndex {
         high = middle - 1;
       }
     }
-    if (found < 0) {
-      out.relativeOffset = 0;
-      out.position = this.firstPosition;
-    } else {
-      out.relativeOffset = this.pairs[found * 2]!;
-      out.position = this.pairs[found * 2 + 1]!;
-    }
+    this.entryAt(found, out);
     return out;
   }
 }
