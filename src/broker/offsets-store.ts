@@ -230,6 +230,26 @@ export class OffsetsStore {
     );
   }
 
+  /**
+   * Deletes the committed offsets of these partitions of a group (tombstones of those that exist;
+   * Kafka's OffsetDelete); resolves after the force.
+   */
+  async deleteOffsets(
+    group: string,
+    partitions: readonly { topic: string; partition: number }[],
+  ): Promise<void> {
+    const offsets = this.groups.get(group);
+    if (offsets === undefined) return;
+    const nowMs = Date.now();
+    const records: RecordInput[] = [];
+    for (const { topic, partition } of partitions) {
+      const key = keyOf(group, topic, partition);
+      if (offsets.has(key.slice(group.length + 1)))
+        records.push({ key: ENCODER.encode(key), value: null, timestamp: nowMs });
+    }
+    if (records.length > 0) await this.appendRecords(records);
+  }
+
   private async appendRecords(records: readonly RecordInput[]): Promise<void> {
     const batches: Uint8Array[] = [];
     for (let start = 0; start < records.length; start += COMMIT_RECORDS_PER_BATCH_MAX)

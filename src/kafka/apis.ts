@@ -39,6 +39,11 @@ export const KAFKA_API = {
   INIT_PRODUCER_ID: 22,
   CREATE_PARTITIONS: 37,
   INCREMENTAL_ALTER_CONFIGS: 44,
+  DESCRIBE_CONFIGS: 32,
+  DESCRIBE_CLUSTER: 60,
+  DELETE_GROUPS: 42,
+  OFFSET_DELETE: 47,
+  OFFSET_FOR_LEADER_EPOCH: 23,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -78,6 +83,12 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 1 },
   [KAFKA_API.CREATE_PARTITIONS]: { min: 0, max: 1 },
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: { min: 0, max: 0 },
+  // DescribeCluster has only flexible versions (v0+); v2 (include_fenced_brokers) is not decoded.
+  [KAFKA_API.DESCRIBE_CONFIGS]: { min: 0, max: 3 },
+  [KAFKA_API.DESCRIBE_CLUSTER]: { min: 0, max: 1 },
+  [KAFKA_API.DELETE_GROUPS]: { min: 0, max: 1 },
+  [KAFKA_API.OFFSET_DELETE]: { min: 0, max: 0 },
+  [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: { min: 0, max: 3 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -101,6 +112,11 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.INIT_PRODUCER_ID]: 2,
   [KAFKA_API.CREATE_PARTITIONS]: 2,
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: 1,
+  [KAFKA_API.DESCRIBE_CONFIGS]: 4,
+  [KAFKA_API.DESCRIBE_CLUSTER]: 0,
+  [KAFKA_API.DELETE_GROUPS]: 2,
+  [KAFKA_API.OFFSET_DELETE]: 1,
+  [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: 4,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {
@@ -210,4 +226,9 @@ export const KAFKA_ERROR = {
   MEMBER_ID_REQUIRED: 79,
   GROUP_MAX_SIZE_REACHED: 81,
   INVALID_RECORD: 87,
+  // DescribeCluster, DeleteGroups, OffsetDelete.
+  NON_EMPTY_GROUP: 68,
+  GROUP_ID_NOT_FOUND: 69,
+  GROUP_SUBSCRIBED_TO_TOPIC: 86,
+  MISMATCHED_ENDPOINT_TYPE: 114,
 } as const;

@@ -20,11 +20,29 @@
  */
 import { Broker } from "../broker/broker.ts";
 import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
-import { metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
+import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
 import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
 import { BooblikError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
 import { PARTITIONS_MAX } from "../domain/limits.ts";
+import {
+  CONFIG_SOURCE,
+  CONFIG_TYPE,
+  type DescribeConfigsResult,
+  decodeDeleteGroupsRequest,
+  decodeDescribeClusterRequest,
+  decodeDescribeConfigsRequest,
+  decodeOffsetDeleteRequest,
+  decodeOffsetForLeaderEpochRequest,
+  ENDPOINT_TYPE,
+  type EpochEndOffset,
+  encodeDeleteGroupsResponse,
+  encodeDescribeClusterResponse,
+  encodeDescribeConfigsResponse,
+  encodeOffsetDeleteResponse,
+  encodeOffsetForLeaderEpochResponse,
+  type PartitionOutcomes,
+} from "./admin-messages.ts";
 import {
   CODEC_VERSIONS,
   isKafkaApiKey,
@@ -132,6 +150,12 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     // Topics that change (Broker.addPartitions).
     [KAFKA_API.CREATE_PARTITIONS, CODEC_VERSIONS[KAFKA_API.CREATE_PARTITIONS]],
     [KAFKA_API.INCREMENTAL_ALTER_CONFIGS, CODEC_VERSIONS[KAFKA_API.INCREMENTAL_ALTER_CONFIGS]],
+    // What the Java AdminClient and consumers use beyond the core set (admin-messages.ts).
+    [KAFKA_API.DESCRIBE_CONFIGS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_CONFIGS]],
+    [KAFKA_API.DESCRIBE_CLUSTER, CODEC_VERSIONS[KAFKA_API.DESCRIBE_CLUSTER]],
+    [KAFKA_API.DELETE_GROUPS, CODEC_VERSIONS[KAFKA_API.DELETE_GROUPS]],
+    [KAFKA_API.OFFSET_DELETE, CODEC_VERSIONS[KAFKA_API.OFFSET_DELETE]],
+    [KAFKA_API.OFFSET_FOR_LEADER_EPOCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FOR_LEADER_EPOCH]],
   ],
 );
 
@@ -196,6 +220,67 @@ const TOPIC_CONFIG_KEYS: Record<string, keyof TopicConfig> = {
   "booblik.flush.interval.ms": "flushIntervalMs",
   "booblik.write.mode": "writeMode",
 };
+
+/** What DescribeConfigs answers for each setting of TOPIC_CONFIGS: Kafka's type and a line of text. */
+const DESCRIBED_CONFIGS: Record<string, { configType: number; documentation: string }> = {
+  "retention.ms": {
+    configType: CONFIG_TYPE.LONG,
+    documentation: "Delete sealed segments older than this (-1: keep).",
+  },
+  "retention.bytes": {
+    configType: CONFIG_TYPE.LONG,
+    documentation: "Delete old sealed segments beyond this many bytes per partition (-1: keep).",
+  },
+  "segment.bytes": { configType: CONFIG_TYPE.INT, documentation: "Size at which a segment is sealed." },
+  "max.message.bytes": {
+    configType: CONFIG_TYPE.INT,
+    documentation: "Largest record batch accepted, whole.",
+  },
+  "message.timestamp.type": {
+    configType: CONFIG_TYPE.STRING,
+    documentation: "CreateTime (the producer's) or LogAppendTime (the broker's clock at append).",
+  },
+  "booblik.durability": {
+    configType: CONFIG_TYPE.STRING,
+    documentation: "When a produce is acknowledged: append, force (after fdatasync) or interval.",
+  },
+  "booblik.flush.interval.ms": {
+    configType: CONFIG_TYPE.LONG,
+    documentation: "Force interval of the interval durability policy.",
+  },
+  "booblik.write.mode": { configType: CONFIG_TYPE.STRING, documentation: "How segments are written." },
+};
+
+/** A booblik setting in Kafka's form: null limits are −1. */
+function kafkaValue(value: TopicConfig[keyof TopicConfig]): string {
+  return value === null ? "-1" : String(value);
+}
+
+/**
+ * Topics the live members of a group subscribe to (for OffsetDelete): read from each member's
+ * ConsumerProtocol subscription (version INT16, topics ARRAY[STRING], …). A group of another
+ * protocol type, or a subscription that does not parse, counts as subscribed to everything, which
+ * refuses rather than deletes an offset a member may be using.
+ */
+function subscribedTopics(
+  protocolType: string,
+  members: readonly { metadata: Uint8Array }[],
+): Set<string> | "all" {
+  const topics = new Set<string>();
+  if (members.length === 0) return topics;
+  if (protocolType !== "consumer") return "all";
+  for (const member of members) {
+    try {
+      const reader = new KafkaReader(member.metadata);
+      reader.int16("subscription version");
+      const count = reader.arrayCount("subscribed topics", 2);
+      for (let i = 0; i < count; i++) topics.add(reader.string("subscribed topic"));
+    } catch {
+      return "all";
+    }
+  }
+  return topics;
+}
 
 class InvalidConfigError extends BooblikError {
   constructor(message: string) {
@@ -400,6 +485,16 @@ export class KafkaHandler {
               producerEpoch: -1,
             }),
           );
+        case KAFKA_API.DESCRIBE_CONFIGS:
+          return this.describeConfigs(reader, apiVersion, correlationId);
+        case KAFKA_API.DESCRIBE_CLUSTER:
+          return this.describeCluster(reader, apiVersion, correlationId);
+        case KAFKA_API.DELETE_GROUPS:
+          return await this.deleteGroups(reader, apiVersion, correlationId);
+        case KAFKA_API.OFFSET_DELETE:
+          return await this.offsetDelete(reader, apiVersion, correlationId);
+        case KAFKA_API.OFFSET_FOR_LEADER_EPOCH:
+          return this.offsetForLeaderEpoch(reader, apiVersion, correlationId);
         default:
           return { kind: "close", reason: `${name} (API key ${apiKey}) is not served yet` };
       }
@@ -936,6 +1031,206 @@ export class KafkaHandler {
     }
     return this.respond((writer) =>
       encodeIncrementalAlterConfigsResponse(writer, version, correlationId, results),
+    );
+  }
+
+  /**
+   * DescribeConfigs for topics: every setting of TOPIC_CONFIGS with its current value in Kafka's
+   * form (−1 for "no limit"), source DEFAULT_CONFIG when it equals the broker's default and
+   * DYNAMIC_TOPIC_CONFIG otherwise (booblik does not remember whether a value was set explicitly).
+   * Keys booblik does not have are left out, as Kafka leaves out unknown keys. Other resource types
+   * (brokers, groups, …) get INVALID_REQUEST: booblik has no broker settings under Kafka's names.
+   */
+  private describeConfigs(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+    const request = decodeDescribeConfigsRequest(reader, version);
+    const results: DescribeConfigsResult[] = request.resources.map((resource) => {
+      const result: DescribeConfigsResult = {
+        errorCode: KAFKA_ERROR.NONE,
+        errorMessage: null,
+        resourceType: resource.resourceType,
+        resourceName: resource.resourceName,
+        configs: [],
+      };
+      if (resource.resourceType !== CONFIG_RESOURCE_TOPIC) {
+        result.errorCode = KAFKA_ERROR.INVALID_REQUEST;
+        result.errorMessage = `booblik describes only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}), not resource type ${resource.resourceType}`;
+        return result;
+      }
+      try {
+        const config = this.broker.describeTopic(resource.resourceName).config;
+        const defaults = this.broker.topicDefaults;
+        for (const [name, described] of Object.entries(DESCRIBED_CONFIGS)) {
+          if (resource.configurationKeys !== null && !resource.configurationKeys.includes(name)) continue;
+          const key = TOPIC_CONFIG_KEYS[name]!;
+          result.configs.push({
+            name,
+            value: kafkaValue(config[key]),
+            readOnly: false,
+            source:
+              config[key] === defaults[key]
+                ? CONFIG_SOURCE.DEFAULT_CONFIG
+                : CONFIG_SOURCE.DYNAMIC_TOPIC_CONFIG,
+            configType: described.configType,
+            documentation: described.documentation,
+          });
+        }
+      } catch (error) {
+        const mapped = kafkaErrorOf(error);
+        result.errorCode = mapped.code;
+        result.errorMessage = mapped.message;
+      }
+      return result;
+    });
+    return this.respond((writer) =>
+      encodeDescribeConfigsResponse(writer, version, correlationId, request, results),
+    );
+  }
+
+  /** DescribeCluster: this one node, as Metadata describes it; asked for controllers, Kafka's refusal. */
+  private describeCluster(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+    const request = decodeDescribeClusterRequest(reader, version);
+    const brokers =
+      request.endpointType === ENDPOINT_TYPE.BROKERS
+        ? [{ brokerId: KAFKA_NODE_ID, host: this.options.advertisedHost, port: this.options.advertisedPort }]
+        : [];
+    return this.respond((writer) =>
+      encodeDescribeClusterResponse(writer, version, correlationId, {
+        // KafkaApis.handleDescribeCluster answers a broker listener asked for controllers this way.
+        errorCode:
+          request.endpointType === ENDPOINT_TYPE.BROKERS
+            ? KAFKA_ERROR.NONE
+            : KAFKA_ERROR.MISMATCHED_ENDPOINT_TYPE,
+        errorMessage:
+          request.endpointType === ENDPOINT_TYPE.BROKERS
+            ? null
+            : `this is a broker endpoint; endpoint type ${request.endpointType} was asked for`,
+        endpointType: request.endpointType,
+        clusterId: KAFKA_CLUSTER_ID,
+        controllerId: KAFKA_NODE_ID,
+        brokers,
+      }),
+    );
+  }
+
+  /**
+   * DeleteGroups: a group with live members is NON_EMPTY_GROUP, one with neither members nor
+   * committed offsets GROUP_ID_NOT_FOUND (Kafka's answers for a Dead group); otherwise its committed
+   * offsets are deleted (tombstones, answered after the force).
+   */
+  private async deleteGroups(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+  ): Promise<KafkaOutcome> {
+    const groupIds = decodeDeleteGroupsRequest(reader, version);
+    const results: { groupId: string; errorCode: number }[] = [];
+    for (const groupId of groupIds) {
+      let errorCode: number = KAFKA_ERROR.NONE;
+      if (groupIdProblem(groupId) !== undefined) errorCode = KAFKA_ERROR.INVALID_GROUP_ID;
+      else if (this.groups.describe(groupId) !== undefined) errorCode = KAFKA_ERROR.NON_EMPTY_GROUP;
+      else if (this.broker.offsets.committedOf(groupId).length === 0)
+        errorCode = KAFKA_ERROR.GROUP_ID_NOT_FOUND;
+      else {
+        try {
+          await this.broker.offsets.deleteGroup(groupId);
+        } catch (error) {
+          errorCode = kafkaErrorOf(error).code;
+        }
+      }
+      results.push({ groupId, errorCode });
+    }
+    return this.respond((writer) => encodeDeleteGroupsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * OffsetDelete: deletes the committed offsets of some partitions of a group. As Kafka: a group
+   * that does not exist is GROUP_ID_NOT_FOUND for the whole request; a partition of a topic that a
+   * live member of a consumer group subscribes to is GROUP_SUBSCRIBED_TO_TOPIC; an unknown topic or
+   * partition is UNKNOWN_TOPIC_OR_PARTITION; a partition without a commit is simply answered NONE.
+   */
+  private async offsetDelete(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+  ): Promise<KafkaOutcome> {
+    const request = decodeOffsetDeleteRequest(reader, version);
+    const live = this.groups.describe(request.groupId);
+    const topics: PartitionOutcomes[] = request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((partition) => ({ partition, errorCode: KAFKA_ERROR.NONE })),
+    }));
+    let errorCode: number = KAFKA_ERROR.NONE;
+    if (groupIdProblem(request.groupId) !== undefined) errorCode = KAFKA_ERROR.INVALID_GROUP_ID;
+    else if (live === undefined && this.broker.offsets.committedOf(request.groupId).length === 0)
+      errorCode = KAFKA_ERROR.GROUP_ID_NOT_FOUND;
+    if (errorCode !== KAFKA_ERROR.NONE) {
+      return this.respond((writer) =>
+        encodeOffsetDeleteResponse(writer, version, correlationId, errorCode, []),
+      );
+    }
+    const subscribed =
+      live === undefined ? new Set<string>() : subscribedTopics(live.protocolType, live.members);
+    const deletable: { topic: string; partition: number }[] = [];
+    const pending: { errorCode: number }[] = [];
+    request.topics.forEach((topic, t) => {
+      for (const answer of topics[t]!.partitions) {
+        if (subscribed === "all" || subscribed.has(topic.name)) {
+          answer.errorCode = KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC;
+          continue;
+        }
+        try {
+          this.broker.partition(topic.name, answer.partition);
+        } catch (error) {
+          answer.errorCode = kafkaErrorOf(error).code;
+          continue;
+        }
+        deletable.push({ topic: topic.name, partition: answer.partition });
+        pending.push(answer);
+      }
+    });
+    try {
+      await this.broker.offsets.deleteOffsets(request.groupId, deletable);
+    } catch (error) {
+      const code = kafkaErrorOf(error).code;
+      for (const answer of pending) answer.errorCode = code;
+    }
+    return this.respond((writer) =>
+      encodeOffsetDeleteResponse(writer, version, correlationId, KAFKA_ERROR.NONE, topics),
+    );
+  }
+
+  /**
+   * OffsetForLeaderEpoch for a log of one epoch: booblik has no leader epochs (every batch carries
+   * −1, Metadata answers −1), so it is what Kafka answers for a partition whose whole log is one
+   * epoch: epoch −1 or 0 ends at the high watermark (answered with the epoch asked for); a later
+   * epoch is unknown, answered −1 and −1 (Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET).
+   * current_leader_epoch is not checked: there is no epoch to fence against.
+   */
+  private offsetForLeaderEpoch(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+    const request = decodeOffsetForLeaderEpochRequest(reader, version);
+    const topics = request.topics.map((topic) => ({
+      name: topic.name,
+      partitions: topic.partitions.map((asked): EpochEndOffset => {
+        const answer: EpochEndOffset = {
+          errorCode: KAFKA_ERROR.NONE,
+          partition: asked.partition,
+          leaderEpoch: NO_LEADER_EPOCH,
+          endOffset: -1,
+        };
+        try {
+          const partition = this.broker.partition(topic.name, asked.partition);
+          if (asked.leaderEpoch === NO_LEADER_EPOCH || asked.leaderEpoch === 0) {
+            answer.leaderEpoch = asked.leaderEpoch;
+            answer.endOffset = partition.visibleNextOffset;
+          }
+        } catch (error) {
+          answer.errorCode = kafkaErrorOf(error).code;
+        }
+        return answer;
+      }),
+    }));
+    return this.respond((writer) =>
+      encodeOffsetForLeaderEpochResponse(writer, version, correlationId, topics),
     );
   }
 }

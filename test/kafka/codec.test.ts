@@ -7,6 +7,13 @@
  */
 import { describe, expect, test } from "bun:test";
 import {
+  decodeDeleteGroupsRequest,
+  decodeDescribeClusterRequest,
+  decodeDescribeConfigsRequest,
+  decodeOffsetDeleteRequest,
+  decodeOffsetForLeaderEpochRequest,
+} from "../../src/kafka/admin-messages.ts";
+import {
   CODEC_VERSIONS,
   KAFKA_API,
   type KafkaApiKey,
@@ -79,6 +86,11 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.LIST_GROUPS]: decodeListGroupsRequest,
   [KAFKA_API.CREATE_PARTITIONS]: decodeCreatePartitionsRequest,
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: decodeIncrementalAlterConfigsRequest,
+  [KAFKA_API.DESCRIBE_CONFIGS]: decodeDescribeConfigsRequest,
+  [KAFKA_API.DESCRIBE_CLUSTER]: decodeDescribeClusterRequest,
+  [KAFKA_API.DELETE_GROUPS]: decodeDeleteGroupsRequest,
+  [KAFKA_API.OFFSET_DELETE]: decodeOffsetDeleteRequest,
+  [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: decodeOffsetForLeaderEpochRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -671,7 +683,7 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions and DescribeCluster", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
@@ -692,11 +704,20 @@ describe("responses match Kafka's layouts field by field", () => {
       22: { min: 0, max: 1 },
       37: { min: 0, max: 1 },
       44: { min: 0, max: 0 },
+      23: { min: 0, max: 3 },
+      32: { min: 0, max: 3 },
+      42: { min: 0, max: 1 },
+      47: { min: 0, max: 0 },
+      60: { min: 0, max: 1 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;
       const flexibleMax = requestHeaderVersion(apiKey, range.max) === 2;
-      expect([apiKey, flexibleMax]).toEqual([apiKey, apiKey === KAFKA_API.API_VERSIONS]);
+      // DescribeCluster has no non-flexible version.
+      expect([apiKey, flexibleMax]).toEqual([
+        apiKey,
+        apiKey === KAFKA_API.API_VERSIONS || apiKey === KAFKA_API.DESCRIBE_CLUSTER,
+      ]);
     }
   });
 });
