@@ -1,0 +1,393 @@
+// The Java client (kafka-clients 4.x) scenario of `bun run compat`: a producer with default settings
+// and with idempotence off, every compression codec, a consumer group that rebalances when a second
+// member joins and resumes from its commit, and the AdminClient calls a tool or UI makes. Every
+// scenario ends in a line `COMPAT<TAB>name<TAB>PASS|FAIL<TAB>reason`; observed values (offsets,
+// timestamps, error names) are printed as `OBSERVE<TAB>key<TAB>value` for the differential run
+// against Apache Kafka. The program never waits without a bound: every client call has a timeout.
+//
+// Usage: java -cp <jars>:<classes> Compat <bootstrap host:port> <run id>
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.*;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.*;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.*;
+
+public class Compat {
+  static final List<String[]> results = new ArrayList<>();
+  static String bootstrap;
+  static String run;
+  /** Records in compat-main once the producers ran (a failed producer scenario leaves fewer). */
+  static long mainTotal;
+
+  interface Scenario {
+    String run() throws Exception;
+  }
+
+  static void check(String name, Scenario scenario) {
+    String status;
+    String reason;
+    try {
+      reason = scenario.run();
+      status = "PASS";
+    } catch (Throwable error) {
+      Throwable cause = error;
+      while ((cause instanceof ExecutionException || cause instanceof CompletionException) && cause.getCause() != null)
+        cause = cause.getCause();
+      status = "FAIL";
+      reason = cause.getClass().getSimpleName() + ": " + String.valueOf(cause.getMessage()).split("\n")[0];
+      Throwable root = cause;
+      while (root.getCause() != null && root.getCause() != root) root = root.getCause();
+      if (root != cause)
+        reason += " (cause: " + root.getClass().getSimpleName() + ": " + String.valueOf(root.getMessage()).split("\n")[0] + ")";
+    }
+    results.add(new String[] {name, status, reason});
+    System.out.println("COMPAT\t" + name + "\t" + status + "\t" + reason.replace('\t', ' '));
+    System.out.flush();
+  }
+
+  static void observe(String key, Object value) {
+    System.out.println("OBSERVE\t" + key + "\t" + value);
+  }
+
+  static void require(boolean condition, String what) {
+    if (!condition) throw new IllegalStateException(what);
+  }
+
+  static Properties common() {
+    Properties props = new Properties();
+    props.put("bootstrap.servers", bootstrap);
+    props.put("request.timeout.ms", "10000");
+    props.put("default.api.timeout.ms", "20000");
+    return props;
+  }
+
+  static Admin admin() {
+    return Admin.create(common());
+  }
+
+  static KafkaProducer<String, String> producer(Map<String, String> extra) {
+    Properties props = common();
+    props.put("key.serializer", StringSerializer.class.getName());
+    props.put("value.serializer", StringSerializer.class.getName());
+    props.put("max.block.ms", "15000");
+    props.put("delivery.timeout.ms", "20000");
+    props.put("linger.ms", "5");
+    props.putAll(extra);
+    return new KafkaProducer<>(props);
+  }
+
+  static KafkaConsumer<String, String> consumer(String group, String clientId) {
+    Properties props = common();
+    props.put("group.id", group);
+    props.put("client.id", clientId);
+    props.put("group.protocol", "classic");
+    props.put("key.deserializer", StringDeserializer.class.getName());
+    props.put("value.deserializer", StringDeserializer.class.getName());
+    props.put("auto.offset.reset", "earliest");
+    props.put("enable.auto.commit", "false");
+    props.put("session.timeout.ms", "10000");
+    props.put("heartbeat.interval.ms", "1000");
+    props.put("max.poll.interval.ms", "20000");
+    return new KafkaConsumer<>(props);
+  }
+
+  static void createTopic(String name, int partitions, Map<String, String> configs) throws Exception {
+    try (Admin admin = admin()) {
+      admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all().get(30, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Sends `count` keyed records with a header to partition 0..partitions-1 in turn; their offsets. */
+  static List<Long> produce(KafkaProducer<String, String> producer, String topic, int partitions, int count, long timestampMs)
+      throws Exception {
+    List<Future<RecordMetadata>> sent = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      ProducerRecord<String, String> record =
+          new ProducerRecord<>(topic, i % partitions, timestampMs + i, "key-" + i, "value-" + i);
+      record.headers().add(new RecordHeader("h", ("header-" + i).getBytes()));
+      sent.add(producer.send(record));
+    }
+    producer.flush();
+    List<Long> offsets = new ArrayList<>();
+    for (Future<RecordMetadata> future : sent) offsets.add(future.get(30, TimeUnit.SECONDS).offset());
+    return offsets;
+  }
+
+  static List<ConsumerRecord<String, String>> pollUntil(KafkaConsumer<String, String> consumer, int count) {
+    List<ConsumerRecord<String, String>> got = new ArrayList<>();
+    long deadline = System.currentTimeMillis() + 30_000;
+    while (got.size() < count && System.currentTimeMillis() < deadline)
+      for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) got.add(record);
+    require(got.size() == count, "polled " + got.size() + " of " + count + " records in 30 s");
+    return got;
+  }
+
+  public static void main(String[] args) throws Exception {
+    bootstrap = args[0];
+    run = args.length > 1 ? args[1] : String.valueOf(System.currentTimeMillis());
+    final long baseTimestampMs = 1_700_000_000_000L;
+
+    check("admin: create topics (3 partitions, configs)", () -> {
+      createTopic("compat-main", 2, Map.of());
+      createTopic("compat-admin", 3, Map.of("retention.ms", "3600000", "max.message.bytes", "100000"));
+      try (Admin admin = admin()) {
+        Set<String> names = admin.listTopics().names().get(20, TimeUnit.SECONDS);
+        require(names.containsAll(Set.of("compat-main", "compat-admin")), "listTopics: " + names);
+        TopicDescription description =
+            admin.describeTopics(List.of("compat-admin")).allTopicNames().get(20, TimeUnit.SECONDS).get("compat-admin");
+        require(description.partitions().size() == 3, "partitions: " + description.partitions().size());
+        observe("admin.describeTopics.partitions", description.partitions().size());
+        return "listTopics and describeTopics agree";
+      }
+    });
+
+    check("admin: create an existing topic", () -> {
+      try {
+        createTopic("compat-admin", 1, Map.of());
+        throw new IllegalStateException("accepted");
+      } catch (ExecutionException error) {
+        observe("admin.createTopics.existing", error.getCause().getClass().getSimpleName());
+        require(error.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException, "got " + error.getCause());
+        return "TopicExistsException";
+      }
+    });
+
+    check("producer: default settings (idempotence on, acks=all)", () -> {
+      try (KafkaProducer<String, String> producer = producer(Map.of())) {
+        List<Long> offsets = produce(producer, "compat-main", 1, 5, baseTimestampMs);
+        observe("producer.default.offsets", offsets);
+        require(offsets.equals(List.of(0L, 1L, 2L, 3L, 4L)), "offsets " + offsets);
+        return "5 records at offsets 0-4";
+      }
+    });
+
+    check("producer: enable.idempotence=false, acks=all", () -> {
+      try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false"))) {
+        List<Long> offsets = produce(producer, "compat-main", 2, 10, baseTimestampMs + 100);
+        observe("producer.plain.offsets", offsets);
+        return "10 records, offsets " + offsets;
+      }
+    });
+
+    for (String codec : List.of("gzip", "snappy", "lz4", "zstd")) {
+      check("producer: compression.type=" + codec + " (idempotence off)", () -> {
+        String topic = "compat-" + codec;
+        createTopic(topic, 1, Map.of());
+        try (KafkaProducer<String, String> producer =
+            producer(Map.of("enable.idempotence", "false", "compression.type", codec))) {
+          List<Long> offsets = produce(producer, topic, 1, 20, baseTimestampMs);
+          require(offsets.get(19) == 19L, "offsets " + offsets);
+        }
+        try (KafkaConsumer<String, String> consumer = consumer("compat-" + codec + "-" + run, "c")) {
+          consumer.assign(List.of(new TopicPartition(topic, 0)));
+          consumer.seek(new TopicPartition(topic, 0), 7);
+          List<ConsumerRecord<String, String>> got = pollUntil(consumer, 13);
+          ConsumerRecord<String, String> first = got.get(0);
+          require(first.offset() == 7 && first.key().equals("key-7") && first.value().equals("value-7"), "first " + first);
+          require(first.timestamp() == baseTimestampMs + 7, "timestamp " + first.timestamp());
+          require(new String(first.headers().lastHeader("h").value()).equals("header-7"), "header");
+          observe("consume." + codec + ".first", first.offset() + " " + first.key() + " " + first.timestamp());
+        }
+        return "20 records; read back from offset 7 (mid-batch) with key, value, header, timestamp";
+      });
+    }
+
+    String group = "compat-group-" + run;
+    check("consumer group: subscribe, poll, commitSync, committed()", () -> {
+      try (KafkaConsumer<String, String> consumer = consumer(group, "first")) {
+        mainTotal = 0;
+        for (long end : consumer.endOffsets(List.of(new TopicPartition("compat-main", 0), new TopicPartition("compat-main", 1)),
+            Duration.ofSeconds(20)).values()) mainTotal += end;
+        consumer.subscribe(List.of("compat-main"));
+        List<ConsumerRecord<String, String>> got = pollUntil(consumer, (int) mainTotal);
+        consumer.commitSync(Duration.ofSeconds(20));
+        Set<TopicPartition> partitions = consumer.assignment();
+        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(partitions, Duration.ofSeconds(20));
+        long total = 0;
+        for (OffsetAndMetadata offset : committed.values()) total += offset.offset();
+        observe("group.committed.total", total);
+        require(total == mainTotal, "committed offsets sum to " + total + ": " + committed);
+        return got.size() + " records from " + partitions.size() + " partitions, commits sum to " + total;
+      }
+    });
+
+    check("consumer group: a second member joins, the group rebalances, each resumes from the commit", () -> {
+      try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false"))) {
+        produce(producer, "compat-main", 2, 4, baseTimestampMs + 1000);
+      }
+      try (KafkaConsumer<String, String> a = consumer(group, "a"); KafkaConsumer<String, String> b = consumer(group, "b")) {
+        // a alone: both partitions, the 4 records after the commit, committed again.
+        a.subscribe(List.of("compat-main"));
+        int fromA = 0;
+        long deadline = System.currentTimeMillis() + 20_000;
+        while ((a.assignment().size() < 2 || fromA < 4) && System.currentTimeMillis() < deadline)
+          fromA += a.poll(Duration.ofMillis(200)).count();
+        require(a.assignment().size() == 2 && fromA == 4, "a alone has " + a.assignment() + " and read " + fromA);
+        a.commitSync(Duration.ofSeconds(20));
+        // b joins: one partition each, and nothing is read again.
+        b.subscribe(List.of("compat-main"));
+        int again = 0;
+        deadline = System.currentTimeMillis() + 40_000;
+        while ((a.assignment().size() != 1 || b.assignment().size() != 1) && System.currentTimeMillis() < deadline) {
+          again += a.poll(Duration.ofMillis(100)).count();
+          again += b.poll(Duration.ofMillis(100)).count();
+        }
+        require(a.assignment().size() == 1 && b.assignment().size() == 1,
+            "after b joined: a " + a.assignment() + ", b " + b.assignment());
+        try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false"))) {
+          produce(producer, "compat-main", 2, 2, baseTimestampMs + 2000);
+        }
+        int newA = 0;
+        int newB = 0;
+        deadline = System.currentTimeMillis() + 10_000;
+        while ((newA < 1 || newB < 1) && System.currentTimeMillis() < deadline) {
+          newA += a.poll(Duration.ofMillis(100)).count();
+          newB += b.poll(Duration.ofMillis(100)).count();
+        }
+        observe("group.rebalance.records", again + " " + newA + " " + newB);
+        require(again == 0 && newA == 1 && newB == 1,
+            "after the rebalance " + again + " records were read again; then a read " + newA + " and b " + newB + " of 1 each");
+        a.commitSync(Duration.ofSeconds(20));
+        b.commitSync(Duration.ofSeconds(20));
+        return "a " + a.assignment() + ", b " + b.assignment() + "; nothing read twice, one new record each";
+      }
+    });
+
+    check("admin: describeCluster", () -> {
+      try (Admin admin = admin()) {
+        DescribeClusterResult cluster = admin.describeCluster();
+        Collection<Node> nodes = cluster.nodes().get(20, TimeUnit.SECONDS);
+        String clusterId = cluster.clusterId().get(20, TimeUnit.SECONDS);
+        Node controller = cluster.controller().get(20, TimeUnit.SECONDS);
+        require(nodes.size() == 1, "nodes " + nodes);
+        return "cluster " + clusterId + ", nodes " + nodes + ", controller " + controller.id();
+      }
+    });
+
+    check("admin: describeConfigs of a topic", () -> {
+      try (Admin admin = admin()) {
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, "compat-admin");
+        Config config = admin.describeConfigs(List.of(resource)).all().get(20, TimeUnit.SECONDS).get(resource);
+        ConfigEntry retention = config.get("retention.ms");
+        require(retention != null && retention.value().equals("3600000"), "retention.ms " + retention);
+        observe("describeConfigs.retention.ms", retention.value() + " " + retention.source());
+        observe("describeConfigs.max.message.bytes", config.get("max.message.bytes").value());
+        return config.entries().size() + " entries; retention.ms=" + retention.value() + " (" + retention.source() + ")";
+      }
+    });
+
+    check("admin: incrementalAlterConfigs (SET, DELETE) then describeConfigs", () -> {
+      try (Admin admin = admin()) {
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, "compat-admin");
+        admin.incrementalAlterConfigs(Map.of(resource, List.of(
+                new AlterConfigOp(new ConfigEntry("retention.ms", "7200000"), AlterConfigOp.OpType.SET),
+                new AlterConfigOp(new ConfigEntry("max.message.bytes", ""), AlterConfigOp.OpType.DELETE))))
+            .all().get(20, TimeUnit.SECONDS);
+        Config config = admin.describeConfigs(List.of(resource)).all().get(20, TimeUnit.SECONDS).get(resource);
+        require(config.get("retention.ms").value().equals("7200000"), "retention.ms " + config.get("retention.ms"));
+        observe("alterConfigs.max.message.bytes", config.get("max.message.bytes").value() + " " + config.get("max.message.bytes").source());
+        return "retention.ms=7200000, max.message.bytes back to " + config.get("max.message.bytes").value();
+      }
+    });
+
+    check("admin: listOffsets earliest, latest, by timestamp", () -> {
+      try (Admin admin = admin()) {
+        TopicPartition partition = new TopicPartition("compat-gzip", 0);
+        long earliest = admin.listOffsets(Map.of(partition, OffsetSpec.earliest())).partitionResult(partition).get(20, TimeUnit.SECONDS).offset();
+        long latest = admin.listOffsets(Map.of(partition, OffsetSpec.latest())).partitionResult(partition).get(20, TimeUnit.SECONDS).offset();
+        ListOffsetsResult.ListOffsetsResultInfo byTime = admin.listOffsets(Map.of(partition, OffsetSpec.forTimestamp(baseTimestampMs + 5)))
+            .partitionResult(partition).get(20, TimeUnit.SECONDS);
+        observe("listOffsets", earliest + " " + latest + " " + byTime.offset() + " " + byTime.timestamp());
+        require(earliest == 0 && latest == 20 && byTime.offset() == 5, "earliest " + earliest + ", latest " + latest + ", by time " + byTime);
+        return "0, 20, and offset 5 for its timestamp";
+      }
+    });
+
+    check("admin: listConsumerGroups and describeConsumerGroups", () -> {
+      try (Admin admin = admin()) {
+        Collection<ConsumerGroupListing> groups = admin.listConsumerGroups().all().get(20, TimeUnit.SECONDS);
+        boolean listed = groups.stream().anyMatch(listing -> listing.groupId().equals(group));
+        require(listed, "listConsumerGroups: " + groups);
+        ConsumerGroupDescription description =
+            admin.describeConsumerGroups(List.of(group)).all().get(20, TimeUnit.SECONDS).get(group);
+        observe("describeConsumerGroups.state", description.groupState());
+        return groups.size() + " groups; " + group + " is " + description.groupState();
+      }
+    });
+
+    check("admin: listConsumerGroupOffsets", () -> {
+      try (Admin admin = admin()) {
+        Map<TopicPartition, OffsetAndMetadata> offsets =
+            admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS);
+        long total = 0;
+        for (OffsetAndMetadata offset : offsets.values()) total += offset.offset();
+        observe("listConsumerGroupOffsets.total", total);
+        require(total == mainTotal + 6, "offsets sum to " + total + ", not " + (mainTotal + 6) + ": " + offsets);
+        return offsets.size() + " partitions, offsets sum to " + total;
+      }
+    });
+
+    check("admin: deleteConsumerGroupOffsets", () -> {
+      try (Admin admin = admin()) {
+        TopicPartition partition = new TopicPartition("compat-main", 1);
+        admin.deleteConsumerGroupOffsets(group, Set.of(partition)).all().get(20, TimeUnit.SECONDS);
+        Map<TopicPartition, OffsetAndMetadata> offsets =
+            admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS);
+        require(offsets.get(partition) == null, "still committed: " + offsets);
+        return "compat-main/1 no longer committed; left " + offsets.keySet();
+      }
+    });
+
+    check("admin: deleteConsumerGroups", () -> {
+      try (Admin admin = admin()) {
+        admin.deleteConsumerGroups(List.of(group)).all().get(20, TimeUnit.SECONDS);
+        try {
+          admin.deleteConsumerGroups(List.of(group)).all().get(20, TimeUnit.SECONDS);
+          throw new IllegalStateException("deleted twice");
+        } catch (ExecutionException error) {
+          observe("deleteConsumerGroups.again", error.getCause().getClass().getSimpleName());
+          return "deleted; again: " + error.getCause().getClass().getSimpleName();
+        }
+      }
+    });
+
+    check("admin: deleteRecords", () -> {
+      try (Admin admin = admin()) {
+        TopicPartition partition = new TopicPartition("compat-snappy", 0);
+        long low = admin.deleteRecords(Map.of(partition, RecordsToDelete.beforeOffset(10))).lowWatermarks().get(partition)
+            .get(20, TimeUnit.SECONDS).lowWatermark();
+        long earliest = admin.listOffsets(Map.of(partition, OffsetSpec.earliest())).partitionResult(partition).get(20, TimeUnit.SECONDS).offset();
+        observe("deleteRecords", low + " " + earliest);
+        require(earliest == 10, "earliest after deleteRecords(10) is " + earliest);
+        return "low watermark " + low + ", earliest " + earliest;
+      }
+    });
+
+    check("admin: deleteTopics", () -> {
+      try (Admin admin = admin()) {
+        admin.deleteTopics(List.of("compat-admin")).all().get(30, TimeUnit.SECONDS);
+        long deadline = System.currentTimeMillis() + 10_000;
+        Set<String> names;
+        do names = admin.listTopics().names().get(20, TimeUnit.SECONDS);
+        while (names.contains("compat-admin") && System.currentTimeMillis() < deadline);
+        require(!names.contains("compat-admin"), "still listed");
+        return "gone from listTopics";
+      }
+    });
+
+    int failed = 0;
+    System.out.println();
+    System.out.printf("%-80s %-5s %s%n", "scenario", "", "reason");
+    for (String[] result : results) {
+      System.out.printf("%-80s %-5s %s%n", result[0], result[1], result[2]);
+      if (result[1].equals("FAIL")) failed++;
+    }
+    System.out.println((results.size() - failed) + " passed, " + failed + " failed");
+    System.exit(0);
+  }
+}
