@@ -13,7 +13,7 @@
  *    (scenario, PASS/FAIL, reason) as Markdown, keeps the whole client output in
  *    <cache>/last-<target>.log, and exits 1 when a scenario failed.
  *
- * Usage: bun run compat [--kafka-version 4.1.1] [--bootstrap host:port]
+ * Usage: bun run compat [--kafka-version 4.1.1] [--bootstrap host:port [--name kafka]]
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -26,6 +26,8 @@ const { values: args } = parseArgs({
   options: {
     "kafka-version": { type: "string", default: "4.1.1" },
     bootstrap: { type: "string" },
+    /** The name of the --bootstrap target in the table and the log file name. */
+    name: { type: "string", default: "external" },
   },
 });
 const kafkaVersion = args["kafka-version"]!;
@@ -159,7 +161,7 @@ async function main(): Promise<number> {
   const target: Target =
     args.bootstrap === undefined
       ? await startBooblik()
-      : { name: "external", bootstrap: args.bootstrap, stop: async () => {} };
+      : { name: args.name!, bootstrap: args.bootstrap, stop: async () => {} };
   let output: string;
   try {
     const java = Bun.spawn(

@@ -127,6 +127,30 @@ public class Compat {
     return got;
   }
 
+
+  interface Call {
+    Object call() throws Exception;
+  }
+
+  /** "ok" or the name of the exception a call ends in (unwrapped from ExecutionException). */
+  static String errorOf(Call call) {
+    try {
+      call.call();
+      return "ok";
+    } catch (Throwable error) {
+      Throwable cause = error;
+      while ((cause instanceof ExecutionException || cause instanceof CompletionException) && cause.getCause() != null)
+        cause = cause.getCause();
+      return cause.getClass().getSimpleName();
+    }
+  }
+
+  static String describeGroup(Admin admin, String group) throws Exception {
+    ConsumerGroupDescription description =
+        admin.describeConsumerGroups(List.of(group)).all().get(20, TimeUnit.SECONDS).get(group);
+    return description.groupState() + " members=" + description.members().size() + " assignor=" + description.partitionAssignor();
+  }
+
   public static void main(String[] args) throws Exception {
     bootstrap = args[0];
     run = args.length > 1 ? args[1] : String.valueOf(System.currentTimeMillis());
@@ -158,8 +182,10 @@ public class Compat {
     });
 
     check("producer: default settings (idempotence on, acks=all)", () -> {
+      // A topic of its own, so that a failure here changes nothing the later scenarios count.
+      createTopic("compat-default", 1, Map.of());
       try (KafkaProducer<String, String> producer = producer(Map.of())) {
-        List<Long> offsets = produce(producer, "compat-main", 1, 5, baseTimestampMs);
+        List<Long> offsets = produce(producer, "compat-default", 1, 5, baseTimestampMs);
         observe("producer.default.offsets", offsets);
         require(offsets.equals(List.of(0L, 1L, 2L, 3L, 4L)), "offsets " + offsets);
         return "5 records at offsets 0-4";
@@ -254,6 +280,13 @@ public class Compat {
             "after the rebalance " + again + " records were read again; then a read " + newA + " and b " + newB + " of 1 each");
         a.commitSync(Duration.ofSeconds(20));
         b.commitSync(Duration.ofSeconds(20));
+        // What an admin may not do to a group with live members.
+        try (Admin admin = admin()) {
+          observe("error.deleteConsumerGroups.live", errorOf(() -> admin.deleteConsumerGroups(List.of(group)).all().get(20, TimeUnit.SECONDS)));
+          observe("error.deleteConsumerGroupOffsets.subscribed", errorOf(() ->
+              admin.deleteConsumerGroupOffsets(group, Set.of(new TopicPartition("compat-main", 0))).all().get(20, TimeUnit.SECONDS)));
+          observe("describeConsumerGroups.live", describeGroup(admin, group));
+        }
         return "a " + a.assignment() + ", b " + b.assignment() + "; nothing read twice, one new record each";
       }
     });
@@ -365,6 +398,91 @@ public class Compat {
         observe("deleteRecords", low + " " + earliest);
         require(earliest == 10, "earliest after deleteRecords(10) is " + earliest);
         return "low watermark " + low + ", earliest " + earliest;
+      }
+    });
+
+    check("refusals: the exception each wrong request ends in (compared by the differential run)", () -> {
+      try (Admin admin = admin()) {
+        observe("error.createTopics.replicationFactor3", errorOf(() ->
+            admin.createTopics(List.of(new NewTopic("compat-rf3", 1, (short) 3))).all().get(20, TimeUnit.SECONDS)));
+        observe("error.createTopics.badName", errorOf(() ->
+            admin.createTopics(List.of(new NewTopic("bad name!", 1, (short) 1))).all().get(20, TimeUnit.SECONDS)));
+        observe("error.createTopics.badConfig", errorOf(() ->
+            admin.createTopics(List.of(new NewTopic("compat-bad-config", 1, (short) 1).configs(Map.of("no.such.config", "1"))))
+                .all().get(20, TimeUnit.SECONDS)));
+        observe("error.createPartitions.fewer", errorOf(() ->
+            admin.createPartitions(Map.of("compat-main", NewPartitions.increaseTo(1))).all().get(20, TimeUnit.SECONDS)));
+        createTopic("compat-grow", 1, Map.of());
+        observe("createPartitions.increaseTo3", errorOf(() ->
+            admin.createPartitions(Map.of("compat-grow", NewPartitions.increaseTo(3))).all().get(20, TimeUnit.SECONDS)));
+        observe("createPartitions.described", admin.describeTopics(List.of("compat-grow")).allTopicNames()
+            .get(20, TimeUnit.SECONDS).get("compat-grow").partitions().size());
+        observe("error.describeConfigs.unknownTopic", errorOf(() -> admin.describeConfigs(
+            List.of(new ConfigResource(ConfigResource.Type.TOPIC, "compat-missing"))).all().get(20, TimeUnit.SECONDS)));
+        observe("error.describeConfigs.broker", errorOf(() -> admin.describeConfigs(
+            List.of(new ConfigResource(ConfigResource.Type.BROKER, "1"))).all().get(20, TimeUnit.SECONDS)));
+        observe("error.alterConfigs.unknownName", errorOf(() -> admin.incrementalAlterConfigs(Map.of(
+            new ConfigResource(ConfigResource.Type.TOPIC, "compat-main"),
+            List.of(new AlterConfigOp(new ConfigEntry("no.such.config", "1"), AlterConfigOp.OpType.SET)))).all().get(20, TimeUnit.SECONDS)));
+        observe("error.describeTopics.unknown", errorOf(() ->
+            admin.describeTopics(List.of("compat-missing")).allTopicNames().get(20, TimeUnit.SECONDS)));
+        observe("error.deleteTopics.unknown", errorOf(() -> admin.deleteTopics(List.of("compat-missing")).all().get(20, TimeUnit.SECONDS)));
+        observe("describeConsumerGroups.unknown", errorOf(() -> describeGroup(admin, "compat-no-such-group")) + " "
+            + (errorOf(() -> describeGroup(admin, "compat-no-such-group")).equals("ok") ? describeGroup(admin, "compat-no-such-group") : ""));
+        TopicPartition gzip = new TopicPartition("compat-gzip", 0);
+        ListOffsetsResult.ListOffsetsResultInfo future = admin.listOffsets(Map.of(gzip, OffsetSpec.forTimestamp(baseTimestampMs + 1_000_000)))
+            .partitionResult(gzip).get(20, TimeUnit.SECONDS);
+        observe("listOffsets.afterLastTimestamp", future.offset() + " " + future.timestamp());
+        Call max = () -> {
+          ListOffsetsResult.ListOffsetsResultInfo info =
+              admin.listOffsets(Map.of(gzip, OffsetSpec.maxTimestamp())).partitionResult(gzip).get(20, TimeUnit.SECONDS);
+          observe("listOffsets.maxTimestamp.answer", info.offset() + " " + info.timestamp());
+          return info;
+        };
+        observe("listOffsets.maxTimestamp", errorOf(max));
+      }
+      createTopic("compat-small", 1, Map.of("max.message.bytes", "1000"));
+      try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false"))) {
+        observe("error.produce.tooLarge", errorOf(() ->
+            producer.send(new ProducerRecord<>("compat-small", 0, null, "x".repeat(5000))).get(20, TimeUnit.SECONDS)));
+      }
+      try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false", "max.block.ms", "3000"))) {
+        observe("error.produce.unknownTopic", errorOf(() ->
+            producer.send(new ProducerRecord<>("compat-missing", 0, null, "x")).get(20, TimeUnit.SECONDS)));
+      }
+      Properties props = common();
+      props.put("key.deserializer", StringDeserializer.class.getName());
+      props.put("value.deserializer", StringDeserializer.class.getName());
+      props.put("auto.offset.reset", "none");
+      try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+        TopicPartition gzip = new TopicPartition("compat-gzip", 0);
+        consumer.assign(List.of(gzip));
+        consumer.seek(gzip, 1000);
+        observe("error.fetch.beyondEnd", errorOf(() -> {
+          long deadline = System.currentTimeMillis() + 10_000;
+          while (System.currentTimeMillis() < deadline) consumer.poll(Duration.ofMillis(200));
+          return null;
+        }));
+      }
+      return "every call ended (see the OBSERVE lines)";
+    });
+
+    check("LogAppendTime topic: the broker's time replaces the producer's", () -> {
+      createTopic("compat-append-time", 1, Map.of("message.timestamp.type", "LogAppendTime"));
+      long before = System.currentTimeMillis();
+      try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false"))) {
+        RecordMetadata metadata = producer.send(new ProducerRecord<>("compat-append-time", 0, baseTimestampMs, "k", "v")).get(20, TimeUnit.SECONDS);
+        observe("appendTime.produceResponse", metadata.timestamp() >= before ? "broker time" : "other: " + metadata.timestamp());
+      }
+      try (KafkaConsumer<String, String> consumer = consumer("compat-append-time-" + run, "c")) {
+        TopicPartition partition = new TopicPartition("compat-append-time", 0);
+        consumer.assign(List.of(partition));
+        consumer.seekToBeginning(List.of(partition));
+        ConsumerRecord<String, String> record = pollUntil(consumer, 1).get(0);
+        observe("appendTime.consumed", record.timestampType() + " " + (record.timestamp() >= before ? "broker time" : "other: " + record.timestamp()));
+        require(record.timestampType() == org.apache.kafka.common.record.TimestampType.LOG_APPEND_TIME && record.timestamp() >= before,
+            record.timestampType() + " " + record.timestamp());
+        return "LogAppendTime, the broker's clock, in the produce response and the fetched record";
       }
     });
 
