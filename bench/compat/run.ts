@@ -15,13 +15,13 @@
  *
  * Usage: bun run compat [--kafka-version 4.1.1] [--bootstrap host:port [--name kafka]]
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startBooblik } from "./booblik.ts";
 
 const HERE = import.meta.dir;
-const ROOT = join(HERE, "..", "..");
 const { values: args } = parseArgs({
   options: {
     "kafka-version": { type: "string", default: "4.1.1" },
@@ -34,8 +34,6 @@ const kafkaVersion = args["kafka-version"]!;
 const cache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
 /** Bound of the whole Java run: every client call in it has its own timeout of at most 30 s. */
 const JAVA_RUN_MS_MAX = 10 * 60_000;
-/** Bound of the broker's start (a cold Bun start on a loaded machine takes a few seconds). */
-const BROKER_START_MS_MAX = 60_000;
 
 async function run(command: string[], what: string): Promise<void> {
   const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
@@ -99,56 +97,6 @@ interface Target {
   stop(): Promise<void>;
 }
 
-async function startBooblik(): Promise<Target> {
-  const dataDir = mkdtempSync(join(tmpdir(), "booblik-compat-"));
-  const child = Bun.spawn(
-    [
-      process.execPath,
-      join(ROOT, "src", "main.ts"),
-      "--data-dir",
-      dataDir,
-      "--host",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--kafka-port",
-      "0",
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const stop = async () => {
-    child.kill("SIGTERM");
-    await child.exited;
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  // The start-up line names the Kafka port; stderr is read too so that the pipe never fills.
-  void new Response(child.stderr).text();
-  const reader = child.stdout.getReader();
-  const decoder = new TextDecoder();
-  let seen = "";
-  const timer = setTimeout(() => child.kill("SIGKILL"), BROKER_START_MS_MAX);
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the broker exited before its Kafka listener started:\n${seen}`);
-      seen += decoder.decode(value);
-      const port = /Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(seen)?.[1];
-      if (port !== undefined) {
-        // Keep draining stdout so that the broker never blocks on a full pipe.
-        void (async () => {
-          while (!(await reader.read()).done) {}
-        })();
-        return { name: "booblik", bootstrap: `127.0.0.1:${port}`, stop };
-      }
-    }
-  } catch (error) {
-    await stop();
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 interface Row {
   scenario: string;
   status: string;
@@ -160,7 +108,7 @@ async function main(): Promise<number> {
   const classes = await compiled(lib);
   const target: Target =
     args.bootstrap === undefined
-      ? await startBooblik()
+      ? { name: "booblik", ...(await startBooblik()) }
       : { name: args.name!, bootstrap: args.bootstrap, stop: async () => {} };
   let output: string;
   try {

@@ -1,0 +1,68 @@
+/**
+ * A booblik broker child process for the compat runs: a temporary data directory, the native port
+ * and the Kafka port both 0 (the Kafka port is read from the start-up line), stopped with SIGTERM
+ * and its directory removed.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..", "..");
+/** Bound of the broker's start (a cold Bun start on a loaded machine takes a few seconds). */
+const BROKER_START_MS_MAX = 60_000;
+
+export interface BooblikChild {
+  /** host:port of its Kafka listener. */
+  bootstrap: string;
+  stop(): Promise<void>;
+}
+
+export async function startBooblik(): Promise<BooblikChild> {
+  const dataDir = mkdtempSync(join(tmpdir(), "booblik-compat-"));
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      join(ROOT, "src", "main.ts"),
+      "--data-dir",
+      dataDir,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--kafka-port",
+      "0",
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  const stop = async () => {
+    child.kill("SIGTERM");
+    await child.exited;
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  // The start-up line names the Kafka port; stderr is read too so that the pipe never fills.
+  void new Response(child.stderr).text();
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  let seen = "";
+  const timer = setTimeout(() => child.kill("SIGKILL"), BROKER_START_MS_MAX);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the broker exited before its Kafka listener started:\n${seen}`);
+      seen += decoder.decode(value);
+      const port = /Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(seen)?.[1];
+      if (port !== undefined) {
+        // Keep draining stdout so that the broker never blocks on a full pipe.
+        void (async () => {
+          while (!(await reader.read()).done) {}
+        })();
+        return { bootstrap: `127.0.0.1:${port}`, stop };
+      }
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
