@@ -447,3 +447,57 @@ describe("kafkajs 2.2.4 admin against a broker process", () => {
     }
   }, 30_000);
 });
+
+describe("malformed requests of these APIs", () => {
+  test("every truncation and a trailing byte close the connection, naming the field and byte", async () => {
+    broker.createTopic("t");
+    const requests: [name: string, request: Expect][] = [
+      [
+        "DESCRIBE_CONFIGS v3",
+        new Expect()
+          .i16(32)
+          .i16(3)
+          .i32(7)
+          .str("test")
+          .i32(1)
+          .i8(2)
+          .str("t")
+          .i32(1)
+          .str("retention.ms")
+          .i8(1)
+          .i8(1),
+      ],
+      [
+        "DESCRIBE_CLUSTER v1",
+        new Expect().i16(60).i16(1).i32(7).str("test").uvarint(0).i8(0).i8(1).uvarint(0),
+      ],
+      ["DELETE_GROUPS v1", new Expect().i16(42).i16(1).i32(7).str("test").i32(2).str("g").str("h")],
+      [
+        "OFFSET_DELETE v0",
+        new Expect().i16(47).i16(0).i32(7).str("test").str("g").i32(1).str("t").i32(2).i32(0).i32(1),
+      ],
+      [
+        "OFFSET_FOR_LEADER_EPOCH v3",
+        new Expect().i16(23).i16(3).i32(7).str("test").i32(-1).i32(1).str("t").i32(1).i32(0).i32(-1).i32(0),
+      ],
+    ];
+    for (const [name, request] of requests) {
+      const whole = request.body();
+      // The whole request is answered; a header cut short closes without a reason about the API.
+      expect([name, (await handler.handle(whole)).kind]).toEqual([name, "respond"]);
+      const headerBytes =
+        new Expect().i16(0).i16(0).i32(0).str("test").out.length +
+        (name.startsWith("DESCRIBE_CLUSTER") ? 1 : 0);
+      for (let length = headerBytes; length < whole.length; length++) {
+        const outcome = await handler.handle(whole.subarray(0, length));
+        expect([name, length, outcome.kind]).toEqual([name, length, "close"]);
+        if (outcome.kind === "close")
+          expect(outcome.reason).toMatch(new RegExp(`^malformed ${name} request: .* at byte \\d+`));
+      }
+      const trailing = Uint8Array.from([...whole, 0]);
+      const outcome = await handler.handle(trailing);
+      expect([name, outcome.kind]).toEqual([name, "close"]);
+      if (outcome.kind === "close") expect(outcome.reason).toMatch(/unexpected bytes after its last field/);
+    }
+  });
+});
