@@ -13,7 +13,7 @@ export {
   type PartitionDescription,
   type TopicDescription,
 } from "./broker/broker.ts";
-export type { AppendAck, FileLease } from "./broker/partition.ts";
+export type { AppendAck, FileLease, PurgeResult } from "./broker/partition.ts";
 export {
   DEFAULT_TOPIC_CONFIG,
   DURABILITY_POLICIES,
