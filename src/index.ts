@@ -73,6 +73,7 @@ export {
   toTopicName,
 } from "./domain/ids.ts";
 export * as limits from "./domain/limits.ts";
+export type { PurgedPartition, PurgePartition } from "./protocol/topic-admin.ts";
 export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput, RecordView } from "./record/batch.ts";
 export {
   decodeBatch,

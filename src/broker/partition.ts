@@ -382,17 +382,27 @@ export class Partition {
   }
 
   /**
+   * Throws what `purge(beforeOffset)` would refuse (an internal topic, a point beyond the visible end
+   * or below −1); returns the point, −1 resolved to the visible end. Lets a request naming several
+   * partitions check them all before any moves.
+   */
+  checkPurgeable(beforeOffset: number): number {
+    if (this.internal) throw new InternalTopicError(this.topic, "purged");
+    const visible = this.visibleNextOffset;
+    const target = beforeOffset === -1 ? visible : beforeOffset;
+    if (!Number.isSafeInteger(target) || target < 0 || target > visible)
+      throw new OffsetOutOfRangeError(beforeOffset, this.log.logStartOffset, visible);
+    return target;
+  }
+
+  /**
    * Purges (Kafka's DeleteRecords): records below `beforeOffset` stop being readable, durably; −1
    * means the visible end (Kafka's high watermark). Refused with OffsetOutOfRangeError beyond the
    * visible end or below −1; a point at or below the log start changes nothing. Resolves with the
    * log start after the purge (Kafka's low_watermark) and what was deleted.
    */
   async purge(beforeOffset: number): Promise<PurgeResult> {
-    if (this.internal) throw new InternalTopicError(this.topic, "purged");
-    const visible = this.visibleNextOffset;
-    const target = beforeOffset === -1 ? visible : beforeOffset;
-    if (!Number.isSafeInteger(target) || target < 0 || target > visible)
-      throw new OffsetOutOfRangeError(beforeOffset, this.log.logStartOffset, visible);
+    const target = this.checkPurgeable(beforeOffset);
     // The records below the point must be durable before the start moves past them: a crash that
     // took them back would otherwise leave the start beyond the end of the log (under `force` the
     // visible end is durable already; under `append` and `interval` this is one force).
