@@ -390,8 +390,12 @@ export class Partition {
     if (this.internal) throw new InternalTopicError(this.topic, "purged");
     const visible = this.visibleNextOffset;
     const target = beforeOffset === -1 ? visible : beforeOffset;
-    if (!Number.isSafeInteger(target) || target < 0 || target > visible)
-      throw new OffsetOutOfRangeError(beforeOffset, this.log.logStartOffset, visible);
+    if (!Number.isSafeInteger(target) || target < 0 || target > visible) {
+      const error = new OffsetOutOfRangeError(beforeOffset, this.log.logStartOffset, visible);
+      // A PURGE names several partitions: say which one refused.
+      error.message = `cannot purge ${this.topic}/${this.id}: ${error.message}`;
+      throw error;
+    }
     return target;
   }
 

@@ -89,6 +89,10 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
   topics add-partitions <name> --partitions N
                                         raise the partition count (keys then map to other
                                         partitions)
+  topics purge <name> --before <offset|end|T> [--partition N]
+                                        records below the offset (end: all; T: records older
+                                        than T, per partition) stop being readable, durably;
+                                        whole segments below are deleted. Every partition, or one
   produce <topic> [--partition N] [--key K | --key-separator S] [--header k=v]...
                 [--timestamp T] [--empty-as-null] [--file F] [--skip-invalid]
                                         one record per line, from the file or stdin (with
@@ -297,7 +301,7 @@ async function health(parsed: Parsed): Promise<number> {
   }
 }
 
-const TOPICS_ACTIONS = ["list", "create", "delete", "describe", "alter", "add-partitions"];
+const TOPICS_ACTIONS = ["list", "create", "delete", "describe", "alter", "add-partitions", "purge"];
 
 async function topics(parsed: Parsed): Promise<number> {
   const action = need(parsed, 1, `topics action: ${TOPICS_ACTIONS.join(", ")}`);
@@ -306,6 +310,7 @@ async function topics(parsed: Parsed): Promise<number> {
   }
   if (action !== "list") need(parsed, 2, "topic name");
   if (action === "alter" || action === "add-partitions") return changeTopic(parsed, action);
+  if (action === "purge") return purgeTopic(parsed);
   allowOnly(
     parsed,
     action === "create"
@@ -468,6 +473,77 @@ async function changeTopic(parsed: Parsed, action: "alter" | "add-partitions"): 
           const value = config[key];
           return `  ${key}: ${value === null ? "none" : String(value)}`;
         }),
+      ].join("\n"),
+    );
+    return 0;
+  } finally {
+    client.close();
+  }
+}
+
+// --- topics purge ---------------------------------------------------------------------------------
+
+/** Where `--before` points: an offset (digits), the visible end (`end`), or a time (T). */
+type PurgePoint =
+  | { kind: "offset"; offset: number }
+  | { kind: "end" }
+  | { kind: "time"; timestampMs: number };
+
+function parsePurgePoint(what: string, text: string): PurgePoint {
+  const trimmed = text.trim();
+  // Digits are an offset here (not milliseconds, as T reads them elsewhere): a purge is by offset
+  // first, as Kafka's DeleteRecords is; a time needs a unit or a date.
+  if (/^\d+$/.test(trimmed)) {
+    const offset = Number(trimmed);
+    if (!Number.isSafeInteger(offset)) throw new InvalidArgumentError(`${what}: ${trimmed} is beyond 2^53`);
+    return { kind: "offset", offset };
+  }
+  if (trimmed === "end") return { kind: "end" };
+  return { kind: "time", timestampMs: parseTimeArgument(what, trimmed, Date.now()) };
+}
+
+/**
+ * `topics purge` (PURGE). A time becomes an offset per partition first (LIST_OFFSETS by time: the
+ * first record at or after it; none means every record is older, so the point is the end the
+ * lookup saw, and records produced after it stay). One PURGE for every partition: the broker checks
+ * them all before any moves.
+ */
+async function purgeTopic(parsed: Parsed): Promise<number> {
+  allowOnly(parsed, ["before", "partition"]);
+  const name = need(parsed, 2, "topic name");
+  const point = flagValue(parsed, "before", parsePurgePoint);
+  if (point === undefined)
+    throw new UsageError("missing --before <offset|end|T>: records below it stop being readable");
+  const only = integerFlag(parsed, "partition", 0, PARTITIONS_MAX - 1);
+  const client = await connect(parsed);
+  try {
+    const topic = (await client.metadata([name])).topics[0]!;
+    const chosen = topic.partitions.filter((p) => only === undefined || p.partition === only);
+    if (chosen.length === 0)
+      throw new InvalidArgumentError(
+        `topic ${name} has no partition ${only} (it has ${topic.partitions.length})`,
+      );
+    const requests = await Promise.all(
+      chosen.map(async (p) => {
+        if (point.kind === "offset") return { partition: p.partition, beforeOffset: point.offset };
+        if (point.kind === "end") return { partition: p.partition, beforeOffset: -1 };
+        const found = await client.offsetForTime(name, p.partition, point.timestampMs);
+        return { partition: p.partition, beforeOffset: found.offset < 0 ? found.nextOffset : found.offset };
+      }),
+    );
+    const purged = await client.purge(name, requests);
+    const rows = purged.map((entry, i) => ({
+      partition: entry.partition,
+      before: requests[i]!.beforeOffset,
+      logStartOffset: entry.logStartOffset,
+    }));
+    print(parsed, { topic: name, partitions: rows }, () =>
+      [
+        `purged topic ${name}${point.kind === "time" ? ` (records older than ${new Date(point.timestampMs).toISOString()})` : ""}`,
+        table(
+          ["partition", "before", "earliest now"],
+          rows.map((row) => [row.partition, row.before < 0 ? "end" : row.before, row.logStartOffset]),
+        ),
       ].join("\n"),
     );
     return 0;
