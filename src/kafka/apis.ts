@@ -39,6 +39,7 @@ export const KAFKA_API = {
   INIT_PRODUCER_ID: 22,
   CREATE_PARTITIONS: 37,
   INCREMENTAL_ALTER_CONFIGS: 44,
+  DELETE_RECORDS: 21,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -78,6 +79,7 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 1 },
   [KAFKA_API.CREATE_PARTITIONS]: { min: 0, max: 1 },
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: { min: 0, max: 0 },
+  [KAFKA_API.DELETE_RECORDS]: { min: 0, max: 1 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -101,6 +103,7 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.INIT_PRODUCER_ID]: 2,
   [KAFKA_API.CREATE_PARTITIONS]: 2,
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: 1,
+  [KAFKA_API.DELETE_RECORDS]: 2,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {

@@ -38,6 +38,12 @@ import {
   type VersionRange,
 } from "./apis.ts";
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "./codec.ts";
+import {
+  type DeleteRecordsPartitionResult,
+  type DeleteRecordsTopicResult,
+  decodeDeleteRecordsRequest,
+  encodeDeleteRecordsResponse,
+} from "./delete-records-messages.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import {
   type DescribedGroup,
@@ -132,6 +138,8 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     // Topics that change (Broker.addPartitions).
     [KAFKA_API.CREATE_PARTITIONS, CODEC_VERSIONS[KAFKA_API.CREATE_PARTITIONS]],
     [KAFKA_API.INCREMENTAL_ALTER_CONFIGS, CODEC_VERSIONS[KAFKA_API.INCREMENTAL_ALTER_CONFIGS]],
+    // Records purged below a point (Broker.purge).
+    [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
   ],
 );
 
@@ -400,6 +408,8 @@ export class KafkaHandler {
               producerEpoch: -1,
             }),
           );
+        case KAFKA_API.DELETE_RECORDS:
+          return await this.deleteRecords(reader, apiVersion, correlationId, clientAddress);
         default:
           return { kind: "close", reason: `${name} (API key ${apiKey}) is not served yet` };
       }
@@ -803,6 +813,49 @@ export class KafkaHandler {
       }
     }
     return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * DeleteRecords: moves each named partition's log start (Broker.purge: durable before the answer,
+   * whole segments below it deleted); low_watermark is the start after it. One admin request per
+   * topic from the address's allowance, as CreatePartitions. Per partition: OFFSET_OUT_OF_RANGE for
+   * an offset beyond the high watermark (or below −1), UNKNOWN_TOPIC_OR_PARTITION,
+   * INVALID_TOPIC_EXCEPTION for the internal offsets topic, POLICY_VIOLATION beyond the admin rate,
+   * KAFKA_STORAGE_ERROR. timeout_ms is not needed: the answer waits for the purge itself.
+   */
+  private async deleteRecords(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): Promise<KafkaOutcome> {
+    const request = decodeDeleteRecordsRequest(reader, version);
+    const topics: DeleteRecordsTopicResult[] = [];
+    for (const topic of request.topics) {
+      let refusal: number | undefined;
+      try {
+        this.options.adminRate?.take(clientAddress);
+      } catch (error) {
+        refusal = kafkaErrorOf(error).code;
+      }
+      const partitions: DeleteRecordsPartitionResult[] = [];
+      for (const entry of topic.partitions) {
+        const result = (lowWatermark: number, errorCode: number) =>
+          partitions.push({ partition: entry.partition, lowWatermark, errorCode });
+        if (refusal !== undefined) {
+          result(-1, refusal);
+          continue;
+        }
+        try {
+          const purged = await this.broker.purge(topic.name, entry.partition, entry.offset);
+          result(purged.logStartOffset, KAFKA_ERROR.NONE);
+        } catch (error) {
+          result(-1, kafkaErrorOf(error).code);
+        }
+      }
+      topics.push({ name: topic.name, partitions });
+    }
+    return this.respond((writer) => encodeDeleteRecordsResponse(writer, version, correlationId, topics));
   }
 
   /**

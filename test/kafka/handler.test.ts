@@ -80,7 +80,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DeleteRecords 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -100,6 +100,7 @@ describe("ApiVersions", () => {
       [15, 0, 4],
       [37, 0, 1],
       [44, 0, 0],
+      [21, 0, 1],
     ]);
   });
 });
