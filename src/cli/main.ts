@@ -100,8 +100,10 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         partitions and offsets it wrote. A line too large for the
                                         topic (or without the separator) stops it (exit 1, after
                                         saying what was written), or with --skip-invalid is skipped
-                                        and counted. --empty-as-null sends an empty value (or key)
-                                        as null
+                                        and counted. A batch the broker refuses stops it (exit 1),
+                                        naming the lines stored and the lines refused (batches are
+                                        pipelined: later lines may be stored). --empty-as-null sends
+                                        an empty value (or key) as null
   consume <topic> [--partition N] [--from earliest|latest|<offset> | --from-time T] [--follow]
                 [--max N] [--format F]  records of every partition (or one) to stdout; --follow
                                         waits for more and reconnects when the broker restarts
@@ -635,6 +637,41 @@ function describeWritten(written: PartitionWritten[]): string {
     .join(", ");
 }
 
+/**
+ * Line numbers (ascending, distinct) as ranges, "1-17, 25, 30-31"; beyond `maxRanges` ranges the
+ * rest is counted, not listed (a refusal report must stay one readable line).
+ */
+function lineRanges(lines: readonly number[], maxRanges = 20): string {
+  const ranges: string[] = [];
+  let index = 0;
+  let rangeCount = 0;
+  while (index < lines.length) {
+    const first = lines[index]!;
+    let last = first;
+    while (index + 1 < lines.length && lines[index + 1] === last + 1) last = lines[++index]!;
+    index++;
+    rangeCount++;
+    if (ranges.length < maxRanges) ranges.push(first === last ? `${first}` : `${first}-${last}`);
+  }
+  if (rangeCount > ranges.length) ranges.push(`and ${rangeCount - ranges.length} more ranges`);
+  return ranges.join(", ");
+}
+
+/** Lines 1..`lastLine` that are not in `excluded` (ascending, distinct), as ranges. */
+function complementRanges(lastLine: number, excluded: readonly number[]): number[] {
+  // Only built after a refusal, when the caller reports exactly which lines went in.
+  const kept: number[] = [];
+  let next = 0;
+  for (let line = 1; line <= lastLine; line++) {
+    if (next < excluded.length && excluded[next] === line) {
+      next++;
+      continue;
+    }
+    kept.push(line);
+  }
+  return kept;
+}
+
 const ENCODER = new TextEncoder();
 
 /** `--header k=v` values: UTF-8 key, UTF-8 value (`k=` is an empty value), in the order given. */
@@ -712,11 +749,21 @@ async function produce(parsed: Parsed): Promise<number> {
       emptyAsNull && bytes.length === 0 ? null : bytes;
     let lineNumber = 0;
     const invalidLines: number[] = [];
+    /** Every skipped line's number: with a refusal, the report says exactly which lines went in. */
+    const skippedLines: number[] = [];
     let invalidCount = 0;
     let stoppedAt: { line: number; reason: string } | undefined;
     let failure: unknown;
+    // Batches are pipelined: a batch sent after a refused one can still be stored. So every line's
+    // outcome is kept, reading stops at the first refusal, and the report names the lines that
+    // were stored and those that were not (issue 15: lines 1-17 refused, 18-20 stored, and the
+    // old report only said "3 records were written").
+    const refusedLines: number[] = [];
+    let firstRefusal: { line: number; error: unknown } | undefined;
+    let lastAcceptedLine = 0;
     try {
       for await (const line of lines(source)) {
+        if (firstRefusal !== undefined) break;
         lineNumber++;
         progress.add(utf8Length(line) + 1, 1);
         let key: Uint8Array | null = keyBytes;
@@ -751,9 +798,12 @@ async function produce(parsed: Parsed): Promise<number> {
           }
           invalidCount++;
           if (invalidLines.length < CLI_INVALID_LINES_LISTED) invalidLines.push(lineNumber);
+          skippedLines.push(lineNumber);
           continue;
         }
+        const thisLine = lineNumber;
         const { acknowledged } = await producer.accept(topic, record, options);
+        lastAcceptedLine = thisLine;
         acknowledged.then(
           (result) => {
             const entry = byPartition.get(result.partition);
@@ -770,7 +820,11 @@ async function produce(parsed: Parsed): Promise<number> {
               entry.lastOffset = Math.max(entry.lastOffset, result.offset);
             }
           },
-          () => undefined,
+          (error: unknown) => {
+            refusedLines.push(thisLine);
+            if (firstRefusal === undefined || thisLine < firstRefusal.line)
+              firstRefusal = { line: thisLine, error };
+          },
         );
         count++;
       }
@@ -785,6 +839,41 @@ async function produce(parsed: Parsed): Promise<number> {
     }
     progress.finish();
     const acknowledged = written().reduce((sum, w) => sum + w.records, 0);
+    if (firstRefusal !== undefined) {
+      const refused = refusedLines.sort((a, b) => a - b);
+      const notStored = [...refused, ...skippedLines].sort((a, b) => a - b);
+      const stored = complementRanges(lastAcceptedLine, notStored);
+      const cause = (firstRefusal.error as Error).message;
+      const reason =
+        `line${refused.length === 1 ? "" : "s"} ${lineRanges(refused)} of ${where} ${refused.length === 1 ? "was" : "were"} refused ` +
+        `(line ${firstRefusal.line}: ${cause}); stopped reading after line ${lineNumber}`;
+      const report =
+        stored.length === 0
+          ? "no line was stored"
+          : `line${stored.length === 1 ? "" : "s"} ${lineRanges(stored)} ${stored.length === 1 ? "was" : "were"} stored (${acknowledged} record${acknowledged === 1 ? "" : "s"}): ${describeWritten(written())}`;
+      if (parsed.flags.has("json")) {
+        throw new ReportedFailure(
+          reason,
+          {
+            produced: acknowledged,
+            partitions: written(),
+            refusedLines: lineRanges(refused, Number.MAX_SAFE_INTEGER),
+            storedLines: lineRanges(stored, Number.MAX_SAFE_INTEGER),
+            linesRead: lineNumber,
+          },
+          firstRefusal.error,
+        );
+      }
+      console.error(`booblik-cli: ${reason}`);
+      console.error(`booblik-cli: ${report}`);
+      if (stoppedAt !== undefined)
+        console.error(`booblik-cli: line ${stoppedAt.line} of ${where} ${stoppedAt.reason} (not sent)`);
+      if (skippedLines.length > 0)
+        console.error(
+          `booblik-cli: skipped ${skippedLines.length} invalid lines: ${lineRanges(skippedLines)}`,
+        );
+      return EXIT_FAILED;
+    }
     if (failure !== undefined || stoppedAt !== undefined) {
       const reason =
         stoppedAt !== undefined
