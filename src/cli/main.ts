@@ -75,7 +75,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
 
   health                                exit 0 when the broker answers METADATA in time
   topics list                           topics with partitions and offsets
-  topics create <name> [--partitions N] [--durability append|force|interval]
+  topics create <name> [--partitions N] [--durability append|force|interval] [--if-not-exists]
                 [--write-mode file|mapped] [--segment-size 128MiB] [--retention-size 10GiB]
                 [--retention-time 7d] [--max-record-size 1MiB]
                 [--timestamp-type CreateTime|LogAppendTime]
@@ -88,7 +88,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         size cannot change; the record size only grows)
   topics add-partitions <name> --partitions N
                                         raise the partition count (keys then map to other
-                                        partitions)
+                                        partitions); already N: nothing to do, exit 0
   topics purge <name> --before <offset|end|T> [--partition N]
                                         records below the offset (end: all; T: records older
                                         than T, per partition) stop being readable, durably;
@@ -167,6 +167,7 @@ const BOOLEAN_FLAGS = new Set([
   "help",
   "version",
   "skip-invalid",
+  "if-not-exists",
   "local",
   "drop-damaged-tail",
   "to-earliest",
@@ -325,6 +326,7 @@ async function topics(parsed: Parsed): Promise<number> {
           "retention-time",
           "max-record-size",
           "timestamp-type",
+          "if-not-exists",
         ]
       : [],
   );
@@ -352,7 +354,22 @@ async function topics(parsed: Parsed): Promise<number> {
     }
     if (action === "create") {
       const name = need(parsed, 2, "topic name");
-      await client.createTopic(name, config);
+      try {
+        await client.createTopic(name, config);
+      } catch (error) {
+        // --if-not-exists (Kafka's kafka-topics flag): a script or walkthrough that runs twice goes
+        // on; the existing topic is kept as it is, whatever settings were given.
+        if (
+          !(
+            parsed.flags.has("if-not-exists") &&
+            error instanceof BooblikError &&
+            error.code === "TOPIC_EXISTS"
+          )
+        )
+          throw error;
+        print(parsed, { created: null, exists: name }, () => `topic ${name} exists already; kept as it is`);
+        return 0;
+      }
       print(parsed, { created: name }, () => `created topic ${name}`);
       return 0;
     }
@@ -437,6 +454,17 @@ async function changeTopic(parsed: Parsed, action: "alter" | "add-partitions"): 
     if (partitions === undefined) throw new UsageError("missing --partitions N: the new partition count");
     const client = await connect(parsed);
     try {
+      // "Raise to N" when the topic has N already is done: exit 0, so that running a walkthrough
+      // (README) or a provisioning script twice works. Fewer than now stays an error (the broker's).
+      const current = (await client.metadata([name])).topics[0]!.partitions.length;
+      if (current === partitions) {
+        print(
+          parsed,
+          { topic: name, partitions, changed: false },
+          () => `topic ${name} has ${partitions} partitions already`,
+        );
+        return 0;
+      }
       await client.addPartitions(name, partitions);
       print(parsed, { topic: name, partitions }, () => `topic ${name} now has ${partitions} partitions`);
       return 0;
