@@ -910,14 +910,18 @@ export class PartitionLog {
 function applyLogStart(directory: string, config: SegmentConfig, segments: Segment[], start: number): void {
   let deleted = false;
   if (start > segments.at(-1)!.nextOffset) {
-    for (const segment of segments) segment.delete();
-    segments.length = 0;
+    while (segments.length > 0) {
+      segments.at(-1)!.delete(); // newest first: a crash midway leaves a contiguous prefix
+      segments.pop();
+    }
     disk.fsyncDirectory(directory);
     segments.push(Segment.create(directory, start as Offset, config));
     return;
   }
   while (segments.length > 1 && segments[0]!.nextOffset <= start) {
-    segments.shift()!.delete();
+    // Deleted before it leaves the list: if the unlink fails, the open's cleanup still closes it.
+    segments[0]!.delete();
+    segments.shift();
     deleted = true;
   }
   if (deleted) disk.fsyncDirectory(directory);

@@ -1,6 +1,6 @@
 /**
  * `booblik-cli topics purge` as a subprocess against a broker process: by offset on one partition,
- * by time on every partition (records older than T), `end`, --json, and the refusals: a usage error
+ * by time on every partition (records older than T), `end`, a duration before now (`-1h`), --json, and the refusals: a usage error
  * (exit 2) read before connecting, a point beyond the end (exit 1, one line, no stack trace).
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
@@ -85,6 +85,10 @@ test("topics purge: by offset, by time on every partition, to the end; refusals"
     const all = await runCli([...at, "topics", "purge", "t", "--before", "end", "--partition", "0"]);
     expect(all.exitCode).toBe(0);
     expect(await client.listOffsets("t", 0)).toEqual({ logStartOffset: 20, nextOffset: 20 });
+    // A duration before now: every record (from 2024) is older than an hour ago, so all go.
+    const hourAgo = await runCli([...at, "topics", "purge", "t", "--before", "-1h", "--partition", "1"]);
+    expect(hourAgo.exitCode).toBe(0);
+    expect(await client.listOffsets("t", 1)).toEqual({ logStartOffset: 20, nextOffset: 20 });
 
     // Usage errors, before connecting.
     const missing = await runCli(["--broker", "127.0.0.1:1", "topics", "purge", "t"]);
