@@ -3,15 +3,18 @@
  * start moves into the middle of a segment, whole segments below it are deleted from the disk,
  * reads below it answer OFFSET_OUT_OF_RANGE, time lookups never answer a purged offset, and the
  * start survives a restart (clean or not) and a crash between the start's write and the segments'
- * deletion. What is refused: beyond the visible end, an internal topic.
+ * deletion. What is refused: beyond the visible end, an internal topic. A start file that cannot be
+ * written (a full disk) changes nothing: same start, same segments, and the purge can be retried.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { ioError } from "../../ffi/file.ts";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
+import { disk, useDisk } from "../../src/storage/disk.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(30_000);
@@ -133,6 +136,31 @@ describe("purge", () => {
       /internal to the broker and cannot be purged/,
     );
     expect(broker.describeTopic("t").partitions[0]!.logStartOffset).toBe(0);
+    await broker.close();
+  });
+
+  test("a start file that cannot be written (ENOSPC) changes nothing; the purge can be retried", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    await fill(broker, "t");
+    const files = segmentFiles(dir.path, "t");
+    const real = disk;
+    const restore = useDisk({
+      ...real,
+      writeFileAtomicallyNow(target: string, bytes: Uint8Array | string) {
+        if (target.endsWith("log-start.json")) throw ioError("write", 28, `${target}.tmp`);
+        real.writeFileAtomicallyNow(target, bytes);
+      },
+    });
+    try {
+      await expect(broker.purge("t", 0, 25)).rejects.toMatchObject({ code: "STORAGE_ERROR" });
+    } finally {
+      restore();
+    }
+    expect(broker.describeTopic("t").partitions[0]!.logStartOffset).toBe(0);
+    expect(segmentFiles(dir.path, "t")).toEqual(files);
+    expect(broker.read("t", 0, 0).firstOffset).toBe(0);
+    expect((await broker.purge("t", 0, 25)).logStartOffset).toBe(25);
     await broker.close();
   });
 });
