@@ -13,7 +13,7 @@ export {
   type PartitionDescription,
   type TopicDescription,
 } from "./broker/broker.ts";
-export type { AppendAck, FileLease } from "./broker/partition.ts";
+export type { AppendAck, FileLease, PurgeResult } from "./broker/partition.ts";
 export {
   DEFAULT_TOPIC_CONFIG,
   DURABILITY_POLICIES,
@@ -73,6 +73,7 @@ export {
   toTopicName,
 } from "./domain/ids.ts";
 export * as limits from "./domain/limits.ts";
+export type { PurgedPartition, PurgePartition } from "./protocol/topic-admin.ts";
 export type { DecodedHeader, DecodedRecord, HeaderInput, RecordInput, RecordView } from "./record/batch.ts";
 export {
   decodeBatch,

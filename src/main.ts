@@ -327,7 +327,9 @@ function describeOpen(report: Broker["openReport"]): string {
     report.readOnlyPartitions > 0
       ? `; DISK FULL: ${plural(report.readOnlyPartitions, "partition")} read-only until space is freed (reads work)`
       : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}`;
+  const logStart =
+    report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${logStart}`;
 }
 
 async function main(): Promise<number> {

@@ -62,7 +62,7 @@ import { segmentConfig } from "../storage/segment.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import { Histogram } from "./metrics.ts";
 import { OffsetsStore } from "./offsets-store.ts";
-import { type AppendAck, Partition } from "./partition.ts";
+import { type AppendAck, Partition, type PurgeResult } from "./partition.ts";
 import {
   DEFAULT_TOPIC_CONFIG,
   decodeTopicFile,
@@ -112,6 +112,8 @@ export interface BrokerOpenReport {
   segmentsDropped: number;
   /** Partitions opened read-only because the disk was full (they take writes once space returns). */
   readOnlyPartitions: number;
+  /** Partitions whose purge start file could not be read, with why (they start at their first segment). */
+  logStartProblems: string[];
   durationMs: number;
 }
 
@@ -200,6 +202,7 @@ export class Broker {
       partitionsWithDurableLoss: [],
       segmentsDropped: 0,
       readOnlyPartitions: 0,
+      logStartProblems: [],
       durationMs: 0,
     };
   }
@@ -360,6 +363,8 @@ export class Broker {
           report.partitionsWithDurableLoss.push(`${topic.name}-${partition.id}`);
         report.segmentsDropped += opened.segmentsDropped;
         if (opened.readOnlyCause !== undefined) report.readOnlyPartitions++;
+        if (opened.logStartProblem !== undefined)
+          report.logStartProblems.push(`${topic.name}-${partition.id}: ${opened.logStartProblem}`);
       }
     }
   }
@@ -720,6 +725,15 @@ export class Broker {
   /** Records from `offset` on, waiting at the end for new ones; ends when the topic or broker closes. */
   tail(topic: string, partition: number, offset: number): AsyncGenerator<DecodedRecord> {
     return this.partition(topic, partition).tail(offset);
+  }
+
+  /**
+   * Purges a partition (Kafka's DeleteRecords): records below `beforeOffset` (−1: the visible end)
+   * stop being readable; the log start moves there durably (a crash never moves it back) and whole
+   * segments below it are deleted. See Partition.purge for what is refused.
+   */
+  async purge(topic: string, partition: number, beforeOffset: number): Promise<PurgeResult> {
+    return await this.partition(topic, partition).purge(beforeOffset);
   }
 
   /** Runs retention on every partition now (it also runs on a timer). */

@@ -44,6 +44,14 @@ export interface AppendAck {
   logAppendTimeMs: number;
 }
 
+/** The outcome of `Partition.purge`. */
+export interface PurgeResult {
+  /** The first readable offset after the purge (Kafka's low_watermark). */
+  logStartOffset: number;
+  segmentsDeleted: number;
+  bytesDeleted: number;
+}
+
 /**
  * Whole entries (stored batches) of one segment file to send as they are (sendfile). The descriptor
  * stays open until `release()`, which the holder calls exactly once, after the last byte left or
@@ -297,7 +305,7 @@ export class Partition {
     };
   }
 
-  /** The oldest offset still stored (retention moves it). */
+  /** The oldest readable offset (retention and purges move it). */
   get logStartOffset(): number {
     return this.log.logStartOffset;
   }
@@ -371,6 +379,40 @@ export class Partition {
       },
       nowMs,
     );
+  }
+
+  /**
+   * Throws what `purge(beforeOffset)` would refuse (an internal topic, a point beyond the visible end
+   * or below −1); returns the point, −1 resolved to the visible end. Lets a request naming several
+   * partitions check them all before any moves.
+   */
+  checkPurgeable(beforeOffset: number): number {
+    if (this.internal) throw new InternalTopicError(this.topic, "purged");
+    const visible = this.visibleNextOffset;
+    const target = beforeOffset === -1 ? visible : beforeOffset;
+    if (!Number.isSafeInteger(target) || target < 0 || target > visible) {
+      const error = new OffsetOutOfRangeError(beforeOffset, this.log.logStartOffset, visible);
+      // A PURGE names several partitions: say which one refused.
+      error.message = `cannot purge ${this.topic}/${this.id}: ${error.message}`;
+      throw error;
+    }
+    return target;
+  }
+
+  /**
+   * Purges (Kafka's DeleteRecords): records below `beforeOffset` stop being readable, durably; −1
+   * means the visible end (Kafka's high watermark). Refused with OffsetOutOfRangeError beyond the
+   * visible end or below −1; a point at or below the log start changes nothing. Resolves with the
+   * log start after the purge (Kafka's low_watermark) and what was deleted.
+   */
+  async purge(beforeOffset: number): Promise<PurgeResult> {
+    const target = this.checkPurgeable(beforeOffset);
+    // The records below the point must be durable before the start moves past them: a crash that
+    // took them back would otherwise leave the start beyond the end of the log (under `force` the
+    // visible end is durable already; under `append` and `interval` this is one force).
+    if (target > this.log.recoveryPoint.nextOffset) await this.groupCommit.request();
+    const deleted = this.log.purge(target);
+    return { logStartOffset: this.log.logStartOffset, ...deleted };
   }
 
   /** Waits for forces in flight, then closes the log (forcing and checkpointing when `clean`). */

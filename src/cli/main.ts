@@ -75,7 +75,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
 
   health                                exit 0 when the broker answers METADATA in time
   topics list                           topics with partitions and offsets
-  topics create <name> [--partitions N] [--durability append|force|interval]
+  topics create <name> [--partitions N] [--durability append|force|interval] [--if-not-exists]
                 [--write-mode file|mapped] [--segment-size 128MiB] [--retention-size 10GiB]
                 [--retention-time 7d] [--max-record-size 1MiB]
                 [--timestamp-type CreateTime|LogAppendTime]
@@ -88,7 +88,11 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         size cannot change; the record size only grows)
   topics add-partitions <name> --partitions N
                                         raise the partition count (keys then map to other
-                                        partitions)
+                                        partitions); already N: nothing to do, exit 0
+  topics purge <name> --before <offset|end|T> [--partition N]
+                                        records below the offset (end: all; T: records older
+                                        than T, per partition) stop being readable, durably;
+                                        whole segments below are deleted. Every partition, or one
   produce <topic> [--partition N] [--key K | --key-separator S] [--header k=v]...
                 [--timestamp T] [--empty-as-null] [--file F] [--skip-invalid]
                                         one record per line, from the file or stdin (with
@@ -96,8 +100,10 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         partitions and offsets it wrote. A line too large for the
                                         topic (or without the separator) stops it (exit 1, after
                                         saying what was written), or with --skip-invalid is skipped
-                                        and counted. --empty-as-null sends an empty value (or key)
-                                        as null
+                                        and counted. A batch the broker refuses stops it (exit 1),
+                                        naming the lines stored and the lines refused (batches are
+                                        pipelined: later lines may be stored). --empty-as-null sends
+                                        an empty value (or key) as null
   consume <topic> [--partition N] [--from earliest|latest|<offset> | --from-time T] [--follow]
                 [--max N] [--format F]  records of every partition (or one) to stdout; --follow
                                         waits for more and reconnects when the broker restarts
@@ -161,6 +167,7 @@ const BOOLEAN_FLAGS = new Set([
   "help",
   "version",
   "skip-invalid",
+  "if-not-exists",
   "local",
   "drop-damaged-tail",
   "to-earliest",
@@ -297,7 +304,7 @@ async function health(parsed: Parsed): Promise<number> {
   }
 }
 
-const TOPICS_ACTIONS = ["list", "create", "delete", "describe", "alter", "add-partitions"];
+const TOPICS_ACTIONS = ["list", "create", "delete", "describe", "alter", "add-partitions", "purge"];
 
 async function topics(parsed: Parsed): Promise<number> {
   const action = need(parsed, 1, `topics action: ${TOPICS_ACTIONS.join(", ")}`);
@@ -306,6 +313,7 @@ async function topics(parsed: Parsed): Promise<number> {
   }
   if (action !== "list") need(parsed, 2, "topic name");
   if (action === "alter" || action === "add-partitions") return changeTopic(parsed, action);
+  if (action === "purge") return purgeTopic(parsed);
   allowOnly(
     parsed,
     action === "create"
@@ -318,6 +326,7 @@ async function topics(parsed: Parsed): Promise<number> {
           "retention-time",
           "max-record-size",
           "timestamp-type",
+          "if-not-exists",
         ]
       : [],
   );
@@ -345,7 +354,22 @@ async function topics(parsed: Parsed): Promise<number> {
     }
     if (action === "create") {
       const name = need(parsed, 2, "topic name");
-      await client.createTopic(name, config);
+      try {
+        await client.createTopic(name, config);
+      } catch (error) {
+        // --if-not-exists (Kafka's kafka-topics flag): a script or walkthrough that runs twice goes
+        // on; the existing topic is kept as it is, whatever settings were given.
+        if (
+          !(
+            parsed.flags.has("if-not-exists") &&
+            error instanceof BooblikError &&
+            error.code === "TOPIC_EXISTS"
+          )
+        )
+          throw error;
+        print(parsed, { created: null, exists: name }, () => `topic ${name} exists already; kept as it is`);
+        return 0;
+      }
       print(parsed, { created: name }, () => `created topic ${name}`);
       return 0;
     }
@@ -430,6 +454,17 @@ async function changeTopic(parsed: Parsed, action: "alter" | "add-partitions"): 
     if (partitions === undefined) throw new UsageError("missing --partitions N: the new partition count");
     const client = await connect(parsed);
     try {
+      // "Raise to N" when the topic has N already is done: exit 0, so that running a walkthrough
+      // (README) or a provisioning script twice works. Fewer than now stays an error (the broker's).
+      const current = (await client.metadata([name])).topics[0]!.partitions.length;
+      if (current === partitions) {
+        print(
+          parsed,
+          { topic: name, partitions, changed: false },
+          () => `topic ${name} has ${partitions} partitions already`,
+        );
+        return 0;
+      }
       await client.addPartitions(name, partitions);
       print(parsed, { topic: name, partitions }, () => `topic ${name} now has ${partitions} partitions`);
       return 0;
@@ -468,6 +503,77 @@ async function changeTopic(parsed: Parsed, action: "alter" | "add-partitions"): 
           const value = config[key];
           return `  ${key}: ${value === null ? "none" : String(value)}`;
         }),
+      ].join("\n"),
+    );
+    return 0;
+  } finally {
+    client.close();
+  }
+}
+
+// --- topics purge ---------------------------------------------------------------------------------
+
+/** Where `--before` points: an offset (digits), the visible end (`end`), or a time (T). */
+type PurgePoint =
+  | { kind: "offset"; offset: number }
+  | { kind: "end" }
+  | { kind: "time"; timestampMs: number };
+
+function parsePurgePoint(what: string, text: string): PurgePoint {
+  const trimmed = text.trim();
+  // Digits are an offset here (not milliseconds, as T reads them elsewhere): a purge is by offset
+  // first, as Kafka's DeleteRecords is; a time needs a unit or a date.
+  if (/^\d+$/.test(trimmed)) {
+    const offset = Number(trimmed);
+    if (!Number.isSafeInteger(offset)) throw new InvalidArgumentError(`${what}: ${trimmed} is beyond 2^53`);
+    return { kind: "offset", offset };
+  }
+  if (trimmed === "end") return { kind: "end" };
+  return { kind: "time", timestampMs: parseTimeArgument(what, trimmed, Date.now()) };
+}
+
+/**
+ * `topics purge` (PURGE). A time becomes an offset per partition first (LIST_OFFSETS by time: the
+ * first record at or after it; none means every record is older, so the point is the end the
+ * lookup saw, and records produced after it stay). One PURGE for every partition: the broker checks
+ * them all before any moves.
+ */
+async function purgeTopic(parsed: Parsed): Promise<number> {
+  allowOnly(parsed, ["before", "partition"]);
+  const name = need(parsed, 2, "topic name");
+  const point = flagValue(parsed, "before", parsePurgePoint);
+  if (point === undefined)
+    throw new UsageError("missing --before <offset|end|T>: records below it stop being readable");
+  const only = integerFlag(parsed, "partition", 0, PARTITIONS_MAX - 1);
+  const client = await connect(parsed);
+  try {
+    const topic = (await client.metadata([name])).topics[0]!;
+    const chosen = topic.partitions.filter((p) => only === undefined || p.partition === only);
+    if (chosen.length === 0)
+      throw new InvalidArgumentError(
+        `topic ${name} has no partition ${only} (it has ${topic.partitions.length})`,
+      );
+    const requests = await Promise.all(
+      chosen.map(async (p) => {
+        if (point.kind === "offset") return { partition: p.partition, beforeOffset: point.offset };
+        if (point.kind === "end") return { partition: p.partition, beforeOffset: -1 };
+        const found = await client.offsetForTime(name, p.partition, point.timestampMs);
+        return { partition: p.partition, beforeOffset: found.offset < 0 ? found.nextOffset : found.offset };
+      }),
+    );
+    const purged = await client.purge(name, requests);
+    const rows = purged.map((entry, i) => ({
+      partition: entry.partition,
+      before: requests[i]!.beforeOffset,
+      logStartOffset: entry.logStartOffset,
+    }));
+    print(parsed, { topic: name, partitions: rows }, () =>
+      [
+        `purged topic ${name}${point.kind === "time" ? ` (records older than ${new Date(point.timestampMs).toISOString()})` : ""}`,
+        table(
+          ["partition", "before", "earliest now"],
+          rows.map((row) => [row.partition, row.before < 0 ? "end" : row.before, row.logStartOffset]),
+        ),
       ].join("\n"),
     );
     return 0;
@@ -559,6 +665,41 @@ function describeWritten(written: PartitionWritten[]): string {
     .join(", ");
 }
 
+/**
+ * Line numbers (ascending, distinct) as ranges, "1-17, 25, 30-31"; beyond `maxRanges` ranges the
+ * rest is counted, not listed (a refusal report must stay one readable line).
+ */
+function lineRanges(lines: readonly number[], maxRanges = 20): string {
+  const ranges: string[] = [];
+  let index = 0;
+  let rangeCount = 0;
+  while (index < lines.length) {
+    const first = lines[index]!;
+    let last = first;
+    while (index + 1 < lines.length && lines[index + 1] === last + 1) last = lines[++index]!;
+    index++;
+    rangeCount++;
+    if (ranges.length < maxRanges) ranges.push(first === last ? `${first}` : `${first}-${last}`);
+  }
+  if (rangeCount > ranges.length) ranges.push(`and ${rangeCount - ranges.length} more ranges`);
+  return ranges.join(", ");
+}
+
+/** Lines 1..`lastLine` that are not in `excluded` (ascending, distinct), as ranges. */
+function complementRanges(lastLine: number, excluded: readonly number[]): number[] {
+  // Only built after a refusal, when the caller reports exactly which lines went in.
+  const kept: number[] = [];
+  let next = 0;
+  for (let line = 1; line <= lastLine; line++) {
+    if (next < excluded.length && excluded[next] === line) {
+      next++;
+      continue;
+    }
+    kept.push(line);
+  }
+  return kept;
+}
+
 const ENCODER = new TextEncoder();
 
 /** `--header k=v` values: UTF-8 key, UTF-8 value (`k=` is an empty value), in the order given. */
@@ -636,11 +777,21 @@ async function produce(parsed: Parsed): Promise<number> {
       emptyAsNull && bytes.length === 0 ? null : bytes;
     let lineNumber = 0;
     const invalidLines: number[] = [];
+    /** Every skipped line's number: with a refusal, the report says exactly which lines went in. */
+    const skippedLines: number[] = [];
     let invalidCount = 0;
     let stoppedAt: { line: number; reason: string } | undefined;
     let failure: unknown;
+    // Batches are pipelined: a batch sent after a refused one can still be stored. So every line's
+    // outcome is kept, reading stops at the first refusal, and the report names the lines that
+    // were stored and those that were not (issue 15: lines 1-17 refused, 18-20 stored, and the
+    // old report only said "3 records were written").
+    const refusedLines: number[] = [];
+    let firstRefusal: { line: number; error: unknown } | undefined;
+    let lastAcceptedLine = 0;
     try {
       for await (const line of lines(source)) {
+        if (firstRefusal !== undefined) break;
         lineNumber++;
         progress.add(utf8Length(line) + 1, 1);
         let key: Uint8Array | null = keyBytes;
@@ -675,9 +826,12 @@ async function produce(parsed: Parsed): Promise<number> {
           }
           invalidCount++;
           if (invalidLines.length < CLI_INVALID_LINES_LISTED) invalidLines.push(lineNumber);
+          skippedLines.push(lineNumber);
           continue;
         }
+        const thisLine = lineNumber;
         const { acknowledged } = await producer.accept(topic, record, options);
+        lastAcceptedLine = thisLine;
         acknowledged.then(
           (result) => {
             const entry = byPartition.get(result.partition);
@@ -694,7 +848,11 @@ async function produce(parsed: Parsed): Promise<number> {
               entry.lastOffset = Math.max(entry.lastOffset, result.offset);
             }
           },
-          () => undefined,
+          (error: unknown) => {
+            refusedLines.push(thisLine);
+            if (firstRefusal === undefined || thisLine < firstRefusal.line)
+              firstRefusal = { line: thisLine, error };
+          },
         );
         count++;
       }
@@ -709,6 +867,41 @@ async function produce(parsed: Parsed): Promise<number> {
     }
     progress.finish();
     const acknowledged = written().reduce((sum, w) => sum + w.records, 0);
+    if (firstRefusal !== undefined) {
+      const refused = refusedLines.sort((a, b) => a - b);
+      const notStored = [...refused, ...skippedLines].sort((a, b) => a - b);
+      const stored = complementRanges(lastAcceptedLine, notStored);
+      const cause = (firstRefusal.error as Error).message;
+      const reason =
+        `line${refused.length === 1 ? "" : "s"} ${lineRanges(refused)} of ${where} ${refused.length === 1 ? "was" : "were"} refused ` +
+        `(line ${firstRefusal.line}: ${cause}); stopped reading after line ${lineNumber}`;
+      const report =
+        stored.length === 0
+          ? "no line was stored"
+          : `line${stored.length === 1 ? "" : "s"} ${lineRanges(stored)} ${stored.length === 1 ? "was" : "were"} stored (${acknowledged} record${acknowledged === 1 ? "" : "s"}): ${describeWritten(written())}`;
+      if (parsed.flags.has("json")) {
+        throw new ReportedFailure(
+          reason,
+          {
+            produced: acknowledged,
+            partitions: written(),
+            refusedLines: lineRanges(refused, Number.MAX_SAFE_INTEGER),
+            storedLines: lineRanges(stored, Number.MAX_SAFE_INTEGER),
+            linesRead: lineNumber,
+          },
+          firstRefusal.error,
+        );
+      }
+      console.error(`booblik-cli: ${reason}`);
+      console.error(`booblik-cli: ${report}`);
+      if (stoppedAt !== undefined)
+        console.error(`booblik-cli: line ${stoppedAt.line} of ${where} ${stoppedAt.reason} (not sent)`);
+      if (skippedLines.length > 0)
+        console.error(
+          `booblik-cli: skipped ${skippedLines.length} invalid lines: ${lineRanges(skippedLines)}`,
+        );
+      return EXIT_FAILED;
+    }
     if (failure !== undefined || stoppedAt !== undefined) {
       const reason =
         stoppedAt !== undefined

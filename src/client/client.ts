@@ -39,8 +39,12 @@ import {
 } from "../protocol/messages.ts";
 import {
   decodeAlterTopicResponse,
+  decodePurgeResponse,
   encodeAddPartitionsRequest,
   encodeAlterTopicRequest,
+  encodePurgeRequest,
+  type PurgedPartition,
+  type PurgePartition,
 } from "../protocol/topic-admin.ts";
 import { BrokerConnection, type ConnectionOptions } from "./connection.ts";
 import { checkFetchedEntries } from "./fetched.ts";
@@ -240,6 +244,19 @@ export class BooblikClient {
       false,
       (writer, id) => encodeAddPartitionsRequest(writer, id, { name, partitions }),
       () => undefined,
+    );
+  }
+
+  /**
+   * Purges partitions of `name` (PURGE; Kafka's DeleteRecords): in each, records below
+   * `beforeOffset` (−1: the partition's visible end) stop being readable, durably. Every partition
+   * is checked before any moves; resolves with each partition's first readable offset after it.
+   */
+  async purge(name: string, partitions: readonly PurgePartition[]): Promise<PurgedPartition[]> {
+    return await this.request(
+      false,
+      (writer, id) => encodePurgeRequest(writer, id, { name, partitions: [...partitions] }),
+      decodePurgeResponse,
     );
   }
 

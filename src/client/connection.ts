@@ -90,7 +90,10 @@ interface InFlight {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   timer: ReturnType<typeof setTimeout> | undefined;
-  /** The offset the request asked for (FETCH), or -1: an OFFSET_OUT_OF_RANGE answer names it. */
+  /**
+   * The offset the request asked for (FETCH), or -1 (then an OFFSET_OUT_OF_RANGE answer keeps the
+   * broker's message, which names it).
+   */
   offset: number;
 }
 
@@ -101,7 +104,10 @@ interface InFlight {
 function errorFromResponse(errorCode: number, reader: ByteReader, requestedOffset: number): BooblikError {
   const body = decodeErrorBody(reader, errorCode);
   if (errorCode === WIRE_ERROR_CODES.OFFSET_OUT_OF_RANGE) {
-    return new OffsetOutOfRangeError(requestedOffset, body.logStartOffset ?? 0, body.nextOffset ?? 0);
+    const error = new OffsetOutOfRangeError(requestedOffset, body.logStartOffset ?? 0, body.nextOffset ?? 0);
+    // A request of several offsets (PURGE): only the broker's sentence says which was refused.
+    if (requestedOffset === -1 && body.message !== "") error.message = body.message;
+    return error;
   }
   const name = wireErrorName(errorCode) ?? `error ${errorCode}`;
   return new BrokerError(errorCode, body.message === "" ? name : body.message, body.retriable);

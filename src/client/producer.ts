@@ -29,7 +29,10 @@
  *   record can be appended twice if only the acknowledgement was lost: at-least-once. Set
  *   `retryOnConnectionFailure: false` for at-most-once.
  * - Metadata: a topic's partition count and limits come from one METADATA request, made by its
- *   first record. Records for it (from any way in) queue in call order until it answers, are counted
+ *   first record, and are read again in the background when a batch for the topic is sent while
+ *   they are older than `metadataMaxAgeMs` (Kafka's metadata.max.age.ms, 5 minutes), and at the
+ *   next record after an UNKNOWN_TOPIC_OR_PARTITION; records go on with the old count until the
+ *   answer arrives, so partitions added to the topic get records within about that age. Records for it (from any way in) queue in call order until it answers, are counted
  *   by flush()/close() like batches, and then join batches in that order; the queue is emptied in
  *   the same step that makes the topic known, so no later record can overtake a queued one.
  * - A record that cannot fit a batch of the topic's `maxRecordBytes` on its own is refused alone
@@ -48,6 +51,7 @@ import {
 import {
   ENTRY_HEADER_BYTES,
   PRODUCER_CLOCK_REUSE_RECORDS_MAX,
+  PRODUCER_METADATA_MAX_AGE_MS_DEFAULT,
   RECORD_BATCH_BYTES_LIMIT,
   RECORD_BATCH_OVERHEAD_BYTES,
   SEGMENT_HEADER_BYTES,
@@ -71,6 +75,11 @@ export interface ProducerOptions {
   retryOnConnectionFailure?: boolean;
   /** Compression of every batch this producer sends (Bun's zlib; default none). */
   compression?: ProducibleCodec;
+  /**
+   * Re-read a topic's partition count and limits once they are this old (Kafka's
+   * metadata.max.age.ms; default 5 minutes), so that partitions added since get records.
+   */
+  metadataMaxAgeMs?: number;
 }
 
 export interface SendOptions {
@@ -140,6 +149,10 @@ interface PartitionState {
 }
 
 interface TopicInfo {
+  /** When the METADATA answer it came from arrived (Date.now()). */
+  fetchedAtMs: number;
+  /** A background re-read is under way (maybeRefresh). */
+  refreshing: boolean;
   partitions: number;
   batchLimitBytes: number;
   /** The topic's largest batch: a record that cannot fit one alone is refused before it joins one. */
@@ -280,6 +293,7 @@ export class Producer {
   private readonly maxInFlightBatches: number;
   private readonly retry: boolean;
   private readonly compression: ProducibleCodec;
+  private readonly metadataMaxAgeMs: number;
   private readonly partitions = new Map<string, PartitionState>();
   private lastState: PartitionState | undefined;
   private readonly freeWriters: RecordBatchWriter[] = [];
@@ -322,6 +336,9 @@ export class Producer {
     this.maxInFlightBatches = options.maxInFlightBatches ?? 4;
     this.retry = options.retryOnConnectionFailure ?? true;
     this.compression = options.compression ?? "none";
+    this.metadataMaxAgeMs = options.metadataMaxAgeMs ?? PRODUCER_METADATA_MAX_AGE_MS_DEFAULT;
+    if (!(this.metadataMaxAgeMs >= 0))
+      throw new InvalidArgumentError(`metadataMaxAgeMs must be a number ≥ 0, got ${this.metadataMaxAgeMs}`);
     if (!["none", "gzip", "zstd"].includes(this.compression))
       throw new InvalidArgumentError(
         `compression ${JSON.stringify(this.compression)} is not one of none, gzip, zstd`,
@@ -496,7 +513,13 @@ export class Producer {
       RECORD_BATCH_OVERHEAD_BYTES + 1,
       Math.min(this.batchBytes, segmentShare, maxRecordBytes),
     );
-    return { partitions: found.partitions.length, batchLimitBytes, maxRecordBytes };
+    return {
+      fetchedAtMs: Date.now(),
+      refreshing: false,
+      partitions: found.partitions.length,
+      batchLimitBytes,
+      maxRecordBytes,
+    };
   }
 
   /**
@@ -776,7 +799,35 @@ export class Producer {
       this.sticky.set(batch.topic, (batch.partition + 1) % partitions);
     }
     state.waiting.push(batch);
+    this.maybeRefresh(batch.topic);
     this.pump(state);
+  }
+
+  /**
+   * Asks for the topic's metadata again, in the background, when it is older than
+   * `metadataMaxAgeMs` (checked once per batch, not per record). Records keep the old partition
+   * count until the answer arrives; then keyed records go to `partitionForKey(key, new count)` and
+   * keyless ones spread over every partition. A failed re-read changes nothing and is tried again
+   * one age later (a deleted topic shows as UNKNOWN_TOPIC_OR_PARTITION on the next PRODUCE).
+   */
+  private maybeRefresh(topic: string): void {
+    const info = this.topics.get(topic);
+    if (info === undefined || info.refreshing || Date.now() - info.fetchedAtMs < this.metadataMaxAgeMs)
+      return;
+    info.refreshing = true;
+    this.client
+      .metadata([topic])
+      .then((metadata) => this.topicInfoOf(topic, metadata))
+      .then(
+        (fresh) => {
+          // Unless the topic was forgotten (or re-read) meanwhile: then that newer state stands.
+          if (this.topics.get(topic) === info) this.topics.set(topic, fresh);
+        },
+        () => {
+          info.refreshing = false;
+          info.fetchedAtMs = Date.now();
+        },
+      );
   }
 
   private pump(state: PartitionState): void {

@@ -498,3 +498,12 @@ assert(
   "a native commit of the most partitions fits one segment of the offsets topic",
 );
 assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session timeout range");
+
+// --- Issue 15 (purge15): the producer's metadata age ---------------------------------------------
+
+/**
+ * How old a topic's metadata (partition count, record limit) may grow in a Producer before the next
+ * batch sent to the topic asks for it again in the background: Kafka's metadata.max.age.ms default,
+ * 5 minutes. Partitions added meanwhile get records within about this long.
+ */
+export const PRODUCER_METADATA_MAX_AGE_MS_DEFAULT = 300_000;

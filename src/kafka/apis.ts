@@ -44,6 +44,7 @@ export const KAFKA_API = {
   DELETE_GROUPS: 42,
   OFFSET_DELETE: 47,
   OFFSET_FOR_LEADER_EPOCH: 23,
+  DELETE_RECORDS: 21,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -89,6 +90,7 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.DELETE_GROUPS]: { min: 0, max: 1 },
   [KAFKA_API.OFFSET_DELETE]: { min: 0, max: 0 },
   [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: { min: 0, max: 3 },
+  [KAFKA_API.DELETE_RECORDS]: { min: 0, max: 1 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -117,6 +119,7 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.DELETE_GROUPS]: 2,
   [KAFKA_API.OFFSET_DELETE]: 1,
   [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: 4,
+  [KAFKA_API.DELETE_RECORDS]: 2,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {

@@ -56,6 +56,12 @@ import {
   type VersionRange,
 } from "./apis.ts";
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "./codec.ts";
+import {
+  type DeleteRecordsPartitionResult,
+  type DeleteRecordsTopicResult,
+  decodeDeleteRecordsRequest,
+  encodeDeleteRecordsResponse,
+} from "./delete-records-messages.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import {
   type DescribedGroup,
@@ -156,6 +162,8 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.DELETE_GROUPS, CODEC_VERSIONS[KAFKA_API.DELETE_GROUPS]],
     [KAFKA_API.OFFSET_DELETE, CODEC_VERSIONS[KAFKA_API.OFFSET_DELETE]],
     [KAFKA_API.OFFSET_FOR_LEADER_EPOCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FOR_LEADER_EPOCH]],
+    // Records purged below a point (Broker.purge).
+    [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
   ],
 );
 
@@ -495,6 +503,8 @@ export class KafkaHandler {
           return await this.offsetDelete(reader, apiVersion, correlationId);
         case KAFKA_API.OFFSET_FOR_LEADER_EPOCH:
           return this.offsetForLeaderEpoch(reader, apiVersion, correlationId);
+        case KAFKA_API.DELETE_RECORDS:
+          return await this.deleteRecords(reader, apiVersion, correlationId, clientAddress);
         default:
           return { kind: "close", reason: `${name} (API key ${apiKey}) is not served yet` };
       }
@@ -898,6 +908,49 @@ export class KafkaHandler {
       }
     }
     return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * DeleteRecords: moves each named partition's log start (Broker.purge: durable before the answer,
+   * whole segments below it deleted); low_watermark is the start after it. One admin request per
+   * topic from the address's allowance, as CreatePartitions. Per partition: OFFSET_OUT_OF_RANGE for
+   * an offset beyond the high watermark (or below −1), UNKNOWN_TOPIC_OR_PARTITION,
+   * INVALID_TOPIC_EXCEPTION for the internal offsets topic, POLICY_VIOLATION beyond the admin rate,
+   * KAFKA_STORAGE_ERROR. timeout_ms is not needed: the answer waits for the purge itself.
+   */
+  private async deleteRecords(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): Promise<KafkaOutcome> {
+    const request = decodeDeleteRecordsRequest(reader, version);
+    const topics: DeleteRecordsTopicResult[] = [];
+    for (const topic of request.topics) {
+      let refusal: number | undefined;
+      try {
+        this.options.adminRate?.take(clientAddress);
+      } catch (error) {
+        refusal = kafkaErrorOf(error).code;
+      }
+      const partitions: DeleteRecordsPartitionResult[] = [];
+      for (const entry of topic.partitions) {
+        const result = (lowWatermark: number, errorCode: number) =>
+          partitions.push({ partition: entry.partition, lowWatermark, errorCode });
+        if (refusal !== undefined) {
+          result(-1, refusal);
+          continue;
+        }
+        try {
+          const purged = await this.broker.purge(topic.name, entry.partition, entry.offset);
+          result(purged.logStartOffset, KAFKA_ERROR.NONE);
+        } catch (error) {
+          result(-1, kafkaErrorOf(error).code);
+        }
+      }
+      topics.push({ name: topic.name, partitions });
+    }
+    return this.respond((writer) => encodeDeleteRecordsResponse(writer, version, correlationId, topics));
   }
 
   /**

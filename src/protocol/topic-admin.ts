@@ -1,13 +1,15 @@
 /**
- * Payloads of the APIs that change an existing topic: ALTER_TOPIC (12) and ADD_PARTITIONS (13).
+ * Payloads of the APIs that change an existing topic: ALTER_TOPIC (12), ADD_PARTITIONS (13) and
+ * PURGE (14).
  * Shared by the server and the client; the byte tables are in docs/protocol.md, field order here is
  * the order on the wire.
  *
  * Invariants: a decoder consumes its frame exactly (leftover bytes are an error); the settings
  * travel as a JSON object in a string, with the keys of CREATE_TOPIC, and the broker (not this
- * codec) decides which may change (Broker.alterTopic).
+ * codec) decides which may change (Broker.alterTopic). A PURGE names at least one partition and
+ * none twice (checked here, before the broker sees it).
  */
-import type { ByteReader, ByteWriter } from "./buffer.ts";
+import { type ByteReader, type ByteWriter, ProtocolError } from "./buffer.ts";
 import { API } from "./frame.ts";
 import { beginRequest, beginResponse, endFrame } from "./messages.ts";
 
@@ -72,4 +74,73 @@ export function decodeAddPartitionsRequest(reader: ByteReader): AddPartitionsReq
   const partitions = reader.u32("partition count");
   reader.expectEnd("ADD_PARTITIONS request");
   return { name, partitions };
+}
+
+export interface PurgePartition {
+  partition: number;
+  /** Records below this offset stop being readable; −1: the partition's visible end. */
+  beforeOffset: number;
+}
+
+export interface PurgeRequest {
+  name: string;
+  partitions: PurgePartition[];
+}
+
+export interface PurgedPartition {
+  partition: number;
+  /** The first readable offset after the purge (Kafka's low_watermark). */
+  logStartOffset: number;
+}
+
+/** partition (4) + beforeOffset (8): what each entry of a PURGE request takes. */
+const PURGE_ENTRY_BYTES = 12;
+
+export function encodePurgeRequest(writer: ByteWriter, correlationId: number, request: PurgeRequest): void {
+  const start = beginRequest(writer, API.PURGE, correlationId);
+  writer.string(request.name).u32(request.partitions.length);
+  for (const entry of request.partitions) writer.u32(entry.partition).i64(entry.beforeOffset);
+  endFrame(writer, start);
+}
+
+export function decodePurgeRequest(reader: ByteReader): PurgeRequest {
+  const name = reader.string("topic name");
+  const count = reader.u32("partition count");
+  if (count === 0) throw new ProtocolError("PURGE request names no partition");
+  // Checked against the bytes left before anything is allocated.
+  if (count > reader.remaining / PURGE_ENTRY_BYTES)
+    throw new ProtocolError(`PURGE partition count ${count} is more than the request's bytes hold`);
+  const partitions: PurgePartition[] = [];
+  const seen = new Set<number>();
+  for (let i = 0; i < count; i++) {
+    const partition = reader.u32("partition");
+    const beforeOffset = reader.i64("beforeOffset");
+    if (seen.has(partition)) throw new ProtocolError(`PURGE names partition ${partition} twice`);
+    seen.add(partition);
+    partitions.push({ partition, beforeOffset });
+  }
+  reader.expectEnd("PURGE request");
+  return { name, partitions };
+}
+
+export function encodePurgeResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  partitions: readonly PurgedPartition[],
+): void {
+  const start = beginResponse(writer, correlationId);
+  writer.u32(partitions.length);
+  for (const entry of partitions) writer.u32(entry.partition).u64(entry.logStartOffset);
+  endFrame(writer, start);
+}
+
+export function decodePurgeResponse(reader: ByteReader): PurgedPartition[] {
+  const count = reader.u32("partition count");
+  if (count > reader.remaining / PURGE_ENTRY_BYTES)
+    throw new ProtocolError(`PURGE response partition count ${count} is more than its bytes hold`);
+  const partitions: PurgedPartition[] = [];
+  for (let i = 0; i < count; i++)
+    partitions.push({ partition: reader.u32("partition"), logStartOffset: reader.u64("logStartOffset") });
+  reader.expectEnd("PURGE response");
+  return partitions;
 }

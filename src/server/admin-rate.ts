@@ -1,5 +1,5 @@
 /**
- * The admin request rate: a token bucket per client address for CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC and ADD_PARTITIONS
+ * The admin request rate: a token bucket per client address for CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS and PURGE
  * (docs/protocol.md, LIMIT_EXCEEDED; docs/security.md). Per address rather than per connection,
  * because connections are cheap to open again.
  *
@@ -47,7 +47,7 @@ export class AdminRateLimiter {
       const waitMs = Math.ceil(((1 - allowance.tokens) * 1000) / this.perSecond);
       throw new BooblikError(
         "LIMIT_EXCEEDED",
-        `too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS) from ${address}: the limit is ` +
+        `too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE) from ${address}: the limit is ` +
           `${this.perSecond} a second after a burst of ${this.burst} (--max-admin-requests-per-second); ` +
           `retry in ${waitMs} ms`,
         { retriable: true },

@@ -74,7 +74,10 @@ import {
 import {
   decodeAddPartitionsRequest,
   decodeAlterTopicRequest,
+  decodePurgeRequest,
   encodeAlterTopicResponse,
+  encodePurgeResponse,
+  type PurgedPartition,
 } from "../protocol/topic-admin.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
 import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
@@ -108,7 +111,7 @@ export interface ServerOptions {
   maxConnections: number;
   /** Connection slots one client address may hold. */
   maxConnectionsPerAddress: number;
-  /** CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC and ADD_PARTITIONS requests one client address may make per second (admin-rate.ts). */
+  /** CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS and PURGE requests one client address may make per second (admin-rate.ts). */
   maxAdminRequestsPerSecond?: number;
   idleTimeoutMs: number;
   /** A request must arrive whole within this (plus its size at REQUEST_MIN_BYTES_PER_SECOND). */
@@ -431,7 +434,8 @@ export class BrokerServer implements ConnectionHost {
         header.apiKey === API.CREATE_TOPIC ||
         header.apiKey === API.DELETE_TOPIC ||
         header.apiKey === API.ALTER_TOPIC ||
-        header.apiKey === API.ADD_PARTITIONS
+        header.apiKey === API.ADD_PARTITIONS ||
+        header.apiKey === API.PURGE
       ) {
         this.adminRate.take(connection.remoteAddress);
       }
@@ -453,6 +457,9 @@ export class BrokerServer implements ConnectionHost {
           return;
         case API.ADD_PARTITIONS:
           this.addPartitions(connection, slot, correlationId, reader);
+          return;
+        case API.PURGE:
+          this.purge(connection, slot, correlationId, reader);
           return;
         case API.LIST_OFFSETS:
           this.listOffsets(connection, slot, correlationId, reader);
@@ -685,7 +692,7 @@ export class BrokerServer implements ConnectionHost {
     );
   }
 
-  // --- Changing existing topics (ALTER_TOPIC, ADD_PARTITIONS) ----------------------------------------
+  // --- Changing existing topics (ALTER_TOPIC, ADD_PARTITIONS, PURGE) ---------------------------------
 
   private alterTopic(
     connection: Connection,
@@ -743,6 +750,47 @@ export class BrokerServer implements ConnectionHost {
     this.writer.reset();
     encodeEmptyResponse(this.writer, correlationId);
     connection.complete(slot, this.writer.written().slice());
+  }
+
+  /**
+   * PURGE: every named partition is checked first (exists, not internal, the point within the
+   * visible end), so a refusal moves nothing; then each is purged in order (Broker.purge: durable
+   * before the answer). A storage failure midway leaves the partitions before it purged.
+   */
+  private purge(connection: Connection, slot: ResponseSlot, correlationId: number, reader: ByteReader): void {
+    const request = decodePurgeRequest(reader);
+    const name = JSON.stringify(request.name);
+    const what = request.partitions
+      .map((entry) => `${entry.partition} before ${entry.beforeOffset}`)
+      .join(", ");
+    try {
+      for (const entry of request.partitions)
+        this.broker.partition(request.name, entry.partition).checkPurgeable(entry.beforeOffset);
+    } catch (error) {
+      this.audit(connection, `purge topic ${name} partitions ${what} refused: ${(error as Error).message}`);
+      throw error;
+    }
+    const purgeAll = async (): Promise<PurgedPartition[]> => {
+      const purged: PurgedPartition[] = [];
+      for (const entry of request.partitions) {
+        const result = await this.broker.purge(request.name, entry.partition, entry.beforeOffset);
+        purged.push({ partition: entry.partition, logStartOffset: result.logStartOffset });
+      }
+      return purged;
+    };
+    purgeAll().then(
+      (purged) => {
+        const starts = purged.map((entry) => `${entry.partition} from ${entry.logStartOffset}`).join(", ");
+        this.audit(connection, `purged topic ${name}: partitions ${what}; they now start: ${starts}`);
+        this.writer.reset();
+        encodePurgeResponse(this.writer, correlationId, purged);
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => {
+        this.audit(connection, `purge topic ${name} partitions ${what} refused: ${(error as Error).message}`);
+        this.fail(connection, slot, correlationId, error);
+      },
+    );
   }
 
   /** One audit line: who (the logged-in user, or anonymous) from which address did what. */

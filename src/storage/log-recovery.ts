@@ -80,6 +80,8 @@ export interface PartitionOpenReport {
   logStartOffset: number;
   nextOffset: number;
   durationMs: number;
+  /** Set when the purge's start file (log-start.ts) could not be read: why, and what was done. */
+  logStartProblem?: string;
 }
 
 export type SegmentPlan = "open-sealed" | "drop-torn-creation" | "open-trusted" | "scan";

@@ -37,6 +37,16 @@
  *    old checkpoint stays true meanwhile, because nothing is appended (a clean mark from the last
  *    close still names the exact end). A full disk must never stop reads or the start itself.
  *
+ * 6. The log start (log-start.ts): a purge may have moved it into a segment. Segments wholly below
+ *    it (a crash between the start's write and their deletion) are deleted. A start beyond the end
+ *    of the recovered log (recovery cut records the purge had covered: damage) leaves nothing
+ *    readable, so every segment is deleted and the log restarts empty at the start: an offset a
+ *    consumer may have seen is never given to another record.
+ *
+ * Purging (`purge`, Kafka's DeleteRecords): the start file is written first (the commit point), then
+ * the sealed segments wholly below it are deleted; a segment the start falls into stays on disk and
+ * reads below the start answer OffsetOutOfRangeError. Retention deletes such segments once sealed.
+ *
  * Closing on a full disk: a clean-shutdown mark that cannot be written is not an error. The
  * checkpoint on disk then says "not clean" (or is the one of the last clean close, when nothing was
  * appended since), and the next open scans what a crash would make it scan; nothing is lost.
@@ -65,6 +75,7 @@ import {
 import { disk } from "./disk.ts";
 import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
 import { type PartitionOpenReport, recoverSegments, removeLeftoverSegments } from "./log-recovery.ts";
+import { LOG_START_FILE, readLogStart, writeLogStartNow } from "./log-start.ts";
 import {
   type FileRange,
   type RecordsRead,
@@ -142,6 +153,8 @@ export class PartitionLog {
   private readonly checkpointIntervalMs: number;
   private readonly appendListeners = new Set<() => void>();
   private readonly forceListeners = new Set<() => void>();
+  /** The start a purge set (log-start.ts); the first segment's base offset may be above it. */
+  private purgedStart = 0;
 
   private constructor(
     directory: string,
@@ -194,11 +207,22 @@ export class PartitionLog {
     };
     const segments: Segment[] = [];
     let durablePoint: RecoveryPoint;
+    let purgedStart = 0;
     try {
       recoverSegments(directory, config, bases, checkpoint, segments, report);
       if (segments.length === 0) {
         const base = (checkpoint?.recoveryPoint.nextOffset ?? 0) as Offset;
         segments.push(Segment.create(directory, base, config));
+      }
+      // Pass 6: the log start a purge set.
+      const logStart = readLogStart(path.join(directory, LOG_START_FILE));
+      if (logStart.kind === "unreadable") {
+        // Written atomically, so this is damage; the segments' own start is kept (purged records
+        // may be readable again, none is lost) and the start line says so.
+        report.logStartProblem = `${LOG_START_FILE} is unreadable (${logStart.reason}); the log starts at its first segment`;
+      } else if (logStart.kind === "offset") {
+        purgedStart = logStart.logStartOffset;
+        applyLogStart(directory, config, segments, purgedStart);
       }
       const active = segments.at(-1)!;
       // Everything opened is durable now: scanned segments were read back from the file, and
@@ -230,10 +254,11 @@ export class PartitionLog {
     }
     const active = segments.at(-1)!;
     report.segments = segments.length;
-    report.logStartOffset = segments[0]!.baseOffset;
+    report.logStartOffset = Math.max(segments[0]!.baseOffset, purgedStart);
     report.nextOffset = active.nextOffset;
     report.durationMs = performance.now() - startMs;
     const log = new PartitionLog(directory, config, segments, durablePoint, report, options);
+    log.purgedStart = purgedStart;
     log.writtenPoint = durablePoint;
     log.awaitingUncleanMark = report.readOnlyCause !== undefined;
     return log;
@@ -241,8 +266,9 @@ export class PartitionLog {
 
   // --- State -------------------------------------------------------------------------------------
 
+  /** The first readable offset: the first segment's base offset, or above it after a purge. */
   get logStartOffset(): Offset {
-    return this.segments[0]!.baseOffset;
+    return Math.max(this.purgedStart, this.segments[0]!.baseOffset) as Offset;
   }
 
   get nextOffset(): Offset {
@@ -614,9 +640,11 @@ export class PartitionLog {
   offsetForTimestamp(timestampMs: number, endOffset: number = this.nextOffset): TimestampLookup | undefined {
     if (this.closed) throw new ClosedError(`partition ${this.directory}`);
     const end = Math.min(endOffset, this.nextOffset);
+    const start = this.logStartOffset;
     for (const segment of this.segments) {
       if (segment.baseOffset >= end) break;
-      const found = segment.offsetForTimestamp(timestampMs, end);
+      if (segment.nextOffset <= start) continue; // wholly purged, not yet deleted
+      const found = segment.offsetForTimestamp(timestampMs, end, start);
       if (found !== undefined) return found;
     }
     return undefined;
@@ -753,7 +781,10 @@ export class PartitionLog {
     while (this.segments.length > 1) {
       const oldest = this.segments[0]!;
       assert(!oldest.isActive, "only the newest segment is active");
-      const bySize = policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes;
+      // Wholly below a purge's start (the segment the start fell into, sealed since).
+      const purged = oldest.nextOffset <= this.purgedStart;
+      const bySize =
+        purged || (policy.retentionBytes !== undefined && total - oldest.sizeBytes >= policy.retentionBytes);
       const byAge =
         !bySize &&
         policy.retentionMs !== undefined &&
@@ -767,6 +798,36 @@ export class PartitionLog {
       this.segments.shift();
       this.unforced = this.unforced.filter((segment) => segment !== oldest);
       total -= oldest.sizeBytes;
+      result.segmentsDeleted++;
+      result.bytesDeleted += oldest.sizeBytes;
+    }
+    return result;
+  }
+
+  /**
+   * Moves the log start up to `offset` (Kafka's DeleteRecords), at most the end of the log: records
+   * below it are no longer readable. The start file is replaced atomically and durably first (the
+   * commit point: a failure there changes nothing), then the sealed segments wholly below it are
+   * deleted; the one it falls into stays on disk. A point at or below the current start changes
+   * nothing. The caller makes sure the records below `offset` are durable first (Partition.purge),
+   * so that a crash cannot leave the start beyond the end of the log.
+   */
+  purge(offset: number): RetentionResult {
+    this.checkUsable();
+    const result: RetentionResult = { segmentsDeleted: 0, bytesDeleted: 0 };
+    if (!Number.isSafeInteger(offset) || offset > this.nextOffset)
+      throw new OffsetOutOfRangeError(offset, this.logStartOffset, this.nextOffset);
+    if (offset <= this.logStartOffset) return result;
+    writeLogStartNow(path.join(this.directory, LOG_START_FILE), offset);
+    this.purgedStart = offset;
+    while (this.segments.length > 1 && this.segments[0]!.nextOffset <= offset) {
+      const oldest = this.segments[0]!;
+      // As in retention: a failed unlink throws with the segment still listed; its records are below
+      // the start already, and the next purge or retention run deletes it.
+      oldest.delete();
+      this.directoryDirty = true;
+      this.segments.shift();
+      this.unforced = this.unforced.filter((segment) => segment !== oldest);
       result.segmentsDeleted++;
       result.bytesDeleted += oldest.sizeBytes;
     }
@@ -838,4 +899,30 @@ export class PartitionLog {
     if (this.failureCause !== undefined)
       throw new PartitionFailedError(`partition ${this.directory}`, this.failureCause);
   }
+}
+
+/**
+ * Pass 6 of the open: applies a purge's start to the recovered `segments` (in place). Segments wholly
+ * below it are deleted (a crash came between the start's write and their deletion). A start beyond
+ * the recovered end (recovery cut records the purge had covered) leaves nothing readable: every
+ * segment is deleted and the log restarts empty at the start, so no offset is given twice.
+ */
+function applyLogStart(directory: string, config: SegmentConfig, segments: Segment[], start: number): void {
+  let deleted = false;
+  if (start > segments.at(-1)!.nextOffset) {
+    while (segments.length > 0) {
+      segments.at(-1)!.delete(); // newest first: a crash midway leaves a contiguous prefix
+      segments.pop();
+    }
+    disk.fsyncDirectory(directory);
+    segments.push(Segment.create(directory, start as Offset, config));
+    return;
+  }
+  while (segments.length > 1 && segments[0]!.nextOffset <= start) {
+    // Deleted before it leaves the list: if the unlink fails, the open's cleanup still closes it.
+    segments[0]!.delete();
+    segments.shift();
+    deleted = true;
+  }
+  if (deleted) disk.fsyncDirectory(directory);
 }

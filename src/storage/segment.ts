@@ -843,11 +843,13 @@ export class Segment implements ReadDescriptorHolder {
    * and the records of the first entry that can hold one are walked to pick the exact record: under
    * CreateTime timestamps need not grow, so this is the first in offset order, as Kafka answers.
    * Under LogAppendTime every record of a batch has its MaxTimestamp. A batch whose codec this
-   * build cannot decompress (snappy, lz4) answers with its BaseOffset and MaxTimestamp.
+   * build cannot decompress (snappy, lz4) answers with its BaseOffset and MaxTimestamp. Offsets
+   * below `fromOffset` (the log start after a purge) are never answered.
    */
   offsetForTimestamp(
     timestampMs: number,
     endOffset: number = this.publishedNextOffset,
+    fromOffset = 0,
   ): TimestampLookup | undefined {
     if (this.publishedNextOffset === this.baseOffset) return undefined;
     this.ensureIndexed();
@@ -860,9 +862,11 @@ export class Segment implements ReadDescriptorHolder {
     while (position < boundary.position) {
       const header = this.entryHeaderAt(fd, position, boundary.position);
       const entryBytes = ENTRY_HEADER_BYTES + header.sizeBytes;
-      if (header.maxTimestamp >= timestampMs) {
-        if (header.logAppendTime) return { offset: header.baseOffset, timestampMs: header.maxTimestamp };
-        const found = this.firstRecordAtOrAfter(fd, position, entryBytes, timestampMs);
+      // Entries wholly below `fromOffset` (the log start after a purge) are not asked.
+      if (header.maxTimestamp >= timestampMs && header.baseOffset + header.lastOffsetDelta >= fromOffset) {
+        if (header.logAppendTime)
+          return { offset: Math.max(header.baseOffset, fromOffset), timestampMs: header.maxTimestamp };
+        const found = this.firstRecordAtOrAfter(fd, position, entryBytes, timestampMs, fromOffset);
         if (found !== undefined) return found;
         // MaxTimestamp claimed more than the records hold (a producer's batch): go on.
       }
@@ -877,6 +881,7 @@ export class Segment implements ReadDescriptorHolder {
     position: number,
     entryBytes: number,
     timestampMs: number,
+    fromOffset: number,
   ): TimestampLookup | undefined {
     const bytes = new Uint8Array(entryBytes);
     if (disk.preadFull(fd, bytes, 0, entryBytes, position, this.path) < entryBytes)
@@ -889,14 +894,14 @@ export class Segment implements ReadDescriptorHolder {
         ENTRY_HEADER_BYTES,
         entryBytes,
         (record) => {
-          if (found === undefined && record.timestamp >= timestampMs)
+          if (found === undefined && record.timestamp >= timestampMs && record.offset >= fromOffset)
             found = { offset: record.offset, timestampMs: record.timestamp };
         },
         header,
       );
     } catch (error) {
       if (error instanceof InvalidBatchError && error.check === "codec")
-        return { offset: header.baseOffset, timestampMs: header.maxTimestamp };
+        return { offset: Math.max(header.baseOffset, fromOffset), timestampMs: header.maxTimestamp };
       throw error;
     }
     return found;

@@ -22,6 +22,7 @@ import {
   responseHeaderVersion,
 } from "../../src/kafka/apis.ts";
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "../../src/kafka/codec.ts";
+import { decodeDeleteRecordsRequest } from "../../src/kafka/delete-records-messages.ts";
 import {
   decodeDescribeGroupsRequest,
   decodeHeartbeatRequest,
@@ -91,6 +92,7 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.DELETE_GROUPS]: decodeDeleteGroupsRequest,
   [KAFKA_API.OFFSET_DELETE]: decodeOffsetDeleteRequest,
   [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: decodeOffsetForLeaderEpochRequest,
+  [KAFKA_API.DELETE_RECORDS]: decodeDeleteRecordsRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -701,6 +703,7 @@ describe("responses match Kafka's layouts field by field", () => {
       18: { min: 0, max: 3 },
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },
+      21: { min: 0, max: 1 },
       22: { min: 0, max: 1 },
       37: { min: 0, max: 1 },
       44: { min: 0, max: 0 },

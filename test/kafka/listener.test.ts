@@ -189,7 +189,7 @@ describe("limits and timeouts", () => {
       ["rate-11", 44],
     ]);
     expect(results[10]![2]).toStartWith(
-      "too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS) from 127.0.0.1: the limit is 1 a second after a burst of 10",
+      "too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE) from 127.0.0.1: the limit is 1 a second after a burst of 10",
     );
     expect(broker.listTopics().length).toBe(10);
     socket.close();

@@ -23,6 +23,7 @@ import {
   encodeProduceRequest,
   encodeProduceResponse,
 } from "../../src/protocol/messages.ts";
+import { encodePurgeRequest, encodePurgeResponse } from "../../src/protocol/topic-admin.ts";
 import {
   encodeBatch,
   RecordBatchReader,
@@ -153,6 +154,28 @@ test("the OFFSET_COMMIT and OFFSET_FETCH examples are what the codec writes", ()
       encodeOffsetFetchResponse(w, 4, [
         { topic: "orders", partition: 0, offset: 42, commitTimestampMs: 1_700_000_000_000, metadata: "" },
         { topic: "orders", partition: 1, offset: -1, commitTimestampMs: -1, metadata: "" },
+      ]),
+    ),
+  );
+});
+
+test("the PURGE examples are what the codec writes", () => {
+  expect(example("purge-request")).toBe(
+    frame((w) =>
+      encodePurgeRequest(w, 2, {
+        name: "t",
+        partitions: [
+          { partition: 0, beforeOffset: 17 },
+          { partition: 1, beforeOffset: -1 },
+        ],
+      }),
+    ),
+  );
+  expect(example("purge-response")).toBe(
+    frame((w) =>
+      encodePurgeResponse(w, 2, [
+        { partition: 0, logStartOffset: 17 },
+        { partition: 1, logStartOffset: 10 },
       ]),
     ),
   );

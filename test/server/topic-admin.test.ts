@@ -175,7 +175,7 @@ test("ALTER_TOPIC and ADD_PARTITIONS count against the admin request rate", asyn
   expect(answers.slice(0, 10).every((a) => a.errorCode === NONE)).toBe(true);
   expect(answers[10]!.errorCode).toBe(LIMIT_EXCEEDED);
   expect(answers[10]!.message).toMatch(
-    /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS\)/,
+    /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE\)/,
   );
   socket.close();
 });
