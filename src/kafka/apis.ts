@@ -75,7 +75,7 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.API_VERSIONS]: { min: 0, max: 3 },
   [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },
   [KAFKA_API.DELETE_TOPICS]: { min: 0, max: 3 },
-  [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 1 },
+  [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 4 },
   [KAFKA_API.CREATE_PARTITIONS]: { min: 0, max: 1 },
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: { min: 0, max: 0 },
 };
@@ -210,4 +210,7 @@ export const KAFKA_ERROR = {
   MEMBER_ID_REQUIRED: 79,
   GROUP_MAX_SIZE_REACHED: 81,
   INVALID_RECORD: 87,
+  OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
+  INVALID_PRODUCER_EPOCH: 47,
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
 } as const;
