@@ -58,6 +58,8 @@ export const API = {
   // Changing existing topics (topic-admin.ts).
   ALTER_TOPIC: 12,
   ADD_PARTITIONS: 13,
+  // Idempotent producers (producer-messages.ts).
+  INIT_PRODUCER_ID: 14,
 } as const;
 
 export type ApiKey = (typeof API)[keyof typeof API];
@@ -86,6 +88,7 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.DELETE_GROUP]: 0,
   [API.ALTER_TOPIC]: 0,
   [API.ADD_PARTITIONS]: 0,
+  [API.INIT_PRODUCER_ID]: 0,
 };
 
 /**

@@ -63,7 +63,9 @@ function stored(dataDir: string, topic: string, partition = 0): { batches: Store
         });
       },
     );
-    const values = valuesOfEntries(read.records, "framed").map((v) => new TextDecoder().decode(v));
+    const values = valuesOfEntries(read.records, "framed").map((v) =>
+      new TextDecoder().decode(v ?? undefined),
+    );
     return { batches, values };
   } finally {
     broker.close();
