@@ -24,6 +24,10 @@ import {
   encodeProduceResponse,
 } from "../../src/protocol/messages.ts";
 import {
+  encodeInitProducerIdRequest,
+  encodeInitProducerIdResponse,
+} from "../../src/protocol/producer-messages.ts";
+import {
   encodeBatch,
   RecordBatchReader,
   recordHeaders,
@@ -155,5 +159,12 @@ test("the OFFSET_COMMIT and OFFSET_FETCH examples are what the codec writes", ()
         { topic: "orders", partition: 1, offset: -1, commitTimestampMs: -1, metadata: "" },
       ]),
     ),
+  );
+});
+
+test("the INIT_PRODUCER_ID example is what the codec writes", () => {
+  expect(example("init-producer-id-request")).toBe(frame((w) => encodeInitProducerIdRequest(w, 5)));
+  expect(example("init-producer-id-response")).toBe(
+    frame((w) => encodeInitProducerIdResponse(w, 5, { producerId: 1000, producerEpoch: 0 })),
   );
 });
