@@ -259,10 +259,14 @@ export class Partition {
     if (producerCheck.kind === "duplicate")
       return this.duplicateAck(producerCheck.firstOffset, producerCheck.recordCount);
     const before = log.nextOffset;
+    const segmentsBefore = log.segmentCount;
     const nowMs = Date.now();
     const logAppendTimeMs = this.timestampType === "LogAppendTime" ? nowMs : -1;
     const firstOffset = log.append(batches, logAppendTimeMs);
     const recordCount = log.nextOffset - before;
+    // A roll: snapshot the producer state as of the roll offset (this request not yet recorded), so
+    // a restart after a crash replays about one segment (producer-state.ts).
+    if (log.segmentCount !== segmentsBefore && !this.internal) this.snapshotProducers(before);
     if (producerCheck.kind === "append") this.producers.record(producerCheck.pending, firstOffset, nowMs);
     if (this.policy === "force") {
       await this.groupCommit.request();
@@ -270,6 +274,16 @@ export class Partition {
     }
     if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
     return { firstOffset, recordCount, durability: "appended", logAppendTimeMs };
+  }
+
+  /** Writes the producer state snapshot as of `nextOffset` in the background; a failure costs a replay. */
+  private snapshotProducers(nextOffset: number): void {
+    const text = this.producers.snapshotText(nextOffset);
+    ProducerStateTable.writeSnapshotInBackground(this.log.directory, text, () => !this.log.isClosed).catch(
+      () => {
+        // A full disk or a failed write: the older snapshot stays, and a restart replays more.
+      },
+    );
   }
 
   /**

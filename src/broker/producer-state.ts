@@ -25,13 +25,14 @@
  * a mix is refused as out of order.
  *
  * Rebuild (after a crash or a clean close): the state is a function of the log, because every
- * stored batch header carries ProducerId, ProducerEpoch, BaseSequence and LastOffsetDelta. A clean
- * close writes a snapshot (`producer-state.json`, replaced atomically) naming the log end it
- * describes; opening loads it when that offset lies inside the log and replays the batch headers
- * after it, or replays from the log start when there is no usable snapshot. So a clean restart reads
- * nothing of the log; a restart after a crash reads the batches written since the last clean close
- * (bounded by retention). Kafka snapshots at every segment roll too, bounding the crash case by a
- * segment; booblik does not yet (docs/architecture.md, "Idempotent producers").
+ * stored batch header carries ProducerId, ProducerEpoch, BaseSequence and LastOffsetDelta. A
+ * snapshot (`producer-state.json`, replaced atomically) names the offset N it describes: the state of
+ * exactly the batches before N. It is written at every segment roll (N = the roll offset, in the
+ * background) and by a clean close (N = the log end, after the final force). Opening loads it when
+ * N ≤ the recovered log end and replays the batch headers from N on; a snapshot beyond the log end
+ * (a power loss took an unforced tail it described) is deleted, durably, before anything is
+ * appended, and the log is replayed from its start. So a clean restart reads nothing of the log, and
+ * a restart after a crash about one segment (Kafka's bound: it snapshots at rolls too).
  */
 import path from "node:path";
 import { InvalidProducerEpochError, OutOfOrderSequenceError } from "../domain/errors.ts";
@@ -274,11 +275,8 @@ export class ProducerStateTable {
 
   // --- Snapshot and rebuild ----------------------------------------------------------------------
 
-  /**
-   * Writes the snapshot of the state as of `nextOffset` (the log end: call it only when every batch
-   * before it is recorded and none after it), atomically.
-   */
-  writeSnapshot(directory: string, nextOffset: number): void {
+  /** The snapshot file's content for the state as of `nextOffset` (taken synchronously: consistent). */
+  snapshotText(nextOffset: number): string {
     const producers: unknown[] = [];
     for (const [producerId, entry] of this.producers) {
       const batches: number[] = [];
@@ -286,16 +284,34 @@ export class ProducerStateTable {
         batches.push(batch.firstSequence, batch.lastSequence, batch.firstOffset, batch.lastOffset);
       producers.push([producerId, entry.epoch, entry.lastAppendMs, batches]);
     }
-    disk.writeFileAtomicallyNow(
-      path.join(directory, PRODUCER_STATE_FILE),
-      `${JSON.stringify({ version: SNAPSHOT_VERSION, nextOffset, producers })}\n`,
-    );
+    return `${JSON.stringify({ version: SNAPSHOT_VERSION, nextOffset, producers })}\n`;
+  }
+
+  /**
+   * Writes the snapshot of the state as of `nextOffset` (the log end: call it only when every batch
+   * before it is recorded and none after it), atomically, now.
+   */
+  writeSnapshot(directory: string, nextOffset: number): void {
+    disk.writeFileAtomicallyNow(path.join(directory, PRODUCER_STATE_FILE), this.snapshotText(nextOffset));
+  }
+
+  /**
+   * The same in the background (a segment roll): `text` from `snapshotText` at the roll, so it
+   * describes exactly the log before the roll offset, whatever is appended while the disk works.
+   */
+  static writeSnapshotInBackground(
+    directory: string,
+    text: string,
+    stillWanted: () => boolean,
+  ): Promise<boolean> {
+    return disk.writeFileAtomically(path.join(directory, PRODUCER_STATE_FILE), text, stillWanted);
   }
 
   /** The state of `log`: its snapshot (if usable) plus a replay of the batches after it. */
   static rebuild(log: PartitionLog, nowMs = Date.now()): { table: ProducerStateTable; replayedFrom: number } {
     const table = new ProducerStateTable();
-    const snapshot = readSnapshot(path.join(log.directory, PRODUCER_STATE_FILE));
+    const snapshotFile = path.join(log.directory, PRODUCER_STATE_FILE);
+    const snapshot = readSnapshot(snapshotFile);
     let from: number = log.logStartOffset;
     // A snapshot beyond the log end describes batches the log no longer has (a crash took an
     // unforced tail): unusable. One below the log start is fine: what it adds are producers whose
@@ -303,6 +319,11 @@ export class ProducerStateTable {
     if (snapshot !== undefined && snapshot.nextOffset <= log.nextOffset) {
       for (const [producerId, entry] of snapshot.producers) table.producers.set(producerId, entry);
       from = Math.max(from, snapshot.nextOffset);
+    } else if (snapshot !== undefined) {
+      // Removed for good before anything is appended: once the log grew past its offset again, it
+      // would describe batches that are not the ones the log holds.
+      disk.unlinkFile(snapshotFile);
+      disk.fsyncDirectory(log.directory);
     }
     const replayedFrom = from;
     const end = log.nextOffset;

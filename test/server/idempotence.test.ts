@@ -6,7 +6,11 @@
  * every record ends up in the log exactly once.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import type { Socket } from "bun";
+import { Broker } from "../../src/broker/broker.ts";
+import { PRODUCER_STATE_FILE } from "../../src/broker/producer-state.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { encodeBatch } from "../../src/record/batch.ts";
@@ -123,6 +127,84 @@ describe("PRODUCE with a producer id (INIT_PRODUCER_ID)", () => {
     // Producer ids stay unique across the crash.
     expect((await client.initProducerId()).producerId).toBeGreaterThan(producerId);
     expect(text(await readValues(client, "t", 0, 0, 4))).toEqual(["a", "b", "c", "d"]);
+  });
+});
+
+describe("the producer state snapshot", () => {
+  const snapshotOffset = (file: string): number | undefined => {
+    try {
+      return (JSON.parse(readFileSync(file, "utf8")) as { nextOffset: number }).nextOffset;
+    } catch {
+      return undefined;
+    }
+  };
+
+  test("a segment roll writes one, so a restart after kill -9 replays only the segment after it", async () => {
+    const dir = dataDir();
+    const process = await broker(dir);
+    const client = await connect(process.port);
+    await client.createTopic("t", { segmentBytes: 4096 });
+    const { producerId } = await client.initProducerId();
+    const batches: Uint8Array[] = [];
+    for (let i = 0; i < 150; i++) {
+      batches.push(batch(producerId, 0, i, [`value-${i}`]));
+      expect(await client.produce("t", 0, batches[i]!)).toMatchObject({ firstOffset: i });
+    }
+    const partitionDir = path.join(dir.path, "t-0");
+    const segmentBases = readdirSync(partitionDir)
+      .filter((name) => name.endsWith(".log"))
+      .map((name) => Number(name.slice(0, 20)))
+      .sort((a, b) => a - b);
+    expect(segmentBases.length).toBeGreaterThan(2);
+    const lastRoll = segmentBases.at(-1)!;
+    await waitUntil(
+      () => snapshotOffset(path.join(partitionDir, PRODUCER_STATE_FILE)) === lastRoll,
+      "the snapshot of the last roll",
+    );
+    client.close();
+    process.process.kill("SIGKILL");
+    await process.process.exited;
+    const reopened = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = reopened.partition("t", 0);
+      expect(partition.producerStateReplayedFrom).toBe(lastRoll);
+      for (let i = 145; i < 150; i++)
+        expect(await partition.append(batches[i]!)).toMatchObject({ firstOffset: i });
+      expect(Number(partition.log.nextOffset)).toBe(150);
+      await expect(partition.append(batches[144]!)).rejects.toMatchObject({
+        code: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+      });
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  test("a snapshot beyond the log end (a power loss took what it described) is deleted and the log replayed", async () => {
+    const dir = dataDir();
+    let opened = Broker.open({ dataDir: dir.path });
+    opened.createTopic("t");
+    await opened.partition("t", 0).append(batch(5, 0, 0, ["a"]));
+    await opened.close();
+    const file = path.join(dir.path, "t-0", PRODUCER_STATE_FILE);
+    // A snapshot that claims 10 offsets and a producer the log does not hold.
+    writeFileSync(
+      file,
+      JSON.stringify({ version: 1, nextOffset: 10, producers: [[6, 0, Date.now(), [0, 9, 0, 9]]] }),
+    );
+    opened = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = opened.partition("t", 0);
+      expect(partition.producerStateReplayedFrom).toBe(0);
+      expect(await Bun.file(file).exists()).toBe(false);
+      // Producer 5 came from the replay; producer 6 is unknown (the stale snapshot was not used).
+      expect(await partition.append(batch(5, 0, 0, ["a"]))).toMatchObject({
+        firstOffset: 0,
+        duplicate: true,
+      });
+      expect(await partition.append(batch(6, 0, 0, ["x"]))).toMatchObject({ firstOffset: 1 });
+    } finally {
+      await opened.close();
+    }
   });
 });
 
