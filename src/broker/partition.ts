@@ -183,7 +183,18 @@ export class Partition {
     this.id = id;
     this.log = log;
     this.config = config;
-    const rebuilt = ProducerStateTable.rebuild(log);
+    // An internal topic takes only the broker's own plain batches: nothing to rebuild (and no
+    // snapshot is written for it, so a rebuild would read its whole log at every open).
+    let rebuilt: { table: ProducerStateTable; replayedFrom: number };
+    try {
+      rebuilt = internal
+        ? { table: new ProducerStateTable(), replayedFrom: log.nextOffset }
+        : ProducerStateTable.rebuild(log);
+    } catch (error) {
+      // The caller handed over an open log and gets no partition to close it through.
+      log.close(false);
+      throw error;
+    }
     this.producers = rebuilt.table;
     this.producerStateReplayedFrom = rebuilt.replayedFrom;
     this.groupCommit = new GroupCommit(async () => {
