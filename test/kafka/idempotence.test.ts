@@ -10,7 +10,7 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { PRODUCER_STATE_FILE } from "../../src/broker/producer-state.ts";
-import { PRODUCER_ID_BLOCK_SIZE } from "../../src/domain/limits.ts";
+import { PRODUCER_ID_BLOCK_SIZE, PRODUCER_ID_EXPIRATION_MS } from "../../src/domain/limits.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaHandler } from "../../src/kafka/handler.ts";
@@ -187,6 +187,17 @@ describe("Produce with a producer id", () => {
     expect(await produce(batch(8, 0, max, ["x", "y", "z"]))).toEqual([0, 5]);
     expect(await produce(batch(8, 0, max, ["x", "y", "z"]))).toEqual([0, 5]);
     expect(await produce(batch(8, 0, 2, ["w"]))).toEqual([0, 8]);
+  });
+
+  test("a producer idle for PRODUCER_ID_EXPIRATION_MS is forgotten at the next retention run: any sequence is then accepted", async () => {
+    const [, pid] = await initProducerId();
+    await produce(batch(pid!, 0, 0, ["a"]));
+    const partition = broker.partition("t", 0);
+    partition.applyRetention(Date.now() + PRODUCER_ID_EXPIRATION_MS - 60_000);
+    expect((await produce(batch(pid!, 0, 5, ["gap"])))[0]).toBe(KAFKA_ERROR.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    partition.applyRetention(Date.now() + PRODUCER_ID_EXPIRATION_MS + 60_000);
+    expect(partition.producers.producerCount).toBe(0);
+    expect(await produce(batch(pid!, 0, 5, ["after"]))).toEqual([0, 1]);
   });
 
   for (const how of ["a clean restart (snapshot)", "a restart without a snapshot (replay)"]) {
