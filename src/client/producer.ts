@@ -303,7 +303,8 @@ export class Producer {
   private readonly maxInFlightBatches: number;
   private readonly retry: boolean;
   private readonly compression: ProducibleCodec;
-  private readonly idempotent: boolean;
+  /** Turned off for good when the broker does not know INIT_PRODUCER_ID. */
+  private idempotent: boolean;
   /** From INIT_PRODUCER_ID before the first batch is sent; −1 until then, and for plain batches. */
   private producerId = -1;
   private producerIdRequest: Promise<void> | undefined;
@@ -829,9 +830,9 @@ export class Producer {
         const unknownApi =
           error instanceof BooblikError &&
           (error.code === "UNSUPPORTED_VERSION" || error.code === "INVALID_REQUEST");
+        if (unknownApi) this.idempotent = false;
         for (const state of this.partitions.values()) {
           if (unknownApi) {
-            state.producerEpoch = -1;
             this.pump(state);
             continue;
           }
