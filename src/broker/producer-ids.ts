@@ -13,7 +13,7 @@
  * file existed). An unreadable one is refused at open: guessing could reuse ids.
  */
 import path from "node:path";
-import { readTextFile, writeFileAtomically } from "../../ffi/file.ts";
+import { pathExists, readTextFile, unlinkFile, writeFileAtomically } from "../../ffi/file.ts";
 import { BooblikError } from "../domain/errors.ts";
 import { PRODUCER_ID_BLOCK_SIZE } from "../domain/limits.ts";
 
@@ -34,6 +34,9 @@ export class ProducerIdAllocator {
 
   static open(dataDir: string): ProducerIdAllocator {
     const file = path.join(dataDir, PRODUCER_IDS_FILE);
+    // A reservation a crash interrupted before its rename: the file still names the older block.
+    const leftover = `${file}.async.tmp`;
+    if (pathExists(leftover)) unlinkFile(leftover);
     const text = readTextFile(file);
     if (text === undefined) return new ProducerIdAllocator(file, 0);
     let nextBlockStart: unknown;
