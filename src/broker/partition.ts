@@ -9,6 +9,10 @@
  * - Every append is one or more bare RecordBatch v2 back to back (Kafka's "records" field). Each is
  *   checked with `validateBatch` (src/record/batch.ts) before anything is written: the whole
  *   request or nothing. A rejection names the batch, the rule and the byte position.
+ * - Batches with a producer id are then checked against the partition's producer state
+ *   (producer-state.ts, rebuilt at open, snapshotted at every roll and at a clean close): a resend
+ *   is answered with the original offsets and not written; a sequence gap or an old epoch is refused
+ *   before anything is written.
  *
  * - `append`: acknowledged once written; sealed segments are forced in the background after a roll,
  *   so the recovery point keeps up and a restart after a crash scans at most about one segment.
