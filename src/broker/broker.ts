@@ -6,7 +6,9 @@
  *   <dataDir>/.lock                      flock held while the broker runs (data-dir-lock.ts)
  *   <dataDir>/topics/<topic>.json        topic configuration, the commit point of create/delete
  *   <dataDir>/topics/<topic>.tmp         its temporary file while it is written (removed at open)
- *   <dataDir>/<topic>-<partition>/       one partition log (segments, checkpoint.json)
+ *   <dataDir>/<topic>-<partition>/       one partition log (segments, checkpoint.json,
+ *                                        producer-state.json: producer-state.ts)
+ *   <dataDir>/producer-ids.json          the next block of producer ids (producer-ids.ts)
  *
  * Owns: the lock, the topic registry, the partitions, the retention timer, the open report, the
  * names of topics whose delete is still removing their directories (reserved until it finished), and
@@ -63,6 +65,7 @@ import { DataDirLock } from "./data-dir-lock.ts";
 import { Histogram } from "./metrics.ts";
 import { OffsetsStore } from "./offsets-store.ts";
 import { type AppendAck, Partition, type PurgeResult } from "./partition.ts";
+import { ProducerIdAllocator } from "./producer-ids.ts";
 import {
   DEFAULT_TOPIC_CONFIG,
   decodeTopicFile,
@@ -176,6 +179,7 @@ export class Broker {
   /** Duration of every completed force, in seconds. */
   readonly forceLatency = new Histogram();
   private offsetsStore: OffsetsStore | undefined;
+  private producerIds: ProducerIdAllocator | undefined;
   private readonly offsetsSegmentBytes: number;
 
   private constructor(dataDir: string, lock: DataDirLock, defaults: TopicConfig, options: BrokerOptions) {
@@ -266,6 +270,7 @@ export class Broker {
         () => this.offsetsPartition(),
         this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
       );
+      this.producerIds = ProducerIdAllocator.open(this.dataDir);
     } catch (error) {
       this.abandon();
       throw error;
@@ -391,6 +396,21 @@ export class Broker {
       (seconds) => this.forceLatency.observe(seconds),
       topic === OFFSETS_TOPIC_NAME,
     );
+  }
+
+  // --- Idempotent producers ----------------------------------------------------------------------
+
+  /**
+   * A new producer id (unique for the life of the data directory, producer-ids.ts) with epoch 0:
+   * what InitProducerId answers a producer that is not transactional. Its batches are then checked
+   * for duplicates and gaps per partition (producer-state.ts).
+   */
+  async initProducerId(): Promise<{ producerId: number; producerEpoch: number }> {
+    this.checkOpen();
+    const allocator = this.producerIds;
+    if (allocator === undefined)
+      throw new ClosedError("the producer id allocator (the broker is still opening)");
+    return { producerId: await allocator.allocate(), producerEpoch: 0 };
   }
 
   // --- Committed offsets -------------------------------------------------------------------------

@@ -26,8 +26,12 @@
  *   the map is appended again (one append, at offsets ≥ S), and after the force that covers it the
  *   sealed segments wholly below K are deleted (PartitionLog.applyRetention, keepFromOffset K),
  *   where K = min(S, the first offset of every commit appended but not yet forced when the snapshot
- *   was taken). Safe because replay lets later records win: every record below K belongs to a
- *   commit already in the map (so the snapshot repeats it, or a later record supersedes it) or to a
+ *   was taken). The snapshot leaves out every key with a commit in flight: the map still holds that
+ *   key's older value, and repeating it after the newer record would make the older one win on
+ *   replay (an acknowledged commit lost; test/broker/offsets-compaction-race.test.ts); the newer
+ *   record is ≥ K, so it stays, and the snapshot's force covers it. Safe because replay lets later
+ *   records win: every record below K belongs to a commit already in the map (so the snapshot
+ *   repeats it, a later record supersedes it, or a commit of its key in flight does) or to a
  *   commit never acknowledged. A commit leaves the in-flight set and enters the map in one
  *   synchronous step, and the snapshot is built and appended in another, so nothing slips between.
  *   A failed compaction deletes nothing. Replay at start reads about the live commits plus two
@@ -100,6 +104,12 @@ export class OffsetsStore {
   readonly replayedRecords: number;
   /** First log offset of every commit appended and not yet in the map (compaction keeps them). */
   private readonly inFlight = new Set<number>();
+  /**
+   * Keys ("group\0topic\0partition") of those commits, with how many are in flight: a snapshot
+   * leaves them out, since the map still holds their older value and repeating it after the newer
+   * record would make the older one win (the newer record is ≥ K, so it stays).
+   */
+  private readonly inFlightKeys = new Map<string, number>();
   private compacting = false;
   /** Records appended since the last snapshot (at open: every record replayed). */
   private recordsSinceSnapshot = 0;
@@ -260,11 +270,18 @@ export class OffsetsStore {
     // the log but not forced (inFlight keeps compaction away until they are in the map).
     const firstOffset = partition.log.nextOffset;
     this.inFlight.add(firstOffset);
+    const keys = records.map((record) => DECODER.decode(record.key!));
+    for (const key of keys) this.inFlightKeys.set(key, (this.inFlightKeys.get(key) ?? 0) + 1);
     let ack: Awaited<ReturnType<Partition["appendInternal"]>>;
     try {
       ack = await partition.appendInternal(bytes);
     } finally {
       this.inFlight.delete(firstOffset);
+      for (const key of keys) {
+        const count = this.inFlightKeys.get(key)! - 1;
+        if (count === 0) this.inFlightKeys.delete(key);
+        else this.inFlightKeys.set(key, count);
+      }
     }
     this.recordsSinceSnapshot += records.length;
     // Forced: now the map may say so. Records in order, offsets from the acknowledgement.
@@ -287,6 +304,7 @@ export class OffsetsStore {
     const records: RecordInput[] = [];
     for (const [group, offsets] of this.groups) {
       for (const [partitionKey, stored] of offsets) {
+        if (this.inFlightKeys.has(`${group}${SEPARATOR}${partitionKey}`)) continue;
         records.push({
           key: ENCODER.encode(`${group}${SEPARATOR}${partitionKey}`),
           value: ENCODER.encode(JSON.stringify(publicOf(stored))),

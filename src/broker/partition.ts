@@ -9,6 +9,10 @@
  * - Every append is one or more bare RecordBatch v2 back to back (Kafka's "records" field). Each is
  *   checked with `validateBatch` (src/record/batch.ts) before anything is written: the whole
  *   request or nothing. A rejection names the batch, the rule and the byte position.
+ * - Batches with a producer id are then checked against the partition's producer state
+ *   (producer-state.ts, rebuilt at open, snapshotted at every roll and at a clean close): a resend
+ *   is answered with the original offsets and not written; a sequence gap or an old epoch is refused
+ *   before anything is written.
  *
  * - `append`: acknowledged once written; sealed segments are forced in the background after a roll,
  *   so the recovery point keeps up and a restart after a crash scans at most about one segment.
@@ -31,6 +35,7 @@ import {
 import { GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
 import { newFileRange, type RecordsRead, type Segment, type TimestampLookup } from "../storage/segment.ts";
+import { ProducerStateTable } from "./producer-state.ts";
 import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
 
 export interface AppendAck {
@@ -42,6 +47,11 @@ export interface AppendAck {
   durability: "appended" | "forced";
   /** The broker's timestamp of every record under LogAppendTime; −1 under CreateTime (Kafka's rule). */
   logAppendTimeMs: number;
+  /**
+   * True when the request was a resend of idempotent batches already appended (producer-state.ts):
+   * nothing was appended and the offsets are the original ones.
+   */
+  duplicate?: boolean;
 }
 
 /** The outcome of `Partition.purge`. */
@@ -167,6 +177,10 @@ export class Partition {
   private visibleFloor = 0;
   /** Waiters of `onVisible`, woken when a reconfigure moves the visible end (force → append). */
   private readonly policyListeners = new Set<() => void>();
+  /** Idempotent producers' sequences on this partition (producer-state.ts), rebuilt at open. */
+  readonly producers: ProducerStateTable;
+  /** The offset the producer state was replayed from at open (the log end after a clean close). */
+  readonly producerStateReplayedFrom: number;
 
   constructor(
     topic: TopicName,
@@ -181,6 +195,20 @@ export class Partition {
     this.id = id;
     this.log = log;
     this.config = config;
+    // An internal topic takes only the broker's own plain batches: nothing to rebuild (and no
+    // snapshot is written for it, so a rebuild would read its whole log at every open).
+    let rebuilt: { table: ProducerStateTable; replayedFrom: number };
+    try {
+      rebuilt = internal
+        ? { table: new ProducerStateTable(), replayedFrom: log.nextOffset }
+        : ProducerStateTable.rebuild(log);
+    } catch (error) {
+      // The caller handed over an open log and gets no partition to close it through.
+      log.close(false);
+      throw error;
+    }
+    this.producers = rebuilt.table;
+    this.producerStateReplayedFrom = rebuilt.replayedFrom;
     this.groupCommit = new GroupCommit(async () => {
       const startMs = performance.now();
       await log.force();
@@ -250,16 +278,60 @@ export class Partition {
   async appendInternal(batches: Uint8Array): Promise<AppendAck> {
     validateBatches(batches, this.config.maxRecordBytes);
     const log = this.log;
+    const producerCheck = this.producers.check(batches);
+    if (producerCheck.kind === "duplicate")
+      return this.duplicateAck(producerCheck.firstOffset, producerCheck.recordCount);
     const before = log.nextOffset;
-    const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
+    const segmentsBefore = log.segmentCount;
+    const nowMs = Date.now();
+    const logAppendTimeMs = this.timestampType === "LogAppendTime" ? nowMs : -1;
     const firstOffset = log.append(batches, logAppendTimeMs);
     const recordCount = log.nextOffset - before;
+    // A roll: snapshot the producer state as of the roll offset (this request not yet recorded), so
+    // a restart after a crash replays about one segment (producer-state.ts).
+    if (log.segmentCount !== segmentsBefore && !this.internal) this.snapshotProducers(before);
+    if (producerCheck.kind === "append") this.producers.record(producerCheck.pending, firstOffset, nowMs);
     if (this.policy === "force") {
       await this.groupCommit.request();
       return { firstOffset, recordCount, durability: "forced", logAppendTimeMs };
     }
     if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
     return { firstOffset, recordCount, durability: "appended", logAppendTimeMs };
+  }
+
+  /** Writes the producer state snapshot as of `nextOffset` in the background; a failure costs a replay. */
+  private snapshotProducers(nextOffset: number): void {
+    const text = this.producers.snapshotText(nextOffset);
+    ProducerStateTable.writeSnapshotInBackground(this.log.directory, text, () => !this.log.isClosed).catch(
+      () => {
+        // A full disk or a failed write: the older snapshot stays, and a restart replays more.
+      },
+    );
+  }
+
+  /**
+   * The answer to a resend: the original offsets, once they are as durable as the policy promises
+   * (under `force` the original may still wait for its force: the resend waits for the same).
+   */
+  private async duplicateAck(firstOffset: number, recordCount: number): Promise<AppendAck> {
+    const logAppendTimeMs = -1;
+    if (this.policy === "force") {
+      if (this.log.recoveryPoint.nextOffset < firstOffset + recordCount) await this.groupCommit.request();
+      return {
+        firstOffset: firstOffset as Offset,
+        recordCount,
+        durability: "forced",
+        logAppendTimeMs,
+        duplicate: true,
+      };
+    }
+    return {
+      firstOffset: firstOffset as Offset,
+      recordCount,
+      durability: "appended",
+      logAppendTimeMs,
+      duplicate: true,
+    };
   }
 
   /**
@@ -369,8 +441,9 @@ export class Partition {
     );
   }
 
-  /** Applies the topic's retention to this partition. */
+  /** Applies the topic's retention to this partition, and forgets producers idle too long. */
   applyRetention(nowMs = Date.now()) {
+    this.producers.expire(nowMs);
     return this.log.applyRetention(
       {
         retentionBytes: this.config.retentionBytes ?? undefined,
@@ -424,6 +497,16 @@ export class Partition {
     // rejects. The loop covers a request made by an append while we waited.
     while (this.groupCommit.inFlight) await this.groupCommit.idle();
     await this.log.settled();
+    const forcedClean = clean && this.log.failure === undefined;
     this.log.close(clean);
+    // After the final force: the snapshot describes exactly the log up to its end. A crash before it
+    // is written leaves an older snapshot (or none), and the next open replays more.
+    if (forcedClean && !this.internal) {
+      try {
+        this.producers.writeSnapshot(this.log.directory, this.log.nextOffset);
+      } catch {
+        // A full disk or a failed write only costs the next open a replay of the log.
+      }
+    }
   }
 }

@@ -38,6 +38,11 @@ import {
   type TimestampType,
 } from "../protocol/messages.ts";
 import {
+  decodeInitProducerIdResponse,
+  encodeInitProducerIdRequest,
+  type InitProducerIdResponse,
+} from "../protocol/producer-messages.ts";
+import {
   decodeAlterTopicResponse,
   decodePurgeResponse,
   encodeAddPartitionsRequest,
@@ -258,6 +263,14 @@ export class BooblikClient {
       (writer, id) => encodePurgeRequest(writer, id, { name, partitions: [...partitions] }),
       decodePurgeResponse,
     );
+  }
+
+  /**
+   * A new producer id and epoch (INIT_PRODUCER_ID): a Producer stamps its batches with them so that
+   * a batch it sends again after a lost answer is not appended twice.
+   */
+  initProducerId(): Promise<InitProducerIdResponse> {
+    return this.request(true, encodeInitProducerIdRequest, decodeInitProducerIdResponse);
   }
 
   async listOffsets(topic: string, partition: number): Promise<OffsetsInfo> {

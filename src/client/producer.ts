@@ -25,9 +25,18 @@
  * - Backpressure: at most `bufferBytes` of encoded records wait or are in flight.
  * - Per partition at most `maxInFlightBatches` PRODUCE requests are outstanding; requests on one
  *   connection are answered in order, so a partition's batches are appended in the order accepted.
- * - Delivery: a batch whose connection failed is sent again (up to the client's `retries`), so a
- *   record can be appended twice if only the acknowledgement was lost: at-least-once. Set
- *   `retryOnConnectionFailure: false` for at-most-once.
+ * - Delivery: a batch whose connection failed is sent again (up to the client's `retries`). With
+ *   `idempotent` (the default) the producer asks the broker for a producer id (INIT_PRODUCER_ID)
+ *   before its first batch and stamps every batch with it, an epoch and the partition's next
+ *   sequence, so a resend of a batch the broker already appended (only the acknowledgement was lost)
+ *   is answered with the original offsets and not appended again: exactly once per partition for as
+ *   long as the broker remembers the producer (its last 5 batches per partition, for a day; docs/
+ *   architecture.md). A batch that fails for good (the broker refused it, or every retry failed) may
+ *   or may not have been appended; the partition then starts over at the next epoch, sequence 0,
+ *   and batches already in flight behind it fail too (OUT_OF_ORDER_SEQUENCE_NUMBER or
+ *   INVALID_PRODUCER_EPOCH). `idempotent: false` sends plain batches: a resend after a lost
+ *   acknowledgement can then append twice (at-least-once). Set `retryOnConnectionFailure: false`
+ *   for at-most-once.
  * - Metadata: a topic's partition count and limits come from one METADATA request, made by its
  *   first record, and are read again in the background when a batch for the topic is sent while
  *   they are older than `metadataMaxAgeMs` (Kafka's metadata.max.age.ms, 5 minutes), and at the
@@ -80,6 +89,11 @@ export interface ProducerOptions {
    * metadata.max.age.ms; default 5 minutes), so that partitions added since get records.
    */
   metadataMaxAgeMs?: number;
+  /**
+   * Stamp batches with a producer id and sequences so that resends are not appended twice (default
+   * true). Against a broker without INIT_PRODUCER_ID the producer sends plain batches.
+   */
+  idempotent?: boolean;
 }
 
 export interface SendOptions {
@@ -135,6 +149,8 @@ interface Batch {
   bytes: number;
   sends: PendingSend[];
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The epoch it was stamped with (−1: sent as a plain batch). */
+  epoch: number;
 }
 
 interface PartitionState {
@@ -146,6 +162,9 @@ interface PartitionState {
   inFlight: number;
   /** Batches closed but waiting for an in-flight place. */
   waiting: Batch[];
+  /** The epoch stamped on this partition's batches (−1: plain batches), and the next sequence. */
+  producerEpoch: number;
+  nextSequence: number;
 }
 
 interface TopicInfo {
@@ -285,6 +304,10 @@ function recordBytesBound(record: RecordInput): number {
   return sizeOfVarint(body) + body;
 }
 
+const INT32_MAX = 2_147_483_647;
+/** Kafka's producer epoch is an int16. */
+const PRODUCER_EPOCH_MAX = 32_767;
+
 export class Producer {
   private readonly client: BooblikClient;
   private readonly batchBytes: number;
@@ -294,6 +317,11 @@ export class Producer {
   private readonly retry: boolean;
   private readonly compression: ProducibleCodec;
   private readonly metadataMaxAgeMs: number;
+  /** Turned off for good when the broker does not know INIT_PRODUCER_ID. */
+  private idempotent: boolean;
+  /** From INIT_PRODUCER_ID before the first batch is sent; −1 until then, and for plain batches. */
+  private producerId = -1;
+  private producerIdRequest: Promise<void> | undefined;
   private readonly partitions = new Map<string, PartitionState>();
   private lastState: PartitionState | undefined;
   private readonly freeWriters: RecordBatchWriter[] = [];
@@ -339,6 +367,7 @@ export class Producer {
     this.metadataMaxAgeMs = options.metadataMaxAgeMs ?? PRODUCER_METADATA_MAX_AGE_MS_DEFAULT;
     if (!(this.metadataMaxAgeMs >= 0))
       throw new InvalidArgumentError(`metadataMaxAgeMs must be a number ≥ 0, got ${this.metadataMaxAgeMs}`);
+    this.idempotent = options.idempotent ?? true;
     if (!["none", "gzip", "zstd"].includes(this.compression))
       throw new InvalidArgumentError(
         `compression ${JSON.stringify(this.compression)} is not one of none, gzip, zstd`,
@@ -690,6 +719,8 @@ export class Producer {
         open: undefined,
         inFlight: 0,
         waiting: [],
+        producerEpoch: 0,
+        nextSequence: 0,
       };
       this.partitions.set(key, state);
     }
@@ -714,6 +745,7 @@ export class Producer {
         bytes: 0,
         sends: [],
         timer: undefined,
+        epoch: -1,
       };
       opened.timer = setTimeout(() => {
         if (state.open === opened) this.closeBatch(state, opened);
@@ -830,21 +862,70 @@ export class Producer {
       );
   }
 
+  /**
+   * Asks for the producer id once; every partition's waiting batches go out when it arrives. A
+   * broker that does not know INIT_PRODUCER_ID (UNSUPPORTED_VERSION, or INVALID_REQUEST for an
+   * unknown API) gets plain batches; any other failure fails the waiting batches, and the next
+   * batch asks again.
+   */
+  private requestProducerId(): void {
+    if (this.producerIdRequest !== undefined) return;
+    this.producerIdRequest = this.client.initProducerId().then(
+      (response) => {
+        this.producerId = response.producerId;
+        this.producerIdRequest = undefined;
+        for (const state of this.partitions.values()) this.pump(state);
+      },
+      (error: unknown) => {
+        this.producerIdRequest = undefined;
+        const unknownApi =
+          error instanceof BooblikError &&
+          (error.code === "UNSUPPORTED_VERSION" || error.code === "INVALID_REQUEST");
+        if (unknownApi) this.idempotent = false;
+        for (const state of this.partitions.values()) {
+          if (unknownApi) {
+            this.pump(state);
+            continue;
+          }
+          for (const batch of state.waiting.splice(0)) {
+            state.inFlight++;
+            for (const send of batch.sends) send.reject(error);
+            this.failures.push(error);
+            this.settle(state, batch.bytes);
+          }
+        }
+      },
+    );
+  }
+
   private pump(state: PartitionState): void {
+    if (this.idempotent && this.producerId < 0 && state.producerEpoch >= 0 && state.waiting.length > 0) {
+      this.requestProducerId();
+      return;
+    }
     while (state.inFlight < this.maxInFlightBatches && state.waiting.length > 0) {
       const batch = state.waiting.shift()!;
       state.inFlight++;
       this.requestsSent++;
       const bytes = batch.bytes;
+      const stamped = this.idempotent && state.producerEpoch >= 0;
+      if (stamped) batch.writer.idempotence(this.producerId, state.producerEpoch, state.nextSequence);
       let encoded: Uint8Array;
       try {
         encoded = batch.writer.finish();
       } catch (error) {
-        // Only a compressed batch that grew past the limit can get here: its records fail alone.
+        // Only a compressed batch that grew past the limit can get here: its records fail alone
+        // (and use no sequence: nothing was sent).
         for (const send of batch.sends) send.reject(error);
         this.failures.push(error);
         this.settle(state, bytes);
         continue;
+      }
+      if (stamped) {
+        batch.epoch = state.producerEpoch;
+        // Sequences wrap at Int32 max (Kafka's DefaultRecordBatch.incrementSequence).
+        const next = state.nextSequence + batch.writer.recordCount;
+        state.nextSequence = next > INT32_MAX ? next - INT32_MAX - 1 : next;
       }
       this.client.produce(batch.topic, batch.partition, encoded, this.retry).then(
         (response) => {
@@ -864,6 +945,13 @@ export class Producer {
         (error: unknown) => {
           if (error instanceof BooblikError && error.code === "UNKNOWN_TOPIC_OR_PARTITION") {
             this.topics.delete(batch.topic);
+          }
+          // Appended or not, nobody knows: the partition's later batches start a new epoch at
+          // sequence 0, which the broker accepts whatever it holds. Past the largest epoch (32,767
+          // failures on one partition) the partition's batches go out plain.
+          if (batch.epoch >= 0 && batch.epoch === state.producerEpoch) {
+            state.producerEpoch = batch.epoch < PRODUCER_EPOCH_MAX ? batch.epoch + 1 : -1;
+            state.nextSequence = 0;
           }
           for (const send of batch.sends) send.reject(error);
           this.failures.push(error);

@@ -30,6 +30,8 @@ export const ERROR_CODES = [
   "CONNECTION_ERROR",
   "LIMIT_EXCEEDED",
   "AUTHENTICATION_FAILED",
+  "OUT_OF_ORDER_SEQUENCE_NUMBER",
+  "INVALID_PRODUCER_EPOCH",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -243,5 +245,26 @@ export class InternalTopicError extends BooblikError {
       `topic ${JSON.stringify(topic)} is internal to the broker and cannot be ${what}`,
     );
     this.topic = topic;
+  }
+}
+
+/**
+ * An idempotent producer's batch does not continue its sequence on this partition (a gap, or a
+ * sequence that is neither the next one nor one of the batches remembered): Kafka's
+ * OUT_OF_ORDER_SEQUENCE_NUMBER. Nothing of the request was appended.
+ */
+export class OutOfOrderSequenceError extends BooblikError {
+  constructor(message: string) {
+    super("OUT_OF_ORDER_SEQUENCE_NUMBER", message);
+  }
+}
+
+/**
+ * An idempotent producer's batch carries an epoch older than one this partition already took from
+ * the same producer id (Kafka's INVALID_PRODUCER_EPOCH): a zombie instance. Nothing was appended.
+ */
+export class InvalidProducerEpochError extends BooblikError {
+  constructor(message: string) {
+    super("INVALID_PRODUCER_EPOCH", message);
   }
 }

@@ -507,3 +507,23 @@ assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session tim
  * 5 minutes. Partitions added meanwhile get records within about this long.
  */
 export const PRODUCER_METADATA_MAX_AGE_MS_DEFAULT = 300_000;
+// --- Idempotent producers (issue 12) ---------------------------------------------------------------
+
+/**
+ * Batches remembered per producer and partition for answering a resend with its original offsets:
+ * Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN, which is why clients cap
+ * max.in.flight.requests.per.connection at 5 with idempotence on.
+ */
+export const PRODUCER_BATCHES_RETAINED = 5;
+/**
+ * A producer id a partition has not seen an append from for this long is forgotten (Kafka's
+ * `producer.id.expiration.ms` default, 1 day); a later batch of it is then accepted as from a new
+ * producer, whatever its sequence.
+ */
+export const PRODUCER_ID_EXPIRATION_MS = 86_400_000;
+/**
+ * Producer ids reserved per fsync of the allocator file: ids are unique across restarts because the
+ * file always names the first id not yet handed out in a reserved block (a restart skips the rest of
+ * the block). Ids are 63-bit in Kafka; 2^53 here (safe integers) is beyond any real use.
+ */
+export const PRODUCER_ID_BLOCK_SIZE = 1_000;

@@ -81,7 +81,7 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.API_VERSIONS]: { min: 0, max: 3 },
   [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },
   [KAFKA_API.DELETE_TOPICS]: { min: 0, max: 3 },
-  [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 1 },
+  [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 4 },
   [KAFKA_API.CREATE_PARTITIONS]: { min: 0, max: 1 },
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: { min: 0, max: 0 },
   // DescribeCluster has only flexible versions (v0+); v2 (include_fenced_brokers) is not decoded.
@@ -234,4 +234,7 @@ export const KAFKA_ERROR = {
   GROUP_ID_NOT_FOUND: 69,
   GROUP_SUBSCRIBED_TO_TOPIC: 86,
   MISMATCHED_ENDPOINT_TYPE: 114,
+  OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
+  INVALID_PRODUCER_EPOCH: 47,
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
 } as const;

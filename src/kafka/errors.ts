@@ -40,6 +40,10 @@ export function kafkaErrorOf(error: unknown): KafkaError {
       return { code: KAFKA_ERROR.POLICY_VIOLATION, message };
     case "INVALID_ARGUMENT":
       return { code: KAFKA_ERROR.INVALID_REQUEST, message };
+    case "OUT_OF_ORDER_SEQUENCE_NUMBER":
+      return { code: KAFKA_ERROR.OUT_OF_ORDER_SEQUENCE_NUMBER, message };
+    case "INVALID_PRODUCER_EPOCH":
+      return { code: KAFKA_ERROR.INVALID_PRODUCER_EPOCH, message };
     case "CLOSED":
       // The broker is stopping (or the topic was deleted under the request): clients retry elsewhere
       // after refreshing their metadata, which this code asks for.

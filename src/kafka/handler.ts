@@ -12,9 +12,12 @@
  *   range, cannot be answered in a layout the client expects: the result is `close` with the reason
  *   (Kafka closes the connection for an unknown API key, SocketServer.scala). Two exceptions:
  *   ApiVersions above v3 is answered UNSUPPORTED_VERSION (35) in the v0 layout with the full list
- *   (KIP-511; librdkafka retries lower), and InitProducerId v0-1 (not advertised: no idempotence
- *   yet) is answered UNSUPPORTED_VERSION in its own layout, so a client that sends it anyway gets a
- *   clear error rather than a dropped connection.
+ *   (KIP-511; librdkafka retries lower).
+ * - InitProducerId (v0-4) hands out a new producer id with epoch 0 to every producer that is not
+ *   transactional (Kafka does the same for a null transactional_id, bump request or not); a
+ *   transactional one is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): booblik has no
+ *   transactions, and this is the code every client treats as fatal at once with a message naming
+ *   the transactional id (a retriable code would make the Java client retry until its timeout).
  * - A malformed request is `close` too: the stream cannot be trusted past it.
  * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
  */
@@ -164,6 +167,8 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.OFFSET_FOR_LEADER_EPOCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FOR_LEADER_EPOCH]],
     // Records purged below a point (Broker.purge).
     [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
+    // Idempotent producers (producer-state.ts); transactional ids are refused.
+    [KAFKA_API.INIT_PRODUCER_ID, CODEC_VERSIONS[KAFKA_API.INIT_PRODUCER_ID]],
   ],
 );
 
@@ -359,13 +364,7 @@ export class KafkaHandler {
     if (apiKey === KAFKA_API.API_VERSIONS && advertised !== undefined && apiVersion > advertised.max) {
       return this.respond(this.apiVersions(apiVersion, correlationId, KAFKA_ERROR.UNSUPPORTED_VERSION));
     }
-    const codecRange = CODEC_VERSIONS[apiKey];
-    const unsupportedInitProducerId =
-      apiKey === KAFKA_API.INIT_PRODUCER_ID && apiVersion >= codecRange.min && apiVersion <= codecRange.max;
-    if (
-      !unsupportedInitProducerId &&
-      (advertised === undefined || apiVersion < advertised.min || apiVersion > advertised.max)
-    ) {
+    if (advertised === undefined || apiVersion < advertised.min || apiVersion > advertised.max) {
       const range =
         advertised === undefined ? "not served" : `served in versions ${advertised.min}-${advertised.max}`;
       return {
@@ -485,14 +484,7 @@ export class KafkaHandler {
           );
         }
         case KAFKA_API.INIT_PRODUCER_ID:
-          decodeInitProducerIdRequest(reader, apiVersion);
-          return this.respond((writer) =>
-            encodeInitProducerIdResponse(writer, apiVersion, correlationId, {
-              errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION,
-              producerId: -1,
-              producerEpoch: -1,
-            }),
-          );
+          return await this.initProducerId(reader, apiVersion, correlationId);
         case KAFKA_API.DESCRIBE_CONFIGS:
           return this.describeConfigs(reader, apiVersion, correlationId);
         case KAFKA_API.DESCRIBE_CLUSTER:
@@ -514,6 +506,29 @@ export class KafkaHandler {
       }
       throw error;
     }
+  }
+
+  private async initProducerId(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+  ): Promise<KafkaOutcome> {
+    const request = decodeInitProducerIdRequest(reader, version);
+    let answer: { errorCode: number; producerId: number; producerEpoch: number } = {
+      errorCode: KAFKA_ERROR.NONE,
+      producerId: -1,
+      producerEpoch: -1,
+    };
+    if (request.transactionalId !== null) {
+      answer.errorCode = KAFKA_ERROR.TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    } else {
+      try {
+        answer = { errorCode: KAFKA_ERROR.NONE, ...(await this.broker.initProducerId()) };
+      } catch (error) {
+        answer.errorCode = kafkaErrorOf(error).code;
+      }
+    }
+    return this.respond((writer) => encodeInitProducerIdResponse(writer, version, correlationId, answer));
   }
 
   private async joinGroup(

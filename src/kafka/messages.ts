@@ -13,6 +13,7 @@
 import {
   beginResponse,
   endResponse,
+  isFlexible,
   KAFKA_API,
   type KafkaApiKey,
   responseHeaderVersion,
@@ -607,15 +608,34 @@ export function encodeDeleteTopicsResponse(
 export interface InitProducerIdRequest {
   transactionalId: string | null;
   transactionTimeoutMs: number;
+  /** (v3+) The producer's current id and epoch when it asks for a bump; −1 otherwise and before v3. */
+  producerId: number;
+  producerEpoch: number;
 }
 
-export function decodeInitProducerIdRequest(reader: KafkaReader, _version: number): InitProducerIdRequest {
-  const transactionalId = reader.nullableString("transactional_id");
+/**
+ * v0-1: transactional_id NULLABLE_STRING, transaction_timeout_ms INT32. v2+ flexible (COMPACT
+ * strings, tagged fields). v3+ adds producer_id INT64, producer_epoch INT16 (KIP-360). v4 has the
+ * v3 layout (it only tells the broker the client understands PRODUCER_FENCED).
+ */
+export function decodeInitProducerIdRequest(reader: KafkaReader, version: number): InitProducerIdRequest {
+  const flexible = isFlexible(KAFKA_API.INIT_PRODUCER_ID, version);
+  const transactionalId = flexible
+    ? reader.compactNullableString("transactional_id")
+    : reader.nullableString("transactional_id");
   const transactionTimeoutMs = reader.int32("transaction_timeout_ms");
+  let producerId = -1;
+  let producerEpoch = -1;
+  if (version >= 3) {
+    producerId = reader.int64("producer_id");
+    producerEpoch = reader.int16("producer_epoch");
+  }
+  if (flexible) reader.skipTaggedFields("InitProducerId request");
   reader.expectEnd("InitProducerId request");
-  return { transactionalId, transactionTimeoutMs };
+  return { transactionalId, transactionTimeoutMs, producerId, producerEpoch };
 }
 
+/** All versions: throttle_time_ms, error_code, producer_id, producer_epoch (+ tags from v2). */
 export function encodeInitProducerIdResponse(
   writer: KafkaWriter,
   version: number,
@@ -625,5 +645,6 @@ export function encodeInitProducerIdResponse(
   const start = begin(writer, KAFKA_API.INIT_PRODUCER_ID, version, correlationId);
   writer.int32(0); // throttle_time_ms
   writer.int16(response.errorCode).int64(response.producerId).int16(response.producerEpoch);
+  if (isFlexible(KAFKA_API.INIT_PRODUCER_ID, version)) writer.emptyTaggedFields();
   finish(writer, start);
 }

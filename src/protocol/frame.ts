@@ -59,6 +59,8 @@ export const API = {
   ALTER_TOPIC: 12,
   ADD_PARTITIONS: 13,
   PURGE: 14,
+  // Idempotent producers (producer-messages.ts).
+  INIT_PRODUCER_ID: 15,
 } as const;
 
 export type ApiKey = (typeof API)[keyof typeof API];
@@ -88,6 +90,7 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.ALTER_TOPIC]: 0,
   [API.ADD_PARTITIONS]: 0,
   [API.PURGE]: 0,
+  [API.INIT_PRODUCER_ID]: 0,
 };
 
 /**

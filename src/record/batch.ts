@@ -837,6 +837,10 @@ export class RecordBatchWriter {
   private buffer: Uint8Array;
   private position = RECORDS_OFFSET;
   private count = 0;
+  /** Set by `idempotence` (−1: take the producer fields from the options). */
+  private idempotentProducerId = -1;
+  private idempotentEpoch = -1;
+  private idempotentSequence = -1;
   private baseTimestamp = 0;
   private maxTimestamp = 0;
   private options: BatchOptions = {};
@@ -854,10 +858,22 @@ export class RecordBatchWriter {
   /** Starts a new batch (forgets the previous one, whose view becomes invalid). */
   begin(options: BatchOptions = {}): this {
     this.options = options;
+    this.idempotentProducerId = -1;
     this.position = RECORDS_OFFSET;
     this.count = 0;
     this.baseTimestamp = 0;
     this.maxTimestamp = 0;
+    return this;
+  }
+
+  /**
+   * Stamps the batch being written as an idempotent producer's (overriding the options of `begin`):
+   * the sequence is known only when the batch is sent, after its records were added.
+   */
+  idempotence(producerId: number, producerEpoch: number, baseSequence: number): this {
+    this.idempotentProducerId = producerId;
+    this.idempotentEpoch = producerEpoch;
+    this.idempotentSequence = baseSequence;
     return this;
   }
 
@@ -989,9 +1005,13 @@ export class RecordBatchWriter {
     setInt32(bytes, LAST_OFFSET_DELTA_OFFSET, this.count - 1);
     setInt64(bytes, BASE_TIMESTAMP_OFFSET, this.baseTimestamp);
     setInt64(bytes, MAX_TIMESTAMP_OFFSET, this.maxTimestamp);
-    setInt64(bytes, PRODUCER_ID_OFFSET, checkedInt64(options.producerId ?? -1, "producerId"));
-    setInt16(bytes, PRODUCER_EPOCH_OFFSET, checkedInt16(options.producerEpoch ?? -1, "producerEpoch"));
-    setInt32(bytes, BASE_SEQUENCE_OFFSET, checkedInt32(options.baseSequence ?? -1, "baseSequence"));
+    const idempotent = this.idempotentProducerId >= 0;
+    const producerId = idempotent ? this.idempotentProducerId : (options.producerId ?? -1);
+    const producerEpoch = idempotent ? this.idempotentEpoch : (options.producerEpoch ?? -1);
+    const baseSequence = idempotent ? this.idempotentSequence : (options.baseSequence ?? -1);
+    setInt64(bytes, PRODUCER_ID_OFFSET, checkedInt64(producerId, "producerId"));
+    setInt16(bytes, PRODUCER_EPOCH_OFFSET, checkedInt16(producerEpoch, "producerEpoch"));
+    setInt32(bytes, BASE_SEQUENCE_OFFSET, checkedInt32(baseSequence, "baseSequence"));
     setInt32(bytes, RECORD_COUNT_OFFSET, this.count);
     setInt32(bytes, CRC_OFFSET, computeBatchCrc(bytes, 0, end));
     return bytes.subarray(0, end);

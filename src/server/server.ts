@@ -15,6 +15,7 @@
  * - A waiting fetch is answered exactly once: by an append, by its timer, or by shutdown; its
  *   append listener and timer are removed when it is answered or its connection closes.
  */
+
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
@@ -71,6 +72,7 @@ import {
   largestProducibleBatchBytes,
   type TopicMetadata,
 } from "../protocol/messages.ts";
+import { decodeInitProducerIdRequest, encodeInitProducerIdResponse } from "../protocol/producer-messages.ts";
 import {
   decodeAddPartitionsRequest,
   decodeAlterTopicRequest,
@@ -495,6 +497,17 @@ export class BrokerServer implements ConnectionHost {
           connection.complete(slot, this.writer.written().slice());
           return;
         }
+        case API.INIT_PRODUCER_ID:
+          decodeInitProducerIdRequest(reader);
+          this.broker.initProducerId().then(
+            (response) => {
+              this.writer.reset();
+              encodeInitProducerIdResponse(this.writer, correlationId, response);
+              connection.complete(slot, this.writer.written().slice());
+            },
+            (error) => this.fail(connection, slot, correlationId, error),
+          );
+          return;
         case API.DELETE_GROUP:
           this.answerEmptyWhenDone(connection, slot, correlationId, () =>
             deleteGroup(this.broker, decodeDeleteGroupRequest(reader).group, this.kafkaGroups),

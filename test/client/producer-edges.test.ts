@@ -31,6 +31,7 @@ import {
   encodeMetadataResponse,
   encodeProduceResponse,
 } from "../../src/protocol/messages.ts";
+import { encodeInitProducerIdResponse } from "../../src/protocol/producer-messages.ts";
 import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { storedEntries } from "../helpers/records.ts";
@@ -108,6 +109,23 @@ function startFakeBroker(
           at += SIZE_BYTES + size;
         }
         state.inbound = joined.slice(at);
+        // An idempotent Producer asks for a producer id before its first batch: answered here, so
+        // that `handle` sees what the tests are about.
+        const ids = state.pending.filter((request) => request.apiKey === API.INIT_PRODUCER_ID);
+        if (ids.length > 0) {
+          state.pending = state.pending.filter((request) => request.apiKey !== API.INIT_PRODUCER_ID);
+          reply(
+            socket,
+            ids.map((request) =>
+              frameOf((writer) =>
+                encodeInitProducerIdResponse(writer, request.correlationId, {
+                  producerId: 1,
+                  producerEpoch: 0,
+                }),
+              ),
+            ),
+          );
+        }
         handle(socket, state);
       },
       close(socket) {

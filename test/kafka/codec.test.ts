@@ -455,13 +455,37 @@ describe("hand-built requests of the APIs no capture covers yet", () => {
     });
   });
 
-  test("FindCoordinator v0-2 and InitProducerId v0-1", () => {
+  test("FindCoordinator v0-2 and InitProducerId v0-4", () => {
     const find2 = new Expect().i16(10).i16(2).i32(1).str("c").str("group-a").i8(0).frame().subarray(4);
     expect(decode(find2).body).toEqual({ key: "group-a", keyType: 0 });
     const find0 = new Expect().i16(10).i16(0).i32(1).str("c").str("g").frame().subarray(4);
     expect(decode(find0).body).toEqual({ key: "g", keyType: 0 });
     const init = new Expect().i16(22).i16(1).i32(1).str("c").str(null).i32(60_000).frame().subarray(4);
-    expect(decode(init).body).toEqual({ transactionalId: null, transactionTimeoutMs: 60_000 });
+    expect(decode(init).body).toEqual({
+      transactionalId: null,
+      transactionTimeoutMs: 60_000,
+      producerId: -1,
+      producerEpoch: -1,
+    });
+    // v2 is flexible: request header v2 (client id stays int16, then tags), compact nullable string.
+    const init2 = new Expect().i16(22).i16(2).i32(1).str("c").uvarint(0).uvarint(0).i32(9).uvarint(0);
+    expect(decode(init2.frame().subarray(4)).body).toEqual({
+      transactionalId: null,
+      transactionTimeoutMs: 9,
+      producerId: -1,
+      producerEpoch: -1,
+    });
+    // v3-4 add producer_id and producer_epoch (KIP-360).
+    for (const version of [3, 4]) {
+      const init4 = new Expect().i16(22).i16(version).i32(1).str("c").uvarint(0).cstr("tx").i32(9);
+      init4.i64(77).i16(3).uvarint(0);
+      expect(decode(init4.frame().subarray(4)).body).toEqual({
+        transactionalId: "tx",
+        transactionTimeoutMs: 9,
+        producerId: 77,
+        producerEpoch: 3,
+      });
+    }
   });
 });
 
@@ -666,7 +690,7 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("FindCoordinator v0-2 and InitProducerId v0-1", () => {
+  test("FindCoordinator v0-2 and InitProducerId v0-4", () => {
     const coordinator = { errorCode: 0, errorMessage: null, nodeId: 1, host: "h", port: 9092 };
     expect(encoded((w) => encodeFindCoordinatorResponse(w, 0, 2, coordinator))).toEqual(
       new Expect().i32(2).i16(0).i32(1).str("h").i32(9092).frame(),
@@ -683,9 +707,17 @@ describe("responses match Kafka's layouts field by field", () => {
         ),
       ).toEqual(new Expect().i32(2).i32(0).i16(35).i64(-1).i16(-1).frame());
     }
+    // Flexible from v2: response header v1 (a tag buffer after the correlation id), tags at the end.
+    for (const version of [2, 3, 4]) {
+      expect(
+        encoded((w) =>
+          encodeInitProducerIdResponse(w, version, 2, { errorCode: 0, producerId: 1000, producerEpoch: 0 }),
+        ),
+      ).toEqual(new Expect().i32(2).uvarint(0).i32(0).i16(0).i64(1000).i16(0).uvarint(0).frame());
+    }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions and DescribeCluster", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster and InitProducerId", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
@@ -704,7 +736,7 @@ describe("responses match Kafka's layouts field by field", () => {
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },
       21: { min: 0, max: 1 },
-      22: { min: 0, max: 1 },
+      22: { min: 0, max: 4 },
       37: { min: 0, max: 1 },
       44: { min: 0, max: 0 },
       23: { min: 0, max: 3 },
@@ -716,10 +748,14 @@ describe("responses match Kafka's layouts field by field", () => {
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;
       const flexibleMax = requestHeaderVersion(apiKey, range.max) === 2;
-      // DescribeCluster has no non-flexible version.
+      // DescribeCluster has no non-flexible version. InitProducerId: librdkafka ≥ 1.x sends v2+
+      // (flexible) when advertised, and the Java client bumps an idempotent producer's epoch only
+      // through v3+.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
-        apiKey === KAFKA_API.API_VERSIONS || apiKey === KAFKA_API.DESCRIBE_CLUSTER,
+        apiKey === KAFKA_API.API_VERSIONS ||
+          apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
+          apiKey === KAFKA_API.INIT_PRODUCER_ID,
       ]);
     }
   });

@@ -80,7 +80,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, InitProducerId 0-4", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -106,6 +106,7 @@ describe("ApiVersions", () => {
       [47, 0, 0],
       [23, 0, 3],
       [21, 0, 1],
+      [22, 0, 4],
     ]);
   });
 });
@@ -142,16 +143,6 @@ describe("requests booblik does not answer", () => {
     expect(await close(new Expect().i16(3).i16(1))).toBe(
       "a request of 4 bytes cannot hold the 8-byte header",
     );
-  });
-
-  test("InitProducerId (not advertised: no idempotence yet) is answered UNSUPPORTED_VERSION in its layout", async () => {
-    const reader = await answer(header(22, 1).str(null).i32(60_000));
-    expect([
-      reader.int32("throttle"),
-      reader.int16("error"),
-      reader.int64("pid"),
-      reader.int16("epoch"),
-    ]).toEqual([0, KAFKA_ERROR.UNSUPPORTED_VERSION, -1, -1]);
   });
 });
 

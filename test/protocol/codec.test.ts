@@ -54,6 +54,8 @@ test("error codes are frozen: names may change, numbers never", () => {
     BROKER_SHUTTING_DOWN: 11,
     LIMIT_EXCEEDED: 12,
     AUTHENTICATION_FAILED: 13,
+    OUT_OF_ORDER_SEQUENCE_NUMBER: 14,
+    INVALID_PRODUCER_EPOCH: 15,
   });
 });
 

@@ -23,6 +23,10 @@ import {
   encodeProduceRequest,
   encodeProduceResponse,
 } from "../../src/protocol/messages.ts";
+import {
+  encodeInitProducerIdRequest,
+  encodeInitProducerIdResponse,
+} from "../../src/protocol/producer-messages.ts";
 import { encodePurgeRequest, encodePurgeResponse } from "../../src/protocol/topic-admin.ts";
 import {
   encodeBatch,
@@ -178,5 +182,12 @@ test("the PURGE examples are what the codec writes", () => {
         { partition: 1, logStartOffset: 10 },
       ]),
     ),
+  );
+});
+
+test("the INIT_PRODUCER_ID example is what the codec writes", () => {
+  expect(example("init-producer-id-request")).toBe(frame((w) => encodeInitProducerIdRequest(w, 5)));
+  expect(example("init-producer-id-response")).toBe(
+    frame((w) => encodeInitProducerIdResponse(w, 5, { producerId: 1000, producerEpoch: 0 })),
   );
 });
