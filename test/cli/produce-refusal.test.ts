@@ -4,7 +4,7 @@
  * (issue 15: lines 1-17 refused, 18-20 stored, and the report only said "produced 3").
  *
  * The broker here is a stub on a real socket speaking the native protocol (src/protocol's codec):
- * it answers METADATA for one topic and holds the PRODUCE answers until three requests arrived, then
+ * it answers INIT_PRODUCER_ID and METADATA for one topic and holds the PRODUCE answers until three requests arrived, then
  * refuses the first (a disk-full STORAGE_ERROR) and stores the others, which is what a real broker
  * does when its disk fills and frees between two appends; a real broker cannot be made to do that
  * on cue.
@@ -18,6 +18,7 @@ import {
   encodeMetadataResponse,
   encodeProduceResponse,
 } from "../../src/protocol/messages.ts";
+import { encodeInitProducerIdResponse } from "../../src/protocol/producer-messages.ts";
 import { runCli } from "../helpers/cli-process.ts";
 
 setDefaultTimeout(60_000);
@@ -54,7 +55,14 @@ function stubBroker() {
           const frame = joined.subarray(at, at + 4 + size);
           readRequestHeader(frame, 0, header);
           const writer = new ByteWriter();
-          if (header.apiKey === API.METADATA) {
+          if (header.apiKey === API.INIT_PRODUCER_ID) {
+            // The CLI's Producer is idempotent by default: it asks for an id before its first batch.
+            encodeInitProducerIdResponse(writer, header.correlationId, {
+              producerId: 1000,
+              producerEpoch: 0,
+            });
+            socket.write(writer.written());
+          } else if (header.apiKey === API.METADATA) {
             encodeMetadataResponse(writer, header.correlationId, {
               brokerVersion: "stub",
               crc32cImplementation: "stub",
