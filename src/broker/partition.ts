@@ -8,7 +8,10 @@
  *
  * - Every append is one or more bare RecordBatch v2 back to back (Kafka's "records" field). Each is
  *   checked with `validateBatch` (src/record/batch.ts) before anything is written: the whole
- *   request or nothing. A rejection names the batch, the rule and the byte position.
+ *   request or nothing. A rejection names the batch, the rule and the byte position. An
+ *   uncompressed CreateTime batch whose MaxTimestamp is not its records' largest timestamp is
+ *   stored with the records' value (and its batch CRC recomputed), as Kafka's LogValidator does:
+ *   the time index and retention by age read MaxTimestamp. Compressed batches are taken on trust.
  *
  * - `append`: acknowledged once written; sealed segments are forced in the background after a roll,
  *   so the recovery point keeps up and a restart after a crash scans at most about one segment.
@@ -26,6 +29,7 @@ import {
   type DecodedRecord,
   InvalidBatchError,
   newBatchHeader,
+  setMaxTimestamp,
   validateBatch,
 } from "../record/batch.ts";
 import { GroupCommit } from "../storage/group-commit.ts";
@@ -100,11 +104,25 @@ function where(index: number, start: number): string {
   return `batch ${index} (at byte ${start} of the records)`;
 }
 
+/** A batch of a request whose MaxTimestamp disagrees with its records (see validateBatches). */
+export interface MaxTimestampCorrection {
+  start: number;
+  end: number;
+  /** The largest timestamp of the batch's records. */
+  maxTimestampMs: number;
+}
+
 /**
  * Validates every batch of `batches` (bare, back to back) with `validateBatch`; throws the first
- * rejection, naming the batch and where it starts. Returns nothing: the caller appends all or none.
+ * rejection, naming the batch and where it starts (the caller appends all or none). Returns the
+ * batches whose MaxTimestamp is not their records' largest timestamp (walked batches only: the
+ * uncompressed ones), or undefined when there is none, the usual case, which allocates nothing.
  */
-export function validateBatches(batches: Uint8Array, maxBatchBytes: number): void {
+export function validateBatches(
+  batches: Uint8Array,
+  maxBatchBytes: number,
+): MaxTimestampCorrection[] | undefined {
+  let corrections: MaxTimestampCorrection[] | undefined;
   const end = batches.length;
   if (end === 0)
     throw new InvalidBatchError("size", "no record batch: an append holds at least one", 0, "the records");
@@ -136,9 +154,26 @@ export function validateBatches(batches: Uint8Array, maxBatchBytes: number): voi
       }
       throw error;
     }
+    if (validatedHeader.recordsMaxTimestamp !== validatedHeader.maxTimestamp) {
+      corrections ??= [];
+      corrections.push({ start, end: batchEnd, maxTimestampMs: validatedHeader.recordsMaxTimestamp });
+    }
     start = batchEnd;
     index++;
   }
+  return corrections;
+}
+
+/**
+ * A copy of `batches` with each correction applied (MaxTimestamp and batch CRC rewritten): the
+ * caller's bytes stay as they were, and only a request that needs it pays the copy.
+ */
+function withMaxTimestampsCorrected(batches: Uint8Array, corrections: MaxTimestampCorrection[]): Uint8Array {
+  // Not `batches.slice()`: on a Buffer (a request frame) that is a view, and the caller's bytes
+  // would change.
+  const copy = new Uint8Array(batches);
+  for (const { start, end, maxTimestampMs } of corrections) setMaxTimestamp(copy, start, end, maxTimestampMs);
+  return copy;
 }
 
 export class Partition {
@@ -240,11 +275,16 @@ export class Partition {
 
   /** `append` without the internal-topic refusal: for the broker's own records (offsets-store.ts). */
   async appendInternal(batches: Uint8Array): Promise<AppendAck> {
-    validateBatches(batches, this.config.maxRecordBytes);
+    const corrections = validateBatches(batches, this.config.maxRecordBytes);
     const log = this.log;
     const before = log.nextOffset;
     const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
-    const firstOffset = log.append(batches, logAppendTimeMs);
+    // Under LogAppendTime the append stamps MaxTimestamp anyway.
+    const stored =
+      corrections === undefined || this.timestampType === "LogAppendTime"
+        ? batches
+        : withMaxTimestampsCorrected(batches, corrections);
+    const firstOffset = log.append(stored, logAppendTimeMs);
     const recordCount = log.nextOffset - before;
     if (this.policy === "force") {
       await this.groupCommit.request();

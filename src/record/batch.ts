@@ -221,6 +221,13 @@ export interface RecordBatchHeader {
   producerEpoch: number;
   baseSequence: number;
   recordCount: number;
+  /**
+   * The largest record timestamp the records themselves give, when `validateBatch` walked them (an
+   * uncompressed batch, or `walkCompressed`); otherwise (and from `readBatchHeader`) MaxTimestamp
+   * as the header says. A batch whose two differ gets the walked value stored as its MaxTimestamp
+   * (`setMaxTimestamp`; Partition.append), as Kafka's LogValidator does.
+   */
+  recordsMaxTimestamp: number;
 }
 
 export function newBatchHeader(): RecordBatchHeader {
@@ -243,6 +250,7 @@ export function newBatchHeader(): RecordBatchHeader {
     producerEpoch: 0,
     baseSequence: 0,
     recordCount: 0,
+    recordsMaxTimestamp: 0,
   };
 }
 
@@ -281,6 +289,7 @@ export function readBatchHeader(
   out.producerEpoch = int16At(bytes, start + PRODUCER_EPOCH_OFFSET);
   out.baseSequence = int32At(bytes, start + BASE_SEQUENCE_OFFSET);
   out.recordCount = int32At(bytes, start + RECORD_COUNT_OFFSET);
+  out.recordsMaxTimestamp = out.maxTimestamp;
   return out;
 }
 
@@ -326,6 +335,18 @@ export function stampLogAppendTime(bytes: Uint8Array, start: number, end: number
   setInt32(bytes, start + CRC_OFFSET, computeBatchCrc(bytes, start, end));
 }
 
+/**
+ * Writes MaxTimestamp = `timestampMs` into the batch in `bytes[start, end)` and recomputes the batch
+ * CRC (MaxTimestamp is covered by it): the broker's correction of a CreateTime batch whose header
+ * disagrees with its records (`RecordBatchHeader.recordsMaxTimestamp`), Kafka's `setMaxTimestamp`.
+ */
+export function setMaxTimestamp(bytes: Uint8Array, start: number, end: number, timestampMs: number): void {
+  if (!Number.isSafeInteger(timestampMs))
+    throw new InvalidArgumentError(`MaxTimestamp ${timestampMs} is not an integer number of milliseconds`);
+  setInt64(bytes, start + MAX_TIMESTAMP_OFFSET, timestampMs);
+  setInt32(bytes, start + CRC_OFFSET, computeBatchCrc(bytes, start, end));
+}
+
 // --- Validation of a PRODUCE ---------------------------------------------------------------------
 
 export interface ValidateBatchOptions {
@@ -343,9 +364,12 @@ export interface ValidateBatchOptions {
  * nothing. Checks, in this order: size ≥ 61 and BatchLength = size − 12; size ≤ the maximum; magic 2;
  * the batch CRC; BaseOffset 0; not a control batch; a codec the format knows (0-4); RecordCount ≥ 1
  * and LastOffsetDelta = RecordCount − 1; BaseSequence ≥ 0 when ProducerId ≥ 0 (Kafka's rule); then,
- * for an uncompressed batch, every record through the walker. For a compressed batch the records
- * are not looked at (unless `walkCompressed`): the CRC proves they are the producer's bytes, and
- * every reader walks them with the same checks after decompressing.
+ * for an uncompressed batch, every record through the walker, taking the largest record timestamp
+ * on the way (`recordsMaxTimestamp`). For a compressed batch the records are not looked at (unless
+ * `walkCompressed`): the CRC proves they are the producer's bytes, every reader walks them with the
+ * same checks after decompressing, and its MaxTimestamp is taken on trust (docs/format.md).
+ * A MaxTimestamp that disagrees with the records is not an error (Kafka overwrites it, and so does
+ * Partition.append): the caller compares `recordsMaxTimestamp` with `maxTimestamp`.
  * Returns the header (in `out` when given).
  */
 export function validateBatch(
@@ -425,12 +449,17 @@ export function validateBatch(
       BASE_SEQUENCE_OFFSET,
     );
   if (header.codecId === CODEC_NONE || options.walkCompressed === true) {
-    forEachRecord(bytes, start, end, ignoreRecord, header);
+    // One reader for every validation (JS runs one at a time): an uncompressed walk allocates nothing.
+    // Under the LogAppendTime bit every record's timestamp is MaxTimestamp, so the two agree.
+    validationReader.open(bytes, start, end, header);
+    let recordsMaxTimestamp = -1;
+    for (let record = validationReader.next(); record !== undefined; record = validationReader.next()) {
+      if (record.timestamp > recordsMaxTimestamp) recordsMaxTimestamp = record.timestamp;
+    }
+    header.recordsMaxTimestamp = recordsMaxTimestamp;
   }
   return header;
 }
-
-function ignoreRecord(): void {}
 
 function hex32(value: number): string {
   return value.toString(16).padStart(8, "0");
@@ -687,6 +716,8 @@ export class RecordBatchReader {
     );
   }
 }
+
+const validationReader = new RecordBatchReader();
 
 /**
  * Push-style walk over `RecordBatchReader`: calls `visit` once per record of the batch in
