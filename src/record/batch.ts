@@ -901,18 +901,28 @@ export class RecordBatchWriter {
     return this.position;
   }
 
+  /** Adds `record`; RecordTooLargeError when the batch would outgrow its limit. */
   add(record: RecordInput): this {
+    this.append(record, true);
+    return this;
+  }
+
+  /**
+   * Adds `record` and returns true when the batch stays within its limit; otherwise returns false and
+   * changes nothing, so the caller can finish this batch and start the next with the record. A
+   * record too large for even an empty batch is RecordTooLargeError, as with `add`.
+   */
+  tryAdd(record: RecordInput): boolean {
+    return this.append(record, this.count === 0);
+  }
+
+  private append(record: RecordInput, refuseWhenFull: boolean): boolean {
     const timestamp = record.timestamp;
     if (!Number.isSafeInteger(timestamp))
       throw new InvalidArgumentError(`timestamp ${timestamp} is not an integer number of milliseconds`);
     const offsetDelta = this.count;
-    if (offsetDelta === 0) {
-      this.baseTimestamp = timestamp;
-      this.maxTimestamp = timestamp;
-    } else if (timestamp > this.maxTimestamp) {
-      this.maxTimestamp = timestamp;
-    }
-    const timestampDelta = timestamp - this.baseTimestamp;
+    // The batch's timestamps change only once the record is in (a refused record leaves no trace).
+    const timestampDelta = offsetDelta === 0 ? 0 : timestamp - this.baseTimestamp;
     const key = record.key;
     const value = record.value;
     const headers = record.headers;
@@ -937,13 +947,15 @@ export class RecordBatchWriter {
     const start = this.position;
     const end = start + lengthVarintBytes(bodyBytes) + bodyBytes;
     if (end > this.buffer.length) {
-      if (end > this.maxBatchBytes)
+      if (end > this.maxBatchBytes) {
+        if (!refuseWhenFull) return false;
         throw new RecordTooLargeError(
           end,
           this.maxBatchBytes,
           `a batch of ${offsetDelta + 1} records`,
           "the batch size limit",
         );
+      }
       this.ensure(end - start);
     }
     const bytes = this.buffer;
@@ -979,7 +991,13 @@ export class RecordBatchWriter {
     if (p !== end) assert(false, "record size computed and written agree");
     this.position = p;
     this.count = offsetDelta + 1;
-    return this;
+    if (offsetDelta === 0) {
+      this.baseTimestamp = timestamp;
+      this.maxTimestamp = timestamp;
+    } else if (timestamp > this.maxTimestamp) {
+      this.maxTimestamp = timestamp;
+    }
+    return true;
   }
 
   /** Completes the header (compressing the records first if asked) and returns a view of the batch. */
@@ -1046,6 +1064,67 @@ export function encodeBatch(records: readonly RecordInput[], options: BatchOptio
   writer.begin(options);
   for (const record of records) writer.add(record);
   return writer.finish().slice();
+}
+
+/**
+ * Encodes `records`, in order, as as few batches as fit `maxBatchBytes` each, back to back in one
+ * fresh buffer (Kafka's records field; one append). Each batch takes records while they fit
+ * uncompressed; with a codec, a batch that compresses to more than the limit (incompressible
+ * records: the codec's framing adds bytes) is split in two until it fits. A single record that
+ * cannot fit a batch of its own is RecordTooLargeError. At least one record.
+ */
+export function encodeBatches(
+  records: readonly RecordInput[],
+  maxBatchBytes: number,
+  options: BatchOptions = {},
+): Uint8Array {
+  if (records.length === 0) throw new InvalidArgumentError("a record batch holds at least one record");
+  const writer = new RecordBatchWriter(Math.min(64 * 1024, maxBatchBytes), maxBatchBytes);
+  const batches: Uint8Array[] = [];
+  let first = 0;
+  writer.begin(options);
+  for (let i = 0; i < records.length; i++) {
+    if (writer.tryAdd(records[i]!)) continue;
+    finishRange(writer, records, first, i, options, batches);
+    first = i;
+    writer.begin(options).add(records[i]!);
+  }
+  finishRange(writer, records, first, records.length, options, batches);
+  if (batches.length === 1) return batches[0]!;
+  const out = new Uint8Array(batches.reduce((sum, batch) => sum + batch.length, 0));
+  let position = 0;
+  for (const batch of batches) {
+    out.set(batch, position);
+    position += batch.length;
+  }
+  return out;
+}
+
+/** Finishes the writer's batch of `records[from, to)` (already added) into `out`, split if need be. */
+function finishRange(
+  writer: RecordBatchWriter,
+  records: readonly RecordInput[],
+  from: number,
+  to: number,
+  options: BatchOptions,
+  out: Uint8Array[],
+): void {
+  try {
+    out.push(writer.finish().slice());
+    return;
+  } catch (error) {
+    if (!(error instanceof RecordTooLargeError) || to - from === 1) throw error;
+  }
+  // Only a compressed batch gets here: it fit uncompressed, so each half does too.
+  const middle = from + Math.floor((to - from) / 2);
+  for (const [start, end] of [
+    [from, middle],
+    [middle, to],
+  ] as const) {
+    writer.begin(options);
+    for (let i = start; i < end; i++) writer.add(records[i]!);
+    finishRange(writer, records, start, end, options, out);
+  }
 }
 
 function checkedInt64(value: number, name: string): number {
