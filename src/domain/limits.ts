@@ -505,3 +505,15 @@ assert(
   "a native commit of the most partitions fits one segment of the offsets topic",
 );
 assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session timeout range");
+
+// --- Client sends (perf11) -----------------------------------------------------------------------
+
+/**
+ * A request body (a PRODUCE's record batches) up to this size is copied into the request frame and
+ * sent with one socket write; a larger one is written after the frame header as it is. One write
+ * after the copy cost the client 5.7 instead of 7.0 µs of CPU per 11 KB request and 53.6 instead of
+ * 66.8 per 110 KB one (`bun bench/client-send.bench.ts`, docs/benchmarks.md "One write per
+ * request"); at 253 KB the copy no longer paid in a first run (154 against 133 µs), so the bound
+ * lies between: 128 KiB.
+ */
+export const SEND_BODY_COPY_BYTES_MAX = 128 * 1024;
