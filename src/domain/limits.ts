@@ -100,7 +100,7 @@ export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
 /**
  * While a recovery scan reads one chunk, the kernel is asked to read this much after it in the
  * background (posix_fadvise WILLNEED, src/storage/recovery.ts). Two chunks: from a cold page cache a
- * 1 GiB scan ran ~2× faster with it than with the kernel's own readahead alone (docs/benchmarks.md,
+ * 1 GiB scan ran 2-3× faster with it than with the kernel's own readahead alone (docs/benchmarks.md,
  * "Recovery speed"); the page cache it fills is what the scan reads next anyway.
  */
 export const RECOVERY_READAHEAD_BYTES = 2 * RECOVERY_CHUNK_BYTES;

@@ -9,7 +9,7 @@
  * Before each read the scan asks the kernel to read the RECOVERY_READAHEAD_BYTES after the chunk in
  * the background (`adviseWillNeed`): from a cold page cache the disk then works while the CRCs of
  * the chunk before run, instead of the two taking turns (docs/benchmarks.md, "Recovery speed":
- * 1 GiB from a cold cache ~2× faster). It is a hint and changes nothing the scan reads or decides.
+ * 1 GiB from a cold cache 2-3× faster). It is a hint and changes nothing the scan reads or decides.
  *
  * A scan never throws for bad data; it reports where the valid prefix ends and why it stopped
  * (DESIGN invariant 5: stop at the first bad entry, keep everything before it). An entry is valid
