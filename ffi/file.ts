@@ -18,6 +18,7 @@ import {
   LOCK_NB,
   lastErrno,
   libc,
+  POSIX_FADV_WILLNEED,
   RENAME_EXCHANGE,
   STATVFS_BAVAIL_OFFSET,
   STATVFS_BLOCKS_OFFSET,
@@ -139,6 +140,15 @@ export function preadFull(
     done += got;
   }
   return done;
+}
+
+/**
+ * Asks the kernel to read `[position, position + length)` into the page cache in the background
+ * (posix_fadvise POSIX_FADV_WILLNEED), so that the disk works while the caller computes on what it
+ * read before. A hint: it changes no data and no result, so its failure is ignored.
+ */
+export function adviseWillNeed(fd: number, position: number, length: number): void {
+  libc.posix_fadvise(fd, position, length, POSIX_FADV_WILLNEED);
 }
 
 export function truncateFile(fd: number, sizeBytes: number, path?: string): void {

@@ -32,6 +32,7 @@ const library = dlopen("libc.so.6", {
   sysconf: { args: [i32], returns: i64f },
   poll: { args: [ptr, u64f, i32], returns: i32 },
   renameat2: { args: [i32, ptr, i32, ptr, u32], returns: i32 },
+  posix_fadvise: { args: [i32, i64f, i64f, i32], returns: i32 },
   __errno_location: { args: [], returns: ptr },
 });
 
@@ -69,6 +70,8 @@ export interface Libc {
     newPath: NodeJS.TypedArray,
     flags: number,
   ): number;
+  /** Returns the error number itself (0 on success), not −1 and errno. */
+  posix_fadvise(fd: number, position: number, lengthBytes: number, advice: number): number;
   __errno_location(): Pointer | null;
 }
 
@@ -95,6 +98,8 @@ export const MAP_SHARED = 0x01;
 export const MS_ASYNC = 1;
 export const MS_SYNC = 4;
 export const MADV_SEQUENTIAL = 2;
+/** <fcntl.h>: start reading the range into the page cache now, without waiting for it. */
+export const POSIX_FADV_WILLNEED = 3;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
 /** <fcntl.h>: a path relative to the working directory, for the *at() calls. */

@@ -55,7 +55,7 @@ import {
   TOPIC_FILE_SUFFIX,
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
-import { type BatchOptions, type DecodedRecord, encodeBatch, type RecordInput } from "../record/batch.ts";
+import { type BatchOptions, type DecodedRecord, encodeBatches, type RecordInput } from "../record/batch.ts";
 import { batchOfValues } from "../record/entries.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
@@ -714,9 +714,13 @@ export class Broker {
   }
 
   /**
-   * Appends `records` as one batch (keys, values, headers, timestamps; `options.codec` compresses
-   * it with gzip or zstd). The batch must fit the topic's `maxRecordBytes` (RecordTooLargeError
-   * otherwise: split larger sets). Resolves like `append`.
+   * Appends `records` (keys, values, headers, timestamps; `options.codec` compresses with gzip or
+   * zstd) as one batch, or, when they do not fit the topic's `maxRecordBytes` together, as several
+   * batches of at most that size in one append (`encodeBatches`): consecutive offsets, whole
+   * request or nothing, one acknowledgement. A single record too large for a batch of its own is
+   * RecordTooLargeError, and so is a set larger than an empty segment holds (one append lands in one
+   * segment): split such sets into several calls. Resolves like `append`; every refusal, also of
+   * a record that cannot be encoded (a timestamp that is not an integer), is a rejection.
    */
   produce(
     topic: string,
@@ -725,7 +729,18 @@ export class Broker {
     options: Pick<BatchOptions, "codec"> = {},
   ): Promise<AppendAck> {
     const target = this.partition(topic, partition);
-    return target.append(encodeBatch(records, options.codec === undefined ? {} : { codec: options.codec }));
+    const { maxRecordBytes } = this.topicNamed(topic).config;
+    let batches: Uint8Array;
+    try {
+      batches = encodeBatches(
+        records,
+        maxRecordBytes,
+        options.codec === undefined ? {} : { codec: options.codec },
+      );
+    } catch (error) {
+      return Promise.reject(error); // refused like an invalid append: by the promise
+    }
+    return target.append(batches);
   }
 
   /**

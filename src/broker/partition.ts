@@ -8,7 +8,10 @@
  *
  * - Every append is one or more bare RecordBatch v2 back to back (Kafka's "records" field). Each is
  *   checked with `validateBatch` (src/record/batch.ts) before anything is written: the whole
- *   request or nothing. A rejection names the batch, the rule and the byte position.
+ *   request or nothing. A rejection names the batch, the rule and the byte position. An
+ *   uncompressed CreateTime batch whose MaxTimestamp is not its records' largest timestamp is
+ *   stored with the records' value (and its batch CRC recomputed), as Kafka's LogValidator does:
+ *   the time index and retention by age read MaxTimestamp. Compressed batches are taken on trust.
  * - Batches with a producer id are then checked against the partition's producer state
  *   (producer-state.ts, rebuilt at open, snapshotted at every roll and at a clean close): a resend
  *   is answered with the original offsets and not written; a sequence gap or an old epoch is refused
@@ -30,6 +33,7 @@ import {
   type DecodedRecord,
   InvalidBatchError,
   newBatchHeader,
+  setMaxTimestamp,
   validateBatch,
 } from "../record/batch.ts";
 import { GroupCommit } from "../storage/group-commit.ts";
@@ -118,11 +122,25 @@ function where(index: number, start: number): string {
   return `batch ${index} (at byte ${start} of the records)`;
 }
 
+/** A batch of a request whose MaxTimestamp disagrees with its records (see validateBatches). */
+export interface MaxTimestampCorrection {
+  start: number;
+  end: number;
+  /** The largest timestamp of the batch's records. */
+  maxTimestampMs: number;
+}
+
 /**
  * Validates every batch of `batches` (bare, back to back) with `validateBatch`; throws the first
- * rejection, naming the batch and where it starts. Returns nothing: the caller appends all or none.
+ * rejection, naming the batch and where it starts (the caller appends all or none). Returns the
+ * batches whose MaxTimestamp is not their records' largest timestamp (walked batches only: the
+ * uncompressed ones), or undefined when there is none, the usual case, which allocates nothing.
  */
-export function validateBatches(batches: Uint8Array, maxBatchBytes: number): void {
+export function validateBatches(
+  batches: Uint8Array,
+  maxBatchBytes: number,
+): MaxTimestampCorrection[] | undefined {
+  let corrections: MaxTimestampCorrection[] | undefined;
   const end = batches.length;
   if (end === 0)
     throw new InvalidBatchError("size", "no record batch: an append holds at least one", 0, "the records");
@@ -154,9 +172,26 @@ export function validateBatches(batches: Uint8Array, maxBatchBytes: number): voi
       }
       throw error;
     }
+    if (validatedHeader.recordsMaxTimestamp !== validatedHeader.maxTimestamp) {
+      corrections ??= [];
+      corrections.push({ start, end: batchEnd, maxTimestampMs: validatedHeader.recordsMaxTimestamp });
+    }
     start = batchEnd;
     index++;
   }
+  return corrections;
+}
+
+/**
+ * A copy of `batches` with each correction applied (MaxTimestamp and batch CRC rewritten): the
+ * caller's bytes stay as they were, and only a request that needs it pays the copy.
+ */
+function withMaxTimestampsCorrected(batches: Uint8Array, corrections: MaxTimestampCorrection[]): Uint8Array {
+  // Not `batches.slice()`: on a Buffer (a request frame) that is a view, and the caller's bytes
+  // would change.
+  const copy = new Uint8Array(batches);
+  for (const { start, end, maxTimestampMs } of corrections) setMaxTimestamp(copy, start, end, maxTimestampMs);
+  return copy;
 }
 
 export class Partition {
@@ -276,7 +311,7 @@ export class Partition {
 
   /** `append` without the internal-topic refusal: for the broker's own records (offsets-store.ts). */
   async appendInternal(batches: Uint8Array): Promise<AppendAck> {
-    validateBatches(batches, this.config.maxRecordBytes);
+    const corrections = validateBatches(batches, this.config.maxRecordBytes);
     const log = this.log;
     const producerCheck = this.producers.check(batches);
     if (producerCheck.kind === "duplicate")
@@ -285,7 +320,12 @@ export class Partition {
     const segmentsBefore = log.segmentCount;
     const nowMs = Date.now();
     const logAppendTimeMs = this.timestampType === "LogAppendTime" ? nowMs : -1;
-    const firstOffset = log.append(batches, logAppendTimeMs);
+    // Under LogAppendTime the append stamps MaxTimestamp anyway.
+    const stored =
+      corrections === undefined || this.timestampType === "LogAppendTime"
+        ? batches
+        : withMaxTimestampsCorrected(batches, corrections);
+    const firstOffset = log.append(stored, logAppendTimeMs);
     const recordCount = log.nextOffset - before;
     // A roll: snapshot the producer state as of the roll offset (this request not yet recorded), so
     // a restart after a crash replays about one segment (producer-state.ts).

@@ -21,7 +21,7 @@
 import type { Socket } from "bun";
 import type { ScramMechanism } from "../auth/scram.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
-import { BROKER_PORT_DEFAULT } from "../domain/limits.ts";
+import { BROKER_PORT_DEFAULT, SEND_BODY_COPY_BYTES_MAX } from "../domain/limits.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { errorCodeOfWire, WIRE_ERROR_CODES, wireErrorName } from "../protocol/error-codes.ts";
 import {
@@ -230,9 +230,20 @@ export class BrokerConnection {
     if (this.closedWith !== undefined) throw this.closedWith;
     const correlationId = this.nextCorrelationId;
     this.nextCorrelationId = this.nextCorrelationId >= 0x7fffffff ? 1 : this.nextCorrelationId + 1;
-    this.writer.reset();
-    encode(this.writer, correlationId);
-    const frame = this.writer.written();
+    const writer = this.writer;
+    writer.reset();
+    encode(writer, correlationId);
+    // A body up to SEND_BODY_COPY_BYTES_MAX is copied behind the header and leaves in one write:
+    // a second socket write costs more than the copy (one more syscall and, over loopback, one
+    // more segment the broker wakes up for; docs/benchmarks.md "One write per request").
+    let separateBody = body;
+    if (body !== undefined && body.length <= SEND_BODY_COPY_BYTES_MAX) {
+      writer.ensure(body.length);
+      writer.bytes.set(body, writer.position);
+      writer.position += body.length;
+      separateBody = undefined;
+    }
+    const frame = writer.written();
     return new Promise<T>((resolve, reject) => {
       const entry: InFlight = {
         correlationId,
@@ -249,7 +260,7 @@ export class BrokerConnection {
       this.inFlight.push(entry);
       this.write(frame);
       // A body the encoder counted in the frame size but did not copy (a large record batch).
-      if (body !== undefined && body.length > 0) this.write(body);
+      if (separateBody !== undefined && separateBody.length > 0) this.write(separateBody);
     });
   }
 

@@ -98,6 +98,13 @@ export const APPEND_STAGING_BYTES_KEPT_MAX = 4 * 1024 * 1024;
  */
 export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
 /**
+ * While a recovery scan reads one chunk, the kernel is asked to read this much after it in the
+ * background (posix_fadvise WILLNEED, src/storage/recovery.ts). Two chunks: from a cold page cache a
+ * 1 GiB scan ran 2-3× faster with it than with the kernel's own readahead alone (docs/benchmarks.md,
+ * "Recovery speed"); the page cache it fills is what the scan reads next anyway.
+ */
+export const RECOVERY_READAHEAD_BYTES = 2 * RECOVERY_CHUNK_BYTES;
+/**
  * The mapped writer keeps a window of *written* blocks ahead of its write position: before a store
  * reaches a page, zeros are written there with pwrite, so the file system allocates the blocks (or
  * refuses with ENOSPC, which the append reports) and a store through the mapping never needs a block.
@@ -507,6 +514,7 @@ assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session tim
  * 5 minutes. Partitions added meanwhile get records within about this long.
  */
 export const PRODUCER_METADATA_MAX_AGE_MS_DEFAULT = 300_000;
+
 // --- Idempotent producers (issue 12) ---------------------------------------------------------------
 
 /**
@@ -527,3 +535,15 @@ export const PRODUCER_ID_EXPIRATION_MS = 86_400_000;
  * the block). Ids are 63-bit in Kafka; 2^53 here (safe integers) is beyond any real use.
  */
 export const PRODUCER_ID_BLOCK_SIZE = 1_000;
+
+// --- Client sends (perf11) -----------------------------------------------------------------------
+
+/**
+ * A request body (a PRODUCE's record batches) up to this size is copied into the request frame and
+ * sent with one socket write; a larger one is written after the frame header as it is. One write
+ * after the copy cost the client 5.7 instead of 7.0 µs of CPU per 11 KB request and 53.6 instead of
+ * 66.8 per 110 KB one (`bun bench/client-send.bench.ts`, docs/benchmarks.md "One write per
+ * request"); at 253 KB the copy no longer paid in a first run (154 against 133 µs), so the bound
+ * lies between: 128 KiB.
+ */
+export const SEND_BODY_COPY_BYTES_MAX = 128 * 1024;

@@ -221,6 +221,13 @@ export interface RecordBatchHeader {
   producerEpoch: number;
   baseSequence: number;
   recordCount: number;
+  /**
+   * The largest record timestamp the records themselves give, when `validateBatch` walked them (an
+   * uncompressed batch, or `walkCompressed`); otherwise (and from `readBatchHeader`) MaxTimestamp
+   * as the header says. A batch whose two differ gets the walked value stored as its MaxTimestamp
+   * (`setMaxTimestamp`; Partition.append), as Kafka's LogValidator does.
+   */
+  recordsMaxTimestamp: number;
 }
 
 export function newBatchHeader(): RecordBatchHeader {
@@ -243,6 +250,7 @@ export function newBatchHeader(): RecordBatchHeader {
     producerEpoch: 0,
     baseSequence: 0,
     recordCount: 0,
+    recordsMaxTimestamp: 0,
   };
 }
 
@@ -281,6 +289,7 @@ export function readBatchHeader(
   out.producerEpoch = int16At(bytes, start + PRODUCER_EPOCH_OFFSET);
   out.baseSequence = int32At(bytes, start + BASE_SEQUENCE_OFFSET);
   out.recordCount = int32At(bytes, start + RECORD_COUNT_OFFSET);
+  out.recordsMaxTimestamp = out.maxTimestamp;
   return out;
 }
 
@@ -326,6 +335,18 @@ export function stampLogAppendTime(bytes: Uint8Array, start: number, end: number
   setInt32(bytes, start + CRC_OFFSET, computeBatchCrc(bytes, start, end));
 }
 
+/**
+ * Writes MaxTimestamp = `timestampMs` into the batch in `bytes[start, end)` and recomputes the batch
+ * CRC (MaxTimestamp is covered by it): the broker's correction of a CreateTime batch whose header
+ * disagrees with its records (`RecordBatchHeader.recordsMaxTimestamp`), Kafka's `setMaxTimestamp`.
+ */
+export function setMaxTimestamp(bytes: Uint8Array, start: number, end: number, timestampMs: number): void {
+  if (!Number.isSafeInteger(timestampMs))
+    throw new InvalidArgumentError(`MaxTimestamp ${timestampMs} is not an integer number of milliseconds`);
+  setInt64(bytes, start + MAX_TIMESTAMP_OFFSET, timestampMs);
+  setInt32(bytes, start + CRC_OFFSET, computeBatchCrc(bytes, start, end));
+}
+
 // --- Validation of a PRODUCE ---------------------------------------------------------------------
 
 export interface ValidateBatchOptions {
@@ -343,9 +364,12 @@ export interface ValidateBatchOptions {
  * nothing. Checks, in this order: size ≥ 61 and BatchLength = size − 12; size ≤ the maximum; magic 2;
  * the batch CRC; BaseOffset 0; not a control batch; a codec the format knows (0-4); RecordCount ≥ 1
  * and LastOffsetDelta = RecordCount − 1; BaseSequence ≥ 0 when ProducerId ≥ 0 (Kafka's rule); then,
- * for an uncompressed batch, every record through the walker. For a compressed batch the records
- * are not looked at (unless `walkCompressed`): the CRC proves they are the producer's bytes, and
- * every reader walks them with the same checks after decompressing.
+ * for an uncompressed batch, every record through the walker, taking the largest record timestamp
+ * on the way (`recordsMaxTimestamp`). For a compressed batch the records are not looked at (unless
+ * `walkCompressed`): the CRC proves they are the producer's bytes, every reader walks them with the
+ * same checks after decompressing, and its MaxTimestamp is taken on trust (docs/format.md).
+ * A MaxTimestamp that disagrees with the records is not an error (Kafka overwrites it, and so does
+ * Partition.append): the caller compares `recordsMaxTimestamp` with `maxTimestamp`.
  * Returns the header (in `out` when given).
  */
 export function validateBatch(
@@ -425,12 +449,17 @@ export function validateBatch(
       BASE_SEQUENCE_OFFSET,
     );
   if (header.codecId === CODEC_NONE || options.walkCompressed === true) {
-    forEachRecord(bytes, start, end, ignoreRecord, header);
+    // One reader for every validation (JS runs one at a time): an uncompressed walk allocates nothing.
+    // Under the LogAppendTime bit every record's timestamp is MaxTimestamp, so the two agree.
+    validationReader.open(bytes, start, end, header);
+    let recordsMaxTimestamp = -1;
+    for (let record = validationReader.next(); record !== undefined; record = validationReader.next()) {
+      if (record.timestamp > recordsMaxTimestamp) recordsMaxTimestamp = record.timestamp;
+    }
+    header.recordsMaxTimestamp = recordsMaxTimestamp;
   }
   return header;
 }
-
-function ignoreRecord(): void {}
 
 function hex32(value: number): string {
   return value.toString(16).padStart(8, "0");
@@ -688,6 +717,8 @@ export class RecordBatchReader {
   }
 }
 
+const validationReader = new RecordBatchReader();
+
 /**
  * Push-style walk over `RecordBatchReader`: calls `visit` once per record of the batch in
  * `bytes[start, end)` with the reader's reused view, and returns the number of records. A visitor's
@@ -886,18 +917,28 @@ export class RecordBatchWriter {
     return this.position;
   }
 
+  /** Adds `record`; RecordTooLargeError when the batch would outgrow its limit. */
   add(record: RecordInput): this {
+    this.append(record, true);
+    return this;
+  }
+
+  /**
+   * Adds `record` and returns true when the batch stays within its limit; otherwise returns false and
+   * changes nothing, so the caller can finish this batch and start the next with the record. A
+   * record too large for even an empty batch is RecordTooLargeError, as with `add`.
+   */
+  tryAdd(record: RecordInput): boolean {
+    return this.append(record, this.count === 0);
+  }
+
+  private append(record: RecordInput, refuseWhenFull: boolean): boolean {
     const timestamp = record.timestamp;
     if (!Number.isSafeInteger(timestamp))
       throw new InvalidArgumentError(`timestamp ${timestamp} is not an integer number of milliseconds`);
     const offsetDelta = this.count;
-    if (offsetDelta === 0) {
-      this.baseTimestamp = timestamp;
-      this.maxTimestamp = timestamp;
-    } else if (timestamp > this.maxTimestamp) {
-      this.maxTimestamp = timestamp;
-    }
-    const timestampDelta = timestamp - this.baseTimestamp;
+    // The batch's timestamps change only once the record is in (a refused record leaves no trace).
+    const timestampDelta = offsetDelta === 0 ? 0 : timestamp - this.baseTimestamp;
     const key = record.key;
     const value = record.value;
     const headers = record.headers;
@@ -922,13 +963,15 @@ export class RecordBatchWriter {
     const start = this.position;
     const end = start + lengthVarintBytes(bodyBytes) + bodyBytes;
     if (end > this.buffer.length) {
-      if (end > this.maxBatchBytes)
+      if (end > this.maxBatchBytes) {
+        if (!refuseWhenFull) return false;
         throw new RecordTooLargeError(
           end,
           this.maxBatchBytes,
           `a batch of ${offsetDelta + 1} records`,
           "the batch size limit",
         );
+      }
       this.ensure(end - start);
     }
     const bytes = this.buffer;
@@ -964,7 +1007,13 @@ export class RecordBatchWriter {
     if (p !== end) assert(false, "record size computed and written agree");
     this.position = p;
     this.count = offsetDelta + 1;
-    return this;
+    if (offsetDelta === 0) {
+      this.baseTimestamp = timestamp;
+      this.maxTimestamp = timestamp;
+    } else if (timestamp > this.maxTimestamp) {
+      this.maxTimestamp = timestamp;
+    }
+    return true;
   }
 
   /** Completes the header (compressing the records first if asked) and returns a view of the batch. */
@@ -1035,6 +1084,67 @@ export function encodeBatch(records: readonly RecordInput[], options: BatchOptio
   writer.begin(options);
   for (const record of records) writer.add(record);
   return writer.finish().slice();
+}
+
+/**
+ * Encodes `records`, in order, as as few batches as fit `maxBatchBytes` each, back to back in one
+ * fresh buffer (Kafka's records field; one append). Each batch takes records while they fit
+ * uncompressed; with a codec, a batch that compresses to more than the limit (incompressible
+ * records: the codec's framing adds bytes) is split in two until it fits. A single record that
+ * cannot fit a batch of its own is RecordTooLargeError. At least one record.
+ */
+export function encodeBatches(
+  records: readonly RecordInput[],
+  maxBatchBytes: number,
+  options: BatchOptions = {},
+): Uint8Array {
+  if (records.length === 0) throw new InvalidArgumentError("a record batch holds at least one record");
+  const writer = new RecordBatchWriter(Math.min(64 * 1024, maxBatchBytes), maxBatchBytes);
+  const batches: Uint8Array[] = [];
+  let first = 0;
+  writer.begin(options);
+  for (let i = 0; i < records.length; i++) {
+    if (writer.tryAdd(records[i]!)) continue;
+    finishRange(writer, records, first, i, options, batches);
+    first = i;
+    writer.begin(options).add(records[i]!);
+  }
+  finishRange(writer, records, first, records.length, options, batches);
+  if (batches.length === 1) return batches[0]!;
+  const out = new Uint8Array(batches.reduce((sum, batch) => sum + batch.length, 0));
+  let position = 0;
+  for (const batch of batches) {
+    out.set(batch, position);
+    position += batch.length;
+  }
+  return out;
+}
+
+/** Finishes the writer's batch of `records[from, to)` (already added) into `out`, split if need be. */
+function finishRange(
+  writer: RecordBatchWriter,
+  records: readonly RecordInput[],
+  from: number,
+  to: number,
+  options: BatchOptions,
+  out: Uint8Array[],
+): void {
+  try {
+    out.push(writer.finish().slice());
+    return;
+  } catch (error) {
+    if (!(error instanceof RecordTooLargeError) || to - from === 1) throw error;
+  }
+  // Only a compressed batch gets here: it fit uncompressed, so each half does too.
+  const middle = from + Math.floor((to - from) / 2);
+  for (const [start, end] of [
+    [from, middle],
+    [middle, to],
+  ] as const) {
+    writer.begin(options);
+    for (let i = start; i < end; i++) writer.add(records[i]!);
+    finishRange(writer, records, start, end, options, out);
+  }
 }
 
 function checkedInt64(value: number, name: string): number {

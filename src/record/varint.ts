@@ -94,6 +94,16 @@ export function readVarint(bytes: Uint8Array, cursor: ReadCursor, end: number): 
       cursor.position = position + 1;
       return (byte >>> 1) ^ -(byte & 1);
     }
+    // And for two: -8192..8191, the lengths of records and values below 8 KiB and the offset
+    // deltas of a batch of up to 8,192 records (a 100-byte record has three such fields).
+    if (position + 1 < end) {
+      const second = bytes[position + 1]!;
+      if (second < 0x80) {
+        const raw = (byte & 0x7f) | (second << 7);
+        cursor.position = position + 2;
+        return (raw >>> 1) ^ -(raw & 1);
+      }
+    }
   }
   const raw = readUnsignedVarint(bytes, cursor, end);
   return (raw >>> 1) ^ -(raw & 1);

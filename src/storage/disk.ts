@@ -23,6 +23,7 @@
  * beyond run-to-run noise.
  */
 import {
+  adviseWillNeed,
   availableBytes,
   closeFile,
   datasync,
@@ -72,6 +73,8 @@ export interface Disk {
     path?: string,
   ): number;
   truncateFile(fd: number, sizeBytes: number, path?: string): void;
+  /** A hint: read this range into the page cache in the background. Never fails. */
+  adviseWillNeed(fd: number, position: number, length: number): void;
   availableBytes(fd: number, path?: string): number;
   datasync(fd: number, path?: string): Promise<void>;
   datasyncNow(fd: number, path?: string): void;
@@ -96,6 +99,7 @@ export const realDisk: Disk = {
   pwriteAll,
   preadFull,
   truncateFile,
+  adviseWillNeed,
   availableBytes,
   datasync,
   datasyncNow,

@@ -23,6 +23,9 @@
  * |                | readdir, read of a text file, statvfs   |                                                |
  * | eio-close      | closeFile                               | the descriptor is closed, then EIO is reported |
  *
+ * The hint adviseWillNeed passes through untouched and draws nothing from the PRNG: it changes no
+ * data and cannot fail, so a seed's faults hit the same calls with or without it.
+ *
  * pwriteAll's contract is "all or a throw", so a short write is a prefix followed by an error, never
  * a short count. Every fault is logged with the call's number (`faultLog`), so a failing seed prints
  * what happened and when.
@@ -289,6 +292,10 @@ export class FaultyDisk implements Disk {
     this.inner.truncateFile(fd, sizeBytes, filePath);
     // A cut matters (lost, it could bring cut bytes back); growing only adds a hole of zeros.
     if (!growing) this.wrote(filePath);
+  }
+
+  adviseWillNeed(fd: number, position: number, length: number): void {
+    this.inner.adviseWillNeed(fd, position, length);
   }
 
   availableBytes(fd: number, filePath?: string): number {

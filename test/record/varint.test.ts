@@ -82,6 +82,16 @@ describe("zigzag varint (int32)", () => {
     }
   });
 
+  test("every value of one and two bytes (-8192..8191, the reader's fast paths) round-trips", () => {
+    for (let value = -8192; value <= 8191; value++) {
+      const encoded = encodeVarint(value);
+      expect(encoded.length).toBe(value >= -64 && value <= 63 ? 1 : 2);
+      const decoded = decode(readVarint, encoded);
+      if (decoded.value !== value || decoded.consumed !== encoded.length)
+        expect(decoded).toEqual({ value, consumed: encoded.length });
+    }
+  });
+
   test("a non-int32 is refused on write, not wrapped", () => {
     for (const value of [2 ** 31, -(2 ** 31) - 1, 1.5, Number.NaN]) {
       expect(() => encodeVarint(value)).toThrow(InvalidArgumentError);
