@@ -498,3 +498,15 @@ assert(
   "a native commit of the most partitions fits one segment of the offsets topic",
 );
 assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session timeout range");
+
+// --- Per-request cost: coalesced appends (issue 13) --------------------------------------------------
+
+/**
+ * A PRODUCE whose records are at most this many bytes is copied into its partition's pending group
+ * and written with every other one that arrived in the same event-loop turn (one pwrite, one group
+ * commit); a larger one is written at once, as before, so a big batch pays no extra copy.
+ */
+export const COALESCED_APPEND_BYTES_MAX = 64 * 1024;
+/** Framed bytes one coalesced group may hold; the next append starts a new group. */
+export const COALESCED_GROUP_BYTES_MAX = 1024 * 1024;
+assert(COALESCED_APPEND_BYTES_MAX <= COALESCED_GROUP_BYTES_MAX, "a coalesced append fits a group");
