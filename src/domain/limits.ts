@@ -510,3 +510,8 @@ export const COALESCED_APPEND_BYTES_MAX = 64 * 1024;
 /** Framed bytes one coalesced group may hold; the next append starts a new group. */
 export const COALESCED_GROUP_BYTES_MAX = 1024 * 1024;
 assert(COALESCED_APPEND_BYTES_MAX <= COALESCED_GROUP_BYTES_MAX, "a coalesced append fits a group");
+/**
+ * The wire codec keeps the last string it decoded (with its bytes) up to this size: a topic name
+ * (249 bytes at most) is asked for request after request; longer strings are not kept.
+ */
+export const DECODED_STRING_CACHED_BYTES_MAX = 256;
