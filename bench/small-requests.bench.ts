@@ -2,8 +2,9 @@
  * Per-request cost (issue 13): small PRODUCEs against Redis on the same machine, in one run.
  *
  *   bun bench/small-requests.bench.ts [--baseline=<another checkout>] [--seconds=4] [--rounds=3] [--redis=yes|no]
+ *     [--shapes=all|<records per request>x<requests per round trip>,…] [--policies=append,force] [--connections=16]
  *
- * Shapes (100-byte records, 16 connections): 1 record per request with 1 round trip at a time per
+ * Shapes (100-byte records, 16 connections unless told otherwise; `all` is these three): 1 record per request with 1 round trip at a time per
  * connection (vs `redis-benchmark -P 1`), 10 records per request (vs `-P 10`: 10 records per round
  * trip), 1 record per request with 8 requests per round trip (vs `-P 8`). Durability pairs: booblik
  * `append` with Redis `appendfsync everysec`, `force` with `appendfsync always` (Redis writes and
@@ -29,8 +30,16 @@ import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.t
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/small-requests.bench.ts [--baseline=<checkout>] [--seconds=4] [--rounds=3] [--redis=yes|no] [--shapes=all|1x1,10x1,1x8]",
-  options: { baseline: "", seconds: "4", rounds: "3", redis: "yes", shapes: "all", policies: "append,force" },
+    "bun bench/small-requests.bench.ts [--baseline=<checkout>] [--seconds=4] [--rounds=3] [--redis=yes|no] [--shapes=all|1x1,10x1,1x8] [--policies=append,force] [--connections=16]",
+  options: {
+    baseline: "",
+    seconds: "4",
+    rounds: "3",
+    redis: "yes",
+    shapes: "all",
+    policies: "append,force",
+    connections: "16",
+  },
 });
 const seconds = args.number("seconds");
 const rounds = args.number("rounds");
@@ -39,7 +48,7 @@ const withRedis = args.text("redis") === "yes" && Bun.which("redis-server") !== 
 if (args.text("redis") === "yes" && !withRedis) console.log("redis-server not found: Redis rows left out");
 const HERE = path.resolve(import.meta.dir, "..");
 const LOAD = path.join(HERE, "bench/load/produce-pipelined.ts");
-const CONNECTIONS = 16;
+const CONNECTIONS = args.number("connections");
 const RECORD_BYTES = 100;
 
 interface Shape {

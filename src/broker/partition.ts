@@ -33,6 +33,7 @@ import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import {
   COALESCED_APPEND_BYTES_MAX,
+  COALESCED_BUFFER_KEPT_BYTES,
   COALESCED_GROUP_BYTES_MAX,
   ENTRY_HEADER_BYTES,
   FETCH_BYTES_DEFAULT,
@@ -441,6 +442,8 @@ export class Partition {
     this.pendingCounts = [];
     this.pendingLength = 0;
     this.pendingFramedBytes = 0;
+    // `bytes` stays valid below: a new buffer replaces this one, nothing overwrites it.
+    if (this.pendingBytes.length > COALESCED_BUFFER_KEPT_BYTES) this.pendingBytes = new Uint8Array(0);
     const log = this.log;
     const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
     let firstOffset: number;

@@ -564,15 +564,15 @@ export class Connection implements BudgetWaiter {
   }
 
   /**
-   * Completes a slot with `bytes` that are valid only during the call (the server's shared
-   * encoder). A slot at the head of the queue goes straight into staging, behind every response
+   * Completes a slot with the first `lengthBytes` of `bytes`, which are valid only during the call
+   * (the server's shared encoder). A slot at the head of the queue goes straight into staging, behind every response
    * already staged, so the common PRODUCE answer costs no array of its own; any other is copied and
    * waits for the slots before it. Either way it leaves in request order with the next flush.
    */
-  completeCopy(slot: ResponseSlot, bytes: Uint8Array): void {
+  completeCopy(slot: ResponseSlot, bytes: Uint8Array, lengthBytes: number): void {
     if (this.isClosed || slot.done) return;
     if (this.slots[0] !== slot) {
-      this.complete(slot, bytes.slice());
+      this.complete(slot, bytes.slice(0, lengthBytes));
       return;
     }
     this.slots.shift();
@@ -580,7 +580,13 @@ export class Connection implements BudgetWaiter {
     slot.cancel = undefined;
     slot.expedite = undefined;
     if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
-    this.enqueueBytes(bytes);
+    const staging = this.staging;
+    staging.ensure(lengthBytes);
+    const target = staging.bytes;
+    const at = staging.position;
+    // A byte loop: an answer is a few dozen bytes, less than what a view for `set` costs.
+    for (let i = 0; i < lengthBytes; i++) target[at + i] = bytes[i]!;
+    staging.position = at + lengthBytes;
     this.stagedSinceFlush = true;
     this.settle(slot);
     this.scheduleFlush();

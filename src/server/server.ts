@@ -953,7 +953,7 @@ export class BrokerServer implements ConnectionHost {
     ack.logAppendTimeMs = logAppendTimeMs;
     this.writer.reset();
     encodeProduceResponse(this.writer, correlationId, ack);
-    connection.completeCopy(slot, this.writer.written());
+    connection.completeCopy(slot, this.writer.bytes, this.writer.position);
   }
 
   /** A PRODUCE was refused after validation (its group could not be written, or its force failed). */
