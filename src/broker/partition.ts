@@ -33,8 +33,8 @@ import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import {
   COALESCED_APPEND_BYTES_MAX,
-  COALESCED_BUFFER_KEPT_BYTES,
   COALESCED_GROUP_BYTES_MAX,
+  COALESCED_SPARE_BUFFERS_MAX,
   ENTRY_HEADER_BYTES,
   FETCH_BYTES_DEFAULT,
   SEGMENT_HEADER_BYTES,
@@ -186,6 +186,39 @@ function tellFailure(waiter: AppendWaiter, error: unknown): void {
   }
 }
 
+/**
+ * Pending-group buffers not in use, shared by every partition: a busy turn reuses the last turn's
+ * buffers instead of growing new ones (a group of 1 MiB grown from nothing each turn cost more than
+ * the pwrites it saved), and an idle partition holds none.
+ */
+const spareBuffers: Uint8Array[] = [];
+const NO_BYTES = new Uint8Array(0);
+
+function takeSpareBuffer(capacityBytes: number): Uint8Array | undefined {
+  for (let i = 0; i < spareBuffers.length; i++) {
+    const buffer = spareBuffers[i]!;
+    if (buffer.length >= capacityBytes) {
+      spareBuffers[i] = spareBuffers[spareBuffers.length - 1]!;
+      spareBuffers.pop();
+      return buffer;
+    }
+  }
+  return undefined;
+}
+
+function giveSpareBuffer(buffer: Uint8Array): void {
+  if (buffer.length === 0) return;
+  if (spareBuffers.length < COALESCED_SPARE_BUFFERS_MAX) {
+    spareBuffers.push(buffer);
+    return;
+  }
+  // Keep the larger ones: the turns that need a buffer most are the big ones.
+  let smallest = 0;
+  for (let i = 1; i < spareBuffers.length; i++)
+    if (spareBuffers[i]!.length < spareBuffers[smallest]!.length) smallest = i;
+  if (spareBuffers[smallest]!.length < buffer.length) spareBuffers[smallest] = buffer;
+}
+
 /** Filled in place by every fileRange call (one per process: the calls never overlap). */
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
@@ -268,7 +301,7 @@ export class Partition {
    * The pending group of coalesced appends (see the header): their bare batches back to back, and
    * per append its waiter, byte length and offset count. Reused from group to group.
    */
-  private pendingBytes = new Uint8Array(0);
+  private pendingBytes: Uint8Array = NO_BYTES;
   private pendingLength = 0;
   private pendingFramedBytes = 0;
   private pendingWaiters: AppendWaiter[] = [];
@@ -402,8 +435,9 @@ export class Partition {
     if (this.pendingLength + length > this.pendingBytes.length) {
       let capacity = Math.max(4096, this.pendingBytes.length * 2);
       while (capacity < this.pendingLength + length) capacity *= 2;
-      const grown = new Uint8Array(capacity);
-      grown.set(this.pendingBytes.subarray(0, this.pendingLength));
+      const grown = takeSpareBuffer(capacity) ?? new Uint8Array(capacity);
+      if (this.pendingLength > 0) grown.set(this.pendingBytes.subarray(0, this.pendingLength));
+      giveSpareBuffer(this.pendingBytes);
       this.pendingBytes = grown;
     }
     this.pendingBytes.set(batches, this.pendingLength);
@@ -434,7 +468,8 @@ export class Partition {
     const waiters = this.pendingWaiters;
     const lengths = this.pendingLengths;
     const counts = this.pendingCounts;
-    const bytes = this.pendingBytes.subarray(0, this.pendingLength);
+    const buffer = this.pendingBytes;
+    const bytes = buffer.subarray(0, this.pendingLength);
     // Fresh lists for appends that arrive while the waiters are told (they do not, today: waiters
     // only schedule work; but a group must never see its lists change under it).
     this.pendingWaiters = [];
@@ -442,8 +477,9 @@ export class Partition {
     this.pendingCounts = [];
     this.pendingLength = 0;
     this.pendingFramedBytes = 0;
-    // `bytes` stays valid below: a new buffer replaces this one, nothing overwrites it.
-    if (this.pendingBytes.length > COALESCED_BUFFER_KEPT_BYTES) this.pendingBytes = new Uint8Array(0);
+    // The buffer leaves this partition: appends the waiters may cause start a new one, so `bytes`
+    // stays as it is until it goes back to the spares below (after its last use).
+    this.pendingBytes = NO_BYTES;
     const log = this.log;
     const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
     let firstOffset: number;
@@ -451,11 +487,13 @@ export class Partition {
       firstOffset = log.append(bytes, logAppendTimeMs);
     } catch (error) {
       if (count === 1) {
+        giveSpareBuffer(buffer);
         tellFailure(waiters[0]!, error);
         return;
       }
-      // One at a time from a copy: the pending buffer is reused by appends the waiters may cause.
+      // One at a time from a copy: the buffer goes back to the spares first.
       const copy = bytes.slice();
+      giveSpareBuffer(buffer);
       let at = 0;
       for (let i = 0; i < count; i++) {
         this.writeOne(copy.subarray(at, at + lengths[i]!), counts[i]!, waiters[i]!);
@@ -463,6 +501,7 @@ export class Partition {
       }
       return;
     }
+    giveSpareBuffer(buffer);
     if (this.policy === "force") {
       const firstOffsets = new Array<number>(count);
       let offset = firstOffset;

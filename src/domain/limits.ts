@@ -511,10 +511,11 @@ export const COALESCED_APPEND_BYTES_MAX = 64 * 1024;
 export const COALESCED_GROUP_BYTES_MAX = 1024 * 1024;
 assert(COALESCED_APPEND_BYTES_MAX <= COALESCED_GROUP_BYTES_MAX, "a coalesced append fits a group");
 /**
- * A partition keeps its pending-group buffer between turns up to this size; a larger one (a turn
- * of many requests) is dropped once written, so 1,024 idle partitions hold at most 32 MiB for it.
+ * Pending-group buffers kept for reuse, shared by every partition (a partition holds one only while
+ * its group waits for the end of the turn): at most this many, so idle partitions hold none and the
+ * spares hold at most 4 × COALESCED_GROUP_BYTES_MAX.
  */
-export const COALESCED_BUFFER_KEPT_BYTES = 32 * 1024;
+export const COALESCED_SPARE_BUFFERS_MAX = 4;
 /**
  * The wire codec keeps the last string it decoded (with its bytes) up to this size: a topic name
  * (249 bytes at most) is asked for request after request; longer strings are not kept.
