@@ -521,3 +521,5 @@ export const COALESCED_SPARE_BUFFERS_MAX = 4;
  * (249 bytes at most) is asked for request after request; longer strings are not kept.
  */
 export const DECODED_STRING_CACHED_BYTES_MAX = 256;
+/** PRODUCE waiters the server keeps for reuse (src/server/server.ts): about the requests in flight. */
+export const PRODUCE_WAITERS_KEPT = 4096;

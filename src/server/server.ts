@@ -28,6 +28,7 @@ import {
   AUTHENTICATION_FAILED_DELAY_MAX_MS,
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
+  PRODUCE_WAITERS_KEPT,
   REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
   SHUTDOWN_DRAIN_MS,
@@ -179,9 +180,6 @@ class ProduceWaiter implements AppendWaiter {
     this.server.produceFailed(this, error);
   }
 }
-
-/** Free PRODUCE waiters kept for reuse: about as many as requests in flight across connections. */
-const PRODUCE_WAITERS_KEPT = 4096;
 
 export class BrokerServer implements ConnectionHost {
   readonly broker: Broker;
