@@ -23,10 +23,29 @@
  *   that arrive meanwhile wait for the next one (GroupCommit). No force runs on the JS thread.
  * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
  *   unforced.
+ *
+ * Coalesced appends (`appendQueued`, the server's PRODUCE path; issue 13): a small append is
+ * validated at once (so its refusal is its own), copied into the partition's pending group, and
+ * written together with every other one that arrived in the same event-loop turn: one
+ * `PartitionLog.append` (one pwrite) and, under `force`, one group-commit request per group. Appends
+ * stay in arrival order and each is atomic (a group is written whole or not at all; a group that
+ * fails is retried one append at a time, so each append gets its own outcome), and each waiter is
+ * told exactly its own offsets. Nothing of a pending append is visible or acknowledged before the
+ * group was written. Every other append path (`append`, `appendInternal`, `close`) writes the
+ * pending group first, so order holds across paths. Why a turn and not a microtask: Bun runs the
+ * microtasks after each socket's data callback, so a microtask would group one connection's
+ * requests only; an immediate runs after every socket that was ready in the turn was read.
  */
 import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
-import { FETCH_BYTES_DEFAULT } from "../domain/limits.ts";
+import {
+  COALESCED_APPEND_BYTES_MAX,
+  COALESCED_GROUP_BYTES_MAX,
+  COALESCED_SPARE_BUFFERS_MAX,
+  ENTRY_HEADER_BYTES,
+  FETCH_BYTES_DEFAULT,
+  SEGMENT_HEADER_BYTES,
+} from "../domain/limits.ts";
 import {
   BATCH_LENGTH_EXCLUDED_BYTES,
   BATCH_LENGTH_OFFSET,
@@ -36,10 +55,10 @@ import {
   setMaxTimestamp,
   validateBatch,
 } from "../record/batch.ts";
-import { GroupCommit } from "../storage/group-commit.ts";
+import { type ForceWaiter, GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
 import { newFileRange, type RecordsRead, type Segment, type TimestampLookup } from "../storage/segment.ts";
-import { ProducerStateTable } from "./producer-state.ts";
+import { hasProducerId, type ProducerCheck, ProducerStateTable } from "./producer-state.ts";
 import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
 
 export interface AppendAck {
@@ -113,6 +132,115 @@ class SegmentLease implements FileLease {
   }
 }
 
+/**
+ * Told the outcome of one `appendQueued` (an object the caller may reuse, so the PRODUCE path needs
+ * no promise and no closure per request). Exactly one of the two is called, once.
+ */
+export interface AppendWaiter {
+  appended(
+    firstOffset: number,
+    recordCount: number,
+    durability: "appended" | "forced",
+    logAppendTimeMs: number,
+  ): void;
+  appendFailed(error: unknown): void;
+}
+
+/** What `validateBatches` measured: offsets the append takes and its batch (entry) count. */
+export interface ValidatedBatches {
+  offsetCount: number;
+  batchCount: number;
+}
+
+/**
+ * Appends written together that wait for one force (`force` policy): told by the group commit,
+ * it tells each waiter its own offsets. One per written group, not per append.
+ */
+class ForcedGroup implements ForceWaiter {
+  private readonly waiters: AppendWaiter[];
+  private readonly firstOffsets: number[];
+  private readonly recordCounts: number[];
+  private readonly logAppendTimeMs: number;
+
+  constructor(
+    waiters: AppendWaiter[],
+    firstOffsets: number[],
+    recordCounts: number[],
+    logAppendTimeMs: number,
+  ) {
+    this.waiters = waiters;
+    this.firstOffsets = firstOffsets;
+    this.recordCounts = recordCounts;
+    this.logAppendTimeMs = logAppendTimeMs;
+  }
+
+  resolve(): void {
+    const waiters = this.waiters;
+    for (let i = 0; i < waiters.length; i++)
+      tell(waiters[i]!, this.firstOffsets[i]!, this.recordCounts[i]!, "forced", this.logAppendTimeMs);
+  }
+
+  reject(error: unknown): void {
+    for (const waiter of this.waiters) tellFailure(waiter, error);
+  }
+}
+
+/** A waiter that throws must not keep the others of its group from hearing (it is the caller's bug). */
+function tell(
+  waiter: AppendWaiter,
+  firstOffset: number,
+  recordCount: number,
+  durability: "appended" | "forced",
+  logAppendTimeMs: number,
+): void {
+  try {
+    waiter.appended(firstOffset, recordCount, durability, logAppendTimeMs);
+  } catch (error) {
+    console.error("booblik: an append waiter threw:", error);
+  }
+}
+
+function tellFailure(waiter: AppendWaiter, error: unknown): void {
+  try {
+    waiter.appendFailed(error);
+  } catch (thrown) {
+    console.error("booblik: an append waiter threw:", thrown);
+  }
+}
+
+/**
+ * Pending-group buffers not in use, shared by every partition: a busy turn reuses the last turn's
+ * buffers instead of growing new ones (a group of 1 MiB grown from nothing each turn cost more than
+ * the pwrites it saved), and an idle partition holds none.
+ */
+const spareBuffers: Uint8Array[] = [];
+const NO_BYTES = new Uint8Array(0);
+
+function takeSpareBuffer(capacityBytes: number): Uint8Array | undefined {
+  for (let i = 0; i < spareBuffers.length; i++) {
+    const buffer = spareBuffers[i]!;
+    if (buffer.length >= capacityBytes) {
+      spareBuffers[i] = spareBuffers[spareBuffers.length - 1]!;
+      spareBuffers.pop();
+      return buffer;
+    }
+  }
+  return undefined;
+}
+
+function giveSpareBuffer(buffer: Uint8Array): void {
+  if (buffer.length === 0) return;
+  if (spareBuffers.length < COALESCED_SPARE_BUFFERS_MAX) {
+    spareBuffers.push(buffer);
+    return;
+  }
+  // Keep the larger ones: the turns that need a buffer most are the big ones.
+  let smallest = 0;
+  for (let i = 1; i < spareBuffers.length; i++)
+    if (spareBuffers[i]!.length < spareBuffers[smallest]!.length) smallest = i;
+  if (spareBuffers[smallest]!.length < buffer.length) spareBuffers[smallest] = buffer;
+}
+
 /** Filled in place by every fileRange call (one per process: the calls never overlap). */
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
@@ -139,9 +267,11 @@ export interface MaxTimestampCorrection {
 export function validateBatches(
   batches: Uint8Array,
   maxBatchBytes: number,
+  measured?: ValidatedBatches,
 ): MaxTimestampCorrection[] | undefined {
   let corrections: MaxTimestampCorrection[] | undefined;
   const end = batches.length;
+  let offsetCount = 0;
   if (end === 0)
     throw new InvalidBatchError("size", "no record batch: an append holds at least one", 0, "the records");
   let start = 0;
@@ -176,8 +306,13 @@ export function validateBatches(
       corrections ??= [];
       corrections.push({ start, end: batchEnd, maxTimestampMs: validatedHeader.recordsMaxTimestamp });
     }
+    offsetCount += validatedHeader.lastOffsetDelta + 1;
     start = batchEnd;
     index++;
+  }
+  if (measured !== undefined) {
+    measured.offsetCount = offsetCount;
+    measured.batchCount = index;
   }
   return corrections;
 }
@@ -216,6 +351,18 @@ export class Partition {
   readonly producers: ProducerStateTable;
   /** The offset the producer state was replayed from at open (the log end after a clean close). */
   readonly producerStateReplayedFrom: number;
+  /**
+   * The pending group of coalesced appends (see the header): their bare batches back to back, and
+   * per append its waiter, byte length and offset count. Reused from group to group.
+   */
+  private pendingBytes: Uint8Array = NO_BYTES;
+  private pendingLength = 0;
+  private pendingFramedBytes = 0;
+  private pendingWaiters: AppendWaiter[] = [];
+  private pendingLengths: number[] = [];
+  private pendingCounts: number[] = [];
+  private flushScheduled = false;
+  private readonly measured: ValidatedBatches = { offsetCount: 0, batchCount: 0 };
 
   constructor(
     topic: TopicName,
@@ -312,8 +459,21 @@ export class Partition {
   /** `append` without the internal-topic refusal: for the broker's own records (offsets-store.ts). */
   async appendInternal(batches: Uint8Array): Promise<AppendAck> {
     const corrections = validateBatches(batches, this.config.maxRecordBytes);
+    this.writePending(); // appends stay in arrival order across paths
+    return this.appendValidated(batches, corrections, this.producers.check(batches));
+  }
+
+  /**
+   * The append of a validated request, after the pending group was written: `producerCheck` is the
+   * producer state's verdict on it (taken after that group, which never holds an idempotent batch),
+   * `corrections` the MaxTimestamps to rewrite. Synchronous up to the log's copy of the bytes.
+   */
+  private async appendValidated(
+    batches: Uint8Array,
+    corrections: MaxTimestampCorrection[] | undefined,
+    producerCheck: ProducerCheck,
+  ): Promise<AppendAck> {
     const log = this.log;
-    const producerCheck = this.producers.check(batches);
     if (producerCheck.kind === "duplicate")
       return this.duplicateAck(producerCheck.firstOffset, producerCheck.recordCount);
     const before = log.nextOffset;
@@ -372,6 +532,159 @@ export class Partition {
       logAppendTimeMs,
       duplicate: true,
     };
+  }
+
+  /**
+   * `append` for the server's PRODUCE path: validates `batches` now (a refusal throws, as `append`
+   * rejects), and tells `waiter` once the topic's policy is satisfied. A small append joins the
+   * pending group written at the end of this event-loop turn (see the header); `batches` is copied,
+   * so it may be reused once this returns. A larger one is written at once (after the pending
+   * group). No promise and no closure per call.
+   */
+  appendQueued(batches: Uint8Array, waiter: AppendWaiter): void {
+    if (this.internal) throw new InternalTopicError(this.topic, "appended to by clients");
+    const measured = this.measured;
+    const corrections = validateBatches(batches, this.config.maxRecordBytes, measured);
+    // Only plain batches with nothing to correct join a group: an idempotent batch is checked
+    // against the producer state and recorded in it around its own log append (a group written
+    // later would see neither its predecessors in the group nor a failed write), and a corrected
+    // one is stored as a copy. Both take the path of `append`, after the pending group.
+    if (corrections !== undefined || hasProducerId(batches)) {
+      this.writePending();
+      const producerCheck = this.producers.check(batches); // a refusal throws, as validation does
+      this.appendValidated(batches, corrections, producerCheck).then(
+        (ack) => tell(waiter, ack.firstOffset, ack.recordCount, ack.durability, ack.logAppendTimeMs),
+        (error: unknown) => tellFailure(waiter, error),
+      );
+      return;
+    }
+    const length = batches.length;
+    const framedBytes = length + measured.batchCount * ENTRY_HEADER_BYTES;
+    if (length > COALESCED_APPEND_BYTES_MAX) {
+      this.writePending();
+      this.writeOne(batches, measured.offsetCount, waiter);
+      return;
+    }
+    // A group must fit an empty segment (PartitionLog.append refuses one that does not): one that
+    // would grow past that, or past the group limit, is written first. An append too large for
+    // any segment is then alone in its group and refused alone, as it would be on its own.
+    const groupLimit = Math.min(
+      COALESCED_GROUP_BYTES_MAX,
+      this.log.config.segmentBytes - SEGMENT_HEADER_BYTES,
+    );
+    if (this.pendingWaiters.length > 0 && this.pendingFramedBytes + framedBytes > groupLimit)
+      this.writePending();
+    if (this.pendingLength + length > this.pendingBytes.length) {
+      let capacity = Math.max(4096, this.pendingBytes.length * 2);
+      while (capacity < this.pendingLength + length) capacity *= 2;
+      const grown = takeSpareBuffer(capacity) ?? new Uint8Array(capacity);
+      if (this.pendingLength > 0) grown.set(this.pendingBytes.subarray(0, this.pendingLength));
+      giveSpareBuffer(this.pendingBytes);
+      this.pendingBytes = grown;
+    }
+    this.pendingBytes.set(batches, this.pendingLength);
+    this.pendingLength += length;
+    this.pendingFramedBytes += framedBytes;
+    this.pendingWaiters.push(waiter);
+    this.pendingLengths.push(length);
+    this.pendingCounts.push(measured.offsetCount);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushPending);
+    }
+  }
+
+  private readonly flushPending = (): void => {
+    this.flushScheduled = false;
+    this.writePending();
+  };
+
+  /**
+   * Writes the pending group as one append and tells its waiters (or hands them to the group
+   * commit). A group that fails is retried one append at a time: each then gets its own outcome
+   * (a full disk may leave room for the smaller ones; a failed log refuses each at once).
+   */
+  private writePending(): void {
+    const count = this.pendingWaiters.length;
+    if (count === 0) return;
+    const waiters = this.pendingWaiters;
+    const lengths = this.pendingLengths;
+    const counts = this.pendingCounts;
+    const buffer = this.pendingBytes;
+    const bytes = buffer.subarray(0, this.pendingLength);
+    // Fresh lists for appends that arrive while the waiters are told (they do not, today: waiters
+    // only schedule work; but a group must never see its lists change under it).
+    this.pendingWaiters = [];
+    this.pendingLengths = [];
+    this.pendingCounts = [];
+    this.pendingLength = 0;
+    this.pendingFramedBytes = 0;
+    // The buffer leaves this partition: appends the waiters may cause start a new one, so `bytes`
+    // stays as it is until it goes back to the spares below (after its last use).
+    this.pendingBytes = NO_BYTES;
+    const log = this.log;
+    const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
+    const segmentsBefore = log.segmentCount;
+    let firstOffset: number;
+    try {
+      firstOffset = log.append(bytes, logAppendTimeMs);
+    } catch (error) {
+      if (count === 1) {
+        giveSpareBuffer(buffer);
+        tellFailure(waiters[0]!, error);
+        return;
+      }
+      // One at a time from a copy: the buffer goes back to the spares first.
+      const copy = bytes.slice();
+      giveSpareBuffer(buffer);
+      let at = 0;
+      for (let i = 0; i < count; i++) {
+        this.writeOne(copy.subarray(at, at + lengths[i]!), counts[i]!, waiters[i]!);
+        at += lengths[i]!;
+      }
+      return;
+    }
+    giveSpareBuffer(buffer);
+    // A roll (a group fits an empty segment, so it rolls before its first batch): the producer
+    // state as of the roll, which the group's plain batches do not change (see appendQueued).
+    if (log.segmentCount !== segmentsBefore) this.snapshotProducers(firstOffset);
+    if (this.policy === "force") {
+      const firstOffsets = new Array<number>(count);
+      let offset = firstOffset;
+      for (let i = 0; i < count; i++) {
+        firstOffsets[i] = offset;
+        offset += counts[i]!;
+      }
+      this.groupCommit.enqueue(new ForcedGroup(waiters, firstOffsets, counts, logAppendTimeMs));
+      return;
+    }
+    if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
+    let offset = firstOffset;
+    for (let i = 0; i < count; i++) {
+      tell(waiters[i]!, offset, counts[i]!, "appended", logAppendTimeMs);
+      offset += counts[i]!;
+    }
+  }
+
+  /** Writes one validated append now and tells its waiter (or hands it to the group commit). */
+  private writeOne(batches: Uint8Array, offsetCount: number, waiter: AppendWaiter): void {
+    const log = this.log;
+    const logAppendTimeMs = this.timestampType === "LogAppendTime" ? Date.now() : -1;
+    const segmentsBefore = log.segmentCount;
+    let firstOffset: number;
+    try {
+      firstOffset = log.append(batches, logAppendTimeMs);
+    } catch (error) {
+      tellFailure(waiter, error);
+      return;
+    }
+    if (log.segmentCount !== segmentsBefore) this.snapshotProducers(firstOffset);
+    if (this.policy === "force") {
+      this.groupCommit.enqueue(new ForcedGroup([waiter], [firstOffset], [offsetCount], logAppendTimeMs));
+      return;
+    }
+    if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
+    tell(waiter, firstOffset, offsetCount, "appended", logAppendTimeMs);
   }
 
   /**
@@ -532,6 +845,9 @@ export class Partition {
   async close(clean = true): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+    // Appends already accepted into the pending group are written (and their waiters told) first;
+    // a deleted topic's log refuses them, and each waiter hears that.
+    this.writePending();
     // Wait for the force in flight without queueing another: a clean close forces in log.close, and a
     // delete (`clean` false) needs none. A failed force already marked the log failed; idle() never
     // rejects. The loop covers a request made by an append while we waited.

@@ -547,3 +547,28 @@ export const PRODUCER_ID_BLOCK_SIZE = 1_000;
  * lies between: 128 KiB.
  */
 export const SEND_BODY_COPY_BYTES_MAX = 128 * 1024;
+
+// --- Per-request cost: coalesced appends (issue 13) --------------------------------------------------
+
+/**
+ * A PRODUCE whose records are at most this many bytes is copied into its partition's pending group
+ * and written with every other one that arrived in the same event-loop turn (one pwrite, one group
+ * commit); a larger one is written at once, as before, so a big batch pays no extra copy.
+ */
+export const COALESCED_APPEND_BYTES_MAX = 64 * 1024;
+/** Framed bytes one coalesced group may hold; the next append starts a new group. */
+export const COALESCED_GROUP_BYTES_MAX = 1024 * 1024;
+assert(COALESCED_APPEND_BYTES_MAX <= COALESCED_GROUP_BYTES_MAX, "a coalesced append fits a group");
+/**
+ * Pending-group buffers kept for reuse, shared by every partition (a partition holds one only while
+ * its group waits for the end of the turn): at most this many, so idle partitions hold none and the
+ * spares hold at most 4 × COALESCED_GROUP_BYTES_MAX.
+ */
+export const COALESCED_SPARE_BUFFERS_MAX = 4;
+/**
+ * The wire codec keeps the last string it decoded (with its bytes) up to this size: a topic name
+ * (249 bytes at most) is asked for request after request; longer strings are not kept.
+ */
+export const DECODED_STRING_CACHED_BYTES_MAX = 256;
+/** PRODUCE waiters the server keeps for reuse (src/server/server.ts): about the requests in flight. */
+export const PRODUCE_WAITERS_KEPT = 4096;

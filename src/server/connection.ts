@@ -205,6 +205,8 @@ export class Connection implements BudgetWaiter {
   /** No more requests are read (shutdown); pending ones still get their responses. */
   private draining = false;
   private flushScheduled = false;
+  /** A response went straight into staging since the last flush (completeCopy): pump it. */
+  private stagedSinceFlush = false;
   /** Bytes of responses completed but still waiting for an earlier slot or the scheduled flush. */
   private completedBytes = 0;
   /**
@@ -562,6 +564,35 @@ export class Connection implements BudgetWaiter {
   }
 
   /**
+   * Completes a slot with the first `lengthBytes` of `bytes`, which are valid only during the call
+   * (the server's shared encoder). A slot at the head of the queue goes straight into staging, behind every response
+   * already staged, so the common PRODUCE answer costs no array of its own; any other is copied and
+   * waits for the slots before it. Either way it leaves in request order with the next flush.
+   */
+  completeCopy(slot: ResponseSlot, bytes: Uint8Array, lengthBytes: number): void {
+    if (this.isClosed || slot.done) return;
+    if (this.slots[0] !== slot) {
+      this.complete(slot, bytes.slice(0, lengthBytes));
+      return;
+    }
+    this.slots.shift();
+    slot.done = true;
+    slot.cancel = undefined;
+    slot.expedite = undefined;
+    if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
+    const staging = this.staging;
+    staging.ensure(lengthBytes);
+    const target = staging.bytes;
+    const at = staging.position;
+    // A byte loop: an answer is a few dozen bytes, less than what a view for `set` costs.
+    for (let i = 0; i < lengthBytes; i++) target[at + i] = bytes[i]!;
+    staging.position = at + lengthBytes;
+    this.stagedSinceFlush = true;
+    this.settle(slot);
+    this.scheduleFlush();
+  }
+
+  /**
    * Ends the connection after every request already read was answered: `lastFrame` (an error frame
    * with correlation id 0) follows the last answer, then the write side is shut down. Input from
    * now on is discarded; the buffer and the budget it held are given back at once.
@@ -621,7 +652,9 @@ export class Connection implements BudgetWaiter {
 
   private flushSlots(): void {
     const slots = this.slots;
-    let moved = false;
+    // Responses staged directly (completeCopy) are sent by this flush too.
+    let moved = this.stagedSinceFlush;
+    this.stagedSinceFlush = false;
     while (slots.length > 0 && slots[0]!.done) {
       const slot = slots.shift()!;
       moved = true;

@@ -21,7 +21,7 @@ import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
-import type { Partition } from "../broker/partition.ts";
+import type { AppendWaiter, Partition } from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
@@ -29,6 +29,7 @@ import {
   AUTHENTICATION_FAILED_DELAY_MAX_MS,
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
+  PRODUCE_WAITERS_KEPT,
   REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
   SHUTDOWN_DRAIN_MS,
@@ -70,6 +71,7 @@ import {
   encodeStatsResponse,
   type FetchRequest,
   largestProducibleBatchBytes,
+  type ProduceResponse,
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { decodeInitProducerIdRequest, encodeInitProducerIdResponse } from "../protocol/producer-messages.ts";
@@ -155,6 +157,35 @@ interface Waiter {
   answer: () => void;
 }
 
+/**
+ * One PRODUCE waiting for its append (Partition.appendQueued): hands the outcome to the server.
+ * Reused through the server's free list.
+ */
+class ProduceWaiter implements AppendWaiter {
+  private readonly server: BrokerServer;
+  connection: Connection | undefined = undefined;
+  slot: ResponseSlot | undefined = undefined;
+  correlationId = 0;
+  recordsBytes = 0;
+
+  constructor(server: BrokerServer) {
+    this.server = server;
+  }
+
+  appended(
+    firstOffset: number,
+    recordCount: number,
+    durability: "appended" | "forced",
+    logAppendTimeMs: number,
+  ): void {
+    this.server.produced(this, firstOffset, recordCount, durability, logAppendTimeMs);
+  }
+
+  appendFailed(error: unknown): void {
+    this.server.produceFailed(this, error);
+  }
+}
+
 export class BrokerServer implements ConnectionHost {
   readonly broker: Broker;
   readonly options: ServerOptions;
@@ -203,6 +234,14 @@ export class BrokerServer implements ConnectionHost {
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
   private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
+  /** PRODUCE waiters not in use, and the acknowledgement filled for each response (no object per request). */
+  private readonly freeProduceWaiters: ProduceWaiter[] = [];
+  private readonly produceAck: ProduceResponse = {
+    firstOffset: 0,
+    recordCount: 0,
+    durability: "appended",
+    logAppendTimeMs: -1,
+  };
   private readonly adminRate: AdminRateLimiter;
 
   constructor(broker: Broker, options: ServerOptions) {
@@ -935,20 +974,60 @@ export class BrokerServer implements ConnectionHost {
     const request = decodeProduceRequest(reader);
     const partition = this.broker.partition(request.topic, request.partition);
     this.counters.produceRequests++;
-    // The batches go to the partition as a view into the frame, no copy: the partition validates
-    // them and the segment writer copies them into the segment (stamping offsets in its copy) before
-    // this call returns, so the frame may be reused afterwards; only the acknowledgement waits.
-    const recordsBytes = request.records.length;
-    partition.append(request.records).then(
-      (ack) => {
-        this.counters.produceRecords += ack.recordCount;
-        this.counters.produceBytes += recordsBytes;
-        this.writer.reset();
-        encodeProduceResponse(this.writer, correlationId, ack);
-        connection.complete(slot, this.writer.written().slice());
-      },
-      (error) => this.fail(connection, slot, correlationId, error),
-    );
+    // The batches go to the partition as a view into the frame: it validates them and copies them
+    // (into its pending group, or the segment writer into the segment) before this call returns, so
+    // the frame may be reused afterwards; only the acknowledgement waits. The waiter comes from a
+    // free list: no promise, closure or object per request (issue 13).
+    const waiter = this.freeProduceWaiters.pop() ?? new ProduceWaiter(this);
+    waiter.connection = connection;
+    waiter.slot = slot;
+    waiter.correlationId = correlationId;
+    waiter.recordsBytes = request.records.length;
+    try {
+      partition.appendQueued(request.records, waiter);
+    } catch (error) {
+      this.releaseProduceWaiter(waiter);
+      throw error;
+    }
+  }
+
+  /** A PRODUCE was appended under its topic's policy (ProduceWaiter, from Partition.appendQueued). */
+  produced(
+    waiter: ProduceWaiter,
+    firstOffset: number,
+    recordCount: number,
+    durability: "appended" | "forced",
+    logAppendTimeMs: number,
+  ): void {
+    const connection = waiter.connection!;
+    const slot = waiter.slot!;
+    const correlationId = waiter.correlationId;
+    this.counters.produceRecords += recordCount;
+    this.counters.produceBytes += waiter.recordsBytes;
+    this.releaseProduceWaiter(waiter);
+    const ack = this.produceAck;
+    ack.firstOffset = firstOffset;
+    ack.recordCount = recordCount;
+    ack.durability = durability;
+    ack.logAppendTimeMs = logAppendTimeMs;
+    this.writer.reset();
+    encodeProduceResponse(this.writer, correlationId, ack);
+    connection.completeCopy(slot, this.writer.bytes, this.writer.position);
+  }
+
+  /** A PRODUCE was refused after validation (its group could not be written, or its force failed). */
+  produceFailed(waiter: ProduceWaiter, error: unknown): void {
+    const connection = waiter.connection!;
+    const slot = waiter.slot!;
+    const correlationId = waiter.correlationId;
+    this.releaseProduceWaiter(waiter);
+    this.fail(connection, slot, correlationId, error);
+  }
+
+  private releaseProduceWaiter(waiter: ProduceWaiter): void {
+    waiter.connection = undefined;
+    waiter.slot = undefined;
+    if (this.freeProduceWaiters.length < PRODUCE_WAITERS_KEPT) this.freeProduceWaiters.push(waiter);
   }
 
   // --- Fetch -------------------------------------------------------------------------------------

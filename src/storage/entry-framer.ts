@@ -140,6 +140,13 @@ export class EntryFramer implements EntrySource {
     const batches = this.batches;
     const end = batches.length;
     const logAppendTimeMs = this.logAppendTimeMs;
+    // All batches in one copy, placed so that the last one is already where it belongs; each
+    // earlier one then moves left inside `target` (copyWithin: no view per batch, which cost a
+    // tenth of a coalesced group of 1-record PRODUCEs, issue 13). Batch i moves from
+    // `copied + S_i` to `position + 8(i + 1) + S_i` (S_i: the sizes before it), never onto a source
+    // not yet moved, and its frame header lands below every source still to move.
+    const copied = position + this.entryCount * ENTRY_HEADER_BYTES;
+    target.set(batches, copied);
     let source = 0;
     let at = position;
     let baseOffset = this.firstOffset;
@@ -148,7 +155,8 @@ export class EntryFramer implements EntrySource {
       const size = int32At(batches, source + BATCH_LENGTH_OFFSET) + BATCH_LENGTH_EXCLUDED_BYTES;
       const batchStart = at + ENTRY_HEADER_BYTES;
       const batchEnd = batchStart + size;
-      target.set(batches.subarray(source, source + size), batchStart);
+      if (batchStart !== copied + source)
+        target.copyWithin(batchStart, copied + source, copied + source + size);
       stampBatch(target, batchStart, baseOffset, NO_PARTITION_LEADER_EPOCH);
       if (logAppendTimeMs >= 0) stampLogAppendTime(target, batchStart, batchEnd, logAppendTimeMs);
       setUint32(target, at + 4, crc32c(target, batchStart, batchEnd));

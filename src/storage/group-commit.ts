@@ -17,14 +17,15 @@
  *   failed, so later requests fail too (a retried fsync proves nothing about earlier data).
  */
 
-interface Waiter {
-  resolve: () => void;
-  reject: (error: unknown) => void;
+/** Told the outcome of the force that answers it (an object, so a caller needs no promise). */
+export interface ForceWaiter {
+  resolve(): void;
+  reject(error: unknown): void;
 }
 
 export class GroupCommit {
   private readonly forceAll: () => Promise<void>;
-  private waiting: Waiter[] = [];
+  private waiting: ForceWaiter[] = [];
   private running = false;
   /** The current (or last) run of drain; it never rejects (each group's failure goes to its waiters). */
   private drained: Promise<void> = Promise.resolve();
@@ -38,11 +39,17 @@ export class GroupCommit {
 
   /** Resolves once a force that started after this call completed. */
   request(): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.enqueue({ resolve, reject }));
+  }
+
+  /**
+   * Like `request`, for a caller that answers many appends at once (a coalesced group,
+   * src/broker/partition.ts): `waiter` is told once a force that started after this call completed.
+   */
+  enqueue(waiter: ForceWaiter): void {
     this.requestCount++;
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      if (!this.running) this.drained = this.drain();
-    });
+    this.waiting.push(waiter);
+    if (!this.running) this.drained = this.drain();
   }
 
   get inFlight(): boolean {

@@ -1,0 +1,271 @@
+/**
+ * Per-request cost (issue 13): small PRODUCEs against Redis on the same machine, in one run.
+ *
+ *   bun bench/small-requests.bench.ts [--baseline=<another checkout>] [--seconds=4] [--rounds=3] [--redis=yes|no]
+ *     [--shapes=all|<records per request>x<requests per round trip>,…] [--policies=append,force] [--connections=16]
+ *
+ * Shapes (100-byte records, 16 connections unless told otherwise; `all` is these three): 1 record per request with 1 round trip at a time per
+ * connection (vs `redis-benchmark -P 1`), 10 records per request (vs `-P 10`: 10 records per round
+ * trip), 1 record per request with 8 requests per round trip (vs `-P 8`). Durability pairs: booblik
+ * `append` with Redis `appendfsync everysec`, `force` with `appendfsync always` (Redis writes and
+ * fsyncs once per event-loop turn for all clients, booblik forces once per group commit).
+ *
+ * Both brokers are driven the same way: bench/load/produce-pipelined.ts writes a round of
+ * `pipeline` requests per connection in one socket write and waits for all its answers, as
+ * redis-benchmark does. Redis runs `XADD s * v <100 bytes>` (append to a stream), AOF on, no RDB.
+ * Systems interleave (A, B, Redis, then rotated) with a fresh data directory and a `sync` before
+ * each run; `--rounds` repetitions; median and range per system; the load average (1 min) is
+ * printed per row. CPU: the broker's (or redis-server's) utime + stime over the run, per record
+ * (ticks of 10 ms, so short runs are coarse).
+ * A is the baseline checkout (its src/main.ts; the wire protocol is the same), B this one.
+ * Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { BooblikClient } from "../src/client/client.ts";
+import { parseBenchArgs } from "./lib/args.ts";
+import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.ts";
+
+const args = parseBenchArgs({
+  usage:
+    "bun bench/small-requests.bench.ts [--baseline=<checkout>] [--seconds=4] [--rounds=3] [--redis=yes|no] [--shapes=all|1x1,10x1,1x8] [--policies=append,force] [--connections=16]",
+  options: {
+    baseline: "",
+    seconds: "4",
+    rounds: "3",
+    redis: "yes",
+    shapes: "all",
+    policies: "append,force",
+    connections: "16",
+  },
+});
+const seconds = args.number("seconds");
+const rounds = args.number("rounds");
+const baseline = args.text("baseline");
+const withRedis = args.text("redis") === "yes" && Bun.which("redis-server") !== null;
+if (args.text("redis") === "yes" && !withRedis) console.log("redis-server not found: Redis rows left out");
+const HERE = path.resolve(import.meta.dir, "..");
+const LOAD = path.join(HERE, "bench/load/produce-pipelined.ts");
+const CONNECTIONS = args.number("connections");
+const RECORD_BYTES = 100;
+
+interface Shape {
+  batch: number;
+  pipeline: number;
+}
+const ALL_SHAPES: Shape[] = [
+  { batch: 1, pipeline: 1 },
+  { batch: 10, pipeline: 1 },
+  { batch: 1, pipeline: 8 },
+];
+const shapes =
+  args.text("shapes") === "all"
+    ? ALL_SHAPES
+    : args
+        .text("shapes")
+        .split(",")
+        .map((s) => {
+          const [batch, pipeline] = s.split("x").map(Number);
+          return { batch: batch!, pipeline: pipeline! };
+        });
+const policies = args.text("policies").split(",") as ("append" | "force")[];
+
+type System = "A" | "B" | "R";
+const systems: System[] = [
+  ...(baseline === "" ? [] : (["A"] as const)),
+  "B",
+  ...(withRedis ? (["R"] as const) : []),
+];
+const mainOf: Record<"A" | "B", string> = {
+  A: baseline === "" ? "" : path.resolve(baseline, "src/main.ts"),
+  B: path.join(HERE, "src/main.ts"),
+};
+
+interface Run {
+  recordsPerSecond: number;
+  cpuMicrosPerRecord: number;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function loadAverage(): string {
+  return fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
+}
+
+async function runBooblik(which: "A" | "B", dataDir: string, policy: string, shape: Shape): Promise<Run> {
+  Bun.spawnSync(["sync"]);
+  const broker = await startBrokerProcess(dataDir, [], mainOf[which]);
+  try {
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    await admin.createTopic("small", { durability: policy as "append" | "force" });
+    admin.close();
+    const cpuBefore = brokerCpuSeconds(broker.pid);
+    const result = (await runLoad(LOAD, [
+      String(broker.port),
+      "small",
+      String(RECORD_BYTES),
+      String(shape.batch),
+      String(CONNECTIONS),
+      String(seconds),
+      String(shape.pipeline),
+    ])) as { recordsPerSecond: number; records: number };
+    const cpu = brokerCpuSeconds(broker.pid) - cpuBefore;
+    return { recordsPerSecond: result.recordsPerSecond, cpuMicrosPerRecord: (cpu / result.records) * 1e6 };
+  } finally {
+    await broker.stop();
+  }
+}
+
+/** A port nobody listens on right now (redis-server takes a number, not 0). */
+function freePort(): number {
+  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = listener.port;
+  listener.stop(true);
+  return port;
+}
+
+/** Requests per redis-benchmark run: about `seconds` at the last rate seen for the shape. */
+const redisRate = new Map<string, number>();
+
+async function runRedis(dataDir: string, policy: string, shape: Shape): Promise<Run> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  Bun.spawnSync(["sync"]);
+  const port = freePort();
+  const fsync = policy === "force" ? "always" : "everysec";
+  const server = Bun.spawn(
+    [
+      "redis-server",
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "yes",
+      "--appendfsync",
+      fsync,
+      "--dir",
+      dataDir,
+      "--daemonize",
+      "no",
+    ],
+    { stdout: "pipe", stderr: "inherit" },
+  );
+  try {
+    // Ready once it answers PING.
+    for (let i = 0; ; i++) {
+      const ping = Bun.spawnSync(["redis-cli", "-p", String(port), "ping"]);
+      if (ping.stdout.toString().trim() === "PONG") break;
+      if (i > 200) throw new Error("redis-server did not start");
+      await Bun.sleep(25);
+    }
+    // Redis pipelines commands, one record each: `batch` records per request become `batch`
+    // commands per round trip.
+    const depth = shape.batch * shape.pipeline;
+    const key = `${policy}/${depth}`;
+    const requests = Math.max(20_000, Math.round((redisRate.get(key) ?? 20_000) * seconds));
+    const value = "v".repeat(RECORD_BYTES);
+    const cpuBefore = brokerCpuSeconds(server.pid);
+    const started = performance.now();
+    const bench = Bun.spawnSync([
+      "redis-benchmark",
+      "-p",
+      String(port),
+      "-c",
+      String(CONNECTIONS),
+      "-P",
+      String(depth),
+      "-n",
+      String(requests),
+      "--csv",
+      "XADD",
+      "s",
+      "*",
+      "v",
+      value,
+    ]);
+    const elapsed = (performance.now() - started) / 1000;
+    const cpu = brokerCpuSeconds(server.pid) - cpuBefore;
+    const lines = bench.stdout.toString().trim().split("\n");
+    const rate = Number(lines.at(-1)!.split(",")[1]!.replaceAll('"', ""));
+    if (!Number.isFinite(rate) || rate <= 0)
+      throw new Error(`cannot read redis-benchmark's rate: ${lines.at(-1)}`);
+    redisRate.set(key, rate);
+    // CPU per command (one record) over the wall time of the whole redis-benchmark run.
+    return { recordsPerSecond: rate, cpuMicrosPerRecord: (cpu / (rate * elapsed)) * 1e6 };
+  } finally {
+    server.kill("SIGTERM");
+    await server.exited;
+  }
+}
+
+const directory = measurementDirectory("small-requests");
+console.log(describeMachine(directory.fileSystem));
+console.log(
+  `${os.cpus().length} cores shared by broker and load generator; ${seconds} s per run; ${rounds} rounds; ` +
+    `systems interleaved (${systems.join(", ")}); fresh data directory and sync before each run`,
+);
+console.log(
+  `A = ${baseline === "" ? "(none)" : `baseline ${baseline}`}; B = this checkout; R = ${
+    withRedis
+      ? Bun.spawnSync(["redis-server", "--version"]).stdout.toString().trim().split(" ").slice(0, 3).join(" ")
+      : "(none)"
+  }`,
+);
+console.log(
+  `${RECORD_BYTES} B records, ${CONNECTIONS} connections, file write path; load: bench/load/produce-pipelined.ts (booblik), redis-benchmark --csv XADD (Redis)\n`,
+);
+console.log(
+  "| policy (Redis appendfsync) | records/request × requests/round trip (Redis -P) | load avg | A records/s median (range) | B records/s median (range) | Redis records/s median (range) | B/A | B/Redis | server CPU µs/record A, B, Redis |",
+);
+console.log("|---|---|---|---|---|---|---|---|---|");
+let run = 0;
+try {
+  for (const policy of policies) {
+    for (const shape of shapes) {
+      const results: Record<System, Run[]> = { A: [], B: [], R: [] };
+      const loads: string[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const order = systems.map((_, i) => systems[(i + round) % systems.length]!);
+        for (const which of order) {
+          loads.push(loadAverage());
+          const dataDir = path.join(directory.path, `run-${run++}`);
+          const result =
+            which === "R"
+              ? await runRedis(dataDir, policy, shape)
+              : await runBooblik(which, dataDir, policy, shape);
+          results[which].push(result);
+          fs.rmSync(dataDir, { recursive: true, force: true });
+        }
+      }
+      const cell = (runs: Run[]) => {
+        if (runs.length === 0) return "-";
+        const values = runs.map((r) => r.recordsPerSecond);
+        return `${formatRate(median(values))} (${formatRate(Math.min(...values))}–${formatRate(Math.max(...values))})`;
+      };
+      const ratio = (x: Run[], y: Run[]) =>
+        x.length === 0 || y.length === 0
+          ? "-"
+          : (median(x.map((r) => r.recordsPerSecond)) / median(y.map((r) => r.recordsPerSecond))).toFixed(2);
+      const cpu = (runs: Run[]) =>
+        runs.length === 0 ? "-" : median(runs.map((r) => r.cpuMicrosPerRecord)).toFixed(1);
+      console.log(
+        `| ${policy} (${policy === "force" ? "always" : "everysec"}) | ${shape.batch} × ${shape.pipeline} (-P ${
+          shape.batch * shape.pipeline
+        }) | ${Math.min(...loads.map(Number)).toFixed(1)}–${Math.max(...loads.map(Number)).toFixed(1)} | ${cell(results.A)} | ${cell(
+          results.B,
+        )} | ${cell(results.R)} | ${ratio(results.B, results.A)} | ${ratio(results.B, results.R)} | ${cpu(results.A)}, ${cpu(
+          results.B,
+        )}, ${cpu(results.R)} |`,
+      );
+    }
+  }
+} finally {
+  directory.remove();
+}
