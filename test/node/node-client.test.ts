@@ -89,6 +89,18 @@ describe("the packed package installed into another project", () => {
     expect(answer.resolved).toEndWith("/node_modules/booblik/dist/client/index.js");
   });
 
+  test("under Node, the Bun-only main entry says so and names booblik/client", () => {
+    const result = Bun.spawnSync([NODE!, "--input-type=module", "-e", `await import("booblik");`], {
+      cwd: project.path,
+      stderr: "pipe",
+    });
+    expect(result.exitCode).not.toBe(0);
+    expect(result.stderr.toString()).toContain(
+      `"booblik" (the broker and the embedded Broker) runs on Bun only; on Node.js`,
+    );
+    expect(result.stderr.toString()).toContain(`import the client from "booblik/client"`);
+  });
+
   test("forcing ISA-L under Node fails at load with the reason", () => {
     const result = Bun.spawnSync([NODE!, "--input-type=module", "-e", `await import("booblik/client");`], {
       cwd: project.path,
