@@ -12,7 +12,9 @@
  * - every docs/client.md example that does not embed the Bun-only broker runs under Node, against
  *   a real broker child process (TypeScript stripped by Bun's transpiler);
  * - under Bun: the same import resolves to the sources (the "bun" export condition), and the
- *   `booblik-cli` bin runs.
+ *   `booblik-cli` bin runs; the same from a git dependency (`bun add git+file://<repository>`, which
+ *   installs the last commit). A plain folder (`bun add <path>`) is not tried: Bun installs a folder's
+ *   devDependencies, and the workspace link of `bunx booblik-cli` is one (README).
  *
  * Side effect: packing writes dist/client in the repository (git-ignored, the build's output).
  */
@@ -149,6 +151,27 @@ export const uses = [BooblikClient, record, crc] as const;
     const version = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version;
     expect(run([project.file("node_modules/.bin/booblik-cli"), "--version"], project.path).stdout).toBe(
       `booblik-cli ${version}\n`,
+    );
+  });
+
+  test("from git (bun add git+file://…, the last commit): Bun gets the client sources and the CLI", () => {
+    using app = tempDir("booblik-git-dependent");
+    fs.writeFileSync(
+      app.file("package.json"),
+      JSON.stringify({ name: "app", version: "1.0.0", type: "module", private: true }),
+    );
+    run(["bun", "add", `git+file://${ROOT}`], app.path);
+    const { stdout } = run(
+      [
+        process.execPath,
+        "-e",
+        `const m = await import("booblik/client"); console.log(typeof m.BooblikClient, Bun.resolveSync("booblik/client", process.cwd()))`,
+      ],
+      app.path,
+    );
+    expect(stdout.trim()).toMatch(/^function \/.*\/node_modules\/booblik\/src\/client\/index\.ts$/);
+    expect(run([app.file("node_modules/.bin/booblik-cli"), "--version"], app.path).stdout).toStartWith(
+      "booblik-cli ",
     );
   });
 
