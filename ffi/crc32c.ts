@@ -33,9 +33,13 @@
  * AVX-512 path with its dirty state, for comparisons) or `portable`; unset or `auto` chooses as
  * above. A forced implementation this machine cannot run, an unknown or an empty value fails at load
  * with the reason (a silent fallback would print a name that is not what runs).
+ *
+ * Outside Bun (the client library on Node.js, docs/client.md "Node.js") there is no `bun:ffi`: only
+ * `portable` is available, chosen at load time; `bun:ffi` is loaded through `import.meta.require`
+ * only when `process.versions.bun` is set, so Node never resolves it. Both give the same CRCs
+ * (test/node/node-client.test.ts compares them on the same bytes).
  */
 
-import { dlopen, ptr } from "bun:ffi";
 import { readFileSync } from "node:fs";
 import { crc32cPortable } from "./crc32c-portable.ts";
 
@@ -84,7 +88,15 @@ const ISAL_MAX_BYTES = 0x7fffffff;
  */
 const heldLibraries: unknown[] = [];
 
+type BunFfi = typeof import("bun:ffi");
+
+/** `bun:ffi` under Bun; undefined elsewhere (Node.js), where only the portable implementation runs. */
+const bunFfi: BunFfi | undefined =
+  process.versions.bun === undefined ? undefined : (import.meta.require("bun:ffi") as BunFfi);
+
 function bindIsal(symbol: string): Crc32cFunction | undefined {
+  if (bunFfi === undefined) return undefined;
+  const { dlopen, ptr } = bunFfi;
   let raw: RawIsalCrc;
   try {
     const library = dlopen("libisal.so.2", {
@@ -144,8 +156,12 @@ function choose(): Crc32cImplementation {
       name === "isa-l-01" || name === "isa-l-00"
         ? `libisal.so.2 exporting ${ISAL_SYMBOLS[name]} and a CPU with ${REQUIRED_CPU_FLAGS[name].join(" and ")}`
         : "libisal.so.2 (apt-get install libisal2)";
+    const where =
+      bunFfi === undefined
+        ? `; ISA-L needs Bun's bun:ffi, absent in this runtime (node ${process.versions.node})`
+        : "";
     throw new Error(
-      `BOOBLIK_CRC32C=${name} cannot run here: it needs ${needs}; available: ${[...crc32cAvailable.keys()].join(", ")}`,
+      `BOOBLIK_CRC32C=${name} cannot run here: it needs ${needs}${where}; available: ${[...crc32cAvailable.keys()].join(", ")}`,
     );
   }
   return name;

@@ -16,9 +16,9 @@
  *   (ProtocolError: this client and the broker disagree, so later frames cannot be trusted either).
  *   Any other error a decoder throws is that request's alone; frames are delimited by their size, so
  *   the requests behind it are unaffected (failing them would make a retried PRODUCE append twice).
- * - Bun's `socket.write` does not buffer: the unwritten rest is queued here and written on `drain`.
+ * - Bun's `socket.write` does not buffer: the unwritten rest is queued here and written on `drain`
+ *   (Node's buffers itself; transport.ts picks the runtime's socket).
  */
-import type { Socket } from "bun";
 import type { ScramMechanism } from "../auth/scram.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import { BROKER_PORT_DEFAULT, SEND_BODY_COPY_BYTES_MAX } from "../domain/limits.ts";
@@ -35,6 +35,7 @@ import {
 import { InboundBuffer } from "../protocol/inbound-buffer.ts";
 import { decodeErrorBody } from "../protocol/messages.ts";
 import { authenticate } from "./authenticate.ts";
+import { type ClientSocket, connectSocket } from "./transport.ts";
 
 export interface ConnectionOptions {
   host: string;
@@ -116,7 +117,7 @@ function errorFromResponse(errorCode: number, reader: ByteReader, requestedOffse
 export class BrokerConnection {
   readonly host: string;
   readonly port: number;
-  private socket: Socket<undefined> | undefined;
+  private socket: ClientSocket | undefined;
   private readonly requestTimeoutMs: number;
   private readonly maxInFlight: number;
   private readonly maxResponseBytes: number;
@@ -155,27 +156,22 @@ export class BrokerConnection {
     });
     // Inside an async function, so that a synchronous throw (a bad address) is a rejection too.
     const connecting = (async () =>
-      Bun.connect<undefined>({
-        hostname: options.host,
-        port: options.port,
-        socket: {
-          binaryType: "uint8array",
-          data: (_socket, chunk) => connection.onData(chunk),
-          drain: () => connection.flushQueue(),
-          close: () =>
-            connection.fail(new ConnectionError(`connection to ${options.host}:${options.port} closed`)),
-          end: () =>
-            connection.fail(
-              new ConnectionError(`broker ${options.host}:${options.port} closed the connection`),
+      connectSocket(options.host, options.port, {
+        data: (chunk) => connection.onData(chunk),
+        drain: () => connection.flushQueue(),
+        close: () =>
+          connection.fail(new ConnectionError(`connection to ${options.host}:${options.port} closed`)),
+        end: () =>
+          connection.fail(
+            new ConnectionError(`broker ${options.host}:${options.port} closed the connection`),
+          ),
+        error: (error) =>
+          connection.fail(
+            new ConnectionError(
+              `connection to ${options.host}:${options.port} failed: ${error.message}`,
+              error,
             ),
-          error: (_socket, error) =>
-            connection.fail(
-              new ConnectionError(
-                `connection to ${options.host}:${options.port} failed: ${error.message}`,
-                error,
-              ),
-            ),
-        },
+          ),
       }))();
     try {
       const socket = await Promise.race([connecting, timeout]);

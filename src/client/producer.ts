@@ -66,7 +66,7 @@ import {
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import { type HeaderInput, RecordBatchWriter, type RecordInput, utf8Length } from "../record/batch.ts";
-import type { ProducibleCodec } from "../record/compression.ts";
+import { codecIdOf, codecUnavailableReason, type ProducibleCodec } from "../record/compression.ts";
 import { partitionForKey } from "../record/partitioner.ts";
 import { sizeOfVarint } from "../record/varint.ts";
 import type { BooblikClient, MetadataInfo } from "./client.ts";
@@ -372,6 +372,10 @@ export class Producer {
       throw new InvalidArgumentError(
         `compression ${JSON.stringify(this.compression)} is not one of none, gzip, zstd`,
       );
+    // At construction, not at the first send: zstd on Node.js before 22.15 (compression.ts).
+    const unavailable = codecUnavailableReason(codecIdOf(this.compression));
+    if (unavailable !== undefined)
+      throw new InvalidArgumentError(`compression ${this.compression}: ${unavailable}`);
     if (this.bufferBytes < this.batchBytes) {
       throw new InvalidArgumentError(
         `bufferBytes (${this.bufferBytes}) must be at least batchBytes (${this.batchBytes})`,

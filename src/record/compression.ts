@@ -7,7 +7,8 @@
  *   1   gzip    node:zlib gzipSync / gunzipSync
  *   2   snappy  no         snappyjs (pure JS): raw snappy, or the xerial framing Java clients write
  *   3   lz4     no         lz4js (pure JS): the LZ4 frame format (Kafka's since magic 1)
- *   4   zstd    node:zlib zstdCompressSync / zstdDecompressSync (present in Bun 1.4.4; checked)
+ *   4   zstd    node:zlib zstdCompressSync / zstdDecompressSync (present in Bun 1.4.4; checked; in
+ *               Node.js since 22.15 and 23.8: older Node gets an error naming the codec, not a crash)
  *   5-7 -       unknown: an error naming the number
  *
  * Why these two packages (the README's dependency list says the same): Bun has no snappy or lz4;
@@ -53,9 +54,24 @@ export function codecIdOf(codec: CompressionCodec): number {
   return CODEC_NAMES.indexOf(codec);
 }
 
+/**
+ * Whether this runtime's node:zlib has zstd: Bun 1.4.4 does, Node.js only since 22.15 and 23.8 (the
+ * client library runs on Node.js ≥ 20, where calling the absent function would be a bare TypeError).
+ */
+export const ZSTD_AVAILABLE: boolean =
+  typeof zlib.zstdCompressSync === "function" && typeof zlib.zstdDecompressSync === "function";
+
+/** Undefined when this runtime can run `codecId`, else the reason, naming the codec and the runtime. */
+export function codecUnavailableReason(codecId: number): string | undefined {
+  if (codecId !== CODEC_ZSTD || ZSTD_AVAILABLE) return undefined;
+  return `${describeCodec(codecId)} is not available in this runtime: node:zlib has zstd in Bun and in Node.js 22.15, 23.8 and later; this is Node.js ${process.versions.node} (use a newer Node.js or Bun, or gzip)`;
+}
+
 /** Compresses the encoded records of a batch. Only "gzip" and "zstd" reach here. */
 export function compressRecords(codecId: number, records: Uint8Array): Uint8Array {
   if (codecId === CODEC_GZIP) return zlib.gzipSync(records);
+  const unavailable = codecUnavailableReason(codecId);
+  if (unavailable !== undefined) throw new InvalidArgumentError(`cannot compress: ${unavailable}`);
   if (codecId === CODEC_ZSTD) return zlib.zstdCompressSync(records);
   throw new InvalidArgumentError(`cannot compress with ${describeCodec(codecId)}: gzip and zstd can`);
 }
@@ -73,6 +89,11 @@ export function decompressRecords(
   maxBytes = RECORD_BATCH_DECOMPRESSED_BYTES_LIMIT,
 ): Uint8Array {
   const input = bytes.subarray(start, end);
+  // Not corrupt: valid records this runtime cannot inflate (zstd on Node.js before 22.15).
+  const unavailable = codecUnavailableReason(codecId);
+  if (unavailable !== undefined) {
+    throw new InvalidArgumentError(`cannot decompress the records at byte ${position}: ${unavailable}`);
+  }
   try {
     if (codecId === CODEC_GZIP) return zlib.gunzipSync(input, { maxOutputLength: maxBytes });
     if (codecId === CODEC_ZSTD) return zlib.zstdDecompressSync(input, { maxOutputLength: maxBytes });

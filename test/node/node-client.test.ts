@@ -1,0 +1,252 @@
+/**
+ * The client library as another project gets it, on Node.js and on Bun (issue 15): the package is
+ * packed (`bun pm pack`, whose prepack builds dist/client), installed from that tarball into a
+ * temporary project (`bun add <tgz>`: lz4js and snappyjs come from Bun's cache, no registry needed
+ * where the repository was installed), and used from there:
+ *
+ * - under Node: `import … from "booblik/client"` resolves to the built JavaScript and its
+ *   declarations type-check in a `nodenext` project; CRC32C is the portable implementation and gives
+ *   the same CRCs as this process's (ISA-L where libisal2 is installed); a script produces gzip
+ *   batches, consumes them with CRC checks, commits through a group, sees a flipped byte refused and
+ *   typed errors (test/node/node-checks.mjs); zstd works or fails with an error naming it;
+ * - every docs/client.md example that does not embed the Bun-only broker runs under Node, against
+ *   a real broker child process (TypeScript stripped by Bun's transpiler);
+ * - under Bun: the same import resolves to the sources (the "bun" export condition), and the
+ *   `booblik-cli` bin runs; the same from a git dependency (`bun add git+file://<repository>`, which
+ *   installs the last commit). A plain folder (`bun add <path>`) is not tried: Bun installs a folder's
+ *   devDependencies, and the workspace link of `bunx booblik-cli` is one (README).
+ *
+ * Side effect: packing writes dist/client in the repository (git-ignored, the build's output).
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { crc32c, crc32cPortable } from "../../ffi/crc32c.ts";
+import { BooblikClient } from "../../src/client/client.ts";
+import { Producer } from "../../src/client/producer.ts";
+import { startBroker } from "../helpers/broker-process.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(180_000);
+
+const ROOT = path.resolve(import.meta.dir, "../..");
+const NODE = Bun.which("node");
+/** One Node run's limit, well inside the test's, so a hang is reported by name. */
+const NODE_RUN_TIMEOUT_MS = 60_000;
+
+function run(argv: string[], cwd: string, env: Record<string, string> = {}) {
+  const result = Bun.spawnSync(argv, {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, ...env },
+    timeout: NODE_RUN_TIMEOUT_MS,
+  });
+  const stdout = result.stdout.toString();
+  const stderr = result.stderr.toString();
+  if (result.exitCode !== 0) {
+    throw new Error(`${argv.join(" ")} exited ${result.exitCode}:\n${stdout}\n${stderr}`);
+  }
+  return { stdout, stderr };
+}
+
+let project: TempDir;
+
+beforeAll(() => {
+  if (NODE === null) throw new Error("node is not on the PATH: the client's Node.js tests need Node.js ≥ 20");
+  project = tempDir("booblik-node");
+  const packed = run(["bun", "pm", "pack", "--destination", project.path], ROOT);
+  const tarball = fs.readdirSync(project.path).find((name) => name.endsWith(".tgz"));
+  if (tarball === undefined) throw new Error(`bun pm pack wrote no tarball:\n${packed.stdout}`);
+  fs.writeFileSync(
+    project.file("package.json"),
+    JSON.stringify({ name: "app", version: "1.0.0", type: "module", private: true }),
+  );
+  run(["bun", "add", project.file(tarball)], project.path);
+});
+
+afterAll(() => project?.[Symbol.dispose]());
+
+describe("the packed package installed into another project", () => {
+  test("runs on Node.js ≥ 20", () => {
+    const version = run([NODE!, "--version"], project.path).stdout.trim();
+    expect(Number(/^v(\d+)\./.exec(version)?.[1])).toBeGreaterThanOrEqual(20);
+  });
+
+  test("under Node, booblik/client is the built JavaScript, with the portable CRC32C", () => {
+    const { stdout } = run(
+      [
+        NODE!,
+        "--input-type=module",
+        "-e",
+        `const m = await import("booblik/client");
+         console.log(JSON.stringify({ crc: m.crc32cImplementation, client: typeof m.BooblikClient,
+           resolved: import.meta.resolve("booblik/client") }));`,
+      ],
+      project.path,
+    );
+    const answer = JSON.parse(stdout) as { crc: string; client: string; resolved: string };
+    expect(answer.crc).toBe("portable");
+    expect(answer.client).toBe("function");
+    expect(answer.resolved).toEndWith("/node_modules/booblik/dist/client/index.js");
+  });
+
+  test("under Node, the Bun-only main entry says so and names booblik/client", () => {
+    const result = Bun.spawnSync([NODE!, "--input-type=module", "-e", `await import("booblik");`], {
+      cwd: project.path,
+      stderr: "pipe",
+    });
+    expect(result.exitCode).not.toBe(0);
+    expect(result.stderr.toString()).toContain(
+      `"booblik" (the broker and the embedded Broker) runs on Bun only; on Node.js`,
+    );
+    expect(result.stderr.toString()).toContain(`import the client from "booblik/client"`);
+  });
+
+  test("forcing ISA-L under Node fails at load with the reason", () => {
+    const result = Bun.spawnSync([NODE!, "--input-type=module", "-e", `await import("booblik/client");`], {
+      cwd: project.path,
+      env: { ...process.env, BOOBLIK_CRC32C: "isa-l-01" },
+      stderr: "pipe",
+    });
+    expect(result.exitCode).not.toBe(0);
+    expect(result.stderr.toString()).toContain("BOOBLIK_CRC32C=isa-l-01 cannot run here");
+    expect(result.stderr.toString()).toContain("ISA-L needs Bun's bun:ffi, absent in this runtime");
+  });
+
+  test("its declarations type-check in a nodenext TypeScript project", () => {
+    fs.writeFileSync(
+      project.file("app.ts"),
+      `import { BooblikClient, crc32c, type ProducerRecord } from "booblik/client";
+const record: ProducerRecord = { key: "k", value: "v" };
+const crc: number = crc32c(new Uint8Array(3), 0, 3);
+export const uses = [BooblikClient, record, crc] as const;
+`,
+    );
+    fs.writeFileSync(
+      project.file("tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          strict: true,
+          noEmit: true,
+          types: [],
+        },
+        files: ["app.ts"],
+      }),
+    );
+    run(
+      [process.execPath, path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", project.path],
+      project.path,
+    );
+  });
+
+  test("under Bun, booblik/client resolves to the sources, and the booblik-cli bin runs", () => {
+    const { stdout } = run(
+      [process.execPath, "-e", `console.log(Bun.resolveSync("booblik/client", process.cwd()))`],
+      project.path,
+    );
+    expect(stdout.trim()).toEndWith("/node_modules/booblik/src/client/index.ts");
+    const version = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version;
+    expect(run([project.file("node_modules/.bin/booblik-cli"), "--version"], project.path).stdout).toBe(
+      `booblik-cli ${version}\n`,
+    );
+  });
+
+  test("from git (bun add git+file://…, the last commit): Bun gets the client sources and the CLI", () => {
+    using app = tempDir("booblik-git-dependent");
+    fs.writeFileSync(
+      app.file("package.json"),
+      JSON.stringify({ name: "app", version: "1.0.0", type: "module", private: true }),
+    );
+    run(["bun", "add", `git+file://${ROOT}`], app.path);
+    const { stdout } = run(
+      [
+        process.execPath,
+        "-e",
+        `const m = await import("booblik/client"); console.log(typeof m.BooblikClient, Bun.resolveSync("booblik/client", process.cwd()))`,
+      ],
+      app.path,
+    );
+    expect(stdout.trim()).toMatch(/^function \/.*\/node_modules\/booblik\/src\/client\/index\.ts$/);
+    expect(run([app.file("node_modules/.bin/booblik-cli"), "--version"], app.path).stdout).toStartWith(
+      "booblik-cli ",
+    );
+  });
+
+  test("under Node against a broker: produce, consume with CRC checks, groups, errors, compression", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"));
+    // A zstd batch written from Bun, for the Node consumer to read (or refuse by name).
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    await client.createTopic("from-bun-zstd");
+    const zstd = new Producer(client, { compression: "zstd" });
+    await zstd.send("from-bun-zstd", ["z1", "z2"]);
+    await zstd.close();
+    client.close();
+
+    fs.copyFileSync(path.join(import.meta.dir, "node-checks.mjs"), project.file("node-checks.mjs"));
+    const { stdout } = run([NODE!, "node-checks.mjs", String(broker.port), "from-bun-zstd"], project.path);
+    const out = JSON.parse(stdout);
+
+    expect(out.bun).toBeNull();
+    expect(out.crc32cImplementation).toBe("portable");
+    const expected = [0, 1, 15, 16, 17, 255, 4096, 65_537].map((size) => {
+      const bytes = new Uint8Array(size);
+      for (let i = 0; i < size; i++) bytes[i] = (i * 31 + 7) & 0xff;
+      expect(crc32c(bytes, 0, size)).toBe(crc32cPortable(bytes, 0, size));
+      return crc32c(bytes, 0, size);
+    });
+    expect(out.crcs).toEqual(expected);
+
+    expect(out.consumed).toBe(2000);
+    expect(out.consumedSet).toBe(2000);
+    expect(out.committed).toBe(10);
+    // Partition 1 was never committed: −1.
+    expect(out.fetchedOffsets).toEqual([
+      [0, 10],
+      [1, -1],
+    ]);
+    expect(out.damaged).toStartWith("CORRUPT_RECORD: ");
+    expect(out.unknownTopic).toEqual(["UNKNOWN_TOPIC_OR_PARTITION", false]);
+    expect(out.outOfRange).toEqual(["OFFSET_OUT_OF_RANGE", true]);
+    expect(out.refused[0]).toBe("CONNECTION_ERROR");
+    expect(out.refused[1]).toContain("connection refused");
+
+    const nodeMajor = Number(out.node.split(".")[0]);
+    const nodeMinor = Number(out.node.split(".")[1]);
+    const nodeHasZstd =
+      nodeMajor > 23 || (nodeMajor === 23 && nodeMinor >= 8) || (nodeMajor === 22 && nodeMinor >= 15);
+    expect(out.zstdAvailable).toBe(nodeHasZstd);
+    if (nodeHasZstd) {
+      expect(out.zstdProduce).toBe("ok");
+      expect(out.zstdConsume).toEqual(["z1", "z2"]);
+    } else {
+      for (const message of [out.zstdProduce, out.zstdConsume]) {
+        expect(message).toStartWith("INVALID_ARGUMENT: ");
+        expect(message).toContain("zstd (4) is not available in this runtime");
+        expect(message).toContain(`this is Node.js ${out.node}`);
+      }
+    }
+  });
+
+  test("every docs/client.md example that needs no embedded broker runs under Node", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"));
+    const text = fs.readFileSync(path.join(ROOT, "docs/client.md"), "utf8");
+    const blocks = [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    // The embedded Broker is Bun-only (storage through bun:ffi): not part of booblik/client.
+    const clientBlocks = blocks.filter((block) => !/\bBroker\b[,\s}]/.test(block.split("\n")[0]!));
+    expect(clientBlocks.length).toBeGreaterThanOrEqual(5);
+    const transpiler = new Bun.Transpiler({ loader: "ts" });
+    for (const [index, block] of clientBlocks.entries()) {
+      const script = project.file(`example-${index}.mjs`);
+      fs.writeFileSync(
+        script,
+        transpiler.transformSync(block.replaceAll(`from "booblik"`, `from "booblik/client"`)),
+      );
+      run([NODE!, script], project.path, { BOOBLIK_PORT: String(broker.port), TMPDIR: dir.path });
+    }
+  });
+});
