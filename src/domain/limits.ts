@@ -498,3 +498,12 @@ assert(
   "a native commit of the most partitions fits one segment of the offsets topic",
 );
 assert(GROUP_SESSION_TIMEOUT_MS_MIN < GROUP_SESSION_TIMEOUT_MS_MAX, "session timeout range");
+
+// --- Console: consumer groups (issue 16) ---------------------------------------------------------
+/**
+ * Groups whose total lag the console samples once per CONSOLE_SAMPLE_INTERVAL_MS for its "lag over
+ * time" chart (the first this many by name): each costs one pass over its committed partitions per
+ * tick and CONSOLE_HISTORY_SAMPLES points of memory (~10 KiB), so 256 groups bound the sampler at
+ * about 2.5 MiB and a few thousand map lookups a second. Groups beyond it are listed, without history.
+ */
+export const CONSOLE_LAG_GROUPS_MAX = 256;
