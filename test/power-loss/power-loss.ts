@@ -104,6 +104,9 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
         // then, and a cut inside it is what tests that records are shown and acknowledged only once
         // forced. A deliberate random moment, like the torture's own, not a wait for a condition.
         await new Promise((resolve) => setTimeout(resolve, random.int(0, 4)));
+        // The mount still forwards fsync (else the cycle's failure would be the harness's; see
+        // VolatileFs.probeSync): checked here, with everything the cycle acknowledged behind it.
+        await volatileFs.probeSync();
         await volatileFs.unplug();
       },
       afterKill: async () => {
