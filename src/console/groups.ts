@@ -94,12 +94,42 @@ function totalLag(rows: readonly GroupOffsetRow[]): number {
   return sum;
 }
 
+function groupNames(broker: Broker, coordinator: ConsoleGroupsView | undefined): string[] {
+  const names = new Set(broker.offsets.groupIds());
+  for (const summary of coordinator?.list() ?? []) names.add(summary.groupId);
+  return [...names].sort();
+}
+
+/**
+ * The total lag of the first groups by name, while their committed partitions add up to at most
+ * `partitionsMax` (the console's per-tick lag history: bounded work, see CONSOLE_LAG_PARTITIONS_MAX).
+ */
+export function groupLags(
+  broker: Broker,
+  coordinator: ConsoleGroupsView | undefined,
+  partitionsMax: number,
+): Map<string, number> {
+  const lags = new Map<string, number>();
+  let partitions = 0;
+  for (const group of groupNames(broker, coordinator)) {
+    const committed = broker.offsets.committedOf(group);
+    partitions += committed.length;
+    if (partitions > partitionsMax) break;
+    let lag = 0;
+    for (const { topic, partition, committed: offset } of committed) {
+      const nextOffset = nextOffsetOf(broker, topic, partition);
+      if (nextOffset !== null) lag += Math.max(0, nextOffset - offset.offset);
+    }
+    lags.set(group, lag);
+  }
+  return lags;
+}
+
 /** Every group the coordinator or the offsets store knows, sorted by name. */
 export function groupRows(broker: Broker, coordinator: ConsoleGroupsView | undefined): GroupRow[] {
   const live = new Map<string, GroupSummary>();
   for (const summary of coordinator?.list() ?? []) live.set(summary.groupId, summary);
-  const names = new Set([...broker.offsets.groupIds(), ...live.keys()]);
-  return [...names].sort().map((group) => {
+  return groupNames(broker, coordinator).map((group) => {
     const summary = live.get(group);
     const offsets = groupOffsets(broker, group);
     return {

@@ -4,9 +4,12 @@
  * does plus ten socket writes. The topic and connection listings are computed in the same tick only
  * when some open stream shows them.
  *
- * Consumer groups: every tick also sums the lag of each group (at most CONSOLE_LAG_GROUPS_MAX, the
- * first by name) into a per-group history of CONSOLE_HISTORY_SAMPLES points, so that a group's page
- * opens with its lag over the last minutes; a group that disappears loses its history.
+ * Consumer groups: every tick also sums the lag of each group into a per-group history of
+ * CONSOLE_HISTORY_SAMPLES points, so that a group's page opens with its lag over the last minutes
+ * (the first groups by name, while their committed partitions add up to at most
+ * CONSOLE_LAG_PARTITIONS_MAX: the sum runs whether or not a tab is open, so it is bounded). A group
+ * that disappears, or falls beyond that bound, loses its history. The groups listing itself is
+ * computed only while a stream shows it.
  *
  * Owns: the sample history (CONSOLE_HISTORY_SAMPLES), the groups' lag histories, the set of open
  * streams (at most CONSOLE_STREAMS_MAX) and the tick timer, which runs from the first console request on and is
@@ -16,7 +19,7 @@
 import type { Broker } from "../broker/broker.ts";
 import {
   CONSOLE_HISTORY_SAMPLES,
-  CONSOLE_LAG_GROUPS_MAX,
+  CONSOLE_LAG_PARTITIONS_MAX,
   CONSOLE_SAMPLE_INTERVAL_MS,
   CONSOLE_STREAM_QUEUED_BYTES_MAX,
   CONSOLE_STREAMS_MAX,
@@ -29,7 +32,7 @@ import type {
   LagPoint,
   TopicRow,
 } from "./api-types.ts";
-import { type ConsoleGroupsView, groupDetail, groupRows } from "./groups.ts";
+import { type ConsoleGroupsView, groupDetail, groupLags, groupRows } from "./groups.ts";
 
 /** What the console reads of the TCP server (src/server/server.ts BrokerServer has all of it). */
 export interface ConsoleServerView {
@@ -203,9 +206,9 @@ export class ConsoleSampler {
     };
     this.history.push(sample);
     if (this.history.length > CONSOLE_HISTORY_SAMPLES) this.history.shift();
-    const groups = this.groupRows();
-    this.recordLag(sample.atMs, groups);
+    this.recordLag(sample.atMs);
     if (this.streams.size === 0) return;
+    let groups: GroupRow[] | undefined;
     const messages = new Map<string, Uint8Array[]>();
     const sampleMessage = event("sample", sample);
     for (const stream of [...this.streams]) {
@@ -215,7 +218,10 @@ export class ConsoleSampler {
         message = [sampleMessage];
         if (stream.view === "topics") message.push(event("topics", this.topicRows()));
         if (stream.view === "connections") message.push(event("connections", this.connectionRows()));
-        if (stream.view === "groups") message.push(event("groups", groups));
+        if (stream.view === "groups") {
+          groups ??= this.groupRows();
+          message.push(event("groups", groups));
+        }
         if (stream.view === "group") {
           const point = this.lagHistory.get(stream.group)?.at(-1);
           if (point !== undefined && point.atMs === sample.atMs) message.push(event("lag", point));
@@ -227,20 +233,23 @@ export class ConsoleSampler {
     }
   }
 
-  /** Appends each tracked group's lag to its history; forgets groups no longer listed. */
-  private recordLag(atMs: number, rows: readonly GroupRow[]): void {
-    const tracked = new Set<string>();
-    for (const row of rows.slice(0, CONSOLE_LAG_GROUPS_MAX)) {
-      tracked.add(row.group);
-      let points = this.lagHistory.get(row.group);
+  /** Appends each tracked group's lag to its history; forgets groups no longer tracked. */
+  private recordLag(atMs: number): void {
+    const broker = this.targets.broker;
+    const lags =
+      broker === undefined || broker.isClosed || !broker.recoveryProgress.done
+        ? new Map<string, number>()
+        : groupLags(broker, this.targets.groups, CONSOLE_LAG_PARTITIONS_MAX);
+    for (const [group, lag] of lags) {
+      let points = this.lagHistory.get(group);
       if (points === undefined) {
         points = [];
-        this.lagHistory.set(row.group, points);
+        this.lagHistory.set(group, points);
       }
-      points.push({ atMs, lag: row.lag });
+      points.push({ atMs, lag });
       if (points.length > CONSOLE_HISTORY_SAMPLES) points.shift();
     }
-    for (const group of this.lagHistory.keys()) if (!tracked.has(group)) this.lagHistory.delete(group);
+    for (const group of this.lagHistory.keys()) if (!lags.has(group)) this.lagHistory.delete(group);
   }
 
   /** A group's lag history (oldest first; empty for an untracked group). */

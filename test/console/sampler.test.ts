@@ -7,6 +7,7 @@
 import { expect, test } from "bun:test";
 import { Broker } from "../../src/broker/broker.ts";
 import type { ConsoleSample } from "../../src/console/api-types.ts";
+import { groupLags } from "../../src/console/groups.ts";
 import { ConsoleSampler } from "../../src/console/sampler.ts";
 import { CONSOLE_STREAM_QUEUED_BYTES_MAX, CONSOLE_STREAMS_MAX } from "../../src/domain/limits.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -232,6 +233,42 @@ test("groups: lag per partition and per group, one history point per tick, a del
     expect(sampler.groupRows()).toEqual([]);
     expect(sampler.lagHistoryOf("g1")).toEqual([]);
     sampler.stop();
+  } finally {
+    await broker.close();
+  }
+});
+
+test("the lag history sums the first groups by name while their committed partitions fit the bound", async () => {
+  using dir = tempDir();
+  const broker = Broker.open({ dataDir: dir.path });
+  try {
+    broker.createTopic("a", { partitions: 3, durability: "append" });
+    await broker.append("a", 0, ["1", "2"]);
+    const commit = (group: string, partitions: number[]) =>
+      broker.offsets.commit(
+        group,
+        partitions.map((partition) => ({
+          topic: "a",
+          partition,
+          offset: 0,
+          leaderEpoch: -1,
+          metadata: null,
+        })),
+      );
+    await commit("b-second", [0]);
+    await commit("a-first", [0, 1]);
+    await commit("c-third", [0, 1, 2]);
+    expect([...groupLags(broker, undefined, 3)]).toEqual([
+      ["a-first", 2],
+      ["b-second", 2],
+    ]);
+    // The bound stops at the first group that does not fit, so what is tracked is a prefix by name.
+    expect([...groupLags(broker, undefined, 2)]).toEqual([["a-first", 2]]);
+    expect([...groupLags(broker, undefined, 6)].map(([group]) => group)).toEqual([
+      "a-first",
+      "b-second",
+      "c-third",
+    ]);
   } finally {
     await broker.close();
   }
