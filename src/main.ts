@@ -508,6 +508,7 @@ async function main(): Promise<number> {
     try {
       kafkaAddress = kafka.listen();
       const groups = kafka.handler.groups;
+      targets.groups = groups;
       server.kafkaGroups = {
         members: (group) => groups.describe(group)?.members.length ?? 0,
         groupIds: () => groups.list().map((summary) => summary.groupId),

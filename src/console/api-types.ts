@@ -55,3 +55,62 @@ export interface ConnectionRows {
   count: number;
   byAddress: { address: string; connections: number }[];
 }
+
+/** One consumer group in the groups listing: Kafka groups with members and groups with commits. */
+export interface GroupRow {
+  group: string;
+  /** The coordinator's state; "Empty" for a group that only has committed offsets. */
+  state: string;
+  /** "consumer" for Kafka consumers; "" for a group with no members. */
+  protocolType: string;
+  members: number;
+  /** Partitions with a committed offset. */
+  committedPartitions: number;
+  /** Sum of the lag of its committed partitions (of topics that still exist). */
+  lag: number;
+}
+
+/** One partition a member was assigned (decoded from Kafka's consumer protocol assignment). */
+export interface AssignedPartitions {
+  topic: string;
+  partitions: number[];
+}
+
+export interface GroupMemberRow {
+  memberId: string;
+  clientId: string;
+  clientHost: string;
+  /** Decoded assignment; null when the group's protocol is not Kafka's consumer protocol. */
+  assignment: AssignedPartitions[] | null;
+  /** The assignment's size in bytes, for the ones that cannot be decoded. */
+  assignmentBytes: number;
+}
+
+export interface GroupOffsetRow {
+  topic: string;
+  partition: number;
+  committedOffset: number;
+  /** The partition's next offset (what a consumer can read); null when the topic is gone. */
+  nextOffset: number | null;
+  /** nextOffset − committedOffset, at least 0; null when the topic is gone. */
+  lag: number | null;
+  metadata: string | null;
+  commitTimestampMs: number;
+}
+
+export interface GroupDetail {
+  group: string;
+  state: string;
+  protocolType: string;
+  /** The assignor chosen in the last rebalance ("" when none). */
+  protocol: string;
+  members: GroupMemberRow[];
+  offsets: GroupOffsetRow[];
+  lag: number;
+}
+
+/** One point of a group's total lag over time. */
+export interface LagPoint {
+  atMs: number;
+  lag: number;
+}

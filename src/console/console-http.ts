@@ -93,8 +93,8 @@ export function createConsole(targets: ConsoleTargets): WebConsole {
     };
   }
 
-  function stream(request: Request, view: StreamView): Response {
-    const body = sampler.openStream(view, request.signal);
+  function stream(request: Request, view: StreamView, group: string): Response {
+    const body = sampler.openStream(view, request.signal, group);
     if (body === undefined) {
       return problem(503, "too many console streams are open (CONSOLE_STREAMS_MAX); close a tab and retry");
     }
@@ -133,14 +133,24 @@ export function createConsole(targets: ConsoleTargets): WebConsole {
         const view = (url.searchParams.get("view") ?? "overview") as StreamView;
         if (!STREAM_VIEWS.includes(view))
           return problem(400, `view must be one of ${STREAM_VIEWS.join(", ")}`);
-        return stream(request, view);
+        const group = url.searchParams.get("group") ?? "";
+        if (view === "group" && group === "") return problem(400, "view=group needs a group parameter");
+        return stream(request, view, group);
       }
       const broker = targets.broker;
-      if (route === "topic-names" || route === "records") {
+      if (route === "topic-names" || route === "records" || route === "groups" || route === "group") {
         if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) {
           return problem(503, "the data directory is still opening");
         }
         try {
+          if (route === "groups") return json(sampler.groupRows());
+          if (route === "group") {
+            const group = url.searchParams.get("group");
+            if (group === null || group === "") throw new InvalidArgumentError("group is required");
+            const detail = sampler.groupDetail(group);
+            if (detail === null) return problem(404, `no consumer group ${JSON.stringify(group)}`);
+            return json({ ...detail, lagHistory: sampler.lagHistoryOf(group) });
+          }
           if (route === "topic-names") {
             return json(
               broker.listTopics().map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),

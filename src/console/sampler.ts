@@ -4,19 +4,35 @@
  * does plus ten socket writes. The topic and connection listings are computed in the same tick only
  * when some open stream shows them.
  *
- * Owns: the sample history (CONSOLE_HISTORY_SAMPLES), the set of open streams (at most
- * CONSOLE_STREAMS_MAX) and the tick timer, which runs from the first console request on and is
+ * Consumer groups: every tick also sums the lag of each group into a per-group history of
+ * CONSOLE_HISTORY_SAMPLES points, so that a group's page opens with its lag over the last minutes
+ * (the first groups by name, while their committed partitions add up to at most
+ * CONSOLE_LAG_PARTITIONS_MAX: the sum runs whether or not a tab is open, so it is bounded). A group
+ * that disappears, or falls beyond that bound, loses its history. The groups listing itself is
+ * computed only while a stream shows it.
+ *
+ * Owns: the sample history (CONSOLE_HISTORY_SAMPLES), the groups' lag histories, the set of open
+ * streams (at most CONSOLE_STREAMS_MAX) and the tick timer, which runs from the first console request on and is
  * unref'd (it never keeps the process alive). Reads counters the broker and server already keep;
  * adds nothing to their hot paths.
  */
 import type { Broker } from "../broker/broker.ts";
 import {
   CONSOLE_HISTORY_SAMPLES,
+  CONSOLE_LAG_PARTITIONS_MAX,
   CONSOLE_SAMPLE_INTERVAL_MS,
   CONSOLE_STREAM_QUEUED_BYTES_MAX,
   CONSOLE_STREAMS_MAX,
 } from "../domain/limits.ts";
-import type { ConnectionRows, ConsoleSample, TopicRow } from "./api-types.ts";
+import type {
+  ConnectionRows,
+  ConsoleSample,
+  GroupDetail,
+  GroupRow,
+  LagPoint,
+  TopicRow,
+} from "./api-types.ts";
+import { type ConsoleGroupsView, groupDetail, groupLags, groupRows } from "./groups.ts";
 
 /** What the console reads of the TCP server (src/server/server.ts BrokerServer has all of it). */
 export interface ConsoleServerView {
@@ -36,13 +52,17 @@ export interface ConsoleTargets {
   broker: Broker | undefined;
   server: ConsoleServerView | undefined;
   ready: boolean;
+  /** The Kafka listener's group coordinator, when a Kafka listener runs (main.ts sets it). */
+  groups?: ConsoleGroupsView | undefined;
 }
 
-export type StreamView = "overview" | "topics" | "connections";
-export const STREAM_VIEWS: readonly StreamView[] = ["overview", "topics", "connections"];
+export type StreamView = "overview" | "topics" | "connections" | "groups" | "group";
+export const STREAM_VIEWS: readonly StreamView[] = ["overview", "topics", "connections", "groups", "group"];
 
 interface Stream {
   view: StreamView;
+  /** The group a "group" stream shows ("" for the other views). */
+  group: string;
   controller: ReadableStreamDefaultController<Uint8Array>;
 }
 
@@ -73,6 +93,8 @@ export class ConsoleSampler {
   private previousOffsets = new Map<string, number>();
   private previousOffsetsAtMs = 0;
   private cachedRows: TopicRow[] | undefined;
+  /** Each tracked group's total lag, one point per tick, oldest first. */
+  private readonly lagHistory = new Map<string, LagPoint[]>();
   /** Ticks so far (tests and the bench read it to know a tick happened). */
   ticks = 0;
 
@@ -117,7 +139,7 @@ export class ConsoleSampler {
    * A live stream for one page, or undefined when CONSOLE_STREAMS_MAX are open. It opens with the
    * history (so the charts fill at once) and the current listing of its view.
    */
-  openStream(view: StreamView, signal: AbortSignal): ReadableStream<Uint8Array> | undefined {
+  openStream(view: StreamView, signal: AbortSignal, group = ""): ReadableStream<Uint8Array> | undefined {
     if (this.streams.size >= CONSOLE_STREAMS_MAX) return undefined;
     this.start();
     let stream: Stream | undefined;
@@ -127,11 +149,16 @@ export class ConsoleSampler {
     const body = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          stream = { view, controller };
+          stream = { view, group, controller };
           this.streams.add(stream);
           controller.enqueue(event("history", this.history));
           if (view === "topics") controller.enqueue(event("topics", this.topicRows()));
           if (view === "connections") controller.enqueue(event("connections", this.connectionRows()));
+          if (view === "groups") controller.enqueue(event("groups", this.groupRows()));
+          if (view === "group") {
+            controller.enqueue(event("lag-history", this.lagHistory.get(group) ?? []));
+            controller.enqueue(event("group", this.groupDetail(group)));
+          }
         },
         cancel: remove,
       },
@@ -179,19 +206,69 @@ export class ConsoleSampler {
     };
     this.history.push(sample);
     if (this.history.length > CONSOLE_HISTORY_SAMPLES) this.history.shift();
+    this.recordLag(sample.atMs);
     if (this.streams.size === 0) return;
-    const messages = new Map<StreamView, Uint8Array[]>();
+    let groups: GroupRow[] | undefined;
+    const messages = new Map<string, Uint8Array[]>();
     const sampleMessage = event("sample", sample);
     for (const stream of [...this.streams]) {
-      let message = messages.get(stream.view);
+      const key = stream.view === "group" ? `group\u0000${stream.group}` : stream.view;
+      let message = messages.get(key);
       if (message === undefined) {
         message = [sampleMessage];
         if (stream.view === "topics") message.push(event("topics", this.topicRows()));
         if (stream.view === "connections") message.push(event("connections", this.connectionRows()));
-        messages.set(stream.view, message);
+        if (stream.view === "groups") {
+          groups ??= this.groupRows();
+          message.push(event("groups", groups));
+        }
+        if (stream.view === "group") {
+          const point = this.lagHistory.get(stream.group)?.at(-1);
+          if (point !== undefined && point.atMs === sample.atMs) message.push(event("lag", point));
+          message.push(event("group", this.groupDetail(stream.group)));
+        }
+        messages.set(key, message);
       }
       this.send(stream, message);
     }
+  }
+
+  /** Appends each tracked group's lag to its history; forgets groups no longer tracked. */
+  private recordLag(atMs: number): void {
+    const broker = this.targets.broker;
+    const lags =
+      broker === undefined || broker.isClosed || !broker.recoveryProgress.done
+        ? new Map<string, number>()
+        : groupLags(broker, this.targets.groups, CONSOLE_LAG_PARTITIONS_MAX);
+    for (const [group, lag] of lags) {
+      let points = this.lagHistory.get(group);
+      if (points === undefined) {
+        points = [];
+        this.lagHistory.set(group, points);
+      }
+      points.push({ atMs, lag });
+      if (points.length > CONSOLE_HISTORY_SAMPLES) points.shift();
+    }
+    for (const group of this.lagHistory.keys()) if (!lags.has(group)) this.lagHistory.delete(group);
+  }
+
+  /** A group's lag history (oldest first; empty for an untracked group). */
+  lagHistoryOf(group: string): readonly LagPoint[] {
+    return this.lagHistory.get(group) ?? [];
+  }
+
+  /** Every consumer group with its state, members and total lag (empty while the broker opens). */
+  groupRows(): GroupRow[] {
+    const broker = this.targets.broker;
+    if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return [];
+    return groupRows(broker, this.targets.groups);
+  }
+
+  /** One group's members, offsets and lag, or null when no such group exists (now). */
+  groupDetail(group: string): GroupDetail | null {
+    const broker = this.targets.broker;
+    if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return null;
+    return groupDetail(broker, this.targets.groups, group) ?? null;
   }
 
   private send(stream: Stream, chunks: Uint8Array[]): void {

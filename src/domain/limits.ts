@@ -572,3 +572,14 @@ export const COALESCED_SPARE_BUFFERS_MAX = 4;
 export const DECODED_STRING_CACHED_BYTES_MAX = 256;
 /** PRODUCE waiters the server keeps for reuse (src/server/server.ts): about the requests in flight. */
 export const PRODUCE_WAITERS_KEPT = 4096;
+
+// --- Console: consumer groups (issue 16) ---------------------------------------------------------
+/**
+ * Committed partitions whose lag the console sums per CONSOLE_SAMPLE_INTERVAL_MS for the groups'
+ * "lag over time" charts: the first groups by name, while their committed partitions add up to at
+ * most this many. The sum runs every tick whether or not a tab is open (a history must be kept to
+ * be shown), so it is bounded: about 0.3 µs per committed partition measured
+ * (bench/console-tick.bench.ts --groups), so at most ~1.2 ms a second. Groups beyond it are listed
+ * and described, without a chart.
+ */
+export const CONSOLE_LAG_PARTITIONS_MAX = 4096;

@@ -10,6 +10,7 @@ import type { Server } from "bun";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
 import { createConsole } from "../console/console-http.ts";
+import type { ConsoleGroupsView } from "../console/groups.ts";
 import type { BrokerServer } from "./server.ts";
 
 export interface MetricsTargets {
@@ -17,6 +18,8 @@ export interface MetricsTargets {
   server: BrokerServer | undefined;
   /** True once the broker opened its data directory and listens. */
   ready: boolean;
+  /** The Kafka listener's group coordinator, for the console's groups page (when it runs). */
+  groups?: ConsoleGroupsView | undefined;
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {

@@ -9,7 +9,6 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
-import path from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
@@ -18,19 +17,16 @@ import { BOOBLIK_VERSION } from "../../src/domain/version.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  expectLabelledControls,
+  screenshot as saveScreenshot,
+} from "./browser-checks.ts";
 
 setDefaultTimeout(120_000);
 
-const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = fs.existsSync(CHROMIUM);
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 const dir = tempDir("booblik-console");
 const dataDir = dir.file("data");
@@ -131,62 +127,13 @@ async function openPage(hash: string, width = 1100, height = 800): Promise<Page>
 const text = async (page: Page, selector: string) =>
   (await page.locator(selector).first().textContent()) ?? "";
 
-/**
- * Saves a screenshot under the test's temporary directory and checks it has content: decoded in the
- * browser, at least 2 % of its pixels differ from its most common colour (a blank or error-free
- * white page fails).
- */
-async function screenshot(page: Page, name: string): Promise<void> {
-  const file = path.join(screenshots, `${name}.png`);
-  const png = await page.screenshot({ path: file, fullPage: true });
-  expect(fs.statSync(file).size).toBeGreaterThan(0);
-  const checker = await browser!.newPage();
-  try {
-    const inkFraction = await checker.evaluate(async (base64) => {
-      const image = new Image();
-      image.src = `data:image/png;base64,${base64}`;
-      await image.decode();
-      const canvas = document.createElement("canvas");
-      canvas.width = image.width;
-      canvas.height = image.height;
-      const context = canvas.getContext("2d")!;
-      context.drawImage(image, 0, 0);
-      const pixels = context.getImageData(0, 0, image.width, image.height).data;
-      const counts = new Map<number, number>();
-      for (let i = 0; i < pixels.length; i += 4) {
-        const colour = (pixels[i]! << 16) | (pixels[i + 1]! << 8) | pixels[i + 2]!;
-        counts.set(colour, (counts.get(colour) ?? 0) + 1);
-      }
-      const background = Math.max(...counts.values());
-      return 1 - background / (pixels.length / 4);
-    }, png.toString("base64"));
-    expect(inkFraction).toBeGreaterThan(0.02);
-  } finally {
-    await checker.close();
-  }
-}
+/** Saves a screenshot under the test's temporary directory and checks it has content. */
+const screenshot = (page: Page, name: string) => saveScreenshot(browser!, page, screenshots, name);
 
 /** No horizontal scrolling at this width (the page reflows for a phone). */
 async function expectNoHorizontalOverflow(page: Page): Promise<void> {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   expect(overflow).toBeLessThanOrEqual(0);
-}
-
-/** Every form control has an accessible name (a label, or aria-label). */
-async function expectLabelledControls(page: Page): Promise<void> {
-  const unlabelled = await page.evaluate(() =>
-    [...document.querySelectorAll("input, select, button")]
-      .filter((element) => {
-        const control = element as HTMLInputElement;
-        return (
-          (control.labels?.length ?? 0) === 0 &&
-          !control.getAttribute("aria-label") &&
-          !control.textContent?.trim()
-        );
-      })
-      .map((element) => element.outerHTML),
-  );
-  expect(unlabelled).toEqual([]);
 }
 
 describe.skipIf(!haveChromium)("in Chromium", () => {

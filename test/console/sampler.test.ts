@@ -7,6 +7,7 @@
 import { expect, test } from "bun:test";
 import { Broker } from "../../src/broker/broker.ts";
 import type { ConsoleSample } from "../../src/console/api-types.ts";
+import { groupLags } from "../../src/console/groups.ts";
 import { ConsoleSampler } from "../../src/console/sampler.ts";
 import { CONSOLE_STREAM_QUEUED_BYTES_MAX, CONSOLE_STREAMS_MAX } from "../../src/domain/limits.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -174,4 +175,101 @@ test("at most CONSOLE_STREAMS_MAX streams; a stream nobody reads is closed once 
   for await (const chunk of stalled) delivered += chunk.byteLength;
   expect(delivered).toBeGreaterThanOrEqual(CONSOLE_STREAM_QUEUED_BYTES_MAX);
   sampler.stop();
+});
+
+test("groups: lag per partition and per group, one history point per tick, a deleted topic adds no lag, a gone group loses its history", async () => {
+  using dir = tempDir();
+  const broker = Broker.open({ dataDir: dir.path });
+  try {
+    broker.createTopic("a", { partitions: 2, durability: "append" });
+    broker.createTopic("b", { partitions: 1, durability: "append" });
+    await broker.append("a", 0, ["1", "2", "3", "4", "5"]);
+    await broker.append("a", 1, ["1", "2"]);
+    await broker.append("b", 0, ["1", "2", "3"]);
+    await broker.offsets.commit("g1", [
+      { topic: "a", partition: 0, offset: 1, leaderEpoch: -1, metadata: null },
+      { topic: "a", partition: 1, offset: 5, leaderEpoch: -1, metadata: "m" },
+      { topic: "b", partition: 0, offset: 0, leaderEpoch: -1, metadata: null },
+    ]);
+    let clockMs = 0;
+    const sampler = new ConsoleSampler({ broker, server: fakeServer(), ready: true }, () => clockMs);
+    clockMs += 1000;
+    sampler.tick();
+    // a/0: 5 − 1; a/1: the commit is beyond the end, so 0; b/0: 3.
+    expect(sampler.groupRows()).toEqual([
+      { group: "g1", state: "Empty", protocolType: "", members: 0, committedPartitions: 3, lag: 7 },
+    ]);
+    const detail = sampler.groupDetail("g1")!;
+    expect(detail.offsets.map((o) => [o.topic, o.partition, o.committedOffset, o.nextOffset, o.lag])).toEqual(
+      [
+        ["a", 0, 1, 5, 4],
+        ["a", 1, 5, 2, 0],
+        ["b", 0, 0, 3, 3],
+      ],
+    );
+    expect(detail.offsets[1]!.metadata).toBe("m");
+    expect(sampler.groupDetail("nobody")).toBeNull();
+    // Deleting b leaves its commit without a partition: "topic gone", no lag.
+    await broker.deleteTopic("b");
+    await broker.append("a", 0, ["6"]);
+    clockMs += 1000;
+    sampler.tick();
+    const after = sampler.groupDetail("g1")!;
+    expect(after.offsets.at(-1)).toMatchObject({ topic: "b", nextOffset: null, lag: null });
+    expect(after.lag).toBe(5);
+    expect(sampler.lagHistoryOf("g1").map((point) => point.lag)).toEqual([7, 5]);
+    // A stream of the group's page opens with its history, then gets one point and the detail a tick.
+    const stream = sampler.openStream("group", new AbortController().signal, "g1")!;
+    clockMs += 1000;
+    sampler.tick();
+    const events = eventsOf(await drain(stream, 6));
+    expect(events.map((e) => e.event)).toEqual(["history", "lag-history", "group", "sample", "lag", "group"]);
+    expect((events[1]!.data as { lag: number }[]).map((p) => p.lag)).toEqual([7, 5]);
+    expect((events[4]!.data as { lag: number }).lag).toBe(5);
+    // The group's commits deleted: it is gone from the listing, and its history with it.
+    await broker.offsets.deleteGroup("g1");
+    clockMs += 1000;
+    sampler.tick();
+    expect(sampler.groupRows()).toEqual([]);
+    expect(sampler.lagHistoryOf("g1")).toEqual([]);
+    sampler.stop();
+  } finally {
+    await broker.close();
+  }
+});
+
+test("the lag history sums the first groups by name while their committed partitions fit the bound", async () => {
+  using dir = tempDir();
+  const broker = Broker.open({ dataDir: dir.path });
+  try {
+    broker.createTopic("a", { partitions: 3, durability: "append" });
+    await broker.append("a", 0, ["1", "2"]);
+    const commit = (group: string, partitions: number[]) =>
+      broker.offsets.commit(
+        group,
+        partitions.map((partition) => ({
+          topic: "a",
+          partition,
+          offset: 0,
+          leaderEpoch: -1,
+          metadata: null,
+        })),
+      );
+    await commit("b-second", [0]);
+    await commit("a-first", [0, 1]);
+    await commit("c-third", [0, 1, 2]);
+    expect([...groupLags(broker, undefined, 3)]).toEqual([
+      ["a-first", 2],
+      ["b-second", 2],
+    ]);
+    // The bound stops at the first group that does not fit, so what is tracked is a prefix by name.
+    expect([...groupLags(broker, undefined, 2)]).toEqual([["a-first", 2]]);
+    expect([...groupLags(broker, undefined, 6)].map(([group]) => group)).toEqual([
+      "a-first",
+      "b-second",
+      "c-third",
+    ]);
+  } finally {
+    await broker.close();
+  }
 });

@@ -163,6 +163,8 @@ for (const [writeMode, cycles] of [
       expect(result.cycles).toBe(cycles);
       expect(result.acknowledged).toBeGreaterThan(0);
       expect(result.consumed).toBeGreaterThanOrEqual(result.acknowledged);
+      // The group committer's commits were acknowledged, and checked after each restart.
+      expect(result.commitsAcknowledged).toBeGreaterThan(0);
       // The first cycle always cuts the power; every cut threw something away (at least the unsynced
       // holder line of the lock file), so the cycles did cut power rather than just restart.
       expect(result.cycles - result.killsOnly).toBeGreaterThan(0);

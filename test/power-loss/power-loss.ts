@@ -20,7 +20,10 @@
  * and has no holes, every record is whole (CRC checked) and one some producer sent, every
  * acknowledged record, every record the consumer was handed and every record the tail readers
  * (which stay at the end of the log) were handed is at its offset with its bytes, and the consumer,
- * resuming, sees each offset once. After the last cycle the broker stops cleanly
+ * resuming, sees each offset once, and a consumer group's committed offset of each partition is
+ * neither behind the last OFFSET_COMMIT the broker acknowledged nor beyond what was sent or the end
+ * of the log (a group committer commits after every record it reads, so commits, each forced into
+ * `__consumer_offsets`, are in flight when the plug is pulled). After the last cycle the broker stops cleanly
  * and `booblik-cli segment verify` must find no damage anywhere.
  *
  * The harness can fail (each shown with a local patch, reverted): acknowledging before the
@@ -60,6 +63,8 @@ export interface PowerLossResult extends TortureResult {
   cutsThatTookAppends: number;
   /** Cycles whose power cut tore a write (part of it landed). */
   cutsThatTore: number;
+  /** Cycles whose power cut took unsynced bytes of the offsets topic (commits in flight). */
+  cutsThatTookCommits: number;
 }
 
 export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLossResult> {
@@ -73,6 +78,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
   let cutsThatDiscarded = 0;
   let cutsThatTookAppends = 0;
   let cutsThatTore = 0;
+  let cutsThatTookCommits = 0;
   let killsOnly = 0;
   // About a quarter of the cycles (never the first or the last) only kill the broker: it restarts
   // on the page cache the crash left (records there may be readable without being durable), and a
@@ -98,6 +104,9 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
         // then, and a cut inside it is what tests that records are shown and acknowledged only once
         // forced. A deliberate random moment, like the torture's own, not a wait for a condition.
         await new Promise((resolve) => setTimeout(resolve, random.int(0, 4)));
+        // The mount still forwards fsync (else the cycle's failure would be the harness's; see
+        // VolatileFs.probeSync): checked here, with everything the cycle acknowledged behind it.
+        await volatileFs.probeSync();
         await volatileFs.unplug();
       },
       afterKill: async () => {
@@ -114,6 +123,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
         if ((files ?? 0) + (directories ?? 0) > 0) cutsThatDiscarded++;
         if (/\.log \+\d+/.test(account)) cutsThatTookAppends++;
         if ((torn ?? 0) > 0) cutsThatTore++;
+        if (/__consumer_offsets-0\/\d+\.log \+\d+/.test(account)) cutsThatTookCommits++;
         return `power cut ${account}`;
       },
     });
@@ -126,7 +136,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
     }
     throw error;
   }
-  return { ...result, killsOnly, cutsThatDiscarded, cutsThatTookAppends, cutsThatTore };
+  return { ...result, killsOnly, cutsThatDiscarded, cutsThatTookAppends, cutsThatTore, cutsThatTookCommits };
 }
 
 /** The long run: `bun run torture:power-loss [--cycles N] [--seed S]`. */
@@ -147,8 +157,8 @@ export async function powerLossMain(args: string[]): Promise<void> {
     const result = await runPowerLoss({ cycles, seed, workDir, writeMode, log: (line) => console.log(line) });
     console.log(
       `power-loss torture passed: ${result.cycles} cycles, ${result.cycles - result.killsOnly} power cuts (${result.cutsThatDiscarded} discarded unsynced ` +
-        `changes, ${result.cutsThatTookAppends} took appended records, ${result.cutsThatTore} tore a write), ${result.acknowledged} acknowledged records all present, ` +
-        `${result.consumed} consumed exactly once and unchanged, in ` +
+        `changes, ${result.cutsThatTookAppends} took appended records, ${result.cutsThatTookCommits} took offset-commit bytes, ${result.cutsThatTore} tore a write), ${result.acknowledged} acknowledged records all present, ` +
+        `${result.consumed} consumed exactly once and unchanged, ${result.commitsAcknowledged} acknowledged offset commits none lost, in ` +
         `${((performance.now() - started) / 1000).toFixed(1)} s (seed ${seed})`,
     );
     fs.rmSync(workDir, { recursive: true, force: true });

@@ -119,6 +119,44 @@ static pthread_mutex_t tree_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t unplugged;
 static volatile sig_atomic_t syncs_fail;
 static volatile sig_atomic_t writes_fail;
+/* Syncs this mount received, of files and of directories, and of those the ones that made a state
+ * DURABLE (the others failed, or a later sync of the node had already installed a newer copy). Said
+ * in the power-cut line: a cycle whose broker acknowledged forced records while its mount received
+ * no file sync means the syncs never reached this daemon (the kernel stops sending FSYNC for the
+ * rest of a mount once one is answered ENOSYS, fs/fuse/file.c fuse_fsync: fc->no_fsync). Under
+ * tree_lock. */
+static uint64_t file_syncs_received, directory_syncs_received, syncs_installed;
+/* Syncs of the file /sync-probe received. The harness fsyncs that file of its own at each power cut
+ * and asks (SIGWINCH) whether this count moved: if not, the kernel no longer forwards FSYNC on this
+ * mount, and no acknowledgement of the cycle can be blamed on the broker. */
+static volatile uint64_t probe_syncs;
+
+/* SIGWINCH: "volatile-fs: counts probe=P files=F" on stderr, async-signal-safe (no stdio). A torn
+ * read of a counter another thread changes is harmless: the harness compares the probe count only,
+ * which only its own fsync, finished before it signals, changes. */
+static void on_report(int signal_number) {
+  (void)signal_number;
+  char line[96] = "volatile-fs: counts probe=";
+  size_t at = strlen(line);
+  uint64_t values[2] = {probe_syncs, file_syncs_received};
+  for (int v = 0; v < 2; v++) {
+    if (v == 1) {
+      memcpy(line + at, " files=", 7);
+      at += 7;
+    }
+    char digits[24];
+    int count = 0;
+    uint64_t value = values[v];
+    do {
+      digits[count++] = (char)('0' + value % 10);
+      value /= 10;
+    } while (value > 0);
+    while (count > 0) line[at++] = digits[--count];
+  }
+  line[at++] = '\n';
+  ssize_t ignored = write(2, line, at);
+  (void)ignored;
+}
 
 static void on_unplug(int signal_number) {
   (void)signal_number;
@@ -501,9 +539,12 @@ static int vfs_fallocate(const char *path, int mode, off_t offset, off_t length,
  * latency without the lock, installs the copy as DURABLE at the end: unless the power was cut
  * meanwhile (EIO, DURABLE untouched) or a sync that started later already installed a newer copy.
  */
-static int sync_node(const char *path, struct fuse_file_info *fi) {
+static int sync_node(const char *path, struct fuse_file_info *fi, int is_dir_sync) {
   pthread_mutex_lock(&tree_lock);
+  if (is_dir_sync) directory_syncs_received++;
+  else file_syncs_received++;
   struct node *n = unplugged || syncs_fail ? NULL : target(path, fi);
+  if (n != NULL && n == resolve("/sync-probe")) probe_syncs++;
   if (n == NULL) {
     int result = unplugged || syncs_fail ? -EIO : -ENOENT;
     pthread_mutex_unlock(&tree_lock);
@@ -527,6 +568,7 @@ static int sync_node(const char *path, struct fuse_file_info *fi) {
     if (n->is_dir) entries_copy(&n->durable_entries, &snapshot_entries);
     else bytes_copy(&n->durable, &snapshot);
     n->durable_changes = changes;
+    syncs_installed++;
     if (n->changes == changes) {
       n->unsynced = 0;
       n->has_last_write = 0;
@@ -541,12 +583,12 @@ static int sync_node(const char *path, struct fuse_file_info *fi) {
 
 static int vfs_fsync(const char *path, int datasync, struct fuse_file_info *fi) {
   (void)datasync;
-  return sync_node(path, fi);
+  return sync_node(path, fi, 0);
 }
 
 static int vfs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi) {
   (void)datasync;
-  return sync_node(path, fi);
+  return sync_node(path, fi, 1);
 }
 
 static int vfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi) {
@@ -745,9 +787,11 @@ static void pull_the_plug(void) {
    * which files it made shorter (appends it took) by how much. */
   fprintf(stderr,
           "volatile-fs: power cut: discarded unsynced changes of %u files and %u directories "
-          "(%" PRIu64 " bytes beyond durable sizes), tore %u writes (%" PRIu64 " bytes landed); shortened: %s\n",
+          "(%" PRIu64 " bytes beyond durable sizes), tore %u writes (%" PRIu64 " bytes landed); shortened: %s; "
+          "syncs received: %" PRIu64 " of files, %" PRIu64 " of directories, %" PRIu64 " installed\n",
           summary.files_discarded, summary.directories_discarded, summary.bytes_beyond_durable_size,
-          summary.writes_torn, summary.bytes_torn_in, summary.shrunk_length == 0 ? "none" : summary.shrunk);
+          summary.writes_torn, summary.bytes_torn_in, summary.shrunk_length == 0 ? "none" : summary.shrunk,
+          file_syncs_received, directory_syncs_received, syncs_installed);
   free(summary.shrunk);
 }
 
@@ -824,6 +868,11 @@ int main(int argc, char *argv[]) {
   toggle_writes.sa_flags = SA_RESTART;
   sigemptyset(&toggle_writes.sa_mask);
   sigaction(SIGURG, &toggle_writes, NULL);
+  struct sigaction report = {0};
+  report.sa_handler = on_report;
+  report.sa_flags = SA_RESTART;
+  sigemptyset(&report.sa_mask);
+  sigaction(SIGWINCH, &report, NULL);
   /* Foreground, multi-threaded (a sync's latency must not stall other calls); fsname names the
    * mount in /proc/self/mountinfo. */
   char *fuse_argv[] = {argv[0], "-f", "-o", "fsname=volatile-fs,subtype=volatile", (char *)mountpoint, NULL};

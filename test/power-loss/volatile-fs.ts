@@ -149,6 +149,44 @@ export class VolatileFs implements AsyncDisposable {
   }
 
   /**
+   * Checks that the kernel still forwards fsync on this mount: fsyncs a file of the harness's own
+   * (`sync-probe` at the root, beside the broker's directory) and asks the daemon (SIGWINCH) whether
+   * the sync reached it. Once one FSYNC is answered ENOSYS, Linux stops sending FSYNC for the rest of
+   * the mount and fsync returns 0 without reaching the file system (fs/fuse/file.c fuse_fsync:
+   * fc->no_fsync); a broker on such a mount acknowledges records no sync covered, and the next
+   * power cut takes them. Throws, naming that, when the probe's sync did not arrive.
+   */
+  async probeSync(): Promise<void> {
+    const before = await this.counts();
+    const fd = fs.openSync(path.join(this.path, "sync-probe"), "w");
+    try {
+      fs.writeSync(fd, "probe");
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    const after = await this.counts();
+    if (after.probe <= before.probe)
+      throw new Error(
+        `volatile-fs: an fsync on the mount did not reach the daemon (probe syncs ${before.probe} -> ${after.probe}, file syncs ${after.files}): the kernel stopped forwarding FSYNC (fc->no_fsync), so this cycle's acknowledgements were never synced; a harness failure, not the broker's`,
+      );
+  }
+
+  /** The daemon's sync counters (SIGWINCH: "volatile-fs: counts probe=P files=F"). */
+  private async counts(): Promise<{ probe: number; files: number }> {
+    const daemon = this.daemon;
+    const stderr = this.stderr;
+    if (daemon === undefined || stderr === undefined) throw new Error("volatile-fs is not mounted");
+    daemon.kill("SIGWINCH");
+    const line = await stderr.waitFor(
+      (l) => l.startsWith("volatile-fs: counts "),
+      "volatile-fs to report its counts",
+    );
+    const [, probe, files] = /probe=(\d+) files=(\d+)/.exec(line) ?? [];
+    return { probe: Number(probe), files: Number(files) };
+  }
+
+  /**
    * Pulls the plug (unplug, unless that happened already) and unmounts: the daemon keeps only what
    * was synced, tearing last writes if asked. Returns the daemon's one-line account of what it
    * discarded. Everything that has a file open on the mount must be dead by now, or the unmount

@@ -17,4 +17,6 @@ test(`crash torture, 6 cycles (seed ${SEED})`, async () => {
   expect(result.cycles).toBe(6);
   expect(result.acknowledged).toBeGreaterThan(0);
   expect(result.consumed).toBeGreaterThanOrEqual(result.acknowledged);
+  // The group committer's commits were acknowledged, and checked after each restart.
+  expect(result.commitsAcknowledged).toBeGreaterThan(0);
 });

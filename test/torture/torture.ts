@@ -9,6 +9,9 @@
  *   record a tail reader was handed (a reader that keeps no position and so stays at the end of
  *   the log, where a record shown before it was forced would be seen before a crash takes it);
  * - the consumer, resuming from its saved position, sees each offset exactly once;
+ * - a consumer group's committed offsets (OFFSET_COMMIT, one per record a group committer reads,
+ *   each forced before it is acknowledged) are never behind the last commit the broker acknowledged
+ *   for that partition, never beyond the last one sent, and never beyond the end of the log;
  * - `booblik-cli segment verify` finds no damage in the crashed data directory, nor anywhere after
  *   the last restart and a clean stop.
  *
@@ -32,6 +35,8 @@ import { fetchedRecords } from "../helpers/records.ts";
 const ROOT = path.resolve(import.meta.dir, "../..");
 const TOPIC = "torture";
 const PARTITIONS = 3;
+/** The consumer group whose committed offsets the run checks (stored in `__consumer_offsets`). */
+const GROUP = "torture-group";
 /** A record as text: key, value and headers, so that all three are checked wherever it is read. */
 const PAYLOAD = /^key-\d+\|c(\d+)-p(\d+)-s(\d+)-i(\d+):x*\|\{"producer":"p\d+","index":"\d+"\}$/;
 /**
@@ -77,6 +82,16 @@ export interface TortureResult {
   cycles: number;
   acknowledged: number;
   consumed: number;
+  /** Offset commits the broker acknowledged (each checked not to be lost). */
+  commitsAcknowledged: number;
+}
+
+/** Per partition: the last commit the broker acknowledged, and the highest one sent. */
+interface CommitLedger {
+  acknowledged: number[];
+  sent: number[];
+  /** Acknowledged commits over the run. */
+  count: number;
 }
 
 function payload(cycle: number, producer: number, sequence: number, index: number): string {
@@ -128,6 +143,11 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     { length: PARTITIONS },
     (_, p) => new PositionFile(path.join(workDir, `position-${p}.json`), TOPIC, p),
   );
+  const commits: CommitLedger = {
+    acknowledged: Array.from({ length: PARTITIONS }, () => -1),
+    sent: Array.from({ length: PARTITIONS }, () => -1),
+    count: 0,
+  };
   let broker: BrokerProcess | undefined;
   let verifiedCycles = 0;
   try {
@@ -148,6 +168,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
         });
       // Verify what the previous crash left, through the restarted broker.
       await verifyLog(client, acknowledged, [consumedOffsets, tailed]);
+      const resumeFrom = await verifyCommits(client, commits);
       if (cycle > 0) verifiedCycles++;
       // Producers and the consumer run until the broker dies under them.
       const producers = random.int(2, 6);
@@ -175,6 +196,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
         ),
         consume(client, positions, consumedOffsets, brokerKilled),
         tail(client, tailed, brokerKilled),
+        commitAsGroup(client, resumeFrom, commits, brokerKilled),
       ];
       // Until the kill point; a check failing in a producer or the consumer (a rejection) ends the
       // cycle at once, and so does a stall.
@@ -223,6 +245,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
     broker = await startBroker(dataDir);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     await verifyLog(client, acknowledged, [consumedOffsets, tailed]);
+    await verifyCommits(client, commits);
     // Nothing kills this broker: here every error fails the run.
     await consume(client, positions, consumedOffsets, () => false, true);
     client.close();
@@ -236,6 +259,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
       cycles: verifiedCycles,
       acknowledged: acknowledged.reduce((sum, map) => sum + map.size, 0),
       consumed: consumedOffsets.reduce((sum, set) => sum + set.size, 0),
+      commitsAcknowledged: commits.count,
     };
   } catch (error) {
     if (error instanceof TortureFailure) throw new TortureFailure(`${error.message} (seed ${seed})`);
@@ -344,6 +368,74 @@ async function consume(
       }
     }),
   );
+}
+
+/**
+ * A group committer per partition: reads from the group's committed offset and commits the offset
+ * after each record it is handed (OFFSET_COMMIT, acknowledged only after the force that covers it),
+ * one commit in flight per partition, so the commits of a partition are sent in increasing order.
+ */
+async function commitAsGroup(
+  client: BooblikClient,
+  from: readonly number[],
+  commits: CommitLedger,
+  brokerKilled: () => boolean,
+): Promise<void> {
+  await Promise.all(
+    from.map(async (start, partition) => {
+      const consumer = new Consumer(client, { topic: TOPIC, partition, from: start, maxWaitMs: 50 });
+      try {
+        for await (const record of consumer) {
+          const offset = record.offset + 1;
+          commits.sent[partition] = Math.max(commits.sent[partition]!, offset);
+          await client.commitOffsets(GROUP, [{ topic: TOPIC, partition, offset }]);
+          commits.acknowledged[partition] = offset;
+          commits.count++;
+        }
+      } catch (error) {
+        if (error instanceof TortureFailure) throw error;
+        check(
+          brokerKilled(),
+          `partition ${partition}: the group committer failed while the broker ran: ${String(error)}`,
+        );
+      }
+    }),
+  );
+}
+
+/**
+ * Through the restarted broker: each partition's committed offset is at least the last commit the
+ * broker acknowledged (nothing acknowledged was lost), at most the highest sent (nothing invented),
+ * and at most the end of the log (a record a committer read was forced, so it survived). Returns the
+ * offsets to resume from.
+ */
+async function verifyCommits(client: BooblikClient, commits: CommitLedger): Promise<number[]> {
+  const fetched = await client.fetchOffsets(GROUP, [
+    { topic: TOPIC, partitions: Array.from({ length: PARTITIONS }, (_, p) => p) },
+  ]);
+  const resume: number[] = [];
+  for (let partition = 0; partition < PARTITIONS; partition++) {
+    const committed = fetched.find((f) => f.partition === partition)?.offset ?? -1;
+    const acked = commits.acknowledged[partition]!;
+    const sent = commits.sent[partition]!;
+    check(
+      committed >= acked,
+      `partition ${partition}: committed offset ${committed} is behind the acknowledged commit ${acked}`,
+    );
+    check(
+      committed <= sent,
+      `partition ${partition}: committed offset ${committed} was never sent (highest ${sent})`,
+    );
+    const { nextOffset } = await client.listOffsets(TOPIC, partition);
+    check(
+      committed <= nextOffset,
+      `partition ${partition}: committed offset ${committed} is beyond the end of the log (${nextOffset})`,
+    );
+    // The next cycle's committer starts here, so its commits stay at or above the acknowledged one.
+    commits.acknowledged[partition] = Math.max(acked, committed);
+    resume.push(Math.max(0, committed));
+  }
+  return resume;
 }
 
 /**
@@ -466,7 +558,7 @@ if (import.meta.main && process.argv.includes("--power-loss")) {
     const result = await runTorture({ cycles, seed, workDir, writeMode, log: (line) => console.log(line) });
     console.log(
       `torture passed: ${result.cycles} cycles, ${result.acknowledged} acknowledged records all present, ` +
-        `${result.consumed} consumed exactly once, in ${((performance.now() - started) / 1000).toFixed(1)} s (seed ${seed})`,
+        `${result.consumed} consumed exactly once, ${result.commitsAcknowledged} acknowledged offset commits none lost, in ${((performance.now() - started) / 1000).toFixed(1)} s (seed ${seed})`,
     );
     fs.rmSync(workDir, { recursive: true, force: true });
   } catch (error) {

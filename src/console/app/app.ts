@@ -4,7 +4,14 @@
  * up, nothing fetched at run time (the bundle ships inside the broker).
  */
 
-import type { ConnectionRows, ConsoleSample, TopicRow } from "../api-types.ts";
+import type {
+  ConnectionRows,
+  ConsoleSample,
+  GroupDetail,
+  GroupRow,
+  LagPoint,
+  TopicRow,
+} from "../api-types.ts";
 import {
   bytesFromBase64,
   chartLines,
@@ -21,8 +28,8 @@ import {
   renderField,
 } from "../format.ts";
 
-type Page = "overview" | "topics" | "records" | "connections";
-const PAGES: readonly Page[] = ["overview", "topics", "records", "connections"];
+type Page = "overview" | "topics" | "records" | "groups" | "connections";
+const PAGES: readonly Page[] = ["overview", "topics", "records", "groups", "connections"];
 /** Samples a chart spans: five minutes at one a second (CONSOLE_HISTORY_SAMPLES). */
 const CHART_SLOTS = 300;
 const CHART_WIDTH = 300;
@@ -47,6 +54,25 @@ function h(
   return element;
 }
 
+/**
+ * Replaces a live region's children (redrawn every second) keeping keyboard focus: a focused link
+ * inside it would otherwise be destroyed under the user's keyboard once a second, and focus would
+ * fall back to the page. The link with the same href is focused again after the redraw.
+ */
+function replaceKeepingFocus(target: HTMLElement, ...children: (Node | string)[]): void {
+  const focused = document.activeElement;
+  const href =
+    focused instanceof HTMLAnchorElement && target.contains(focused) ? focused.getAttribute("href") : null;
+  target.replaceChildren(...children);
+  if (href === null) return;
+  for (const link of target.querySelectorAll<HTMLAnchorElement>("a[href]")) {
+    if (link.getAttribute("href") === href) {
+      link.focus();
+      return;
+    }
+  }
+}
+
 function svg(tag: string, attributes: Record<string, string>): SVGElement {
   const element = document.createElementNS("http://www.w3.org/2000/svg", tag);
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
@@ -66,11 +92,13 @@ async function getJson<T>(path: string): Promise<T> {
 }
 
 function openStream(
-  view: "overview" | "topics" | "connections",
+  view: "overview" | "topics" | "connections" | "groups" | "group",
   handlers: Record<string, (data: unknown) => void>,
+  group?: string,
 ): void {
   source?.close();
-  source = new EventSource(`/console/api/stream?view=${view}`);
+  const groupParameter = group === undefined ? "" : `&group=${encodeURIComponent(group)}`;
+  source = new EventSource(`/console/api/stream?view=${view}${groupParameter}`);
   live.textContent = "connecting…";
   source.onopen = () => {
     live.textContent = "live";
@@ -359,7 +387,8 @@ function drawTopics(topics: TopicRow[]): void {
       {},
       h("tr", {}, ...names.map((n, i) => h("th", { scope: "col", class: i === 0 ? "" : "num" }, n))),
     );
-  target.replaceChildren(
+  replaceKeepingFocus(
+    target,
     h(
       "div",
       { class: "table-wrap" },
@@ -464,6 +493,276 @@ function showConnections(): void {
       );
     },
   });
+}
+
+// --- Consumer groups -----------------------------------------------------------------------------
+
+function drawGroups(groups: GroupRow[]): void {
+  const target = document.getElementById("groups");
+  if (target === null) return;
+  if (groups.length === 0) {
+    target.replaceChildren(h("p", {}, "No consumer groups yet: none has members or committed offsets."));
+    return;
+  }
+  replaceKeepingFocus(
+    target,
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { id: "groups-table" },
+        h("caption", {}, "Consumer groups"),
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            h("th", { scope: "col" }, "Group"),
+            h("th", { scope: "col" }, "State"),
+            h("th", { scope: "col" }, "Protocol type"),
+            h("th", { scope: "col", class: "num" }, "Members"),
+            h("th", { scope: "col", class: "num" }, "Committed partitions"),
+            h("th", { scope: "col", class: "num" }, "Lag"),
+          ),
+        ),
+        h(
+          "tbody",
+          {},
+          ...groups.map((group) =>
+            h(
+              "tr",
+              { "data-group": group.group },
+              h(
+                "th",
+                { scope: "row" },
+                h("a", { href: `#groups/${encodeURIComponent(group.group)}` }, group.group),
+              ),
+              h("td", { "data-field": "state" }, group.state),
+              h("td", { "data-field": "protocol-type" }, group.protocolType || "–"),
+              h("td", { class: "num", "data-field": "members" }, formatCount(group.members)),
+              h("td", { class: "num", "data-field": "partitions" }, formatCount(group.committedPartitions)),
+              h("td", { class: "num", "data-field": "lag" }, formatCount(group.lag)),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function showGroups(): void {
+  main.replaceChildren(
+    h("h1", {}, "Consumer groups"),
+    h(
+      "p",
+      { class: "note" },
+      "Kafka groups with members, and every group with committed offsets (Kafka's OffsetCommit or the native OFFSET_COMMIT). Lag is the partitions' next offsets minus the committed offsets.",
+    ),
+    h("div", { id: "groups" }, "Loading…"),
+  );
+  openStream("groups", { groups: (data) => drawGroups(data as GroupRow[]) });
+}
+
+/** A horizontal bar for a lag, scaled to the group's largest partition lag. */
+function lagBar(lag: number | null, largest: number, label: string): HTMLElement {
+  const fraction = lag === null || largest === 0 ? 0 : lag / largest;
+  return h(
+    "div",
+    {
+      class: "bar",
+      role: "meter",
+      "aria-label": label,
+      "aria-valuemin": "0",
+      "aria-valuemax": String(largest),
+      "aria-valuenow": String(lag ?? 0),
+      "aria-valuetext": lag === null ? "topic gone" : `${formatCount(lag)} records behind`,
+    },
+    h("div", { class: "bar-fill", style: `width: ${(fraction * 100).toFixed(1)}%` }),
+  );
+}
+
+function assignmentText(member: GroupDetail["members"][number]): string {
+  if (member.assignment === null) {
+    return member.assignmentBytes === 0 ? "none yet" : `${formatBytes(member.assignmentBytes)} (not decoded)`;
+  }
+  if (member.assignment.length === 0) return "nothing";
+  return member.assignment.map((a) => `${a.topic}: ${a.partitions.join(", ")}`).join("; ");
+}
+
+function drawGroup(detail: GroupDetail | null, groupId: string): void {
+  const target = document.getElementById("group-detail");
+  if (target === null) return;
+  if (detail === null) {
+    target.replaceChildren(
+      h("p", { role: "status" }, `No group ${groupId} now: it has neither members nor committed offsets.`),
+    );
+    return;
+  }
+  const largest = Math.max(0, ...detail.offsets.map((o) => o.lag ?? 0));
+  const members =
+    detail.members.length === 0
+      ? h("p", { id: "group-members-none" }, "No members: nobody consumes in this group now.")
+      : h(
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { id: "members-table" },
+            h("caption", {}, "Members"),
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                ...["Client id", "Host", "Assignment", "Member id"].map((n) => h("th", { scope: "col" }, n)),
+              ),
+            ),
+            h(
+              "tbody",
+              {},
+              ...detail.members.map((member) =>
+                h(
+                  "tr",
+                  { "data-member": member.memberId },
+                  h("th", { scope: "row", "data-field": "client-id" }, member.clientId),
+                  h("td", { "data-field": "host" }, member.clientHost),
+                  h("td", { "data-field": "assignment" }, assignmentText(member)),
+                  h("td", { "data-field": "member-id", class: "id" }, member.memberId),
+                ),
+              ),
+            ),
+          ),
+        );
+  const offsets =
+    detail.offsets.length === 0
+      ? h("p", {}, "No committed offsets yet.")
+      : h(
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { id: "offsets-table" },
+            h("caption", {}, "Committed offsets and lag"),
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                h("th", { scope: "col" }, "Topic / partition"),
+                h("th", { scope: "col", class: "num" }, "Committed"),
+                h("th", { scope: "col", class: "num" }, "Next offset"),
+                h("th", { scope: "col", class: "num" }, "Lag"),
+                h("th", { scope: "col", class: "bar-col" }, "Lag bar"),
+                h("th", { scope: "col" }, "Committed at (UTC)"),
+              ),
+            ),
+            h(
+              "tbody",
+              {},
+              ...detail.offsets.map((o) =>
+                h(
+                  "tr",
+                  { "data-topic": o.topic, "data-partition": String(o.partition) },
+                  h("th", { scope: "row" }, `${o.topic} / ${o.partition}`),
+                  h("td", { class: "num", "data-field": "committed" }, formatCount(o.committedOffset)),
+                  h(
+                    "td",
+                    { class: "num", "data-field": "next-offset" },
+                    o.nextOffset === null ? "topic gone" : formatCount(o.nextOffset),
+                  ),
+                  h("td", { class: "num", "data-field": "lag" }, o.lag === null ? "–" : formatCount(o.lag)),
+                  h("td", { class: "bar-col" }, lagBar(o.lag, largest, `Lag of ${o.topic} / ${o.partition}`)),
+                  h("td", {}, formatTimestamp(o.commitTimestampMs)),
+                ),
+              ),
+            ),
+          ),
+        );
+  setText("fact-group-state", detail.state);
+  setText("fact-group-protocol-type", detail.protocolType || "–");
+  setText("fact-group-protocol", detail.protocol || "–");
+  setText("fact-group-members", formatCount(detail.members.length));
+  setText("fact-group-lag", formatCount(detail.lag));
+  target.replaceChildren(members, offsets);
+}
+
+function drawLagChart(points: readonly LagPoint[]): void {
+  const target = document.getElementById("chart-lag");
+  if (target === null) return;
+  const values = points.map((p) => p.lag);
+  const top = niceCeiling(Math.max(0, ...values));
+  target.replaceChildren(
+    svg("line", {
+      x1: "0",
+      y1: String(CHART_HEIGHT),
+      x2: String(CHART_WIDTH),
+      y2: String(CHART_HEIGHT),
+      stroke: "#c9d0d9",
+    }),
+    ...chartLines(values, CHART_SLOTS, CHART_WIDTH, CHART_HEIGHT, top).map((points) =>
+      svg("polyline", {
+        points,
+        fill: "none",
+        stroke: "var(--lag)",
+        "stroke-width": "2",
+        "vector-effect": "non-scaling-stroke",
+      }),
+    ),
+  );
+  const last = points.at(-1);
+  setText("chart-lag-now", last === undefined ? "–" : `${formatCount(last.lag)} records`);
+  setText("chart-lag-top", `top ${formatCount(top)}`);
+  target.dataset.samples = String(points.length);
+  target.dataset.last = String(last?.lag ?? "");
+  target.dataset.max = String(Math.max(0, ...values));
+}
+
+function showGroup(groupId: string): void {
+  let lag: LagPoint[] = [];
+  main.replaceChildren(
+    h("p", { class: "crumbs" }, h("a", { href: "#groups" }, "← All groups")),
+    h("h1", { id: "group-name" }, groupId),
+    facts("facts-group", [
+      ["group-state", "State", "–"],
+      ["group-protocol-type", "Protocol type", "–"],
+      ["group-protocol", "Assignor", "–"],
+      ["group-members", "Members", "–"],
+      ["group-lag", "Total lag (records)", "–"],
+    ]),
+    h("div", { id: "group-detail" }, "Loading…"),
+    h("h2", {}, "Lag over the last five minutes"),
+    h(
+      "div",
+      { class: "charts" },
+      chartFigure({
+        id: "lag",
+        title: "Total lag (records)",
+        value: () => null,
+        format: () => "",
+        colour: "var(--lag)",
+      }),
+    ),
+  );
+  openStream(
+    "group",
+    {
+      "lag-history": (data) => {
+        lag = data as LagPoint[];
+        drawLagChart(lag);
+      },
+      lag: (data) => {
+        lag.push(data as LagPoint);
+        if (lag.length > CHART_SLOTS) lag.shift();
+        drawLagChart(lag);
+      },
+      group: (data) => drawGroup(data as GroupDetail | null, groupId),
+    },
+    groupId,
+  );
 }
 
 // --- Records -------------------------------------------------------------------------------------
@@ -681,7 +980,10 @@ async function route(): Promise<void> {
     if (page === "overview") await showOverview();
     else if (page === "topics") showTopics();
     else if (page === "connections") showConnections();
-    else await showRecords(rest[0] === undefined ? undefined : decodeURIComponent(rest[0]), rest[1]);
+    else if (page === "groups") {
+      if (rest[0] === undefined || rest[0] === "") showGroups();
+      else showGroup(decodeURIComponent(rest[0]));
+    } else await showRecords(rest[0] === undefined ? undefined : decodeURIComponent(rest[0]), rest[1]);
   } catch (error) {
     main.replaceChildren(
       h("h1", {}, "Error"),
