@@ -165,17 +165,26 @@ test("ADD_PARTITIONS: the bytes, fewer partitions, an unknown topic, the partiti
 
 test("ALTER_TOPIC and ADD_PARTITIONS count against the admin request rate", async () => {
   using dir = tempDir();
-  // 1 a second: a burst of 10.
+  // 1 a second: a burst of 10, spent by the create, 5 alters and 4 adds. The 10 alters after them
+  // may only get the tokens that refilled meanwhile (one a second: more than one on a loaded
+  // machine, where an exact "the 11th is refused" failed), so at least one of them is refused.
   await using broker = await startBroker(dir.file("data"), ["--max-admin-requests-per-second", "1"]);
   const socket = await rawConnect(broker.port);
+  const startedMs = performance.now();
   socket.write(frame((w) => encodeCreateTopicRequest(w, 1, { name: "r", configJson: "{}" })));
   for (let i = 0; i < 5; i++) socket.write(alter(2 + i, "r", '{"retentionMs":1000}'));
-  for (let i = 0; i < 5; i++) socket.write(add(7 + i, "r", 2 + i));
-  const answers = await waitForResponses(socket, 11);
+  for (let i = 0; i < 4; i++) socket.write(add(7 + i, "r", 2 + i));
+  for (let i = 0; i < 10; i++) socket.write(alter(11 + i, "r", '{"retentionMs":2000}'));
+  const answers = await waitForResponses(socket, 20);
+  const elapsedSeconds = (performance.now() - startedMs) / 1000;
   expect(answers.slice(0, 10).every((a) => a.errorCode === NONE)).toBe(true);
-  expect(answers[10]!.errorCode).toBe(LIMIT_EXCEEDED);
-  expect(answers[10]!.message).toMatch(
-    /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE\)/,
-  );
+  const later = answers.slice(10);
+  const refused = later.filter((a) => a.errorCode === LIMIT_EXCEEDED);
+  expect(refused.length).toBeGreaterThan(0);
+  expect(later.length - refused.length).toBeLessThanOrEqual(Math.ceil(elapsedSeconds));
+  for (const answer of refused)
+    expect(answer.message).toMatch(
+      /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE\)/,
+    );
   socket.close();
 });
