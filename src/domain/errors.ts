@@ -96,7 +96,7 @@ export class CorruptRecordError extends BooblikError {
   readonly reason: string;
 
   constructor(reason: string, position: number, file?: string) {
-    const where = file === undefined ? `at byte ${position}` : `in ${file} at byte ${position}`;
+    const where = file === undefined ? `at byte ${position}` : `in ${file} at file position ${position}`;
     super("CORRUPT_RECORD", `corrupt record ${where}: ${reason}`);
     this.file = file;
     this.position = position;

@@ -527,3 +527,10 @@ export const PRODUCER_ID_EXPIRATION_MS = 86_400_000;
  * the block). Ids are 63-bit in Kafka; 2^53 here (safe integers) is beyond any real use.
  */
 export const PRODUCER_ID_BLOCK_SIZE = 1_000;
+
+// --- Damage (issue 15) ----------------------------------------------------------------------------
+/**
+ * Bytes a segment reads at a time while searching for the next readable entry after a damaged one
+ * (Segment.nextReadableAfter): only on that error path, one buffer per search.
+ */
+export const DAMAGE_SEARCH_CHUNK_BYTES = 1024 * 1024;

@@ -37,6 +37,7 @@ import {
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
+  DAMAGE_SEARCH_CHUNK_BYTES,
   ENTRY_HEADER_BYTES,
   INDEX_INTERVAL_BYTES_DEFAULT,
   RECORD_BATCH_BYTES_MIN,
@@ -202,10 +203,25 @@ let windowEnd = 0;
 const scratchHeader = newBatchHeader();
 const segmentHeaderBytes = new Uint8Array(SEGMENT_HEADER_BYTES);
 const readScan = newEntryScanResult();
+// The first entry of a zero-copy read, read to check it (grown to the largest entry met).
+let checkBuffer = new Uint8Array(SCRATCH_BYTES);
+/** Where a batch's magic byte lies (docs/format.md, RecordBatch v2). */
+const BATCH_MAGIC_OFFSET = 16;
 /** One framer for every segment: an append is planned and written in one synchronous call. */
 const framer = new EntryFramer();
 /** An entry header: the frame, then the batch's fixed part. */
 const ENTRY_PREFIX_BYTES = ENTRY_HEADER_BYTES + RECORD_BATCH_OVERHEAD_BYTES;
+
+/** A damaged range of a segment (see `Segment.damages`). */
+export interface SegmentDamage {
+  /** File position and offset of the damaged entry. */
+  position: number;
+  offset: number;
+  reason: string;
+  /** The next readable entry after it (the segment's end and next offset when none). */
+  resumePosition: number;
+  resumeOffset: number;
+}
 
 export class Segment implements ReadDescriptorHolder {
   readonly path: string;
@@ -218,6 +234,12 @@ export class Segment implements ReadDescriptorHolder {
   private indexedRecords: number;
   /** The largest record timestamp of the indexed entries (−1: none, or not indexed yet). */
   private maxTimestampMs = -1;
+  /**
+   * Damaged ranges the index build met (segments opened without a scan, after a clean stop): the
+   * damaged entry's position and offset, and the next readable entry after it (or the segment's
+   * end). Reads below and after a range are served; reads inside it are refused naming it.
+   */
+  private readonly damages: SegmentDamage[] = [];
   private sealedSizeBytes: number;
   private sealedForcedBytes: number;
   private publishedNextOffset: Offset;
@@ -648,15 +670,30 @@ export class Segment implements ReadDescriptorHolder {
     const located = this.located;
     windowEnd = 0;
     let position = entry.position;
+    let expected = this.baseOffset + entry.relativeOffset;
+    for (const damage of this.damages) {
+      if (offset >= damage.offset && offset < damage.resumeOffset)
+        throw this.damaged(damage.position, damage.offset, damage.reason);
+    }
     for (;;) {
-      const header = this.entryHeaderAt(fd, position, sizeBytes);
+      if (this.damages.length > 0) {
+        const damage = this.damageAt(position);
+        if (damage !== undefined) {
+          position = damage.resumePosition;
+          expected = damage.resumeOffset;
+          continue;
+        }
+      }
+      let header: RecordBatchHeader;
+      try {
+        header = this.entryHeaderAt(fd, position, sizeBytes);
+      } catch (error) {
+        if (error instanceof CorruptRecordError) throw this.damaged(position, expected, error.reason);
+        throw error;
+      }
       const next = header.baseOffset + header.lastOffsetDelta + 1;
-      if (header.baseOffset > offset)
-        throw new CorruptRecordError(
-          `entry BaseOffset ${header.baseOffset} lies past offset ${offset} it should contain`,
-          position,
-          this.path,
-        );
+      if (header.baseOffset !== expected)
+        throw this.damaged(position, expected, `entry BaseOffset ${header.baseOffset}, expected ${expected}`);
       if (offset < next) {
         located.position = position;
         located.baseOffset = header.baseOffset;
@@ -665,6 +702,7 @@ export class Segment implements ReadDescriptorHolder {
         return located;
       }
       position += ENTRY_HEADER_BYTES + header.sizeBytes;
+      expected = next;
     }
   }
 
@@ -770,14 +808,114 @@ export class Segment implements ReadDescriptorHolder {
       },
       readScan,
     );
-    if (readScan.entryCount === 0) {
-      throw new CorruptRecordError(`${readScan.stop}: ${readScan.detail}`, position, this.path);
-    }
+    if (readScan.entryCount === 0)
+      throw this.damaged(position, firstOffset, `${readScan.stop}: ${readScan.detail}`);
     return {
       records: records.subarray(0, readScan.endPosition),
       firstOffset,
       recordCount: readScan.recordCount,
     };
+  }
+
+  /** The damaged range that starts at `position`, if any. */
+  private damageAt(position: number): SegmentDamage | undefined {
+    for (const damage of this.damages) if (damage.position === position) return damage;
+    return undefined;
+  }
+
+  /** Reads the entry at `position` and checks it whole (frame CRC, lengths, BaseOffset). */
+  private checkEntry(fd: number, position: number, entryBytes: number, baseOffset: number): void {
+    if (checkBuffer.length < entryBytes)
+      checkBuffer = new Uint8Array(Math.max(entryBytes, checkBuffer.length * 2));
+    const got = disk.preadFull(fd, checkBuffer, 0, entryBytes, position, this.path);
+    scanEntries(
+      checkBuffer,
+      0,
+      got,
+      {
+        framing: "framed",
+        verifyCrc: true,
+        maxBatchBytes: this.config.maxPayloadBytes,
+        expectedBaseOffset: baseOffset,
+      },
+      readScan,
+    );
+    if (readScan.entryCount === 0)
+      throw this.damaged(position, baseOffset, `${readScan.stop}: ${readScan.detail}`);
+  }
+
+  /**
+   * The error for a damaged entry at file position `position` that should begin at `offset`: names
+   * the file, the position and the offset, and the next readable offset after the damage when one
+   * can be found (`nextReadableAfter`). Runs only on this error path.
+   */
+  private damaged(position: number, offset: number, reason: string): CorruptRecordError {
+    const next = this.nextReadableAfter(position, offset);
+    const nextWords =
+      next !== undefined
+        ? `the next readable offset is ${next.offset} (file position ${next.position})`
+        : this.writer === undefined
+          ? `no readable entry follows in this segment; the next segment starts at offset ${this.publishedNextOffset}`
+          : "no readable entry follows in this segment (the newest one)";
+    return new CorruptRecordError(
+      `the entry at offset ${offset} is damaged (${reason}); ${nextWords}`,
+      position,
+      this.path,
+    );
+  }
+
+  /**
+   * The first whole, valid entry (frame CRC checked) after the damaged one at `position`, found by
+   * trying every byte position up to the segment's end: a damaged length field leaves no other way
+   * to find the next entry. A candidate must have a plausible length, magic 2 and a BaseOffset
+   * above `offset` and below the segment's next offset before its CRC is computed, so the search
+   * reads the file once. Undefined when none.
+   */
+  nextReadableAfter(position: number, offset: number): { offset: number; position: number } | undefined {
+    const fd = this.ensureReadFd();
+    const end = this.sizeBytes;
+    const chunk = new Uint8Array(DAMAGE_SEARCH_CHUNK_BYTES);
+    const view = new DataView(chunk.buffer);
+    let chunkStart = position + 1;
+    while (chunkStart + ENTRY_PREFIX_BYTES <= end) {
+      const got = disk.preadFull(
+        fd,
+        chunk,
+        0,
+        Math.min(chunk.length, end - chunkStart),
+        chunkStart,
+        this.path,
+      );
+      const last = got - ENTRY_PREFIX_BYTES;
+      for (let at = 0; at <= last; at++) {
+        if (chunk[at + ENTRY_HEADER_BYTES + BATCH_MAGIC_OFFSET] !== 2) continue;
+        const length = view.getUint32(at);
+        if (length < RECORD_BATCH_OVERHEAD_BYTES || length > this.config.maxPayloadBytes) continue;
+        const candidate = chunkStart + at;
+        if (candidate + ENTRY_HEADER_BYTES + length > end) continue;
+        const base =
+          view.getUint32(at + ENTRY_HEADER_BYTES) * 2 ** 32 + view.getUint32(at + ENTRY_HEADER_BYTES + 4);
+        if (base <= offset || base >= this.publishedNextOffset) continue;
+        const bytes = new Uint8Array(ENTRY_HEADER_BYTES + length);
+        const read = disk.preadFull(fd, bytes, 0, bytes.length, candidate, this.path);
+        const scan = scanEntries(
+          bytes,
+          0,
+          read,
+          {
+            framing: "framed",
+            verifyCrc: true,
+            maxBatchBytes: this.config.maxPayloadBytes,
+            expectedBaseOffset: base,
+          },
+          newEntryScanResult(),
+        );
+        if (scan.entryCount === 1) return { offset: base, position: candidate };
+      }
+      if (got < chunk.length) break;
+      chunkStart += last + 1;
+    }
+    return undefined;
   }
 
   /**
@@ -799,6 +937,10 @@ export class Segment implements ReadDescriptorHolder {
     const firstOffset = first.baseOffset;
     const firstEnd = position + first.entryBytes;
     const firstNext = first.nextOffset;
+    // The first entry is checked (frame CRC) before it is sent: a consumer that met damage further
+    // on in an earlier response asks again from the damaged entry, and only the broker can name its
+    // file and file position (issue 15). One entry per FETCH: the rest stay unread (zero copy).
+    this.checkEntry(fd, position, first.entryBytes, firstOffset);
     const boundary = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
     const sizeBytes = boundary.position;
     let end: number;
@@ -1039,31 +1181,57 @@ export class Segment implements ReadDescriptorHolder {
       segmentBaseOffset: this.baseOffset,
       maxTimestampMs: this.maxTimestampMs,
     };
-    const scan = scanSegmentFile(
-      fd,
-      this.path,
-      this.indexedEndBytes,
-      this.baseOffset + this.indexedRecords,
-      sizeBytes,
-      this.config.maxPayloadBytes,
-      false,
-      indexing,
-    );
     const expected = this.publishedNextOffset - this.baseOffset;
-    const found = this.indexedRecords + scan.recordCount;
-    if (this.writer === undefined && scan.stop === "zero-length" && found === expected) {
-      // A mapped segment whose trim did not reach the disk before a crash: every entry is there,
-      // followed by the zeros of its preallocated capacity. The entries end here.
-      this.sealedSizeBytes = scan.endPosition;
-    } else if (scan.endPosition !== sizeBytes || found !== expected) {
-      throw new CorruptRecordError(
-        `segment holds entries of ${found} offsets up to byte ${scan.endPosition} of ${sizeBytes}, ` +
-          `expected ${expected} (${scan.stop}: ${scan.detail})`,
-        scan.endPosition,
+    let from = this.indexedEndBytes;
+    let fromOffset = this.baseOffset + this.indexedRecords;
+    let endBytes = sizeBytes;
+    for (;;) {
+      const scan = scanSegmentFile(
+        fd,
         this.path,
+        from,
+        fromOffset,
+        sizeBytes,
+        this.config.maxPayloadBytes,
+        false,
+        indexing,
       );
+      const endOffset = fromOffset + scan.recordCount;
+      if (scan.endPosition === sizeBytes && endOffset === this.publishedNextOffset) break;
+      if (
+        this.writer === undefined &&
+        scan.stop === "zero-length" &&
+        endOffset === this.publishedNextOffset
+      ) {
+        // A mapped segment whose trim did not reach the disk before a crash: every entry is there,
+        // followed by the zeros of its preallocated capacity. The entries end here.
+        this.sealedSizeBytes = scan.endPosition;
+        endBytes = scan.endPosition;
+        break;
+      }
+      if (scan.endPosition >= sizeBytes || endOffset >= this.publishedNextOffset) {
+        throw new CorruptRecordError(
+          `segment holds entries of ${endOffset - this.baseOffset} offsets up to byte ${scan.endPosition} of ${sizeBytes}, ` +
+            `expected ${expected} (${scan.stop}: ${scan.detail})`,
+          scan.endPosition,
+          this.path,
+        );
+      }
+      // Damage in the middle (issue 15): the entries before it and after it stay readable; the
+      // walk resumes at the next readable entry, or the range runs to the segment's end.
+      const resume = this.nextReadableAfter(scan.endPosition, endOffset);
+      this.damages.push({
+        position: scan.endPosition,
+        offset: endOffset,
+        reason: `${scan.stop}: ${scan.detail}`,
+        resumePosition: resume?.position ?? sizeBytes,
+        resumeOffset: resume?.offset ?? this.publishedNextOffset,
+      });
+      if (resume === undefined) break;
+      from = resume.position;
+      fromOffset = resume.offset;
     }
-    this.indexedEndBytes = scan.endPosition;
+    this.indexedEndBytes = endBytes;
     this.indexedRecords = expected;
     this.maxTimestampMs = indexing.maxTimestampMs;
   }
@@ -1082,6 +1250,7 @@ export class Segment implements ReadDescriptorHolder {
     let offset = fromOffset;
     windowEnd = 0;
     while (position + ENTRY_PREFIX_BYTES <= limit) {
+      if (this.damages.length > 0 && this.damageAt(position) !== undefined) break;
       const header = this.entryHeaderAt(fd, position, sizeBytes);
       const next = position + ENTRY_HEADER_BYTES + header.sizeBytes;
       if (next > limit) break;

@@ -1,0 +1,153 @@
+/**
+ * Damage costs only what is damaged, on the read side (issue 15): a byte flipped by hand in an entry
+ * in the middle of a segment, the broker and booblik-cli as child processes. A consumer gets every
+ * valid record before the damage, then an error naming the segment file, the file position, the
+ * offset and the next readable offset; a consumer that starts at that next offset reads on. On both
+ * FETCH paths (sendfile, copy), in a sealed segment (after a clean stop: not scanned at start) and
+ * in the newest one.
+ */
+import { expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { startBroker } from "../helpers/broker-process.ts";
+import { runCli } from "../helpers/cli-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(90_000);
+
+interface Entry {
+  position: number;
+  baseOffset: number;
+  bytes: number;
+}
+
+/** The entries of a segment file, walked by their frames (docs/format.md). */
+function entriesOf(file: string): Entry[] {
+  const bytes = fs.readFileSync(file);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const entries: Entry[] = [];
+  let position = 32;
+  while (position + 8 <= bytes.length) {
+    const length = view.getUint32(position);
+    if (length === 0) break;
+    const baseOffset = view.getUint32(position + 8) * 2 ** 32 + view.getUint32(position + 12);
+    entries.push({ position, baseOffset, bytes: 8 + length });
+    position += 8 + length;
+  }
+  return entries;
+}
+
+function flipByte(file: string, position: number): void {
+  const fd = fs.openSync(file, "r+");
+  try {
+    const byte = new Uint8Array(1);
+    fs.readSync(fd, byte, 0, 1, position);
+    byte[0]! ^= 0x10;
+    fs.writeSync(fd, byte, 0, 1, position);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const LINES = Array.from({ length: 400 }, (_, i) => `record ${i} ${"x".repeat(30)}`);
+
+/** Produces LINES in small runs (several entries per segment), then stops the broker cleanly. */
+async function prepare(dataDir: string, writeMode: string): Promise<string> {
+  await using broker = await startBroker(dataDir, ["--write-mode", writeMode]);
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  expect((await runCli([...at, "topics", "create", "d", "--segment-size", "8KiB"])).exitCode).toBe(0);
+  for (let from = 0; from < LINES.length; from += 20) {
+    const produced = await runCli([...at, "produce", "d", "--partition", "0"], {
+      stdin: `${LINES.slice(from, from + 20).join("\n")}\n`,
+    });
+    expect(produced.exitCode).toBe(0);
+  }
+  expect(await broker.stop("SIGTERM")).toBe(0);
+  return path.join(dataDir, "d-0");
+}
+
+for (const fetchPath of ["sendfile", "copy"] as const) {
+  for (const where of ["sealed", "newest"] as const) {
+    test(`a flipped byte in the ${where} segment (fetch path ${fetchPath}): valid records, then an error naming file, position, offset and the next readable offset`, async () => {
+      using dir = tempDir();
+      const dataDir = dir.file("data");
+      const partitionDir = await prepare(dataDir, where === "newest" ? "file" : "mapped");
+      const segments = fs
+        .readdirSync(partitionDir)
+        .filter((name) => name.endsWith(".log"))
+        .sort();
+      expect(segments.length).toBeGreaterThanOrEqual(3);
+      const segment = where === "sealed" ? segments[0]! : segments.at(-1)!;
+      const file = path.join(partitionDir, segment);
+      const entries = entriesOf(file);
+      expect(entries.length).toBeGreaterThanOrEqual(4);
+      const damaged = entries[2]!;
+      const after = entries[3]!;
+      // A byte of a record's value: only the frame CRC (and the batch CRC) can tell.
+      flipByte(file, damaged.position + damaged.bytes - 3);
+
+      await using broker = await startBroker(dataDir, ["--fetch-path", fetchPath]);
+      const at = ["--broker", `127.0.0.1:${broker.port}`];
+      const from = entries[0]!.baseOffset;
+      const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", String(from)]);
+      expect(consumed.exitCode).toBe(1);
+      // Every record before the damaged entry, nothing of it.
+      expect(consumed.stdout).toBe(
+        LINES.slice(from, damaged.baseOffset)
+          .map((line) => `${line}\n`)
+          .join(""),
+      );
+      expect(consumed.stderr).toContain(`<data-dir>/d-0/${segment}`);
+      expect(consumed.stderr).toContain(`file position ${damaged.position}`);
+      expect(consumed.stderr).toContain(`the entry at offset ${damaged.baseOffset} is damaged`);
+      expect(consumed.stderr).toContain(
+        `the next readable offset is ${after.baseOffset} (file position ${after.position})`,
+      );
+      // From the next readable offset on, everything is served.
+      const rest = await runCli([
+        ...at,
+        "consume",
+        "d",
+        "--partition",
+        "0",
+        "--from",
+        String(after.baseOffset),
+      ]);
+      expect(rest.exitCode).toBe(0);
+      expect(rest.stdout).toBe(
+        LINES.slice(after.baseOffset)
+          .map((line) => `${line}\n`)
+          .join(""),
+      );
+    });
+  }
+}
+
+test("a flipped byte in an entry's length field: the next readable offset is found by searching past it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const partitionDir = await prepare(dataDir, "file");
+  const segment = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort()[0]!;
+  const file = path.join(partitionDir, segment);
+  const entries = entriesOf(file);
+  const damaged = entries[1]!;
+  const after = entries[2]!;
+  flipByte(file, damaged.position + 2); // the frame length: the entries after it cannot be walked to
+  await using broker = await startBroker(dataDir);
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
+  expect(consumed.exitCode).toBe(1);
+  expect(consumed.stdout).toBe(
+    LINES.slice(0, damaged.baseOffset)
+      .map((line) => `${line}\n`)
+      .join(""),
+  );
+  expect(consumed.stderr).toContain(`<data-dir>/d-0/${segment} at file position ${damaged.position}`);
+  expect(consumed.stderr).toContain(`the entry at offset ${damaged.baseOffset} is damaged`);
+  expect(consumed.stderr).toContain(
+    `the next readable offset is ${after.baseOffset} (file position ${after.position})`,
+  );
+});
