@@ -321,6 +321,10 @@ function describeOpen(report: Broker["openReport"]): string {
     report.partitionsWithDurableLoss.length > 0
       ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced failed their checks and were cut in ${report.partitionsWithDurableLoss.join(", ")}`
       : "";
+  const damaged =
+    report.damagedRanges.length > 0
+      ? `; DAMAGE: ${report.offsetsLost} offsets unreadable in ${plural(report.damagedRanges.length, "damaged range")}, kept in place (later segments kept): ${report.damagedRanges.join("; ")}`
+      : "";
   const dropped =
     report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
   const readOnly =
@@ -329,7 +333,7 @@ function describeOpen(report: Broker["openReport"]): string {
       : "";
   const logStart =
     report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${logStart}`;
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${logStart}`;
 }
 
 async function main(): Promise<number> {

@@ -30,9 +30,11 @@
  * | end of the valid prefix                                 | meaning                      | action                                         |
  * |---------------------------------------------------------|------------------------------|------------------------------------------------|
  * | at the next segment's base offset (or no next segment)  | whole                        | go on                                          |
- * | before it                                               | a hole: its tail was lost    | delete every later segment (after a hole,      |
- * |                                                         |                              | offsets no longer mean what they meant); this  |
- * |                                                         |                              | segment becomes the active one                 |
+ * | before it, damage in the middle (bytes after the valid  | damaged: kept                | nothing cut (Segment.recover keeps the bytes;  |
+ * | prefix, a later segment follows)                        |                              | reads step over the damaged range and name it),|
+ * |                                                         |                              | counted in `offsetsLost`/`damagedRanges`       |
+ * | before it, the file ends there (no bytes after it)      | a hole: its tail was lost    | delete every later segment (issue 15: to be    |
+ * |                                                         |                              | kept too); this segment becomes the active one |
  * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
  *
  * And, whatever the end, by where the valid prefix ends against the recovery point: before
@@ -75,6 +77,13 @@ export interface PartitionOpenReport {
   segmentsDropped: number;
   /** True when entries that the recovery point said were durable failed their check. */
   damageBeforeRecoveryPoint: boolean;
+  /**
+   * Offsets of damaged ranges found in the middle of the log (a segment followed by another), kept
+   * in place: reads of them are refused naming the range, reads around them are served.
+   */
+  offsetsLost: number;
+  /** Each such range for people: file, file position, offsets. */
+  damagedRanges: string[];
   /** Set when the disk was full at the open: the log opened read-only (pass 5). */
   readOnlyCause?: IoError;
   logStartOffset: number;
@@ -158,6 +167,15 @@ export function removeLeftoverSegments(
 function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, verifiedFrom: number): void {
   report.segmentsScanned++;
   report.bytesScanned += scanned.scannedBytes;
+  if (scanned.damage !== undefined) {
+    const { damage } = scanned;
+    report.offsetsLost += damage.resumeOffset - damage.offset;
+    report.damagedRanges.push(
+      `${scanned.path} at file position ${damage.position}: offsets ${damage.offset}..${damage.resumeOffset - 1} unreadable (${damage.reason}), readable again from offset ${damage.resumeOffset}`,
+    );
+    if (damage.position < verifiedFrom) report.damageBeforeRecoveryPoint = true;
+    return;
+  }
   const lost = Math.max(
     0,
     Math.min(verifiedFrom, scanned.validEndBytes + scanned.cutBytes) - scanned.validEndBytes,
@@ -229,7 +247,7 @@ export function recoverSegments(
           point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
         const opened = isNewest
           ? Segment.openForAppend(filePath, config, verifyFrom)
-          : Segment.openRecovered(filePath, config, verifyFrom);
+          : Segment.openRecovered(filePath, config, verifyFrom, nextBase);
         account(report, opened.report, verifyFrom);
         segments.push(opened.segment);
         const end = scanEnd(opened.segment.nextOffset, nextBase);

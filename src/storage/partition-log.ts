@@ -201,6 +201,8 @@ export class PartitionLog {
       durableBytesLost: 0,
       segmentsDropped: leftovers,
       damageBeforeRecoveryPoint: false,
+      offsetsLost: 0,
+      damagedRanges: [],
       logStartOffset: 0,
       nextOffset: 0,
       durationMs: 0,

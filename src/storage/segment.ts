@@ -145,6 +145,11 @@ export interface SegmentRecoveryReport {
   scannedBytes: number;
   /** Bytes cut from the end of the file (torn or invalid entries, garbage, mapped-file padding). */
   cutBytes: number;
+  /**
+   * Set when a segment followed by another was found damaged in its middle: the first damaged
+   * range, kept in place (nothing cut), with the next readable entry after it.
+   */
+  damage?: SegmentDamage;
 }
 
 /**
@@ -379,8 +384,9 @@ export class Segment implements ReadDescriptorHolder {
     filePath: string,
     config: SegmentConfig,
     verifyCrcFrom: number = SEGMENT_HEADER_BYTES,
+    sealedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
-    return Segment.recover(filePath, config, verifyCrcFrom, false);
+    return Segment.recover(filePath, config, verifyCrcFrom, false, sealedNextOffset);
   }
 
   private static recover(
@@ -388,6 +394,7 @@ export class Segment implements ReadDescriptorHolder {
     config: SegmentConfig,
     verifyCrcFrom: number,
     forAppend: boolean,
+    sealedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
     const fd = disk.openFile(filePath, "readWrite");
     let writer: SegmentWriter | undefined;
@@ -429,6 +436,40 @@ export class Segment implements ReadDescriptorHolder {
         scannedBytes += scan.scannedBytes;
       }
       const validEnd = scan.endPosition;
+      const validNext = baseOffset + recordCount;
+      if (
+        !forAppend &&
+        sealedNextOffset !== undefined &&
+        validNext < sealedNextOffset &&
+        validEnd < sizeOnDisk
+      ) {
+        // Damage in the middle of a log (issue 15): a later segment follows, whose offsets stand on
+        // their own (each entry carries its BaseOffset). Nothing is cut: the bytes stay where they
+        // are, the segment keeps its whole offset range, and reads step over the damaged range
+        // (ensureIndexed) and name it. Cutting here once erased every later segment.
+        disk.closeFile(fd, filePath);
+        fdOwned = false;
+        const segment = Segment.openSealed(filePath, config, sealedNextOffset);
+        const resume = segment.nextReadableAfter(validEnd, validNext);
+        const report: SegmentRecoveryReport = {
+          path: filePath,
+          baseOffset,
+          recordCount,
+          validEndBytes: validEnd,
+          stop: scan.stop,
+          stopDetail: scan.detail,
+          scannedBytes,
+          cutBytes: 0,
+          damage: {
+            position: validEnd,
+            offset: validNext,
+            reason: `${scan.stop}: ${scan.detail}`,
+            resumePosition: resume?.position ?? sizeOnDisk,
+            resumeOffset: resume?.offset ?? sealedNextOffset,
+          },
+        };
+        return { segment, report };
+      }
       // Cut and make the cut durable before anything new is written behind it: otherwise a crash
       // could leave new records followed by old ones from behind the cut (resurrection).
       if (sizeOnDisk !== validEnd) disk.truncateFile(fd, validEnd, filePath);

@@ -151,3 +151,65 @@ test("a flipped byte in an entry's length field: the next readable offset is fou
     `the next readable offset is ${after.baseOffset} (file position ${after.position})`,
   );
 });
+
+for (const writeMode of ["file", "mapped"] as const) {
+  test(`recovery without a recovery point (${writeMode}) meets damage in a sealed segment: nothing is cut, later segments are kept, the start line names the range`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const partitionDir = await prepare(dataDir, writeMode);
+    const segments = fs
+      .readdirSync(partitionDir)
+      .filter((name) => name.endsWith(".log"))
+      .sort();
+    expect(segments.length).toBeGreaterThanOrEqual(3);
+    const file = path.join(partitionDir, segments[0]!);
+    const entries = entriesOf(file);
+    const damaged = entries[2]!;
+    const after = entries[3]!;
+    flipByte(file, damaged.position + damaged.bytes - 3);
+    fs.rmSync(path.join(partitionDir, "checkpoint.json"));
+    const sizes = segments.map((name) => fs.statSync(path.join(partitionDir, name)).size);
+
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(
+      `DAMAGE: ${after.baseOffset - damaged.baseOffset} offsets unreadable in 1 damaged range`,
+    );
+    expect(broker.startLine).toContain(
+      `${file} at file position ${damaged.position}: offsets ${damaged.baseOffset}..${after.baseOffset - 1} unreadable`,
+    );
+    expect(broker.startLine).not.toContain("dropped");
+    // Every segment is still there, every byte of it.
+    expect(
+      fs
+        .readdirSync(partitionDir)
+        .filter((name) => name.endsWith(".log"))
+        .sort(),
+    ).toEqual(segments);
+    for (let i = 0; i < segments.length - 1; i++)
+      expect(fs.statSync(path.join(partitionDir, segments[i]!)).size).toBe(sizes[i]!);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
+    expect(consumed.exitCode).toBe(1);
+    expect(consumed.stdout).toBe(
+      LINES.slice(0, damaged.baseOffset)
+        .map((line) => `${line}\n`)
+        .join(""),
+    );
+    expect(consumed.stderr).toContain(`the next readable offset is ${after.baseOffset}`);
+    const rest = await runCli([
+      ...at,
+      "consume",
+      "d",
+      "--partition",
+      "0",
+      "--from",
+      String(after.baseOffset),
+    ]);
+    expect(rest.exitCode).toBe(0);
+    expect(rest.stdout).toBe(
+      LINES.slice(after.baseOffset)
+        .map((line) => `${line}\n`)
+        .join(""),
+    );
+  });
+}

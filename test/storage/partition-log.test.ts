@@ -452,7 +452,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("a hole (a sealed segment lost its tail) ends the log there; later segments are dropped", () => {
+    test("a hole (a sealed segment lost its tail) is kept and reported; later segments are kept (issue 15)", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
       const log = PartitionLog.open(dir.path, config);
@@ -468,12 +468,26 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.truncateSync(victim, position + 70);
       const reopened = PartitionLog.open(dir.path, config);
       try {
-        expect(reopened.openReport.segmentsDropped).toBe(bases.length - 2);
-        expect(reopened.segmentBaseOffsets).toEqual(bases.slice(0, 2));
-        expect<number>(reopened.nextOffset).toBe(bases[1]! + 4);
+        expect(reopened.openReport.segmentsDropped).toBe(0);
+        expect(reopened.openReport.offsetsLost).toBe(bases[2]! - (bases[1]! + 4));
+        expect(reopened.openReport.damagedRanges).toEqual([
+          expect.stringContaining(
+            `${victim} at file position ${position}: offsets ${bases[1]! + 4}..${bases[2]! - 1} unreadable`,
+          ),
+        ]);
+        expect(reopened.segmentBaseOffsets).toEqual(bases);
+        expect<number>(reopened.nextOffset).toBe(200);
         expectAll(reopened, 0, bases[1]! + 4);
-        // The log continues from the hole with new offsets.
-        expect<number>(reopened.append(batchOfValues([payloadForOffset(bases[1]! + 4)]))).toBe(bases[1]! + 4);
+        // Reads in the hole say so and where the log is readable again; after it, all is served.
+        expect(() => reopened.read(bases[1]! + 4, 100)).toThrow(
+          `the entry at offset ${bases[1]! + 4} is damaged`,
+        );
+        expect(() => reopened.read(bases[1]! + 5, 100)).toThrow(
+          `the next segment starts at offset ${bases[2]!}`,
+        );
+        expectAll(reopened, bases[2]!, 200);
+        // The log continues at its old end.
+        expect<number>(reopened.append(batchOfValues([payloadForOffset(200)]))).toBe(200);
       } finally {
         reopened.close();
       }
@@ -539,7 +553,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("bit rot in a sealed segment: reads stop at it; the documented repair (drop the checkpoint) cuts there", () => {
+    test("bit rot in a sealed segment: reads stop at it; a recovery without a checkpoint keeps it and every later segment (issue 15)", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
       const log = PartitionLog.open(dir.path, config);
@@ -562,12 +576,18 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
       const repaired = PartitionLog.open(dir.path, config);
       try {
-        expect(repaired.openReport.segmentsDropped).toBe(bases.length - 3);
-        expect(repaired.openReport.bytesCut).toBeGreaterThan(0);
-        expect<number>(repaired.nextOffset).toBe(bases[2]!);
+        expect(repaired.openReport.segmentsDropped).toBe(0);
+        expect(repaired.openReport.bytesCut).toBe(0);
+        expect(repaired.openReport.offsetsLost).toBe(5); // the damaged entry's 5 records
+        expect(repaired.segmentBaseOffsets).toEqual(bases);
+        expect<number>(repaired.nextOffset).toBe(200);
         expectAll(repaired, 0, bases[2]!);
-        fill(repaired, bases[2]! + 10);
-        expectAll(repaired, 0, bases[2]! + 10);
+        expect(() => repaired.read(bases[2]!, 100)).toThrow(
+          `the next readable offset is ${bases[2]! + 5}`,
+        );
+        expectAll(repaired, bases[2]! + 5, 200);
+        fill(repaired, 210);
+        expectAll(repaired, bases[2]! + 5, 210);
       } finally {
         repaired.close();
       }
