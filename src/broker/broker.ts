@@ -116,6 +116,8 @@ export interface BrokerOpenReport {
   offsetsLost: number;
   /** Those ranges, for people (file, file position, offsets). */
   damagedRanges: string[];
+  /** Cut bytes holding valid entries, copied aside into quarantine files (PartitionOpenReport). */
+  quarantined: string[];
   segmentsDropped: number;
   /** Partitions opened read-only because the disk was full (they take writes once space returns). */
   readOnlyPartitions: number;
@@ -210,6 +212,7 @@ export class Broker {
       partitionsWithDurableLoss: [],
       offsetsLost: 0,
       damagedRanges: [],
+      quarantined: [],
       segmentsDropped: 0,
       readOnlyPartitions: 0,
       logStartProblems: [],
@@ -372,6 +375,7 @@ export class Broker {
         report.durableBytesLost += opened.durableBytesLost;
         report.offsetsLost += opened.offsetsLost;
         report.damagedRanges.push(...opened.damagedRanges);
+        report.quarantined.push(...opened.quarantined);
         if (opened.damageBeforeRecoveryPoint)
           report.partitionsWithDurableLoss.push(`${topic.name}-${partition.id}`);
         report.segmentsDropped += opened.segmentsDropped;

@@ -84,6 +84,8 @@ export interface PartitionOpenReport {
   offsetsLost: number;
   /** Each such range for people: file, file position, offsets. */
   damagedRanges: string[];
+  /** Cut bytes that held whole, valid entries, copied aside first: quarantine file, offsets. */
+  quarantined: string[];
   /** Set when the disk was full at the open: the log opened read-only (pass 5). */
   readOnlyCause?: IoError;
   logStartOffset: number;
@@ -167,14 +169,21 @@ export function removeLeftoverSegments(
 function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, verifiedFrom: number): void {
   report.segmentsScanned++;
   report.bytesScanned += scanned.scannedBytes;
-  if (scanned.damage !== undefined) {
-    const { damage } = scanned;
+  for (const damage of scanned.damages) {
     report.offsetsLost += damage.resumeOffset - damage.offset;
     report.damagedRanges.push(
       `${scanned.path} at file position ${damage.position}: offsets ${damage.offset}..${damage.resumeOffset - 1} unreadable (${damage.reason}), readable again from offset ${damage.resumeOffset}`,
     );
-    if (damage.position < verifiedFrom) report.damageBeforeRecoveryPoint = true;
-    return;
+    if (damage.position < verifiedFrom) {
+      report.damageBeforeRecoveryPoint = true;
+      report.durableBytesLost += Math.min(verifiedFrom, damage.resumePosition) - damage.position;
+    }
+  }
+  if (scanned.quarantine !== undefined) {
+    const q = scanned.quarantine;
+    report.quarantined.push(
+      `${q.bytes} bytes from ${scanned.path} at file position ${q.position} (entries from offset ${q.offset} on) cut and kept in ${q.file}`,
+    );
   }
   const lost = Math.max(
     0,

@@ -203,6 +203,7 @@ export class PartitionLog {
       damageBeforeRecoveryPoint: false,
       offsetsLost: 0,
       damagedRanges: [],
+      quarantined: [],
       logStartOffset: 0,
       nextOffset: 0,
       durationMs: 0,

@@ -146,10 +146,12 @@ export interface SegmentRecoveryReport {
   /** Bytes cut from the end of the file (torn or invalid entries, garbage, mapped-file padding). */
   cutBytes: number;
   /**
-   * Set when a segment followed by another was found damaged in its middle: the first damaged
-   * range, kept in place (nothing cut), with the next readable entry after it.
+   * Damaged ranges found in the middle of the segment, kept in place (nothing cut), each with the
+   * next readable entry after it (issue 15).
    */
-  damage?: SegmentDamage;
+  damages: SegmentDamage[];
+  /** Set when the cut bytes held a whole, valid entry: where they were copied before the cut. */
+  quarantine?: { file: string; position: number; bytes: number; offset: number };
 }
 
 /**
@@ -368,6 +370,7 @@ export class Segment implements ReadDescriptorHolder {
         stopDetail: "",
         scannedBytes: 0,
         cutBytes: 0,
+        damages: [],
       };
       return { segment, report };
     } catch (error) {
@@ -435,40 +438,114 @@ export class Segment implements ReadDescriptorHolder {
         recordCount += scan.recordCount;
         scannedBytes += scan.scannedBytes;
       }
-      const validEnd = scan.endPosition;
-      const validNext = baseOffset + recordCount;
-      if (
-        !forAppend &&
-        sealedNextOffset !== undefined &&
-        validNext < sealedNextOffset &&
-        validEnd < sizeOnDisk
-      ) {
-        // Damage in the middle of a log (issue 15): a later segment follows, whose offsets stand on
-        // their own (each entry carries its BaseOffset). Nothing is cut: the bytes stay where they
-        // are, the segment keeps its whole offset range, and reads step over the damaged range
-        // (ensureIndexed) and name it. Cutting here once erased every later segment.
-        disk.closeFile(fd, filePath);
-        fdOwned = false;
-        const segment = Segment.openSealed(filePath, config, sealedNextOffset);
-        const resume = segment.nextReadableAfter(validEnd, validNext);
-        const report: SegmentRecoveryReport = {
-          path: filePath,
-          baseOffset,
-          recordCount,
-          validEndBytes: validEnd,
-          stop: scan.stop,
-          stopDetail: scan.detail,
-          scannedBytes,
-          cutBytes: 0,
-          damage: {
-            position: validEnd,
-            offset: validNext,
-            reason: `${scan.stop}: ${scan.detail}`,
-            resumePosition: resume?.position ?? sizeOnDisk,
-            resumeOffset: resume?.offset ?? sealedNextOffset,
-          },
-        };
-        return { segment, report };
+      // Damage in the middle (issue 15): the walk resumes at the next whole, valid entry after it
+      // (each entry carries its BaseOffset, so what follows the damage keeps its offsets), and
+      // every damaged range is recorded. What has no valid entry after it is a torn tail. A zero
+      // length is the end of a mapped file's entries and is searched past only in a segment that a
+      // later one follows (searching a mapped active segment's zeroed capacity at every recovery
+      // would read up to a whole segment).
+      const damages: SegmentDamage[] = [];
+      let validNext = baseOffset + recordCount;
+      for (;;) {
+        if (scan.stop === "end") break;
+        if (scan.stop === "zero-length" && (sealedNextOffset === undefined || validNext >= sealedNextOffset))
+          break;
+        // In the newest segment, only damage before the recovery point is stepped over: after it a
+        // valid entry behind an invalid one is what a crash leaves (the page cache writes back in
+        // any order), never acknowledged under `force`, and cut as a torn tail (quarantined below).
+        if (forAppend && scan.endPosition >= trustedEnd) break;
+        const resume = findNextReadable(
+          fd,
+          filePath,
+          scan.endPosition,
+          validNext,
+          sizeOnDisk,
+          maxPayloadBytes,
+          sealedNextOffset ?? Number.MAX_SAFE_INTEGER,
+        );
+        if (resume === undefined) break;
+        damages.push({
+          position: scan.endPosition,
+          offset: validNext,
+          reason: `${scan.stop}: ${scan.detail}`,
+          resumePosition: resume.position,
+          resumeOffset: resume.offset,
+        });
+        scan = scanSegmentFile(
+          fd,
+          filePath,
+          resume.position,
+          resume.offset,
+          sizeOnDisk,
+          maxPayloadBytes,
+          true,
+          indexing,
+        );
+        recordCount = resume.offset - baseOffset + scan.recordCount;
+        scannedBytes += scan.scannedBytes;
+        validNext = resume.offset + scan.recordCount;
+      }
+      let validEnd = scan.endPosition;
+      // A segment that a later one follows keeps a damaged tail in place (its offsets up to the next
+      // segment's base stay its own, reported as unreadable): cutting it once erased every later
+      // segment. The newest segment's tail after its last valid entry is cut as a torn tail.
+      const keepTail =
+        !forAppend && sealedNextOffset !== undefined && validNext < sealedNextOffset && validEnd < sizeOnDisk;
+      if (keepTail) {
+        damages.push({
+          position: validEnd,
+          offset: validNext,
+          reason: `${scan.stop}: ${scan.detail}`,
+          resumePosition: sizeOnDisk,
+          resumeOffset: sealedNextOffset,
+        });
+        validEnd = sizeOnDisk;
+        validNext = sealedNextOffset;
+      }
+      // Bytes to be cut that hold a whole, valid entry are more than a torn tail: they are copied
+      // into a quarantine file next to the segment first (and forced), never silently destroyed.
+      let quarantine: SegmentRecoveryReport["quarantine"];
+      // Not after a zero length: that is where a mapped file's entries end, and searching its
+      // zeroed capacity at every recovery would read up to a whole segment.
+      if (sizeOnDisk > validEnd && scan.stop !== "zero-length") {
+        const found = findNextReadable(
+          fd,
+          filePath,
+          validEnd - 1,
+          validNext - 1,
+          sizeOnDisk,
+          maxPayloadBytes,
+          Number.MAX_SAFE_INTEGER,
+        );
+        if (found !== undefined) {
+          // Up to the end of the last valid entry: a mapped file's zeroed capacity is not copied.
+          let lastEnd = validEnd;
+          let next: { offset: number; position: number } | undefined = found;
+          while (next !== undefined) {
+            const tail = scanSegmentFile(
+              fd,
+              filePath,
+              next.position,
+              next.offset,
+              sizeOnDisk,
+              maxPayloadBytes,
+              true,
+              undefined,
+            );
+            lastEnd = tail.endPosition;
+            if (tail.stop === "end" || tail.stop === "zero-length") break;
+            next = findNextReadable(
+              fd,
+              filePath,
+              lastEnd,
+              tail.nextOffset - 1,
+              sizeOnDisk,
+              maxPayloadBytes,
+              Number.MAX_SAFE_INTEGER,
+            );
+          }
+          quarantine = quarantineBytes(fd, filePath, validEnd, lastEnd, validNext);
+        }
       }
       // Cut and make the cut durable before anything new is written behind it: otherwise a crash
       // could leave new records followed by old ones from behind the cut (resurrection).
@@ -476,7 +553,7 @@ export class Segment implements ReadDescriptorHolder {
       // Also force what the scan accepted: after a process crash, records can be readable from the
       // page cache without being on disk yet, and the caller is about to treat them as durable.
       disk.datasyncNow(fd, filePath);
-      const nextOffset = (baseOffset + recordCount) as Offset;
+      const nextOffset = validNext as Offset;
       let segment: Segment;
       if (forAppend) {
         const capacity = Math.max(config.segmentBytes, validEnd);
@@ -492,15 +569,18 @@ export class Segment implements ReadDescriptorHolder {
       }
       segment.index = index;
       segment.maxTimestampMs = indexing.maxTimestampMs;
+      segment.damages.push(...damages);
       const report: SegmentRecoveryReport = {
         path: filePath,
         baseOffset,
-        recordCount,
+        recordCount: nextOffset - baseOffset,
         validEndBytes: validEnd,
         stop: scan.stop,
         stopDetail: scan.detail,
         scannedBytes,
         cutBytes: sizeOnDisk - validEnd,
+        damages,
+        ...(quarantine === undefined ? {} : { quarantine }),
       };
       return { segment, report };
     } catch (error) {
@@ -905,58 +985,17 @@ export class Segment implements ReadDescriptorHolder {
     );
   }
 
-  /**
-   * The first whole, valid entry (frame CRC checked) after the damaged one at `position`, found by
-   * trying every byte position up to the segment's end: a damaged length field leaves no other way
-   * to find the next entry. A candidate must have a plausible length, magic 2 and a BaseOffset
-   * above `offset` and below the segment's next offset before its CRC is computed, so the search
-   * reads the file once. Undefined when none.
-   */
+  /** The first whole, valid entry after the damaged one at `position` (`findNextReadable`). */
   nextReadableAfter(position: number, offset: number): { offset: number; position: number } | undefined {
-    const fd = this.ensureReadFd();
-    const end = this.sizeBytes;
-    const chunk = new Uint8Array(DAMAGE_SEARCH_CHUNK_BYTES);
-    const view = new DataView(chunk.buffer);
-    let chunkStart = position + 1;
-    while (chunkStart + ENTRY_PREFIX_BYTES <= end) {
-      const got = disk.preadFull(
-        fd,
-        chunk,
-        0,
-        Math.min(chunk.length, end - chunkStart),
-        chunkStart,
-        this.path,
-      );
-      const last = got - ENTRY_PREFIX_BYTES;
-      for (let at = 0; at <= last; at++) {
-        if (chunk[at + ENTRY_HEADER_BYTES + BATCH_MAGIC_OFFSET] !== 2) continue;
-        const length = view.getUint32(at);
-        if (length < RECORD_BATCH_OVERHEAD_BYTES || length > this.config.maxPayloadBytes) continue;
-        const candidate = chunkStart + at;
-        if (candidate + ENTRY_HEADER_BYTES + length > end) continue;
-        const base =
-          view.getUint32(at + ENTRY_HEADER_BYTES) * 2 ** 32 + view.getUint32(at + ENTRY_HEADER_BYTES + 4);
-        if (base <= offset || base >= this.publishedNextOffset) continue;
-        const bytes = new Uint8Array(ENTRY_HEADER_BYTES + length);
-        const read = disk.preadFull(fd, bytes, 0, bytes.length, candidate, this.path);
-        const scan = scanEntries(
-          bytes,
-          0,
-          read,
-          {
-            framing: "framed",
-            verifyCrc: true,
-            maxBatchBytes: this.config.maxPayloadBytes,
-            expectedBaseOffset: base,
-          },
-          newEntryScanResult(),
-        );
-        if (scan.entryCount === 1) return { offset: base, position: candidate };
-      }
-      if (got < chunk.length) break;
-      chunkStart += last + 1;
-    }
-    return undefined;
+    return findNextReadable(
+      this.ensureReadFd(),
+      this.path,
+      position,
+      offset,
+      this.sizeBytes,
+      this.config.maxPayloadBytes,
+      this.publishedNextOffset,
+    );
   }
 
   /**
@@ -1340,4 +1379,72 @@ function readHeader(fd: number, filePath: string): Offset {
     filePath,
     parseSegmentFileName(path.basename(filePath)),
   );
+}
+
+/**
+ * The first whole, valid entry (frame CRC checked) of the file after the damaged one at `position`,
+ * with a BaseOffset in (`offset`, `upperOffset`), found by trying every byte position up to
+ * `endBytes`: a damaged length field leaves no other way to find the next entry. A candidate must
+ * have a plausible length and magic 2 before its CRC is computed, so the search reads the file once.
+ * Undefined when none. Runs only after damage was found.
+ */
+export function findNextReadable(
+  fd: number,
+  file: string,
+  position: number,
+  offset: number,
+  endBytes: number,
+  maxPayloadBytes: number,
+  upperOffset: number,
+): { offset: number; position: number } | undefined {
+  const chunk = new Uint8Array(DAMAGE_SEARCH_CHUNK_BYTES);
+  const view = new DataView(chunk.buffer);
+  const scan = newEntryScanResult();
+  let chunkStart = position + 1;
+  while (chunkStart + ENTRY_PREFIX_BYTES <= endBytes) {
+    const got = disk.preadFull(fd, chunk, 0, Math.min(chunk.length, endBytes - chunkStart), chunkStart, file);
+    const last = got - ENTRY_PREFIX_BYTES;
+    for (let at = 0; at <= last; at++) {
+      if (chunk[at + ENTRY_HEADER_BYTES + BATCH_MAGIC_OFFSET] !== 2) continue;
+      const length = view.getUint32(at);
+      if (length < RECORD_BATCH_OVERHEAD_BYTES || length > maxPayloadBytes) continue;
+      const candidate = chunkStart + at;
+      if (candidate + ENTRY_HEADER_BYTES + length > endBytes) continue;
+      const base =
+        view.getUint32(at + ENTRY_HEADER_BYTES) * 2 ** 32 + view.getUint32(at + ENTRY_HEADER_BYTES + 4);
+      if (base <= offset || base >= upperOffset) continue;
+      const bytes = new Uint8Array(ENTRY_HEADER_BYTES + length);
+      const read = disk.preadFull(fd, bytes, 0, bytes.length, candidate, file);
+      scanEntries(
+        bytes,
+        0,
+        read,
+        { framing: "framed", verifyCrc: true, maxBatchBytes: maxPayloadBytes, expectedBaseOffset: base },
+        scan,
+      );
+      if (scan.entryCount === 1) return { offset: base, position: candidate };
+    }
+    if (got < chunk.length) break;
+    chunkStart += last + 1;
+  }
+  return undefined;
+}
+
+/**
+ * Copies the bytes [`from`, `to`) of a segment about to be cut into `<segment>.log.quarantine-<from>`
+ * next to it (written atomically: temporary file, fsync, rename, directory fsync), so an operator can inspect or restore them (docs/operations.md,
+ * "Damaged segments"). The entries there were meant to begin at offset `offset`.
+ */
+function quarantineBytes(
+  fd: number,
+  filePath: string,
+  from: number,
+  to: number,
+  offset: number,
+): { file: string; position: number; bytes: number; offset: number } {
+  const bytes = new Uint8Array(to - from);
+  const got = disk.preadFull(fd, bytes, 0, bytes.length, from, filePath);
+  const file = `${filePath}.quarantine-${from}`;
+  disk.writeFileAtomicallyNow(file, bytes.subarray(0, got));
+  return { file, position: from, bytes: got, offset };
 }

@@ -213,3 +213,39 @@ for (const writeMode of ["file", "mapped"] as const) {
     );
   });
 }
+
+for (const writeMode of ["file", "mapped"] as const) {
+  test(`recovery without a recovery point (${writeMode}) meets damage in the newest segment: the cut bytes go to a quarantine file, the start line says so`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const partitionDir = await prepare(dataDir, writeMode);
+    const newest = fs
+      .readdirSync(partitionDir)
+      .filter((name) => name.endsWith(".log"))
+      .sort()
+      .at(-1)!;
+    const file = path.join(partitionDir, newest);
+    const entries = entriesOf(file);
+    expect(entries.length).toBeGreaterThanOrEqual(4);
+    const damaged = entries[2]!;
+    const last = entries.at(-1)!;
+    flipByte(file, damaged.position + damaged.bytes - 3);
+    const expected = fs.readFileSync(file).subarray(damaged.position, last.position + last.bytes);
+    fs.rmSync(path.join(partitionDir, "checkpoint.json"));
+
+    await using broker = await startBroker(dataDir);
+    const quarantine = `${file}.quarantine-${damaged.position}`;
+    expect(broker.startLine).toContain(
+      `QUARANTINED: ${expected.length} bytes from ${file} at file position ${damaged.position} (entries from offset ${damaged.baseOffset} on) cut and kept in ${quarantine}`,
+    );
+    expect(fs.readFileSync(quarantine).equals(expected)).toBe(true);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
+    expect(consumed.exitCode).toBe(0);
+    expect(consumed.stdout).toBe(
+      LINES.slice(0, damaged.baseOffset)
+        .map((line) => `${line}\n`)
+        .join(""),
+    );
+  });
+}

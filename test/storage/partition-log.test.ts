@@ -582,9 +582,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expect(repaired.segmentBaseOffsets).toEqual(bases);
         expect<number>(repaired.nextOffset).toBe(200);
         expectAll(repaired, 0, bases[2]!);
-        expect(() => repaired.read(bases[2]!, 100)).toThrow(
-          `the next readable offset is ${bases[2]! + 5}`,
-        );
+        expect(() => repaired.read(bases[2]!, 100)).toThrow(`the next readable offset is ${bases[2]! + 5}`);
         expectAll(repaired, bases[2]! + 5, 200);
         fill(repaired, 210);
         expectAll(repaired, bases[2]! + 5, 210);
@@ -593,7 +591,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("damage before the recovery point is reported as durable data lost, not as a torn tail", () => {
+    test("damage before the recovery point is reported as durable data lost, not as a torn tail; the forced entries after it are kept", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
       const log = PartitionLog.open(dir.path, config);
@@ -619,10 +617,16 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       try {
         const report = reopened.openReport;
         expect(report.damageBeforeRecoveryPoint).toBe(true);
-        expect(report.durableBytesLost).toBe(point.position - position);
+        // Only the damaged entry is lost (issue 15): the forced entries after it are kept.
+        expect(report.durableBytesLost).toBe(ENTRY_HEADER_BYTES + bytes.readUInt32BE(position));
+        expect(report.offsetsLost).toBe(5);
         expect(report.bytesCut).toBe(0);
-        expect<number>(reopened.nextOffset).toBe(15);
+        expect<number>(reopened.nextOffset).toBe(50);
         expectAll(reopened, 0, 15);
+        expect(() => reopened.read(15, 100)).toThrow("the next readable offset is 20");
+        expectAll(reopened, 20, 50);
+        expect<number>(reopened.append(batchOfValues([payloadForOffset(50)]))).toBe(50);
+        expectAll(reopened, 20, 51);
       } finally {
         reopened.close();
       }
