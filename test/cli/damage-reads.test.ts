@@ -11,6 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
@@ -170,10 +171,16 @@ for (const writeMode of ["file", "mapped"] as const) {
     fs.rmSync(path.join(partitionDir, "checkpoint.json"));
     const sizes = segments.map((name) => fs.statSync(path.join(partitionDir, name)).size);
 
-    await using broker = await startBroker(dataDir);
+    await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
     expect(broker.startLine).toContain(
       `DAMAGE: ${after.baseOffset - damaged.baseOffset} offsets unreadable in 1 damaged range`,
     );
+    const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metricValue(metrics, "booblik_open_offsets_unreadable")).toBe(
+      after.baseOffset - damaged.baseOffset,
+    );
+    expect(metricValue(metrics, "booblik_open_damaged_ranges")).toBe(1);
     expect(broker.startLine).toContain(
       `${file} at file position ${damaged.position}: offsets ${damaged.baseOffset}..${after.baseOffset - 1} unreadable`,
     );
