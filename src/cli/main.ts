@@ -1138,10 +1138,18 @@ async function segment(parsed: Parsed): Promise<number> {
         segments: 1,
         records: walk.recordCount,
         bytes: walk.validEndBytes,
-        damage:
-          walk.end.kind === "invalid"
-            ? { file, position: walk.end.position, offset: walk.end.offset, reason: walk.end.reason }
-            : undefined,
+        ...(walk.end.kind === "invalid"
+          ? (() => {
+              const damage = {
+                file,
+                position: walk.end.position,
+                offset: walk.end.offset,
+                reason: walk.end.reason,
+                readableFromOffset: undefined,
+              };
+              return { damage, damages: [damage] };
+            })()
+          : { damage: undefined, damages: [] }),
         unverifiedTail: undefined,
         crashLeftover: undefined,
       });
@@ -1175,9 +1183,13 @@ async function segment(parsed: Parsed): Promise<number> {
         ),
       ];
       for (const result of results) {
-        if (result.damage !== undefined) {
+        for (const damage of result.damages) {
+          const readable =
+            damage.readableFromOffset === undefined
+              ? ""
+              : `; readable again from offset ${damage.readableFromOffset}`;
           out.push(
-            `damage: ${result.damage.file} at byte ${result.damage.position} (offset ${result.damage.offset}): ${result.damage.reason}`,
+            `damage: ${damage.file} at file position ${damage.position} (offset ${damage.offset}): ${damage.reason}${readable}`,
           );
         }
         if (result.crashLeftover !== undefined) {

@@ -256,3 +256,44 @@ for (const writeMode of ["file", "mapped"] as const) {
     );
   });
 }
+
+test("segment verify reports every damaged range, each with where the partition is readable again", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const partitionDir = await prepare(dataDir, "file");
+  const segments = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+  expect(segments.length).toBeGreaterThanOrEqual(3);
+  const first = path.join(partitionDir, segments[0]!);
+  const second = path.join(partitionDir, segments[1]!);
+  const firstEntries = entriesOf(first);
+  const secondEntries = entriesOf(second);
+  // Two ranges in the first segment (a value byte, then a length field), one in the second.
+  const damages = [
+    { file: first, entry: firstEntries[1]!, after: firstEntries[2]!, at: firstEntries[1]!.bytes - 3 },
+    { file: first, entry: firstEntries[3]!, after: firstEntries[4]!, at: 2 },
+    { file: second, entry: secondEntries[2]!, after: secondEntries[3]!, at: secondEntries[2]!.bytes - 3 },
+  ];
+  for (const { file, entry, at } of damages) flipByte(file, entry.position + at);
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  const lines = verify.stdout.split("\n").filter((line) => line.startsWith("damage: "));
+  expect(lines.length).toBe(3);
+  damages.forEach(({ file, entry, after }, i) => {
+    expect(lines[i]).toStartWith(
+      `damage: ${file} at file position ${entry.position} (offset ${entry.baseOffset}): `,
+    );
+    expect(lines[i]).toEndWith(`; readable again from offset ${after.baseOffset}`);
+  });
+  const json = await runCli(["--json", "segment", "verify", dataDir]);
+  expect(json.exitCode).toBe(3);
+  const partition = JSON.parse(json.stdout).partitions[0];
+  expect(partition.damages.map((d: { offset: number }) => d.offset)).toEqual(
+    damages.map(({ entry }) => entry.baseOffset),
+  );
+  // Every record outside the damaged entries is counted as verified.
+  const lost = damages.reduce((sum, { entry, after }) => sum + after.baseOffset - entry.baseOffset, 0);
+  expect(partition.records).toBe(LINES.length - lost);
+});
