@@ -104,6 +104,20 @@ export class CorruptRecordError extends BooblikError {
   }
 }
 
+/**
+ * A damaged stored entry met by a read (issue 15): the offset it should begin at and, when one
+ * was found, the next offset that can be read after it (the caller may resume there).
+ */
+export class DamagedEntryError extends CorruptRecordError {
+  readonly offset: number;
+  readonly nextReadableOffset: number | undefined;
+  constructor(reason: string, position: number, file: string, offset: number, nextReadableOffset?: number) {
+    super(reason, position, file);
+    this.offset = offset;
+    this.nextReadableOffset = nextReadableOffset;
+  }
+}
+
 /** A segment file whose header is missing, foreign, or disagrees with its name. */
 export class BadSegmentFileError extends BooblikError {
   readonly file: string;

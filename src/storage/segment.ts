@@ -32,6 +32,7 @@ import {
   BadSegmentFileError,
   ClosedError,
   CorruptRecordError,
+  DamagedEntryError,
   InvalidArgumentError,
   OffsetOutOfRangeError,
 } from "../domain/errors.ts";
@@ -970,7 +971,7 @@ export class Segment implements ReadDescriptorHolder {
    * the file, the position and the offset, and the next readable offset after the damage when one
    * can be found (`nextReadableAfter`). Runs only on this error path.
    */
-  private damaged(position: number, offset: number, reason: string): CorruptRecordError {
+  private damaged(position: number, offset: number, reason: string): DamagedEntryError {
     const next = this.nextReadableAfter(position, offset);
     const nextWords =
       next !== undefined
@@ -978,10 +979,12 @@ export class Segment implements ReadDescriptorHolder {
         : this.writer === undefined
           ? `no readable entry follows in this segment; the next segment starts at offset ${this.publishedNextOffset}`
           : "no readable entry follows in this segment (the newest one)";
-    return new CorruptRecordError(
+    return new DamagedEntryError(
       `the entry at offset ${offset} is damaged (${reason}); ${nextWords}`,
       position,
       this.path,
+      offset,
+      next !== undefined ? next.offset : this.writer === undefined ? this.publishedNextOffset : undefined,
     );
   }
 

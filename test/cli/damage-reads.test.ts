@@ -297,3 +297,62 @@ test("segment verify reports every damaged range, each with where the partition 
   const lost = damages.reduce((sum, { entry, after }) => sum + after.baseOffset - entry.baseOffset, 0);
   expect(partition.records).toBe(LINES.length - lost);
 });
+
+test("segment repair: refused while the broker holds the lock; then reports what it kept in place, cut and quarantined, and the broker serves around it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const partitionDir = await prepare(dataDir, "file");
+  const segments = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+  const sealed = path.join(partitionDir, segments[0]!);
+  const newest = path.join(partitionDir, segments.at(-1)!);
+  const sealedEntries = entriesOf(sealed);
+  const newestEntries = entriesOf(newest);
+  const rot = sealedEntries[1]!;
+  const rotAfter = sealedEntries[2]!;
+  flipByte(sealed, rot.position + rot.bytes - 3);
+  const torn = newestEntries[1]!;
+  const newestLast = newestEntries.at(-1)!;
+  flipByte(newest, torn.position + torn.bytes - 3);
+  {
+    await using broker = await startBroker(dataDir);
+    const refused = await runCli(["segment", "repair", dataDir]);
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toContain("stop the broker before repairing");
+    expect(fs.existsSync(`${newest}.quarantine-${torn.position}`)).toBe(false);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode).toBe(0);
+  const quarantine = `${newest}.quarantine-${torn.position}`;
+  expect(repaired.stdout).toContain(
+    `d-0: kept ${segments.length} segments, offsets 0..${torn.baseOffset - 1} (${rotAfter.baseOffset - rot.baseOffset} of them unreadable, kept in place); cut ${newestLast.position + newestLast.bytes - torn.position} bytes`,
+  );
+  expect(repaired.stdout).toContain(
+    `  damaged, kept: ${sealed} at file position ${rot.position}: offsets ${rot.baseOffset}..${rotAfter.baseOffset - 1} unreadable`,
+  );
+  expect(repaired.stdout).toContain(`  quarantined: `);
+  expect(repaired.stdout).toContain(`cut and kept in ${quarantine}`);
+  expect(fs.existsSync(quarantine)).toBe(true);
+  // The broker starts clean on the repaired directory and serves everything around the damage.
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("clean shutdown");
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const rest = await runCli([
+    ...at,
+    "consume",
+    "d",
+    "--partition",
+    "0",
+    "--from",
+    String(rotAfter.baseOffset),
+  ]);
+  expect(rest.exitCode).toBe(0);
+  expect(rest.stdout).toBe(
+    LINES.slice(rotAfter.baseOffset, torn.baseOffset)
+      .map((line) => `${line}\n`)
+      .join(""),
+  );
+});
