@@ -1,6 +1,6 @@
 /**
- * `booblik-cli segment repair <data dir>`: the damage procedure of docs/operations.md ("Damaged
- * segments"), run offline and safely. Owns: the order of its steps and its report.
+ * `booblik-cli segment repair <data dir>`: the damage procedure of docs/operations.md (Troubleshooting,
+ * "A consumer reports CorruptRecordError"), run offline and safely. Owns: the order of its steps and its report.
  *
  * - The broker must be stopped: the data directory lock is taken first, and a held lock refuses the
  *   command (DATA_DIR_LOCKED) before anything is touched.

@@ -27,15 +27,24 @@
  *
  * Pass 4, after a scan (rule 4), by where the segment's entries end (`scanEnd`):
  *
- * | end of the valid prefix                                 | meaning                      | action                                         |
+ * | end of the valid entries                                | meaning                      | action                                         |
  * |---------------------------------------------------------|------------------------------|------------------------------------------------|
  * | at the next segment's base offset (or no next segment)  | whole                        | go on                                          |
- * | before it, damage in the middle (bytes after the valid  | damaged: kept                | nothing cut (Segment.recover keeps the bytes;  |
- * | prefix, a later segment follows)                        |                              | reads step over the damaged range and name it),|
- * |                                                         |                              | counted in `offsetsLost`/`damagedRanges`       |
- * | before it, the file ends there (no bytes after it)      | a hole: its tail was lost    | delete every later segment (issue 15: to be    |
- * |                                                         |                              | kept too); this segment becomes the active one |
+ * | before it                                               | damage, or a hole (a lost    | nothing cut, nothing deleted (issue 15): the   |
+ * |                                                         | tail)                        | segment keeps its offsets up to the next base, |
+ * |                                                         |                              | each damaged range recorded (Segment.recover   |
+ * |                                                         |                              | walks on from the next valid entry); counted   |
+ * |                                                         |                              | in `offsetsLost` and `damagedRanges`. Each     |
+ * |                                                         |                              | batch carries its BaseOffset, so a later       |
+ * |                                                         |                              | segment's offsets stand on their own           |
  * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
+ *
+ * In the newest segment a damaged entry before the recovery point is stepped over the same way;
+ * after it, the first invalid entry ends the log (a torn write), and cut bytes that hold whole,
+ * valid entries are first copied into `<segment>.log.quarantine-<position>` (`quarantined`).
+ * (Since Segment.recover keeps the range of a segment that a later one follows, `scanEnd` no longer
+ * answers "hole" for a scanned segment; the branch that deletes the later segments is kept only as
+ * the behaviour for a state the code cannot reach, and no test reaches it.)
  *
  * And, whatever the end, by where the valid prefix ends against the recovery point: before
  * `point.position` in `point`'s segment means entries that were forced (acknowledged under `force`)

@@ -490,13 +490,17 @@ export class Segment implements ReadDescriptorHolder {
       // A segment that a later one follows keeps a damaged tail in place (its offsets up to the next
       // segment's base stay its own, reported as unreadable): cutting it once erased every later
       // segment. The newest segment's tail after its last valid entry is cut as a torn tail.
-      const keepTail =
-        !forAppend && sealedNextOffset !== undefined && validNext < sealedNextOffset && validEnd < sizeOnDisk;
+      // A file that ends on an entry boundary below the next segment's base (its tail was lost) is
+      // the same: the missing offsets are a hole, kept and reported, the later segments kept.
+      const keepTail = !forAppend && sealedNextOffset !== undefined && validNext < sealedNextOffset;
       if (keepTail) {
         damages.push({
           position: validEnd,
           offset: validNext,
-          reason: `${scan.stop}: ${scan.detail}`,
+          reason:
+            validEnd < sizeOnDisk
+              ? `${scan.stop}: ${scan.detail}`
+              : `the file ends at byte ${validEnd}, before offset ${sealedNextOffset} where the next segment starts`,
           resumePosition: sizeOnDisk,
           resumeOffset: sealedNextOffset,
         });
@@ -1435,8 +1439,9 @@ export function findNextReadable(
 
 /**
  * Copies the bytes [`from`, `to`) of a segment about to be cut into `<segment>.log.quarantine-<from>`
- * next to it (written atomically: temporary file, fsync, rename, directory fsync), so an operator can inspect or restore them (docs/operations.md,
- * "Damaged segments"). The entries there were meant to begin at offset `offset`.
+ * next to it (written atomically: temporary file, fsync, rename, directory fsync), so an operator
+ * can inspect or restore them (docs/operations.md, "Bit rot" and Troubleshooting). The entries there
+ * were meant to begin at offset `offset`.
  */
 function quarantineBytes(
   fd: number,

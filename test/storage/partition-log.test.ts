@@ -243,7 +243,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("an empty segment holding the recovery point is kept: it may be a hole a power loss made", () => {
+    test("an empty segment holding the recovery point is kept: it may be a hole a power loss made; the later segments are kept too", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 1024 });
       const log = PartitionLog.open(dir.path, config);
@@ -251,7 +251,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const bases = log.segmentBaseOffsets;
       log.close();
       // Staged: the recovery point names the second segment at its start; that segment lost its
-      // records (only its header is left); a later segment exists. The hole ends the log there.
+      // records (only its header is left); a later segment exists. The hole is kept and reported,
+      // the later segments too: each batch carries its own offsets (issue 15).
       const second = bases[1]!;
       fs.writeFileSync(
         path.join(dir.path, CHECKPOINT_FILE),
@@ -264,9 +265,12 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.truncateSync(path.join(dir.path, segmentFileName(second as Offset)), SEGMENT_HEADER_BYTES);
       const reopened = PartitionLog.open(dir.path, config);
       try {
-        expect<number>(reopened.nextOffset).toBe(second);
-        expect(reopened.segmentBaseOffsets).toEqual([bases[0]!, second]);
+        expect<number>(reopened.nextOffset).toBe(60);
+        expect(reopened.segmentBaseOffsets).toEqual(bases);
+        expect(reopened.openReport.offsetsLost).toBe(bases[2]! - second);
         expectAll(reopened, 0, second);
+        expect(() => reopened.read(second, 100)).toThrow(`the next segment starts at offset ${bases[2]!}`);
+        expectAll(reopened, bases[2]!, 60);
       } finally {
         reopened.close();
       }
@@ -488,6 +492,34 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expectAll(reopened, bases[2]!, 200);
         // The log continues at its old end.
         expect<number>(reopened.append(batchOfValues([payloadForOffset(200)]))).toBe(200);
+      } finally {
+        reopened.close();
+      }
+    });
+
+    test("a sealed segment cut exactly at an entry boundary: the missing offsets are a hole, kept and reported; later segments kept (issue 15)", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 200, 2);
+      const bases = log.segmentBaseOffsets;
+      log.close(false);
+      fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
+      const victim = path.join(dir.path, segmentFileName(bases[1] as Offset));
+      const bytes = fs.readFileSync(victim);
+      let position = SEGMENT_HEADER_BYTES;
+      for (let i = 0; i < 2; i++) position += ENTRY_HEADER_BYTES + bytes.readUInt32BE(position);
+      fs.truncateSync(victim, position);
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect(reopened.openReport.segmentsDropped).toBe(0);
+        expect(reopened.openReport.offsetsLost).toBe(bases[2]! - (bases[1]! + 4));
+        expect(reopened.segmentBaseOffsets).toEqual(bases);
+        expectAll(reopened, 0, bases[1]! + 4);
+        expect(() => reopened.read(bases[1]! + 4, 100)).toThrow(
+          `the next segment starts at offset ${bases[2]!}`,
+        );
+        expectAll(reopened, bases[2]!, 200);
       } finally {
         reopened.close();
       }
