@@ -534,3 +534,10 @@ export const PRODUCER_ID_BLOCK_SIZE = 1_000;
  * (Segment.nextReadableAfter): only on that error path, one buffer per search.
  */
 export const DAMAGE_SEARCH_CHUNK_BYTES = 1024 * 1024;
+/**
+ * The largest first entry of a zero-copy FETCH that is checked in the one shared buffer (the entry
+ * is read and its CRC checked before it is sent; Segment.fileRange): the default largest batch
+ * (1 MiB) and its frame. A larger entry gets a buffer of its own for that check, so one huge batch
+ * does not pin its size in memory.
+ */
+export const FETCH_CHECK_BUFFER_MAX_BYTES = 1024 * 1024 + 8;

@@ -40,6 +40,7 @@ import type { Offset } from "../domain/ids.ts";
 import {
   DAMAGE_SEARCH_CHUNK_BYTES,
   ENTRY_HEADER_BYTES,
+  FETCH_CHECK_BUFFER_MAX_BYTES,
   INDEX_INTERVAL_BYTES_DEFAULT,
   RECORD_BATCH_BYTES_MIN,
   RECORD_BATCH_OVERHEAD_BYTES,
@@ -951,11 +952,16 @@ export class Segment implements ReadDescriptorHolder {
 
   /** Reads the entry at `position` and checks it whole (frame CRC, lengths, BaseOffset). */
   private checkEntry(fd: number, position: number, entryBytes: number, baseOffset: number): void {
-    if (checkBuffer.length < entryBytes)
-      checkBuffer = new Uint8Array(Math.max(entryBytes, checkBuffer.length * 2));
-    const got = disk.preadFull(fd, checkBuffer, 0, entryBytes, position, this.path);
+    // Entries up to FETCH_CHECK_BUFFER_MAX_BYTES reuse one buffer; a larger one (up to the 64 MiB batch
+    // limit) gets its own, so one huge batch does not pin its size in memory for good.
+    if (checkBuffer.length < entryBytes && entryBytes <= FETCH_CHECK_BUFFER_MAX_BYTES)
+      checkBuffer = new Uint8Array(
+        Math.min(FETCH_CHECK_BUFFER_MAX_BYTES, Math.max(entryBytes, checkBuffer.length * 2)),
+      );
+    const buffer = entryBytes <= checkBuffer.length ? checkBuffer : new Uint8Array(entryBytes);
+    const got = disk.preadFull(fd, buffer, 0, entryBytes, position, this.path);
     scanEntries(
-      checkBuffer,
+      buffer,
       0,
       got,
       {
