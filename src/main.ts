@@ -319,8 +319,13 @@ function describeOpen(report: Broker["openReport"]): string {
   const cut = report.bytesCut > 0 ? `, ${report.bytesCut} torn bytes cut` : "";
   const lost =
     report.partitionsWithDurableLoss.length > 0
-      ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced failed their checks and were cut in ${report.partitionsWithDurableLoss.join(", ")}`
+      ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced failed their checks (cut, or kept in place as damaged ranges) in ${report.partitionsWithDurableLoss.join(", ")}`
       : "";
+  const damaged =
+    report.damagedRanges.length > 0
+      ? `; DAMAGE: ${report.offsetsLost} offsets unreadable in ${plural(report.damagedRanges.length, "damaged range")}, kept in place (later segments kept): ${report.damagedRanges.join("; ")}`
+      : "";
+  const quarantined = report.quarantined.length > 0 ? `; QUARANTINED: ${report.quarantined.join("; ")}` : "";
   const dropped =
     report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
   const readOnly =
@@ -329,7 +334,7 @@ function describeOpen(report: Broker["openReport"]): string {
       : "";
   const logStart =
     report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${logStart}`;
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${logStart}`;
 }
 
 async function main(): Promise<number> {

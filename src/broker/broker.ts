@@ -112,6 +112,12 @@ export interface BrokerOpenReport {
   durableBytesLost: number;
   /** Partitions where that happened. */
   partitionsWithDurableLoss: string[];
+  /** Offsets in damaged ranges kept in the middle of logs (PartitionOpenReport.offsetsLost). */
+  offsetsLost: number;
+  /** Those ranges, for people (file, file position, offsets). */
+  damagedRanges: string[];
+  /** Cut bytes holding valid entries, copied aside into quarantine files (PartitionOpenReport). */
+  quarantined: string[];
   segmentsDropped: number;
   /** Partitions opened read-only because the disk was full (they take writes once space returns). */
   readOnlyPartitions: number;
@@ -204,6 +210,9 @@ export class Broker {
       bytesCut: 0,
       durableBytesLost: 0,
       partitionsWithDurableLoss: [],
+      offsetsLost: 0,
+      damagedRanges: [],
+      quarantined: [],
       segmentsDropped: 0,
       readOnlyPartitions: 0,
       logStartProblems: [],
@@ -364,6 +373,9 @@ export class Broker {
         report.bytesScanned += opened.bytesScanned;
         report.bytesCut += opened.bytesCut;
         report.durableBytesLost += opened.durableBytesLost;
+        report.offsetsLost += opened.offsetsLost;
+        report.damagedRanges.push(...opened.damagedRanges);
+        report.quarantined.push(...opened.quarantined);
         if (opened.damageBeforeRecoveryPoint)
           report.partitionsWithDurableLoss.push(`${topic.name}-${partition.id}`);
         report.segmentsDropped += opened.segmentsDropped;

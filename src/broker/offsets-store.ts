@@ -37,7 +37,7 @@
  *   A failed compaction deletes nothing. Replay at start reads about the live commits plus two
  *   segments.
  */
-import { BooblikError, CorruptRecordError } from "../domain/errors.ts";
+import { BooblikError, CorruptRecordError, DamagedEntryError } from "../domain/errors.ts";
 import {
   COMMIT_METADATA_BYTES_MAX,
   COMMIT_RECORDS_PER_BATCH_MAX,
@@ -47,6 +47,7 @@ import {
 } from "../domain/limits.ts";
 import { encodeBatch, forEachRecord, type RecordInput, recordKey, recordValue } from "../record/batch.ts";
 import { newEntryScanResult, scanEntries } from "../record/entries.ts";
+import type { RecordsRead } from "../storage/segment.ts";
 import type { Partition } from "./partition.ts";
 
 /** One committed offset, as OffsetFetch answers it. */
@@ -102,6 +103,8 @@ export class OffsetsStore {
   private readonly partitionOf: () => Partition;
   /** Records replayed at open (for tests and the open report). */
   readonly replayedRecords: number;
+  /** Damaged ranges of the offsets topic the replay stepped over (their commits are lost). */
+  damagedRangesSkipped = 0;
   /** First log offset of every commit appended and not yet in the map (compaction keeps them). */
   private readonly inFlight = new Set<number>();
   /**
@@ -133,7 +136,24 @@ export class OffsetsStore {
     let records = 0;
     const scan = newEntryScanResult();
     while (offset < end) {
-      const read = partition.read(offset, FETCH_BYTES_DEFAULT);
+      let read: RecordsRead;
+      try {
+        read = partition.read(offset, FETCH_BYTES_DEFAULT);
+      } catch (error) {
+        // A damaged range (issue 15): its commits are lost, so the groups it held fall back to their
+        // earlier commits (consumers read again, nothing is skipped); refusing to start would stop
+        // every partition. The read error named the range in the broker's log of the open.
+        if (
+          error instanceof DamagedEntryError &&
+          error.nextReadableOffset !== undefined &&
+          error.nextReadableOffset > offset
+        ) {
+          this.damagedRangesSkipped++;
+          offset = error.nextReadableOffset;
+          continue;
+        }
+        throw error;
+      }
       if (read.recordCount === 0) break;
       const bytes = read.records;
       scanEntries(bytes, 0, bytes.length, { framing: "framed", verifyCrc: false }, scan, (_e, start, stop) =>

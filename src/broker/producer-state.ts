@@ -35,7 +35,7 @@
  * a restart after a crash about one segment (Kafka's bound: it snapshots at rolls too).
  */
 import path from "node:path";
-import { InvalidProducerEpochError, OutOfOrderSequenceError } from "../domain/errors.ts";
+import { DamagedEntryError, InvalidProducerEpochError, OutOfOrderSequenceError } from "../domain/errors.ts";
 import { PRODUCER_BATCHES_RETAINED, PRODUCER_ID_EXPIRATION_MS } from "../domain/limits.ts";
 import {
   BASE_SEQUENCE_OFFSET,
@@ -49,6 +49,7 @@ import {
 import { newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "../storage/disk.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
+import type { RecordsRead } from "../storage/segment.ts";
 
 export const PRODUCER_STATE_FILE = "producer-state.json";
 const SNAPSHOT_VERSION = 1;
@@ -343,7 +344,23 @@ export class ProducerStateTable {
     const end = log.nextOffset;
     const scan = newEntryScanResult();
     while (from < end) {
-      const read = log.read(from, REPLAY_READ_BYTES, end);
+      let read: RecordsRead;
+      try {
+        read = log.read(from, REPLAY_READ_BYTES, end);
+      } catch (error) {
+        // A damaged range (issue 15) is stepped over: its batches cannot be replayed, so a resend of
+        // one of them would be appended again; refusing to start would cost every partition.
+        if (
+          error instanceof DamagedEntryError &&
+          error.nextReadableOffset !== undefined &&
+          error.nextReadableOffset > from
+        ) {
+          from = error.nextReadableOffset;
+          continue;
+        }
+        if (error instanceof DamagedEntryError) break;
+        throw error;
+      }
       if (read.recordCount === 0) break;
       const skipBelow = from;
       scanEntries(

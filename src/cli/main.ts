@@ -57,6 +57,7 @@ import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { GROUPS_HELP, groupsCommand } from "./groups.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type RecordPrinter, recordPrinter } from "./record-format.ts";
+import { repairDataDirectory } from "./repair.ts";
 import { parseTimeArgument } from "./time-argument.ts";
 import { LOGIN_FLAGS, LOGIN_HELP, loginOptions, USERS_HELP, usersCommand } from "./users.ts";
 
@@ -118,6 +119,10 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         holds no segment at all; an empty newest
                                         segment (a kill right after a roll) is a
                                         crash leftover that recovery removes: exit 0
+  segment repair <data dir>             offline (stop the broker first: refused while its lock
+                                        is held): recover every partition checking every entry,
+                                        keep damaged ranges in place, quarantine cut bytes that
+                                        hold valid entries; prints what was cut and kept
   migrate <data dir> [--drop-damaged-tail]
                                         convert a format-1 data directory to format 2 (offline:
                                         stop the broker first). Keeps every offset and payload;
@@ -1109,10 +1114,10 @@ function directorySize(directory: string): number {
 }
 
 async function segment(parsed: Parsed): Promise<number> {
-  const action = need(parsed, 1, "segment action: dump or verify");
+  const action = need(parsed, 1, "segment action: dump, verify or repair");
   const target = need(parsed, 2, action === "dump" ? "segment file" : "path to verify");
   if (action === "dump") allowOnly(parsed, ["max", "format"]);
-  if (action === "verify") allowOnly(parsed, []);
+  if (action === "verify" || action === "repair") allowOnly(parsed, []);
   if (!fs.existsSync(target)) throw new BooblikError("INVALID_ARGUMENT", `${target} does not exist`);
   // Format-1 segments are not damaged, only old: say what converts them.
   const old = findFormat1Segment(target);
@@ -1122,6 +1127,28 @@ async function segment(parsed: Parsed): Promise<number> {
       `${old} is a segment of storage format 1; this build reads format 2. Convert the data directory offline with booblik-cli migrate <data dir>`,
     );
   if (action === "dump") return dumpSegment(parsed, target);
+  if (action === "repair") {
+    const repairs = repairDataDirectory(target);
+    if (repairs.length === 0)
+      throw new BooblikError(
+        "INVALID_ARGUMENT",
+        `nothing to repair: ${target} holds no partition directories`,
+      );
+    print(parsed, { partitions: repairs }, () => {
+      const out: string[] = [];
+      for (const r of repairs) {
+        out.push(
+          `${path.basename(r.directory)}: kept ${r.segments} segments, offsets ${r.logStartOffset}..${r.nextOffset - 1}` +
+            `${r.offsetsUnreadable > 0 ? ` (${r.offsetsUnreadable} of them unreadable, kept in place)` : ""}; ` +
+            `cut ${r.bytesCut} bytes${r.segmentsDropped > 0 ? `, removed ${r.segmentsDropped} empty segment files` : ""}`,
+        );
+        for (const range of r.damagedRanges) out.push(`  damaged, kept: ${range}`);
+        for (const q of r.quarantined) out.push(`  quarantined: ${q}`);
+      }
+      return out.join("\n");
+    });
+    return 0;
+  }
   if (action === "verify") {
     const { partitions, files } = segmentFiles(target);
     const results: PartitionVerification[] = [];
@@ -1138,10 +1165,18 @@ async function segment(parsed: Parsed): Promise<number> {
         segments: 1,
         records: walk.recordCount,
         bytes: walk.validEndBytes,
-        damage:
-          walk.end.kind === "invalid"
-            ? { file, position: walk.end.position, offset: walk.end.offset, reason: walk.end.reason }
-            : undefined,
+        ...(walk.end.kind === "invalid"
+          ? (() => {
+              const damage = {
+                file,
+                position: walk.end.position,
+                offset: walk.end.offset,
+                reason: walk.end.reason,
+                readableFromOffset: undefined,
+              };
+              return { damage, damages: [damage] };
+            })()
+          : { damage: undefined, damages: [] }),
         unverifiedTail: undefined,
         crashLeftover: undefined,
       });
@@ -1175,9 +1210,13 @@ async function segment(parsed: Parsed): Promise<number> {
         ),
       ];
       for (const result of results) {
-        if (result.damage !== undefined) {
+        for (const damage of result.damages) {
+          const readable =
+            damage.readableFromOffset === undefined
+              ? ""
+              : `; readable again from offset ${damage.readableFromOffset}`;
           out.push(
-            `damage: ${result.damage.file} at byte ${result.damage.position} (offset ${result.damage.offset}): ${result.damage.reason}`,
+            `damage: ${damage.file} at file position ${damage.position} (offset ${damage.offset}): ${damage.reason}${readable}`,
           );
         }
         if (result.crashLeftover !== undefined) {
@@ -1208,7 +1247,7 @@ async function segment(parsed: Parsed): Promise<number> {
     });
     return damaged.length === 0 ? 0 : EXIT_DAMAGE;
   }
-  throw new UsageError(`unknown segment action ${action} (dump, verify)`);
+  throw new UsageError(`unknown segment action ${action} (dump, verify, repair)`);
 }
 
 const CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"];

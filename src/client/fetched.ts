@@ -7,9 +7,12 @@
  *
  * Invariants:
  * - Every whole entry's frame CRC32C (which covers the stamped batch) and batch CRC32C (Kafka's,
- *   over attributes..end) are checked before any of its records is handed out; a mismatch, a bad
- *   length, a bad magic or an offset gap is a CorruptRecordError naming the offset and the byte
- *   position inside the response's records.
+ *   over attributes..end) are checked before any of its records is handed out. A mismatch, a bad
+ *   length, a bad magic or an offset gap after at least one valid entry ends the answer there: the
+ *   entries before it are handed out, and the next fetch starts at the damaged entry, whose error
+ *   the broker names (file, file position, offset, next readable offset; it checks the first entry
+ *   of every answer). In the first entry it is a CorruptRecordError naming the offset and the byte
+ *   position inside the response's records (damage between the broker's check and here).
  * - A trailing partial entry is not an error (a broker that trims at a byte limit, or a proxy, may
  *   cut one): it is left out, and the next fetch starts at its first offset.
  * - The first entry must contain the requested offset (the broker starts with the entry that holds
@@ -17,6 +20,7 @@
  *   handed out (Kafka's contract for a fetch that starts inside a batch).
  */
 import { CorruptRecordError } from "../domain/errors.ts";
+import { ENTRY_HEADER_BYTES } from "../domain/limits.ts";
 import {
   computeBatchCrc,
   type DecodedHeader,
@@ -41,24 +45,28 @@ export interface CheckedEntries {
 }
 
 /**
- * Checks the framed entries `bytes` of a FETCH from `offset` (see the invariants above). Throws
- * CorruptRecordError at the first damaged entry.
+ * Checks the framed entries `bytes` of a FETCH from `offset` (see the invariants above). Damage
+ * after at least one whole, valid entry ends the answer there (the valid entries are handed out, and
+ * the next fetch, from the damaged entry, gets the broker's error naming its file and file
+ * position). Damage in the first entry throws CorruptRecordError naming the offset.
  */
 export function checkFetchedEntries(bytes: Uint8Array, offset: number): CheckedEntries {
   const batchBounds: number[] = [];
-  let batchCrcFault: { position: number; detail: string } | undefined;
+  // The first entry whose batch CRC fails: where it starts, its BaseOffset, why.
+  let batchCrcFault: { entryPosition: number; baseOffset: number; detail: string } | undefined;
   const scan = scanEntries(
     bytes,
     0,
     bytes.length,
     { framing: "framed", verifyCrc: true },
     newEntryScanResult(),
-    (_entry, batchStart, batchEnd, header) => {
+    (entryPosition, batchStart, batchEnd, header) => {
       if (batchCrcFault !== undefined) return;
       const actual = computeBatchCrc(bytes, batchStart, batchEnd);
       if (actual !== header.crc) {
         batchCrcFault = {
-          position: batchStart,
+          entryPosition,
+          baseOffset: header.baseOffset,
           detail: `the entry at offset ${header.baseOffset} is damaged (batch CRC32C 0x${actual.toString(16)}, the batch says 0x${header.crc.toString(16)})`,
         };
         return;
@@ -66,31 +74,38 @@ export function checkFetchedEntries(bytes: Uint8Array, offset: number): CheckedE
       batchBounds.push(batchStart, batchEnd);
     },
   );
-  if (batchCrcFault !== undefined)
+  let completeBytes = scan.endPosition;
+  let nextFetchOffset = scan.nextOffset;
+  let entries = scan.entryCount;
+  if (batchCrcFault !== undefined) {
+    completeBytes = batchCrcFault.entryPosition;
+    nextFetchOffset = batchCrcFault.baseOffset;
+    entries = batchBounds.length / 2;
+    if (entries === 0)
+      throw new CorruptRecordError(
+        `fetched entries from offset ${offset}: ${batchCrcFault.detail}`,
+        batchCrcFault.entryPosition,
+      );
+  } else if (scan.stop !== "end" && scan.stop !== "truncated" && scan.entryCount === 0) {
     throw new CorruptRecordError(
-      `fetched entries from offset ${offset}: ${batchCrcFault.detail}`,
-      batchCrcFault.position,
-    );
-  if (scan.stop !== "end" && scan.stop !== "truncated") {
-    const where =
-      scan.entryCount === 0
-        ? `the first entry (containing offset ${offset})`
-        : `the entry at offset ${scan.nextOffset}`;
-    throw new CorruptRecordError(
-      `fetched entries from offset ${offset}: ${where} is damaged (${scan.stop}: ${scan.detail})`,
+      `fetched entries from offset ${offset}: the first entry (containing offset ${offset}) is damaged (${scan.stop}: ${scan.detail})`,
       scan.endPosition,
     );
   }
-  if (scan.entryCount === 0)
-    return { completeBytes: 0, firstOffset: offset, nextFetchOffset: offset, batchBounds };
-  const nextFetchOffset = scan.nextOffset;
-  const firstOffset = nextFetchOffset - scan.recordCount;
+  if (entries === 0) return { completeBytes: 0, firstOffset: offset, nextFetchOffset: offset, batchBounds };
+  const firstOffset = readFirstBaseOffset(bytes);
   if (firstOffset > offset || nextFetchOffset <= offset)
     throw new CorruptRecordError(
       `a FETCH from offset ${offset} returned entries covering offsets ${firstOffset} to ${nextFetchOffset - 1}`,
       0,
     );
-  return { completeBytes: scan.endPosition, firstOffset, nextFetchOffset, batchBounds };
+  return { completeBytes, firstOffset, nextFetchOffset, batchBounds };
+}
+
+/** The BaseOffset of the first entry (frame header, then the batch's first 8 bytes). */
+function readFirstBaseOffset(bytes: Uint8Array): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return view.getUint32(ENTRY_HEADER_BYTES) * 2 ** 32 + view.getUint32(ENTRY_HEADER_BYTES + 4);
 }
 
 /**

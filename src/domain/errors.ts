@@ -96,11 +96,25 @@ export class CorruptRecordError extends BooblikError {
   readonly reason: string;
 
   constructor(reason: string, position: number, file?: string) {
-    const where = file === undefined ? `at byte ${position}` : `in ${file} at byte ${position}`;
+    const where = file === undefined ? `at byte ${position}` : `in ${file} at file position ${position}`;
     super("CORRUPT_RECORD", `corrupt record ${where}: ${reason}`);
     this.file = file;
     this.position = position;
     this.reason = reason;
+  }
+}
+
+/**
+ * A damaged stored entry met by a read (issue 15): the offset it should begin at and, when one
+ * was found, the next offset that can be read after it (the caller may resume there).
+ */
+export class DamagedEntryError extends CorruptRecordError {
+  readonly offset: number;
+  readonly nextReadableOffset: number | undefined;
+  constructor(reason: string, position: number, file: string, offset: number, nextReadableOffset?: number) {
+    super(reason, position, file);
+    this.offset = offset;
+    this.nextReadableOffset = nextReadableOffset;
   }
 }
 

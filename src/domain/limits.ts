@@ -583,3 +583,16 @@ export const PRODUCE_WAITERS_KEPT = 4096;
  * and described, without a chart.
  */
 export const CONSOLE_LAG_PARTITIONS_MAX = 4096;
+// --- Damage (issue 15) ----------------------------------------------------------------------------
+/**
+ * Bytes a segment reads at a time while searching for the next readable entry after a damaged one
+ * (Segment.nextReadableAfter): only on that error path, one buffer per search.
+ */
+export const DAMAGE_SEARCH_CHUNK_BYTES = 1024 * 1024;
+/**
+ * The largest first entry of a zero-copy FETCH that is checked in the one shared buffer (the entry
+ * is read and its CRC checked before it is sent; Segment.fileRange): the default largest batch
+ * (1 MiB) and its frame. A larger entry gets a buffer of its own for that check, so one huge batch
+ * does not pin its size in memory.
+ */
+export const FETCH_CHECK_BUFFER_MAX_BYTES = 1024 * 1024 + 8;

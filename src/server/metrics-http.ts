@@ -223,6 +223,31 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "Records a consumer group has not committed yet: the partition's next offset minus the committed offset (0 when the commit is beyond it).",
     (committed, nextOffset) => Math.max(0, nextOffset - committed),
   );
+  // What the last open found damaged (issue 15; the start line names the ranges and files).
+  const openGauge = (name: string, help: string, read: (report: Broker["openReport"]) => number) =>
+    registry.register(name, "gauge", help, () =>
+      targets.broker === undefined || !targets.ready ? [] : [[{}, read(targets.broker.openReport)]],
+    );
+  openGauge(
+    "booblik_open_offsets_unreadable",
+    "Offsets in damaged ranges the last open found in the middle of logs and kept in place (reads of them fail naming the range).",
+    (report) => report.offsetsLost,
+  );
+  openGauge(
+    "booblik_open_damaged_ranges",
+    "Damaged ranges the last open found in the middle of logs.",
+    (report) => report.damagedRanges.length,
+  );
+  openGauge(
+    "booblik_open_quarantined_files",
+    "Quarantine files the last open wrote: cut bytes that held valid entries, copied next to their segment.",
+    (report) => report.quarantined.length,
+  );
+  openGauge(
+    "booblik_open_durable_bytes_lost",
+    "Bytes before a recovery point (forced) that failed their checks at the last open.",
+    (report) => report.durableBytesLost,
+  );
   registry.register(
     "process_resident_memory_bytes",
     "gauge",

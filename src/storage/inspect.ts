@@ -34,7 +34,8 @@ import {
 } from "../record/batch.ts";
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { entryLengthAt } from "./entry-framer.ts";
-import { isTornCreation } from "./recovery.ts";
+import { isTornCreation, scanSegmentFile } from "./recovery.ts";
+import { findNextReadable } from "./segment.ts";
 import { decodeSegmentHeader, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
 /** One stored entry (a batch) as a walk finds it; views valid only during the call. */
@@ -297,11 +298,27 @@ export interface PartitionVerification {
   records: number;
   bytes: number;
   /** The first damage found, or undefined. */
-  damage: { file: string; position: number; offset: number; reason: string } | undefined;
+  damage: VerifiedDamage | undefined;
+  /**
+   * Every damaged range found, in order (issue 15): after a damaged entry the walk resumes at the
+   * next whole, valid one (`findNextReadable`, as recovery does), after a damaged segment at the next
+   * segment.
+   */
+  damages: VerifiedDamage[];
   /** An incomplete newest-segment tail (a write in progress or a torn tail recovery will cut). */
   unverifiedTail: { file: string; position: number; bytes: number; reason: string } | undefined;
   /** A newest segment without a header (a kill right after a roll), which recovery removes. */
   crashLeftover: { file: string; bytes: number } | undefined;
+}
+
+/** A damaged range: where it starts, and the offset from which the partition is readable again. */
+export interface VerifiedDamage {
+  file: string;
+  position: number;
+  offset: number;
+  reason: string;
+  /** The next readable offset after it (the next segment's base when none follows in this file). */
+  readableFromOffset: number | undefined;
 }
 
 /** Verifies every segment of a partition directory in offset order, and that they are contiguous. */
@@ -319,8 +336,13 @@ export function verifyPartitionDirectory(
     records: 0,
     bytes: 0,
     damage: undefined,
+    damages: [],
     unverifiedTail: undefined,
     crashLeftover: undefined,
+  };
+  const found = (damage: VerifiedDamage): void => {
+    result.damages.push(damage);
+    result.damage ??= damage;
   };
   let expectedBase: number | undefined;
   for (let i = 0; i < bases.length; i++) {
@@ -336,19 +358,26 @@ export function verifyPartitionDirectory(
       walk = walkSegmentFile(file, undefined, onProgress);
     } catch (error) {
       if (error instanceof BadSegmentFileError) {
-        result.damage = { file, position: 0, offset: bases[i]!, reason: error.message };
-        return result;
+        found({
+          file,
+          position: 0,
+          offset: bases[i]!,
+          reason: error.message,
+          readableFromOffset: bases[i + 1],
+        });
+        expectedBase = bases[i + 1];
+        continue;
       }
       throw error;
     }
     if (expectedBase !== undefined && walk.baseOffset !== expectedBase) {
-      result.damage = {
+      found({
         file,
         position: 0,
         offset: expectedBase,
         reason: `the previous segment ends at offset ${expectedBase} but this one starts at ${walk.baseOffset}`,
-      };
-      return result;
+        readableFromOffset: walk.baseOffset,
+      });
     }
     result.records += walk.recordCount;
     result.bytes += walk.validEndBytes;
@@ -361,18 +390,74 @@ export function verifyPartitionDirectory(
           reason: walk.end.reason,
         };
       } else {
-        result.damage = {
+        // Damage in a sealed segment: report it, then every later range of this file.
+        const nextBase = bases[i + 1]!;
+        result.records += verifyAfterDamage(
           file,
-          position: walk.end.position,
-          offset: walk.end.offset,
-          reason: walk.end.reason,
-        };
-        return result;
+          walk.end.position,
+          walk.end.offset,
+          walk.end.reason,
+          nextBase,
+          found,
+        );
+        expectedBase = nextBase;
+        continue;
       }
     }
     expectedBase = walk.baseOffset + walk.recordCount;
   }
   return result;
+}
+
+/**
+ * From a damaged entry of a sealed segment on: reports it and each later damaged range of the file,
+ * resuming at the next whole, valid entry (frame CRC, as recovery checks) each time. Returns the
+ * records of the valid entries walked after the first damage.
+ */
+function verifyAfterDamage(
+  file: string,
+  position: number,
+  offset: number,
+  reason: string,
+  nextBase: number,
+  found: (damage: VerifiedDamage) => void,
+): number {
+  const fd = openFile(file, "read");
+  try {
+    const sizeBytes = fileSize(fd, file);
+    let records = 0;
+    for (;;) {
+      const resume = findNextReadable(
+        fd,
+        file,
+        position,
+        offset,
+        sizeBytes,
+        RECORD_PAYLOAD_BYTES_LIMIT,
+        nextBase,
+      );
+      found({ file, position, offset, reason, readableFromOffset: resume?.offset ?? nextBase });
+      if (resume === undefined) return records;
+      const scan = scanSegmentFile(
+        fd,
+        file,
+        resume.position,
+        resume.offset,
+        sizeBytes,
+        RECORD_PAYLOAD_BYTES_LIMIT,
+        true,
+        undefined,
+      );
+      records += scan.recordCount;
+      if (scan.stop === "end" || (scan.stop === "zero-length" && scan.nextOffset === nextBase))
+        return records;
+      position = scan.endPosition;
+      offset = scan.nextOffset;
+      reason = `${scan.stop}: ${scan.detail}`;
+    }
+  } finally {
+    closeFile(fd, file);
+  }
 }
 
 function fileSizeOf(file: string): number {

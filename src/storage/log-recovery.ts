@@ -27,13 +27,24 @@
  *
  * Pass 4, after a scan (rule 4), by where the segment's entries end (`scanEnd`):
  *
- * | end of the valid prefix                                 | meaning                      | action                                         |
+ * | end of the valid entries                                | meaning                      | action                                         |
  * |---------------------------------------------------------|------------------------------|------------------------------------------------|
  * | at the next segment's base offset (or no next segment)  | whole                        | go on                                          |
- * | before it                                               | a hole: its tail was lost    | delete every later segment (after a hole,      |
- * |                                                         |                              | offsets no longer mean what they meant); this  |
- * |                                                         |                              | segment becomes the active one                 |
+ * | before it                                               | damage, or a hole (a lost    | nothing cut, nothing deleted (issue 15): the   |
+ * |                                                         | tail)                        | segment keeps its offsets up to the next base, |
+ * |                                                         |                              | each damaged range recorded (Segment.recover   |
+ * |                                                         |                              | walks on from the next valid entry); counted   |
+ * |                                                         |                              | in `offsetsLost` and `damagedRanges`. Each     |
+ * |                                                         |                              | batch carries its BaseOffset, so a later       |
+ * |                                                         |                              | segment's offsets stand on their own           |
  * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
+ *
+ * In the newest segment a damaged entry before the recovery point is stepped over the same way;
+ * after it, the first invalid entry ends the log (a torn write), and cut bytes that hold whole,
+ * valid entries are first copied into `<segment>.log.quarantine-<position>` (`quarantined`).
+ * (Since Segment.recover keeps the range of a segment that a later one follows, `scanEnd` no longer
+ * answers "hole" for a scanned segment; the branch that deletes the later segments is kept only as
+ * the behaviour for a state the code cannot reach, and no test reaches it.)
  *
  * And, whatever the end, by where the valid prefix ends against the recovery point: before
  * `point.position` in `point`'s segment means entries that were forced (acknowledged under `force`)
@@ -75,6 +86,15 @@ export interface PartitionOpenReport {
   segmentsDropped: number;
   /** True when entries that the recovery point said were durable failed their check. */
   damageBeforeRecoveryPoint: boolean;
+  /**
+   * Offsets of damaged ranges found in the middle of the log (a segment followed by another), kept
+   * in place: reads of them are refused naming the range, reads around them are served.
+   */
+  offsetsLost: number;
+  /** Each such range for people: file, file position, offsets. */
+  damagedRanges: string[];
+  /** Cut bytes that held whole, valid entries, copied aside first: quarantine file, offsets. */
+  quarantined: string[];
   /** Set when the disk was full at the open: the log opened read-only (pass 5). */
   readOnlyCause?: IoError;
   logStartOffset: number;
@@ -158,6 +178,22 @@ export function removeLeftoverSegments(
 function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, verifiedFrom: number): void {
   report.segmentsScanned++;
   report.bytesScanned += scanned.scannedBytes;
+  for (const damage of scanned.damages) {
+    report.offsetsLost += damage.resumeOffset - damage.offset;
+    report.damagedRanges.push(
+      `${scanned.path} at file position ${damage.position}: offsets ${damage.offset}..${damage.resumeOffset - 1} unreadable (${damage.reason}), readable again from offset ${damage.resumeOffset}`,
+    );
+    if (damage.position < verifiedFrom) {
+      report.damageBeforeRecoveryPoint = true;
+      report.durableBytesLost += Math.min(verifiedFrom, damage.resumePosition) - damage.position;
+    }
+  }
+  if (scanned.quarantine !== undefined) {
+    const q = scanned.quarantine;
+    report.quarantined.push(
+      `${q.bytes} bytes from ${scanned.path} at file position ${q.position} (entries from offset ${q.offset} on) cut and kept in ${q.file}`,
+    );
+  }
   const lost = Math.max(
     0,
     Math.min(verifiedFrom, scanned.validEndBytes + scanned.cutBytes) - scanned.validEndBytes,
@@ -229,7 +265,7 @@ export function recoverSegments(
           point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
         const opened = isNewest
           ? Segment.openForAppend(filePath, config, verifyFrom)
-          : Segment.openRecovered(filePath, config, verifyFrom);
+          : Segment.openRecovered(filePath, config, verifyFrom, nextBase);
         account(report, opened.report, verifyFrom);
         segments.push(opened.segment);
         const end = scanEnd(opened.segment.nextOffset, nextBase);

@@ -25,9 +25,10 @@
  *    on first use). The segment holding the recovery point and every later one are scanned: no
  *    CRCs up to the recovery point, everything after it; invalid tails are cut. After a clean
  *    shutdown the recovery point is the exact end, and the newest segment is not scanned either.
- * 4. If a scanned segment ends before the next segment begins (a hole: its tail was lost), the log
- *    ends there: every later segment is deleted, because after a hole offsets no longer mean what
- *    they meant (DESIGN invariant 5). A newest segment whose header never reached the disk (a crash
+ * 4. If a scanned segment ends before the next segment begins (damage, or a hole: its tail was
+ *    lost), nothing is cut or deleted: the segment keeps its offsets up to the next base and the
+ *    damaged ranges are reported (log-recovery.ts; issue 15: each batch carries its own offsets,
+ *    so a later segment's stand on their own). A newest segment whose header never reached the disk (a crash
  *    right after a roll; its header bytes are zeros or missing) is deleted the same way, unless the
  *    recovery point says entries in it were forced. Damage before the recovery point is reported
  *    as durable data lost, apart from torn tails.
@@ -201,6 +202,9 @@ export class PartitionLog {
       durableBytesLost: 0,
       segmentsDropped: leftovers,
       damageBeforeRecoveryPoint: false,
+      offsetsLost: 0,
+      damagedRanges: [],
+      quarantined: [],
       logStartOffset: 0,
       nextOffset: 0,
       durationMs: 0,

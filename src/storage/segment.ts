@@ -32,12 +32,15 @@ import {
   BadSegmentFileError,
   ClosedError,
   CorruptRecordError,
+  DamagedEntryError,
   InvalidArgumentError,
   OffsetOutOfRangeError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
+  DAMAGE_SEARCH_CHUNK_BYTES,
   ENTRY_HEADER_BYTES,
+  FETCH_CHECK_BUFFER_MAX_BYTES,
   INDEX_INTERVAL_BYTES_DEFAULT,
   RECORD_BATCH_BYTES_MIN,
   RECORD_BATCH_OVERHEAD_BYTES,
@@ -144,6 +147,13 @@ export interface SegmentRecoveryReport {
   scannedBytes: number;
   /** Bytes cut from the end of the file (torn or invalid entries, garbage, mapped-file padding). */
   cutBytes: number;
+  /**
+   * Damaged ranges found in the middle of the segment, kept in place (nothing cut), each with the
+   * next readable entry after it (issue 15).
+   */
+  damages: SegmentDamage[];
+  /** Set when the cut bytes held a whole, valid entry: where they were copied before the cut. */
+  quarantine?: { file: string; position: number; bytes: number; offset: number };
 }
 
 /**
@@ -202,10 +212,25 @@ let windowEnd = 0;
 const scratchHeader = newBatchHeader();
 const segmentHeaderBytes = new Uint8Array(SEGMENT_HEADER_BYTES);
 const readScan = newEntryScanResult();
+// The first entry of a zero-copy read, read to check it (grown to the largest entry met).
+let checkBuffer = new Uint8Array(SCRATCH_BYTES);
+/** Where a batch's magic byte lies (docs/format.md, RecordBatch v2). */
+const BATCH_MAGIC_OFFSET = 16;
 /** One framer for every segment: an append is planned and written in one synchronous call. */
 const framer = new EntryFramer();
 /** An entry header: the frame, then the batch's fixed part. */
 const ENTRY_PREFIX_BYTES = ENTRY_HEADER_BYTES + RECORD_BATCH_OVERHEAD_BYTES;
+
+/** A damaged range of a segment (see `Segment.damages`). */
+export interface SegmentDamage {
+  /** File position and offset of the damaged entry. */
+  position: number;
+  offset: number;
+  reason: string;
+  /** The next readable entry after it (the segment's end and next offset when none). */
+  resumePosition: number;
+  resumeOffset: number;
+}
 
 export class Segment implements ReadDescriptorHolder {
   readonly path: string;
@@ -218,6 +243,12 @@ export class Segment implements ReadDescriptorHolder {
   private indexedRecords: number;
   /** The largest record timestamp of the indexed entries (−1: none, or not indexed yet). */
   private maxTimestampMs = -1;
+  /**
+   * Damaged ranges the index build met (segments opened without a scan, after a clean stop): the
+   * damaged entry's position and offset, and the next readable entry after it (or the segment's
+   * end). Reads below and after a range are served; reads inside it are refused naming it.
+   */
+  private readonly damages: SegmentDamage[] = [];
   private sealedSizeBytes: number;
   private sealedForcedBytes: number;
   private publishedNextOffset: Offset;
@@ -341,6 +372,7 @@ export class Segment implements ReadDescriptorHolder {
         stopDetail: "",
         scannedBytes: 0,
         cutBytes: 0,
+        damages: [],
       };
       return { segment, report };
     } catch (error) {
@@ -357,8 +389,9 @@ export class Segment implements ReadDescriptorHolder {
     filePath: string,
     config: SegmentConfig,
     verifyCrcFrom: number = SEGMENT_HEADER_BYTES,
+    sealedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
-    return Segment.recover(filePath, config, verifyCrcFrom, false);
+    return Segment.recover(filePath, config, verifyCrcFrom, false, sealedNextOffset);
   }
 
   private static recover(
@@ -366,6 +399,7 @@ export class Segment implements ReadDescriptorHolder {
     config: SegmentConfig,
     verifyCrcFrom: number,
     forAppend: boolean,
+    sealedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
     const fd = disk.openFile(filePath, "readWrite");
     let writer: SegmentWriter | undefined;
@@ -406,14 +440,126 @@ export class Segment implements ReadDescriptorHolder {
         recordCount += scan.recordCount;
         scannedBytes += scan.scannedBytes;
       }
-      const validEnd = scan.endPosition;
+      // Damage in the middle (issue 15): the walk resumes at the next whole, valid entry after it
+      // (each entry carries its BaseOffset, so what follows the damage keeps its offsets), and
+      // every damaged range is recorded. What has no valid entry after it is a torn tail. A zero
+      // length is the end of a mapped file's entries and is searched past only in a segment that a
+      // later one follows (searching a mapped active segment's zeroed capacity at every recovery
+      // would read up to a whole segment).
+      const damages: SegmentDamage[] = [];
+      let validNext = baseOffset + recordCount;
+      for (;;) {
+        if (scan.stop === "end") break;
+        if (scan.stop === "zero-length" && (sealedNextOffset === undefined || validNext >= sealedNextOffset))
+          break;
+        // In the newest segment, only damage before the recovery point is stepped over: after it a
+        // valid entry behind an invalid one is what a crash leaves (the page cache writes back in
+        // any order), never acknowledged under `force`, and cut as a torn tail (quarantined below).
+        if (forAppend && scan.endPosition >= trustedEnd) break;
+        const resume = findNextReadable(
+          fd,
+          filePath,
+          scan.endPosition,
+          validNext,
+          sizeOnDisk,
+          maxPayloadBytes,
+          sealedNextOffset ?? Number.MAX_SAFE_INTEGER,
+        );
+        if (resume === undefined) break;
+        damages.push({
+          position: scan.endPosition,
+          offset: validNext,
+          reason: `${scan.stop}: ${scan.detail}`,
+          resumePosition: resume.position,
+          resumeOffset: resume.offset,
+        });
+        scan = scanSegmentFile(
+          fd,
+          filePath,
+          resume.position,
+          resume.offset,
+          sizeOnDisk,
+          maxPayloadBytes,
+          true,
+          indexing,
+        );
+        recordCount = resume.offset - baseOffset + scan.recordCount;
+        scannedBytes += scan.scannedBytes;
+        validNext = resume.offset + scan.recordCount;
+      }
+      let validEnd = scan.endPosition;
+      // A segment that a later one follows keeps a damaged tail in place (its offsets up to the next
+      // segment's base stay its own, reported as unreadable): cutting it once erased every later
+      // segment. The newest segment's tail after its last valid entry is cut as a torn tail.
+      // A file that ends on an entry boundary below the next segment's base (its tail was lost) is
+      // the same: the missing offsets are a hole, kept and reported, the later segments kept.
+      const keepTail = !forAppend && sealedNextOffset !== undefined && validNext < sealedNextOffset;
+      if (keepTail) {
+        damages.push({
+          position: validEnd,
+          offset: validNext,
+          reason:
+            validEnd < sizeOnDisk
+              ? `${scan.stop}: ${scan.detail}`
+              : `the file ends at byte ${validEnd}, before offset ${sealedNextOffset} where the next segment starts`,
+          resumePosition: sizeOnDisk,
+          resumeOffset: sealedNextOffset,
+        });
+        validEnd = sizeOnDisk;
+        validNext = sealedNextOffset;
+      }
+      // Bytes to be cut that hold a whole, valid entry are more than a torn tail: they are copied
+      // into a quarantine file next to the segment first (and forced), never silently destroyed.
+      let quarantine: SegmentRecoveryReport["quarantine"];
+      // Not after a zero length: that is where a mapped file's entries end, and searching its
+      // zeroed capacity at every recovery would read up to a whole segment.
+      if (sizeOnDisk > validEnd && scan.stop !== "zero-length") {
+        const found = findNextReadable(
+          fd,
+          filePath,
+          validEnd - 1,
+          validNext - 1,
+          sizeOnDisk,
+          maxPayloadBytes,
+          Number.MAX_SAFE_INTEGER,
+        );
+        if (found !== undefined) {
+          // Up to the end of the last valid entry: a mapped file's zeroed capacity is not copied.
+          let lastEnd = validEnd;
+          let next: { offset: number; position: number } | undefined = found;
+          while (next !== undefined) {
+            const tail = scanSegmentFile(
+              fd,
+              filePath,
+              next.position,
+              next.offset,
+              sizeOnDisk,
+              maxPayloadBytes,
+              true,
+              undefined,
+            );
+            lastEnd = tail.endPosition;
+            if (tail.stop === "end" || tail.stop === "zero-length") break;
+            next = findNextReadable(
+              fd,
+              filePath,
+              lastEnd,
+              tail.nextOffset - 1,
+              sizeOnDisk,
+              maxPayloadBytes,
+              Number.MAX_SAFE_INTEGER,
+            );
+          }
+          quarantine = quarantineBytes(fd, filePath, validEnd, lastEnd, validNext);
+        }
+      }
       // Cut and make the cut durable before anything new is written behind it: otherwise a crash
       // could leave new records followed by old ones from behind the cut (resurrection).
       if (sizeOnDisk !== validEnd) disk.truncateFile(fd, validEnd, filePath);
       // Also force what the scan accepted: after a process crash, records can be readable from the
       // page cache without being on disk yet, and the caller is about to treat them as durable.
       disk.datasyncNow(fd, filePath);
-      const nextOffset = (baseOffset + recordCount) as Offset;
+      const nextOffset = validNext as Offset;
       let segment: Segment;
       if (forAppend) {
         const capacity = Math.max(config.segmentBytes, validEnd);
@@ -429,15 +575,18 @@ export class Segment implements ReadDescriptorHolder {
       }
       segment.index = index;
       segment.maxTimestampMs = indexing.maxTimestampMs;
+      segment.damages.push(...damages);
       const report: SegmentRecoveryReport = {
         path: filePath,
         baseOffset,
-        recordCount,
+        recordCount: nextOffset - baseOffset,
         validEndBytes: validEnd,
         stop: scan.stop,
         stopDetail: scan.detail,
         scannedBytes,
         cutBytes: sizeOnDisk - validEnd,
+        damages,
+        ...(quarantine === undefined ? {} : { quarantine }),
       };
       return { segment, report };
     } catch (error) {
@@ -648,15 +797,30 @@ export class Segment implements ReadDescriptorHolder {
     const located = this.located;
     windowEnd = 0;
     let position = entry.position;
+    let expected = this.baseOffset + entry.relativeOffset;
+    for (const damage of this.damages) {
+      if (offset >= damage.offset && offset < damage.resumeOffset)
+        throw this.damaged(damage.position, damage.offset, damage.reason);
+    }
     for (;;) {
-      const header = this.entryHeaderAt(fd, position, sizeBytes);
+      if (this.damages.length > 0) {
+        const damage = this.damageAt(position);
+        if (damage !== undefined) {
+          position = damage.resumePosition;
+          expected = damage.resumeOffset;
+          continue;
+        }
+      }
+      let header: RecordBatchHeader;
+      try {
+        header = this.entryHeaderAt(fd, position, sizeBytes);
+      } catch (error) {
+        if (error instanceof CorruptRecordError) throw this.damaged(position, expected, error.reason);
+        throw error;
+      }
       const next = header.baseOffset + header.lastOffsetDelta + 1;
-      if (header.baseOffset > offset)
-        throw new CorruptRecordError(
-          `entry BaseOffset ${header.baseOffset} lies past offset ${offset} it should contain`,
-          position,
-          this.path,
-        );
+      if (header.baseOffset !== expected)
+        throw this.damaged(position, expected, `entry BaseOffset ${header.baseOffset}, expected ${expected}`);
       if (offset < next) {
         located.position = position;
         located.baseOffset = header.baseOffset;
@@ -665,6 +829,7 @@ export class Segment implements ReadDescriptorHolder {
         return located;
       }
       position += ENTRY_HEADER_BYTES + header.sizeBytes;
+      expected = next;
     }
   }
 
@@ -770,14 +935,80 @@ export class Segment implements ReadDescriptorHolder {
       },
       readScan,
     );
-    if (readScan.entryCount === 0) {
-      throw new CorruptRecordError(`${readScan.stop}: ${readScan.detail}`, position, this.path);
-    }
+    if (readScan.entryCount === 0)
+      throw this.damaged(position, firstOffset, `${readScan.stop}: ${readScan.detail}`);
     return {
       records: records.subarray(0, readScan.endPosition),
       firstOffset,
       recordCount: readScan.recordCount,
     };
+  }
+
+  /** The damaged range that starts at `position`, if any. */
+  private damageAt(position: number): SegmentDamage | undefined {
+    for (const damage of this.damages) if (damage.position === position) return damage;
+    return undefined;
+  }
+
+  /** Reads the entry at `position` and checks it whole (frame CRC, lengths, BaseOffset). */
+  private checkEntry(fd: number, position: number, entryBytes: number, baseOffset: number): void {
+    // Entries up to FETCH_CHECK_BUFFER_MAX_BYTES reuse one buffer; a larger one (up to the 64 MiB batch
+    // limit) gets its own, so one huge batch does not pin its size in memory for good.
+    if (checkBuffer.length < entryBytes && entryBytes <= FETCH_CHECK_BUFFER_MAX_BYTES)
+      checkBuffer = new Uint8Array(
+        Math.min(FETCH_CHECK_BUFFER_MAX_BYTES, Math.max(entryBytes, checkBuffer.length * 2)),
+      );
+    const buffer = entryBytes <= checkBuffer.length ? checkBuffer : new Uint8Array(entryBytes);
+    const got = disk.preadFull(fd, buffer, 0, entryBytes, position, this.path);
+    scanEntries(
+      buffer,
+      0,
+      got,
+      {
+        framing: "framed",
+        verifyCrc: true,
+        maxBatchBytes: this.config.maxPayloadBytes,
+        expectedBaseOffset: baseOffset,
+      },
+      readScan,
+    );
+    if (readScan.entryCount === 0)
+      throw this.damaged(position, baseOffset, `${readScan.stop}: ${readScan.detail}`);
+  }
+
+  /**
+   * The error for a damaged entry at file position `position` that should begin at `offset`: names
+   * the file, the position and the offset, and the next readable offset after the damage when one
+   * can be found (`nextReadableAfter`). Runs only on this error path.
+   */
+  private damaged(position: number, offset: number, reason: string): DamagedEntryError {
+    const next = this.nextReadableAfter(position, offset);
+    const nextWords =
+      next !== undefined
+        ? `the next readable offset is ${next.offset} (file position ${next.position})`
+        : this.writer === undefined
+          ? `no readable entry follows in this segment; the next segment starts at offset ${this.publishedNextOffset}`
+          : "no readable entry follows in this segment (the newest one)";
+    return new DamagedEntryError(
+      `the entry at offset ${offset} is damaged (${reason}); ${nextWords}`,
+      position,
+      this.path,
+      offset,
+      next !== undefined ? next.offset : this.writer === undefined ? this.publishedNextOffset : undefined,
+    );
+  }
+
+  /** The first whole, valid entry after the damaged one at `position` (`findNextReadable`). */
+  nextReadableAfter(position: number, offset: number): { offset: number; position: number } | undefined {
+    return findNextReadable(
+      this.ensureReadFd(),
+      this.path,
+      position,
+      offset,
+      this.sizeBytes,
+      this.config.maxPayloadBytes,
+      this.publishedNextOffset,
+    );
   }
 
   /**
@@ -799,6 +1030,10 @@ export class Segment implements ReadDescriptorHolder {
     const firstOffset = first.baseOffset;
     const firstEnd = position + first.entryBytes;
     const firstNext = first.nextOffset;
+    // The first entry is checked (frame CRC) before it is sent: a consumer that met damage further
+    // on in an earlier response asks again from the damaged entry, and only the broker can name its
+    // file and file position (issue 15). One entry per FETCH: the rest stay unread (zero copy).
+    this.checkEntry(fd, position, first.entryBytes, firstOffset);
     const boundary = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
     const sizeBytes = boundary.position;
     let end: number;
@@ -1039,31 +1274,57 @@ export class Segment implements ReadDescriptorHolder {
       segmentBaseOffset: this.baseOffset,
       maxTimestampMs: this.maxTimestampMs,
     };
-    const scan = scanSegmentFile(
-      fd,
-      this.path,
-      this.indexedEndBytes,
-      this.baseOffset + this.indexedRecords,
-      sizeBytes,
-      this.config.maxPayloadBytes,
-      false,
-      indexing,
-    );
     const expected = this.publishedNextOffset - this.baseOffset;
-    const found = this.indexedRecords + scan.recordCount;
-    if (this.writer === undefined && scan.stop === "zero-length" && found === expected) {
-      // A mapped segment whose trim did not reach the disk before a crash: every entry is there,
-      // followed by the zeros of its preallocated capacity. The entries end here.
-      this.sealedSizeBytes = scan.endPosition;
-    } else if (scan.endPosition !== sizeBytes || found !== expected) {
-      throw new CorruptRecordError(
-        `segment holds entries of ${found} offsets up to byte ${scan.endPosition} of ${sizeBytes}, ` +
-          `expected ${expected} (${scan.stop}: ${scan.detail})`,
-        scan.endPosition,
+    let from = this.indexedEndBytes;
+    let fromOffset = this.baseOffset + this.indexedRecords;
+    let endBytes = sizeBytes;
+    for (;;) {
+      const scan = scanSegmentFile(
+        fd,
         this.path,
+        from,
+        fromOffset,
+        sizeBytes,
+        this.config.maxPayloadBytes,
+        false,
+        indexing,
       );
+      const endOffset = fromOffset + scan.recordCount;
+      if (scan.endPosition === sizeBytes && endOffset === this.publishedNextOffset) break;
+      if (
+        this.writer === undefined &&
+        scan.stop === "zero-length" &&
+        endOffset === this.publishedNextOffset
+      ) {
+        // A mapped segment whose trim did not reach the disk before a crash: every entry is there,
+        // followed by the zeros of its preallocated capacity. The entries end here.
+        this.sealedSizeBytes = scan.endPosition;
+        endBytes = scan.endPosition;
+        break;
+      }
+      if (scan.endPosition >= sizeBytes || endOffset >= this.publishedNextOffset) {
+        throw new CorruptRecordError(
+          `segment holds entries of ${endOffset - this.baseOffset} offsets up to byte ${scan.endPosition} of ${sizeBytes}, ` +
+            `expected ${expected} (${scan.stop}: ${scan.detail})`,
+          scan.endPosition,
+          this.path,
+        );
+      }
+      // Damage in the middle (issue 15): the entries before it and after it stay readable; the
+      // walk resumes at the next readable entry, or the range runs to the segment's end.
+      const resume = this.nextReadableAfter(scan.endPosition, endOffset);
+      this.damages.push({
+        position: scan.endPosition,
+        offset: endOffset,
+        reason: `${scan.stop}: ${scan.detail}`,
+        resumePosition: resume?.position ?? sizeBytes,
+        resumeOffset: resume?.offset ?? this.publishedNextOffset,
+      });
+      if (resume === undefined) break;
+      from = resume.position;
+      fromOffset = resume.offset;
     }
-    this.indexedEndBytes = scan.endPosition;
+    this.indexedEndBytes = endBytes;
     this.indexedRecords = expected;
     this.maxTimestampMs = indexing.maxTimestampMs;
   }
@@ -1082,6 +1343,7 @@ export class Segment implements ReadDescriptorHolder {
     let offset = fromOffset;
     windowEnd = 0;
     while (position + ENTRY_PREFIX_BYTES <= limit) {
+      if (this.damages.length > 0 && this.damageAt(position) !== undefined) break;
       const header = this.entryHeaderAt(fd, position, sizeBytes);
       const next = position + ENTRY_HEADER_BYTES + header.sizeBytes;
       if (next > limit) break;
@@ -1130,4 +1392,73 @@ function readHeader(fd: number, filePath: string): Offset {
     filePath,
     parseSegmentFileName(path.basename(filePath)),
   );
+}
+
+/**
+ * The first whole, valid entry (frame CRC checked) of the file after the damaged one at `position`,
+ * with a BaseOffset in (`offset`, `upperOffset`), found by trying every byte position up to
+ * `endBytes`: a damaged length field leaves no other way to find the next entry. A candidate must
+ * have a plausible length and magic 2 before its CRC is computed, so the search reads the file once.
+ * Undefined when none. Runs only after damage was found.
+ */
+export function findNextReadable(
+  fd: number,
+  file: string,
+  position: number,
+  offset: number,
+  endBytes: number,
+  maxPayloadBytes: number,
+  upperOffset: number,
+): { offset: number; position: number } | undefined {
+  const chunk = new Uint8Array(DAMAGE_SEARCH_CHUNK_BYTES);
+  const view = new DataView(chunk.buffer);
+  const scan = newEntryScanResult();
+  let chunkStart = position + 1;
+  while (chunkStart + ENTRY_PREFIX_BYTES <= endBytes) {
+    const got = disk.preadFull(fd, chunk, 0, Math.min(chunk.length, endBytes - chunkStart), chunkStart, file);
+    const last = got - ENTRY_PREFIX_BYTES;
+    for (let at = 0; at <= last; at++) {
+      if (chunk[at + ENTRY_HEADER_BYTES + BATCH_MAGIC_OFFSET] !== 2) continue;
+      const length = view.getUint32(at);
+      if (length < RECORD_BATCH_OVERHEAD_BYTES || length > maxPayloadBytes) continue;
+      const candidate = chunkStart + at;
+      if (candidate + ENTRY_HEADER_BYTES + length > endBytes) continue;
+      const base =
+        view.getUint32(at + ENTRY_HEADER_BYTES) * 2 ** 32 + view.getUint32(at + ENTRY_HEADER_BYTES + 4);
+      if (base <= offset || base >= upperOffset) continue;
+      const bytes = new Uint8Array(ENTRY_HEADER_BYTES + length);
+      const read = disk.preadFull(fd, bytes, 0, bytes.length, candidate, file);
+      scanEntries(
+        bytes,
+        0,
+        read,
+        { framing: "framed", verifyCrc: true, maxBatchBytes: maxPayloadBytes, expectedBaseOffset: base },
+        scan,
+      );
+      if (scan.entryCount === 1) return { offset: base, position: candidate };
+    }
+    if (got < chunk.length) break;
+    chunkStart += last + 1;
+  }
+  return undefined;
+}
+
+/**
+ * Copies the bytes [`from`, `to`) of a segment about to be cut into `<segment>.log.quarantine-<from>`
+ * next to it (written atomically: temporary file, fsync, rename, directory fsync), so an operator
+ * can inspect or restore them (docs/operations.md, "Bit rot" and Troubleshooting). The entries there
+ * were meant to begin at offset `offset`.
+ */
+function quarantineBytes(
+  fd: number,
+  filePath: string,
+  from: number,
+  to: number,
+  offset: number,
+): { file: string; position: number; bytes: number; offset: number } {
+  const bytes = new Uint8Array(to - from);
+  const got = disk.preadFull(fd, bytes, 0, bytes.length, from, filePath);
+  const file = `${filePath}.quarantine-${from}`;
+  disk.writeFileAtomicallyNow(file, bytes.subarray(0, got));
+  return { file, position: from, bytes: got, offset };
 }

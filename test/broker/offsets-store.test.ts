@@ -5,6 +5,7 @@
  * deletes, and a tombstone deletes a group's offsets.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
@@ -196,5 +197,34 @@ describe("committed offsets", () => {
       }
     }
     expect(acked.size).toBe(3);
+  });
+});
+
+describe("a damaged batch in the offsets topic (issue 15)", () => {
+  test("the broker still opens: the replay steps over the damaged commit, the later commits apply", async () => {
+    using dir = tempDir();
+    {
+      const broker = Broker.open({ dataDir: dir.path });
+      try {
+        for (const offset of [1, 2, 3]) await broker.offsets.commit("g", [entry("t", 0, offset)]);
+      } finally {
+        await broker.close();
+      }
+    }
+    // The second commit's stored batch: a byte of its last record.
+    const file = path.join(dir.path, `${OFFSETS_TOPIC_NAME}-0`, "00000000000000000000.log");
+    const bytes = fs.readFileSync(file);
+    let position = 32;
+    position += 8 + bytes.readUInt32BE(position);
+    const damagedAt = position + 8 + bytes.readUInt32BE(position) - 2;
+    bytes[damagedAt]! ^= 0x20;
+    fs.writeFileSync(file, bytes);
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      expect(broker.offsets.damagedRangesSkipped).toBe(1);
+      expect(broker.offsets.committed("g", "t", 0)).toMatchObject({ offset: 3 });
+    } finally {
+      await broker.close();
+    }
   });
 });

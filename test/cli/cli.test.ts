@@ -333,7 +333,7 @@ describe("booblik-cli offline", () => {
     fs.writeFileSync(victim, bytes);
     const damaged = await cli(["segment", "verify", dir.path]);
     expect(damaged.exitCode).toBe(3);
-    expect(damaged.stdout).toContain(`damage: ${victim} at byte ${second}`);
+    expect(damaged.stdout).toContain(`damage: ${victim} at file position ${second}`);
     expect(damaged.stdout).toContain("CRC32C");
     expect(damaged.stdout).toMatch(/t-0\s+\d+\s+\d+\s+.*DAMAGED/);
     // A single file can be verified too.

@@ -85,8 +85,22 @@ describe("checkFetchedEntries", () => {
     });
   });
 
-  test("a damaged byte anywhere in an entry is a CorruptRecordError naming the offset", () => {
-    for (const position of [9, 20, 70, bytes.length - 1]) {
+  test("damage after a valid entry ends the answer there: the valid entries are handed out (issue 15)", () => {
+    const firstEntryBytes = checkFetchedEntries(bytes.subarray(0, bytes.length - 3), 10).completeBytes;
+    for (const position of [firstEntryBytes + 3, firstEntryBytes + 20, bytes.length - 1]) {
+      const damaged = bytes.slice();
+      damaged[position] = damaged[position]! ^ 0x40;
+      const checked = checkFetchedEntries(damaged, 10);
+      expect(checked.completeBytes).toBe(firstEntryBytes);
+      expect(checked.nextFetchOffset).toBe(13);
+      expect(valuesFrom(damaged.subarray(0, checked.completeBytes), 10).map((r) => r.offset)).toEqual([
+        10, 11, 12,
+      ]);
+    }
+  });
+
+  test("a damaged byte anywhere in the first entry is a CorruptRecordError naming the offset", () => {
+    for (const position of [9, 20, 70]) {
       const damaged = bytes.slice();
       damaged[position] = damaged[position]! ^ 0x40;
       let caught: unknown;

@@ -344,8 +344,10 @@ describe("producer", () => {
 
 describe("connection", () => {
   test("a FETCH answer with a bad CRC fails that fetch only: the pipelined PRODUCE succeeds once", async () => {
-    const corrupted = storedEntries(0, [["intact"], ["damaged"]]);
-    corrupted[corrupted.length - 3]! ^= 0x20; // a value byte of the second entry's record
+    // A FETCH from offset 1 answered with the damaged entry first (damage after a valid entry would
+    // only end the answer there: issue 15).
+    const corrupted = storedEntries(1, [["damaged"]]);
+    corrupted[corrupted.length - 3]! ^= 0x20; // a value byte of the entry's record
     let produceRequests = 0;
     // The first connection answers only once both requests are in, in one write; later connections
     // (a reconnect would be the bug) answer at once.
@@ -377,14 +379,16 @@ describe("connection", () => {
     });
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: fake.port, backoffMs: 1 });
     try {
-      const fetching = client.fetch("t", 0, 0).catch((error: unknown) => error);
+      const fetching = client.fetch("t", 0, 1).catch((error: unknown) => error);
       // At-least-once: a PRODUCE that failed with its connection would be sent again.
       const producing = client.produce("t", 0, batchOfValues(["new"]), true);
       expect(await producing).toMatchObject({ firstOffset: 2, recordCount: 1 });
       const failure = await fetching;
       expect(failure).toBeInstanceOf(CorruptRecordError);
       expect(failure).toMatchObject({ code: "CORRUPT_RECORD" });
-      expect((failure as Error).message).toContain("the entry at offset 1 is damaged (crc-mismatch");
+      expect((failure as Error).message).toContain(
+        "the first entry (containing offset 1) is damaged (crc-mismatch",
+      );
       expect(produceRequests).toBe(1);
       expect(client.connectionsOpened).toBe(1);
     } finally {

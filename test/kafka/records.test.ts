@@ -7,6 +7,7 @@
  * produces and kcat reads what it sent.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import fs from "node:fs";
 import { Kafka, logLevel } from "kafkajs";
 import { Broker } from "../../src/broker/broker.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
@@ -687,5 +688,37 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
       "%o %s\\n",
     ]);
     expect(tail.stdout).toBe("4 value-4\n");
+  });
+});
+
+describe("a damaged stored batch (issue 15)", () => {
+  test("Fetch returns the valid batches before it, then CORRUPT_MESSAGE from it, and the batches after it from the next offset", async () => {
+    const { broker, port } = inProcess();
+    broker.createTopic("z");
+    const socket = await connect(port);
+    for (let i = 0; i < 4; i++) {
+      const values = [`v${3 * i}`, `v${3 * i + 1}`, `v${3 * i + 2}`];
+      expect(produceAnswer(await roundTrip(socket, produceV8("z", 0, encodeBatch(records(values)))))).toEqual(
+        [0, 3 * i, null],
+      );
+    }
+    // The third stored entry (offsets 6-8): a byte of its last record, which only the CRCs cover.
+    const file = `${broker.dataDir}/z-0/00000000000000000000.log`;
+    const bytes = fs.readFileSync(file);
+    let position = 32;
+    for (let i = 0; i < 2; i++) position += 8 + bytes.readUInt32BE(position);
+    const damagedAt = position + 8 + bytes.readUInt32BE(position) - 2;
+    const fd = fs.openSync(file, "r+");
+    fs.writeSync(fd, Uint8Array.of(bytes[damagedAt]! ^ 0x20), 0, 1, damagedAt);
+    fs.closeSync(fd);
+
+    const before = fetchAnswer(await roundTrip(socket, fetchV11("z", 0, 0)));
+    expect(before.error).toBe(KAFKA_ERROR.NONE);
+    expect(decodeAll(before.records!).map((r) => r[0])).toEqual([0, 1, 2, 3, 4, 5]);
+    const at = fetchAnswer(await roundTrip(socket, fetchV11("z", 0, 6)));
+    expect(at.error).toBe(KAFKA_ERROR.CORRUPT_MESSAGE);
+    const after = fetchAnswer(await roundTrip(socket, fetchV11("z", 0, 9)));
+    expect(after.error).toBe(KAFKA_ERROR.NONE);
+    expect(decodeAll(after.records!).map((r) => r[0])).toEqual([9, 10, 11]);
   });
 });

@@ -243,7 +243,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("an empty segment holding the recovery point is kept: it may be a hole a power loss made", () => {
+    test("an empty segment holding the recovery point is kept: it may be a hole a power loss made; the later segments are kept too", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 1024 });
       const log = PartitionLog.open(dir.path, config);
@@ -251,7 +251,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       const bases = log.segmentBaseOffsets;
       log.close();
       // Staged: the recovery point names the second segment at its start; that segment lost its
-      // records (only its header is left); a later segment exists. The hole ends the log there.
+      // records (only its header is left); a later segment exists. The hole is kept and reported,
+      // the later segments too: each batch carries its own offsets (issue 15).
       const second = bases[1]!;
       fs.writeFileSync(
         path.join(dir.path, CHECKPOINT_FILE),
@@ -264,9 +265,12 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.truncateSync(path.join(dir.path, segmentFileName(second as Offset)), SEGMENT_HEADER_BYTES);
       const reopened = PartitionLog.open(dir.path, config);
       try {
-        expect<number>(reopened.nextOffset).toBe(second);
-        expect(reopened.segmentBaseOffsets).toEqual([bases[0]!, second]);
+        expect<number>(reopened.nextOffset).toBe(60);
+        expect(reopened.segmentBaseOffsets).toEqual(bases);
+        expect(reopened.openReport.offsetsLost).toBe(bases[2]! - second);
         expectAll(reopened, 0, second);
+        expect(() => reopened.read(second, 100)).toThrow(`the next segment starts at offset ${bases[2]!}`);
+        expectAll(reopened, bases[2]!, 60);
       } finally {
         reopened.close();
       }
@@ -452,7 +456,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("a hole (a sealed segment lost its tail) ends the log there; later segments are dropped", () => {
+    test("a hole (a sealed segment lost its tail) is kept and reported; later segments are kept (issue 15)", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
       const log = PartitionLog.open(dir.path, config);
@@ -468,12 +472,54 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.truncateSync(victim, position + 70);
       const reopened = PartitionLog.open(dir.path, config);
       try {
-        expect(reopened.openReport.segmentsDropped).toBe(bases.length - 2);
-        expect(reopened.segmentBaseOffsets).toEqual(bases.slice(0, 2));
-        expect<number>(reopened.nextOffset).toBe(bases[1]! + 4);
+        expect(reopened.openReport.segmentsDropped).toBe(0);
+        expect(reopened.openReport.offsetsLost).toBe(bases[2]! - (bases[1]! + 4));
+        expect(reopened.openReport.damagedRanges).toEqual([
+          expect.stringContaining(
+            `${victim} at file position ${position}: offsets ${bases[1]! + 4}..${bases[2]! - 1} unreadable`,
+          ),
+        ]);
+        expect(reopened.segmentBaseOffsets).toEqual(bases);
+        expect<number>(reopened.nextOffset).toBe(200);
         expectAll(reopened, 0, bases[1]! + 4);
-        // The log continues from the hole with new offsets.
-        expect<number>(reopened.append(batchOfValues([payloadForOffset(bases[1]! + 4)]))).toBe(bases[1]! + 4);
+        // Reads in the hole say so and where the log is readable again; after it, all is served.
+        expect(() => reopened.read(bases[1]! + 4, 100)).toThrow(
+          `the entry at offset ${bases[1]! + 4} is damaged`,
+        );
+        expect(() => reopened.read(bases[1]! + 5, 100)).toThrow(
+          `the next segment starts at offset ${bases[2]!}`,
+        );
+        expectAll(reopened, bases[2]!, 200);
+        // The log continues at its old end.
+        expect<number>(reopened.append(batchOfValues([payloadForOffset(200)]))).toBe(200);
+      } finally {
+        reopened.close();
+      }
+    });
+
+    test("a sealed segment cut exactly at an entry boundary: the missing offsets are a hole, kept and reported; later segments kept (issue 15)", () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
+      const log = PartitionLog.open(dir.path, config);
+      fill(log, 200, 2);
+      const bases = log.segmentBaseOffsets;
+      log.close(false);
+      fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
+      const victim = path.join(dir.path, segmentFileName(bases[1] as Offset));
+      const bytes = fs.readFileSync(victim);
+      let position = SEGMENT_HEADER_BYTES;
+      for (let i = 0; i < 2; i++) position += ENTRY_HEADER_BYTES + bytes.readUInt32BE(position);
+      fs.truncateSync(victim, position);
+      const reopened = PartitionLog.open(dir.path, config);
+      try {
+        expect(reopened.openReport.segmentsDropped).toBe(0);
+        expect(reopened.openReport.offsetsLost).toBe(bases[2]! - (bases[1]! + 4));
+        expect(reopened.segmentBaseOffsets).toEqual(bases);
+        expectAll(reopened, 0, bases[1]! + 4);
+        expect(() => reopened.read(bases[1]! + 4, 100)).toThrow(
+          `the next segment starts at offset ${bases[2]!}`,
+        );
+        expectAll(reopened, bases[2]!, 200);
       } finally {
         reopened.close();
       }
@@ -539,7 +585,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("bit rot in a sealed segment: reads stop at it; the documented repair (drop the checkpoint) cuts there", () => {
+    test("bit rot in a sealed segment: reads stop at it; a recovery without a checkpoint keeps it and every later segment (issue 15)", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
       const log = PartitionLog.open(dir.path, config);
@@ -562,18 +608,22 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
       const repaired = PartitionLog.open(dir.path, config);
       try {
-        expect(repaired.openReport.segmentsDropped).toBe(bases.length - 3);
-        expect(repaired.openReport.bytesCut).toBeGreaterThan(0);
-        expect<number>(repaired.nextOffset).toBe(bases[2]!);
+        expect(repaired.openReport.segmentsDropped).toBe(0);
+        expect(repaired.openReport.bytesCut).toBe(0);
+        expect(repaired.openReport.offsetsLost).toBe(5); // the damaged entry's 5 records
+        expect(repaired.segmentBaseOffsets).toEqual(bases);
+        expect<number>(repaired.nextOffset).toBe(200);
         expectAll(repaired, 0, bases[2]!);
-        fill(repaired, bases[2]! + 10);
-        expectAll(repaired, 0, bases[2]! + 10);
+        expect(() => repaired.read(bases[2]!, 100)).toThrow(`the next readable offset is ${bases[2]! + 5}`);
+        expectAll(repaired, bases[2]! + 5, 200);
+        fill(repaired, 210);
+        expectAll(repaired, bases[2]! + 5, 210);
       } finally {
         repaired.close();
       }
     });
 
-    test("damage before the recovery point is reported as durable data lost, not as a torn tail", () => {
+    test("damage before the recovery point is reported as durable data lost, not as a torn tail; the forced entries after it are kept", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 64 * 1024 });
       const log = PartitionLog.open(dir.path, config);
@@ -599,10 +649,16 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       try {
         const report = reopened.openReport;
         expect(report.damageBeforeRecoveryPoint).toBe(true);
-        expect(report.durableBytesLost).toBe(point.position - position);
+        // Only the damaged entry is lost (issue 15): the forced entries after it are kept.
+        expect(report.durableBytesLost).toBe(ENTRY_HEADER_BYTES + bytes.readUInt32BE(position));
+        expect(report.offsetsLost).toBe(5);
         expect(report.bytesCut).toBe(0);
-        expect<number>(reopened.nextOffset).toBe(15);
+        expect<number>(reopened.nextOffset).toBe(50);
         expectAll(reopened, 0, 15);
+        expect(() => reopened.read(15, 100)).toThrow("the next readable offset is 20");
+        expectAll(reopened, 20, 50);
+        expect<number>(reopened.append(batchOfValues([payloadForOffset(50)]))).toBe(50);
+        expectAll(reopened, 20, 51);
       } finally {
         reopened.close();
       }
