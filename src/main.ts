@@ -9,6 +9,7 @@
  */
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
+import { readTlsFiles, type TlsFiles } from "./auth/tls.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { readUsersFile } from "./broker/users-file.ts";
@@ -216,6 +217,24 @@ const OPTIONS = {
     fallback: "sendfile",
     help: "how FETCH sends records: sendfile (zero-copy) | copy",
   },
+  tlsCert: {
+    flag: "--tls-cert",
+    env: "BOOBLIK_TLS_CERT",
+    fallback: "none",
+    help: "PEM certificate: every listener (native, Kafka, metrics) then speaks TLS only; needs --tls-key",
+  },
+  tlsKey: {
+    flag: "--tls-key",
+    env: "BOOBLIK_TLS_KEY",
+    fallback: "none",
+    help: "PEM private key of --tls-cert",
+  },
+  tlsCa: {
+    flag: "--tls-ca",
+    env: "BOOBLIK_TLS_CA",
+    fallback: "none",
+    help: "PEM CA: clients must present a certificate it signed (mutual TLS); needs --tls-cert",
+  },
 } satisfies Record<string, OptionSpec>;
 
 type OptionName = keyof typeof OPTIONS;
@@ -332,6 +351,24 @@ function describeOpen(report: Broker["openReport"]): string {
   return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${logStart}`;
 }
 
+/** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */
+function readTls(values: Record<OptionName, string>): TlsFiles | undefined {
+  const cert = values.tlsCert === "none" ? undefined : path.resolve(values.tlsCert);
+  const key = values.tlsKey === "none" ? undefined : path.resolve(values.tlsKey);
+  const ca = values.tlsCa === "none" ? undefined : path.resolve(values.tlsCa);
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    throw new UsageError(
+      "TLS needs both --tls-cert and --tls-key (--tls-ca is optional: it asks clients for certificates)",
+    );
+  }
+  try {
+    return readTlsFiles(cert, key, ca);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 async function main(): Promise<number> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     console.log(usage());
@@ -346,7 +383,15 @@ async function main(): Promise<number> {
   const port = parseInteger("port", values.port, 0, 65535);
   const durability: DurabilityPolicy = choice("durability", values.durability, DURABILITY_POLICIES);
   const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
-  const fetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
+  const requestedFetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
+  const tls = readTls(values);
+  if (tls !== undefined && explicit.has("fetchPath") && requestedFetchPath === "sendfile") {
+    throw new UsageError(
+      "--fetch-path sendfile cannot be combined with TLS: sendfile would send records in clear text around the encryption; under TLS FETCH copies",
+    );
+  }
+  // sendfile bypasses the TLS stream (src/auth/tls.ts): records are copied through it instead.
+  const fetchPath: FetchPath = tls === undefined ? requestedFetchPath : "copy";
   const maxConnections = parseInteger("max connections", values.maxConnections, 1);
   const maxOpenSegmentFiles =
     values.maxOpenSegmentFiles === "auto"
@@ -439,7 +484,10 @@ async function main(): Promise<number> {
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
   if (metricsPort !== undefined) {
     try {
-      metrics = startMetricsServer(metricsHost, metricsPort, targets, { console: webConsole });
+      metrics = startMetricsServer(metricsHost, metricsPort, targets, {
+        console: webConsole,
+        ...(tls === undefined ? {} : { tls }),
+      });
     } catch (error) {
       throw new UsageError(
         `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
@@ -466,6 +514,7 @@ async function main(): Promise<number> {
     maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
     auditLog: (line) => console.log(line),
     ...(users === undefined ? {} : { users }),
+    ...(tls === undefined ? {} : { tls }),
   });
   let address: { hostname: string; port: number };
   try {
@@ -504,6 +553,7 @@ async function main(): Promise<number> {
       // Its own allowance per address, next to the native listener's (which the server keeps private).
       adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
       log: (line) => console.log(`booblik: ${line}`),
+      ...(tls === undefined ? {} : { tls }),
     });
     try {
       kafkaAddress = kafka.listen();
@@ -569,7 +619,7 @@ async function main(): Promise<number> {
       : `, metrics on ${metrics.hostname}:${metrics.port}${webConsole ? " (console at /console/)" : ""}`;
   console.log(
     `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
-      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
+      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}${tls === undefined ? "" : ` (TLS${tls.ca === undefined ? "" : ", client certificates required"})`}, CRC32C ${crc32cImplementation}; ` +
       `opened ${describeOpen(broker.openReport)}` +
       (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`),
   );

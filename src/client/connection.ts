@@ -52,6 +52,20 @@ export interface ConnectionOptions {
   password?: string;
   /** Default SCRAM-SHA-256. */
   mechanism?: ScramMechanism;
+  /**
+   * Speak TLS (a broker started with --tls-cert). The broker's certificate must chain to `ca` (PEM;
+   * default: the system's CAs) and name `serverName` (default: `host`); an expired, unknown or
+   * mismatched certificate fails the connect with a ConnectionError naming the reason, before any
+   * request is sent. `cert` and `key` (PEM) are the client's own, for a broker with --tls-ca.
+   */
+  tls?: ClientTlsOptions | true;
+}
+
+export interface ClientTlsOptions {
+  ca?: string;
+  serverName?: string;
+  cert?: string;
+  key?: string;
 }
 
 /** An error the broker answered with. `wireCode` is the number on the wire (docs/protocol.md). */
@@ -154,11 +168,50 @@ export class BrokerConnection {
       );
     });
     // Inside an async function, so that a synchronous throw (a bad address) is a rejection too.
+    const tls = options.tls === true ? {} : options.tls;
+    // Bun resolves connect() when TCP connects; under TLS nothing may be sent before the handshake
+    // verified the broker, so connect waits for `handshake` too.
+    let handshaken: (() => void) | undefined;
+    let handshakeFailed: ((error: Error) => void) | undefined;
+    const handshake =
+      tls === undefined
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+            handshaken = resolve;
+            handshakeFailed = reject;
+          });
+    handshake.catch(() => undefined);
     const connecting = (async () =>
       Bun.connect<undefined>({
         hostname: options.host,
         port: options.port,
+        ...(tls === undefined
+          ? {}
+          : {
+              tls: {
+                serverName: tls.serverName ?? options.host,
+                rejectUnauthorized: true,
+                ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+                ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+                ...(tls.key === undefined ? {} : { key: tls.key }),
+              },
+            }),
         socket: {
+          handshake: (socket, success, authorizationError) => {
+            if (success && authorizationError === null) {
+              handshaken?.();
+              return;
+            }
+            const reason = authorizationError?.message ?? "the TLS handshake failed";
+            const code = (authorizationError as { code?: string } | null)?.code;
+            handshakeFailed?.(
+              new ConnectionError(
+                `TLS with ${options.host}:${options.port} refused: ${reason}${code === undefined ? "" : ` [${code}]`}`,
+                authorizationError ?? undefined,
+              ),
+            );
+            socket.end();
+          },
           binaryType: "uint8array",
           data: (_socket, chunk) => connection.onData(chunk),
           drain: () => connection.flushQueue(),
@@ -180,6 +233,7 @@ export class BrokerConnection {
     try {
       const socket = await Promise.race([connecting, timeout]);
       connection.socket = socket;
+      await Promise.race([handshake, timeout]);
     } catch (error) {
       // When the timeout won, the attempt still runs: a socket it opens later has no owner, so end it.
       connecting.then(

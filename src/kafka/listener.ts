@@ -19,6 +19,7 @@
  *   no error frame for a dropped connection.
  */
 import type { Socket, TCPSocketListener } from "bun";
+import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import {
   INBOUND_FREE_BYTES,
@@ -54,6 +55,8 @@ export interface KafkaListenerOptions {
   adminRate?: { take(clientAddress: string): void };
   /** One line per closed connection and per refused one. */
   log?: (line: string) => void;
+  /** Serve TLS only (server/tls.ts): Kafka's SSL and SASL_SSL security protocols. */
+  tls?: TlsFiles;
 }
 
 export interface KafkaListenerCounters {
@@ -373,6 +376,7 @@ export class KafkaListener {
     this.server = Bun.listen<KafkaConnection>({
       hostname: this.options.hostname,
       port: this.options.port,
+      ...(this.options.tls === undefined ? {} : { tls: bunTlsOptions(this.options.tls) }),
       socket: {
         binaryType: "uint8array",
         open(socket) {

@@ -7,6 +7,7 @@
  * they exist; before that, only the process and recovery series have values.
  */
 import type { Server } from "bun";
+import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
 import { createConsole } from "../console/console-http.ts";
@@ -233,7 +234,7 @@ export function startMetricsServer(
   hostname: string,
   port: number,
   targets: MetricsTargets,
-  options: { console: boolean } = { console: false },
+  options: { console: boolean; tls?: TlsFiles } = { console: false },
 ): Server<undefined> {
   const registry = buildRegistry(targets);
   // The web console (src/console): its page and assets as routes, its data API in fetch below.
@@ -241,6 +242,7 @@ export function startMetricsServer(
   const server = Bun.serve({
     hostname,
     port,
+    ...(options.tls === undefined ? {} : { tls: bunTlsOptions(options.tls) }),
     development: false,
     routes: webConsole?.routes ?? {},
     fetch(request, server) {

@@ -19,6 +19,7 @@
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
+import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { Partition } from "../broker/partition.ts";
@@ -130,6 +131,8 @@ export interface ServerOptions {
    * naming who asked and from where; the caller decides where lines go (the broker prints them).
    */
   auditLog?: (line: string) => void;
+  /** Serve TLS only (tls.ts); FETCH then always copies, whatever `fetchPath` says. */
+  tls?: TlsFiles;
 }
 
 export interface ServerCounters extends ConnectionCounters {
@@ -213,7 +216,15 @@ export class BrokerServer implements ConnectionHost {
     );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
+    this.tls = options.tls !== undefined;
+    // sendfile would put clear text into the TLS stream (tls.ts): copy instead.
+    this.fetchPath = this.tls ? "copy" : options.fetchPath;
   }
+
+  /** The listener speaks TLS: no sendfile (Connection checks it too). */
+  readonly tls: boolean;
+  /** How FETCH sends records: the option, except always "copy" under TLS. */
+  readonly fetchPath: FetchPath;
 
   get maxFrameBytes(): number {
     return this.options.maxFrameBytes;
@@ -230,6 +241,7 @@ export class BrokerServer implements ConnectionHost {
       hostname: this.options.hostname,
       port: this.options.port,
       allowHalfOpen: true,
+      ...(this.options.tls === undefined ? {} : { tls: bunTlsOptions(this.options.tls) }),
       socket: {
         binaryType: "uint8array",
         open(socket) {
@@ -1021,7 +1033,7 @@ export class BrokerServer implements ConnectionHost {
       connection.complete(slot, this.writer.written().slice());
       return;
     }
-    if (this.options.fetchPath === "copy") {
+    if (this.fetchPath === "copy") {
       const read = partition.read(offset, maxBytes, true);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset,
@@ -1069,7 +1081,7 @@ export class BrokerServer implements ConnectionHost {
   stats(): Record<string, number | string> {
     return {
       brokerVersion: BROKER_VERSION,
-      fetchPath: this.options.fetchPath,
+      fetchPath: this.fetchPath,
       ...this.counters,
       connectionsActive: this.connections.size,
       connectionsPaused: [...this.connections].filter((connection) => connection.readPaused).length,
