@@ -9,6 +9,7 @@
  */
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
+import { LoginDelays } from "./auth/login-delays.ts";
 import { readTlsFiles, type TlsFiles } from "./auth/tls.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
@@ -33,6 +34,7 @@ import {
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { KafkaListener } from "./kafka/listener.ts";
+import { KafkaSasl } from "./kafka/sasl.ts";
 import { largestProducibleBatchBytes } from "./protocol/messages.ts";
 import { AdminRateLimiter } from "./server/admin-rate.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
@@ -228,6 +230,12 @@ const OPTIONS = {
     env: "BOOBLIK_TLS_KEY",
     fallback: "none",
     help: "PEM private key of --tls-cert",
+  },
+  saslPlainWithoutTls: {
+    flag: "--sasl-plain-without-tls",
+    env: "BOOBLIK_SASL_PLAIN_WITHOUT_TLS",
+    fallback: "no",
+    help: "offer SASL PLAIN (the password itself on the wire) on a Kafka listener without TLS: yes | no",
   },
   tlsCa: {
     flag: "--tls-ca",
@@ -469,12 +477,8 @@ async function main(): Promise<number> {
     values.kafkaAdvertisedListener === "the bound address"
       ? undefined
       : parseHostPort("--kafka-advertised-listener", values.kafkaAdvertisedListener);
-  // The Kafka listener has no SASL yet: it would let anyone past the users file.
-  if (kafkaPort !== undefined && users !== undefined) {
-    throw new UsageError(
-      "--kafka-port cannot be combined with --users-file yet: the Kafka listener has no authentication (SASL), so it would bypass the logins",
-    );
-  }
+  const saslPlainWithoutTls =
+    choice("--sasl-plain-without-tls", values.saslPlainWithoutTls, ["yes", "no"] as const) === "yes";
   const webConsole = choice("--console", values.console, ["on", "off"] as const) === "on";
   const dataDir = path.resolve(values.dataDir);
 
@@ -500,7 +504,22 @@ async function main(): Promise<number> {
     metrics?.stop(true);
     throw error;
   });
+  const loginDelays = new LoginDelays();
+  let currentUsers = users;
+  const sasl =
+    users === undefined
+      ? undefined
+      : new KafkaSasl({
+          users: () => currentUsers ?? new Map(),
+          // PLAIN sends the password itself: only inside TLS unless asked for in words.
+          plain: tls !== undefined || saslPlainWithoutTls,
+          loginDelays,
+          decoySecret: crypto.getRandomValues(new Uint8Array(32)),
+          audit: (line) => console.log(line),
+          counters: { authenticationFailures: 0 },
+        });
   const server = new BrokerServer(broker, {
+    loginDelays,
     hostname: values.host,
     port,
     maxFrameBytes,
@@ -554,6 +573,7 @@ async function main(): Promise<number> {
       adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
       log: (line) => console.log(`booblik: ${line}`),
       ...(tls === undefined ? {} : { tls }),
+      ...(sasl === undefined ? {} : { sasl }),
     });
     try {
       kafkaAddress = kafka.listen();
@@ -606,6 +626,7 @@ async function main(): Promise<number> {
     try {
       const reloaded = readUsersFile(usersFile);
       server.setUsers(reloaded);
+      currentUsers = reloaded;
       console.log(`booblik: SIGHUP: reread ${usersFile}: ${plural(reloaded.size, "user")}`);
     } catch (error) {
       console.error(`booblik: SIGHUP: kept the users as they were: ${(error as Error).message}`);
@@ -627,6 +648,12 @@ async function main(): Promise<number> {
     console.log(
       `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
     );
+    if (tls !== undefined || sasl !== undefined) {
+      console.log(
+        `booblik: Kafka clients must use security.protocol=${tls === undefined ? "SASL_PLAINTEXT" : sasl === undefined ? "SSL" : "SASL_SSL"}` +
+          (sasl === undefined ? "" : ` with sasl.mechanism ${sasl.mechanisms.join(", ")}`),
+      );
+    }
     if (kafkaAdvertised === undefined && ["0.0.0.0", "::", "[::]"].includes(kafkaAddress.advertisedHost)) {
       console.log(
         `booblik: WARNING: Kafka clients are told to connect to ${kafkaAddress.advertisedHost}, which they cannot reach; set --kafka-advertised-listener host:port`,

@@ -527,3 +527,10 @@ export const PRODUCER_ID_EXPIRATION_MS = 86_400_000;
  * the block). Ids are 63-bit in Kafka; 2^53 here (safe integers) is beyond any real use.
  */
 export const PRODUCER_ID_BLOCK_SIZE = 1_000;
+
+// --- Security: TLS, SASL on the Kafka listener (issue 14, sec14) ---------------------------------
+
+/** Client addresses whose recent failed logins are remembered (login-delays.ts); oldest forgotten. */
+export const LOGIN_FAILURE_ADDRESSES_MAX = 10_000;
+/** A SASL PLAIN message longer than this is malformed (authzid, user and password are short). */
+export const SASL_PLAIN_MESSAGE_BYTES_MAX = 4096;

@@ -18,6 +18,7 @@
 
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import { LoginDelays } from "../auth/login-delays.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
 import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
@@ -27,9 +28,6 @@ import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
   ADMIN_REQUESTS_PER_SECOND_DEFAULT,
-  AUTHENTICATION_FAILED_DELAY_MAX_MS,
-  AUTHENTICATION_FAILED_DELAY_MIN_MS,
-  AUTHENTICATION_FAILURE_MEMORY_MS,
   REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
   SHUTDOWN_DRAIN_MS,
@@ -131,6 +129,8 @@ export interface ServerOptions {
    * naming who asked and from where; the caller decides where lines go (the broker prints them).
    */
   auditLog?: (line: string) => void;
+  /** Failed-login delays per address; shared with the Kafka listener when given. */
+  loginDelays?: LoginDelays;
   /** Serve TLS only (tls.ts); FETCH then always copies, whatever `fetchPath` says. */
   tls?: TlsFiles;
 }
@@ -192,8 +192,8 @@ export class BrokerServer implements ConnectionHost {
   private readonly exchanges = new WeakMap<Connection, ScramServer>();
   /** Salts the fake answers to unknown users; new at every start. */
   private readonly decoySecret = crypto.getRandomValues(new Uint8Array(32));
-  /** Recent failed logins per client address: the delay before the next failure's answer. */
-  private readonly loginFailures = new Map<string, { count: number; atMs: number }>();
+  /** Recent failed logins per client address (shared with the Kafka listener's SASL). */
+  readonly loginDelays: LoginDelays;
   private listener: TCPSocketListener<Connection> | undefined;
   private readonly connections = new Set<Connection>();
   /** Refused connections lingering after their error frame (see Connection.closeAfterAnswers). */
@@ -216,6 +216,7 @@ export class BrokerServer implements ConnectionHost {
     );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
+    this.loginDelays = options.loginDelays ?? new LoginDelays();
     this.tls = options.tls !== undefined;
     // sendfile would put clear text into the TLS stream (tls.ts): copy instead.
     this.fetchPath = this.tls ? "copy" : options.fetchPath;
@@ -898,23 +899,7 @@ export class BrokerServer implements ConnectionHost {
 
   /** How long to wait before answering a failed login from `address`; remembers the failure. */
   private failureDelayMs(address: string): number {
-    const now = performance.now();
-    const last = this.loginFailures.get(address);
-    const count =
-      last !== undefined && now - last.atMs < AUTHENTICATION_FAILURE_MEMORY_MS ? last.count + 1 : 1;
-    this.loginFailures.set(address, { count, atMs: now });
-    if (this.loginFailures.size > 10_000) {
-      // Forget the oldest entries: a bounded map, whatever addresses an attacker brings.
-      for (const [key, value] of this.loginFailures) {
-        if (now - value.atMs >= AUTHENTICATION_FAILURE_MEMORY_MS || this.loginFailures.size > 10_000)
-          this.loginFailures.delete(key);
-        if (this.loginFailures.size <= 5_000) break;
-      }
-    }
-    return Math.min(
-      AUTHENTICATION_FAILED_DELAY_MIN_MS * 2 ** (count - 1),
-      AUTHENTICATION_FAILED_DELAY_MAX_MS,
-    );
+    return this.loginDelays.failed(address);
   }
 
   private listOffsets(

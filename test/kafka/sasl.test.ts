@@ -1,0 +1,223 @@
+/**
+ * SASL on the Kafka listener (SaslHandshake 17, SaslAuthenticate 36) through a real broker process
+ * with a users file, and real clients: kcat (librdkafka) with SCRAM-SHA-256 and SCRAM-SHA-512 over
+ * SASL_PLAINTEXT and PLAIN over SASL_SSL with certificates made by openssl; kafkajs with
+ * scram-sha-256 and scram-sha-512. A wrong password and an unknown user are refused with the same
+ * reason, and audited; a request before the login closes the connection (audited); PLAIN is not
+ * offered without TLS.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
+import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
+import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+import { makeCertificates } from "../helpers/tls-certs.ts";
+
+setDefaultTimeout(60_000);
+
+function usersFile(file: string): string {
+  const users = readUsersFileOrEmpty(file);
+  setUser(users, "alice", "correct horse");
+  writeUsersFile(file, users);
+  return file;
+}
+
+async function kafkaPortOf(broker: BrokerProcess): Promise<{ port: number; line: string }> {
+  const first = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
+  const line = await broker.lines.waitFor((l) => l.includes("Kafka clients must use"), "the security line");
+  return { port: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(first)?.[1]), line };
+}
+
+async function kcat(port: number, args: string[], input?: string) {
+  const child = Bun.spawn(["kcat", "-b", `127.0.0.1:${port}`, ...args], {
+    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { stdout, stderr, exitCode };
+}
+
+const scram = (mechanism: string, user: string, password: string) => [
+  "-X",
+  "security.protocol=SASL_PLAINTEXT",
+  "-X",
+  `sasl.mechanisms=${mechanism}`,
+  "-X",
+  `sasl.username=${user}`,
+  "-X",
+  `sasl.password=${password}`,
+];
+
+describe("SASL on the Kafka listener", () => {
+  test("kcat logs in with SCRAM-SHA-256 and -512, produces and consumes; a wrong password and an unknown user get the same refusal, audited", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile(dir.file("users.json")),
+      "--kafka-port",
+      "0",
+    ]);
+    const { port, line } = await kafkaPortOf(broker);
+    expect(line).toBe(
+      "booblik: Kafka clients must use security.protocol=SASL_PLAINTEXT with sasl.mechanism SCRAM-SHA-256, SCRAM-SHA-512",
+    );
+    const kafka = new Kafka({
+      brokers: [`127.0.0.1:${port}`],
+      logLevel: logLevel.NOTHING,
+      sasl: { mechanism: "scram-sha-256", username: "alice", password: "correct horse" },
+    });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: "orders", numPartitions: 1 }] });
+    await admin.disconnect();
+    const produced = await kcat(
+      port,
+      [...scram("SCRAM-SHA-256", "alice", "correct horse"), "-P", "-t", "orders", "-p", "0"],
+      "one\ntwo\n",
+    );
+    expect(produced.stderr).toBe("");
+    expect(produced.exitCode).toBe(0);
+    const consumed = await kcat(port, [
+      ...scram("SCRAM-SHA-512", "alice", "correct horse"),
+      "-C",
+      "-t",
+      "orders",
+      "-p",
+      "0",
+      "-o",
+      "beginning",
+      "-e",
+      "-q",
+    ]);
+    expect(consumed.exitCode).toBe(0);
+    expect(consumed.stdout).toBe("one\ntwo\n");
+    await broker.lines.waitFor(
+      (l) => l.includes('audit: user "alice"') && l.includes("logged in (SASL SCRAM-SHA-512)"),
+      "the login audit line",
+    );
+
+    // kcat retries a failed login until its metadata timeout: one attempt of each is enough here.
+    for (const [user, password] of [
+      ["alice", "wrong"],
+      ["mallory", "anything"],
+    ] as const) {
+      const refused = await kcat(port, [...scram("SCRAM-SHA-256", user, password), "-L", "-m", "1"]);
+      expect(refused.exitCode).not.toBe(0);
+      expect(refused.stderr).toContain(
+        "Authentication failed: authentication failed: unknown user or wrong password",
+      );
+    }
+    const audit = await broker.lines.waitFor(
+      (l) => l.includes("(kafka): SASL authentication failed"),
+      "a failure audit line",
+    );
+    expect(audit).toContain("unknown user or wrong password");
+  });
+
+  test("kafkajs logs in with scram-sha-256 and scram-sha-512; a wrong password is SASL_AUTHENTICATION_FAILED; a client without SASL gets nothing", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile(dir.file("users.json")),
+      "--kafka-port",
+      "0",
+    ]);
+    const { port } = await kafkaPortOf(broker);
+    for (const sasl of [
+      { mechanism: "scram-sha-256", username: "alice", password: "correct horse" } as const,
+      { mechanism: "scram-sha-512", username: "alice", password: "correct horse" } as const,
+    ]) {
+      const mechanism = sasl.mechanism;
+      const kafka = new Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING, sasl });
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.createTopics({ topics: [{ topic: `t-${mechanism}`, numPartitions: 1 }] });
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({ topic: `t-${mechanism}`, messages: [{ value: "hello" }] });
+      await producer.disconnect();
+      const offsets = await admin.fetchTopicOffsets(`t-${mechanism}`);
+      expect(offsets[0]?.high).toBe("1");
+      await admin.disconnect();
+    }
+    const wrong = new Kafka({
+      brokers: [`127.0.0.1:${port}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      sasl: { mechanism: "scram-sha-256", username: "alice", password: "wrong" },
+    }).admin();
+    await expect(wrong.connect()).rejects.toThrow(
+      /SASL SCRAM SHA256 authentication failed|Authentication failed/,
+    );
+    const anonymous = new Kafka({
+      brokers: [`127.0.0.1:${port}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      connectionTimeout: 2000,
+      requestTimeout: 2000,
+    }).admin();
+    await expect(anonymous.connect().then(() => anonymous.listTopics())).rejects.toThrow();
+    await anonymous.disconnect();
+    await broker.lines.waitFor(
+      (l) => l.includes("before SASL authentication refused"),
+      "the refusal audit line",
+    );
+  });
+
+  test("PLAIN over SASL_SSL with kcat; PLAIN is not offered without TLS", async () => {
+    using dir = tempDir();
+    const certs = makeCertificates(dir.path);
+    const file = usersFile(dir.file("users.json"));
+    await using tlsBroker = await startBroker(dir.file("data"), [
+      "--users-file",
+      file,
+      "--kafka-port",
+      "0",
+      "--tls-cert",
+      certs.certFile,
+      "--tls-key",
+      certs.keyFile,
+    ]);
+    const { port, line } = await kafkaPortOf(tlsBroker);
+    expect(line).toBe(
+      "booblik: Kafka clients must use security.protocol=SASL_SSL with sasl.mechanism SCRAM-SHA-256, SCRAM-SHA-512, PLAIN",
+    );
+    const sslArgs = (mechanism: string, password: string) => [
+      "-X",
+      "security.protocol=SASL_SSL",
+      "-X",
+      `ssl.ca.location=${certs.caFile}`,
+      "-X",
+      `sasl.mechanisms=${mechanism}`,
+      "-X",
+      "sasl.username=alice",
+      "-X",
+      `sasl.password=${password}`,
+    ];
+    const listed = await kcat(port, [...sslArgs("PLAIN", "correct horse"), "-L"]);
+    expect(listed.exitCode).toBe(0);
+    expect(listed.stdout).toContain("1 brokers");
+    const scramOverTls = await kcat(port, [...sslArgs("SCRAM-SHA-256", "correct horse"), "-L"]);
+    expect(scramOverTls.exitCode).toBe(0);
+    const wrong = await kcat(port, [...sslArgs("PLAIN", "wrong"), "-L", "-m", "1"]);
+    expect(wrong.exitCode).not.toBe(0);
+    expect(wrong.stderr).toContain("Authentication failed");
+    await tlsBroker.stop();
+
+    await using plainBroker = await startBroker(dir.file("data"), [
+      "--users-file",
+      file,
+      "--kafka-port",
+      "0",
+    ]);
+    const plainPort = (await kafkaPortOf(plainBroker)).port;
+    const refused = await kcat(plainPort, [...scram("PLAIN", "alice", "correct horse"), "-L", "-m", "1"]);
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.stderr).toMatch(/PLAIN.*not supported|Unsupported SASL mechanism/i);
+  });
+});
