@@ -556,7 +556,14 @@ async function main(): Promise<number> {
   }
   let kafka: KafkaListener | undefined;
   let kafkaAddress: ReturnType<KafkaListener["listen"]> | undefined;
+  const kafkaAdminRate = new AdminRateLimiter(maxAdminRequestsPerSecond, undefined, (address, message) =>
+    console.log(`booblik: audit: from ${address} (kafka): admin request refused: ${message}`),
+  );
   if (kafkaPort !== undefined) {
+    targets.kafka = {
+      authenticationFailures: () => sasl?.options.counters.authenticationFailures ?? 0,
+      adminRefusals: () => kafkaAdminRate.refusals,
+    };
     kafka = new KafkaListener(broker, {
       hostname: values.host,
       port: kafkaPort,
@@ -570,7 +577,7 @@ async function main(): Promise<number> {
       requestTimeoutMs,
       inboundBudget: server.inboundBudget,
       // Its own allowance per address, next to the native listener's (which the server keeps private).
-      adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
+      adminRate: kafkaAdminRate,
       log: (line) => console.log(`booblik: ${line}`),
       ...(tls === undefined ? {} : { tls }),
       ...(sasl === undefined ? {} : { sasl }),

@@ -18,6 +18,8 @@ export interface MetricsTargets {
   server: BrokerServer | undefined;
   /** True once the broker opened its data directory and listens. */
   ready: boolean;
+  /** The Kafka listener's security counters, when it runs. */
+  kafka?: { authenticationFailures(): number; adminRefusals(): number };
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
@@ -26,6 +28,36 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     registry.register(name, "counter", help, () =>
       targets.server === undefined ? [] : [[{}, read(targets.server)]],
     );
+  // Security (docs/security.md): failed logins (wrong password, unknown user, a request before the
+  // login) and admin requests refused by --max-admin-requests-per-second, per listener.
+  const perListener =
+    (native: (server: BrokerServer) => number, kafka: (k: NonNullable<MetricsTargets["kafka"]>) => number) =>
+    (): [Record<string, string>, number][] => [
+      ...(targets.server === undefined
+        ? []
+        : [[{ listener: "native" }, native(targets.server)] as [Record<string, string>, number]]),
+      ...(targets.kafka === undefined
+        ? []
+        : [[{ listener: "kafka" }, kafka(targets.kafka)] as [Record<string, string>, number]]),
+    ];
+  registry.register(
+    "booblik_authentication_failures_total",
+    "counter",
+    "Failed logins: wrong password, unknown user, malformed exchange, or a request before the login.",
+    perListener(
+      (server) => server.counters.authenticationFailures,
+      (kafka) => kafka.authenticationFailures(),
+    ),
+  );
+  registry.register(
+    "booblik_admin_requests_refused_total",
+    "counter",
+    "Admin requests (topic create, delete, alter, partition additions, purges) refused by the per-address rate limit.",
+    perListener(
+      (server) => server.adminRefusals,
+      (kafka) => kafka.adminRefusals(),
+    ),
+  );
   registry.register(
     "booblik_ready",
     "gauge",

@@ -213,6 +213,9 @@ export class BrokerServer implements ConnectionHost {
     this.options = options;
     this.adminRate = new AdminRateLimiter(
       options.maxAdminRequestsPerSecond ?? ADMIN_REQUESTS_PER_SECOND_DEFAULT,
+      undefined,
+      (address, message) =>
+        options.auditLog?.(`booblik: audit: from ${address}: admin request refused: ${message}`),
     );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
@@ -276,6 +279,11 @@ export class BrokerServer implements ConnectionHost {
 
   get connectionCount(): number {
     return this.connections.size;
+  }
+
+  /** Admin requests refused by the rate limit (/metrics). */
+  get adminRefusals(): number {
+    return this.adminRate.refusals;
   }
 
   /** Open connections per client address, read-only (the web console lists them). */
