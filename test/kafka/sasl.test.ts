@@ -4,14 +4,19 @@
  * SASL_PLAINTEXT and PLAIN over SASL_SSL with certificates made by openssl; kafkajs with
  * scram-sha-256 and scram-sha-512. A wrong password and an unknown user are refused with the same
  * reason, and audited; a request before the login closes the connection (audited); PLAIN is not
- * offered without TLS.
+ * offered without TLS. In raw frames: an unknown mechanism (33 with the list), a request before the
+ * login, SaslAuthenticate before the handshake, oversized and truncated messages, and a recorded
+ * SCRAM client-final replayed on a new exchange are each refused and end the connection.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
+import { ScramClient } from "../../src/auth/scram.ts";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { makeCertificates } from "../helpers/tls-certs.ts";
+import { Expect } from "./bytes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -219,5 +224,139 @@ describe("SASL on the Kafka listener", () => {
     const refused = await kcat(plainPort, [...scram("PLAIN", "alice", "correct horse"), "-L", "-m", "1"]);
     expect(refused.exitCode).not.toBe(0);
     expect(refused.stderr).toMatch(/PLAIN.*not supported|Unsupported SASL mechanism/i);
+  });
+});
+
+const handshake = (id: number, mechanism: string) =>
+  new Expect().i16(17).i16(1).i32(id).str("raw").str(mechanism).frame();
+function authenticate(id: number, bytes: Uint8Array | string): Uint8Array {
+  const body = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
+  return new Expect().i16(36).i16(1).i32(id).str("raw").i32(body.length).raw(body).frame();
+}
+
+/** Reads the next whole response frame at `from`; returns its body (after the correlation id) and the next position. */
+async function nextResponse(
+  socket: RawSocket,
+  from: number,
+): Promise<{ correlationId: number; body: DataView; bytes: Uint8Array; next: number }> {
+  const head = await socket.waitForBytes(from + 4);
+  const size = new DataView(head.buffer, head.byteOffset).getInt32(from);
+  const all = await socket.waitForBytes(from + 4 + size);
+  const bytes = all.subarray(from + 8, from + 4 + size);
+  const view = new DataView(all.buffer, all.byteOffset + from + 4, size);
+  return {
+    correlationId: view.getInt32(0),
+    body: new DataView(bytes.buffer, bytes.byteOffset, bytes.length),
+    bytes,
+    next: from + 4 + size,
+  };
+}
+
+/** SaslAuthenticate v1 response: error_code, error_message, auth_bytes, session_lifetime_ms. */
+function readAuthenticate(body: DataView): { errorCode: number; message: string | null; authBytes: string } {
+  const errorCode = body.getInt16(0);
+  const messageLength = body.getInt16(2);
+  let at = 4;
+  const message =
+    messageLength < 0
+      ? null
+      : new TextDecoder().decode(new Uint8Array(body.buffer, body.byteOffset + at, messageLength));
+  at += Math.max(messageLength, 0);
+  const authLength = body.getInt32(at);
+  const authBytes = new TextDecoder().decode(
+    new Uint8Array(body.buffer, body.byteOffset + at + 4, Math.max(authLength, 0)),
+  );
+  return { errorCode, message, authBytes };
+}
+
+describe("SASL exchanges in raw frames", () => {
+  test("unknown mechanism, a request before the login, SaslAuthenticate before the handshake, oversized and truncated messages, a replayed SCRAM final", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile(dir.file("users.json")),
+      "--kafka-port",
+      "0",
+    ]);
+    const { port } = await kafkaPortOf(broker);
+
+    // An unknown mechanism: UNSUPPORTED_SASL_MECHANISM (33) with the list, then the end.
+    let socket = await rawConnect(port);
+    socket.write(handshake(1, "GSSAPI"));
+    let response = await nextResponse(socket, 0);
+    expect(response.correlationId).toBe(1);
+    expect(response.body.getInt16(0)).toBe(33);
+    expect(new TextDecoder().decode(response.bytes)).toContain("SCRAM-SHA-512");
+    await socket.closed;
+
+    // Metadata before the login: closed without an answer.
+    socket = await rawConnect(port);
+    socket.write(new Expect().i16(3).i16(1).i32(2).str("raw").i32(-1).frame());
+    await socket.closed;
+    expect(socket.received().length).toBe(0);
+    await broker.lines.waitFor(
+      (l) => l.includes("request (API key 3) before SASL authentication refused"),
+      "the audit line",
+    );
+
+    // SaslAuthenticate before SaslHandshake: SASL_AUTHENTICATION_FAILED (58), then the end.
+    socket = await rawConnect(port);
+    socket.write(authenticate(3, "n,,n=alice,r=abc"));
+    response = await nextResponse(socket, 0);
+    expect(readAuthenticate(response.body)).toMatchObject({
+      errorCode: 58,
+      message: "Authentication failed: SaslAuthenticate before SaslHandshake",
+    });
+    await socket.closed;
+
+    // An oversized SCRAM message: 58, then the end.
+    socket = await rawConnect(port);
+    socket.write(handshake(4, "SCRAM-SHA-256"));
+    response = await nextResponse(socket, 0);
+    expect(response.body.getInt16(0)).toBe(0);
+    socket.write(authenticate(5, `n,,n=alice,r=${"x".repeat(5000)}`));
+    const oversized = await nextResponse(socket, response.next);
+    expect(readAuthenticate(oversized.body)).toMatchObject({
+      errorCode: 58,
+      message: "Authentication failed: a SCRAM message of 5013 bytes is too long",
+    });
+    await socket.closed;
+
+    // A truncated SaslHandshake (its string claims more bytes than the frame has): closed.
+    socket = await rawConnect(port);
+    socket.write(new Expect().i16(17).i16(1).i32(6).str("raw").i16(40).raw([65, 66]).frame());
+    await socket.closed;
+    expect(socket.received().length).toBe(0);
+
+    // A recorded client-final replayed on a new exchange: the server nonce differs, so it fails.
+    const record = async () => {
+      const s = await rawConnect(port);
+      const client = new ScramClient("SCRAM-SHA-256", "alice", "correct horse");
+      s.write(handshake(7, "SCRAM-SHA-256"));
+      const first = await nextResponse(s, 0);
+      s.write(authenticate(8, client.first()));
+      const serverFirst = await nextResponse(s, first.next);
+      return {
+        socket: s,
+        client,
+        serverFirst: readAuthenticate(serverFirst.body).authBytes,
+        at: serverFirst.next,
+      };
+    };
+    const original = await record();
+    const recordedFinal = original.client.final(original.serverFirst);
+    original.socket.write(authenticate(9, recordedFinal));
+    const ok = await nextResponse(original.socket, original.at);
+    expect(readAuthenticate(ok.body).errorCode).toBe(0);
+    original.client.verify(readAuthenticate(ok.body).authBytes);
+    original.socket.close();
+    const replay = await record();
+    replay.socket.write(authenticate(10, recordedFinal));
+    const refused = await nextResponse(replay.socket, replay.at);
+    expect(readAuthenticate(refused.body)).toMatchObject({
+      errorCode: 58,
+      message: "Authentication failed: SCRAM nonce does not match",
+    });
+    await replay.socket.closed;
   });
 });
