@@ -9,8 +9,8 @@
  *   certificate outside its validity period stops the start with a message naming the file: a broker
  *   must not come up serving a certificate every client refuses.
  * - With a CA (`--tls-ca`) every client must present a certificate signed by it (mutual TLS):
- *   `requestCert` and `rejectUnauthorized` are both on, so a client without one never completes the
- *   handshake and no request of it is read.
+ *   `requestCert` and `rejectUnauthorized` are both on, so a client without one gets the TLS alert
+ *   CERTIFICATE_REQUIRED and no request of it is read (test/server/tls.test.ts).
  * - Under TLS no response bytes bypass the TLS stream: FETCH uses the copying path (server.ts), and
  *   Connection refuses a sendfile range on a TLS socket (sendfile would write clear text into the
  *   encrypted stream; kTLS, which would allow it, is not reachable through Bun).
