@@ -4,14 +4,18 @@
  *   bun bench/network.bench.ts produce  [--seconds=5]   records/s, MB/s, broker CPU and memory
  *   bun bench/network.bench.ts consume  [--gib=1]       sendfile vs copying fetch, client checks CRCs
  *   bun bench/network.bench.ts latency  [--seconds=10]  produce→fetch latency at a fixed rate
+ *   bun bench/network.bench.ts tls      [--gib=1] [--rounds=3]  consume: plain sendfile, plain copy
+ *                                       and TLS (copy), interleaved per round; median and range
  *   bun bench/network.bench.ts all
  *
  * Every figure names the durability policy, record size, batch size and connection count. Broker
  * CPU is utime+stime of the broker process from /proc/<pid>/stat over the run; memory is its RSS
  * and anonymous RSS at the end of the run. Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
  */
+import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
+import { makeCertificates } from "../test/helpers/tls-certs.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
@@ -19,9 +23,9 @@ import { brokerCpuSeconds, brokerMemory, runLoad, startBrokerProcess } from "./l
 
 // Option defaults differ per section ("" = the section's own default).
 const args = parseBenchArgs({
-  usage: "bun bench/network.bench.ts [all|produce|consume|latency] [--seconds=N] [--gib=1]",
-  sections: ["all", "produce", "consume", "latency"],
-  options: { seconds: "", gib: "1" },
+  usage: "bun bench/network.bench.ts [all|produce|consume|latency|tls] [--seconds=N] [--gib=1] [--rounds=3]",
+  sections: ["all", "produce", "consume", "latency", "tls"],
+  options: { seconds: "", gib: "1", rounds: "3" },
 });
 const section = args.section;
 const secondsOr = (fallback: number) => (args.text("seconds") === "" ? fallback : args.number("seconds"));
@@ -160,6 +164,81 @@ async function latencySection(dataDir: string): Promise<void> {
   }
 }
 
+/**
+ * What TLS costs a consumer: the same partition read by one connection through a plain broker
+ * with sendfile, a plain broker copying, and a TLS broker (which always copies: src/auth/tls.ts).
+ * Each round runs the three in a new order after a page-cache warm-up read; figures are the median
+ * and range over rounds.
+ */
+async function tlsSection(dataDir: string): Promise<void> {
+  const gib = args.number("gib");
+  const rounds = args.number("rounds");
+  const recordBytes = 1024;
+  const certDir = path.join(dataDir, "certs");
+  fs.mkdirSync(certDir);
+  const certs = makeCertificates(certDir);
+  const directory = path.join(dataDir, "tls");
+  let broker = await startBrokerProcess(directory, []);
+  const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+  await admin.createTopic("data", { durability: "append" });
+  let records = 0;
+  while (records * (recordBytes + 8) < gib * 2 ** 30) {
+    await runLoad(path.join(LOAD, "produce.ts"), [
+      String(broker.port),
+      "data",
+      String(recordBytes),
+      "1000",
+      "4",
+      "2",
+    ]);
+    records = (await admin.listOffsets("data", 0)).nextOffset;
+  }
+  admin.close();
+  await broker.stop();
+  const variants = {
+    "plain, sendfile": { brokerArgs: ["--fetch-path", "sendfile"], loadArgs: [] as string[] },
+    "plain, copy": { brokerArgs: ["--fetch-path", "copy"], loadArgs: [] as string[] },
+    "TLS (copy)": {
+      brokerArgs: ["--tls-cert", certs.certFile, "--tls-key", certs.keyFile],
+      loadArgs: [certs.caFile],
+    },
+  };
+  type Variant = keyof typeof variants;
+  const results = new Map<Variant, { mbps: number[]; cpuPerGib: number[] }>();
+  const names = Object.keys(variants) as Variant[];
+  console.log(
+    `\n## consume, TLS against plain (${records} records of ${recordBytes} B written under durability append in batches of 1000; ` +
+      `1 connection, FETCH maxBytes 1 MiB, the client checks every CRC; ${rounds} rounds, variants interleaved in a rotating order)\n`,
+  );
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(round + i) % names.length]!;
+      const variant = variants[name];
+      broker = await startBrokerProcess(directory, variant.brokerArgs);
+      const load = [String(broker.port), "data", String(records), String(2 ** 20), ...variant.loadArgs];
+      await runLoad(path.join(LOAD, "consume.ts"), load); // page-cache warm-up
+      const before = brokerCpuSeconds(broker.pid);
+      const result = (await runLoad(path.join(LOAD, "consume.ts"), load)) as ThroughputResult;
+      const cpu = brokerCpuSeconds(broker.pid) - before;
+      await broker.stop();
+      const entry = results.get(name) ?? { mbps: [], cpuPerGib: [] };
+      entry.mbps.push(result.megabytesPerSecond);
+      entry.cpuPerGib.push(cpu / (result.bytes / 2 ** 30));
+      results.set(name, entry);
+    }
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  console.log("| variant | MB/s median | MB/s range | broker CPU s per GiB, median | range |");
+  console.log("|---|---|---|---|---|");
+  for (const name of names) {
+    const { mbps, cpuPerGib } = results.get(name)!;
+    console.log(
+      `| ${name} | ${median(mbps).toFixed(0)} | ${Math.min(...mbps).toFixed(0)}–${Math.max(...mbps).toFixed(0)} | ` +
+        `${median(cpuPerGib).toFixed(2)} | ${Math.min(...cpuPerGib).toFixed(2)}–${Math.max(...cpuPerGib).toFixed(2)} |`,
+    );
+  }
+}
+
 const directory = measurementDirectory("network");
 console.log(
   `# booblik network benchmark\n\n${describeMachine(directory.fileSystem)}\ndata: ${directory.path}`,
@@ -168,6 +247,7 @@ try {
   if (section === "produce" || section === "all") await produceSection(directory.path);
   if (section === "consume" || section === "all") await consumeSection(directory.path);
   if (section === "latency" || section === "all") await latencySection(directory.path);
+  if (section === "tls" || section === "all") await tlsSection(directory.path);
 } finally {
   directory.remove();
 }

@@ -9,6 +9,8 @@
  */
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
+import { LoginDelays } from "./auth/login-delays.ts";
+import { readTlsFiles, type TlsFiles } from "./auth/tls.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { readUsersFile } from "./broker/users-file.ts";
@@ -32,6 +34,7 @@ import {
 } from "./domain/limits.ts";
 import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { KafkaListener } from "./kafka/listener.ts";
+import { KafkaSasl } from "./kafka/sasl.ts";
 import { largestProducibleBatchBytes } from "./protocol/messages.ts";
 import { AdminRateLimiter } from "./server/admin-rate.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
@@ -216,6 +219,30 @@ const OPTIONS = {
     fallback: "sendfile",
     help: "how FETCH sends records: sendfile (zero-copy) | copy",
   },
+  tlsCert: {
+    flag: "--tls-cert",
+    env: "BOOBLIK_TLS_CERT",
+    fallback: "none",
+    help: "PEM certificate: every listener (native, Kafka, metrics) then speaks TLS only; needs --tls-key",
+  },
+  tlsKey: {
+    flag: "--tls-key",
+    env: "BOOBLIK_TLS_KEY",
+    fallback: "none",
+    help: "PEM private key of --tls-cert",
+  },
+  saslPlainWithoutTls: {
+    flag: "--sasl-plain-without-tls",
+    env: "BOOBLIK_SASL_PLAIN_WITHOUT_TLS",
+    fallback: "no",
+    help: "offer SASL PLAIN (the password itself on the wire) on a Kafka listener without TLS: yes | no",
+  },
+  tlsCa: {
+    flag: "--tls-ca",
+    env: "BOOBLIK_TLS_CA",
+    fallback: "none",
+    help: "PEM CA: clients must present a certificate it signed (mutual TLS); needs --tls-cert",
+  },
 } satisfies Record<string, OptionSpec>;
 
 type OptionName = keyof typeof OPTIONS;
@@ -337,6 +364,24 @@ function describeOpen(report: Broker["openReport"]): string {
   return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${logStart}`;
 }
 
+/** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */
+function readTls(values: Record<OptionName, string>): TlsFiles | undefined {
+  const cert = values.tlsCert === "none" ? undefined : path.resolve(values.tlsCert);
+  const key = values.tlsKey === "none" ? undefined : path.resolve(values.tlsKey);
+  const ca = values.tlsCa === "none" ? undefined : path.resolve(values.tlsCa);
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    throw new UsageError(
+      "TLS needs both --tls-cert and --tls-key (--tls-ca is optional: it asks clients for certificates)",
+    );
+  }
+  try {
+    return readTlsFiles(cert, key, ca);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 async function main(): Promise<number> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     console.log(usage());
@@ -351,7 +396,15 @@ async function main(): Promise<number> {
   const port = parseInteger("port", values.port, 0, 65535);
   const durability: DurabilityPolicy = choice("durability", values.durability, DURABILITY_POLICIES);
   const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
-  const fetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
+  const requestedFetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
+  const tls = readTls(values);
+  if (tls !== undefined && explicit.has("fetchPath") && requestedFetchPath === "sendfile") {
+    throw new UsageError(
+      "--fetch-path sendfile cannot be combined with TLS: sendfile would send records in clear text around the encryption; under TLS FETCH copies",
+    );
+  }
+  // sendfile bypasses the TLS stream (src/auth/tls.ts): records are copied through it instead.
+  const fetchPath: FetchPath = tls === undefined ? requestedFetchPath : "copy";
   const maxConnections = parseInteger("max connections", values.maxConnections, 1);
   const maxOpenSegmentFiles =
     values.maxOpenSegmentFiles === "auto"
@@ -429,12 +482,8 @@ async function main(): Promise<number> {
     values.kafkaAdvertisedListener === "the bound address"
       ? undefined
       : parseHostPort("--kafka-advertised-listener", values.kafkaAdvertisedListener);
-  // The Kafka listener has no SASL yet: it would let anyone past the users file.
-  if (kafkaPort !== undefined && users !== undefined) {
-    throw new UsageError(
-      "--kafka-port cannot be combined with --users-file yet: the Kafka listener has no authentication (SASL), so it would bypass the logins",
-    );
-  }
+  const saslPlainWithoutTls =
+    choice("--sasl-plain-without-tls", values.saslPlainWithoutTls, ["yes", "no"] as const) === "yes";
   const webConsole = choice("--console", values.console, ["on", "off"] as const) === "on";
   const dataDir = path.resolve(values.dataDir);
 
@@ -444,7 +493,10 @@ async function main(): Promise<number> {
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
   if (metricsPort !== undefined) {
     try {
-      metrics = startMetricsServer(metricsHost, metricsPort, targets, { console: webConsole });
+      metrics = startMetricsServer(metricsHost, metricsPort, targets, {
+        console: webConsole,
+        ...(tls === undefined ? {} : { tls }),
+      });
     } catch (error) {
       throw new UsageError(
         `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
@@ -457,7 +509,22 @@ async function main(): Promise<number> {
     metrics?.stop(true);
     throw error;
   });
+  const loginDelays = new LoginDelays();
+  let currentUsers = users;
+  const sasl =
+    users === undefined
+      ? undefined
+      : new KafkaSasl({
+          users: () => currentUsers ?? new Map(),
+          // PLAIN sends the password itself: only inside TLS unless asked for in words.
+          plain: tls !== undefined || saslPlainWithoutTls,
+          loginDelays,
+          decoySecret: crypto.getRandomValues(new Uint8Array(32)),
+          audit: (line) => console.log(line),
+          counters: { authenticationFailures: 0 },
+        });
   const server = new BrokerServer(broker, {
+    loginDelays,
     hostname: values.host,
     port,
     maxFrameBytes,
@@ -471,6 +538,7 @@ async function main(): Promise<number> {
     maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
     auditLog: (line) => console.log(line),
     ...(users === undefined ? {} : { users }),
+    ...(tls === undefined ? {} : { tls }),
   });
   let address: { hostname: string; port: number };
   try {
@@ -493,7 +561,14 @@ async function main(): Promise<number> {
   }
   let kafka: KafkaListener | undefined;
   let kafkaAddress: ReturnType<KafkaListener["listen"]> | undefined;
+  const kafkaAdminRate = new AdminRateLimiter(maxAdminRequestsPerSecond, undefined, (address, message) =>
+    console.log(`booblik: audit: from ${address} (kafka): admin request refused: ${message}`),
+  );
   if (kafkaPort !== undefined) {
+    targets.kafka = {
+      authenticationFailures: () => sasl?.options.counters.authenticationFailures ?? 0,
+      adminRefusals: () => kafkaAdminRate.refusals,
+    };
     kafka = new KafkaListener(broker, {
       hostname: values.host,
       port: kafkaPort,
@@ -507,8 +582,10 @@ async function main(): Promise<number> {
       requestTimeoutMs,
       inboundBudget: server.inboundBudget,
       // Its own allowance per address, next to the native listener's (which the server keeps private).
-      adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
+      adminRate: kafkaAdminRate,
       log: (line) => console.log(`booblik: ${line}`),
+      ...(tls === undefined ? {} : { tls }),
+      ...(sasl === undefined ? {} : { sasl }),
     });
     try {
       kafkaAddress = kafka.listen();
@@ -562,6 +639,7 @@ async function main(): Promise<number> {
     try {
       const reloaded = readUsersFile(usersFile);
       server.setUsers(reloaded);
+      currentUsers = reloaded;
       console.log(`booblik: SIGHUP: reread ${usersFile}: ${plural(reloaded.size, "user")}`);
     } catch (error) {
       console.error(`booblik: SIGHUP: kept the users as they were: ${(error as Error).message}`);
@@ -575,7 +653,7 @@ async function main(): Promise<number> {
       : `, metrics on ${metrics.hostname}:${metrics.port}${webConsole ? " (console at /console/)" : ""}`;
   console.log(
     `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
-      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}, CRC32C ${crc32cImplementation}; ` +
+      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}${tls === undefined ? "" : ` (TLS${tls.ca === undefined ? "" : ", client certificates required"})`}, CRC32C ${crc32cImplementation}; ` +
       `opened ${describeOpen(broker.openReport)}` +
       (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`),
   );
@@ -583,6 +661,12 @@ async function main(): Promise<number> {
     console.log(
       `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
     );
+    if (tls !== undefined || sasl !== undefined) {
+      console.log(
+        `booblik: Kafka clients must use security.protocol=${tls === undefined ? "SASL_PLAINTEXT" : sasl === undefined ? "SSL" : "SASL_SSL"}` +
+          (sasl === undefined ? "" : ` with sasl.mechanism ${sasl.mechanisms.join(", ")}`),
+      );
+    }
     if (kafkaAdvertised === undefined && ["0.0.0.0", "::", "[::]"].includes(kafkaAddress.advertisedHost)) {
       console.log(
         `booblik: WARNING: Kafka clients are told to connect to ${kafkaAddress.advertisedHost}, which they cannot reach; set --kafka-advertised-listener host:port`,

@@ -1,7 +1,8 @@
 /**
  * Raw consume load generator: reads a partition from offset 0 to `until` with FETCH requests of
  * `maxBytes`, checking both CRC32Cs of every entry (as a consumer must: on the zero-copy path nobody
- * else can) without decoding the records. Usage: bun consume.ts <port> <topic> <until> [maxBytes]
+ * else can) without decoding the records.
+ * Usage: bun consume.ts <port> <topic> <until> [maxBytes] [CA file: speak TLS, trusting it]
  * Prints one JSON line: records, bytes, seconds, recordsPerSecond, megabytesPerSecond.
  */
 import { BrokerConnection } from "../../src/client/connection.ts";
@@ -9,10 +10,14 @@ import { checkFetchedEntries } from "../../src/client/fetched.ts";
 import { decodeFetchResponse, encodeFetchRequest } from "../../src/protocol/messages.ts";
 import { reportThroughput } from "../lib/load-result.ts";
 
-const [portText, topic, untilText, maxBytesText] = process.argv.slice(2);
+const [portText, topic, untilText, maxBytesText, caFile] = process.argv.slice(2);
 const until = Number(untilText);
 const maxBytes = Number(maxBytesText ?? 1024 * 1024);
-const connection = await BrokerConnection.connect({ host: "127.0.0.1", port: Number(portText) });
+const connection = await BrokerConnection.connect({
+  host: "127.0.0.1",
+  port: Number(portText),
+  ...(caFile === undefined ? {} : { tls: { ca: await Bun.file(caFile).text() } }),
+});
 let offset = 0;
 let bytes = 0;
 const start = performance.now();

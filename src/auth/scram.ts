@@ -138,6 +138,12 @@ export class ScramServer {
     private readonly lookup: (user: string) => ScramCredential | undefined,
     private readonly decoySecret: Uint8Array,
     private readonly serverNonce: () => string = nonce,
+    /**
+     * "endsWith": accept a client-final nonce that only ends with the combined nonce, as Kafka's
+     * ScramSaslServer does: librdkafka (2.0.2, and still in 2.3) sends client nonce + the whole
+     * combined nonce. It still carries this exchange's fresh server nonce, so replay stays refused.
+     */
+    private readonly nonceRule: "exact" | "endsWith" = "exact",
   ) {
     this.mechanism = mechanism;
     this.hash = hashOf(mechanism);
@@ -187,7 +193,12 @@ export class ScramServer {
     const parts = attributes(withoutProof, "client-final");
     if (parts.get("c") !== "biws")
       throw new AuthenticationError("SCRAM channel binding must be c=biws (none)");
-    if (parts.get("r") !== this.combinedNonce) throw new AuthenticationError("SCRAM nonce does not match");
+    const finalNonce = parts.get("r") ?? "";
+    const nonceMatches =
+      this.nonceRule === "exact"
+        ? finalNonce === this.combinedNonce
+        : finalNonce.endsWith(this.combinedNonce);
+    if (!nonceMatches) throw new AuthenticationError("SCRAM nonce does not match");
     const proof = fromBase64(clientFinal.slice(proofAt + 3));
     const credential = this.credential;
     const authMessage = `${this.clientFirstBare},${this.serverFirst},${withoutProof}`;

@@ -206,7 +206,18 @@ function parseArgs(argv: string[]): Parsed {
 }
 
 function allowOnly(parsed: Parsed, allowed: string[]): void {
-  const global = ["broker", "local", "json", "timeout", "progress", "help", "version", ...LOGIN_FLAGS];
+  const global = [
+    "broker",
+    "local",
+    "json",
+    "timeout",
+    "progress",
+    "help",
+    "version",
+    "tls-ca",
+    "tls-servername",
+    ...LOGIN_FLAGS,
+  ];
   for (const name of parsed.flags.keys()) {
     if (!global.includes(name) && !allowed.includes(name))
       throw new UsageError(`unknown option --${name} for this command`);
@@ -264,6 +275,28 @@ function localBroker(): string {
     : `${reachable}:${port}`;
 }
 
+/**
+ * `--tls-ca FILE` (BOOBLIK_TLS_CA): speak TLS to a broker started with --tls-cert, trusting the CA
+ * in FILE; `--tls-servername NAME` when the certificate names the broker otherwise than --broker.
+ */
+function tlsOptions(parsed: Parsed): { ca: string; serverName?: string } | undefined {
+  const file = parsed.flags.get("tls-ca") ?? (process.env.BOOBLIK_TLS_CA || undefined);
+  const serverName = parsed.flags.get("tls-servername");
+  if (file === undefined) {
+    if (serverName !== undefined) throw new UsageError("--tls-servername needs --tls-ca (or BOOBLIK_TLS_CA)");
+    return undefined;
+  }
+  let ca: string;
+  try {
+    ca = fs.readFileSync(file, "utf8");
+  } catch (error) {
+    throw new UsageError(
+      `--tls-ca ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+  return serverName === undefined ? { ca } : { ca, serverName };
+}
+
 async function connect(parsed: Parsed): Promise<BooblikClient> {
   if (parsed.flags.has("local") && parsed.flags.has("broker"))
     throw new UsageError("give --broker or --local, not both");
@@ -276,8 +309,10 @@ async function connect(parsed: Parsed): Promise<BooblikClient> {
   );
   const timeoutMs = flagValue(parsed, "timeout", parseDurationMs) ?? 5000;
   const login = loginOptions(parsed, (message) => new UsageError(message));
+  const tls = tlsOptions(parsed);
   return BooblikClient.connect({
     ...login,
+    ...(tls === undefined ? {} : { tls }),
     host,
     port,
     connectTimeoutMs: timeoutMs,

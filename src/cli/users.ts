@@ -229,4 +229,7 @@ export const USERS_HELP = `  users add <name> [--mechanism SCRAM-SHA-256|SCRAM-S
 
 export const LOGIN_HELP = `  --user NAME          log in as NAME (BOOBLIK_USER) with SCRAM; the password from
                        --password-file F or BOOBLIK_PASSWORD (never the command line);
-                       --mechanism SCRAM-SHA-256 (default) | SCRAM-SHA-512`;
+                       --mechanism SCRAM-SHA-256 (default) | SCRAM-SHA-512
+  --tls-ca FILE        speak TLS to a broker started with --tls-cert, trusting the CA in
+                       FILE (BOOBLIK_TLS_CA); --tls-servername NAME if its certificate
+                       names it otherwise than --broker`;

@@ -53,6 +53,20 @@ export interface ConnectionOptions {
   password?: string;
   /** Default SCRAM-SHA-256. */
   mechanism?: ScramMechanism;
+  /**
+   * Speak TLS (a broker started with --tls-cert). The broker's certificate must chain to `ca` (PEM;
+   * default: the system's CAs) and name `serverName` (default: `host`); an expired, unknown or
+   * mismatched certificate fails the connect with a ConnectionError naming the reason, before any
+   * request is sent. `cert` and `key` (PEM) are the client's own, for a broker with --tls-ca.
+   */
+  tls?: ClientTlsOptions | true;
+}
+
+export interface ClientTlsOptions {
+  ca?: string;
+  serverName?: string;
+  cert?: string;
+  key?: string;
 }
 
 /** An error the broker answered with. `wireCode` is the number on the wire (docs/protocol.md). */
@@ -155,27 +169,66 @@ export class BrokerConnection {
       );
     });
     // Inside an async function, so that a synchronous throw (a bad address) is a rejection too.
+    const tls = options.tls === true ? {} : options.tls;
+    // Bun resolves connect() when TCP connects; under TLS nothing may be sent before the handshake
+    // verified the broker, so connect waits for `handshake` too.
+    let handshaken: (() => void) | undefined;
+    let handshakeFailed: ((error: Error) => void) | undefined;
+    const handshake =
+      tls === undefined
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+            handshaken = resolve;
+            handshakeFailed = reject;
+          });
+    handshake.catch(() => undefined);
     const connecting = (async () =>
-      connectSocket(options.host, options.port, {
-        data: (chunk) => connection.onData(chunk),
-        drain: () => connection.flushQueue(),
-        close: () =>
-          connection.fail(new ConnectionError(`connection to ${options.host}:${options.port} closed`)),
-        end: () =>
-          connection.fail(
-            new ConnectionError(`broker ${options.host}:${options.port} closed the connection`),
-          ),
-        error: (error) =>
-          connection.fail(
-            new ConnectionError(
-              `connection to ${options.host}:${options.port} failed: ${error.message}`,
-              error,
+      connectSocket(
+        options.host,
+        options.port,
+        {
+          data: (chunk) => connection.onData(chunk),
+          drain: () => connection.flushQueue(),
+          handshake: (error) => {
+            if (error === undefined) {
+              handshaken?.();
+              return;
+            }
+            const code = (error as { code?: string }).code;
+            handshakeFailed?.(
+              new ConnectionError(
+                `TLS with ${options.host}:${options.port} refused: ${error.message}${code === undefined ? "" : ` [${code}]`}`,
+                error,
+              ),
+            );
+          },
+          close: () =>
+            connection.fail(new ConnectionError(`connection to ${options.host}:${options.port} closed`)),
+          end: () =>
+            connection.fail(
+              new ConnectionError(`broker ${options.host}:${options.port} closed the connection`),
             ),
-          ),
-      }))();
+          error: (error) =>
+            connection.fail(
+              new ConnectionError(
+                `connection to ${options.host}:${options.port} failed: ${error.message}`,
+                error,
+              ),
+            ),
+        },
+        tls === undefined
+          ? undefined
+          : {
+              serverName: tls.serverName ?? options.host,
+              ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+              ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+              ...(tls.key === undefined ? {} : { key: tls.key }),
+            },
+      ))();
     try {
       const socket = await Promise.race([connecting, timeout]);
       connection.socket = socket;
+      await Promise.race([handshake, timeout]);
     } catch (error) {
       // When the timeout won, the attempt still runs: a socket it opens later has no owner, so end it.
       connecting.then(

@@ -1,5 +1,6 @@
 /**
- * The client's TCP socket on either runtime: `Bun.connect` under Bun, `node:net` elsewhere (the
+ * The client's TCP socket on either runtime: `Bun.connect` under Bun, `node:net` (`node:tls` under
+ * TLS) elsewhere (the
  * client library runs on Node.js ≥ 20 too; docs/client.md "Node.js"). Owns only the choice and the
  * adaptation; framing, ordering and errors stay in connection.ts.
  *
@@ -11,6 +12,7 @@
  *   `close`, `end` and `error` alike (the first one fails the connection, the others find it failed).
  */
 import net from "node:net";
+import nodeTls from "node:tls";
 
 export interface ClientSocket {
   write(bytes: Uint8Array): number;
@@ -20,22 +22,57 @@ export interface ClientSocket {
 export interface SocketHandlers {
   data(chunk: Uint8Array): void;
   drain(): void;
+  /**
+   * Under TLS: the handshake ended, verified (`undefined`) or refused (the reason; the socket is
+   * then ended). The connect promise may resolve before it (Bun resolves on the TCP connect).
+   */
+  handshake?(error: Error | undefined): void;
   close(): void;
   end(): void;
   error(error: Error): void;
 }
 
-/** Connects; rejects with the runtime's error (its `code`, e.g. ECONNREFUSED, kept). */
-export function connectSocket(host: string, port: number, handlers: SocketHandlers): Promise<ClientSocket> {
-  if (typeof Bun !== "undefined") return connectBun(host, port, handlers);
-  return connectNode(host, port, handlers);
+/** TLS towards the broker: its certificate must chain to `ca` (default: the system's) and name `serverName`. */
+export interface SocketTls {
+  serverName: string;
+  ca?: string;
+  cert?: string;
+  key?: string;
 }
 
-async function connectBun(host: string, port: number, handlers: SocketHandlers): Promise<ClientSocket> {
+/**
+ * Connects (with TLS when `tls` is given); rejects with the runtime's error (its `code`, e.g.
+ * ECONNREFUSED, kept).
+ */
+export function connectSocket(
+  host: string,
+  port: number,
+  handlers: SocketHandlers,
+  tls?: SocketTls,
+): Promise<ClientSocket> {
+  if (typeof Bun !== "undefined") return connectBun(host, port, handlers, tls);
+  return connectNode(host, port, handlers, tls);
+}
+
+async function connectBun(
+  host: string,
+  port: number,
+  handlers: SocketHandlers,
+  tls: SocketTls | undefined,
+): Promise<ClientSocket> {
   return Bun.connect<undefined>({
     hostname: host,
     port,
+    ...(tls === undefined ? {} : { tls: { ...tls, rejectUnauthorized: true } }),
     socket: {
+      handshake: (socket, success, authorizationError) => {
+        if (success && authorizationError === null) {
+          handlers.handshake?.(undefined);
+          return;
+        }
+        handlers.handshake?.(authorizationError ?? new Error("the TLS handshake failed"));
+        socket.end();
+      },
       binaryType: "uint8array",
       data: (_socket, chunk) => handlers.data(chunk),
       drain: () => handlers.drain(),
@@ -46,10 +83,29 @@ async function connectBun(host: string, port: number, handlers: SocketHandlers):
   });
 }
 
-function connectNode(host: string, port: number, handlers: SocketHandlers): Promise<ClientSocket> {
+function connectNode(
+  host: string,
+  port: number,
+  handlers: SocketHandlers,
+  tls: SocketTls | undefined,
+): Promise<ClientSocket> {
   return new Promise<ClientSocket>((resolve, reject) => {
     // Requests are small frames answered one by one: Nagle's delay would hold each for an ACK.
-    const socket = net.connect({ host, port, noDelay: true });
+    // Under TLS, "secureConnect" comes after the handshake verified the broker; a refused one is an
+    // error before it, which rejects the connect with the reason.
+    const socket =
+      tls === undefined
+        ? net.connect({ host, port, noDelay: true })
+        : nodeTls.connect({
+            host,
+            port,
+            servername: tls.serverName,
+            rejectUnauthorized: true,
+            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+            ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+            ...(tls.key === undefined ? {} : { key: tls.key }),
+          });
+    if (tls !== undefined) socket.setNoDelay(true);
     let connected = false;
     const adapter: ClientSocket = {
       write(bytes) {
@@ -62,9 +118,10 @@ function connectNode(host: string, port: number, handlers: SocketHandlers): Prom
         socket.destroy();
       },
     };
-    socket.once("connect", () => {
+    socket.once(tls === undefined ? "connect" : "secureConnect", () => {
       connected = true;
       resolve(adapter);
+      handlers.handshake?.(undefined);
     });
     socket.on("data", (chunk: Buffer) => handlers.data(chunk));
     socket.on("end", () => handlers.end());

@@ -596,3 +596,9 @@ export const DAMAGE_SEARCH_CHUNK_BYTES = 1024 * 1024;
  * does not pin its size in memory.
  */
 export const FETCH_CHECK_BUFFER_MAX_BYTES = 1024 * 1024 + 8;
+// --- Security: TLS, SASL on the Kafka listener (issue 14, sec14) ---------------------------------
+
+/** Client addresses whose recent failed logins are remembered (login-delays.ts); oldest forgotten. */
+export const LOGIN_FAILURE_ADDRESSES_MAX = 10_000;
+/** A SASL PLAIN message longer than this is malformed (authzid, user and password are short). */
+export const SASL_PLAIN_MESSAGE_BYTES_MAX = 4096;

@@ -45,6 +45,8 @@ export const KAFKA_API = {
   OFFSET_DELETE: 47,
   OFFSET_FOR_LEADER_EPOCH: 23,
   DELETE_RECORDS: 21,
+  SASL_HANDSHAKE: 17,
+  SASL_AUTHENTICATE: 36,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -91,6 +93,10 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.OFFSET_DELETE]: { min: 0, max: 0 },
   [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: { min: 0, max: 3 },
   [KAFKA_API.DELETE_RECORDS]: { min: 0, max: 1 },
+  // SASL (sasl.ts): handshake 0-1 advertised (librdkafka 2.0.2 enables SASL only when v0 lies in
+  // the range), v0 itself refused (raw tokens follow it); authenticate non-flexible.
+  [KAFKA_API.SASL_HANDSHAKE]: { min: 0, max: 1 },
+  [KAFKA_API.SASL_AUTHENTICATE]: { min: 0, max: 1 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -120,6 +126,9 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.OFFSET_DELETE]: 1,
   [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: 4,
   [KAFKA_API.DELETE_RECORDS]: 2,
+  // SaslHandshake has no flexible version.
+  [KAFKA_API.SASL_HANDSHAKE]: Number.POSITIVE_INFINITY,
+  [KAFKA_API.SASL_AUTHENTICATE]: 2,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {
@@ -237,4 +246,8 @@ export const KAFKA_ERROR = {
   OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
   INVALID_PRODUCER_EPOCH: 47,
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
+  // SASL (sasl.ts).
+  UNSUPPORTED_SASL_MECHANISM: 33,
+  ILLEGAL_SASL_STATE: 34,
+  SASL_AUTHENTICATION_FAILED: 58,
 } as const;

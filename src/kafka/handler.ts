@@ -169,6 +169,9 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
     // Idempotent producers (producer-state.ts); transactional ids are refused.
     [KAFKA_API.INIT_PRODUCER_ID, CODEC_VERSIONS[KAFKA_API.INIT_PRODUCER_ID]],
+    // SASL (sasl.ts): answered by the listener before a login; here only when there are no users.
+    [KAFKA_API.SASL_HANDSHAKE, CODEC_VERSIONS[KAFKA_API.SASL_HANDSHAKE]],
+    [KAFKA_API.SASL_AUTHENTICATE, CODEC_VERSIONS[KAFKA_API.SASL_AUTHENTICATE]],
   ],
 );
 
@@ -497,6 +500,13 @@ export class KafkaHandler {
           return this.offsetForLeaderEpoch(reader, apiVersion, correlationId);
         case KAFKA_API.DELETE_RECORDS:
           return await this.deleteRecords(reader, apiVersion, correlationId, clientAddress);
+        case KAFKA_API.SASL_HANDSHAKE:
+        case KAFKA_API.SASL_AUTHENTICATE:
+          // The listener's SASL (sasl.ts) answers these until a connection logged in.
+          return {
+            kind: "close",
+            reason: `${name}: this connection is logged in already, or the broker has no users (--users-file), so there is no SASL to do`,
+          };
         default:
           return { kind: "close", reason: `${name} (API key ${apiKey}) is not served yet` };
       }

@@ -19,6 +19,7 @@
  *   no error frame for a dropped connection.
  */
 import type { Socket, TCPSocketListener } from "bun";
+import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import {
   INBOUND_FREE_BYTES,
@@ -27,7 +28,8 @@ import {
   REQUEST_MIN_BYTES_PER_SECOND,
 } from "../domain/limits.ts";
 import { REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
-import { KafkaHandler } from "./handler.ts";
+import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
+import { type KafkaSasl, SaslSession } from "./sasl.ts";
 
 /** The broker-wide budget for inbound bytes (server/inbound-budget.ts has the implementation). */
 export interface InboundBudgetLike {
@@ -54,6 +56,10 @@ export interface KafkaListenerOptions {
   adminRate?: { take(clientAddress: string): void };
   /** One line per closed connection and per refused one. */
   log?: (line: string) => void;
+  /** Serve TLS only (auth/tls.ts): Kafka's SSL and SASL_SSL security protocols. */
+  tls?: TlsFiles;
+  /** Require a SASL login before anything but ApiVersions (sasl.ts): the broker has users. */
+  sasl?: KafkaSasl;
 }
 
 export interface KafkaListenerCounters {
@@ -64,10 +70,26 @@ export interface KafkaListenerCounters {
   closedForRequest: number;
 }
 
+function answerOf(
+  connection: KafkaConnection,
+  listener: KafkaListener,
+  frame: Uint8Array,
+): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
+  const sasl = listener.options.sasl;
+  if (sasl === undefined || connection.sasl.principal !== undefined) {
+    return listener.handler.handle(frame, connection.remoteAddress);
+  }
+  const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
+  if (outcome.kind === "pass") return listener.handler.handle(frame, connection.remoteAddress);
+  return Promise.resolve(outcome);
+}
+
 const INITIAL_BUFFER_BYTES = 64 * 1024;
 
 class KafkaConnection {
   readonly socket: Socket<KafkaConnection>;
+  /** Login progress (only used when the listener requires SASL). */
+  readonly sasl = new SaslSession();
   readonly remoteAddress: string;
   private readonly listener: KafkaListener;
   /** Inbound bytes live in [start, end) of `buffer`. */
@@ -246,8 +268,18 @@ class KafkaConnection {
     this.start += size + 4;
     this.busy = true;
     this.listener.counters.requests++;
-    this.listener.handler.handle(frame, this.remoteAddress).then(
+    answerOf(this, this.listener, frame).then(
       (outcome) => {
+        if (outcome.kind === "fail") {
+          // A failed login: answered after the address's delay, then the connection ends.
+          setTimeout(() => {
+            this.busy = false;
+            if (this.closingReason !== undefined) return;
+            this.write(outcome.bytes);
+            this.close(outcome.reason);
+          }, outcome.delayMs);
+          return;
+        }
         this.busy = false;
         if (this.closingReason !== undefined) return;
         if (outcome.kind === "close") {
@@ -373,6 +405,7 @@ export class KafkaListener {
     this.server = Bun.listen<KafkaConnection>({
       hostname: this.options.hostname,
       port: this.options.port,
+      ...(this.options.tls === undefined ? {} : { tls: bunTlsOptions(this.options.tls) }),
       socket: {
         binaryType: "uint8array",
         open(socket) {

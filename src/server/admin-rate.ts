@@ -23,10 +23,14 @@ export class AdminRateLimiter {
   private readonly perSecond: number;
   private readonly burst: number;
   private readonly allowances = new Map<string, Allowance>();
+  /** Requests refused so far (/metrics: booblik_admin_requests_refused_total). */
+  refusals = 0;
 
   constructor(
     perSecond: number,
     private readonly nowMs: () => number = () => performance.now(),
+    /** Told of every refusal, with the client address and the message (the broker's audit log). */
+    private readonly onRefusal?: (address: string, message: string) => void,
   ) {
     this.perSecond = perSecond;
     this.burst = perSecond * ADMIN_REQUEST_BURST_SECONDS;
@@ -45,13 +49,16 @@ export class AdminRateLimiter {
     }
     if (allowance.tokens < 1) {
       const waitMs = Math.ceil(((1 - allowance.tokens) * 1000) / this.perSecond);
-      throw new BooblikError(
+      this.refusals++;
+      const error = new BooblikError(
         "LIMIT_EXCEEDED",
         `too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE) from ${address}: the limit is ` +
           `${this.perSecond} a second after a burst of ${this.burst} (--max-admin-requests-per-second); ` +
           `retry in ${waitMs} ms`,
         { retriable: true },
       );
+      this.onRefusal?.(address, error.message);
+      throw error;
     }
     allowance.tokens -= 1;
   }

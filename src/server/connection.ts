@@ -126,6 +126,8 @@ export interface ConnectionHost {
   readonly maxFrameBytes: number;
   readonly counters: ConnectionCounters;
   readonly inboundBudget: InboundBudget;
+  /** The socket speaks TLS: a sendfile range would bypass the encryption (tls.ts). */
+  readonly tls: boolean;
   /** Handles one complete request frame; `frame` is valid only during the call. */
   dispatch(connection: Connection, frame: Uint8Array): void;
   /**
@@ -636,6 +638,13 @@ export class Connection implements BudgetWaiter {
 
   /** Completes a slot with a header followed by a leased file range (released once sent). */
   completeWithFile(slot: ResponseSlot, header: Uint8Array, lease: FileLease): void {
+    if (this.host.tls) {
+      // A programming error, never a client's: the host copies records under TLS.
+      lease.release();
+      throw new Error(
+        "a sendfile range on a TLS connection would send clear text: FETCH must copy under TLS",
+      );
+    }
     if (this.isClosed || slot.done) {
       lease.release();
       return;

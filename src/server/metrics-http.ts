@@ -7,6 +7,7 @@
  * they exist; before that, only the process and recovery series have values.
  */
 import type { Server } from "bun";
+import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
 import { createConsole } from "../console/console-http.ts";
@@ -20,6 +21,8 @@ export interface MetricsTargets {
   ready: boolean;
   /** The Kafka listener's group coordinator, for the console's groups page (when it runs). */
   groups?: ConsoleGroupsView | undefined;
+  /** The Kafka listener's security counters, when it runs. */
+  kafka?: { authenticationFailures(): number; adminRefusals(): number };
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
@@ -28,6 +31,36 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     registry.register(name, "counter", help, () =>
       targets.server === undefined ? [] : [[{}, read(targets.server)]],
     );
+  // Security (docs/security.md): failed logins (wrong password, unknown user, a request before the
+  // login) and admin requests refused by --max-admin-requests-per-second, per listener.
+  const perListener =
+    (native: (server: BrokerServer) => number, kafka: (k: NonNullable<MetricsTargets["kafka"]>) => number) =>
+    (): [Record<string, string>, number][] => [
+      ...(targets.server === undefined
+        ? []
+        : [[{ listener: "native" }, native(targets.server)] as [Record<string, string>, number]]),
+      ...(targets.kafka === undefined
+        ? []
+        : [[{ listener: "kafka" }, kafka(targets.kafka)] as [Record<string, string>, number]]),
+    ];
+  registry.register(
+    "booblik_authentication_failures_total",
+    "counter",
+    "Failed logins: wrong password, unknown user, malformed exchange, or a request before the login.",
+    perListener(
+      (server) => server.counters.authenticationFailures,
+      (kafka) => kafka.authenticationFailures(),
+    ),
+  );
+  registry.register(
+    "booblik_admin_requests_refused_total",
+    "counter",
+    "Admin requests (topic create, delete, alter, partition additions, purges) refused by the per-address rate limit.",
+    perListener(
+      (server) => server.adminRefusals,
+      (kafka) => kafka.adminRefusals(),
+    ),
+  );
   registry.register(
     "booblik_ready",
     "gauge",
@@ -261,7 +294,7 @@ export function startMetricsServer(
   hostname: string,
   port: number,
   targets: MetricsTargets,
-  options: { console: boolean } = { console: false },
+  options: { console: boolean; tls?: TlsFiles } = { console: false },
 ): Server<undefined> {
   const registry = buildRegistry(targets);
   // The web console (src/console): its page and assets as routes, its data API in fetch below.
@@ -269,6 +302,7 @@ export function startMetricsServer(
   const server = Bun.serve({
     hostname,
     port,
+    ...(options.tls === undefined ? {} : { tls: bunTlsOptions(options.tls) }),
     development: false,
     routes: webConsole?.routes ?? {},
     fetch(request, server) {

@@ -18,7 +18,9 @@
 
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import { LoginDelays } from "../auth/login-delays.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
+import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { AppendWaiter, Partition } from "../broker/partition.ts";
@@ -26,9 +28,6 @@ import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
   ADMIN_REQUESTS_PER_SECOND_DEFAULT,
-  AUTHENTICATION_FAILED_DELAY_MAX_MS,
-  AUTHENTICATION_FAILED_DELAY_MIN_MS,
-  AUTHENTICATION_FAILURE_MEMORY_MS,
   PRODUCE_WAITERS_KEPT,
   REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
@@ -132,6 +131,10 @@ export interface ServerOptions {
    * naming who asked and from where; the caller decides where lines go (the broker prints them).
    */
   auditLog?: (line: string) => void;
+  /** Failed-login delays per address; shared with the Kafka listener when given. */
+  loginDelays?: LoginDelays;
+  /** Serve TLS only (tls.ts); FETCH then always copies, whatever `fetchPath` says. */
+  tls?: TlsFiles;
 }
 
 export interface ServerCounters extends ConnectionCounters {
@@ -220,8 +223,8 @@ export class BrokerServer implements ConnectionHost {
   private readonly exchanges = new WeakMap<Connection, ScramServer>();
   /** Salts the fake answers to unknown users; new at every start. */
   private readonly decoySecret = crypto.getRandomValues(new Uint8Array(32));
-  /** Recent failed logins per client address: the delay before the next failure's answer. */
-  private readonly loginFailures = new Map<string, { count: number; atMs: number }>();
+  /** Recent failed logins per client address (shared with the Kafka listener's SASL). */
+  readonly loginDelays: LoginDelays;
   private listener: TCPSocketListener<Connection> | undefined;
   private readonly connections = new Set<Connection>();
   /** Refused connections lingering after their error frame (see Connection.closeAfterAnswers). */
@@ -249,10 +252,22 @@ export class BrokerServer implements ConnectionHost {
     this.options = options;
     this.adminRate = new AdminRateLimiter(
       options.maxAdminRequestsPerSecond ?? ADMIN_REQUESTS_PER_SECOND_DEFAULT,
+      undefined,
+      (address, message) =>
+        options.auditLog?.(`booblik: audit: from ${address}: admin request refused: ${message}`),
     );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
+    this.loginDelays = options.loginDelays ?? new LoginDelays();
+    this.tls = options.tls !== undefined;
+    // sendfile would put clear text into the TLS stream (tls.ts): copy instead.
+    this.fetchPath = this.tls ? "copy" : options.fetchPath;
   }
+
+  /** The listener speaks TLS: no sendfile (Connection checks it too). */
+  readonly tls: boolean;
+  /** How FETCH sends records: the option, except always "copy" under TLS. */
+  readonly fetchPath: FetchPath;
 
   get maxFrameBytes(): number {
     return this.options.maxFrameBytes;
@@ -269,6 +284,7 @@ export class BrokerServer implements ConnectionHost {
       hostname: this.options.hostname,
       port: this.options.port,
       allowHalfOpen: true,
+      ...(this.options.tls === undefined ? {} : { tls: bunTlsOptions(this.options.tls) }),
       socket: {
         binaryType: "uint8array",
         open(socket) {
@@ -302,6 +318,11 @@ export class BrokerServer implements ConnectionHost {
 
   get connectionCount(): number {
     return this.connections.size;
+  }
+
+  /** Admin requests refused by the rate limit (/metrics). */
+  get adminRefusals(): number {
+    return this.adminRate.refusals;
   }
 
   /** Open connections per client address, read-only (the web console lists them). */
@@ -925,23 +946,7 @@ export class BrokerServer implements ConnectionHost {
 
   /** How long to wait before answering a failed login from `address`; remembers the failure. */
   private failureDelayMs(address: string): number {
-    const now = performance.now();
-    const last = this.loginFailures.get(address);
-    const count =
-      last !== undefined && now - last.atMs < AUTHENTICATION_FAILURE_MEMORY_MS ? last.count + 1 : 1;
-    this.loginFailures.set(address, { count, atMs: now });
-    if (this.loginFailures.size > 10_000) {
-      // Forget the oldest entries: a bounded map, whatever addresses an attacker brings.
-      for (const [key, value] of this.loginFailures) {
-        if (now - value.atMs >= AUTHENTICATION_FAILURE_MEMORY_MS || this.loginFailures.size > 10_000)
-          this.loginFailures.delete(key);
-        if (this.loginFailures.size <= 5_000) break;
-      }
-    }
-    return Math.min(
-      AUTHENTICATION_FAILED_DELAY_MIN_MS * 2 ** (count - 1),
-      AUTHENTICATION_FAILED_DELAY_MAX_MS,
-    );
+    return this.loginDelays.failed(address);
   }
 
   private listOffsets(
@@ -1100,7 +1105,7 @@ export class BrokerServer implements ConnectionHost {
       connection.complete(slot, this.writer.written().slice());
       return;
     }
-    if (this.options.fetchPath === "copy") {
+    if (this.fetchPath === "copy") {
       const read = partition.read(offset, maxBytes, true);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset,
@@ -1148,7 +1153,7 @@ export class BrokerServer implements ConnectionHost {
   stats(): Record<string, number | string> {
     return {
       brokerVersion: BROKER_VERSION,
-      fetchPath: this.options.fetchPath,
+      fetchPath: this.fetchPath,
       ...this.counters,
       connectionsActive: this.connections.size,
       connectionsPaused: [...this.connections].filter((connection) => connection.readPaused).length,

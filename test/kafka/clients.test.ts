@@ -8,7 +8,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { Broker } from "../../src/broker/broker.ts";
-import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
@@ -189,7 +188,7 @@ describe("a broker process with --kafka-port", () => {
     ]);
   });
 
-  test("refused: --kafka-port with --users-file (no SASL yet), and a malformed advertised listener", async () => {
+  test("refused: a malformed advertised listener", async () => {
     const dir = dataDir();
     const bad = await runBrokerExpectingFailure([
       "--data-dir",
@@ -205,24 +204,7 @@ describe("a broker process with --kafka-port", () => {
       1,
       'booblik: --kafka-advertised-listener must be host:port, got "no-port"',
     ]);
-    const usersFile = dir.file("users");
-    const users = readUsersFileOrEmpty(usersFile);
-    setUser(users, "alice", "correct horse");
-    writeUsersFile(usersFile, users);
-    const withUsers = await runBrokerExpectingFailure([
-      "--data-dir",
-      dir.path,
-      "--port",
-      "0",
-      "--kafka-port",
-      "0",
-      "--users-file",
-      usersFile,
-    ]);
-    expect([withUsers.exitCode, withUsers.stderr.trim()]).toEqual([
-      1,
-      "booblik: --kafka-port cannot be combined with --users-file yet: the Kafka listener has no authentication (SASL), so it would bypass the logins",
-    ]);
+    // --kafka-port with --users-file is served with SASL now (test/kafka/sasl.test.ts).
   });
 });
 

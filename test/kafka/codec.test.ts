@@ -56,6 +56,7 @@ import {
   type FetchRequest,
   type ProduceRequest,
 } from "../../src/kafka/messages.ts";
+import { decodeSaslAuthenticateRequest, decodeSaslHandshakeRequest } from "../../src/kafka/sasl.ts";
 import {
   decodeCreatePartitionsRequest,
   decodeIncrementalAlterConfigsRequest,
@@ -93,6 +94,8 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.OFFSET_DELETE]: decodeOffsetDeleteRequest,
   [KAFKA_API.OFFSET_FOR_LEADER_EPOCH]: decodeOffsetForLeaderEpochRequest,
   [KAFKA_API.DELETE_RECORDS]: decodeDeleteRecordsRequest,
+  [KAFKA_API.SASL_HANDSHAKE]: decodeSaslHandshakeRequest,
+  [KAFKA_API.SASL_AUTHENTICATE]: decodeSaslAuthenticateRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -744,6 +747,8 @@ describe("responses match Kafka's layouts field by field", () => {
       42: { min: 0, max: 1 },
       47: { min: 0, max: 0 },
       60: { min: 0, max: 1 },
+      17: { min: 0, max: 1 },
+      36: { min: 0, max: 1 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;
