@@ -195,8 +195,8 @@ const OPTIONS = {
   kafkaPort: {
     flag: "--kafka-port",
     env: "BOOBLIK_KAFKA_PORT",
-    fallback: "off",
-    help: `serve the Kafka wire protocol on this port (Kafka's usual port is ${KAFKA_PORT_DEFAULT}; 0 picks a free one; see docs/kafka.md)`,
+    fallback: String(KAFKA_PORT_DEFAULT),
+    help: "serve the Kafka wire protocol on this port (off disables it; 0 picks a free one; off by default with --users-file; see docs/kafka.md)",
   },
   kafkaAdvertisedListener: {
     flag: "--kafka-advertised-listener",
@@ -418,8 +418,13 @@ async function main(): Promise<number> {
   const metricsPort =
     values.metricsPort === "off" ? undefined : parseInteger("metrics port", values.metricsPort, 0, 65535);
   const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
+  // Kafka's port by default, so that a Kafka client works without asking; but with a users file the
+  // default is off rather than a refusal (below), so that turning logins on never starts failing.
+  const kafkaOffForUsers = !explicit.has("kafkaPort") && users !== undefined;
   const kafkaPort =
-    values.kafkaPort === "off" ? undefined : parseInteger("kafka port", values.kafkaPort, 0, 65535);
+    values.kafkaPort === "off" || kafkaOffForUsers
+      ? undefined
+      : parseInteger("kafka port", values.kafkaPort, 0, 65535);
   const kafkaAdvertised =
     values.kafkaAdvertisedListener === "the bound address"
       ? undefined
@@ -518,7 +523,7 @@ async function main(): Promise<number> {
       metrics?.stop(true);
       const code = (error as { code?: string }).code;
       throw new UsageError(
-        `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port)" : (error as Error).message}`,
+        `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port, or --kafka-port off)" : (error as Error).message}`,
       );
     }
   }
@@ -582,6 +587,11 @@ async function main(): Promise<number> {
         `booblik: WARNING: Kafka clients are told to connect to ${kafkaAddress.advertisedHost}, which they cannot reach; set --kafka-advertised-listener host:port`,
       );
     }
+  }
+  if (kafkaOffForUsers) {
+    console.log(
+      "booblik: Kafka protocol off: it has no authentication (SASL) yet, so it is not served with --users-file",
+    );
   }
   if (anonymousReach) {
     console.log(
