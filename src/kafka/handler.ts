@@ -724,7 +724,12 @@ export class KafkaHandler {
 
   private metadata(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
     const request = decodeMetadataRequest(reader, version);
-    const names = request.topics ?? this.broker.listTopics().map((topic) => topic.name);
+    // All topics includes the internal offsets topic, flagged `is_internal`, as Kafka lists its own
+    // (KafkaApis.handleTopicMetadataRequest): clients decide on the flag (the Java consumer's
+    // exclude.internal.topics=true keeps it out of pattern subscriptions; franz-go's TestConsumeRegex
+    // checks it is reported). The native protocol's listing still hides it (Broker.listTopics).
+    const names =
+      request.topics ?? this.broker.listTopics({ includeInternal: true }).map((topic) => topic.name);
     const topics: MetadataTopic[] = names.map((name) => {
       try {
         toTopicName(name);
@@ -736,7 +741,6 @@ export class KafkaHandler {
         return {
           errorCode: KAFKA_ERROR.NONE,
           name,
-          // The offsets topic: listed only when asked for by name (Broker.listTopics), marked internal.
           isInternal: Broker.isInternalTopic(name),
           partitions: description.partitions.map((partition) => ({
             errorCode: KAFKA_ERROR.NONE,

@@ -500,7 +500,7 @@ describe("groups and committed offsets over bytes", () => {
     expect(broker.offsets.committedOf("g")).toEqual([]);
   });
 
-  test("the offsets topic: Produce gets INVALID_TOPIC_EXCEPTION; Metadata lists it only by name, marked internal", async () => {
+  test("the offsets topic: Produce gets INVALID_TOPIC_EXCEPTION; Metadata lists it (all topics or by name), marked internal", async () => {
     broker.createTopic("t");
     await broker.offsets.commit("g", [
       { topic: "t", partition: 0, offset: 1, leaderEpoch: -1, metadata: null },
@@ -512,7 +512,27 @@ describe("groups and committed offsets over bytes", () => {
     all.int32("port");
     all.nullableString("rack");
     all.int32("controller");
-    expect([all.int32("topics"), all.int16("error"), all.string("name")]).toEqual([1, 0, "t"]);
+    // As Kafka does (its all-topics Metadata lists every topic, internal ones flagged): clients filter
+    // on the flag (Java's exclude.internal.topics, franz-go's TestConsumeRegex).
+    const listed: [number, string, boolean][] = [];
+    const count = all.int32("topics");
+    for (let i = 0; i < count; i++) {
+      listed.push([all.int16("error"), all.string("name"), all.boolean("internal")]);
+      const partitions = all.int32("partitions");
+      for (let p = 0; p < partitions; p++) {
+        all.int16("error");
+        all.int32("partition");
+        all.int32("leader");
+        for (const what of ["replicas", "isr"]) {
+          const nodes = all.int32(what);
+          for (let n = 0; n < nodes; n++) all.int32("node");
+        }
+      }
+    }
+    expect(listed).toEqual([
+      [0, "__consumer_offsets", true],
+      [0, "t", false],
+    ]);
     const named = await answer(header(3, 1).i32(1).str("__consumer_offsets"));
     named.int32("brokers");
     named.int32("node");
