@@ -26,6 +26,7 @@ import {
   INBOUND_FREE_BYTES,
   KAFKA_PORT_DEFAULT,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+  PARTITIONS_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SEALED_READ_DESCRIPTORS_MIN,
@@ -197,6 +198,18 @@ const OPTIONS = {
     env: "BOOBLIK_KAFKA_PORT",
     fallback: String(KAFKA_PORT_DEFAULT),
     help: "serve the Kafka wire protocol on this port (off disables it; 0 picks a free one; off by default with --users-file; see docs/kafka.md)",
+  },
+  kafkaAutoCreateTopics: {
+    flag: "--kafka-auto-create-topics",
+    env: "BOOBLIK_KAFKA_AUTO_CREATE_TOPICS",
+    fallback: "off",
+    help: "on: a Kafka Metadata request naming an unknown topic creates it (Kafka's auto.create.topics.enable): on | off",
+  },
+  kafkaAutoCreatePartitions: {
+    flag: "--kafka-auto-create-partitions",
+    env: "BOOBLIK_KAFKA_AUTO_CREATE_PARTITIONS",
+    fallback: "1",
+    help: "partitions of a topic auto-created by a Kafka client (Kafka's num.partitions)",
   },
   kafkaAdvertisedListener: {
     flag: "--kafka-advertised-listener",
@@ -435,6 +448,16 @@ async function main(): Promise<number> {
       "--kafka-port cannot be combined with --users-file yet: the Kafka listener has no authentication (SASL), so it would bypass the logins",
     );
   }
+  const kafkaAutoCreate = choice("--kafka-auto-create-topics", values.kafkaAutoCreateTopics, [
+    "on",
+    "off",
+  ] as const);
+  const kafkaAutoCreatePartitions = parseInteger(
+    "kafka auto-create partitions",
+    values.kafkaAutoCreatePartitions,
+    1,
+    PARTITIONS_MAX,
+  );
   const webConsole = choice("--console", values.console, ["on", "off"] as const) === "on";
   const dataDir = path.resolve(values.dataDir);
 
@@ -508,6 +531,7 @@ async function main(): Promise<number> {
       inboundBudget: server.inboundBudget,
       // Its own allowance per address, next to the native listener's (which the server keeps private).
       adminRate: new AdminRateLimiter(maxAdminRequestsPerSecond),
+      ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
       log: (line) => console.log(`booblik: ${line}`),
     });
     try {

@@ -54,6 +54,8 @@ export interface KafkaListenerOptions {
   adminRate?: { take(clientAddress: string): void };
   /** One line per closed connection and per refused one. */
   log?: (line: string) => void;
+  /** `--kafka-auto-create-topics on`: Metadata creates unknown topics (KafkaHandlerOptions). */
+  autoCreateTopics?: { partitions: number };
 }
 
 export interface KafkaListenerCounters {
@@ -398,6 +400,9 @@ export class KafkaListener {
       advertisedHost,
       advertisedPort,
       ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
+      ...(this.options.autoCreateTopics === undefined
+        ? {}
+        : { autoCreateTopics: this.options.autoCreateTopics }),
     });
     const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
     this.sweepTimer = setInterval(
