@@ -112,7 +112,7 @@ export async function startKafka(lib: string, kafkaVersion: string): Promise<Kaf
       "share.coordinator.state.topic.replication.factor=1",
       "share.coordinator.state.topic.min.isr=1",
       "group.initial.rebalance.delay.ms=0",
-      // booblik never creates a topic on Metadata or Produce: compare like with like.
+      // booblik's default (--kafka-auto-create-topics off): compare like with like.
       "auto.create.topics.enable=false",
       "",
     ].join("\n"),
