@@ -411,7 +411,9 @@ export class KafkaHandler {
         case KAFKA_API.FIND_COORDINATOR: {
           // This node coordinates every group (and would every transaction: key_type 1 gets the
           // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
-          decodeFindCoordinatorRequest(reader, apiVersion);
+          const { keyType } = decodeFindCoordinatorRequest(reader, apiVersion);
+          // A group's coordinator: Kafka creates __consumer_offsets at that moment; so does booblik.
+          if (keyType === 0) this.broker.ensureOffsetsTopic();
           return this.respond((writer) =>
             encodeFindCoordinatorResponse(writer, apiVersion, correlationId, {
               errorCode: KAFKA_ERROR.NONE,

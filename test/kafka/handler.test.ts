@@ -500,6 +500,17 @@ describe("groups and committed offsets over bytes", () => {
     expect(broker.offsets.committedOf("g")).toEqual([]);
   });
 
+  test("FindCoordinator for a group creates the offsets topic, as Kafka does", async () => {
+    expect(broker.listTopics({ includeInternal: true })).toEqual([]);
+    // FindCoordinator v1: key "g", key_type 0 (group).
+    await answer(header(10, 1).str("g").i8(0));
+    expect(broker.listTopics({ includeInternal: true }).map((topic) => topic.name)).toEqual([
+      "__consumer_offsets",
+    ]);
+    // The native listing still hides it.
+    expect(broker.listTopics()).toEqual([]);
+  });
+
   test("the offsets topic: Produce gets INVALID_TOPIC_EXCEPTION; Metadata lists it (all topics or by name), marked internal", async () => {
     broker.createTopic("t");
     await broker.offsets.commit("g", [
