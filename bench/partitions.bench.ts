@@ -33,10 +33,13 @@ interface Started {
 
 async function start(dataDir: string): Promise<Started> {
   const began = performance.now();
-  const child = Bun.spawn([process.execPath, MAIN, "--data-dir", dataDir, "--port", "0"], {
-    stdout: "pipe",
-    stderr: "inherit",
-  });
+  const child = Bun.spawn(
+    [process.execPath, MAIN, "--data-dir", dataDir, "--port", "0", "--kafka-port", "off"],
+    {
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
   const reader = (child.stdout as ReadableStream<Uint8Array>).getReader();
   let text = "";
   while (!text.includes(" listening on ")) {

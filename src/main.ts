@@ -28,6 +28,7 @@ import {
   INBOUND_FREE_BYTES,
   KAFKA_PORT_DEFAULT,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+  PARTITIONS_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SEALED_READ_DESCRIPTORS_MIN,
@@ -198,8 +199,20 @@ const OPTIONS = {
   kafkaPort: {
     flag: "--kafka-port",
     env: "BOOBLIK_KAFKA_PORT",
+    fallback: String(KAFKA_PORT_DEFAULT),
+    help: "serve the Kafka wire protocol on this port (off disables it; 0 picks a free one; off by default with --users-file; see docs/kafka.md)",
+  },
+  kafkaAutoCreateTopics: {
+    flag: "--kafka-auto-create-topics",
+    env: "BOOBLIK_KAFKA_AUTO_CREATE_TOPICS",
     fallback: "off",
-    help: `serve the Kafka wire protocol on this port (Kafka's usual port is ${KAFKA_PORT_DEFAULT}; 0 picks a free one; see docs/kafka.md)`,
+    help: "on: a Kafka Metadata request naming an unknown topic creates it (Kafka's auto.create.topics.enable): on | off",
+  },
+  kafkaAutoCreatePartitions: {
+    flag: "--kafka-auto-create-partitions",
+    env: "BOOBLIK_KAFKA_AUTO_CREATE_PARTITIONS",
+    fallback: "1",
+    help: "partitions of a topic auto-created by a Kafka client (Kafka's num.partitions)",
   },
   kafkaAdvertisedListener: {
     flag: "--kafka-advertised-listener",
@@ -476,6 +489,8 @@ async function main(): Promise<number> {
   const metricsPort =
     values.metricsPort === "off" ? undefined : parseInteger("metrics port", values.metricsPort, 0, 65535);
   const metricsHost = values.metricsHost === "same as --host" ? values.host : values.metricsHost;
+  // Kafka's port by default, so that a Kafka client works without asking (with a users file its
+  // clients log in with SASL, as the native ones do).
   const kafkaPort =
     values.kafkaPort === "off" ? undefined : parseInteger("kafka port", values.kafkaPort, 0, 65535);
   const kafkaAdvertised =
@@ -484,6 +499,16 @@ async function main(): Promise<number> {
       : parseHostPort("--kafka-advertised-listener", values.kafkaAdvertisedListener);
   const saslPlainWithoutTls =
     choice("--sasl-plain-without-tls", values.saslPlainWithoutTls, ["yes", "no"] as const) === "yes";
+  const kafkaAutoCreate = choice("--kafka-auto-create-topics", values.kafkaAutoCreateTopics, [
+    "on",
+    "off",
+  ] as const);
+  const kafkaAutoCreatePartitions = parseInteger(
+    "kafka auto-create partitions",
+    values.kafkaAutoCreatePartitions,
+    1,
+    PARTITIONS_MAX,
+  );
   const webConsole = choice("--console", values.console, ["on", "off"] as const) === "on";
   const dataDir = path.resolve(values.dataDir);
 
@@ -583,6 +608,7 @@ async function main(): Promise<number> {
       inboundBudget: server.inboundBudget,
       // Its own allowance per address, next to the native listener's (which the server keeps private).
       adminRate: kafkaAdminRate,
+      ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
       log: (line) => console.log(`booblik: ${line}`),
       ...(tls === undefined ? {} : { tls }),
       ...(sasl === undefined ? {} : { sasl }),
@@ -601,7 +627,7 @@ async function main(): Promise<number> {
       metrics?.stop(true);
       const code = (error as { code?: string }).code;
       throw new UsageError(
-        `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port)" : (error as Error).message}`,
+        `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port, or --kafka-port off)" : (error as Error).message}`,
       );
     }
   }

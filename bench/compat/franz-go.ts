@@ -24,6 +24,8 @@ const { values: args } = parseArgs({
     version: { type: "string", default: "v1.22.3" },
     records: { type: "string", default: "2000" },
     "with-txn": { type: "boolean", default: false },
+    /** Only the tests matching this `go test -run` pattern (e.g. ^TestConsumeRegex$). */
+    run: { type: "string" },
   },
 });
 const cache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
@@ -55,6 +57,7 @@ let output: string;
 try {
   const command = ["go", "test", "-count=1", `-timeout=${GO_TEST_TIMEOUT}`, "-json"];
   if (!args["with-txn"]) command.push("-skip", "^TestTxnEtl$");
+  if (args.run !== undefined) command.push("-run", args.run);
   command.push("./pkg/kgo");
   console.log(
     `${command.join(" ")} (KGO_SEEDS=${booblik.bootstrap}, KGO_TEST_RF=1, KGO_TEST_RECORDS=${args.records})`,

@@ -14,155 +14,17 @@
  *
  * Usage: bun run compat:kafka [--kafka-version 4.1.1]
  */
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
-import { homedir, tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { compatCache, serverJars, startKafka } from "./kafka-node.ts";
 
 const HERE = import.meta.dir;
 const { values: args } = parseArgs({
   options: { "kafka-version": { type: "string", default: "4.1.1" } },
 });
 const kafkaVersion = args["kafka-version"]!;
-const cache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
-/** Bound of Kafka's start (a cold JVM on two shared cores takes tens of seconds). */
-const KAFKA_START_MS_MAX = 180_000;
-const KAFKA_HEAP = "-Xmx512m";
-
-async function run(command: string[], what: string): Promise<string> {
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${command.join(" ")}\n${stdout}${stderr}`);
-  return stdout + stderr;
-}
-
-async function serverJars(): Promise<string> {
-  const lib = join(cache, `server-${kafkaVersion}`);
-  let present = false;
-  try {
-    present = readdirSync(lib).includes(`kafka_2.13-${kafkaVersion}.jar`);
-  } catch {}
-  if (!present) {
-    console.log(`fetching Apache Kafka ${kafkaVersion} (kafka_2.13, kafka-tools) with Maven into ${lib}`);
-    await run(
-      [
-        "mvn",
-        "-B",
-        "-q",
-        `-Dmaven.repo.local=${join(cache, "m2")}`,
-        `-Dkafka.version=${kafkaVersion}`,
-        "-f",
-        join(HERE, "kafka-server", "pom.xml"),
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        `-DoutputDirectory=${lib}`,
-      ],
-      "mvn dependency:copy-dependencies",
-    );
-  }
-  return lib;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
-
-interface KafkaNode {
-  bootstrap: string;
-  stop(): Promise<void>;
-}
-
-async function startKafka(lib: string): Promise<KafkaNode> {
-  const dir = mkdtempSync(join(tmpdir(), "booblik-compat-kafka-"));
-  const port = await freePort();
-  const controllerPort = await freePort();
-  const properties = join(dir, "server.properties");
-  writeFileSync(
-    properties,
-    [
-      "process.roles=broker,controller",
-      "node.id=1",
-      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-      "controller.listener.names=CONTROLLER",
-      "inter.broker.listener.name=PLAINTEXT",
-      "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-      `log.dirs=${join(dir, "logs")}`,
-      "num.partitions=1",
-      "offsets.topic.replication.factor=1",
-      "transaction.state.log.replication.factor=1",
-      "transaction.state.log.min.isr=1",
-      "share.coordinator.state.topic.replication.factor=1",
-      "share.coordinator.state.topic.min.isr=1",
-      "group.initial.rebalance.delay.ms=0",
-      // booblik never creates a topic on Metadata or Produce: compare like with like.
-      "auto.create.topics.enable=false",
-      "",
-    ].join("\n"),
-  );
-  const classpath = `${lib}/*`;
-  // A KRaft cluster id is 16 random bytes in URL-safe base64 without padding (Uuid.toString).
-  const clusterId = randomBytes(16).toString("base64url");
-  await run(
-    ["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", properties],
-    "kafka-storage format",
-  );
-  const logFile = join(cache, "last-kafka-server.log");
-  const child = Bun.spawn(["java", KAFKA_HEAP, "-cp", classpath, "kafka.Kafka", properties], {
-    stdout: Bun.file(logFile),
-    stderr: "pipe",
-  });
-  const stderr = new Response(child.stderr).text();
-  const stop = async () => {
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    await child.exited;
-    clearTimeout(timer);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const started = Date.now();
-  let exited = false;
-  void child.exited.then(() => {
-    exited = true;
-  });
-  while (!(await accepts(port))) {
-    if (exited || Date.now() - started > KAFKA_START_MS_MAX) {
-      await stop();
-      throw new Error(
-        `Kafka did not accept connections on ${port} within ${KAFKA_START_MS_MAX} ms (exited: ${exited}); ${logFile}\n${await stderr}`,
-      );
-    }
-    await Bun.sleep(250);
-  }
-  console.log(`Kafka ${kafkaVersion} accepts on 127.0.0.1:${port} after ${Date.now() - started} ms`);
-  return { bootstrap: `127.0.0.1:${port}`, stop };
-}
+const cache = compatCache;
 
 /** The scenario results and observed values of one run's client log. */
 function parse(log: string): { results: Map<string, string>; observed: Map<string, string> } {
@@ -187,8 +49,8 @@ async function compat(extra: string[]): Promise<void> {
   await child.exited; // exit 1 when a scenario failed: compared below, not fatal here
 }
 
-const lib = await serverJars();
-const kafka = await startKafka(lib);
+const lib = await serverJars(kafkaVersion);
+const kafka = await startKafka(lib, kafkaVersion);
 try {
   await compat(["--bootstrap", kafka.bootstrap, "--name", "kafka"]);
 } finally {

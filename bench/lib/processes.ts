@@ -22,6 +22,10 @@ export async function startBrokerProcess(
     {
       stdout: "pipe",
       stderr: "inherit",
+      // Kafka's 9092 is the broker's default: benchmarks start several brokers (and Kafka itself),
+      // so theirs is off unless asked for with --kafka-port. The variable, not the flag, because an
+      // older checkout (bench/ab.bench.ts) may not know the flag.
+      env: { ...process.env, BOOBLIK_KAFKA_PORT: process.env.BOOBLIK_KAFKA_PORT ?? "off" },
     },
   );
   const reader = child.stdout.getReader();

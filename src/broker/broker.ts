@@ -436,6 +436,15 @@ export class Broker {
   }
 
   /**
+   * Creates the offsets topic unless it exists, as Kafka creates `__consumer_offsets` when a group
+   * coordinator is first looked up (the Kafka FindCoordinator handler calls this), so that a client
+   * that asks for it then sees it in Metadata (franz-go's TestConsumeRegex waits for that).
+   */
+  ensureOffsetsTopic(): void {
+    this.offsetsPartition();
+  }
+
+  /**
    * Partition 0 of the offsets topic, created on first use: one partition, `force` (a commit is
    * acknowledged after the fdatasync covering it), no retention (a commit must outlive its records).
    */

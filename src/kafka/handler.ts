@@ -21,11 +21,11 @@
  * - A malformed request is `close` too: the stream cannot be trusted past it.
  * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
  */
-import { Broker } from "../broker/broker.ts";
+import { Broker, type TopicDescription } from "../broker/broker.ts";
 import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
 import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
 import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
-import { BooblikError } from "../domain/errors.ts";
+import { BooblikError, UnknownTopicOrPartitionError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
 import { PARTITIONS_MAX } from "../domain/limits.ts";
 import {
@@ -186,6 +186,12 @@ export interface KafkaHandlerOptions {
   adminRate?: { take(clientAddress: string): void };
   /** The group coordinator's session-timeout bounds (tests lower the minimum). */
   groups?: CoordinatorOptions;
+  /**
+   * `--kafka-auto-create-topics on`: a Metadata request naming a topic that does not exist, with
+   * `allow_auto_topic_creation` (always, before v4), creates it with this many partitions and the
+   * broker's topic defaults. Absent: off (the default), topics are created only when asked for.
+   */
+  autoCreateTopics?: { partitions: number };
 }
 
 /** Kafka's code for each outcome of the group coordinator. */
@@ -394,7 +400,7 @@ export class KafkaHandler {
           return { kind: "respond", bytes: writer.written() };
         }
         case KAFKA_API.METADATA:
-          return this.metadata(reader, apiVersion, correlationId);
+          return this.metadata(reader, apiVersion, correlationId, clientAddress);
         case KAFKA_API.LIST_OFFSETS:
           return this.listOffsets(reader, apiVersion, correlationId);
         case KAFKA_API.CREATE_TOPICS:
@@ -408,7 +414,9 @@ export class KafkaHandler {
         case KAFKA_API.FIND_COORDINATOR: {
           // This node coordinates every group (and would every transaction: key_type 1 gets the
           // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
-          decodeFindCoordinatorRequest(reader, apiVersion);
+          const { keyType } = decodeFindCoordinatorRequest(reader, apiVersion);
+          // A group's coordinator: Kafka creates __consumer_offsets at that moment; so does booblik.
+          if (keyType === 0) this.broker.ensureOffsetsTopic();
           return this.respond((writer) =>
             encodeFindCoordinatorResponse(writer, apiVersion, correlationId, {
               errorCode: KAFKA_ERROR.NONE,
@@ -732,9 +740,20 @@ export class KafkaHandler {
     return this.respond((writer) => encodeProduceResponse(writer, version, correlationId, topics));
   }
 
-  private metadata(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+  private metadata(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+  ): KafkaOutcome {
     const request = decodeMetadataRequest(reader, version);
-    const names = request.topics ?? this.broker.listTopics().map((topic) => topic.name);
+    const autoCreate = request.allowAutoTopicCreation ? this.options.autoCreateTopics : undefined;
+    // All topics includes the internal offsets topic, flagged `is_internal`, as Kafka lists its own
+    // (KafkaApis.handleTopicMetadataRequest): clients decide on the flag (the Java consumer's
+    // exclude.internal.topics=true keeps it out of pattern subscriptions; franz-go's TestConsumeRegex
+    // checks it is reported). The native protocol's listing still hides it (Broker.listTopics).
+    const names =
+      request.topics ?? this.broker.listTopics({ includeInternal: true }).map((topic) => topic.name);
     const topics: MetadataTopic[] = names.map((name) => {
       try {
         toTopicName(name);
@@ -742,11 +761,22 @@ export class KafkaHandler {
         return { errorCode: KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, name, isInternal: false, partitions: [] };
       }
       try {
-        const description = this.broker.describeTopic(name);
+        let description: TopicDescription;
+        try {
+          description = this.broker.describeTopic(name);
+        } catch (error) {
+          if (!(error instanceof UnknownTopicOrPartitionError) || autoCreate === undefined) throw error;
+          // Auto-creation (a broker option, off by default), as Kafka's auto.create.topics.enable.
+          // Kafka answers LEADER_NOT_AVAILABLE while the new topic's leader is elected and the
+          // client asks again; here the topic exists once createTopic returns, so it is answered
+          // at once. A topic created this way counts as one admin request of the address, as a
+          // CreateTopics would (beyond the rate: POLICY_VIOLATION, errors.ts).
+          this.options.adminRate?.take(clientAddress);
+          description = this.broker.createTopic(name, { partitions: autoCreate.partitions });
+        }
         return {
           errorCode: KAFKA_ERROR.NONE,
           name,
-          // The offsets topic: listed only when asked for by name (Broker.listTopics), marked internal.
           isInternal: Broker.isInternalTopic(name),
           partitions: description.partitions.map((partition) => ({
             errorCode: KAFKA_ERROR.NONE,
@@ -758,8 +788,7 @@ export class KafkaHandler {
           })),
         };
       } catch (error) {
-        // Topics are never created by Metadata: auto-creation is not implemented (it is to become a
-        // broker option, off by default).
+        // Unknown (auto-creation off or not allowed by the request), or the creation failed.
         return { errorCode: kafkaErrorOf(error).code, name, isInternal: false, partitions: [] };
       }
     });

@@ -60,6 +60,8 @@ export interface KafkaListenerOptions {
   tls?: TlsFiles;
   /** Require a SASL login before anything but ApiVersions (sasl.ts): the broker has users. */
   sasl?: KafkaSasl;
+  /** `--kafka-auto-create-topics on`: Metadata creates unknown topics (KafkaHandlerOptions). */
+  autoCreateTopics?: { partitions: number };
 }
 
 export interface KafkaListenerCounters {
@@ -431,6 +433,9 @@ export class KafkaListener {
       advertisedHost,
       advertisedPort,
       ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
+      ...(this.options.autoCreateTopics === undefined
+        ? {}
+        : { autoCreateTopics: this.options.autoCreateTopics }),
     });
     const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
     this.sweepTimer = setInterval(

@@ -21,7 +21,8 @@ export interface BrokerProcess extends AsyncDisposable {
 export async function startBroker(
   dataDir: string,
   extraArgs: string[] = [],
-  env: Record<string, string> = {},
+  /** Added to this process's environment; `undefined` removes a variable (e.g. the preload's). */
+  env: Record<string, string | undefined> = {},
 ): Promise<BrokerProcess> {
   const child = Bun.spawn(
     [process.execPath, MAIN, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0", ...extraArgs],
@@ -29,7 +30,7 @@ export async function startBroker(
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
-      env: { ...process.env, ...env },
+      env: childEnvironment(env),
     },
   );
   const lines = new LineReader(child.stdout);
@@ -59,11 +60,22 @@ export async function startBroker(
   };
 }
 
+function childEnvironment(changes: Record<string, string | undefined>): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, ...changes };
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name];
+  return env as Record<string, string>;
+}
+
 /** Runs the broker expecting it to refuse to start; returns its exit code and stderr. */
 export async function runBrokerExpectingFailure(
   args: string[],
+  env: Record<string, string | undefined> = {},
 ): Promise<{ exitCode: number; stderr: string; stdout: string }> {
-  const child = Bun.spawn([process.execPath, MAIN, ...args], { stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn([process.execPath, MAIN, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: childEnvironment(env),
+  });
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),

@@ -171,6 +171,44 @@ describe("a broker process with --kafka-port", () => {
     ]).toEqual([1, 1, "::1", 9999]);
   });
 
+  test("by default the Kafka listener takes 9092 (a taken 9092 is named in the refusal); `off` disables it", async () => {
+    // Hold 9092 ourselves so the broker's bind fails whatever else this machine runs: if another
+    // process holds it already, the broker's bind fails the same way.
+    let held: { stop(closeActive?: boolean): void } | undefined;
+    try {
+      held = Bun.listen({ hostname: "127.0.0.1", port: 9092, socket: { data() {} } });
+    } catch (error) {
+      if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    }
+    cleanups.push(() => held?.stop(true));
+    const withDefault = await runBrokerExpectingFailure(["--data-dir", dataDir().path, "--port", "0"], {
+      BOOBLIK_KAFKA_PORT: undefined,
+    });
+    expect([withDefault.exitCode, withDefault.stderr.trim()]).toEqual([
+      1,
+      "booblik: cannot serve the Kafka protocol on 127.0.0.1:9092: address already in use (choose another --kafka-port, or --kafka-port off)",
+    ]);
+    const off = await startBroker(dataDir().path, ["--kafka-port", "off"], { BOOBLIK_KAFKA_PORT: undefined });
+    cleanups.push(async () => {
+      await off.stop();
+    });
+    expect(await off.stop()).toBe(0);
+    expect((await off.lines.rest()).filter((l) => l.includes("Kafka protocol"))).toEqual([]);
+  });
+
+  test("a wildcard bind address with nothing advertised gets a start-up warning", async () => {
+    const { broker, line } = await brokerWithKafka(["--host", "0.0.0.0", "--allow-anonymous", "yes"]);
+    expect(line).toMatch(
+      /^booblik: Kafka protocol on 0\.0\.0\.0:\d+, advertised to clients as 0\.0\.0\.0:\d+$/,
+    );
+    await broker.lines.waitFor(
+      (l) =>
+        l ===
+        "booblik: WARNING: Kafka clients are told to connect to 0.0.0.0, which they cannot reach; set --kafka-advertised-listener host:port",
+      "the wildcard warning",
+    );
+  });
+
   test("a Kafka port in use is a one-line refusal and exit code 1", async () => {
     const taken = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     cleanups.push(() => taken.stop(true));
@@ -184,7 +222,7 @@ describe("a broker process with --kafka-port", () => {
     ]);
     expect([result.exitCode, result.stderr.trim()]).toEqual([
       1,
-      `booblik: cannot serve the Kafka protocol on 127.0.0.1:${taken.port}: address already in use (choose another --kafka-port)`,
+      `booblik: cannot serve the Kafka protocol on 127.0.0.1:${taken.port}: address already in use (choose another --kafka-port, or --kafka-port off)`,
     ]);
   });
 

@@ -502,7 +502,18 @@ describe("groups and committed offsets over bytes", () => {
     expect(broker.offsets.committedOf("g")).toEqual([]);
   });
 
-  test("the offsets topic: Produce gets INVALID_TOPIC_EXCEPTION; Metadata lists it only by name, marked internal", async () => {
+  test("FindCoordinator for a group creates the offsets topic, as Kafka does", async () => {
+    expect(broker.listTopics({ includeInternal: true })).toEqual([]);
+    // FindCoordinator v1: key "g", key_type 0 (group).
+    await answer(header(10, 1).str("g").i8(0));
+    expect(broker.listTopics({ includeInternal: true }).map((topic) => topic.name)).toEqual([
+      "__consumer_offsets",
+    ]);
+    // The native listing still hides it.
+    expect(broker.listTopics()).toEqual([]);
+  });
+
+  test("the offsets topic: Produce gets INVALID_TOPIC_EXCEPTION; Metadata lists it (all topics or by name), marked internal", async () => {
     broker.createTopic("t");
     await broker.offsets.commit("g", [
       { topic: "t", partition: 0, offset: 1, leaderEpoch: -1, metadata: null },
@@ -514,7 +525,27 @@ describe("groups and committed offsets over bytes", () => {
     all.int32("port");
     all.nullableString("rack");
     all.int32("controller");
-    expect([all.int32("topics"), all.int16("error"), all.string("name")]).toEqual([1, 0, "t"]);
+    // As Kafka does (its all-topics Metadata lists every topic, internal ones flagged): clients filter
+    // on the flag (Java's exclude.internal.topics, franz-go's TestConsumeRegex).
+    const listed: [number, string, boolean][] = [];
+    const count = all.int32("topics");
+    for (let i = 0; i < count; i++) {
+      listed.push([all.int16("error"), all.string("name"), all.boolean("internal")]);
+      const partitions = all.int32("partitions");
+      for (let p = 0; p < partitions; p++) {
+        all.int16("error");
+        all.int32("partition");
+        all.int32("leader");
+        for (const what of ["replicas", "isr"]) {
+          const nodes = all.int32(what);
+          for (let n = 0; n < nodes; n++) all.int32("node");
+        }
+      }
+    }
+    expect(listed).toEqual([
+      [0, "__consumer_offsets", true],
+      [0, "t", false],
+    ]);
     const named = await answer(header(3, 1).i32(1).str("__consumer_offsets"));
     named.int32("brokers");
     named.int32("node");

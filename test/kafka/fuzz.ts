@@ -1,0 +1,86 @@
+/**
+ * The longer run of the Kafka fuzzer (fuzz-kafka.ts): `bun run fuzz:kafka [--rounds N] [--frames N]
+ * [--seed S]` starts a broker child process on a temporary data directory, runs the rounds, reads the
+ * good records back, and prints the seed, the frames sent, how the broker answered the hostile
+ * connections (its log lines, counted by reason) and any internal error. Exit code 1 on a failure;
+ * `--seed` replays one.
+ */
+import { parseArgs } from "node:util";
+import { Kafka, logLevel } from "kafkajs";
+import { startBroker } from "../helpers/broker-process.ts";
+import { testSeed } from "../helpers/random.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+import { fuzzKafka, readAllValues } from "./fuzz-kafka.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: "string", default: "2000" },
+    frames: { type: "string", default: "12" },
+    seed: { type: "string" },
+  },
+});
+const seed = args.seed === undefined ? testSeed() : Number(args.seed) >>> 0;
+const rounds = Number(args.rounds);
+const framesPerRound = Number(args.frames);
+console.log(`Kafka fuzzer: seed ${seed}, ${rounds} rounds of ${framesPerRound} frames`);
+
+using dir = tempDir();
+await using broker = await startBroker(dir.path, ["--kafka-port", "0", "--max-frame-size", "256KiB"]);
+const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
+const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+// Read the broker's log as it comes: it writes one line per connection it closes, and a broker whose
+// stdout pipe is full blocks in write(2) (console.log is synchronous), which is what the first
+// version of this fuzzer measured instead of the broker.
+const logLines = broker.lines.rest();
+const admin = new Kafka({
+  brokers: [`127.0.0.1:${port}`],
+  clientId: "fuzz",
+  logLevel: logLevel.NOTHING,
+}).admin();
+await admin.connect();
+await admin.createTopics({ topics: [{ topic: "fuzz-good", numPartitions: 1 }] });
+await admin.disconnect();
+
+const started = performance.now();
+let failure: unknown;
+try {
+  const result = await fuzzKafka({
+    port,
+    seed,
+    rounds,
+    framesPerRound,
+    goodTopic: "fuzz-good",
+    onRound: (round) => {
+      if ((round + 1) % Number(process.env.FUZZ_PRINT_EVERY ?? 500) === 0)
+        console.log(`  round ${round + 1}`);
+    },
+  });
+  const values = await readAllValues(port, "fuzz-good", rounds);
+  const wrong = values.findIndex((value, round) => value !== `good ${round}`);
+  if (values.length !== rounds || wrong !== -1) throw new Error(`good records read back wrong at ${wrong}`);
+  console.log(
+    `sent ${result.frames} hostile frames; ${result.acknowledged} good records acknowledged in order and read back`,
+  );
+} catch (error) {
+  failure = error;
+}
+const alive = broker.process.exitCode === null;
+const exitCode = alive ? await broker.stop("SIGTERM") : broker.process.exitCode;
+const logged = await logLines;
+const reasons = new Map<string, number>();
+for (const l of logged) {
+  // "booblik: kafka: closing the connection from <address>: <reason>"; the reason's first words.
+  const text = l.replace(/^booblik: /, "").replace(/^kafka: closing the connection from [^ ]+: /, "");
+  const reason = (/^(malformed [A-Z_]+ request|[^:0-9(]+)/.exec(text)?.[1] ?? text).slice(0, 70);
+  reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+}
+console.log("broker log lines by reason:");
+for (const [reason, count] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 25))
+  console.log(`  ${count}\t${reason}`);
+const internal = logged.filter((l) => l.includes("internal error"));
+console.log(
+  `took ${((performance.now() - started) / 1000).toFixed(1)} s; broker ${alive ? "alive" : "DIED"}, stopped with exit code ${exitCode}; ${internal.length} internal errors`,
+);
+for (const l of internal.slice(0, 10)) console.log(`  ${l}`);
+if (failure !== undefined) console.log(`FAILED (seed ${seed}): ${(failure as Error).message}`);
+process.exit(failure === undefined && exitCode === 0 && internal.length === 0 ? 0 : 1);
