@@ -11,6 +11,7 @@
 import net from "node:net";
 import path from "node:path";
 import { Kafka, logLevel, type Producer } from "kafkajs";
+import { startBroker } from "../helpers/broker-process.ts";
 import { Random } from "../helpers/random.ts";
 
 interface Template {
@@ -177,4 +178,27 @@ export async function readAllValues(port: number, topic: string, count: number):
     await consumer.disconnect();
   }
   return values;
+}
+
+/**
+ * A broker child process with its Kafka listener on a free port and the fuzzer's good topic created
+ * (through kafkajs). Its log is read as it comes (`logLines`, resolved when it exits): it writes one
+ * line per connection it closes, and a broker whose stdout pipe is full blocks in write(2)
+ * (console.log is synchronous), which is what the first version of this fuzzer measured instead of
+ * the broker.
+ */
+export async function startFuzzBroker(dataDir: string, goodTopic: string) {
+  const broker = await startBroker(dataDir, ["--kafka-port", "0", "--max-frame-size", "256KiB"]);
+  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
+  const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+  const logLines = broker.lines.rest();
+  const admin = new Kafka({
+    brokers: [`127.0.0.1:${port}`],
+    clientId: "fuzz",
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: goodTopic, numPartitions: 1 }] });
+  await admin.disconnect();
+  return { broker, port, logLines };
 }

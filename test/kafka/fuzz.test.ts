@@ -7,11 +7,9 @@
  * is in the test name and BOOBLIK_SEED=<n> replays it; `bun run fuzz:kafka` runs longer.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { Kafka, logLevel } from "kafkajs";
-import { startBroker } from "../helpers/broker-process.ts";
 import { testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
-import { fuzzKafka, readAllValues } from "./fuzz-kafka.ts";
+import { fuzzKafka, readAllValues, startFuzzBroker } from "./fuzz-kafka.ts";
 
 setDefaultTimeout(120_000);
 
@@ -21,20 +19,8 @@ const FRAMES_PER_ROUND = 12;
 
 test(`Kafka fuzzer: mutated frames of every API never crash the broker; a kafkajs producer is unaffected (seed ${SEED})`, async () => {
   using dir = tempDir();
-  await using broker = await startBroker(dir.path, ["--kafka-port", "0", "--max-frame-size", "256KiB"]);
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
-  // Read the broker's log as it comes: it writes one line per connection it closes, and a broker
-  // whose stdout pipe is full blocks in write(2) (console.log is synchronous).
-  const logLines = broker.lines.rest();
-  const admin = new Kafka({
-    brokers: [`127.0.0.1:${port}`],
-    clientId: "fuzz",
-    logLevel: logLevel.NOTHING,
-  }).admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic: "fuzz-good", numPartitions: 1 }] });
-  await admin.disconnect();
+  const { broker, port, logLines } = await startFuzzBroker(dir.path, "fuzz-good");
+  await using _stop = broker;
 
   const result = await fuzzKafka({
     port,

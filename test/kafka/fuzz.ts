@@ -6,11 +6,9 @@
  * `--seed` replays one.
  */
 import { parseArgs } from "node:util";
-import { Kafka, logLevel } from "kafkajs";
-import { startBroker } from "../helpers/broker-process.ts";
 import { testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
-import { fuzzKafka, readAllValues } from "./fuzz-kafka.ts";
+import { fuzzKafka, readAllValues, startFuzzBroker } from "./fuzz-kafka.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -25,21 +23,8 @@ const framesPerRound = Number(args.frames);
 console.log(`Kafka fuzzer: seed ${seed}, ${rounds} rounds of ${framesPerRound} frames`);
 
 using dir = tempDir();
-await using broker = await startBroker(dir.path, ["--kafka-port", "0", "--max-frame-size", "256KiB"]);
-const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
-// Read the broker's log as it comes: it writes one line per connection it closes, and a broker whose
-// stdout pipe is full blocks in write(2) (console.log is synchronous), which is what the first
-// version of this fuzzer measured instead of the broker.
-const logLines = broker.lines.rest();
-const admin = new Kafka({
-  brokers: [`127.0.0.1:${port}`],
-  clientId: "fuzz",
-  logLevel: logLevel.NOTHING,
-}).admin();
-await admin.connect();
-await admin.createTopics({ topics: [{ topic: "fuzz-good", numPartitions: 1 }] });
-await admin.disconnect();
+const { broker, port, logLines } = await startFuzzBroker(dir.path, "fuzz-good");
+await using _stop = broker;
 
 const started = performance.now();
 let failure: unknown;
