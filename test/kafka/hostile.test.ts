@@ -61,9 +61,16 @@ test("mutated frames of every served API never crash the broker; kcat works afte
       const body = bodies[random.int(0, bodies.length - 1)]!.slice();
       for (let flips = random.int(1, 6); flips > 0; flips--)
         body[random.int(0, body.length - 1)] = random.int(0, 255);
-      // Keep the long polls short: a mutated Fetch could otherwise wait up to 30 s for data.
-      if (body[1] === 1 && body[0] === 0 && body.length > 24)
-        new DataView(body.buffer).setInt32(4 + 2 + 2 + 4, 0);
+      // Keep the long polls short: a mutated Fetch could otherwise wait up to 30 s for data
+      // (KAFKA_FETCH_WAIT_MS_MAX) while the sentinel waits behind it. max_wait_ms follows the header
+      // (api key, version, correlation id, client id: int16 length, −1 for null, then its bytes) and
+      // replica_id. (It used to be set at a fixed 12, inside the client id: seed 2340487609 then sent
+      // a Fetch waiting 30 s in round 115, past the 10 s wait below.)
+      if (body[1] === 1 && body[0] === 0 && body.length >= 10) {
+        const view = new DataView(body.buffer);
+        const maxWaitAt = 8 + 2 + Math.max(0, view.getInt16(8)) + 4;
+        if (maxWaitAt + 4 <= body.length) view.setInt32(maxWaitAt, 0);
+      }
       burst.push(...new Expect().raw(body).frame());
     }
     burst.push(...sentinel);
