@@ -200,7 +200,7 @@ const OPTIONS = {
     flag: "--kafka-port",
     env: "BOOBLIK_KAFKA_PORT",
     fallback: String(KAFKA_PORT_DEFAULT),
-    help: "serve the Kafka wire protocol on this port (off disables it; 0 picks a free one; off by default with --users-file; see docs/kafka.md)",
+    help: "serve the Kafka wire protocol on this port (off disables it; 0 picks a free one; with --users-file its clients log in with SASL; see docs/kafka.md)",
   },
   kafkaAutoCreateTopics: {
     flag: "--kafka-auto-create-topics",

@@ -294,9 +294,9 @@ export const PRODUCER_CLOCK_REUSE_RECORDS_MAX = 256;
 // --- Kafka listener (src/kafka; docs/kafka.md) -----------------------------------------------------
 
 /**
- * The port Kafka clients expect (Kafka's own default). `--kafka-port` defaults to `off` for now: a
- * default-on second port would make every broker started in parallel (tests, benchmarks, the
- * README's examples) fight over 9092.
+ * The port Kafka clients expect (Kafka's own default), and `--kafka-port`'s default. Brokers started
+ * in parallel by the tests and benchmarks would fight over it, so those start theirs with
+ * `BOOBLIK_KAFKA_PORT=off` (test/preload.ts, bench/lib/processes.ts) unless they ask for a port.
  */
 export const KAFKA_PORT_DEFAULT = 9092;
 /**
