@@ -14,6 +14,7 @@ import { readTlsFiles, type TlsFiles } from "./auth/tls.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { readUsersFile } from "./broker/users-file.ts";
+import { ConsoleAuth } from "./console/console-auth.ts";
 import { BooblikError } from "./domain/errors.ts";
 import {
   ADMIN_REQUEST_BURST_SECONDS,
@@ -515,12 +516,26 @@ async function main(): Promise<number> {
   if (maxOpenSegmentFiles !== undefined) sealedReadDescriptors.setLimit(maxOpenSegmentFiles);
   // Metrics first (when asked for), so /ready answers "not yet" while the data directory opens.
   const targets: MetricsTargets = { broker: undefined, server: undefined, ready: false };
+  const loginDelays = new LoginDelays();
+  let currentUsers = users;
+  // The console's logins (with users): the same users, the same per-address delays.
+  const consoleAuth =
+    users === undefined || !webConsole
+      ? undefined
+      : new ConsoleAuth({
+          users: () => currentUsers ?? new Map(),
+          loginDelays,
+          audit: (line) => console.log(line),
+          secure: tls !== undefined,
+        });
+  if (consoleAuth !== undefined) targets.console = { authenticationFailures: () => consoleAuth.failures };
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
   if (metricsPort !== undefined) {
     try {
       metrics = startMetricsServer(metricsHost, metricsPort, targets, {
         console: webConsole,
         ...(tls === undefined ? {} : { tls }),
+        ...(consoleAuth === undefined ? {} : { consoleAuth }),
       });
     } catch (error) {
       throw new UsageError(
@@ -534,8 +549,6 @@ async function main(): Promise<number> {
     metrics?.stop(true);
     throw error;
   });
-  const loginDelays = new LoginDelays();
-  let currentUsers = users;
   const sasl =
     users === undefined
       ? undefined

@@ -18,7 +18,7 @@
  *   answers do not tell which users exist.
  * - Comparisons of keys take the same time whatever their content (timingSafeEqual).
  */
-import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes, timingSafeEqual } from "node:crypto";
 import { BooblikError } from "../domain/errors.ts";
 import { SCRAM_ITERATIONS_DEFAULT, SCRAM_ITERATIONS_MIN, SCRAM_SALT_BYTES } from "../domain/limits.ts";
 
@@ -88,6 +88,51 @@ export function deriveCredential(
     serverKey: hmac(hash, salted, "Server Key"),
   };
 }
+
+/**
+ * Checks a password sent in full (SASL PLAIN, the console's login) against a user's stored SCRAM
+ * credentials: derives StoredKey from the password with each credential's salt and iterations and
+ * compares in constant time. The derivation (PBKDF2, SCRAM_ITERATIONS_DEFAULT rounds) runs on
+ * libuv's thread pool, so a login never stalls the event loop. An unknown user costs one derivation
+ * against a decoy credential, so the time taken does not tell which users exist.
+ */
+export async function verifyPassword(
+  credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
+  password: string,
+): Promise<boolean> {
+  const candidates: [ScramMechanism, ScramCredential][] =
+    credentials === undefined || credentials.size === 0
+      ? [["SCRAM-SHA-256", DECOY_CREDENTIAL]]
+      : [...credentials];
+  let matched = credentials !== undefined && credentials.size > 0;
+  for (const [mechanism, credential] of candidates) {
+    const hash = hashOf(mechanism);
+    const length = hash === "sha512" ? 64 : 32;
+    const salted = await new Promise<Uint8Array>((resolve, reject) =>
+      pbkdf2(
+        password.normalize("NFKC"),
+        credential.salt,
+        credential.iterations,
+        length,
+        hash,
+        (error, key) => (error === null ? resolve(key) : reject(error)),
+      ),
+    );
+    const storedKey = digest(hash, hmac(hash, salted, "Client Key"));
+    // Every stored mechanism must agree (they were made from one password by `users add`).
+    if (storedKey.length !== credential.storedKey.length || !timingSafeEqual(storedKey, credential.storedKey))
+      matched = false;
+  }
+  return matched;
+}
+
+/** What an unknown user's password is derived against (never matches: its key is random). */
+const DECOY_CREDENTIAL: ScramCredential = {
+  salt: randomBytes(SCRAM_SALT_BYTES),
+  iterations: SCRAM_ITERATIONS_DEFAULT,
+  storedKey: randomBytes(32),
+  serverKey: randomBytes(32),
+};
 
 /** Splits `a=1,b=2` into its attributes; refuses duplicates and malformed parts. */
 function attributes(message: string, what: string): Map<string, string> {

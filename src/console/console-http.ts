@@ -3,14 +3,16 @@
  * (HTML, TypeScript and CSS in ./app, bundled by Bun's HTML import, so they ship inside the
  * compiled executable and load nothing from elsewhere) and its read-only data under /console/api/.
  *
- * Access: the data answers only clients on this machine. A request is served when its peer address
- * is loopback AND its Host header names a loopback address (the second check stops DNS rebinding:
- * a web page from elsewhere whose name resolves to 127.0.0.1 reaches the port but sends its own
- * Host). There is no remote access yet, users file or not: HTTP Basic over plain HTTP would send
- * passwords in clear, which the native protocol's SCRAM avoids (docs/security.md); remote access
- * waits for TLS. Use an SSH tunnel meanwhile (docs/console.md).
+ * Access (docs/console.md "Who can see it"):
+ * - On a plain HTTP listener the data answers only clients on this machine: the peer address is
+ *   loopback AND the Host header names a loopback address (the second check stops DNS rebinding: a
+ *   web page from elsewhere whose name resolves to 127.0.0.1 reaches the port but sends its own
+ *   Host). Passwords never cross a network in clear.
+ * - With --users-file every data request also needs a login (./console-auth.ts), loopback or not.
+ * - On a TLS listener (--tls-cert) with users, other machines are served too, after a login.
  *
- * Owns: the routes, the access check, the JSON answers. Offers no action: nothing here writes.
+ * Owns: the routes, the access check, the JSON answers. Offers no action: nothing here writes (the
+ * only POSTs are the login and the logout).
  */
 import type { Server } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
@@ -23,6 +25,7 @@ import {
 import { CONSOLE_RECORDS_PAGE_MAX, OFFSET_MAX } from "../domain/limits.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
 import consolePage from "./app/index.html";
+import type { ConsoleAuth } from "./console-auth.ts";
 import { integerParameter, readRecordsPage } from "./records.ts";
 import { ConsoleSampler, type ConsoleTargets, STREAM_VIEWS, type StreamView } from "./sampler.ts";
 
@@ -60,7 +63,14 @@ export interface WebConsole {
   stop(): void;
 }
 
-export function createConsole(targets: ConsoleTargets): WebConsole {
+export interface ConsoleAccess {
+  /** Logins, when the broker has users (--users-file). */
+  auth?: ConsoleAuth;
+  /** The listener speaks TLS: with users, other machines may log in. */
+  tls: boolean;
+}
+
+export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = { tls: false }): WebConsole {
   const sampler = new ConsoleSampler(targets);
   const startedAtMs = Date.now() - process.uptime() * 1000;
 
@@ -119,71 +129,87 @@ export function createConsole(targets: ConsoleTargets): WebConsole {
       const url = new URL(request.url);
       if (!url.pathname.startsWith("/console/api/")) return undefined;
       const peer = server.requestIP(request)?.address ?? "";
-      if (!isLoopbackAddress(peer) || !isLoopbackHost(request.headers.get("host"))) {
+      const local = isLoopbackAddress(peer) && isLoopbackHost(request.headers.get("host"));
+      if (!local && !(access.tls && access.auth !== undefined)) {
         return problem(
           403,
-          "the console answers only this machine (a loopback peer and Host); reach it through an SSH tunnel",
+          "the console answers only this machine (a loopback peer and Host) unless its listener speaks TLS and the broker has users (--tls-cert and --users-file); reach it through an SSH tunnel",
         );
       }
-      if (request.method !== "GET") return problem(405, "the console is read-only: GET only");
-      sampler.start();
       const route = url.pathname.slice("/console/api/".length);
-      if (route === "overview") return json(overview());
-      if (route === "stream") {
-        const view = (url.searchParams.get("view") ?? "overview") as StreamView;
-        if (!STREAM_VIEWS.includes(view))
-          return problem(400, `view must be one of ${STREAM_VIEWS.join(", ")}`);
-        const group = url.searchParams.get("group") ?? "";
-        if (view === "group" && group === "") return problem(400, "view=group needs a group parameter");
-        return stream(request, view, group);
+      const auth = access.auth;
+      if (route === "login" || route === "logout") {
+        if (request.method !== "POST") return problem(405, `${route}: POST only`);
+        if (auth === undefined)
+          return problem(404, "this broker has no users (--users-file): no login needed");
+        return route === "login" ? auth.login(request, peer) : auth.logout(request);
       }
-      const broker = targets.broker;
-      if (route === "topic-names" || route === "records" || route === "groups" || route === "group") {
-        if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) {
-          return problem(503, "the data directory is still opening");
-        }
-        try {
-          if (route === "groups") return json(sampler.groupRows());
-          if (route === "group") {
-            const group = url.searchParams.get("group");
-            if (group === null || group === "") throw new InvalidArgumentError("group is required");
-            const detail = sampler.groupDetail(group);
-            if (detail === null) return problem(404, `no consumer group ${JSON.stringify(group)}`);
-            return json({ ...detail, lagHistory: sampler.lagHistoryOf(group) });
-          }
-          if (route === "topic-names") {
-            return json(
-              broker.listTopics().map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),
-            );
-          }
-          const query = url.searchParams;
-          const topic = query.get("topic");
-          if (topic === null || topic === "") throw new InvalidArgumentError("topic is required");
-          const number = (name: string, max = OFFSET_MAX) => integerParameter(name, query.get(name), 0, max);
-          const timestampMs = integerParameter("timestampMs", query.get("timestampMs"), -1, OFFSET_MAX);
-          const offset = number("offset");
-          const before = number("before");
-          const limit = number("limit", CONSOLE_RECORDS_PAGE_MAX);
-          return json(
-            readRecordsPage(broker, {
-              topic,
-              partition: number("partition", 2 ** 31 - 1) ?? 0,
-              ...(offset === undefined ? {} : { offset }),
-              ...(before === undefined ? {} : { before }),
-              ...(timestampMs === undefined ? {} : { timestampMs }),
-              ...(limit === undefined ? {} : { limit }),
-            }),
-          );
-        } catch (error) {
-          if (error instanceof UnknownTopicOrPartitionError) return problem(404, error.message);
-          if (error instanceof InvalidArgumentError || error instanceof OffsetOutOfRangeError) {
-            return problem(400, error.message);
-          }
-          if (error instanceof BooblikError) return problem(500, error.message);
-          throw error;
-        }
-      }
-      return problem(404, `no console API ${JSON.stringify(route)}`);
+      if (request.method !== "GET") return problem(405, "the console is read-only: GET only");
+      if (auth === undefined) return answer(request, url, route);
+      return auth
+        .authenticate(request, peer)
+        .then((result) => ("refusal" in result ? result.refusal : answer(request, url, route, result.user)));
     },
   };
+
+  /** A data request that passed the access check; `user` is who logged in (undefined: no users). */
+  function answer(request: Request, url: URL, route: string, user?: string): Response {
+    if (route === "session") return json({ loginRequired: access.auth !== undefined, user: user ?? null });
+    sampler.start();
+    if (route === "overview") return json(overview());
+    if (route === "stream") {
+      const view = (url.searchParams.get("view") ?? "overview") as StreamView;
+      if (!STREAM_VIEWS.includes(view)) return problem(400, `view must be one of ${STREAM_VIEWS.join(", ")}`);
+      const group = url.searchParams.get("group") ?? "";
+      if (view === "group" && group === "") return problem(400, "view=group needs a group parameter");
+      return stream(request, view, group);
+    }
+    const broker = targets.broker;
+    if (route === "topic-names" || route === "records" || route === "groups" || route === "group") {
+      if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) {
+        return problem(503, "the data directory is still opening");
+      }
+      try {
+        if (route === "groups") return json(sampler.groupRows());
+        if (route === "group") {
+          const group = url.searchParams.get("group");
+          if (group === null || group === "") throw new InvalidArgumentError("group is required");
+          const detail = sampler.groupDetail(group);
+          if (detail === null) return problem(404, `no consumer group ${JSON.stringify(group)}`);
+          return json({ ...detail, lagHistory: sampler.lagHistoryOf(group) });
+        }
+        if (route === "topic-names") {
+          return json(
+            broker.listTopics().map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),
+          );
+        }
+        const query = url.searchParams;
+        const topic = query.get("topic");
+        if (topic === null || topic === "") throw new InvalidArgumentError("topic is required");
+        const number = (name: string, max = OFFSET_MAX) => integerParameter(name, query.get(name), 0, max);
+        const timestampMs = integerParameter("timestampMs", query.get("timestampMs"), -1, OFFSET_MAX);
+        const offset = number("offset");
+        const before = number("before");
+        const limit = number("limit", CONSOLE_RECORDS_PAGE_MAX);
+        return json(
+          readRecordsPage(broker, {
+            topic,
+            partition: number("partition", 2 ** 31 - 1) ?? 0,
+            ...(offset === undefined ? {} : { offset }),
+            ...(before === undefined ? {} : { before }),
+            ...(timestampMs === undefined ? {} : { timestampMs }),
+            ...(limit === undefined ? {} : { limit }),
+          }),
+        );
+      } catch (error) {
+        if (error instanceof UnknownTopicOrPartitionError) return problem(404, error.message);
+        if (error instanceof InvalidArgumentError || error instanceof OffsetOutOfRangeError) {
+          return problem(400, error.message);
+        }
+        if (error instanceof BooblikError) return problem(500, error.message);
+        throw error;
+      }
+    }
+    return problem(404, `no console API ${JSON.stringify(route)}`);
+  }
 }

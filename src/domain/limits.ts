@@ -371,6 +371,15 @@ export const CONSOLE_RECORDS_PAGE_MAX = 200;
 export const CONSOLE_RECORDS_READ_BYTES = 1024 * 1024;
 /** Bytes of a key, value or header value a page carries; longer ones are cut and say so. */
 export const CONSOLE_FIELD_PREVIEW_BYTES = 4096;
+/**
+ * Console logins (with --users-file; src/console/console-auth.ts): sessions held at once (a new
+ * login past it forgets the least recently used), how long an unused one lives, how long any one
+ * lives, and the largest login body read (a user name and a password as JSON).
+ */
+export const CONSOLE_SESSIONS_MAX = 1024;
+export const CONSOLE_SESSION_IDLE_MS = 30 * 60_000;
+export const CONSOLE_SESSION_LIFETIME_MS = 12 * 60 * 60_000;
+export const CONSOLE_LOGIN_BODY_BYTES_MAX = 4096;
 
 // --- Relationships -------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import type { Server } from "bun";
 import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
 import { MetricsRegistry } from "../broker/metrics.ts";
+import type { ConsoleAuth } from "../console/console-auth.ts";
 import { createConsole } from "../console/console-http.ts";
 import type { ConsoleGroupsView } from "../console/groups.ts";
 import type { BrokerServer } from "./server.ts";
@@ -23,6 +24,8 @@ export interface MetricsTargets {
   groups?: ConsoleGroupsView | undefined;
   /** The Kafka listener's security counters, when it runs. */
   kafka?: { authenticationFailures(): number; adminRefusals(): number };
+  /** The console's logins, when the broker has users (src/console/console-auth.ts). */
+  console?: { authenticationFailures(): number };
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
@@ -47,10 +50,20 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "booblik_authentication_failures_total",
     "counter",
     "Failed logins: wrong password, unknown user, malformed exchange, or a request before the login.",
-    perListener(
-      (server) => server.counters.authenticationFailures,
-      (kafka) => kafka.authenticationFailures(),
-    ),
+    () => [
+      ...perListener(
+        (server) => server.counters.authenticationFailures,
+        (kafka) => kafka.authenticationFailures(),
+      )(),
+      ...(targets.console === undefined
+        ? []
+        : [
+            [{ listener: "console" }, targets.console.authenticationFailures()] as [
+              Record<string, string>,
+              number,
+            ],
+          ]),
+    ],
   );
   registry.register(
     "booblik_admin_requests_refused_total",
@@ -294,11 +307,16 @@ export function startMetricsServer(
   hostname: string,
   port: number,
   targets: MetricsTargets,
-  options: { console: boolean; tls?: TlsFiles } = { console: false },
+  options: { console: boolean; tls?: TlsFiles; consoleAuth?: ConsoleAuth } = { console: false },
 ): Server<undefined> {
   const registry = buildRegistry(targets);
   // The web console (src/console): its page and assets as routes, its data API in fetch below.
-  const webConsole = options.console ? createConsole(targets) : undefined;
+  const webConsole = options.console
+    ? createConsole(targets, {
+        tls: options.tls !== undefined,
+        ...(options.consoleAuth === undefined ? {} : { auth: options.consoleAuth }),
+      })
+    : undefined;
   const server = Bun.serve({
     hostname,
     port,
@@ -331,7 +349,12 @@ export function startMetricsServer(
             : `opening partitions: ${progress.partitionsOpened} of ${progress.partitionsTotal}`;
         return new Response(`not ready: ${detail}\n`, { status: 503 });
       }
-      const consoleNote = webConsole === undefined ? "" : ", /console/ (web console, this machine only)";
+      const consoleNote =
+        webConsole === undefined
+          ? ""
+          : options.tls !== undefined && options.consoleAuth !== undefined
+            ? ", /console/ (web console, after a login)"
+            : `, /console/ (web console, this machine only${options.consoleAuth === undefined ? "" : ", after a login"})`;
       return new Response(`booblik metrics: /metrics (Prometheus), /ready (readiness)${consoleNote}\n`, {
         status: pathname === "/" ? 200 : 404,
       });

@@ -84,11 +84,92 @@ function setText(id: string, text: string): void {
   if (element !== null) element.textContent = text;
 }
 
+/** A data request answered 401: the broker has users and this browser has no live session. */
+class LoginRequired extends Error {}
+
 async function getJson<T>(path: string): Promise<T> {
   const response = await fetch(path, { headers: { accept: "application/json" } });
-  const body = (await response.json()) as T & { error?: string };
+  const body = (await response.json()) as T & { error?: string; login?: boolean };
+  if (response.status === 401 && body.login === true) throw new LoginRequired(body.error ?? "log in");
   if (!response.ok) throw new Error(body.error ?? `${response.status} ${response.statusText}`);
   return body;
+}
+
+// --- Login (only when the broker has users: docs/console.md "Who can see it") ---------------------
+
+const account = document.getElementById("account") as HTMLElement;
+
+/** Asks who is logged in; shows the login form and returns false when nobody is. */
+async function checkSession(): Promise<boolean> {
+  try {
+    const session = await getJson<{ loginRequired: boolean; user: string | null }>("/console/api/session");
+    if (session.user === null) account.replaceChildren();
+    else {
+      const logout = h("button", { type: "button", class: "logout" }, "Log out");
+      logout.addEventListener("click", () => {
+        void fetch("/console/api/logout", { method: "POST" }).then(() => checkSession());
+      });
+      account.replaceChildren(h("span", {}, `Logged in as ${session.user}`), " ", logout);
+    }
+    return true;
+  } catch (error) {
+    if (!(error instanceof LoginRequired)) throw error;
+    showLogin(error.message);
+    return false;
+  }
+}
+
+function showLogin(message: string): void {
+  source?.close();
+  source = undefined;
+  live.textContent = "";
+  account.replaceChildren();
+  document.title = "Log in · booblik console";
+  const user = h("input", { id: "login-user", name: "user", autocomplete: "username", required: "" });
+  const password = h("input", {
+    id: "login-password",
+    name: "password",
+    type: "password",
+    autocomplete: "current-password",
+    required: "",
+  });
+  const failure = h("p", { id: "login-error", class: "error", role: "alert" });
+  const form = h(
+    "form",
+    { class: "login", "aria-labelledby": "login-title" },
+    h("h1", { id: "login-title" }, "Log in"),
+    h("p", { class: "note" }, message),
+    h("label", { for: "login-user" }, "User"),
+    user,
+    h("label", { for: "login-password" }, "Password"),
+    password,
+    h("button", { type: "submit" }, "Log in"),
+    failure,
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    failure.textContent = "Logging in…";
+    void fetch("/console/api/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        user: (user as HTMLInputElement).value,
+        password: (password as HTMLInputElement).value,
+      }),
+    }).then(async (response) => {
+      if (!response.ok) {
+        const body = (await response.json().catch(() => ({}))) as { error?: string };
+        failure.textContent = body.error ?? `${response.status} ${response.statusText}`;
+        (password as HTMLInputElement).value = "";
+        password.focus();
+        return;
+      }
+      if (await checkSession()) void start();
+    });
+  });
+  main.replaceChildren(form);
+  main.dataset.page = "login";
+  user.focus();
 }
 
 function openStream(
@@ -105,6 +186,8 @@ function openStream(
   };
   source.onerror = () => {
     live.textContent = "disconnected: retrying";
+    // A stream refused with 401 (the session ended) is not retried by the browser: ask why.
+    if (source?.readyState === EventSource.CLOSED) void checkSession().catch(() => undefined);
   };
   for (const [name, handler] of Object.entries(handlers)) {
     source.addEventListener(name, (event) => handler(JSON.parse((event as MessageEvent<string>).data)));
@@ -803,6 +886,7 @@ async function showRecords(topicArgument?: string, partitionArgument?: string): 
   const topics = await getJson<{ name: string; partitions: number }[]>("/console/api/topic-names").catch(
     (error: Error) => error,
   );
+  if (topics instanceof LoginRequired) throw topics;
   if (topics instanceof Error) {
     main.replaceChildren(h("h1", {}, "Records"), h("p", { class: "error", role: "alert" }, topics.message));
     return;
@@ -985,6 +1069,10 @@ async function route(): Promise<void> {
       else showGroup(decodeURIComponent(rest[0]));
     } else await showRecords(rest[0] === undefined ? undefined : decodeURIComponent(rest[0]), rest[1]);
   } catch (error) {
+    if (error instanceof LoginRequired) {
+      showLogin(error.message);
+      return;
+    }
     main.replaceChildren(
       h("h1", {}, "Error"),
       h("p", { class: "error", role: "alert" }, (error as Error).message),
@@ -993,9 +1081,18 @@ async function route(): Promise<void> {
   main.dataset.page = page;
 }
 
+/** After the session check (and a login, when the broker has users): the page the address names. */
+async function start(): Promise<void> {
+  await route();
+  void getJson<Overview>("/console/api/overview").then(
+    (overview) => setText("brand-version", overview.version),
+    () => undefined,
+  );
+}
+
 window.addEventListener("hashchange", () => void route());
-void route();
-void getJson<Overview>("/console/api/overview").then(
-  (overview) => setText("brand-version", overview.version),
-  () => undefined,
+void checkSession().then(
+  (loggedIn) => (loggedIn ? start() : undefined),
+  (error: Error) =>
+    main.replaceChildren(h("h1", {}, "Error"), h("p", { class: "error", role: "alert" }, error.message)),
 );
