@@ -64,8 +64,7 @@ const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
 const fromBase64 = (text: string) => new Uint8Array(Buffer.from(text, "base64"));
 
 function saltedPassword(hash: Hash, password: string, salt: Uint8Array, iterations: number): Uint8Array {
-  const length = hash === "sha512" ? 64 : hash === "sha256" ? 32 : 20;
-  return pbkdf2Sync(password.normalize("NFKC"), salt, iterations, length, hash);
+  return pbkdf2Sync(password.normalize("NFKC"), salt, iterations, hashLength(hash), hash);
 }
 
 /** The stored form of a password (what the users file keeps). */
@@ -92,38 +91,63 @@ export function deriveCredential(
 /**
  * Checks a password sent in full (SASL PLAIN, the console's login) against a user's stored SCRAM
  * credentials: derives StoredKey from the password with each credential's salt and iterations and
- * compares in constant time. The derivation (PBKDF2, SCRAM_ITERATIONS_DEFAULT rounds) runs on
- * libuv's thread pool, so a login never stalls the event loop. An unknown user costs one derivation
- * against a decoy credential, so the time taken does not tell which users exist.
+ * compares in constant time; every stored mechanism must agree (`users add` makes them from one
+ * password). An unknown user costs one derivation against a decoy credential, so the time taken
+ * does not tell which users exist. This one runs the derivation (PBKDF2, SCRAM_ITERATIONS_DEFAULT
+ * rounds) on libuv's thread pool, so a login never stalls the event loop; verifyPasswordSync is for
+ * callers that cannot wait (the Kafka listener's SASL PLAIN step).
  */
 export async function verifyPassword(
   credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
   password: string,
 ): Promise<boolean> {
-  const candidates: [ScramMechanism, ScramCredential][] =
-    credentials === undefined || credentials.size === 0
-      ? [["SCRAM-SHA-256", DECOY_CREDENTIAL]]
-      : [...credentials];
   let matched = credentials !== undefined && credentials.size > 0;
-  for (const [mechanism, credential] of candidates) {
+  for (const [mechanism, credential] of candidatesOf(credentials)) {
     const hash = hashOf(mechanism);
-    const length = hash === "sha512" ? 64 : 32;
     const salted = await new Promise<Uint8Array>((resolve, reject) =>
       pbkdf2(
         password.normalize("NFKC"),
         credential.salt,
         credential.iterations,
-        length,
+        hashLength(hash),
         hash,
         (error, key) => (error === null ? resolve(key) : reject(error)),
       ),
     );
-    const storedKey = digest(hash, hmac(hash, salted, "Client Key"));
-    // Every stored mechanism must agree (they were made from one password by `users add`).
-    if (storedKey.length !== credential.storedKey.length || !timingSafeEqual(storedKey, credential.storedKey))
-      matched = false;
+    if (!sameStoredKey(hash, salted, credential)) matched = false;
   }
   return matched;
+}
+
+/** verifyPassword on the calling thread. */
+export function verifyPasswordSync(
+  credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
+  password: string,
+): boolean {
+  let matched = credentials !== undefined && credentials.size > 0;
+  for (const [mechanism, credential] of candidatesOf(credentials)) {
+    const hash = hashOf(mechanism);
+    const salted = saltedPassword(hash, password, credential.salt, credential.iterations);
+    if (!sameStoredKey(hash, salted, credential)) matched = false;
+  }
+  return matched;
+}
+
+function candidatesOf(
+  credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
+): [ScramMechanism, ScramCredential][] {
+  return credentials === undefined || credentials.size === 0
+    ? [["SCRAM-SHA-256", DECOY_CREDENTIAL]]
+    : [...credentials];
+}
+
+function hashLength(hash: Hash): number {
+  return hash === "sha512" ? 64 : hash === "sha256" ? 32 : 20;
+}
+
+function sameStoredKey(hash: Hash, salted: Uint8Array, credential: ScramCredential): boolean {
+  const storedKey = digest(hash, hmac(hash, salted, "Client Key"));
+  return storedKey.length === credential.storedKey.length && timingSafeEqual(storedKey, credential.storedKey);
 }
 
 /** What an unknown user's password is derived against (never matches: its key is random). */

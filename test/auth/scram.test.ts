@@ -11,6 +11,8 @@ import {
   ScramClient,
   type ScramCredential,
   ScramServer,
+  verifyPassword,
+  verifyPasswordSync,
 } from "../../src/auth/scram.ts";
 
 describe("the RFC examples", () => {
@@ -112,5 +114,30 @@ describe.each(SCRAM_MECHANISMS.map((mechanism) => [mechanism]))("%s", (mechanism
 
   test("fewer than 4096 iterations are refused", () => {
     expect(() => deriveCredential(mechanism, "pw", undefined, 1000)).toThrow("at least 4096");
+  });
+});
+
+describe("a password sent in full (SASL PLAIN, the console's login)", () => {
+  const both = new Map(
+    SCRAM_MECHANISMS.map((mechanism) => [mechanism, deriveCredential(mechanism, "s3cret")]),
+  );
+  const only512 = new Map([["SCRAM-SHA-512", deriveCredential("SCRAM-SHA-512", "s3cret")] as const]);
+  test("the right password matches every stored mechanism; a wrong one, an unknown user or none do not", async () => {
+    for (const credentials of [both, only512]) {
+      expect(await verifyPassword(credentials, "s3cret")).toBe(true);
+      expect(verifyPasswordSync(credentials, "s3cret")).toBe(true);
+      expect(await verifyPassword(credentials, "s3cret ")).toBe(false);
+      expect(verifyPasswordSync(credentials, "")).toBe(false);
+    }
+    expect(await verifyPassword(undefined, "s3cret")).toBe(false);
+    expect(verifyPasswordSync(new Map(), "s3cret")).toBe(false);
+  });
+  test("credentials made from different passwords do not match either one", async () => {
+    const mixed = new Map([
+      ["SCRAM-SHA-256", deriveCredential("SCRAM-SHA-256", "one")] as const,
+      ["SCRAM-SHA-512", deriveCredential("SCRAM-SHA-512", "two")] as const,
+    ]);
+    expect(await verifyPassword(mixed, "one")).toBe(false);
+    expect(verifyPasswordSync(mixed, "two")).toBe(false);
   });
 });
