@@ -1,0 +1,401 @@
+/**
+ * `bun bench/compat/migrate-mirror-maker.ts` (also `bun bench/compat/migrate.ts --with mirror-maker`):
+ * moving a booblik topic and its consumer groups to Apache Kafka with MirrorMaker 2, as
+ * docs/kafka.md ("Moving to a Kafka cluster") describes. Starts a booblik broker child process, a
+ * local Kafka node (kafka-node.ts, 4.1.1 in KRaft) and MirrorMaker 2 from the same release's jars
+ * (`org.apache.kafka.connect.mirror.MirrorMaker`, the class behind connect-mirror-maker.sh, in its
+ * dedicated mode with `--clusters kafka`), then:
+ *
+ * 1. on booblik: topic `orders` (3 partitions), 300 keyed records from kafkajs (murmur2
+ *    partitioner) whose keys, values and header values hold tabs, newlines and bytes that are not
+ *    UTF-8, with headers and CreateTime timestamps an hour in the past (so that a copy that
+ *    restamped them would show); group `billing` committed at 40 / 50 / 60 and group `audit` at
+ *    the end of each partition (a consumer that caught up before the move);
+ * 2. MirrorMaker 2: booblik → kafka, IdentityReplicationPolicy (topic names kept), checkpoints
+ *    emitted and group offsets synced every second (the configuration is printed, and is the one in
+ *    docs/kafka.md);
+ * 3. waits until Kafka has every record, then checks each one (partition, offset, key, value,
+ *    headers, timestamp) byte for byte against booblik;
+ * 4. waits until the groups' offsets appear on Kafka (written there by MirrorMaker's checkpoint
+ *    connector), prints them beside booblik's, checks that none is past booblik's (no record
+ *    skipped) and that a kafkajs consumer of each group on Kafka starts every partition at that
+ *    offset with booblik's record there;
+ * 5. new keyed records from a kafkajs producer land on the same partitions on both.
+ *
+ * MirrorMaker's log goes to $BOOBLIK_COMPAT_CACHE/last-mirror-maker.log; every WARN and ERROR line
+ * of it is printed at the end. Prints each step and a final PASS or FAIL line; exit code 1 on a
+ * failure.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { type IHeaders, Kafka, logLevel } from "kafkajs";
+import { startBooblik } from "./booblik.ts";
+import { compatCache, mirrorJars, serverJars, startKafka } from "./kafka-node.ts";
+
+const KAFKA_VERSION = "4.1.1";
+const TOPIC = "orders";
+const PARTITIONS = 3;
+const RECORDS = 300;
+const BILLING = [40, 50, 60];
+/** Bound of each wait on MirrorMaker (its Connect herder alone takes tens of seconds to start). */
+const MIRROR_WAIT_MS_MAX = 240_000;
+const MIRROR_HEAP = "-Xmx512m";
+
+interface Stored {
+  partition: number;
+  offset: string;
+  timestamp: string;
+  key: string;
+  value: string;
+  headers: string;
+}
+
+function client(bootstrap: string, id: string): Kafka {
+  return new Kafka({ brokers: [bootstrap], clientId: id, logLevel: logLevel.NOTHING });
+}
+
+const hex = (bytes: Buffer | null | undefined): string => (bytes == null ? "null" : bytes.toString("hex"));
+
+function headersHex(headers: IHeaders | undefined): string {
+  return JSON.stringify(
+    Object.entries(headers ?? {}).map(([name, value]) => [
+      name,
+      Array.isArray(value)
+        ? value.map((v) => hex(Buffer.from(v)))
+        : hex(value === undefined ? null : Buffer.from(value)),
+    ]),
+  );
+}
+
+/**
+ * Every record of TOPIC up to the high watermarks, byte for byte, read by a kafkajs consumer of a
+ * throwaway group that never commits (so that MirrorMaker, which syncs only `billing` and `audit`,
+ * never sees it).
+ */
+async function readAll(bootstrap: string, label: string): Promise<Stored[]> {
+  const kafka = client(bootstrap, `migrate-reader-${label}`);
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(TOPIC);
+  await admin.disconnect();
+  const total = ends.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+  const records: Stored[] = [];
+  if (total === 0) return records;
+  const consumer = kafka.consumer({ groupId: `migrate-reader-${label}-${crypto.randomUUID()}` });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [TOPIC], fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        records.push({
+          partition,
+          offset: message.offset,
+          timestamp: message.timestamp,
+          key: hex(message.key),
+          value: hex(message.value),
+          headers: headersHex(message.headers),
+        });
+        if (records.length >= total) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return records.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset));
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) {
+      console.log(`${what}: after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      return value;
+    }
+    if (Date.now() - started > MIRROR_WAIT_MS_MAX)
+      throw new Error(`${what}: not within ${MIRROR_WAIT_MS_MAX} ms`);
+    await Bun.sleep(500);
+  }
+}
+
+const failures: string[] = [];
+function check(what: string, ok: boolean, detail = ""): void {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}${detail === "" ? "" : `: ${detail}`}`);
+  if (!ok) failures.push(what);
+}
+
+/** The MirrorMaker 2 configuration (dedicated mode), as docs/kafka.md gives it. */
+function mirrorConfig(source: string, target: string): string {
+  return [
+    "clusters = booblik, kafka",
+    `booblik.bootstrap.servers = ${source}`,
+    `kafka.bootstrap.servers = ${target}`,
+    "booblik->kafka.enabled = true",
+    "kafka->booblik.enabled = false",
+    `booblik->kafka.topics = ${TOPIC}`,
+    "booblik->kafka.groups = billing, audit",
+    // Topic names kept: orders on booblik is orders on Kafka (the default policy would make it booblik.orders).
+    "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+    "emit.checkpoints.enabled = true",
+    "emit.checkpoints.interval.seconds = 1",
+    "sync.group.offsets.enabled = true",
+    "sync.group.offsets.interval.seconds = 1",
+    "refresh.topics.interval.seconds = 5",
+    "refresh.groups.interval.seconds = 5",
+    // One Kafka node: replication factor 1 for the mirrored topic and every internal topic.
+    "replication.factor = 1",
+    "checkpoints.topic.replication.factor = 1",
+    "heartbeats.topic.replication.factor = 1",
+    "offset-syncs.topic.replication.factor = 1",
+    "offset.storage.replication.factor = 1",
+    "status.storage.replication.factor = 1",
+    "config.storage.replication.factor = 1",
+    "",
+  ].join("\n");
+}
+
+const booblik = await startBooblik();
+const lib = await serverJars(KAFKA_VERSION);
+const mirrorLib = await mirrorJars(KAFKA_VERSION);
+const kafka = await startKafka(lib, KAFKA_VERSION);
+const mirrorDir = mkdtempSync(join(tmpdir(), "booblik-compat-mm2-"));
+const mirrorLog = join(compatCache, "last-mirror-maker.log");
+let mirror: ReturnType<typeof Bun.spawn> | undefined;
+console.log(
+  `load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+try {
+  // 1. The source.
+  const source = client(booblik.bootstrap, "migrate-source");
+  const sourceAdmin = source.admin();
+  await sourceAdmin.connect();
+  await sourceAdmin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] });
+  const producer = source.producer();
+  await producer.connect();
+  const hourAgoMs = Date.now() - 3_600_000;
+  await producer.send({
+    topic: TOPIC,
+    messages: Array.from({ length: RECORDS }, (_, i) => ({
+      key: Buffer.concat([Buffer.from(`customer\t${i % 37}\n`), Buffer.from([0x00, 0xff, 0xfe, i % 256])]),
+      value:
+        i % 50 === 7
+          ? null // a tombstone-shaped record: a null value must stay null
+          : Buffer.concat([
+              Buffer.from(`order ${i}\twith a tab\nand a newline `),
+              Buffer.from([0xc3, 0x28, 0x00, 0x80]),
+            ]),
+      headers: {
+        "trace-id": Buffer.from([0x00, 0x01, 0xff, i % 256]),
+        "content-type": "text/plain\tcharset=utf-8",
+      },
+      timestamp: String(hourAgoMs + i),
+    })),
+  });
+  await producer.disconnect();
+  const before = await readAll(booblik.bootstrap, "booblik");
+  const ends = await sourceAdmin.fetchTopicOffsets(TOPIC);
+  await sourceAdmin.setOffsets({
+    groupId: "billing",
+    topic: TOPIC,
+    partitions: BILLING.map((offset, partition) => ({ partition, offset: String(offset) })),
+  });
+  await sourceAdmin.setOffsets({
+    groupId: "audit",
+    topic: TOPIC,
+    partitions: ends.map(({ partition, high }) => ({ partition, offset: high })),
+  });
+  console.log(
+    `booblik: ${before.length} records in ${TOPIC}, ends ${ends.map((p) => `${p.partition}:${p.high}`).join(" ")}; ` +
+      `billing at ${BILLING.join(" / ")}, audit at the ends`,
+  );
+
+  // 2. MirrorMaker 2, dedicated mode, driving only the flows into `kafka`.
+  const properties = join(mirrorDir, "mm2.properties");
+  writeFileSync(properties, mirrorConfig(booblik.bootstrap, kafka.bootstrap));
+  // INFO to stdout (the log file), the layout of Kafka's own config/connect-log4j2.yaml.
+  const log4j = join(mirrorDir, "log4j2.properties");
+  writeFileSync(
+    log4j,
+    [
+      "appender.stdout.type = Console",
+      "appender.stdout.name = STDOUT",
+      "appender.stdout.layout.type = PatternLayout",
+      "appender.stdout.layout.pattern = [%d] %p %m (%c)%n",
+      "rootLogger.level = INFO",
+      "rootLogger.appenderRef.stdout.ref = STDOUT",
+      "",
+    ].join("\n"),
+  );
+  console.log(`MirrorMaker 2 configuration (${properties}):\n${readFileSync(properties, "utf8")}`);
+  mirror = Bun.spawn(
+    [
+      "java",
+      MIRROR_HEAP,
+      `-Dlog4j2.configurationFile=${log4j}`,
+      "-cp",
+      `${mirrorLib}/*`,
+      "org.apache.kafka.connect.mirror.MirrorMaker",
+      properties,
+      "--clusters",
+      "kafka",
+    ],
+    { stdout: Bun.file(mirrorLog), stderr: "inherit" },
+  );
+
+  // 3. Every record, byte for byte.
+  const target = client(kafka.bootstrap, "migrate-target");
+  const targetAdmin = target.admin();
+  await targetAdmin.connect();
+  await waitFor(`all ${before.length} records on Kafka`, async () => {
+    try {
+      const offsets = await targetAdmin.fetchTopicOffsets(TOPIC);
+      const total = offsets.reduce((sum, p) => sum + Number(p.high), 0);
+      return total >= before.length ? total : undefined;
+    } catch {
+      return undefined; // the topic is not there yet
+    }
+  });
+  const after = await readAll(kafka.bootstrap, "kafka");
+  const diff = before.findIndex((r, i) => JSON.stringify(r) !== JSON.stringify(after[i]));
+  check(
+    `all ${before.length} records on Kafka at the same partition and offset with the same key, value, headers and timestamp`,
+    after.length === before.length && diff === -1,
+    diff === -1
+      ? `${after.length} records read back`
+      : `first difference at ${diff}: booblik ${JSON.stringify(before[diff])}, Kafka ${JSON.stringify(after[diff])}`,
+  );
+
+  // 4. The groups: MirrorMaker translates and writes them; consumers there resume at them.
+  for (const [group, committed] of [
+    ["billing", BILLING],
+    ["audit", ends.map((p) => Number(p.high))],
+  ] as const) {
+    const translated = await waitFor(`group ${group}'s offsets on Kafka`, async () => {
+      const [fetched] = await targetAdmin.fetchOffsets({ groupId: group, topics: [TOPIC] });
+      const offsets = fetched!.partitions
+        .sort((a, b) => a.partition - b.partition)
+        .map((p) => Number(p.offset));
+      return offsets.every((o) => o >= 0) ? offsets : undefined;
+    });
+    // Give MirrorMaker a few more sync rounds: a later checkpoint may move an offset forward.
+    await Bun.sleep(5_000);
+    const [settled] = await targetAdmin.fetchOffsets({ groupId: group, topics: [TOPIC] });
+    const final = settled!.partitions.sort((a, b) => a.partition - b.partition).map((p) => Number(p.offset));
+    console.log(
+      `${group}: booblik ${committed.join(" / ")}, Kafka (MirrorMaker's translation) ${final.join(" / ")} (first seen ${translated.join(" / ")})`,
+    );
+    check(
+      `${group}: no offset on Kafka is past booblik's (nothing skipped)`,
+      final.every((o, p) => o <= committed[p]!),
+    );
+    check(
+      `${group}: the offsets on Kafka are booblik's exactly`,
+      final.every((o, p) => o === committed[p]!),
+    );
+    const consumer = target.consumer({ groupId: group, sessionTimeout: 10_000 });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [TOPIC] });
+    // Partitions whose offset is at the end have nothing to read: those must stay silent.
+    const expectRecords = final.map((o, p) => o < Number(ends[p]!.high));
+    const firstSeen = new Map<number, Stored>();
+    let joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      joined = true;
+    });
+    const done = new Promise<void>((resolve) => {
+      void consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => {
+          if (!firstSeen.has(partition))
+            firstSeen.set(partition, {
+              partition,
+              offset: message.offset,
+              timestamp: message.timestamp,
+              key: hex(message.key),
+              value: hex(message.value),
+              headers: headersHex(message.headers),
+            });
+          if (expectRecords.every((expected, p) => !expected || firstSeen.has(p))) resolve();
+        },
+      });
+    });
+    if (expectRecords.some((e) => e)) await done;
+    else {
+      await waitFor(`${group} consumer joined on Kafka`, async () => (joined ? true : undefined));
+      // Nothing is expected: two fetch rounds of kafkajs (max wait 5 s each) must bring nothing.
+      await Bun.sleep(10_000);
+    }
+    await consumer.disconnect();
+    for (let partition = 0; partition < PARTITIONS; partition++) {
+      const seen = firstSeen.get(partition);
+      if (!expectRecords[partition]) {
+        check(
+          `${group} on Kafka: partition ${partition} at its end (${final[partition]}) reads nothing`,
+          seen === undefined,
+          seen === undefined ? "" : `read offset ${seen.offset}`,
+        );
+        continue;
+      }
+      const expected = before.find((r) => r.partition === partition && r.offset === String(final[partition]));
+      check(
+        `${group} on Kafka resumes partition ${partition} at ${final[partition]} with booblik's record there`,
+        seen !== undefined && JSON.stringify(seen) === JSON.stringify(expected),
+        `first record ${seen?.offset}`,
+      );
+    }
+  }
+
+  // 5. New keyed records from the same client library go to the same partitions on both.
+  const keys = Array.from({ length: 20 }, (_, i) => `new-customer-${i}`);
+  const landed: number[][] = [];
+  for (const bootstrap of [booblik.bootstrap, kafka.bootstrap]) {
+    const p = client(bootstrap, "migrate-new").producer();
+    await p.connect();
+    const partitions: number[] = [];
+    for (const key of keys) {
+      const [sent] = await p.send({ topic: TOPIC, messages: [{ key, value: "new" }] });
+      partitions.push(sent!.partition);
+    }
+    await p.disconnect();
+    landed.push(partitions);
+  }
+  check(
+    "20 new keys produced by kafkajs land on the same partitions on booblik and on Kafka",
+    JSON.stringify(landed[0]) === JSON.stringify(landed[1]),
+    landed[0]!.join(","),
+  );
+  await sourceAdmin.disconnect();
+  await targetAdmin.disconnect();
+} catch (error) {
+  failures.push((error as Error).message);
+  console.log(`FAIL ${(error as Error).stack}`);
+} finally {
+  if (mirror !== undefined) {
+    mirror.kill("SIGTERM");
+    const timer = setTimeout(() => mirror?.kill("SIGKILL"), 60_000);
+    await mirror.exited;
+    clearTimeout(timer);
+  }
+  await kafka.stop();
+  await booblik.stop();
+  rmSync(mirrorDir, { recursive: true, force: true });
+}
+const complaints = readFileSync(mirrorLog, "utf8")
+  .split("\n")
+  .filter((line) => / (WARN|ERROR) /.test(line));
+console.log(`\nMirrorMaker's WARN and ERROR lines (${complaints.length}, log: ${mirrorLog}):`);
+for (const line of complaints) console.log(`  ${line.slice(0, 400)}`);
+console.log(
+  `load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+console.log(
+  failures.length === 0
+    ? "PASS: migration to Kafka with MirrorMaker 2"
+    : `FAIL: ${failures.length} check(s) failed`,
+);
+process.exit(failures.length === 0 ? 0 : 1);
