@@ -41,6 +41,8 @@ const BILLING = [40, 50, 60];
 /** Bound of each wait on MirrorMaker (its Connect herder alone takes tens of seconds to start). */
 const MIRROR_WAIT_MS_MAX = 240_000;
 const MIRROR_HEAP = "-Xmx512m";
+/** How long a group's offsets on Kafka may take to reach booblik's once they first appear. */
+const SETTLE_MS_MAX = 30_000;
 
 interface Stored {
   partition: number;
@@ -105,6 +107,12 @@ async function readAll(bootstrap: string, label: string): Promise<Stored[]> {
   return records.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset));
 }
 
+/** A group's committed offsets for TOPIC on a cluster, by partition (−1: none). */
+async function groupOffsets(admin: ReturnType<Kafka["admin"]>, group: string): Promise<number[]> {
+  const [fetched] = await admin.fetchOffsets({ groupId: group, topics: [TOPIC] });
+  return fetched!.partitions.sort((a, b) => a.partition - b.partition).map((p) => Number(p.offset));
+}
+
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
   const started = Date.now();
   for (;;) {
@@ -141,6 +149,20 @@ function mirrorConfig(source: string, target: string): string {
     "emit.checkpoints.interval.seconds = 1",
     "sync.group.offsets.enabled = true",
     "sync.group.offsets.interval.seconds = 1",
+    // booblik cannot make MirrorMaker's compacted offset-syncs topic (no cleanup.policy=compact,
+    // CreateTopics answers INVALID_CONFIG): keep it on Kafka, so booblik is only read from.
+    "offset-syncs.topic.location = target",
+    // booblik serves no ACL APIs here (DescribeAcls is UNSUPPORTED_VERSION): nothing to copy.
+    "sync.topic.acls.enabled = false",
+    // booblik's own settings (booblik.durability, …) mean nothing to Kafka, which refuses them and
+    // with them the whole config sync of the topic; the rest is MirrorMaker's default exclude list.
+    "config.properties.exclude = booblik\\\\..*, follower\\\\.replication\\\\.throttled\\\\.replicas, leader\\\\.replication\\\\.throttled\\\\.replicas, message\\\\.timestamp\\\\.difference\\\\.max\\\\.ms, message\\\\.timestamp\\\\.type, unclean\\\\.leader\\\\.election\\\\.enable, min\\\\.insync\\\\.replicas",
+    // MirrorMaker writes an offset sync when a partition's translation would lag by offset.lag.max
+    // (100) records, and the latest one of each partition at every offset commit of its worker
+    // (offset.flush.interval.ms, 60 s by default; a setting of the booblik->kafka herder): 5 s, so
+    // that a caught-up group is translated to its exact offset within seconds.
+    "booblik->kafka.offset.flush.interval.ms = 5000",
+    "sync.topic.configs.interval.seconds = 5",
     "refresh.topics.interval.seconds = 5",
     "refresh.groups.interval.seconds = 5",
     // One Kafka node: replication factor 1 for the mirrored topic and every internal topic.
@@ -226,10 +248,16 @@ try {
       "appender.stdout.layout.pattern = [%d] %p %m (%c)%n",
       "rootLogger.level = INFO",
       "rootLogger.appenderRef.stdout.ref = STDOUT",
+      // BOOBLIK_MM2_DEBUG=logger.name,…: those loggers at DEBUG (e.g. the admin client's calls).
+      ...(process.env.BOOBLIK_MM2_DEBUG ?? "")
+        .split(",")
+        .filter((name) => name !== "")
+        .flatMap((name, i) => [`logger.debug${i}.name = ${name}`, `logger.debug${i}.level = DEBUG`]),
       "",
     ].join("\n"),
   );
   console.log(`MirrorMaker 2 configuration (${properties}):\n${readFileSync(properties, "utf8")}`);
+  writeFileSync(mirrorLog, ""); // Bun.file as stdout does not truncate: no lines of an older run
   mirror = Bun.spawn(
     [
       "java",
@@ -274,27 +302,32 @@ try {
     ["audit", ends.map((p) => Number(p.high))],
   ] as const) {
     const translated = await waitFor(`group ${group}'s offsets on Kafka`, async () => {
-      const [fetched] = await targetAdmin.fetchOffsets({ groupId: group, topics: [TOPIC] });
-      const offsets = fetched!.partitions
-        .sort((a, b) => a.partition - b.partition)
-        .map((p) => Number(p.offset));
+      const offsets = await groupOffsets(targetAdmin, group);
       return offsets.every((o) => o >= 0) ? offsets : undefined;
     });
-    // Give MirrorMaker a few more sync rounds: a later checkpoint may move an offset forward.
-    await Bun.sleep(5_000);
-    const [settled] = await targetAdmin.fetchOffsets({ groupId: group, topics: [TOPIC] });
-    const final = settled!.partitions.sort((a, b) => a.partition - b.partition).map((p) => Number(p.offset));
+    // MirrorMaker moves a group forward as later offset syncs arrive: wait for booblik's offsets,
+    // and take what stands at the bound.
+    const settledMs = Date.now();
+    let final = translated;
+    while (!final.every((o, p) => o === committed[p]) && Date.now() - settledMs < SETTLE_MS_MAX) {
+      await Bun.sleep(1_000);
+      final = await groupOffsets(targetAdmin, group);
+    }
     console.log(
-      `${group}: booblik ${committed.join(" / ")}, Kafka (MirrorMaker's translation) ${final.join(" / ")} (first seen ${translated.join(" / ")})`,
+      `${group}: booblik ${committed.join(" / ")}; on Kafka (MirrorMaker's translation) ${translated.join(" / ")} ` +
+        `at first, ${final.join(" / ")} after ${((Date.now() - settledMs) / 1000).toFixed(1)} s more`,
     );
     check(
       `${group}: no offset on Kafka is past booblik's (nothing skipped)`,
       final.every((o, p) => o <= committed[p]!),
     );
-    check(
-      `${group}: the offsets on Kafka are booblik's exactly`,
-      final.every((o, p) => o === committed[p]!),
-    );
+    // Exact for a group at the end of every partition (a consumer that caught up before the move);
+    // a group in the middle resumes at MirrorMaker's last offset sync at or below its commit + 1,
+    // by MirrorMaker's design (docs/kafka.md), so only reported.
+    const exact = final.every((o, p) => o === committed[p]!);
+    if (group === "audit") check(`${group}: the offsets on Kafka are booblik's exactly`, exact);
+    else
+      console.log(`info ${group}: exactly booblik's offsets: ${exact ? "yes" : "no (re-reads from there)"}`);
     const consumer = target.consumer({ groupId: group, sessionTimeout: 10_000 });
     await consumer.connect();
     await consumer.subscribe({ topics: [TOPIC] });
@@ -383,11 +416,18 @@ try {
   await booblik.stop();
   rmSync(mirrorDir, { recursive: true, force: true });
 }
-const complaints = readFileSync(mirrorLog, "utf8")
-  .split("\n")
-  .filter((line) => / (WARN|ERROR) /.test(line));
-console.log(`\nMirrorMaker's WARN and ERROR lines (${complaints.length}, log: ${mirrorLog}):`);
-for (const line of complaints) console.log(`  ${line.slice(0, 400)}`);
+// Each distinct WARN or ERROR message once, with its count (time stamps and correlation ids cut).
+const complaints = new Map<string, number>();
+for (const line of readFileSync(mirrorLog, "utf8").split("\n")) {
+  if (!/ (WARN|ERROR) /.test(line)) continue;
+  const message = line
+    .replace(/^\[[^\]]*\] /, "")
+    .replace(/correlation id \d+/, "correlation id N")
+    .slice(0, 400);
+  complaints.set(message, (complaints.get(message) ?? 0) + 1);
+}
+console.log(`\nMirrorMaker's WARN and ERROR messages (log: ${mirrorLog}):`);
+for (const [message, count] of complaints) console.log(`  ${count} × ${message}`);
 console.log(
   `load average ${loadavg()
     .map((l) => l.toFixed(2))
