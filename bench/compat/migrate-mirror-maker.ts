@@ -12,19 +12,23 @@
  *    restamped them would show); group `billing` committed at 40 / 50 / 60 and group `audit` at
  *    the end of each partition (a consumer that caught up before the move);
  * 2. MirrorMaker 2: booblik → kafka, IdentityReplicationPolicy (topic names kept), checkpoints
- *    emitted and group offsets synced every second (the configuration is printed, and is the one in
- *    docs/kafka.md);
+ *    emitted and group offsets synced every second, its offset-syncs topic on Kafka (booblik has no
+ *    compacted topics), no ACL sync (booblik serves no ACL API here), booblik's own topic settings
+ *    not copied (the configuration is printed, and is the one in docs/kafka.md, which says why);
  * 3. waits until Kafka has every record, then checks each one (partition, offset, key, value,
  *    headers, timestamp) byte for byte against booblik;
  * 4. waits until the groups' offsets appear on Kafka (written there by MirrorMaker's checkpoint
  *    connector), prints them beside booblik's, checks that none is past booblik's (no record
- *    skipped) and that a kafkajs consumer of each group on Kafka starts every partition at that
- *    offset with booblik's record there;
+ *    skipped), that `audit` (at the ends) is translated exactly (`billing`, in the middle, is
+ *    translated to MirrorMaker's last offset sync at or below it, by MirrorMaker's design: printed,
+ *    not checked) and that a kafkajs consumer of each group on Kafka starts every partition at that
+ *    offset with booblik's record there, or reads nothing at the end;
  * 5. new keyed records from a kafkajs producer land on the same partitions on both.
  *
  * MirrorMaker's log goes to $BOOBLIK_COMPAT_CACHE/last-mirror-maker.log; every WARN and ERROR line
- * of it is printed at the end. Prints each step and a final PASS or FAIL line; exit code 1 on a
- * failure.
+ * of it is printed at the end, each distinct message once with its count (BOOBLIK_MM2_DEBUG=logger,…
+ * sets those loggers to DEBUG, e.g. org.apache.kafka.clients.NetworkClient for every request and
+ * answer). Prints each step and a final PASS or FAIL line; exit code 1 on a failure.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -41,8 +45,12 @@ const BILLING = [40, 50, 60];
 /** Bound of each wait on MirrorMaker (its Connect herder alone takes tens of seconds to start). */
 const MIRROR_WAIT_MS_MAX = 240_000;
 const MIRROR_HEAP = "-Xmx512m";
-/** How long a group's offsets on Kafka may take to reach booblik's once they first appear. */
-const SETTLE_MS_MAX = 30_000;
+/**
+ * How long a group's offsets on Kafka may take to reach booblik's once they first appear: `audit`
+ * (at the ends) waits for the next offset commit of MirrorMaker's worker; `billing` (in the middle)
+ * is not expected to get there (see docs/kafka.md), a short look shows that it stays.
+ */
+const SETTLE_MS_MAX = { audit: 120_000, billing: 15_000 } as const;
 
 interface Stored {
   partition: number;
@@ -159,9 +167,9 @@ function mirrorConfig(source: string, target: string): string {
     "config.properties.exclude = booblik\\\\..*, follower\\\\.replication\\\\.throttled\\\\.replicas, leader\\\\.replication\\\\.throttled\\\\.replicas, message\\\\.timestamp\\\\.difference\\\\.max\\\\.ms, message\\\\.timestamp\\\\.type, unclean\\\\.leader\\\\.election\\\\.enable, min\\\\.insync\\\\.replicas",
     // MirrorMaker writes an offset sync when a partition's translation would lag by offset.lag.max
     // (100) records, and the latest one of each partition at every offset commit of its worker
-    // (offset.flush.interval.ms, 60 s by default; a setting of the booblik->kafka herder): 5 s, so
-    // that a caught-up group is translated to its exact offset within seconds.
-    "booblik->kafka.offset.flush.interval.ms = 5000",
+    // (offset.flush.interval.ms, 60 s by default; the worker's settings are the target cluster's,
+    // MirrorMakerConfig.workerConfig): 5 s, so that a caught-up group is exact within seconds.
+    "kafka.offset.flush.interval.ms = 5000",
     "sync.topic.configs.interval.seconds = 5",
     "refresh.topics.interval.seconds = 5",
     "refresh.groups.interval.seconds = 5",
@@ -309,7 +317,7 @@ try {
     // and take what stands at the bound.
     const settledMs = Date.now();
     let final = translated;
-    while (!final.every((o, p) => o === committed[p]) && Date.now() - settledMs < SETTLE_MS_MAX) {
+    while (!final.every((o, p) => o === committed[p]) && Date.now() - settledMs < SETTLE_MS_MAX[group]) {
       await Bun.sleep(1_000);
       final = await groupOffsets(targetAdmin, group);
     }
