@@ -17,7 +17,11 @@ export interface BooblikChild {
   stop(): Promise<void>;
 }
 
-export async function startBooblik(): Promise<BooblikChild> {
+/**
+ * `extraArgs`: more broker flags (e.g. `--users-file <path>` for a broker whose Kafka port wants a
+ * SASL login, bench/compat/franz-go.ts --scram).
+ */
+export async function startBooblik(extraArgs: readonly string[] = []): Promise<BooblikChild> {
   const dataDir = mkdtempSync(join(tmpdir(), "booblik-compat-"));
   const child = Bun.spawn(
     [
@@ -31,6 +35,7 @@ export async function startBooblik(): Promise<BooblikChild> {
       "0",
       "--kafka-port",
       "0",
+      ...extraArgs,
     ],
     { stdout: "pipe", stderr: "pipe" },
   );

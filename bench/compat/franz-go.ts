@@ -11,10 +11,15 @@
  * and its transactional producer retries until the whole `go test` timeout (measured: it ran the
  * 9-minute bound out).
  *
- * Usage: bun run compat:franz-go [--version v1.22.3] [--records 2000] [--with-txn]
+ * `--scram 256` (or 512): also starts a second booblik with a users file (one user made with
+ * `booblik-cli users add`) so that its Kafka port wants a SASL login, and points franz-go's SCRAM
+ * tests at it: KGO_TEST_SCRAM_SEEDS = that broker, KGO_TEST_SCRAM = user:password:256|512 (the
+ * suite's own format; every other test keeps using KGO_SEEDS, the broker without users).
+ *
+ * Usage: bun run compat:franz-go [--version v1.22.3] [--records 2000] [--with-txn] [--scram 256|512]
  */
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startBooblik } from "./booblik.ts";
@@ -26,8 +31,12 @@ const { values: args } = parseArgs({
     "with-txn": { type: "boolean", default: false },
     /** Only the tests matching this `go test -run` pattern (e.g. ^TestConsumeRegex$). */
     run: { type: "string" },
+    /** SCRAM-SHA-256 or -512 for the SCRAM tests, against a second broker with a users file. */
+    scram: { type: "string" },
   },
 });
+if (args.scram !== undefined && args.scram !== "256" && args.scram !== "512")
+  throw new Error(`--scram takes 256 or 512, got ${JSON.stringify(args.scram)}`);
 const cache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
 const goEnv = {
   ...process.env,
@@ -53,8 +62,36 @@ cpSync(moduleDir, work, { recursive: true });
 Bun.spawnSync(["chmod", "-R", "u+w", work]);
 
 const booblik = await startBooblik();
+/** The broker with users for the SCRAM tests (--scram), its users file and the env naming it. */
+let scramBroker: Awaited<ReturnType<typeof startBooblik>> | undefined;
+const scramEnv: Record<string, string> = {};
+const usersDir = mkdtempSync(join(tmpdir(), "booblik-compat-users-"));
 let output: string;
+const startedMs = Date.now();
+const loadBefore = loadavg().map((l) => l.toFixed(2));
 try {
+  if (args.scram !== undefined) {
+    const usersFile = join(usersDir, "users.json");
+    const passwordFile = join(usersDir, "franz.password");
+    const password = `franz-${crypto.randomUUID()}`;
+    writeFileSync(passwordFile, password, { mode: 0o600 });
+    const add = Bun.spawnSync([
+      process.execPath,
+      join(import.meta.dir, "..", "..", "src", "cli", "main.ts"),
+      "users",
+      "add",
+      "franz",
+      "--users-file",
+      usersFile,
+      "--password-file",
+      passwordFile,
+    ]);
+    if (add.exitCode !== 0) throw new Error(`booblik-cli users add failed: ${add.stdout}${add.stderr}`);
+    scramBroker = await startBooblik(["--users-file", usersFile]);
+    scramEnv.KGO_TEST_SCRAM_SEEDS = scramBroker.bootstrap;
+    scramEnv.KGO_TEST_SCRAM = `franz:${password}:${args.scram}`;
+    console.log(`SCRAM-SHA-${args.scram} tests against ${scramBroker.bootstrap} (user franz, --users-file)`);
+  }
   const command = ["go", "test", "-count=1", `-timeout=${GO_TEST_TIMEOUT}`, "-json"];
   if (!args["with-txn"]) command.push("-skip", "^TestTxnEtl$");
   if (args.run !== undefined) command.push("-run", args.run);
@@ -64,7 +101,13 @@ try {
   );
   const child = Bun.spawn(command, {
     cwd: work,
-    env: { ...goEnv, KGO_SEEDS: booblik.bootstrap, KGO_TEST_RF: "1", KGO_TEST_RECORDS: args.records! },
+    env: {
+      ...goEnv,
+      ...scramEnv,
+      KGO_SEEDS: booblik.bootstrap,
+      KGO_TEST_RF: "1",
+      KGO_TEST_RECORDS: args.records!,
+    },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -76,7 +119,9 @@ try {
   output = stdout + stderr;
 } finally {
   await booblik.stop();
+  await scramBroker?.stop();
   rmSync(work, { recursive: true, force: true });
+  rmSync(usersDir, { recursive: true, force: true });
 }
 
 interface TestEvent {
@@ -101,7 +146,13 @@ for (const line of output.split("\n")) {
 }
 const topLevel = [...results].filter(([test]) => !test.includes("/"));
 const count = (action: string) => topLevel.filter(([, result]) => result === action).length;
-console.log(`\nfranz-go ${args.version} pkg/kgo against booblik, ${new Date().toISOString()}\n`);
+console.log(
+  `\nfranz-go ${args.version} pkg/kgo against booblik${args.scram === undefined ? "" : ` (+ SCRAM-SHA-${args.scram} broker)`}, ` +
+    `${new Date().toISOString()}, ${((Date.now() - startedMs) / 1000).toFixed(0)} s, ` +
+    `load average ${loadBefore.join(" ")} before, ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")} after\n`,
+);
 console.log("| test | result | first lines of its output |");
 console.log("| --- | --- | --- |");
 for (const [test, result] of results) {

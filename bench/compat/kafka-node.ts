@@ -60,6 +60,38 @@ export async function serverJars(kafkaVersion: string): Promise<string> {
   return lib;
 }
 
+/**
+ * MirrorMaker 2 (connect-mirror, connect-runtime and their runtime dependencies, with the log4j 2
+ * binding Kafka's own scripts use) from Maven Central into the compat cache, for
+ * bench/compat/migrate-mirror-maker.ts. Its own directory: the server's class path stays as it is.
+ */
+export async function mirrorJars(kafkaVersion: string): Promise<string> {
+  const lib = join(compatCache, `mirror-${kafkaVersion}`);
+  let present = false;
+  try {
+    present = readdirSync(lib).includes(`connect-mirror-${kafkaVersion}.jar`);
+  } catch {}
+  if (!present) {
+    console.log(`fetching MirrorMaker 2 ${kafkaVersion} (connect-mirror) with Maven into ${lib}`);
+    await run(
+      [
+        "mvn",
+        "-B",
+        "-q",
+        `-Dmaven.repo.local=${join(compatCache, "m2")}`,
+        `-Dkafka.version=${kafkaVersion}`,
+        "-f",
+        join(HERE, "kafka-mirror", "pom.xml"),
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        `-DoutputDirectory=${lib}`,
+      ],
+      "mvn dependency:copy-dependencies",
+    );
+  }
+  return lib;
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

@@ -16,10 +16,23 @@
  * 5. new keyed records from a kafkajs producer land on the same partitions on both.
  *
  * Prints each step and a final PASS or FAIL line; exit code 1 on a failure.
+ *
+ * `--with mirror-maker`: the same move with MirrorMaker 2 instead of the kcat pipe (records with
+ * headers, timestamps and any bytes; group offsets translated by MirrorMaker): runs
+ * bench/compat/migrate-mirror-maker.ts, which says what it checks.
  */
+import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { startBooblik } from "./booblik.ts";
 import { serverJars, startKafka } from "./kafka-node.ts";
+
+const { values: options } = parseArgs({ options: { with: { type: "string", default: "kcat" } } });
+if (options.with === "mirror-maker") {
+  // That script runs on import and ends the process with its own exit code.
+  await import("./migrate-mirror-maker.ts");
+} else if (options.with !== "kcat") {
+  throw new Error(`--with takes kcat (the default) or mirror-maker, got ${JSON.stringify(options.with)}`);
+}
 
 const KAFKA_VERSION = "4.1.1";
 const TOPIC = "orders";
