@@ -34,8 +34,9 @@ const LAYERS: Record<string, string[]> = {
   ],
   // The web console: read-only pages over the broker, served on the metrics listener (which imports
   // it). It sees the TCP server only through a narrow interface of its own, so it never imports
-  // src/server; its page (src/console/app) imports only format.ts and api-types.ts.
-  "src/console": ["src/console", "src/broker", "src/record", "src/domain", "ffi"],
+  // src/server; its page (src/console/app) imports only format.ts and api-types.ts. Its logins use
+  // the listeners' password check and login delays (src/auth).
+  "src/console": ["src/console", "src/broker", "src/record", "src/auth", "src/domain", "ffi"],
   // The Kafka wire listener: its own codec (sans I/O) and sockets, over the same broker layer as the
   // native server; it never imports the native protocol or server.
   "src/kafka": ["src/kafka", "src/broker", "src/record", "src/auth", "src/domain", "ffi"],
