@@ -69,6 +69,7 @@ export {
 export { checkFetchedEntries, forEachFetchedRecord } from "./fetched.ts";
 export { PositionFile } from "./position-file.ts";
 export {
+  type Accepted,
   Producer,
   type ProducerHeaders,
   type ProducerOptions,
