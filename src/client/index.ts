@@ -58,6 +58,7 @@ export {
 export {
   type ConsumedBatch,
   type ConsumedRecord,
+  type ConsumedRecords,
   Consumer,
   type ConsumerOptions,
   forEachConsumedRecord,
