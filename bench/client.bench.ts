@@ -54,7 +54,12 @@ const RAW_BATCH_RECORDS = 1000;
 const PRODUCE_MODES: Record<string, string> = {
   write: "produce, Producer.write() per record",
   accept: "produce, await Producer.accept() per record",
-  ...(baseline === "" ? {} : { "accept-baseline": "produce, await Producer.accept() per record (baseline)" }),
+  ...(baseline === ""
+    ? {}
+    : {
+        "write-baseline": "produce, Producer.write() per record (baseline)",
+        "accept-baseline": "produce, await Producer.accept() per record (baseline)",
+      }),
 };
 const CONSUME_MODES: Record<string, string> = {
   records: "consume, for await (record of consumer)",

@@ -24,8 +24,11 @@ const args = parseBenchArgs({
 });
 const seconds = args.number("seconds");
 type Shape = "value" | "keyed";
-/** How records go in: `write()`, or `await accept()` per record (its fast path when the topic is known). */
-type Call = "write" | "accept";
+/**
+ * How records go in: `write()`; `await accept()` per record (its fast path when the topic is known);
+ * or `write()` with an `await` per record (what a loop of awaited calls costs at the least).
+ */
+type Call = "write" | "accept" | "write-await";
 /** The Producer's defaults, passed explicitly so that the printed figures name what was measured. */
 const BATCH_BYTES = 256 * 1024;
 const IN_FLIGHT = 4;
@@ -64,6 +67,11 @@ async function measure(checkout: string, recordBytes: number, shape: Shape, call
       if (call === "accept") {
         for (let i = 0; i < 4096; i++)
           await producer.accept("t", shape === "value" ? values[i & 63] : records[i & 63], options);
+      } else if (call === "write-await") {
+        for (let i = 0; i < 4096; i++) {
+          const value = shape === "value" ? values[i & 63] : records[i & 63];
+          await (producer.write("t", value, options) ? undefined : producer.drained());
+        }
       } else {
         for (let i = 0; i < 4096; i++) {
           const value = shape === "value" ? values[i & 63] : records[i & 63];
@@ -139,6 +147,7 @@ const rows: { recordBytes: number; shape: Shape; call: Call }[] = [
   { recordBytes: 1024, shape: "value", call: "write" },
   { recordBytes: 100, shape: "keyed", call: "write" },
   { recordBytes: 100, shape: "value", call: "accept" },
+  { recordBytes: 100, shape: "value", call: "write-await" },
 ];
 for (const row of rows) {
   const a: number[] = [];
@@ -154,7 +163,11 @@ for (const row of rows) {
   }
   const shape =
     (row.shape === "value" ? "value only" : "16 B key + one header (16 B key, 16 B value)") +
-    (row.call === "accept" ? ", await accept() per record" : ", write()");
+    (row.call === "accept"
+      ? ", await accept() per record"
+      : row.call === "write-await"
+        ? ", write() + an await per record"
+        : ", write()");
   const ratio = a.length === 0 ? "—" : (median(b) / median(a)).toFixed(2);
   console.log(`| ${row.recordBytes} | ${shape} | ${summary(a)} | ${summary(b)} | ${ratio} |`);
 }
