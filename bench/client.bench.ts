@@ -4,11 +4,21 @@
  * in flight; a raw FETCH loop checking both CRCs of every entry without decoding records), in the
  * same run against the same broker process. Every client consume mode decodes every record.
  *
- *   bun bench/client.bench.ts [--seconds=5]
+ *   bun bench/client.bench.ts [--seconds=4] [--rounds=3] [--record-bytes=100,1024] [--baseline=<checkout>]
+ *
+ * With `--baseline` (a checkout of an earlier commit whose bench/load/client-*.ts are this
+ * checkout's, copied there so that they import that checkout's client) the per-record modes also
+ * run that checkout's client, marked "(baseline)", in the same rotation.
+ * Each round runs the raw generator and every client mode once, in an order that rotates from round
+ * to round, so that each client run has a raw run next to it on the same machine; the ratio is taken
+ * per round (client / that round's raw) and printed as median (range) over the rounds, with the
+ * records/s and the load process's CPU time per record (user + system over the measured span: the
+ * figure that a shared machine disturbs least). The load average is printed with every row.
  *
  * Policy: acknowledge after append (the client's cost shows best where the broker is fastest).
  * Target: the client reaches ≥ 70 % of the raw generator's throughput.
  */
+import os from "node:os";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
@@ -16,112 +26,189 @@ import { describeMachine, formatRate, measurementDirectory } from "./lib/environ
 import type { ThroughputResult } from "./lib/load-result.ts";
 import { runLoad, startBrokerProcess } from "./lib/processes.ts";
 
-const seconds = parseBenchArgs({
-  usage: "bun bench/client.bench.ts [--seconds=5]",
-  options: { seconds: "5" },
-}).number("seconds");
+const args = parseBenchArgs({
+  usage:
+    "bun bench/client.bench.ts [--seconds=4] [--rounds=3] [--record-bytes=100,1024] [--baseline=<checkout>]",
+  options: { seconds: "4", rounds: "3", "record-bytes": "100,1024", baseline: "" },
+});
+const seconds = args.number("seconds");
+const rounds = args.number("rounds");
+const recordSizes = args
+  .text("record-bytes")
+  .split(",")
+  .map((text) => Number(text));
 const LOAD = path.join(import.meta.dir, "load");
+const baseline = args.text("baseline");
+const BASELINE_LOAD = baseline === "" ? "" : path.resolve(baseline, "bench/load");
+/** A mode's load script: this checkout's, or the baseline's for a mode ending in "-baseline". */
+function clientScript(mode: string, name: string): [string, string] {
+  return mode.endsWith("-baseline")
+    ? [path.join(BASELINE_LOAD, name), mode.slice(0, -"-baseline".length)]
+    : [path.join(LOAD, name), mode];
+}
 // The Producer's defaults, passed explicitly so that the printed figures name what was measured.
 const PRODUCER_BATCH_BYTES = 256 * 1024;
 const PRODUCER_IN_FLIGHT = 4;
+const RAW_BATCH_RECORDS = 1000;
+
+const PRODUCE_MODES: Record<string, string> = {
+  write: "produce, Producer.write() per record",
+  accept: "produce, await Producer.accept() per record",
+  ...(baseline === ""
+    ? {}
+    : {
+        "write-baseline": "produce, Producer.write() per record (baseline)",
+        "accept-baseline": "produce, await Producer.accept() per record (baseline)",
+      }),
+};
+const CONSUME_MODES: Record<string, string> = {
+  records: "consume, for await (record of consumer)",
+  ...(baseline === "" ? {} : { "records-baseline": "consume, for await (record of consumer) (baseline)" }),
+  iterate: "consume, for await (batch of batches()) + for (record of batch)",
+  objects: "consume, batches() + forEachConsumedRecord",
+  batches: "consume, batches() + forEachFetchedRecord (views)",
+};
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function spread(values: number[], format: (value: number) => string): string {
+  return `${format(median(values))} (${format(Math.min(...values))}-${format(Math.max(...values))})`;
+}
+
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((value) => value.toFixed(1))
+    .join(" ");
+}
+
+interface Runs {
+  rates: number[];
+  ratios: number[];
+  cpuNsPerRecord: number[];
+  loads: string[];
+}
+
+function newRuns(): Runs {
+  return { rates: [], ratios: [], cpuNsPerRecord: [], loads: [] };
+}
+
+function record(runs: Runs, result: ThroughputResult, raw: ThroughputResult): void {
+  runs.rates.push(result.recordsPerSecond);
+  runs.ratios.push(result.recordsPerSecond / raw.recordsPerSecond);
+  runs.cpuNsPerRecord.push(((result.cpuSeconds ?? Number.NaN) * 1e9) / result.records);
+  runs.loads.push(os.loadavg()[0]!.toFixed(1));
+}
+
+/** The order of `modes` for a round: rotated by the round, so that no mode always runs first. */
+function rotated<T>(modes: readonly T[], round: number): T[] {
+  const shift = round % modes.length;
+  return [...modes.slice(shift), ...modes.slice(0, shift)];
+}
 
 const directory = measurementDirectory("client");
-console.log(`# booblik client benchmark\n\n${describeMachine(directory.fileSystem)}`);
+console.log(
+  `# booblik client benchmark\n\n${describeMachine(directory.fileSystem)}\nload average at start: ${loadAverage()}`,
+);
 const broker = await startBrokerProcess(path.join(directory.path, "broker"), []);
 const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
 try {
   console.log(
-    `\n## one producer and one consumer, ${seconds} s produce runs, durability append, file write path; raw: batches of ` +
-      `1000 records, 8 requests in flight; client: Producer batchBytes ${PRODUCER_BATCH_BYTES / 1024} KiB ` +
-      `(the default), ${PRODUCER_IN_FLIGHT} batches in flight (the default)\n`,
+    `\n## one producer and one consumer, ${seconds} s produce runs, ${rounds} rounds, durability append, file write path; ` +
+      `raw: batches of ${RAW_BATCH_RECORDS} records, 8 requests in flight, one connection; client: Producer batchBytes ` +
+      `${PRODUCER_BATCH_BYTES / 1024} KiB (the default), ${PRODUCER_IN_FLIGHT} batches in flight (the default); ` +
+      "consumers: fetches of 1 MiB (the default); median (range) over the rounds\n",
   );
-  console.log("| record B | side | raw rec/s | client rec/s | client / raw | client MB/s |");
-  console.log("|---|---|---|---|---|---|");
-  for (const recordBytes of [100, 1024]) {
-    const rawTopic = `raw-${recordBytes}`;
-    const clientTopic = `client-${recordBytes}`;
-    const port = String(broker.port);
-    // Raw and client runs alternate, twice each, and the better run of each counts: a run that comes
-    // after gigabytes of writes meets the kernel's writeback, and that must not decide the ratio.
-    const best = (a: ThroughputResult | undefined, b: ThroughputResult) =>
-      a === undefined || b.recordsPerSecond > a.recordsPerSecond ? b : a;
-    let rawProduce: ThroughputResult | undefined;
-    const clientProduce: Record<string, ThroughputResult | undefined> = {};
-    for (let round = 0; round < 2; round++) {
-      const rawTopicRound = `${rawTopic}-${round}`;
-      await admin.createTopic(rawTopicRound, { durability: "append" });
-      rawProduce = best(
-        rawProduce,
-        (await runLoad(path.join(LOAD, "produce.ts"), [
-          port,
-          rawTopicRound,
-          String(recordBytes),
-          "1000",
-          "1",
-          String(seconds),
-        ])) as ThroughputResult,
-      );
-      await admin.deleteTopic(rawTopicRound);
-      for (const mode of ["write", "accept"]) {
-        const topic = `${clientTopic}-${mode}-${round}`;
+  console.log(
+    "| record B | side | raw rec/s | client rec/s | client / raw (per round) | raw CPU ns/record | client CPU ns/record | load average (1 min) per round |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|");
+  const port = String(broker.port);
+  let topicNumber = 0;
+  for (const recordBytes of recordSizes) {
+    const rawProduce = newRuns();
+    const clientProduce: Record<string, Runs> = Object.fromEntries(
+      Object.keys(PRODUCE_MODES).map((mode) => [mode, newRuns()]),
+    );
+    for (let round = 0; round < rounds; round++) {
+      let raw: ThroughputResult | undefined;
+      const results: Record<string, ThroughputResult> = {};
+      for (const mode of rotated(["raw", ...Object.keys(PRODUCE_MODES)], round)) {
+        const topic = `produce-${recordBytes}-${topicNumber++}`;
         await admin.createTopic(topic, { durability: "append" });
-        const result = (await runLoad(path.join(LOAD, "client-produce.ts"), [
-          port,
-          topic,
-          String(recordBytes),
-          String(seconds),
-          mode,
-          String(PRODUCER_BATCH_BYTES),
-          String(PRODUCER_IN_FLIGHT),
-        ])) as ThroughputResult;
-        clientProduce[mode] = best(clientProduce[mode], result);
+        if (mode === "raw") {
+          raw = (await runLoad(path.join(LOAD, "produce.ts"), [
+            port,
+            topic,
+            String(recordBytes),
+            String(RAW_BATCH_RECORDS),
+            "1",
+            String(seconds),
+          ])) as ThroughputResult;
+        } else {
+          const [script, scriptMode] = clientScript(mode, "client-produce.ts");
+          results[mode] = (await runLoad(script, [
+            port,
+            topic,
+            String(recordBytes),
+            String(seconds),
+            scriptMode,
+            String(PRODUCER_BATCH_BYTES),
+            String(PRODUCER_IN_FLIGHT),
+          ])) as ThroughputResult;
+        }
         await admin.deleteTopic(topic);
       }
+      record(rawProduce, raw!, raw!);
+      for (const mode of Object.keys(results)) record(clientProduce[mode]!, results[mode]!, raw!);
     }
-    const row = (side: string, raw: ThroughputResult, client: ThroughputResult) =>
+    const row = (side: string, raw: Runs, client: Runs) =>
       console.log(
-        `| ${recordBytes} | ${side} | ${formatRate(raw.recordsPerSecond)} | ${formatRate(client.recordsPerSecond)} | ` +
-          `${(client.recordsPerSecond / raw.recordsPerSecond).toFixed(2)} | ${client.megabytesPerSecond.toFixed(0)} |`,
+        `| ${recordBytes} | ${side} | ${spread(raw.rates, formatRate)} | ${spread(client.rates, formatRate)} | ` +
+          `${spread(client.ratios, (value) => value.toFixed(2))} | ${spread(raw.cpuNsPerRecord, (value) => value.toFixed(0))} | ` +
+          `${spread(client.cpuNsPerRecord, (value) => value.toFixed(0))} | ${client.loads.join(", ")} |`,
       );
-    for (const mode of ["write", "accept"])
-      row(`produce, Producer.${mode}() per record`, rawProduce!, clientProduce[mode]!);
+    for (const [mode, side] of Object.entries(PRODUCE_MODES)) row(side, rawProduce, clientProduce[mode]!);
+
     // The consumers read a topic written once by the raw generator.
-    await admin.createTopic(rawTopic, { durability: "append" });
+    const topic = `consume-${recordBytes}`;
+    await admin.createTopic(topic, { durability: "append" });
     await runLoad(path.join(LOAD, "produce.ts"), [
       port,
-      rawTopic,
+      topic,
       String(recordBytes),
-      "1000",
+      String(RAW_BATCH_RECORDS),
       "1",
       String(seconds),
     ]);
-    // Both consumers read the same records: what the raw producer wrote.
-    const until = String((await admin.listOffsets(rawTopic, 0)).nextOffset);
-    await runLoad(path.join(LOAD, "consume.ts"), [port, rawTopic, until]); // warm the page cache
-    let rawConsume: ThroughputResult | undefined;
-    const clientConsume: Record<string, ThroughputResult | undefined> = {};
-    for (let round = 0; round < 2; round++) {
-      rawConsume = best(
-        rawConsume,
-        (await runLoad(path.join(LOAD, "consume.ts"), [port, rawTopic, until])) as ThroughputResult,
-      );
-      for (const mode of ["records", "objects", "batches"]) {
-        clientConsume[mode] = best(
-          clientConsume[mode],
-          (await runLoad(path.join(LOAD, "client-consume.ts"), [
-            port,
-            rawTopic,
-            until,
-            mode,
-          ])) as ThroughputResult,
-        );
+    // Every consumer reads the same records: what the raw producer wrote.
+    const until = String((await admin.listOffsets(topic, 0)).nextOffset);
+    await runLoad(path.join(LOAD, "consume.ts"), [port, topic, until]); // warm the page cache
+    const rawConsume = newRuns();
+    const clientConsume: Record<string, Runs> = Object.fromEntries(
+      Object.keys(CONSUME_MODES).map((mode) => [mode, newRuns()]),
+    );
+    for (let round = 0; round < rounds; round++) {
+      let raw: ThroughputResult | undefined;
+      const results: Record<string, ThroughputResult> = {};
+      for (const mode of rotated(["raw", ...Object.keys(CONSUME_MODES)], round)) {
+        if (mode === "raw")
+          raw = (await runLoad(path.join(LOAD, "consume.ts"), [port, topic, until])) as ThroughputResult;
+        else {
+          const [script, scriptMode] = clientScript(mode, "client-consume.ts");
+          results[mode] = (await runLoad(script, [port, topic, until, scriptMode])) as ThroughputResult;
+        }
       }
+      record(rawConsume, raw!, raw!);
+      for (const mode of Object.keys(results)) record(clientConsume[mode]!, results[mode]!, raw!);
     }
-    row("consume, for await (record of consumer)", rawConsume!, clientConsume.records!);
-    row("consume, batches() + forEachConsumedRecord", rawConsume!, clientConsume.objects!);
-    row("consume, batches() + forEachFetchedRecord (views)", rawConsume!, clientConsume.batches!);
-    await admin.deleteTopic(rawTopic);
+    for (const [mode, side] of Object.entries(CONSUME_MODES)) row(side, rawConsume, clientConsume[mode]!);
+    await admin.deleteTopic(topic);
   }
+  console.log(`\nload average at the end: ${loadAverage()}`);
 } finally {
   admin.close();
   await broker.stop();

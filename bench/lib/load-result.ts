@@ -11,16 +11,30 @@ export interface ThroughputResult {
   seconds: number;
   recordsPerSecond: number;
   megabytesPerSecond: number;
+  /** The load process's CPU time (user + system) over the measured span, when it reports it. */
+  cpuSeconds?: number;
+}
+
+/** CPU time (user + system, seconds) since `since` (a process.cpuUsage() reading). */
+export function cpuSecondsSince(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1e6;
 }
 
 /** Prints the result line and ends the load process (its sockets may still hold timers). */
-export function reportThroughput(records: number, bytes: number, seconds: number): never {
+export function reportThroughput(
+  records: number,
+  bytes: number,
+  seconds: number,
+  cpuSeconds?: number,
+): never {
   const result: ThroughputResult = {
     records,
     bytes,
     seconds,
     recordsPerSecond: records / seconds,
     megabytesPerSecond: bytes / seconds / 1e6,
+    ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
   };
   console.log(JSON.stringify(result));
   process.exit(0);

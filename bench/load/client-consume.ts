@@ -5,14 +5,16 @@
  * ConsumedRecord object and a value view per record; mode `objects`: `consumer.batches()` with
  * `forEachConsumedRecord` (the same objects, no promise per record); mode `batches`:
  * `consumer.batches()` with `forEachFetchedRecord`, the reader's reused view per record (no
- * allocation per record). Bytes are value bytes.
- * Usage: bun client-consume.ts <port> <topic> <until> [records|objects|batches]
+ * allocation per record); mode `iterate`: `for await (const batch of consumer.batches())` and
+ * `for (const record of batch)`, the same objects from the batch's synchronous iterator (one promise
+ * per fetch). Bytes are value bytes.
+ * Usage: bun client-consume.ts <port> <topic> <until> [records|objects|batches|iterate]
  */
 import { BooblikClient } from "../../src/client/client.ts";
 import { Consumer, forEachConsumedRecord } from "../../src/client/consumer.ts";
 import { forEachFetchedRecord } from "../../src/client/fetched.ts";
 import { RecordBatchReader } from "../../src/record/batch.ts";
-import { reportThroughput } from "../lib/load-result.ts";
+import { cpuSecondsSince, reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, mode] = process.argv.slice(2);
 const until = Number(untilText);
@@ -20,6 +22,7 @@ const client = await BooblikClient.connect({ host: "127.0.0.1", port: Number(por
 const consumer = new Consumer(client, { topic: topic!, from: 0, stopAtEnd: true });
 let records = 0;
 let bytes = 0;
+const cpuStart = process.cpuUsage();
 const start = performance.now();
 if (mode === "batches") {
   const reader = new RecordBatchReader();
@@ -27,6 +30,14 @@ if (mode === "batches") {
     records += forEachFetchedRecord(batch.records, batch.batchBounds, batch.fromOffset, reader, (view) => {
       if (view.valueLength > 0) bytes += view.valueLength;
     });
+    if (records >= until) break;
+  }
+} else if (mode === "iterate") {
+  for await (const batch of consumer.batches()) {
+    for (const record of batch) {
+      records++;
+      bytes += record.value?.length ?? 0;
+    }
     if (records >= until) break;
   }
 } else if (mode === "objects") {
@@ -46,4 +57,4 @@ if (mode === "batches") {
 }
 const elapsed = (performance.now() - start) / 1000;
 client.close();
-reportThroughput(records, bytes, elapsed);
+reportThroughput(records, bytes, elapsed, cpuSecondsSince(cpuStart));

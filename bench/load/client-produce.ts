@@ -8,7 +8,7 @@
  */
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
-import { reportThroughput } from "../lib/load-result.ts";
+import { cpuSecondsSince, reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, recordBytesText, secondsText, mode, batchBytesText, inFlightText] =
   process.argv.slice(2);
@@ -20,6 +20,7 @@ const producer = new Producer(client, {
 });
 const values = Array.from({ length: 64 }, () => crypto.getRandomValues(new Uint8Array(recordBytes)));
 let records = 0;
+const cpuStart = process.cpuUsage();
 const start = performance.now();
 const end = start + Number(secondsText) * 1000;
 while (performance.now() < end) {
@@ -39,4 +40,4 @@ await producer.flush();
 const elapsed = (performance.now() - start) / 1000;
 await producer.close();
 client.close();
-reportThroughput(records, records * recordBytes, elapsed);
+reportThroughput(records, records * recordBytes, elapsed, cpuSecondsSince(cpuStart));

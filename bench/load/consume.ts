@@ -8,7 +8,7 @@
 import { BrokerConnection } from "../../src/client/connection.ts";
 import { checkFetchedEntries } from "../../src/client/fetched.ts";
 import { decodeFetchResponse, encodeFetchRequest } from "../../src/protocol/messages.ts";
-import { reportThroughput } from "../lib/load-result.ts";
+import { cpuSecondsSince, reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, untilText, maxBytesText, caFile] = process.argv.slice(2);
 const until = Number(untilText);
@@ -20,6 +20,7 @@ const connection = await BrokerConnection.connect({
 });
 let offset = 0;
 let bytes = 0;
+const cpuStart = process.cpuUsage();
 const start = performance.now();
 while (offset < until) {
   const result = await connection.send(
@@ -35,4 +36,4 @@ while (offset < until) {
 }
 const elapsed = (performance.now() - start) / 1000;
 connection.close();
-reportThroughput(offset, bytes, elapsed);
+reportThroughput(offset, bytes, elapsed, cpuSecondsSince(cpuStart));

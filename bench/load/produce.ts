@@ -9,7 +9,7 @@
 import { BrokerConnection } from "../../src/client/connection.ts";
 import { decodeProduceResponse, encodeProduceRequestHeader } from "../../src/protocol/messages.ts";
 import { encodeBatch } from "../../src/record/batch.ts";
-import { reportThroughput } from "../lib/load-result.ts";
+import { cpuSecondsSince, reportThroughput } from "../lib/load-result.ts";
 
 const [portText, topic, recordBytesText, batchText, connectionsText, secondsText, inflightText] =
   process.argv.slice(2);
@@ -38,6 +38,7 @@ const connections = await Promise.all(
   ),
 );
 let records = 0;
+const cpuStart = process.cpuUsage();
 const start = performance.now();
 const end = start + seconds * 1000;
 await Promise.all(
@@ -66,4 +67,4 @@ await Promise.all(
 );
 const elapsed = (performance.now() - start) / 1000;
 for (const connection of connections) connection.close();
-reportThroughput(records, (records / batchRecords) * batchBytes, elapsed);
+reportThroughput(records, (records / batchRecords) * batchBytes, elapsed, cpuSecondsSince(cpuStart));

@@ -58,6 +58,7 @@ export {
 export {
   type ConsumedBatch,
   type ConsumedRecord,
+  type ConsumedRecords,
   Consumer,
   type ConsumerOptions,
   forEachConsumedRecord,
@@ -69,6 +70,7 @@ export {
 export { checkFetchedEntries, forEachFetchedRecord } from "./fetched.ts";
 export { PositionFile } from "./position-file.ts";
 export {
+  type Accepted,
   Producer,
   type ProducerHeaders,
   type ProducerOptions,

@@ -5,7 +5,11 @@
  * - `send()` resolves with the offsets the broker assigned, once acknowledged (simplest, one promise
  *   per call);
  * - `accept()` resolves once the records are buffered (waiting while the buffer is full) and hands
- *   back the acknowledgement as a promise: streaming at the broker's pace with per-call results;
+ *   back the acknowledgement as a promise: streaming at the broker's pace with per-call results.
+ *   One record that fits the buffer and whose topic is known is buffered synchronously and
+ *   accept() returns the `Accepted` itself, no promise: the record's acknowledgement is derived
+ *   from its batch's (one `BatchAck` per batch), and only made a promise when `acknowledged` is
+ *   read. `await` takes either;
  * - `write()` is synchronous, like a Node stream: it buffers the record and returns false once the
  *   buffer is full, then `await drained()`. No promise per record, so it is the fast path; failures
  *   surface from `flush()`/`close()`.
@@ -141,6 +145,97 @@ interface PendingSend {
   reject: (error: unknown) => void;
 }
 
+/**
+ * A batch's outcome, for the records accept() buffered on its fast path: one object per batch
+ * instead of a promise (and its resolve/reject closures) per record. The promise is made only when
+ * some record's `acknowledged` is read before the batch settled.
+ */
+class BatchAck {
+  readonly topic: string;
+  readonly partition: number;
+  /** 0 pending, 1 acknowledged, 2 failed. */
+  state = 0;
+  firstOffset = 0;
+  durability: "appended" | "forced" = "appended";
+  logAppendTimeMs = -1;
+  error: unknown;
+  private waiting: Promise<BatchAck> | undefined;
+  private wake: ((ack: BatchAck) => void) | undefined;
+  private fail: ((error: unknown) => void) | undefined;
+
+  constructor(topic: string, partition: number) {
+    this.topic = topic;
+    this.partition = partition;
+  }
+
+  /** Resolves with this object once acknowledged; rejects with the batch's error. */
+  settled(): Promise<BatchAck> {
+    if (this.state === 1) return Promise.resolve(this);
+    if (this.state === 2) return Promise.reject(this.error);
+    if (this.waiting === undefined) {
+      this.waiting = new Promise<BatchAck>((resolve, reject) => {
+        this.wake = resolve;
+        this.fail = reject;
+      });
+      // Read only through Accepted.acknowledged, which handles it; this one must not be unhandled.
+      this.waiting.catch(() => undefined);
+    }
+    return this.waiting;
+  }
+
+  succeed(firstOffset: number, durability: "appended" | "forced", logAppendTimeMs: number): void {
+    this.firstOffset = firstOffset;
+    this.durability = durability;
+    this.logAppendTimeMs = logAppendTimeMs;
+    this.state = 1;
+    this.wake?.(this);
+  }
+
+  failWith(error: unknown): void {
+    this.error = error;
+    this.state = 2;
+    this.fail?.(error);
+  }
+}
+
+/**
+ * What accept() hands back for the records it buffered. `acknowledged` resolves with their offsets
+ * once the broker acknowledged their batch (rejects if the batch failed for good; flush()/close()
+ * report that too, so it need not be read). Immutable once created: it never changes under the
+ * caller, and it holds only its batch's small BatchAck (not the batch's bytes).
+ */
+export class Accepted {
+  private readonly ack: BatchAck | undefined;
+  private readonly index: number;
+  private promise: Promise<SendResult> | undefined;
+
+  /** @internal Made by the Producer: from a batch's ack and the record's index in it, or a promise. */
+  constructor(ack: BatchAck | undefined, index: number, promise?: Promise<SendResult>) {
+    this.ack = ack;
+    this.index = index;
+    this.promise = promise;
+  }
+
+  /** The offsets the broker assigned, once acknowledged under the topic's durability policy. */
+  get acknowledged(): Promise<SendResult> {
+    if (this.promise !== undefined) return this.promise;
+    const ack = this.ack!;
+    const index = this.index;
+    const promise = ack.settled().then((settled) => ({
+      topic: settled.topic,
+      partition: settled.partition,
+      offset: settled.firstOffset + index,
+      count: 1,
+      durability: settled.durability,
+      logAppendTimeMs: settled.logAppendTimeMs,
+    }));
+    // As before: the caller may never handle it; flush()/close() report failures too.
+    promise.catch(() => undefined);
+    this.promise = promise;
+    return promise;
+  }
+}
+
 interface Batch {
   topic: string;
   partition: number;
@@ -148,6 +243,8 @@ interface Batch {
   /** Uncompressed bytes counted in `bufferedBytes` for this batch. */
   bytes: number;
   sends: PendingSend[];
+  /** The acknowledgement of the records accept() buffered on its fast path (see Accepted). */
+  ack: BatchAck | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** The epoch it was stamped with (−1: sent as a plain batch). */
   epoch: number;
@@ -304,6 +401,12 @@ function recordBytesBound(record: RecordInput): number {
   return sizeOfVarint(body) + body;
 }
 
+/** Fails every acknowledgement waiting on a batch: accept()'s and send()'s. */
+function rejectBatch(batch: Batch, error: unknown): void {
+  for (const send of batch.sends) send.reject(error);
+  batch.ack?.failWith(error);
+}
+
 const INT32_MAX = 2_147_483_647;
 /** Kafka's producer epoch is an int16. */
 const PRODUCER_EPOCH_MAX = 32_767;
@@ -407,17 +510,86 @@ export class Producer {
 
   /**
    * Buffers records (waiting for room first: backpressure) and returns once they are accepted;
-   * `acknowledged` resolves when the broker acknowledged them.
+   * `acknowledged` resolves when the broker acknowledged them. `await` the result: one record that
+   * fits the buffer, for a topic whose metadata the producer has, is buffered at once and the
+   * `Accepted` comes back directly (no promise per record); otherwise, and on any error, a promise.
    */
-  async accept(
+  accept(
     topic: string,
     values: Value | readonly Value[],
     options: SendOptions = {},
-  ): Promise<{ acknowledged: Promise<SendResult> }> {
+  ): Accepted | Promise<Accepted> {
+    if (!Array.isArray(values) && !this.closed) {
+      const info = this.topics.get(topic);
+      if (info !== undefined) {
+        try {
+          const accepted = this.acceptOne(topic, values as Value, options, info);
+          if (accepted !== undefined) return accepted;
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
+    }
+    return this.acceptWaiting(topic, values, options);
+  }
+
+  /**
+   * accept()'s fast path: one record into its partition's open batch, synchronously, when the
+   * buffer has room; undefined (nothing done) when it has not. Throws what accept() rejects with.
+   */
+  private acceptOne(
+    topic: string,
+    value: Value,
+    options: SendOptions,
+    info: TopicInfo,
+  ): Accepted | undefined {
+    // One clock read per call: a loop of awaited accept()s takes a turn per record, where the cached
+    // clock of write() would cost a microtask to forget (a third of accept()'s time in a CPU profile).
+    let record: RecordInput;
+    if (typeof value === "string" || value instanceof Uint8Array) {
+      // A bare value into the reused record (as write() does): it is encoded below, before any
+      // other call can reuse it, and the batch writer keeps nothing of it.
+      record = this.scratch.plain;
+      record.key = options.key === undefined ? null : bytesOf(options.key);
+      record.value = bytesOf(value);
+      record.timestamp = Date.now();
+    } else {
+      record = recordOf(value, nullableBytesOf(options.key), Date.now(), this.scratch);
+    }
+    const bytes = recordBytesBound(record);
+    if (this.bufferedBytes > 0 && this.bufferedBytes + bytes > this.bufferBytes) return undefined;
+    const partition = this.choosePartition(topic, options, record.key, info);
+    const oversize =
+      RECORD_BATCH_OVERHEAD_BYTES + bytes <= info.maxRecordBytes
+        ? undefined
+        : this.oversize([record], bytes, info);
+    if (oversize !== undefined) throw this.tooLarge(topic, [record], oversize, info);
+    const state = this.stateOf(topic, partition, info);
+    const batch = this.batchFor(state, bytes);
+    const writer = batch.writer;
+    const index = writer.recordCount;
+    const before = writer.sizeBytes;
+    writer.add(record);
+    const added = writer.sizeBytes - before;
+    batch.bytes += added;
+    this.bufferedBytes += added;
+    let ack = batch.ack;
+    if (ack === undefined) {
+      ack = new BatchAck(topic, partition);
+      batch.ack = ack;
+    }
+    if (writer.sizeBytes >= state.limitBytes) this.closeBatch(state, batch);
+    return new Accepted(ack, index);
+  }
+
+  /** accept() when it may have to wait: for room, or for the topic's metadata; and for several records. */
+  private async acceptWaiting(
+    topic: string,
+    values: Value | readonly Value[],
+    options: SendOptions,
+  ): Promise<Accepted> {
     this.checkOpen();
     const defaultKey = nullableBytesOf(options.key);
-    // One clock read per call: an accept() is its own turn, where the cached clock of write() would
-    // cost a microtask to forget (a third of accept()'s time in a CPU profile).
     const nowMs = Date.now();
     const list = Array.isArray(values)
       ? (values as readonly Value[]).map((value) => recordOf(value, defaultKey, nowMs))
@@ -447,7 +619,7 @@ export class Producer {
       const refused = this.acceptInto(topic, list, bytes, options, send, info);
       if (refused !== undefined) throw refused;
     }
-    return { acknowledged };
+    return new Accepted(undefined, 0, acknowledged);
   }
 
   /**
@@ -748,6 +920,7 @@ export class Producer {
         writer: this.takeWriter(Math.max(bytes + RECORD_BATCH_OVERHEAD_BYTES, limit)),
         bytes: 0,
         sends: [],
+        ack: undefined,
         timer: undefined,
         epoch: -1,
       };
@@ -893,7 +1066,7 @@ export class Producer {
           }
           for (const batch of state.waiting.splice(0)) {
             state.inFlight++;
-            for (const send of batch.sends) send.reject(error);
+            rejectBatch(batch, error);
             this.failures.push(error);
             this.settle(state, batch.bytes);
           }
@@ -920,7 +1093,7 @@ export class Producer {
       } catch (error) {
         // Only a compressed batch that grew past the limit can get here: its records fail alone
         // (and use no sequence: nothing was sent).
-        for (const send of batch.sends) send.reject(error);
+        rejectBatch(batch, error);
         this.failures.push(error);
         this.settle(state, bytes);
         continue;
@@ -943,6 +1116,7 @@ export class Producer {
               logAppendTimeMs: response.logAppendTimeMs,
             });
           }
+          batch.ack?.succeed(response.firstOffset, response.durability, response.logAppendTimeMs);
           this.settle(state, bytes);
           this.returnWriter(batch.writer);
         },
@@ -957,7 +1131,7 @@ export class Producer {
             state.producerEpoch = batch.epoch < PRODUCER_EPOCH_MAX ? batch.epoch + 1 : -1;
             state.nextSequence = 0;
           }
-          for (const send of batch.sends) send.reject(error);
+          rejectBatch(batch, error);
           this.failures.push(error);
           this.settle(state, bytes);
         },
