@@ -878,7 +878,7 @@ async function main(): Promise<number> {
   const clientCertificates =
     tls?.ca === undefined
       ? ""
-      : `, client certificates required${users === undefined ? ` (principal: ${clientPrincipalRule === "dn" ? "subject DN" : "CN"})` : ""}`;
+      : `, client certificates required${users === undefined ? `; principal: the subject ${clientPrincipalRule === "dn" ? "DN" : "CN"}` : ""}`;
   const fetchNote =
     tls === undefined
       ? ""

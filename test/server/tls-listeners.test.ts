@@ -286,7 +286,9 @@ describe("mutual TLS: the client certificate's subject is the principal", () => 
       "--kafka-port",
       "0",
     ]);
-    expect(broker.startLine).toContain("client certificates required (principal: subject DN)");
+    expect(broker.startLine).toContain(
+      "fetch copy (TLS, client certificates required; principal: the subject DN)",
+    );
     const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
     const kafkaPort = portAfter(kafkaLine, /Kafka protocol on 127\.0\.0\.1:(\d+)/);
     const client = await BooblikClient.connect({
