@@ -221,7 +221,13 @@ export function certificateSubject(der: Uint8Array): { dn: string; cn: string | 
       const text = attributeText(der, value);
       const keyword = ATTRIBUTE_KEYWORDS[oid];
       if (keyword === "CN" && cn === undefined && text !== undefined) cn = text;
-      values.push(`${keyword ?? oid}=${attributeValue(der, value, text)}`);
+      // RFC 2253 §2.4: a type written as a dotted OID has its value as `#` and the DER in hex
+      // (Java's X500Principal, hence Kafka's principal, writes emailAddress that way too).
+      values.push(
+        keyword === undefined
+          ? `${oid}=${attributeValue(der, value, undefined)}`
+          : `${keyword}=${attributeValue(der, value, text)}`,
+      );
       avaAt = ava.end;
     }
     rdns.push(values.join("+"));

@@ -205,6 +205,118 @@ describe("plain and TLS listeners side by side", () => {
     }
   });
 
+  test("--kafka-tls-advertised-listener names what METADATA on the TLS port advertises; the plain port keeps its own", async () => {
+    using dir = tempDir();
+    const certs = makeCertificates(dir.path);
+    await using broker = await startBroker(dir.file("data"), [
+      "--tls-cert",
+      certs.certFile,
+      "--tls-key",
+      certs.keyFile,
+      "--kafka-port",
+      "0",
+      "--kafka-tls-port",
+      "0",
+      "--kafka-advertised-listener",
+      "plain.example:9092",
+      "--kafka-tls-advertised-listener",
+      "secure.example:9094",
+    ]);
+    const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
+    const kafkaTlsLine = await broker.lines.waitFor(
+      (l) => l.includes("Kafka protocol over TLS on"),
+      "the Kafka TLS line",
+    );
+    expect(kafkaTlsLine).toEndWith("advertised to its clients as secure.example:9094");
+    const kafkaPort = portAfter(kafkaLine, /Kafka protocol on 127\.0\.0\.1:(\d+)/);
+    const kafkaTlsPort = portAfter(kafkaTlsLine, /over TLS on 127\.0\.0\.1:(\d+)/);
+    const ssl = ["-X", "security.protocol=SSL", "-X", `ssl.ca.location=${certs.caFile}`];
+    const overTls = await kcat(["-b", `127.0.0.1:${kafkaTlsPort}`, ...ssl, "-L", "-J"]);
+    expect(overTls.exitCode).toBe(0);
+    expect(JSON.parse(overTls.stdout).brokers).toEqual([{ id: 1, name: "secure.example:9094" }]);
+    const overPlain = await kcat(["-b", `127.0.0.1:${kafkaPort}`, "-L", "-J"]);
+    expect(overPlain.exitCode).toBe(0);
+    expect(JSON.parse(overPlain.stdout).brokers).toEqual([{ id: 1, name: "plain.example:9092" }]);
+  });
+
+  test("with users: SASL PLAIN is offered on the Kafka TLS port and not on the plain one beside it", async () => {
+    using dir = tempDir();
+    const certs = makeCertificates(dir.path);
+    const usersFile = dir.file("users.json");
+    const users = readUsersFileOrEmpty(usersFile);
+    setUser(users, "alice", "correct horse");
+    writeUsersFile(usersFile, users);
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile,
+      "--tls-cert",
+      certs.certFile,
+      "--tls-key",
+      certs.keyFile,
+      "--kafka-port",
+      "0",
+      "--kafka-tls-port",
+      "0",
+    ]);
+    const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
+    const kafkaTlsLine = await broker.lines.waitFor(
+      (l) => l.includes("Kafka protocol over TLS on"),
+      "the Kafka TLS line",
+    );
+    const kafkaPort = portAfter(kafkaLine, /Kafka protocol on 127\.0\.0\.1:(\d+)/);
+    const kafkaTlsPort = portAfter(kafkaTlsLine, /over TLS on 127\.0\.0\.1:(\d+)/);
+    const protocols = await broker.lines.waitFor(
+      (l) => l.includes("security.protocol="),
+      "the protocol line",
+    );
+    expect(protocols).toBe(
+      `booblik: Kafka clients must use security.protocol=SASL_PLAINTEXT with sasl.mechanism SCRAM-SHA-256, SCRAM-SHA-512 on port ${kafkaPort}, ` +
+        `SASL_SSL with sasl.mechanism SCRAM-SHA-256, SCRAM-SHA-512, PLAIN on port ${kafkaTlsPort}`,
+    );
+    const login = (mechanism: string) => [
+      "-X",
+      `sasl.mechanisms=${mechanism}`,
+      "-X",
+      "sasl.username=alice",
+      "-X",
+      "sasl.password=correct horse",
+    ];
+    const overTls = await kcat([
+      "-b",
+      `127.0.0.1:${kafkaTlsPort}`,
+      "-X",
+      "security.protocol=SASL_SSL",
+      "-X",
+      `ssl.ca.location=${certs.caFile}`,
+      ...login("PLAIN"),
+      "-L",
+      "-J",
+    ]);
+    expect(overTls.exitCode).toBe(0);
+    expect(JSON.parse(overTls.stdout).brokers).toEqual([{ id: 1, name: `127.0.0.1:${kafkaTlsPort}` }]);
+    const scramPlain = await kcat([
+      "-b",
+      `127.0.0.1:${kafkaPort}`,
+      "-X",
+      "security.protocol=SASL_PLAINTEXT",
+      ...login("SCRAM-SHA-256"),
+      "-L",
+    ]);
+    expect(scramPlain.exitCode).toBe(0);
+    const plainOverPlain = await kcat([
+      "-b",
+      `127.0.0.1:${kafkaPort}`,
+      "-X",
+      "security.protocol=SASL_PLAINTEXT",
+      ...login("PLAIN"),
+      "-L",
+      "-m",
+      "1",
+    ]);
+    expect(plainOverPlain.exitCode).not.toBe(0);
+    expect(plainOverPlain.stderr).toMatch(/PLAIN.*not supported|Unsupported SASL mechanism/i);
+  });
+
   test("the safe default holds per listener; plain --fetch-path sendfile is allowed beside TLS; refusals", async () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
