@@ -237,13 +237,31 @@ const OPTIONS = {
     flag: "--fetch-path",
     env: "BOOBLIK_FETCH_PATH",
     fallback: "sendfile",
-    help: "how FETCH sends records: sendfile (zero-copy) | copy",
+    help: "how FETCH sends records on plain connections: sendfile (zero-copy) | copy (TLS connections always copy)",
   },
   tlsCert: {
     flag: "--tls-cert",
     env: "BOOBLIK_TLS_CERT",
     fallback: "none",
     help: "PEM certificate: without --tls-port/--kafka-tls-port every listener (native, Kafka, metrics) speaks TLS only; with them --port and --kafka-port stay plain; needs --tls-key; reread on SIGHUP",
+  },
+  tlsKey: {
+    flag: "--tls-key",
+    env: "BOOBLIK_TLS_KEY",
+    fallback: "none",
+    help: "PEM private key of --tls-cert",
+  },
+  saslPlainWithoutTls: {
+    flag: "--sasl-plain-without-tls",
+    env: "BOOBLIK_SASL_PLAIN_WITHOUT_TLS",
+    fallback: "no",
+    help: "offer SASL PLAIN (the password itself on the wire) on a Kafka listener without TLS: yes | no",
+  },
+  tlsCa: {
+    flag: "--tls-ca",
+    env: "BOOBLIK_TLS_CA",
+    fallback: "none",
+    help: "PEM CA: clients on TLS listeners must present a certificate it signed (mutual TLS); without --users-file its subject is the principal; needs --tls-cert",
   },
   tlsPort: {
     flag: "--tls-port",
@@ -274,24 +292,6 @@ const OPTIONS = {
     env: "BOOBLIK_TLS_CLIENT_PRINCIPAL",
     fallback: "dn",
     help: "with --tls-ca and no --users-file, a client certificate's principal: dn (the subject, RFC 2253: CN=alice,O=Example) | cn (its CN: alice)",
-  },
-  tlsKey: {
-    flag: "--tls-key",
-    env: "BOOBLIK_TLS_KEY",
-    fallback: "none",
-    help: "PEM private key of --tls-cert",
-  },
-  saslPlainWithoutTls: {
-    flag: "--sasl-plain-without-tls",
-    env: "BOOBLIK_SASL_PLAIN_WITHOUT_TLS",
-    fallback: "no",
-    help: "offer SASL PLAIN (the password itself on the wire) on a Kafka listener without TLS: yes | no",
-  },
-  tlsCa: {
-    flag: "--tls-ca",
-    env: "BOOBLIK_TLS_CA",
-    fallback: "none",
-    help: "PEM CA: clients on TLS listeners must present a certificate it signed (mutual TLS); without --users-file its subject is the principal; needs --tls-cert",
   },
 } satisfies Record<string, OptionSpec>;
 
