@@ -834,7 +834,8 @@ async function main(): Promise<number> {
         console.error(`booblik: SIGHUP: kept the users as they were: ${(error as Error).message}`);
       }
     }
-    if (tls !== undefined) reloadTls();
+    // Not while stopping: the listeners it would bind again are closing.
+    if (tls !== undefined && !stopping) reloadTls();
   });
   /**
    * SIGHUP: the certificate, key and CA read again and checked as at start (readTlsFiles) and by

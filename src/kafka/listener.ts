@@ -487,6 +487,8 @@ export class KafkaListener {
    * says why and what a client may see); open connections continue. Returns how many were rebound.
    */
   reloadTls(files: TlsFiles): number {
+    // Stopped listeners stay stopped (a SIGHUP during shutdown).
+    if (this.stopping) return 0;
     let count = 0;
     for (let i = 0; i < this.ports.length; i++) {
       const old = this.ports[i]!;

@@ -327,6 +327,8 @@ export class BrokerServer implements ConnectionHost {
    * (auth/tls.ts checkTlsContext) first. Returns how many listeners were rebound.
    */
   reloadTls(files: TlsFiles): number {
+    // Stopped listeners stay stopped (a SIGHUP during shutdown).
+    if (this.stopping) return 0;
     let count = 0;
     for (let i = 0; i < this.listeners.length; i++) {
       const old = this.listeners[i]!;
