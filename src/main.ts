@@ -842,11 +842,18 @@ async function main(): Promise<number> {
    * Bun (checkTlsContext); then every TLS listener is bound again with them (BrokerServer.reloadTls).
    * A file that fails any check keeps the old certificate on every listener, said on stderr.
    */
+  let servedTls = tls;
   const reloadTls = () => {
     const paths = tlsPaths(values);
     let files: TlsFiles;
     try {
       files = readTlsFiles(paths.cert!, paths.key!, paths.ca);
+      // The same files (a SIGHUP for the users file): nothing to rebind, so no connection attempt
+      // is refused for it (BrokerServer.reloadTls).
+      if (files.cert === servedTls?.cert && files.key === servedTls.key && files.ca === servedTls.ca) {
+        console.log(`booblik: SIGHUP: the TLS certificate ${paths.cert} is unchanged`);
+        return;
+      }
       if ((files.ca === undefined) !== (tls?.ca === undefined)) {
         throw new Error(
           files.ca === undefined
@@ -861,6 +868,7 @@ async function main(): Promise<number> {
     }
     try {
       const rebound = server.reloadTls(files) + (kafka?.reloadTls(files) ?? 0) + reloadMetrics(files);
+      servedTls = files;
       console.log(
         `booblik: SIGHUP: reread the TLS certificate ${paths.cert}${files.ca === undefined ? "" : ` and CA ${paths.ca}`}: ${plural(rebound, "listener")} serve it to new connections (open ones continue)`,
       );

@@ -585,6 +585,12 @@ describe("certificate reload on SIGHUP", () => {
     });
     try {
       await open.createTopic("kept", { partitions: 1 });
+      // A SIGHUP with the same files (for the users file, say) rebinds nothing.
+      broker.process.kill("SIGHUP");
+      await broker.lines.waitFor(
+        (l) => l === `booblik: SIGHUP: the TLS certificate ${certFile} is unchanged`,
+        "the unchanged line",
+      );
       fs.copyFileSync(dir.file("renewed.pem"), certFile);
       fs.copyFileSync(dir.file("renewed.key"), keyFile);
       broker.process.kill("SIGHUP");
