@@ -10,7 +10,13 @@
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { LoginDelays } from "./auth/login-delays.ts";
-import { readTlsFiles, type TlsFiles } from "./auth/tls.ts";
+import {
+  CLIENT_PRINCIPAL_RULES,
+  type ClientPrincipalRule,
+  checkTlsContext,
+  readTlsFiles,
+  type TlsFiles,
+} from "./auth/tls.ts";
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { readUsersFile } from "./broker/users-file.ts";
@@ -231,13 +237,13 @@ const OPTIONS = {
     flag: "--fetch-path",
     env: "BOOBLIK_FETCH_PATH",
     fallback: "sendfile",
-    help: "how FETCH sends records: sendfile (zero-copy) | copy",
+    help: "how FETCH sends records on plain connections: sendfile (zero-copy) | copy (TLS connections always copy)",
   },
   tlsCert: {
     flag: "--tls-cert",
     env: "BOOBLIK_TLS_CERT",
     fallback: "none",
-    help: "PEM certificate: every listener (native, Kafka, metrics) then speaks TLS only; needs --tls-key",
+    help: "PEM certificate: without --tls-port/--kafka-tls-port every listener (native, Kafka, metrics) speaks TLS only; with them --port and --kafka-port stay plain; needs --tls-key; reread on SIGHUP",
   },
   tlsKey: {
     flag: "--tls-key",
@@ -255,7 +261,37 @@ const OPTIONS = {
     flag: "--tls-ca",
     env: "BOOBLIK_TLS_CA",
     fallback: "none",
-    help: "PEM CA: clients must present a certificate it signed (mutual TLS); needs --tls-cert",
+    help: "PEM CA: clients on TLS listeners must present a certificate it signed (mutual TLS); without --users-file its subject is the principal; needs --tls-cert",
+  },
+  tlsPort: {
+    flag: "--tls-port",
+    env: "BOOBLIK_TLS_PORT",
+    fallback: "none",
+    help: "also serve the native protocol over TLS on this port, beside the plain --port (0 picks a free one); needs --tls-cert",
+  },
+  kafkaTlsPort: {
+    flag: "--kafka-tls-port",
+    env: "BOOBLIK_KAFKA_TLS_PORT",
+    fallback: "none",
+    help: "also serve the Kafka protocol over TLS (SSL, SASL_SSL) on this port, beside the plain --kafka-port; needs --tls-cert",
+  },
+  tlsHost: {
+    flag: "--tls-host",
+    env: "BOOBLIK_TLS_HOST",
+    fallback: "same as --host",
+    help: "address the TLS ports (--tls-port, --kafka-tls-port) bind; e.g. --host 127.0.0.1 --tls-host 0.0.0.0",
+  },
+  kafkaTlsAdvertisedListener: {
+    flag: "--kafka-tls-advertised-listener",
+    env: "BOOBLIK_KAFKA_TLS_ADVERTISED_LISTENER",
+    fallback: "the bound TLS address",
+    help: "host:port that Kafka METADATA on the --kafka-tls-port tells clients to connect to",
+  },
+  tlsClientPrincipal: {
+    flag: "--tls-client-principal",
+    env: "BOOBLIK_TLS_CLIENT_PRINCIPAL",
+    fallback: "dn",
+    help: "with --tls-ca and no --users-file, a client certificate's principal: dn (the subject, RFC 2253: CN=alice,O=Example) | cn (its CN: alice)",
   },
 } satisfies Record<string, OptionSpec>;
 
@@ -379,10 +415,20 @@ function describeOpen(report: Broker["openReport"]): string {
 }
 
 /** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */
+function tlsPaths(values: Record<OptionName, string>): {
+  cert: string | undefined;
+  key: string | undefined;
+  ca: string | undefined;
+} {
+  return {
+    cert: values.tlsCert === "none" ? undefined : path.resolve(values.tlsCert),
+    key: values.tlsKey === "none" ? undefined : path.resolve(values.tlsKey),
+    ca: values.tlsCa === "none" ? undefined : path.resolve(values.tlsCa),
+  };
+}
+
 function readTls(values: Record<OptionName, string>): TlsFiles | undefined {
-  const cert = values.tlsCert === "none" ? undefined : path.resolve(values.tlsCert);
-  const key = values.tlsKey === "none" ? undefined : path.resolve(values.tlsKey);
-  const ca = values.tlsCa === "none" ? undefined : path.resolve(values.tlsCa);
+  const { cert, key, ca } = tlsPaths(values);
   if (cert === undefined && key === undefined && ca === undefined) return undefined;
   if (cert === undefined || key === undefined) {
     throw new UsageError(
@@ -412,13 +458,40 @@ async function main(): Promise<number> {
   const writeMode: WriteMode = choice("write mode", values.writeMode, WRITE_MODES);
   const requestedFetchPath: FetchPath = choice("fetch path", values.fetchPath, ["sendfile", "copy"] as const);
   const tls = readTls(values);
-  if (tls !== undefined && explicit.has("fetchPath") && requestedFetchPath === "sendfile") {
+  const tlsPort = values.tlsPort === "none" ? undefined : parseInteger("TLS port", values.tlsPort, 0, 65535);
+  const kafkaTlsPort =
+    values.kafkaTlsPort === "none"
+      ? undefined
+      : parseInteger("Kafka TLS port", values.kafkaTlsPort, 0, 65535);
+  // Plain and TLS side by side (TLS ports named), or TLS only (a certificate and no TLS port).
+  const sideBySide = tlsPort !== undefined || kafkaTlsPort !== undefined;
+  if (sideBySide && tls === undefined) {
+    throw new UsageError("--tls-port and --kafka-tls-port need a certificate: --tls-cert and --tls-key");
+  }
+  if (!sideBySide && (explicit.has("tlsHost") || explicit.has("kafkaTlsAdvertisedListener"))) {
     throw new UsageError(
-      "--fetch-path sendfile cannot be combined with TLS: sendfile would send records in clear text around the encryption; under TLS FETCH copies",
+      "--tls-host and --kafka-tls-advertised-listener apply to the TLS ports: give --tls-port or --kafka-tls-port (without them --tls-cert makes every listener TLS at --host)",
     );
   }
-  // sendfile bypasses the TLS stream (src/auth/tls.ts): records are copied through it instead.
-  const fetchPath: FetchPath = tls === undefined ? requestedFetchPath : "copy";
+  if (explicit.has("tlsClientPrincipal") && tls?.ca === undefined) {
+    throw new UsageError("--tls-client-principal needs client certificates: --tls-ca");
+  }
+  const clientPrincipalRule: ClientPrincipalRule = choice(
+    "--tls-client-principal",
+    values.tlsClientPrincipal,
+    CLIENT_PRINCIPAL_RULES,
+  );
+  const tlsHost = values.tlsHost === "same as --host" ? values.host : values.tlsHost;
+  /** The listeners at --host speak TLS (TLS-only mode). */
+  const primaryTls = tls !== undefined && !sideBySide;
+  if (primaryTls && explicit.has("fetchPath") && requestedFetchPath === "sendfile") {
+    throw new UsageError(
+      "--fetch-path sendfile cannot be combined with TLS only: sendfile would send records in clear text around the encryption; under TLS FETCH copies (with --tls-port the plain port keeps sendfile)",
+    );
+  }
+  // sendfile bypasses the TLS stream (src/auth/tls.ts): records are copied through it instead; on
+  // a TLS port beside a plain one the server decides per connection.
+  const fetchPath: FetchPath = primaryTls ? "copy" : requestedFetchPath;
   const maxConnections = parseInteger("max connections", values.maxConnections, 1);
   const maxOpenSegmentFiles =
     values.maxOpenSegmentFiles === "auto"
@@ -470,12 +543,20 @@ async function main(): Promise<number> {
     throw new UsageError(`users file ${usersFile} has no users: add one with booblik-cli users add`);
   }
   // Safe by default (Redis's protected mode): serving an address other machines can reach without
-  // authentication must be asked for in words.
-  const anonymousReach = users === undefined && !isLoopback(values.host);
-  if (anonymousReach && !allowAnonymous) {
+  // authentication must be asked for in words. Per listener: users authenticate on every one; on a
+  // TLS listener with --tls-ca, the client certificate does.
+  const authenticated = (speaksTls: boolean) => users !== undefined || (speaksTls && tls?.ca !== undefined);
+  const anonymousReach = [
+    ...(!isLoopback(values.host) && !authenticated(primaryTls) ? [values.host] : []),
+    ...(sideBySide && !isLoopback(tlsHost) && !authenticated(true) && tlsHost !== values.host
+      ? [tlsHost]
+      : []),
+  ];
+  if (anonymousReach.length > 0 && !allowAnonymous) {
     throw new UsageError(
-      `refusing to listen on ${values.host} without authentication: anyone who reaches it could create, read, write and delete every topic. ` +
-        "Configure users (--users-file, made with booblik-cli users add), bind a loopback address (the default, 127.0.0.1), " +
+      `refusing to listen on ${anonymousReach.join(" and ")} without authentication: anyone who reaches it could create, read, write and delete every topic. ` +
+        "Configure users (--users-file, made with booblik-cli users add), require client certificates on a TLS listener (--tls-ca), " +
+        "bind a loopback address (the default, 127.0.0.1), " +
         "or accept that with --allow-anonymous yes (BOOBLIK_ALLOW_ANONYMOUS=yes).",
     );
   }
@@ -498,6 +579,18 @@ async function main(): Promise<number> {
     values.kafkaAdvertisedListener === "the bound address"
       ? undefined
       : parseHostPort("--kafka-advertised-listener", values.kafkaAdvertisedListener);
+  const kafkaTlsAdvertised =
+    values.kafkaTlsAdvertisedListener === "the bound TLS address"
+      ? undefined
+      : parseHostPort("--kafka-tls-advertised-listener", values.kafkaTlsAdvertisedListener);
+  if (kafkaTlsPort !== undefined && kafkaPort === undefined) {
+    throw new UsageError(
+      "--kafka-tls-port serves beside the plain Kafka port, which --kafka-port off turns off; for a Kafka listener that speaks TLS only, use --tls-cert without --tls-port/--kafka-tls-port",
+    );
+  }
+  if (kafkaTlsAdvertised !== undefined && kafkaTlsPort === undefined) {
+    throw new UsageError("--kafka-tls-advertised-listener needs --kafka-tls-port");
+  }
   const saslPlainWithoutTls =
     choice("--sasl-plain-without-tls", values.saslPlainWithoutTls, ["yes", "no"] as const) === "yes";
   const kafkaAutoCreate = choice("--kafka-auto-create-topics", values.kafkaAutoCreateTopics, [
@@ -530,13 +623,33 @@ async function main(): Promise<number> {
         });
   if (consoleAuth !== undefined) targets.console = { authenticationFailures: () => consoleAuth.failures };
   let metrics: ReturnType<typeof startMetricsServer> | undefined;
+  const metricsOptions = (files: TlsFiles | undefined) => ({
+    console: webConsole,
+    ...(files === undefined ? {} : { tls: files }),
+    ...(consoleAuth === undefined ? {} : { consoleAuth }),
+  });
+  let metricsTls = tls;
+  /**
+   * The metrics port with new TLS files (SIGHUP): Bun.serve's reload ignores `tls` in Bun 1.4.4
+   * (measured; oven-sh/bun#43815), so the server is started again on its port; requests in flight
+   * finish on the old one. Returns 1 when it was rebound.
+   */
+  const reloadMetrics = (files: TlsFiles): number => {
+    if (metrics === undefined || metricsTls === undefined) return 0;
+    const boundPort = metrics.port ?? 0;
+    metrics.stop(false);
+    try {
+      metrics = startMetricsServer(metricsHost, boundPort, targets, metricsOptions(files));
+    } catch (error) {
+      metrics = startMetricsServer(metricsHost, boundPort, targets, metricsOptions(metricsTls));
+      throw error;
+    }
+    metricsTls = files;
+    return 1;
+  };
   if (metricsPort !== undefined) {
     try {
-      metrics = startMetricsServer(metricsHost, metricsPort, targets, {
-        console: webConsole,
-        ...(tls === undefined ? {} : { tls }),
-        ...(consoleAuth === undefined ? {} : { consoleAuth }),
-      });
+      metrics = startMetricsServer(metricsHost, metricsPort, targets, metricsOptions(tls));
     } catch (error) {
       throw new UsageError(
         `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
@@ -554,8 +667,9 @@ async function main(): Promise<number> {
       ? undefined
       : new KafkaSasl({
           users: () => currentUsers ?? new Map(),
-          // PLAIN sends the password itself: only inside TLS unless asked for in words.
-          plain: tls !== undefined || saslPlainWithoutTls,
+          // PLAIN sends the password itself: only inside TLS (per connection, sasl.ts) unless
+          // asked for in words.
+          plain: primaryTls || saslPlainWithoutTls,
           loginDelays,
           decoySecret: crypto.getRandomValues(new Uint8Array(32)),
           audit: (line) => console.log(line),
@@ -576,7 +690,11 @@ async function main(): Promise<number> {
     maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
     auditLog: (line) => console.log(line),
     ...(users === undefined ? {} : { users }),
-    ...(tls === undefined ? {} : { tls }),
+    ...(primaryTls ? { tls } : {}),
+    ...(tls !== undefined && tlsPort !== undefined
+      ? { tlsListener: { hostname: tlsHost, port: tlsPort, tls } }
+      : {}),
+    clientPrincipal: clientPrincipalRule,
   });
   let address: { hostname: string; port: number };
   try {
@@ -597,8 +715,23 @@ async function main(): Promise<number> {
       `cannot listen on ${values.host}:${port}: ${reason}${code === undefined ? "" : ` [${code}]`}`,
     );
   }
+  let tlsAddress: { hostname: string; port: number } | undefined;
+  if (tlsPort !== undefined) {
+    try {
+      tlsAddress = server.listenTls();
+    } catch (error) {
+      await server.stop();
+      await broker.close();
+      metrics?.stop(true);
+      const code = (error as { code?: string }).code;
+      throw new UsageError(
+        `cannot listen on ${tlsHost}:${tlsPort} (--tls-port): ${code === "EADDRINUSE" ? "address already in use (choose another --tls-port)" : (error as Error).message}`,
+      );
+    }
+  }
   let kafka: KafkaListener | undefined;
   let kafkaAddress: ReturnType<KafkaListener["listen"]> | undefined;
+  let kafkaTlsAddress: ReturnType<KafkaListener["listen"]> | undefined;
   const kafkaAdminRate = new AdminRateLimiter(maxAdminRequestsPerSecond, undefined, (address, message) =>
     console.log(`booblik: audit: from ${address} (kafka): admin request refused: ${message}`),
   );
@@ -623,11 +756,25 @@ async function main(): Promise<number> {
       adminRate: kafkaAdminRate,
       ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
       log: (line) => console.log(`booblik: ${line}`),
-      ...(tls === undefined ? {} : { tls }),
+      ...(primaryTls ? { tls } : {}),
+      ...(tls !== undefined && kafkaTlsPort !== undefined
+        ? {
+            tlsListener: {
+              hostname: tlsHost,
+              port: kafkaTlsPort,
+              tls,
+              ...(kafkaTlsAdvertised === undefined
+                ? {}
+                : { advertisedHost: kafkaTlsAdvertised.host, advertisedPort: kafkaTlsAdvertised.port }),
+            },
+          }
+        : {}),
+      clientPrincipal: clientPrincipalRule,
       ...(sasl === undefined ? {} : { sasl }),
     });
     try {
       kafkaAddress = kafka.listen();
+      if (kafkaTlsPort !== undefined) kafkaTlsAddress = kafka.listenTls();
       const groups = kafka.handler.groups;
       targets.groups = groups;
       server.kafkaGroups = {
@@ -635,12 +782,15 @@ async function main(): Promise<number> {
         groupIds: () => groups.list().map((summary) => summary.groupId),
       };
     } catch (error) {
+      if (kafkaAddress !== undefined) await kafka.stop();
       await server.stop();
       await broker.close();
       metrics?.stop(true);
       const code = (error as { code?: string }).code;
       throw new UsageError(
-        `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port, or --kafka-port off)" : (error as Error).message}`,
+        kafkaAddress === undefined
+          ? `cannot serve the Kafka protocol on ${values.host}:${kafkaPort}: ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-port, or --kafka-port off)" : (error as Error).message}`
+          : `cannot serve the Kafka protocol over TLS on ${tlsHost}:${kafkaTlsPort} (--kafka-tls-port): ${code === "EADDRINUSE" ? "address already in use (choose another --kafka-tls-port)" : (error as Error).message}`,
       );
     }
   }
@@ -674,25 +824,79 @@ async function main(): Promise<number> {
     }
   };
   process.on("SIGHUP", () => {
-    if (usersFile === undefined) return;
-    try {
-      const reloaded = readUsersFile(usersFile);
-      server.setUsers(reloaded);
-      currentUsers = reloaded;
-      console.log(`booblik: SIGHUP: reread ${usersFile}: ${plural(reloaded.size, "user")}`);
-    } catch (error) {
-      console.error(`booblik: SIGHUP: kept the users as they were: ${(error as Error).message}`);
+    if (usersFile !== undefined) {
+      try {
+        const reloaded = readUsersFile(usersFile);
+        server.setUsers(reloaded);
+        currentUsers = reloaded;
+        console.log(`booblik: SIGHUP: reread ${usersFile}: ${plural(reloaded.size, "user")}`);
+      } catch (error) {
+        console.error(`booblik: SIGHUP: kept the users as they were: ${(error as Error).message}`);
+      }
     }
+    // Not while stopping: the listeners it would bind again are closing.
+    if (tls !== undefined && !stopping) reloadTls();
   });
+  /**
+   * SIGHUP: the certificate, key and CA read again and checked as at start (readTlsFiles) and by
+   * Bun (checkTlsContext); then every TLS listener is bound again with them (BrokerServer.reloadTls).
+   * A file that fails any check keeps the old certificate on every listener, said on stderr.
+   */
+  let servedTls = tls;
+  const reloadTls = () => {
+    const paths = tlsPaths(values);
+    let files: TlsFiles;
+    try {
+      files = readTlsFiles(paths.cert!, paths.key!, paths.ca);
+      // The same files (a SIGHUP for the users file): nothing to rebind, so no connection attempt
+      // is refused for it (BrokerServer.reloadTls).
+      if (files.cert === servedTls?.cert && files.key === servedTls.key && files.ca === servedTls.ca) {
+        console.log(`booblik: SIGHUP: the TLS certificate ${paths.cert} is unchanged`);
+        return;
+      }
+      if ((files.ca === undefined) !== (tls?.ca === undefined)) {
+        throw new Error(
+          files.ca === undefined
+            ? "the CA file (--tls-ca) is gone: client certificates cannot be turned off by a reload"
+            : "client certificates cannot be turned on by a reload",
+        );
+      }
+      checkTlsContext(files);
+    } catch (error) {
+      console.error(`booblik: SIGHUP: kept the TLS certificate as it was: ${(error as Error).message}`);
+      return;
+    }
+    try {
+      const rebound = server.reloadTls(files) + (kafka?.reloadTls(files) ?? 0) + reloadMetrics(files);
+      servedTls = files;
+      console.log(
+        `booblik: SIGHUP: reread the TLS certificate ${paths.cert}${files.ca === undefined ? "" : ` and CA ${paths.ca}`}: ${plural(rebound, "listener")} serve it to new connections (open ones continue)`,
+      );
+    } catch (error) {
+      console.error(
+        `booblik: SIGHUP: a TLS listener could not be bound again with the new certificate and kept the old one: ${(error as Error).message}`,
+      );
+    }
+  };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   const metricsNote =
     metrics === undefined
       ? ""
       : `, metrics on ${metrics.hostname}:${metrics.port}${webConsole ? " (console at /console/)" : ""}`;
+  const clientCertificates =
+    tls?.ca === undefined
+      ? ""
+      : `, client certificates required${users === undefined ? `; principal: the subject ${clientPrincipalRule === "dn" ? "DN" : "CN"}` : ""}`;
+  const fetchNote =
+    tls === undefined
+      ? ""
+      : primaryTls
+        ? ` (TLS${clientCertificates})`
+        : ` on plain connections, copy on TLS ones (TLS${clientCertificates})`;
   console.log(
-    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${metricsNote}, data ${dataDir}, ` +
-      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}${tls === undefined ? "" : ` (TLS${tls.ca === undefined ? "" : ", client certificates required"})`}, CRC32C ${crc32cImplementation}; ` +
+    `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${tlsAddress === undefined ? "" : ` and over TLS on ${tlsAddress.hostname}:${tlsAddress.port}`}${metricsNote}, data ${dataDir}, ` +
+      `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}${fetchNote}, CRC32C ${crc32cImplementation}; ` +
       `opened ${describeOpen(broker.openReport)}` +
       (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`),
   );
@@ -700,10 +904,27 @@ async function main(): Promise<number> {
     console.log(
       `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
     );
-    if (tls !== undefined || sasl !== undefined) {
+    const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
+    if (kafkaTlsAddress !== undefined) {
       console.log(
-        `booblik: Kafka clients must use security.protocol=${tls === undefined ? "SASL_PLAINTEXT" : sasl === undefined ? "SSL" : "SASL_SSL"}` +
-          (sasl === undefined ? "" : ` with sasl.mechanism ${sasl.mechanisms.join(", ")}`),
+        `booblik: Kafka protocol over TLS on ${kafkaTlsAddress.hostname}:${kafkaTlsAddress.port}, advertised to its clients as ${bracketed(kafkaTlsAddress.advertisedHost)}:${kafkaTlsAddress.advertisedPort}`,
+      );
+    }
+    const tlsProtocol = sasl === undefined ? "SSL" : "SASL_SSL";
+    const tlsMechanisms =
+      sasl === undefined
+        ? ""
+        : ` with sasl.mechanism ${[...sasl.mechanisms, ...(sasl.mechanisms.includes("PLAIN") ? [] : ["PLAIN"])].join(", ")}`;
+    if (primaryTls) {
+      console.log(`booblik: Kafka clients must use security.protocol=${tlsProtocol}${tlsMechanisms}`);
+    } else if (kafkaTlsAddress !== undefined) {
+      console.log(
+        `booblik: Kafka clients must use security.protocol=${sasl === undefined ? "PLAINTEXT" : `SASL_PLAINTEXT with sasl.mechanism ${sasl.mechanisms.join(", ")}`} on port ${kafkaAddress.port}, ` +
+          `${tlsProtocol}${tlsMechanisms} on port ${kafkaTlsAddress.port}`,
+      );
+    } else if (sasl !== undefined) {
+      console.log(
+        `booblik: Kafka clients must use security.protocol=SASL_PLAINTEXT with sasl.mechanism ${sasl.mechanisms.join(", ")}`,
       );
     }
     if (kafkaAdvertised === undefined && ["0.0.0.0", "::", "[::]"].includes(kafkaAddress.advertisedHost)) {
@@ -712,9 +933,15 @@ async function main(): Promise<number> {
       );
     }
   }
-  if (anonymousReach) {
+  if (anonymousReach.length > 0) {
+    const reachable = [
+      ...(anonymousReach.includes(values.host) ? [`${address.hostname}:${address.port}`] : []),
+      ...(tlsAddress !== undefined && anonymousReach.includes(tlsHost)
+        ? [`${tlsAddress.hostname}:${tlsAddress.port}`]
+        : []),
+    ];
     console.log(
-      `booblik: WARNING: no authentication (--allow-anonymous yes): anyone who can reach ${address.hostname}:${address.port} can create, read, write and delete every topic`,
+      `booblik: WARNING: no authentication (--allow-anonymous yes): anyone who can reach ${reachable.length > 0 ? reachable.join(" or ") : anonymousReach.join(" or ")} can create, read, write and delete every topic`,
     );
   }
   return -1; // keep running

@@ -187,6 +187,11 @@ export interface KafkaHandlerOptions {
   /** The group coordinator's session-timeout bounds (tests lower the minimum). */
   groups?: CoordinatorOptions;
   /**
+   * The groups of another handler of the same listener (a TLS port beside the plain one advertises
+   * itself but shares the groups): one coordinator per broker.
+   */
+  sharedGroups?: GroupCoordinator;
+  /**
    * `--kafka-auto-create-topics on`: a Metadata request naming a topic that does not exist, with
    * `allow_auto_topic_creation` (always, before v4), creates it with this many partitions and the
    * broker's topic defaults. Absent: off (the default), topics are created only when asked for.
@@ -336,7 +341,7 @@ export class KafkaHandler {
   constructor(broker: Broker, options: KafkaHandlerOptions) {
     this.broker = broker;
     this.options = options;
-    this.groups = new GroupCoordinator(options.groups);
+    this.groups = options.sharedGroups ?? new GroupCoordinator(options.groups);
     this.stopSignal = {
       stopped: false,
       promise: new Promise<void>((resolve) => {

@@ -19,7 +19,7 @@
  *   no error frame for a dropped connection.
  */
 import type { Socket, TCPSocketListener } from "bun";
-import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
+import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import {
   INBOUND_FREE_BYTES,
@@ -58,6 +58,23 @@ export interface KafkaListenerOptions {
   log?: (line: string) => void;
   /** Serve TLS only (auth/tls.ts): Kafka's SSL and SASL_SSL security protocols. */
   tls?: TlsFiles;
+  /**
+   * A second port that speaks TLS beside the plain one (`--kafka-tls-port`): its Metadata,
+   * FindCoordinator and DescribeCluster advertise this port (default: its bound address), so a
+   * client that bootstrapped over TLS stays on TLS. Both ports share one group coordinator.
+   */
+  tlsListener?: {
+    hostname: string;
+    port: number;
+    tls: TlsFiles;
+    advertisedHost?: string;
+    advertisedPort?: number;
+  };
+  /**
+   * How the certificate of a client on a TLS port with a CA becomes its principal when the broker
+   * has no users (with users, SASL_SSL: the SASL login decides). Default dn.
+   */
+  clientPrincipal?: ClientPrincipalRule;
   /** Require a SASL login before anything but ApiVersions (sasl.ts): the broker has users. */
   sasl?: KafkaSasl;
   /** `--kafka-auto-create-topics on`: Metadata creates unknown topics (KafkaHandlerOptions). */
@@ -79,10 +96,10 @@ function answerOf(
 ): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
   const sasl = listener.options.sasl;
   if (sasl === undefined || connection.sasl.principal !== undefined) {
-    return listener.handler.handle(frame, connection.remoteAddress);
+    return connection.handler.handle(frame, connection.remoteAddress);
   }
   const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
-  if (outcome.kind === "pass") return listener.handler.handle(frame, connection.remoteAddress);
+  if (outcome.kind === "pass") return connection.handler.handle(frame, connection.remoteAddress);
   return Promise.resolve(outcome);
 }
 
@@ -93,6 +110,8 @@ class KafkaConnection {
   /** Login progress (only used when the listener requires SASL). */
   readonly sasl = new SaslSession();
   readonly remoteAddress: string;
+  /** The handler of the port it arrived on (what Metadata advertises differs per port). */
+  readonly handler: KafkaHandler;
   private readonly listener: KafkaListener;
   /** Inbound bytes live in [start, end) of `buffer`. */
   private buffer = new Uint8Array(INITIAL_BUFFER_BYTES);
@@ -112,10 +131,12 @@ class KafkaConnection {
   private partialSinceMs: number | undefined;
   private outputSinceMs = 0;
 
-  constructor(socket: Socket<KafkaConnection>, listener: KafkaListener) {
+  constructor(socket: Socket<KafkaConnection>, listener: KafkaListener, handler: KafkaHandler, tls: boolean) {
     this.socket = socket;
     this.remoteAddress = socket.remoteAddress;
     this.listener = listener;
+    this.handler = handler;
+    this.sasl.overTls = tls;
   }
 
   get isClosed(): boolean {
@@ -382,7 +403,16 @@ export class KafkaListener {
     requests: 0,
     closedForRequest: 0,
   };
-  private server: TCPSocketListener<KafkaConnection> | undefined;
+  /** The handler of the TLS port beside the plain one (listenTls), sharing `handler`'s groups. */
+  tlsHandler: KafkaHandler | undefined;
+  /** The bound ports: the plain or TLS-only one (listen), then the TLS one beside it (listenTls). */
+  private readonly ports: Array<{
+    socket: TCPSocketListener<KafkaConnection>;
+    hostname: string;
+    port: number;
+    tls: TlsFiles | undefined;
+    handler: KafkaHandler;
+  }> = [];
   private readonly connections = new Set<KafkaConnection>();
   private readonly byAddress = new Map<string, number>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -403,15 +433,105 @@ export class KafkaListener {
 
   /** Starts listening; throws (EADDRINUSE…) instead of half-starting. Returns the bound address. */
   listen(): { hostname: string; port: number; advertisedHost: string; advertisedPort: number } {
+    const handler = (advertisedHost: string, advertisedPort: number, sharedGroups?: KafkaHandler["groups"]) =>
+      new KafkaHandler(this.broker, {
+        advertisedHost,
+        advertisedPort,
+        ...(sharedGroups === undefined ? {} : { sharedGroups }),
+        ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
+        ...(this.options.autoCreateTopics === undefined
+          ? {}
+          : { autoCreateTopics: this.options.autoCreateTopics }),
+      });
+    this.makeHandler = handler;
+    // The handler advertises the bound port, known only once bound: it is set before any
+    // connection can arrive (open runs on a later turn of the event loop).
+    const bound = this.bind(this.options.hostname, this.options.port, this.options.tls, undefined);
+    const advertisedHost = this.options.advertisedHost ?? bound.hostname;
+    const advertisedPort = this.options.advertisedPort ?? bound.port;
+    this.handler = handler(advertisedHost, advertisedPort);
+    bound.handler = this.handler;
+    const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
+    this.sweepTimer = setInterval(
+      () => this.sweep(),
+      Math.max(50, Math.min(1000, Math.floor(shortestMs / 4))),
+    );
+    this.sweepTimer.unref();
+    return { hostname: bound.hostname, port: bound.port, advertisedHost, advertisedPort };
+  }
+
+  /** Creates a handler for one port (set by listen). */
+  private makeHandler:
+    | ((
+        advertisedHost: string,
+        advertisedPort: number,
+        sharedGroups?: KafkaHandler["groups"],
+      ) => KafkaHandler)
+    | undefined;
+
+  /** Starts the TLS port beside the plain one (options.tlsListener); after listen(). Throws like listen. */
+  listenTls(): { hostname: string; port: number; advertisedHost: string; advertisedPort: number } {
+    const secure = this.options.tlsListener;
+    if (secure === undefined || this.makeHandler === undefined)
+      throw new Error("listenTls needs tlsListener and listen() first");
+    const bound = this.bind(secure.hostname, secure.port, secure.tls, undefined);
+    const advertisedHost = secure.advertisedHost ?? bound.hostname;
+    const advertisedPort = secure.advertisedPort ?? bound.port;
+    this.tlsHandler = this.makeHandler(advertisedHost, advertisedPort, this.handler.groups);
+    bound.handler = this.tlsHandler;
+    return { hostname: bound.hostname, port: bound.port, advertisedHost, advertisedPort };
+  }
+
+  /**
+   * New TLS files (SIGHUP) for every TLS port: each is bound again with them (BrokerServer.reloadTls
+   * says why and what a client may see); open connections continue. Returns how many were rebound.
+   */
+  reloadTls(files: TlsFiles): number {
+    // Stopped listeners stay stopped (a SIGHUP during shutdown).
+    if (this.stopping) return 0;
+    let count = 0;
+    for (let i = 0; i < this.ports.length; i++) {
+      const old = this.ports[i]!;
+      if (old.tls === undefined) continue;
+      old.socket.stop(false);
+      this.ports.splice(i, 1);
+      try {
+        this.bind(old.hostname, old.port, files, old.handler, i);
+      } catch (error) {
+        this.bind(old.hostname, old.port, old.tls, old.handler, i);
+        throw error;
+      }
+      count++;
+    }
+    return count;
+  }
+
+  private bind(
+    hostname: string,
+    port: number,
+    tls: TlsFiles | undefined,
+    handler: KafkaHandler | undefined,
+    index = this.ports.length,
+  ): (typeof this.ports)[number] {
     const listener = this;
-    this.server = Bun.listen<KafkaConnection>({
-      hostname: this.options.hostname,
-      port: this.options.port,
-      ...(this.options.tls === undefined ? {} : { tls: bunTlsOptions(this.options.tls) }),
+    const entry = {
+      hostname,
+      port,
+      tls,
+      // Set by the caller before the first connection can open (listen, listenTls).
+      handler: handler as KafkaHandler,
+    } as (typeof this.ports)[number];
+    const socket = Bun.listen<KafkaConnection>({
+      hostname,
+      port,
+      ...(tls === undefined ? {} : { tls: bunTlsOptions(tls) }),
       socket: {
         binaryType: "uint8array",
         open(socket) {
-          listener.onOpen(socket);
+          listener.onOpen(socket, entry.handler, tls !== undefined);
+        },
+        handshake(socket, success) {
+          if (success && tls?.ca !== undefined) listener.onClientCertificate(socket);
         },
         data(socket, chunk) {
           socket.data?.onData(chunk);
@@ -427,27 +547,41 @@ export class KafkaListener {
         },
       },
     });
-    const advertisedHost = this.options.advertisedHost ?? this.server.hostname;
-    const advertisedPort = this.options.advertisedPort ?? this.server.port;
-    this.handler = new KafkaHandler(this.broker, {
-      advertisedHost,
-      advertisedPort,
-      ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
-      ...(this.options.autoCreateTopics === undefined
-        ? {}
-        : { autoCreateTopics: this.options.autoCreateTopics }),
-    });
-    const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
-    this.sweepTimer = setInterval(
-      () => this.sweep(),
-      Math.max(50, Math.min(1000, Math.floor(shortestMs / 4))),
-    );
-    this.sweepTimer.unref();
-    return { hostname: this.server.hostname, port: this.server.port, advertisedHost, advertisedPort };
+    entry.socket = socket;
+    // The bound port, not 0: a reload binds the same one again.
+    entry.hostname = socket.hostname;
+    entry.port = socket.port;
+    this.ports.splice(index, 0, entry);
+    return entry;
   }
 
-  private onOpen(socket: Socket<KafkaConnection>): void {
-    const connection = new KafkaConnection(socket, this);
+  /**
+   * A client on a TLS port with a CA presented a certificate the CA signed (Bun refused any other
+   * in the handshake): without users (Kafka's SSL, not SASL_SSL) its subject is the principal.
+   */
+  private onClientCertificate(socket: Socket<KafkaConnection>): void {
+    const connection = socket.data;
+    if (
+      connection === undefined ||
+      this.options.sasl !== undefined ||
+      connection.sasl.principal !== undefined
+    )
+      return;
+    const raw = socket.getPeerCertificate()?.raw;
+    if (raw === undefined) return;
+    try {
+      connection.sasl.principal = clientPrincipal(raw, this.options.clientPrincipal ?? "dn");
+    } catch (error) {
+      connection.close(`its TLS client certificate's subject does not parse: ${(error as Error).message}`);
+      return;
+    }
+    this.log(
+      `audit: user ${JSON.stringify(connection.sasl.principal)} from ${connection.remoteAddress} (kafka): logged in (TLS client certificate)`,
+    );
+  }
+
+  private onOpen(socket: Socket<KafkaConnection>, handler: KafkaHandler, tls: boolean): void {
+    const connection = new KafkaConnection(socket, this, handler, tls);
     socket.data = connection;
     const address = connection.remoteAddress;
     const fromAddress = this.byAddress.get(address) ?? 0;
@@ -499,8 +633,9 @@ export class KafkaListener {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.server?.stop(false);
+    for (const bound of this.ports) bound.socket.stop(false);
     this.handler?.stop();
+    this.tlsHandler?.stop();
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
     for (const connection of this.connections) if (!connection.answering) connection.close(undefined);
     const deadline = performance.now() + KAFKA_SHUTDOWN_DRAIN_MS;
@@ -508,6 +643,6 @@ export class KafkaListener {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     for (const connection of this.connections) connection.close(undefined);
-    this.server?.stop(true);
+    for (const bound of this.ports) bound.socket.stop(true);
   }
 }

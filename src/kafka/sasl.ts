@@ -55,7 +55,10 @@ const SASL_ERROR = KAFKA_ERROR;
 export interface SaslOptions {
   /** The users now (SIGHUP may replace them). */
   users: () => Users;
-  /** PLAIN is offered (the listener speaks TLS, or plain text was allowed explicitly). */
+  /**
+   * PLAIN is offered on connections without TLS too (--sasl-plain-without-tls yes); on TLS
+   * connections it always is.
+   */
   plain: boolean;
   loginDelays: LoginDelays;
   /** Salts the fake SCRAM answers to unknown users. */
@@ -67,7 +70,13 @@ export interface SaslOptions {
 
 /** One connection's progress through the login. */
 export class SaslSession {
+  /**
+   * The SASL user, or (on an SSL listener with client certificates, without users) the
+   * certificate's subject (auth/tls.ts clientPrincipal); undefined: not logged in.
+   */
   principal: string | undefined = undefined;
+  /** The connection speaks TLS: PLAIN may be offered (KafkaSasl.mechanismsFor). */
+  overTls = false;
   mechanism: string | undefined = undefined;
   scram: ScramServer | undefined = undefined;
 }
@@ -84,8 +93,14 @@ const utf8Encoder = new TextEncoder();
 export class KafkaSasl {
   constructor(readonly options: SaslOptions) {}
 
+  /** The mechanisms offered on plain connections. */
   get mechanisms(): string[] {
     return this.options.plain ? [...SCRAM_MECHANISMS, "PLAIN"] : [...SCRAM_MECHANISMS];
+  }
+
+  /** The mechanisms offered to this connection: PLAIN only inside TLS unless allowed without. */
+  mechanismsFor(session: SaslSession): string[] {
+    return this.options.plain || session.overTls ? [...SCRAM_MECHANISMS, "PLAIN"] : [...SCRAM_MECHANISMS];
   }
 
   /**
@@ -106,7 +121,7 @@ export class KafkaSasl {
       this.audit(clientAddress, undefined, `request (API key ${apiKey}) before SASL authentication refused`);
       return {
         kind: "close",
-        reason: `API key ${apiKey} before SASL authentication: this listener requires a SASL login (${this.mechanisms.join(", ")}) first`,
+        reason: `API key ${apiKey} before SASL authentication: this listener requires a SASL login (${this.mechanismsFor(session).join(", ")}) first`,
       };
     }
     if (apiKey === SASL_HANDSHAKE && apiVersion === 0) {
@@ -143,15 +158,15 @@ export class KafkaSasl {
   private handshake(session: SaslSession, correlationId: number, mechanism: string): SaslOutcome {
     const writer = new KafkaWriter(128);
     const start = beginResponse(writer, correlationId, 0);
-    const known = this.mechanisms.includes(mechanism);
+    const known = this.mechanismsFor(session).includes(mechanism);
     const errorCode =
       session.mechanism !== undefined
         ? SASL_ERROR.ILLEGAL_SASL_STATE
         : known
           ? KAFKA_ERROR.NONE
           : SASL_ERROR.UNSUPPORTED_SASL_MECHANISM;
-    writer.int16(errorCode).arrayCount(this.mechanisms.length);
-    for (const name of this.mechanisms) writer.string(name);
+    writer.int16(errorCode).arrayCount(this.mechanismsFor(session).length);
+    for (const name of this.mechanismsFor(session)) writer.string(name);
     endResponse(writer, start);
     if (errorCode !== KAFKA_ERROR.NONE) {
       // Kafka closes after an unsupported mechanism too; the answer lists the ones it has.
@@ -161,7 +176,7 @@ export class KafkaSasl {
         reason:
           errorCode === SASL_ERROR.ILLEGAL_SASL_STATE
             ? "a second SaslHandshake"
-            : `SASL mechanism ${JSON.stringify(mechanism)} is not offered (${this.mechanisms.join(", ")})`,
+            : `SASL mechanism ${JSON.stringify(mechanism)} is not offered (${this.mechanismsFor(session).join(", ")})`,
         delayMs: 0,
       };
     }

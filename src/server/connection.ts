@@ -126,8 +126,6 @@ export interface ConnectionHost {
   readonly maxFrameBytes: number;
   readonly counters: ConnectionCounters;
   readonly inboundBudget: InboundBudget;
-  /** The socket speaks TLS: a sendfile range would bypass the encryption (tls.ts). */
-  readonly tls: boolean;
   /** Handles one complete request frame; `frame` is valid only during the call. */
   dispatch(connection: Connection, frame: Uint8Array): void;
   /**
@@ -158,8 +156,14 @@ export class Connection implements BudgetWaiter {
   readonly host: ConnectionHost;
   /** The client's address, for the per-address connection limit. */
   readonly remoteAddress: string;
-  /** The user this connection logged in as (AUTHENTICATE), or undefined. */
+  /**
+   * Who this connection is: the user it logged in as (AUTHENTICATE), or, on a TLS listener with
+   * client certificates and no users, the certificate's subject (auth/tls.ts clientPrincipal);
+   * undefined: anonymous.
+   */
   principal: string | undefined = undefined;
+  /** It arrived on a TLS listener: a sendfile range would bypass the encryption (auth/tls.ts). */
+  readonly tls: boolean;
   /** When the last request bytes arrived. */
   lastActivityMs = performance.now();
   /**
@@ -220,9 +224,10 @@ export class Connection implements BudgetWaiter {
   /** When the sweep last saw output move (or nothing queued). */
   private outputProgressMs = performance.now();
 
-  constructor(socket: Socket<Connection>, host: ConnectionHost) {
+  constructor(socket: Socket<Connection>, host: ConnectionHost, tls = false) {
     this.socket = socket;
     this.host = host;
+    this.tls = tls;
     this.remoteAddress = socket.remoteAddress;
   }
 
@@ -638,8 +643,8 @@ export class Connection implements BudgetWaiter {
 
   /** Completes a slot with a header followed by a leased file range (released once sent). */
   completeWithFile(slot: ResponseSlot, header: Uint8Array, lease: FileLease): void {
-    if (this.host.tls) {
-      // A programming error, never a client's: the host copies records under TLS.
+    if (this.tls) {
+      // A programming error, never a client's: the host copies records to TLS connections.
       lease.release();
       throw new Error(
         "a sendfile range on a TLS connection would send clear text: FETCH must copy under TLS",

@@ -20,7 +20,7 @@ import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import { LoginDelays } from "../auth/login-delays.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
-import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
+import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { AppendWaiter, Partition } from "../broker/partition.ts";
@@ -133,8 +133,29 @@ export interface ServerOptions {
   auditLog?: (line: string) => void;
   /** Failed-login delays per address; shared with the Kafka listener when given. */
   loginDelays?: LoginDelays;
-  /** Serve TLS only (tls.ts); FETCH then always copies, whatever `fetchPath` says. */
+  /**
+   * The listener on `hostname:port` speaks TLS only (auth/tls.ts); FETCH then always copies,
+   * whatever `fetchPath` says.
+   */
   tls?: TlsFiles;
+  /**
+   * A second listener that speaks TLS beside the plain one (`--tls-port`, `--tls-host`): FETCH
+   * copies on its connections and keeps `fetchPath` on the plain ones (listenTls).
+   */
+  tlsListener?: { hostname: string; port: number; tls: TlsFiles };
+  /**
+   * How the certificate of a client on a TLS listener with a CA becomes its principal when the
+   * broker has no users (with users the SCRAM login decides, as Kafka's SASL_SSL does). Default dn.
+   */
+  clientPrincipal?: ClientPrincipalRule;
+}
+
+/** One bound listener: what it speaks (for a certificate reload) and where it is bound. */
+interface BoundListener {
+  socket: TCPSocketListener<Connection>;
+  hostname: string;
+  port: number;
+  tls: TlsFiles | undefined;
 }
 
 export interface ServerCounters extends ConnectionCounters {
@@ -225,7 +246,8 @@ export class BrokerServer implements ConnectionHost {
   private readonly decoySecret = crypto.getRandomValues(new Uint8Array(32));
   /** Recent failed logins per client address (shared with the Kafka listener's SASL). */
   readonly loginDelays: LoginDelays;
-  private listener: TCPSocketListener<Connection> | undefined;
+  /** The plain or TLS-only listener (listen), then the TLS one beside it (listenTls). */
+  private readonly listeners: BoundListener[] = [];
   private readonly connections = new Set<Connection>();
   /** Refused connections lingering after their error frame (see Connection.closeAfterAnswers). */
   private readonly refused = new Set<Connection>();
@@ -259,14 +281,12 @@ export class BrokerServer implements ConnectionHost {
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
     this.loginDelays = options.loginDelays ?? new LoginDelays();
-    this.tls = options.tls !== undefined;
-    // sendfile would put clear text into the TLS stream (tls.ts): copy instead.
-    this.fetchPath = this.tls ? "copy" : options.fetchPath;
+    // sendfile would put clear text into the TLS stream (tls.ts): copy instead. Beside a plain
+    // listener, the choice is made per connection (fetch).
+    this.fetchPath = options.tls !== undefined ? "copy" : options.fetchPath;
   }
 
-  /** The listener speaks TLS: no sendfile (Connection checks it too). */
-  readonly tls: boolean;
-  /** How FETCH sends records: the option, except always "copy" under TLS. */
+  /** How FETCH sends records on plain connections: the option, except always "copy" in TLS-only mode. */
   readonly fetchPath: FetchPath;
 
   get maxFrameBytes(): number {
@@ -279,16 +299,75 @@ export class BrokerServer implements ConnectionHost {
    * the port (bun-platform §2, trap 10).
    */
   listen(): { hostname: string; port: number } {
+    const bound = this.bind(this.options.hostname, this.options.port, this.options.tls);
+    const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
+    const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(shortestMs / 4)));
+    this.sweepEveryMs = sweepEveryMs;
+    this.lastSweepMs = performance.now();
+    this.sweepTimer = setInterval(() => this.sweepIdle(), sweepEveryMs);
+    this.sweepTimer.unref();
+    return { hostname: bound.hostname, port: bound.port };
+  }
+
+  /** Starts the TLS listener beside the plain one (options.tlsListener); after listen(). Throws like listen. */
+  listenTls(): { hostname: string; port: number } {
+    const secure = this.options.tlsListener;
+    if (secure === undefined) throw new Error("listenTls without options.tlsListener");
+    const bound = this.bind(secure.hostname, secure.port, secure.tls);
+    return { hostname: bound.hostname, port: bound.port };
+  }
+
+  /**
+   * New TLS files (SIGHUP) for every TLS listener: each is bound again at its address with them, so
+   * new connections get the new certificate (and CA) while open ones continue on the old session.
+   * Bun 1.4.4 has no way to swap a listening socket's TLS context (`listener.reload({tls})` is
+   * silently ignored, measured; oven-sh/bun#43815), so the listening socket itself is replaced: a
+   * connection attempt in the few microseconds between close and bind, or waiting unaccepted in
+   * the old socket's backlog, is refused and retried by the client. The caller checks the files
+   * (auth/tls.ts checkTlsContext) first. Returns how many listeners were rebound.
+   */
+  reloadTls(files: TlsFiles): number {
+    // Stopped listeners stay stopped (a SIGHUP during shutdown).
+    if (this.stopping) return 0;
+    let count = 0;
+    for (let i = 0; i < this.listeners.length; i++) {
+      const old = this.listeners[i]!;
+      if (old.tls === undefined) continue;
+      old.socket.stop(false);
+      this.listeners.splice(i, 1);
+      try {
+        this.bind(old.hostname, old.port, files, i);
+      } catch (error) {
+        // The port was taken in between: back to the old certificate, which was serving a moment ago.
+        this.bind(old.hostname, old.port, old.tls, i);
+        throw error;
+      }
+      count++;
+    }
+    return count;
+  }
+
+  /** Binds one listener (at `index` in `listeners`, default last); TLS when `tls` is given. */
+  private bind(
+    hostname: string,
+    port: number,
+    tls: TlsFiles | undefined,
+    index = this.listeners.length,
+  ): BoundListener {
     const server = this;
-    this.listener = Bun.listen<Connection>({
-      hostname: this.options.hostname,
-      port: this.options.port,
+    const secure = tls !== undefined;
+    const socket = Bun.listen<Connection>({
+      hostname,
+      port,
       allowHalfOpen: true,
-      ...(this.options.tls === undefined ? {} : { tls: bunTlsOptions(this.options.tls) }),
+      ...(tls === undefined ? {} : { tls: bunTlsOptions(tls) }),
       socket: {
         binaryType: "uint8array",
         open(socket) {
-          server.onOpen(socket);
+          server.onOpen(socket, secure);
+        },
+        handshake(socket, success) {
+          if (success && tls?.ca !== undefined) server.onClientCertificate(socket);
         },
         data(socket, chunk) {
           socket.data?.onData(chunk);
@@ -307,13 +386,33 @@ export class BrokerServer implements ConnectionHost {
         },
       },
     });
-    const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
-    const sweepEveryMs = Math.max(50, Math.min(1000, Math.floor(shortestMs / 4)));
-    this.sweepEveryMs = sweepEveryMs;
-    this.lastSweepMs = performance.now();
-    this.sweepTimer = setInterval(() => this.sweepIdle(), sweepEveryMs);
-    this.sweepTimer.unref();
-    return { hostname: this.listener.hostname, port: this.listener.port };
+    // The bound port, not 0: a reload binds the same one again.
+    const bound = { socket, hostname: socket.hostname, port: socket.port, tls };
+    this.listeners.splice(index, 0, bound);
+    return bound;
+  }
+
+  /**
+   * A client on a TLS listener with a CA presented a certificate the CA signed (Bun refused every
+   * other one in the handshake): without users it is the connection's principal, as Kafka's SSL
+   * listener does (`ssl.principal.mapping.rules`); with users the SCRAM login decides.
+   */
+  private onClientCertificate(socket: Socket<Connection>): void {
+    const connection = socket.data;
+    if (connection === undefined || this.users !== undefined || connection.principal !== undefined) return;
+    const raw = socket.getPeerCertificate()?.raw;
+    if (raw === undefined) return;
+    try {
+      connection.principal = clientPrincipal(raw, this.options.clientPrincipal ?? "dn");
+    } catch (error) {
+      this.audit(
+        connection,
+        `TLS client certificate refused: its subject does not parse: ${(error as Error).message}`,
+      );
+      connection.abort();
+      return;
+    }
+    this.audit(connection, "logged in (TLS client certificate)");
   }
 
   get connectionCount(): number {
@@ -330,8 +429,8 @@ export class BrokerServer implements ConnectionHost {
     return this.connectionsByAddress;
   }
 
-  private onOpen(socket: Socket<Connection>): void {
-    const connection = new Connection(socket, this);
+  private onOpen(socket: Socket<Connection>, tls: boolean): void {
+    const connection = new Connection(socket, this, tls);
     socket.data = connection;
     const address = connection.remoteAddress;
     const fromAddress = this.connectionsByAddress.get(address) ?? 0;
@@ -1105,7 +1204,8 @@ export class BrokerServer implements ConnectionHost {
       connection.complete(slot, this.writer.written().slice());
       return;
     }
-    if (this.fetchPath === "copy") {
+    // Per connection: sendfile would bypass a TLS connection's encryption (auth/tls.ts).
+    if (this.fetchPath === "copy" || connection.tls) {
       const read = partition.read(offset, maxBytes, true);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset,
@@ -1186,9 +1286,9 @@ export class BrokerServer implements ConnectionHost {
       for (const connection of [...this.connections]) connection.closeWhenDrained(now);
     }
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
-    this.listener?.stop(false);
+    for (const bound of this.listeners) bound.socket.stop(false);
     // A FIN already sent with nothing unread closes quietly; anything else (answers still queued) resets.
     for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
-    this.listener?.stop(true);
+    for (const bound of this.listeners) bound.socket.stop(true);
   }
 }

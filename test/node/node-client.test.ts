@@ -26,6 +26,7 @@ import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { makeCertificates } from "../helpers/tls-certs.ts";
 
 setDefaultTimeout(180_000);
 
@@ -172,6 +173,35 @@ export const uses = [BooblikClient, record, crc] as const;
     expect(stdout.trim()).toMatch(/^function \/.*\/node_modules\/booblik\/src\/client\/index\.ts$/);
     expect(run([app.file("node_modules/.bin/booblik-cli"), "--version"], app.path).stdout).toStartWith(
       "booblik-cli ",
+    );
+  });
+
+  test("under Node, TLS through node:tls: the CA and a client certificate; refused without one and with another CA", async () => {
+    using dir = tempDir();
+    makeCertificates(dir.path);
+    await using broker = await startBroker(dir.file("data"), [
+      "--tls-cert",
+      dir.file("server.pem"),
+      "--tls-key",
+      dir.file("server.key"),
+      "--tls-ca",
+      dir.file("ca.pem"),
+      "--kafka-port",
+      "off",
+    ]);
+    fs.copyFileSync(path.join(import.meta.dir, "node-tls.mjs"), project.file("node-tls.mjs"));
+    const { stdout } = run([NODE!, "node-tls.mjs", String(broker.port), dir.path], project.path);
+    const out = JSON.parse(stdout);
+    expect(out.bun).toBeNull();
+    expect(out.received).toBe(500);
+    expect(out.last).toBe("secret 499");
+    // node:tls finishes its side of a TLS 1.3 handshake first; the broker's alert ends the first request.
+    expect(out.withoutCertificate).toMatch(/CERTIFICATE_REQUIRED|certificate required/i);
+    expect(out.otherCa).toMatch(/ConnectionError: .*(unable to verify|self[- ]signed|UNABLE_TO_VERIFY)/i);
+    // The broker names the certificate's subject as the principal of the Node client.
+    await broker.lines.waitFor(
+      (line) => line === 'booblik: audit: user "CN=alice" from 127.0.0.1: logged in (TLS client certificate)',
+      "the login line of the Node client",
     );
   });
 

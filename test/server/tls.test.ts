@@ -179,7 +179,7 @@ describe("TLS", () => {
       "--tls-ca",
       certs.caFile,
     ]);
-    expect(broker.startLine).toContain("(TLS, client certificates required)");
+    expect(broker.startLine).toContain("(TLS, client certificates required; principal: the subject DN)");
     const withCertificate = await BooblikClient.connect({
       host: "127.0.0.1",
       port: broker.port,
