@@ -636,6 +636,7 @@ async function main(): Promise<number> {
       adminRate: kafkaAdminRate,
       ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
       log: (line) => console.log(`booblik: ${line}`),
+      audit: (line) => console.log(line),
       ...(tls === undefined ? {} : { tls }),
       ...(sasl === undefined ? {} : { sasl }),
     });

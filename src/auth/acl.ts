@@ -60,7 +60,10 @@ export const ACL_PERMISSION = { UNKNOWN: 0, ANY: 1, DENY: 2, ALLOW: 3 } as const
 
 export type AclOperation = (typeof ACL_OPERATION)[keyof typeof ACL_OPERATION];
 /** The resource types an ACL may name in booblik (no transactions, tokens or user quotas). */
-export type AclResourceType = typeof RESOURCE_TYPE.TOPIC | typeof RESOURCE_TYPE.GROUP | typeof RESOURCE_TYPE.CLUSTER;
+export type AclResourceType =
+  | typeof RESOURCE_TYPE.TOPIC
+  | typeof RESOURCE_TYPE.GROUP
+  | typeof RESOURCE_TYPE.CLUSTER;
 
 /** The one cluster resource's name (Kafka's `kafka-cluster`). */
 export const CLUSTER_RESOURCE_NAME = "kafka-cluster";

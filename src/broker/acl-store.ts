@@ -270,4 +270,3 @@ function aclFromJson(entry: unknown): Acl {
     permission: code("permission", parsePermission),
   };
 }
-

@@ -61,12 +61,12 @@ import { PartitionLog } from "../storage/partition-log.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { RecordsRead, TimestampLookup } from "../storage/segment.ts";
 import { segmentConfig } from "../storage/segment.ts";
+import { AclStore, type AuthorizationOptions } from "./acl-store.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import { Histogram } from "./metrics.ts";
 import { OffsetsStore } from "./offsets-store.ts";
 import { type AppendAck, Partition, type PurgeResult } from "./partition.ts";
 import { ProducerIdAllocator } from "./producer-ids.ts";
-import { AclStore, type AuthorizationOptions } from "./acl-store.ts";
 import {
   DEFAULT_TOPIC_CONFIG,
   decodeTopicFile,

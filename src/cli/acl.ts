@@ -173,7 +173,11 @@ export async function aclCommand(cli: AclCli): Promise<number> {
   const filter: AclFilter = {
     resourceType: resource?.type ?? RESOURCE_TYPE.ANY,
     resourceName: resource?.name ?? null,
-    patternType: prefixed ? PATTERN_TYPE.PREFIXED : cli.flags.has("match") ? PATTERN_TYPE.MATCH : PATTERN_TYPE.ANY,
+    patternType: prefixed
+      ? PATTERN_TYPE.PREFIXED
+      : cli.flags.has("match")
+        ? PATTERN_TYPE.MATCH
+        : PATTERN_TYPE.ANY,
     principal: principal ?? null,
     host: null,
     operation: ACL_OPERATION.ANY,

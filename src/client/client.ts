@@ -10,6 +10,15 @@
  */
 
 import { BooblikError } from "../domain/errors.ts";
+import {
+  decodeAclsResponse,
+  decodeDeleteAclsResponse,
+  encodeCreateAclsRequest,
+  encodeDeleteAclsRequest,
+  encodeDescribeAclsRequest,
+  type WireAcl,
+  type WireAclFilter,
+} from "../protocol/acl-messages.ts";
 import type { ByteReader, ByteWriter } from "../protocol/buffer.ts";
 import {
   decodeListGroupsResponse,
@@ -51,15 +60,6 @@ import {
   type PurgedPartition,
   type PurgePartition,
 } from "../protocol/topic-admin.ts";
-import {
-  decodeAclsResponse,
-  decodeDeleteAclsResponse,
-  encodeCreateAclsRequest,
-  encodeDeleteAclsRequest,
-  encodeDescribeAclsRequest,
-  type WireAcl,
-  type WireAclFilter,
-} from "../protocol/acl-messages.ts";
 import { BrokerConnection, type ConnectionOptions } from "./connection.ts";
 import { checkFetchedEntries } from "./fetched.ts";
 
@@ -447,7 +447,11 @@ export class BooblikClient {
 
   /** The ACLs matching `filter` (null names and ANY codes match everything). Needs DESCRIBE on the cluster. */
   describeAcls(filter: WireAclFilter): Promise<WireAcl[]> {
-    return this.request(true, (writer, id) => encodeDescribeAclsRequest(writer, id, filter), decodeAclsResponse);
+    return this.request(
+      true,
+      (writer, id) => encodeDescribeAclsRequest(writer, id, filter),
+      decodeAclsResponse,
+    );
   }
 
   /** Removes every ACL matching any filter; resolves with what each filter removed. Needs ALTER on the cluster. */

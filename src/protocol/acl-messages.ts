@@ -117,7 +117,11 @@ export function decodeDescribeAclsRequest(reader: ByteReader): WireAclFilter {
   return filter;
 }
 
-export function encodeAclsResponse(writer: ByteWriter, correlationId: number, acls: readonly WireAcl[]): void {
+export function encodeAclsResponse(
+  writer: ByteWriter,
+  correlationId: number,
+  acls: readonly WireAcl[],
+): void {
   const start = beginResponse(writer, correlationId);
   writer.u32(acls.length);
   for (const acl of acls) writeAcl(writer, acl);

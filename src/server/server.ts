@@ -43,6 +43,13 @@ import {
   SHUTDOWN_DRAIN_MS,
 } from "../domain/limits.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
+import {
+  decodeCreateAclsRequest,
+  decodeDeleteAclsRequest,
+  decodeDescribeAclsRequest,
+  encodeAclsResponse,
+  encodeDeleteAclsResponse,
+} from "../protocol/acl-messages.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
 import {
@@ -83,13 +90,6 @@ import {
   type TopicMetadata,
 } from "../protocol/messages.ts";
 import { decodeInitProducerIdRequest, encodeInitProducerIdResponse } from "../protocol/producer-messages.ts";
-import {
-  decodeCreateAclsRequest,
-  decodeDeleteAclsRequest,
-  decodeDescribeAclsRequest,
-  encodeAclsResponse,
-  encodeDeleteAclsResponse,
-} from "../protocol/acl-messages.ts";
 import {
   decodeAddPartitionsRequest,
   decodeAlterTopicRequest,
@@ -571,8 +571,12 @@ export class BrokerServer implements ConnectionHost {
             // on the cluster).
             listGroups(this.broker, this.kafkaGroups).filter(
               (listed) =>
-                this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME) ||
-                this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, listed.group),
+                this.allowed(
+                  connection,
+                  ACL_OPERATION.DESCRIBE,
+                  RESOURCE_TYPE.CLUSTER,
+                  CLUSTER_RESOURCE_NAME,
+                ) || this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, listed.group),
             ),
           );
           connection.complete(slot, this.writer.written().slice());
@@ -582,7 +586,9 @@ export class BrokerServer implements ConnectionHost {
           this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.group);
           for (const item of request.offsets)
             this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, item.topic);
-          this.answerEmptyWhenDone(connection, slot, correlationId, () => commitOffsets(this.broker, request));
+          this.answerEmptyWhenDone(connection, slot, correlationId, () =>
+            commitOffsets(this.broker, request),
+          );
           return;
         }
         case API.OFFSET_FETCH: {
@@ -734,7 +740,9 @@ export class BrokerServer implements ConnectionHost {
       request.topics.length === 0
         ? this.broker
             .listTopics()
-            .filter((topic) => this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name))
+            .filter((topic) =>
+              this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name),
+            )
         : request.topics.map((name) => this.broker.describeTopic(name));
     const topics: TopicMetadata[] = descriptions.map((topic) => ({
       name: topic.name,
@@ -975,12 +983,20 @@ export class BrokerServer implements ConnectionHost {
   /** INIT_PRODUCER_ID: IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka ≥ 2.8). */
   private authorizeIdempotentWrite(connection: Connection): void {
     const acls = this.broker.acls;
-    if (!acls.enforcing || acls.allowedIdempotentWrite(this.principalOf(connection), connection.remoteAddress))
+    if (
+      !acls.enforcing ||
+      acls.allowedIdempotentWrite(this.principalOf(connection), connection.remoteAddress)
+    )
       return;
     this.authorize(connection, ACL_OPERATION.IDEMPOTENT_WRITE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
   }
 
-  private createAcls(connection: Connection, slot: ResponseSlot, correlationId: number, reader: ByteReader): void {
+  private createAcls(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
     const requested: Acl[] = decodeCreateAclsRequest(reader);
     const acls = this.broker.acls;
     acls.checkEnabled();
@@ -1000,7 +1016,12 @@ export class BrokerServer implements ConnectionHost {
     );
   }
 
-  private deleteAcls(connection: Connection, slot: ResponseSlot, correlationId: number, reader: ByteReader): void {
+  private deleteAcls(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
     const filters = decodeDeleteAclsRequest(reader);
     const acls = this.broker.acls;
     acls.checkEnabled();
