@@ -68,12 +68,12 @@ function readAcl(reader: ByteReader): WireAcl {
 
 function readFilter(reader: ByteReader): WireAclFilter {
   const acl = readAcl(reader);
-  const any = (value: string) => (value === "" ? null : value);
+  const anyWhenEmpty = (value: string) => (value === "" ? null : value);
   return {
     ...acl,
-    resourceName: any(acl.resourceName),
-    principal: any(acl.principal),
-    host: any(acl.host),
+    resourceName: anyWhenEmpty(acl.resourceName),
+    principal: anyWhenEmpty(acl.principal),
+    host: anyWhenEmpty(acl.host),
   };
 }
 
