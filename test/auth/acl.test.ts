@@ -7,13 +7,13 @@
 import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import {
-  ACL_OPERATION as OP,
   ACL_PERMISSION,
   type Acl,
   type AclFilter,
   AclSet,
   filterMatches,
   MATCH_ALL_ACLS,
+  ACL_OPERATION as OP,
   PATTERN_TYPE,
   RESOURCE_TYPE,
   validateAcl,
@@ -52,12 +52,12 @@ describe("the decision", () => {
 
   test("READ, WRITE, DELETE and ALTER imply DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS; ALL implies everything; CREATE implies nothing", () => {
     for (const granted of [OP.READ, OP.WRITE, OP.DELETE, OP.ALTER, OP.ALL])
-      expect(new AclSet([acl({ operation: granted })]).allows("User:alice", HOST, OP.DESCRIBE, topic("orders"))).toBe(
-        true,
-      );
-    expect(new AclSet([acl({ operation: OP.CREATE })]).allows("User:alice", HOST, OP.DESCRIBE, topic("orders"))).toBe(
-      false,
-    );
+      expect(
+        new AclSet([acl({ operation: granted })]).allows("User:alice", HOST, OP.DESCRIBE, topic("orders")),
+      ).toBe(true);
+    expect(
+      new AclSet([acl({ operation: OP.CREATE })]).allows("User:alice", HOST, OP.DESCRIBE, topic("orders")),
+    ).toBe(false);
     const configs = new AclSet([acl({ operation: OP.ALTER_CONFIGS })]);
     expect(configs.allows("User:alice", HOST, OP.DESCRIBE_CONFIGS, topic("orders"))).toBe(true);
     expect(configs.allows("User:alice", HOST, OP.DESCRIBE, topic("orders"))).toBe(false);
@@ -108,8 +108,22 @@ describe("the decision", () => {
   });
 
   test("an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka ≥ 2.8)", () => {
-    expect(new AclSet([acl({ operation: OP.WRITE, resourceName: "x" })]).allowsAnyOf("User:alice", HOST, OP.WRITE, RESOURCE_TYPE.TOPIC)).toBe(true);
-    expect(new AclSet([acl({ operation: OP.READ })]).allowsAnyOf("User:alice", HOST, OP.WRITE, RESOURCE_TYPE.TOPIC)).toBe(false);
+    expect(
+      new AclSet([acl({ operation: OP.WRITE, resourceName: "x" })]).allowsAnyOf(
+        "User:alice",
+        HOST,
+        OP.WRITE,
+        RESOURCE_TYPE.TOPIC,
+      ),
+    ).toBe(true);
+    expect(
+      new AclSet([acl({ operation: OP.READ })]).allowsAnyOf(
+        "User:alice",
+        HOST,
+        OP.WRITE,
+        RESOURCE_TYPE.TOPIC,
+      ),
+    ).toBe(false);
     const deniedEverywhere = new AclSet([
       acl({ operation: OP.WRITE }),
       acl({ resourceName: "*", operation: OP.WRITE, permission: ACL_PERMISSION.DENY }),
@@ -130,7 +144,11 @@ describe("filters (Kafka's AclBindingFilter)", () => {
     const match = filter({ resourceName: "orders", patternType: PATTERN_TYPE.MATCH });
     expect([literal, prefixed, wildcard].map((a) => filterMatches(match, a))).toEqual([true, true, true]);
     const onlyPrefixed = filter({ patternType: PATTERN_TYPE.PREFIXED });
-    expect([literal, prefixed, wildcard].map((a) => filterMatches(onlyPrefixed, a))).toEqual([false, true, false]);
+    expect([literal, prefixed, wildcard].map((a) => filterMatches(onlyPrefixed, a))).toEqual([
+      false,
+      true,
+      false,
+    ]);
     expect(filterMatches(filter({ principal: "User:bob" }), literal)).toBe(false);
     expect(filterMatches(filter({ operation: OP.WRITE }), literal)).toBe(false);
     expect(filterMatches(filter({ permission: ACL_PERMISSION.DENY }), literal)).toBe(false);
@@ -145,7 +163,10 @@ describe("validation: each bad field is refused naming it", () => {
     [{ resourceType: RESOURCE_TYPE.TRANSACTIONAL_ID }, "TRANSACTIONAL_ID cannot be used"],
     [{ patternType: PATTERN_TYPE.MATCH }, "pattern type MATCH cannot be stored"],
     [{ resourceName: "" }, "resource name cannot be empty"],
-    [{ resourceType: RESOURCE_TYPE.CLUSTER, resourceName: "c", operation: OP.ALTER }, 'named "kafka-cluster"'],
+    [
+      { resourceType: RESOURCE_TYPE.CLUSTER, resourceName: "c", operation: OP.ALTER },
+      'named "kafka-cluster"',
+    ],
     [{ principal: "alice" }, 'principal "alice" is not of the form User:<name>'],
     [{ principal: "User:" }, "is not of the form User:<name>"],
     [{ host: "" }, "host cannot be empty"],
@@ -184,7 +205,10 @@ describe("the store (acls.json)", () => {
     expect(reopened.list(MATCH_ALL_ACLS)).toEqual(store.list(MATCH_ALL_ACLS));
     // Not enforcing: everything is allowed whatever the file says.
     expect(reopened.allowed("User:bob", HOST, OP.DELETE, topic("orders"))).toBe(true);
-    const removed = await store.remove([{ ...MATCH_ALL_ACLS, operation: OP.WRITE }, { ...MATCH_ALL_ACLS, principal: "User:nobody" }]);
+    const removed = await store.remove([
+      { ...MATCH_ALL_ACLS, operation: OP.WRITE },
+      { ...MATCH_ALL_ACLS, principal: "User:nobody" },
+    ]);
     expect(removed.map((list) => list.length)).toEqual([1, 0]);
     expect(store.allowed("User:alice", HOST, OP.READ, topic("orders"))).toBe(true);
     expect(AclStore.open(dir.path, undefined).size).toBe(1);
@@ -207,7 +231,16 @@ describe("the store (acls.json)", () => {
     expect(() => AclStore.open(dir.path, undefined)).toThrow(`${file} is not a valid ACL file`);
     fs.writeFileSync(
       file,
-      JSON.stringify({ version: 1, acls: [{ ...JSON.parse('{"resourceType":"TOPIC","resourceName":"t","patternType":"LITERAL","principal":"bob","host":"*","operation":"READ","permission":"ALLOW"}') }] }),
+      JSON.stringify({
+        version: 1,
+        acls: [
+          {
+            ...JSON.parse(
+              '{"resourceType":"TOPIC","resourceName":"t","patternType":"LITERAL","principal":"bob","host":"*","operation":"READ","permission":"ALLOW"}',
+            ),
+          },
+        ],
+      }),
     );
     expect(() => AclStore.open(dir.path, undefined)).toThrow('ACL 0: principal "bob" is not of the form');
     fs.rmSync(file);
