@@ -1698,6 +1698,9 @@ export class KafkaHandler {
       });
       if (valid.length > 0) {
         try {
+          // A durable file write: one admin request of the address's allowance (beyond it,
+          // POLICY_VIOLATION, as for CreateTopics).
+          this.options.adminRate?.take(who.host);
           await this.broker.acls.add(valid);
           this.audit(who, `created ACLs: ${valid.map(describeAcl).join("; ")}`);
         } catch (error) {
@@ -1769,6 +1772,7 @@ export class KafkaHandler {
       });
       if (valid.length > 0) {
         try {
+          this.options.adminRate?.take(who.host);
           const removed = await this.broker.acls.remove(valid);
           pending.forEach((i, j) => {
             results[i]!.matching = removed[j]!;
