@@ -1780,7 +1780,7 @@ export class KafkaHandler {
           const gone = removed.flat();
           this.audit(
             who,
-            `deleted ${gone.length} ACLs${gone.length === 0 ? "" : `: ${gone.map(describeAcl).join("; ")}`}`,
+            `deleted ${gone.length} ACL${gone.length === 1 ? "" : "s"}${gone.length === 0 ? "" : `: ${gone.map(describeAcl).join("; ")}`}`,
           );
         } catch (error) {
           const mapped = kafkaErrorOf(error);

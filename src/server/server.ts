@@ -1031,7 +1031,7 @@ export class BrokerServer implements ConnectionHost {
         const gone = removed.flat();
         this.audit(
           connection,
-          `deleted ${gone.length} ACLs${gone.length === 0 ? "" : `: ${gone.map(describeAcl).join("; ")}`}`,
+          `deleted ${gone.length} ACL${gone.length === 1 ? "" : "s"}${gone.length === 0 ? "" : `: ${gone.map(describeAcl).join("; ")}`}`,
         );
         this.writer.reset();
         encodeDeleteAclsResponse(this.writer, correlationId, removed);
