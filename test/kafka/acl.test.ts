@@ -13,6 +13,8 @@ import {
   AclOperationTypes,
   AclPermissionTypes,
   AclResourceTypes,
+  type Admin,
+  ConfigResourceTypes,
   type EachMessagePayload,
   Kafka,
   logLevel,
@@ -82,28 +84,34 @@ function kafkaFor(port: number, user: keyof typeof PASSWORDS, password: string =
   });
 }
 
-/** The kafkajs error `work` rejects with: its type (Kafka's error name) or its class name. */
+/**
+ * The kafkajs error `work` rejects with: the Kafka error name (`type`) found on it or on what it
+ * wraps (kafkajs nests them: `originalError`, `cause`, and per topic, group or partition `errors`, `groups`,
+ * `partitions`), and its class name and message.
+ */
 async function kafkajsError(
   work: Promise<unknown>,
 ): Promise<{ type: string; name: string; message: string }> {
   try {
     await work;
   } catch (error) {
-    const e = error as {
-      type?: string;
-      name: string;
-      message: string;
-      errors?: { type?: string }[];
-      groups?: { error?: { type?: string } }[];
-      originalError?: { type?: string };
-    };
-    return {
-      type: e.type ?? e.originalError?.type ?? e.errors?.[0]?.type ?? e.groups?.[0]?.error?.type ?? "",
-      name: e.name,
-      message: e.message,
-    };
+    const e = error as { name: string; message: string };
+    return { type: kafkaType(error) ?? "", name: e.name, message: e.message };
   }
   throw new Error("the request was not refused");
+}
+
+function kafkaType(error: unknown, depth = 0): string | undefined {
+  if (error === null || typeof error !== "object" || depth > 4) return undefined;
+  const e = error as Record<string, unknown>;
+  if (typeof e.type === "string") return e.type;
+  const nested = [e.originalError, e.cause, e.error];
+  for (const list of [e.errors, e.groups, e.partitions]) if (Array.isArray(list)) nested.push(...list);
+  for (const inner of nested) {
+    const found = kafkaType(inner, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 const aliceAcl = (
@@ -338,6 +346,136 @@ describe("ACLs on the Kafka listener", () => {
       expect(
         metricValue(scrape, 'booblik_authorization_denials_total{listener="kafka"}'),
       ).toBeGreaterThanOrEqual(7);
+    } finally {
+      await aliceAdmin.disconnect();
+      await admin.disconnect();
+    }
+  });
+
+  test("kafkajs's admin APIs, one by one: refused without the ACL each needs, done with it", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile(dir.file("users.json")),
+      "--authorizer",
+      "acl",
+      "--super-users",
+      "User:admin",
+      "--kafka-port",
+      "0",
+    ]);
+    const port = await kafkaPortOf(broker);
+    const admin = kafkaFor(port, "admin").admin();
+    await admin.connect();
+    const alice = kafkaFor(port, "alice");
+    const aliceAdmin = alice.admin();
+    await aliceAdmin.connect();
+    const grant = (resourceType: number, resourceName: string, operation: number) =>
+      admin.createAcls({ acl: [aliceAcl(resourceType, resourceName, operation)] });
+    try {
+      for (const topic of ["listed", "grown", "configured", "purged", "doomed"])
+        await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
+      const producer = kafkaFor(port, "admin").producer();
+      await producer.connect();
+      await producer.send({ topic: "purged", messages: [{ value: "a" }, { value: "b" }] });
+      await producer.disconnect();
+      const steps: {
+        what: string;
+        refusedAs: string;
+        grant: [number, string, number];
+        run: (a: Admin) => Promise<unknown>;
+      }[] = [
+        {
+          what: "ListOffsets",
+          refusedAs: "TOPIC_AUTHORIZATION_FAILED",
+          grant: [AclResourceTypes.TOPIC, "listed", AclOperationTypes.DESCRIBE],
+          run: (a) => a.fetchTopicOffsets("listed"),
+        },
+        {
+          what: "CreatePartitions",
+          refusedAs: "TOPIC_AUTHORIZATION_FAILED",
+          grant: [AclResourceTypes.TOPIC, "grown", AclOperationTypes.ALTER],
+          run: (a) => a.createPartitions({ topicPartitions: [{ topic: "grown", count: 2 }] }),
+        },
+        {
+          what: "DescribeConfigs",
+          refusedAs: "TOPIC_AUTHORIZATION_FAILED",
+          grant: [AclResourceTypes.TOPIC, "configured", AclOperationTypes.DESCRIBE_CONFIGS],
+          run: (a) =>
+            a.describeConfigs({
+              resources: [{ type: ConfigResourceTypes.TOPIC, name: "configured" }],
+              includeSynonyms: false,
+            }),
+        },
+        {
+          what: "DeleteRecords",
+          refusedAs: "TOPIC_AUTHORIZATION_FAILED",
+          grant: [AclResourceTypes.TOPIC, "purged", AclOperationTypes.DELETE],
+          // kafkajs reads the partitions' leaders from Metadata first: DESCRIBE is granted below.
+          run: async (a) => {
+            await a.fetchTopicOffsets("purged");
+            await a.deleteTopicRecords({ topic: "purged", partitions: [{ partition: 0, offset: "1" }] });
+          },
+        },
+        {
+          what: "DeleteTopics",
+          refusedAs: "TOPIC_AUTHORIZATION_FAILED",
+          grant: [AclResourceTypes.TOPIC, "doomed", AclOperationTypes.DELETE],
+          run: (a) => a.deleteTopics({ topics: ["doomed"] }),
+        },
+      ];
+      // DESCRIBE on the topics whose kafkajs calls read Metadata before the request under test.
+      await grant(AclResourceTypes.TOPIC, "purged", AclOperationTypes.DESCRIBE);
+      // Each run on a new kafkajs admin: one keeps refreshing the Metadata of every topic it used
+      // before, and a topic refused there (29) makes its later calls fail on their own.
+      const runAsAlice = async (run: (a: Admin) => Promise<unknown>) => {
+        const fresh = alice.admin();
+        await fresh.connect();
+        try {
+          return await run(fresh);
+        } finally {
+          await fresh.disconnect();
+        }
+      };
+      for (const step of steps) {
+        const refused = await kafkajsError(runAsAlice(step.run));
+        expect([step.what, refused.type || refused.message]).toEqual([step.what, step.refusedAs]);
+        await grant(...step.grant);
+        await runAsAlice(step.run);
+      }
+      const low = await aliceAdmin.fetchTopicOffsets("purged");
+      expect(low[0]!.low).toBe("1");
+
+      // ListGroups lists only the groups alice may describe; DescribeGroups then answers.
+      const offsetsProducer = kafkaFor(port, "admin").admin();
+      await offsetsProducer.connect();
+      await offsetsProducer.setOffsets({
+        groupId: "ledger",
+        topic: "listed",
+        partitions: [{ partition: 0, offset: "0" }],
+      });
+      await offsetsProducer.setOffsets({
+        groupId: "secret",
+        topic: "listed",
+        partitions: [{ partition: 0, offset: "0" }],
+      });
+      await offsetsProducer.disconnect();
+      expect((await admin.listGroups()).groups.map((g) => g.groupId).sort()).toEqual(["ledger", "secret"]);
+      expect((await aliceAdmin.listGroups()).groups).toEqual([]);
+      await grant(AclResourceTypes.GROUP, "ledger", AclOperationTypes.DESCRIBE);
+      expect((await aliceAdmin.listGroups()).groups.map((g) => g.groupId)).toEqual(["ledger"]);
+      expect((await aliceAdmin.describeGroups(["ledger"])).groups[0]!.state).toBe("Empty");
+
+      // InitProducerId: an idempotent producer (kcat, librdkafka) with DESCRIBE but no WRITE
+      // anywhere gets 31; with WRITE on a topic (Kafka ≥ 2.8's rule) it gets an id and sends.
+      const idempotent = ["-X", "enable.idempotence=true", "-P", "-t", "listed", "-p", "0"];
+      const noId = await kcat(port, "alice", idempotent, "x\n");
+      expect(noId.exitCode).not.toBe(0);
+      expect(noId.stderr).toContain("Cluster authorization failed");
+      await grant(AclResourceTypes.TOPIC, "listed", AclOperationTypes.WRITE);
+      const withId = await kcat(port, "alice", idempotent, "x\n");
+      expect(withId.stderr).toBe("");
+      expect(withId.exitCode).toBe(0);
     } finally {
       await aliceAdmin.disconnect();
       await admin.disconnect();
