@@ -69,6 +69,8 @@ export type AclResourceType =
 export const CLUSTER_RESOURCE_NAME = "kafka-cluster";
 /** A LITERAL resource name matching every resource of its type; in a principal, `User:*`. */
 export const WILDCARD = "*";
+/** The principal of an ACL that applies to every principal. */
+export const EVERY_PRINCIPAL = "User:*";
 /** What an unauthenticated connection is (Kafka's KafkaPrincipal.ANONYMOUS). */
 export const ANONYMOUS_PRINCIPAL = "User:ANONYMOUS";
 
@@ -305,12 +307,23 @@ export interface AclResource {
   name: string;
 }
 
-/** An immutable set of valid ACLs and the decision over them (header). */
+/**
+ * An immutable set of valid ACLs and the decision over them (header). The ACLs are indexed by
+ * principal, so that a decision reads only the principal's own ACLs and those of `User:*`, not every
+ * ACL of the broker (bench/acl.bench.ts).
+ */
 export class AclSet {
   readonly acls: readonly Acl[];
+  private readonly byPrincipal = new Map<string, Acl[]>();
+  private static readonly NONE: readonly Acl[] = [];
 
   constructor(acls: readonly Acl[]) {
     this.acls = acls;
+    for (const acl of acls) {
+      const list = this.byPrincipal.get(acl.principal);
+      if (list === undefined) this.byPrincipal.set(acl.principal, [acl]);
+      else list.push(acl);
+    }
   }
 
   /** Does an ACL of this set apply to `resource` (pattern only)? */
@@ -321,17 +334,26 @@ export class AclSet {
     return resource.name.startsWith(acl.resourceName);
   }
 
+  /** The ACLs naming `principal`, then those naming every principal. */
+  private candidates(principal: string): [readonly Acl[], readonly Acl[]] {
+    const own = this.byPrincipal.get(principal) ?? AclSet.NONE;
+    const everyone =
+      principal === EVERY_PRINCIPAL ? AclSet.NONE : (this.byPrincipal.get(EVERY_PRINCIPAL) ?? AclSet.NONE);
+    return [own, everyone];
+  }
+
   /** The rule of the header, for a principal that is not a super user. */
   allows(principal: string, host: string, operation: number, resource: AclResource): boolean {
     let allowed = false;
-    for (const acl of this.acls) {
-      if (acl.principal !== principal && acl.principal !== `User:${WILDCARD}`) continue;
-      if (acl.host !== host && acl.host !== WILDCARD) continue;
-      if (!AclSet.patternApplies(acl, resource)) continue;
-      if (acl.permission === ACL_PERMISSION.DENY) {
-        if (acl.operation === operation || acl.operation === ACL_OPERATION.ALL) return false;
-      } else if (allowImplies(acl.operation, operation)) {
-        allowed = true;
+    for (const list of this.candidates(principal)) {
+      for (const acl of list) {
+        if (acl.host !== host && acl.host !== WILDCARD) continue;
+        if (!AclSet.patternApplies(acl, resource)) continue;
+        if (acl.permission === ACL_PERMISSION.DENY) {
+          if (acl.operation === operation || acl.operation === ACL_OPERATION.ALL) return false;
+        } else if (allowImplies(acl.operation, operation)) {
+          allowed = true;
+        }
       }
     }
     return allowed;
@@ -344,15 +366,16 @@ export class AclSet {
    */
   allowsAnyOf(principal: string, host: string, operation: number, type: AclResourceType): boolean {
     let allowed = false;
-    for (const acl of this.acls) {
-      if (acl.resourceType !== type) continue;
-      if (acl.principal !== principal && acl.principal !== `User:${WILDCARD}`) continue;
-      if (acl.host !== host && acl.host !== WILDCARD) continue;
-      if (acl.permission === ACL_PERMISSION.DENY) {
-        const everyName = acl.patternType === PATTERN_TYPE.LITERAL && acl.resourceName === WILDCARD;
-        if (everyName && (acl.operation === operation || acl.operation === ACL_OPERATION.ALL)) return false;
-      } else if (allowImplies(acl.operation, operation)) {
-        allowed = true;
+    for (const list of this.candidates(principal)) {
+      for (const acl of list) {
+        if (acl.resourceType !== type) continue;
+        if (acl.host !== host && acl.host !== WILDCARD) continue;
+        if (acl.permission === ACL_PERMISSION.DENY) {
+          const everyName = acl.patternType === PATTERN_TYPE.LITERAL && acl.resourceName === WILDCARD;
+          if (everyName && (acl.operation === operation || acl.operation === ACL_OPERATION.ALL)) return false;
+        } else if (allowImplies(acl.operation, operation)) {
+          allowed = true;
+        }
       }
     }
     return allowed;
