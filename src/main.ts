@@ -71,6 +71,18 @@ const OPTIONS = {
     fallback: "none",
     help: "SCRAM users (made with booblik-cli users add): every client must log in; reread on SIGHUP",
   },
+  authorizer: {
+    flag: "--authorizer",
+    env: "BOOBLIK_AUTHORIZER",
+    fallback: "none",
+    help: "acl: enforce the ACLs of <data-dir>/acls.json on both listeners (deny unless an ACL allows; docs/security.md); none: everyone may do everything",
+  },
+  superUsers: {
+    flag: "--super-users",
+    env: "BOOBLIK_SUPER_USERS",
+    fallback: "none",
+    help: "with --authorizer acl: principals allowed everything, comma-separated (User:admin,User:ops)",
+  },
   allowAnonymous: {
     flag: "--allow-anonymous",
     env: "BOOBLIK_ALLOW_ANONYMOUS",
@@ -537,6 +549,19 @@ async function main(): Promise<number> {
     maxMappedBytes: parseBytes("max mapped memory", values.maxMappedBytes),
   };
   const allowAnonymous = choice("--allow-anonymous", values.allowAnonymous, ["yes", "no"] as const) === "yes";
+  const authorizer = choice("--authorizer", values.authorizer, ["none", "acl"] as const);
+  const superUsers =
+    values.superUsers === "none"
+      ? []
+      : values.superUsers
+          .split(",")
+          .map((principal) => principal.trim())
+          .filter((principal) => principal !== "");
+  if (authorizer === "none" && superUsers.length > 0)
+    throw new UsageError("--super-users needs --authorizer acl (without it everyone may do everything)");
+  for (const principal of superUsers)
+    if (!/^User:.+/.test(principal))
+      throw new UsageError(`--super-users: ${JSON.stringify(principal)} is not of the form User:<name>`);
   const usersFile = values.usersFile === "none" ? undefined : path.resolve(values.usersFile);
   const users = usersFile === undefined ? undefined : readUsersFile(usersFile);
   if (users !== undefined && users.size === 0) {
@@ -656,7 +681,8 @@ async function main(): Promise<number> {
       );
     }
   }
-  const broker = await Broker.openAsync({ dataDir, topicDefaults, limits }, (opening) => {
+  const authorization = authorizer === "acl" ? { superUsers } : undefined;
+  const broker = await Broker.openAsync({ dataDir, topicDefaults, limits, authorization }, (opening) => {
     targets.broker = opening;
   }).catch((error: unknown) => {
     metrics?.stop(true);
@@ -756,6 +782,7 @@ async function main(): Promise<number> {
       adminRate: kafkaAdminRate,
       ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
       log: (line) => console.log(`booblik: ${line}`),
+      audit: (line) => console.log(line),
       ...(primaryTls ? { tls } : {}),
       ...(tls !== undefined && kafkaTlsPort !== undefined
         ? {
@@ -898,7 +925,10 @@ async function main(): Promise<number> {
     `booblik ${BROKER_VERSION} listening on ${address.hostname}:${address.port}${tlsAddress === undefined ? "" : ` and over TLS on ${tlsAddress.hostname}:${tlsAddress.port}`}${metricsNote}, data ${dataDir}, ` +
       `durability ${durability}, write path ${writeMode}, fetch ${fetchPath}${fetchNote}, CRC32C ${crc32cImplementation}; ` +
       `opened ${describeOpen(broker.openReport)}` +
-      (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`),
+      (users === undefined ? "" : `; SCRAM login required (${plural(users.size, "user")})`) +
+      (authorization === undefined
+        ? ""
+        : `; ACLs enforced (${plural(broker.acls.size, "ACL")}, super users: ${superUsers.length === 0 ? "none" : superUsers.join(", ")})`),
   );
   if (kafkaAddress !== undefined) {
     console.log(

@@ -61,6 +61,7 @@ import { PartitionLog } from "../storage/partition-log.ts";
 import { sealedReadDescriptors } from "../storage/read-descriptors.ts";
 import type { RecordsRead, TimestampLookup } from "../storage/segment.ts";
 import { segmentConfig } from "../storage/segment.ts";
+import { AclStore, type AuthorizationOptions } from "./acl-store.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import { Histogram } from "./metrics.ts";
 import { OffsetsStore } from "./offsets-store.ts";
@@ -88,6 +89,11 @@ export interface BrokerOptions {
   limits?: Partial<BrokerLimits>;
   /** Segment size of the offsets topic when it is created (tests make it small to see compaction). */
   offsetsSegmentBytes?: number;
+  /**
+   * Enforce the ACLs of `acls.json` (`--authorizer acl`; acl-store.ts). Absent: every request is
+   * allowed and the ACL requests are refused (SECURITY_DISABLED), as before ACLs existed.
+   */
+  authorization?: AuthorizationOptions | undefined;
 }
 
 export interface BrokerLimits {
@@ -186,6 +192,7 @@ export class Broker {
   readonly forceLatency = new Histogram();
   private offsetsStore: OffsetsStore | undefined;
   private producerIds: ProducerIdAllocator | undefined;
+  private aclStore: AclStore | undefined;
   private readonly offsetsSegmentBytes: number;
 
   private constructor(dataDir: string, lock: DataDirLock, defaults: TopicConfig, options: BrokerOptions) {
@@ -280,6 +287,7 @@ export class Broker {
         this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
       );
       this.producerIds = ProducerIdAllocator.open(this.dataDir);
+      this.aclStore = AclStore.open(this.dataDir, options.authorization);
     } catch (error) {
       this.abandon();
       throw error;
@@ -428,6 +436,13 @@ export class Broker {
   // --- Committed offsets -------------------------------------------------------------------------
 
   /** Committed offsets of consumer groups (replayed from `__consumer_offsets` at open). */
+  /** The ACLs and whether they are enforced (acl-store.ts), shared by both listeners. */
+  get acls(): AclStore {
+    const store = this.aclStore;
+    if (store === undefined) throw new ClosedError("the ACLs (the broker is still opening)");
+    return store;
+  }
+
   get offsets(): OffsetsStore {
     this.checkOpen();
     const store = this.offsetsStore;

@@ -54,6 +54,7 @@ import {
 } from "../storage/inspect.ts";
 import { findFormat1Segment, MigrationDamageError, migrateFormat1 } from "../storage/migrate-format1.ts";
 import { WRITE_MODES } from "../storage/segment-writer.ts";
+import { ACL_HELP, aclCommand } from "./acl.ts";
 import { GROUPS_HELP, groupsCommand } from "./groups.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type RecordPrinter, recordPrinter } from "./record-format.ts";
@@ -131,6 +132,7 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                                         (--drop-damaged-tail: drop a damaged end of a newest
                                         segment after its recovery point, as recovery did)
 ${GROUPS_HELP}
+${ACL_HELP}
 ${USERS_HELP}
 
   T (a time)   ms since the epoch, an ISO 8601 time with a zone (2024-05-01T12:00:00Z), a date
@@ -177,6 +179,11 @@ const BOOLEAN_FLAGS = new Set([
   "drop-damaged-tail",
   "to-earliest",
   "to-latest",
+  "cluster",
+  "prefixed",
+  "match",
+  "deny",
+  "allow",
 ]);
 
 function parseArgs(argv: string[]): Parsed {
@@ -1563,6 +1570,15 @@ async function run(parsed: Parsed): Promise<number> {
         offsetFlag: (name) => integerFlag(parsed, name, 0, OFFSET_MAX),
         timeFlag: (name) =>
           flagValue(parsed, name, (what, text) => parseTimeArgument(what, text, Date.now())),
+      });
+    case "acl":
+      return aclCommand({
+        positional: parsed.positional,
+        flags: parsed.flags,
+        usage: (message) => new UsageError(message),
+        allowOnly: (allowed) => allowOnly(parsed, allowed),
+        connect: () => connect(parsed),
+        print: (json, human) => print(parsed, json, human),
       });
     default:
       throw new UsageError(`unknown command ${command} (see --help)`);

@@ -10,6 +10,15 @@
  */
 
 import { BooblikError } from "../domain/errors.ts";
+import {
+  decodeAclsResponse,
+  decodeDeleteAclsResponse,
+  encodeCreateAclsRequest,
+  encodeDeleteAclsRequest,
+  encodeDescribeAclsRequest,
+  type WireAcl,
+  type WireAclFilter,
+} from "../protocol/acl-messages.ts";
 import type { ByteReader, ByteWriter } from "../protocol/buffer.ts";
 import {
   decodeListGroupsResponse,
@@ -420,6 +429,38 @@ export class BooblikClient {
   /** Every group with committed offsets or members on the broker's Kafka listener, by name. */
   listGroups(): Promise<ListedGroup[]> {
     return this.request(true, encodeListGroupsRequest, decodeListGroupsResponse);
+  }
+
+  /**
+   * Adds ACLs (docs/security.md "ACLs"; fields in Kafka's codes, `ACL_OPERATION` and friends from
+   * this module): all or none, durable before the answer. Needs ALTER on the cluster; a broker
+   * without `--authorizer acl` answers SECURITY_DISABLED. Not retried: a lost answer may have
+   * added them, and adding an ACL already there changes nothing, so repeating is harmless.
+   */
+  async createAcls(acls: readonly WireAcl[]): Promise<void> {
+    await this.request(
+      false,
+      (writer, id) => encodeCreateAclsRequest(writer, id, [...acls]),
+      () => undefined,
+    );
+  }
+
+  /** The ACLs matching `filter` (null names and ANY codes match everything). Needs DESCRIBE on the cluster. */
+  describeAcls(filter: WireAclFilter): Promise<WireAcl[]> {
+    return this.request(
+      true,
+      (writer, id) => encodeDescribeAclsRequest(writer, id, filter),
+      decodeAclsResponse,
+    );
+  }
+
+  /** Removes every ACL matching any filter; resolves with what each filter removed. Needs ALTER on the cluster. */
+  deleteAcls(filters: readonly WireAclFilter[]): Promise<WireAcl[][]> {
+    return this.request(
+      false,
+      (writer, id) => encodeDeleteAclsRequest(writer, id, [...filters]),
+      decodeDeleteAclsResponse,
+    );
   }
 
   /** Deletes every committed offset of `group` (refused while it has live Kafka members). */

@@ -8,6 +8,17 @@
  * imports this file's build under Node).
  */
 export { crc32c, crc32cImplementation } from "../../ffi/crc32c.ts";
+export {
+  ACL_OPERATION,
+  ACL_PERMISSION,
+  type Acl,
+  type AclFilter,
+  CLUSTER_RESOURCE_NAME,
+  describeAcl,
+  MATCH_ALL_ACLS,
+  PATTERN_TYPE,
+  RESOURCE_TYPE,
+} from "../auth/acl.ts";
 export * from "../domain/errors.ts";
 export {
   type Offset,

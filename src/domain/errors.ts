@@ -32,6 +32,10 @@ export const ERROR_CODES = [
   "AUTHENTICATION_FAILED",
   "OUT_OF_ORDER_SEQUENCE_NUMBER",
   "INVALID_PRODUCER_EPOCH",
+  "TOPIC_AUTHORIZATION_FAILED",
+  "GROUP_AUTHORIZATION_FAILED",
+  "CLUSTER_AUTHORIZATION_FAILED",
+  "SECURITY_DISABLED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -280,5 +284,18 @@ export class OutOfOrderSequenceError extends BooblikError {
 export class InvalidProducerEpochError extends BooblikError {
   constructor(message: string) {
     super("INVALID_PRODUCER_EPOCH", message);
+  }
+}
+
+/**
+ * An ACL refused a request (src/auth/acl.ts): the message names the principal, the operation and
+ * the resource. Not retriable: repeating it succeeds only after someone changes the ACLs.
+ */
+export class AuthorizationError extends BooblikError {
+  constructor(
+    code: "TOPIC_AUTHORIZATION_FAILED" | "GROUP_AUTHORIZATION_FAILED" | "CLUSTER_AUTHORIZATION_FAILED",
+    message: string,
+  ) {
+    super(code, message);
   }
 }

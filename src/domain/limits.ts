@@ -235,6 +235,28 @@ export const BROKER_PARTITIONS_DEFAULT_MAX = 4096;
  */
 export const MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX = 1024 * 1024 * 1024 * 1024;
 
+// --- Authorization (src/auth/acl.ts, src/broker/acl-store.ts) ------------------------------------
+
+/**
+ * ACLs a broker stores. Every ACL is checked per request of its principal against the resource
+ * (a linear scan, src/auth/acl.ts), and the file is rewritten whole per change: 10,000 keeps both
+ * small (the file is about 1.5 MB at 150 bytes an ACL). Kafka has no limit; a deployment with more
+ * distinct rules than this is better served by PREFIXED ACLs.
+ */
+export const ACLS_MAX = 10_000;
+/**
+ * ACLs or filters one CreateAcls / DeleteAcls (or native CREATE_ACLS / DELETE_ACLS) may carry: a
+ * hostile count is refused before anything is allocated for it.
+ */
+export const ACL_REQUEST_ENTRIES_MAX = 1_000;
+/** Longest resource name, principal or host in an ACL (bytes of UTF-8; a topic name is at most 249). */
+export const ACL_FIELD_BYTES_MAX = 1024;
+/**
+ * Access decisions remembered per ACL version (principal, host, operation, resource → allowed), so
+ * that a PRODUCE does not rescan the ACLs; cleared on any ACL change and when full.
+ */
+export const ACL_DECISION_CACHE_MAX = 65_536;
+
 // --- Authentication --------------------------------------------------------------------------------
 
 /** PBKDF2 rounds of a new SCRAM credential (RFC 7677 asks for at least 4096; Kafka's default). */

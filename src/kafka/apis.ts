@@ -47,6 +47,9 @@ export const KAFKA_API = {
   DELETE_RECORDS: 21,
   SASL_HANDSHAKE: 17,
   SASL_AUTHENTICATE: 36,
+  DESCRIBE_ACLS: 29,
+  CREATE_ACLS: 30,
+  DELETE_ACLS: 31,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -97,6 +100,10 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   // the range), v0 itself refused (raw tokens follow it); authenticate non-flexible.
   [KAFKA_API.SASL_HANDSHAKE]: { min: 0, max: 1 },
   [KAFKA_API.SASL_AUTHENTICATE]: { min: 0, max: 1 },
+  // ACLs (acl-messages.ts): v1 added pattern types; v2 is the first flexible version.
+  [KAFKA_API.DESCRIBE_ACLS]: { min: 0, max: 1 },
+  [KAFKA_API.CREATE_ACLS]: { min: 0, max: 1 },
+  [KAFKA_API.DELETE_ACLS]: { min: 0, max: 1 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -129,6 +136,9 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   // SaslHandshake has no flexible version.
   [KAFKA_API.SASL_HANDSHAKE]: Number.POSITIVE_INFINITY,
   [KAFKA_API.SASL_AUTHENTICATE]: 2,
+  [KAFKA_API.DESCRIBE_ACLS]: 2,
+  [KAFKA_API.CREATE_ACLS]: 2,
+  [KAFKA_API.DELETE_ACLS]: 2,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {
@@ -246,6 +256,11 @@ export const KAFKA_ERROR = {
   OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
   INVALID_PRODUCER_EPOCH: 47,
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
+  // ACLs (src/auth/acl.ts, acl-messages.ts).
+  TOPIC_AUTHORIZATION_FAILED: 29,
+  GROUP_AUTHORIZATION_FAILED: 30,
+  CLUSTER_AUTHORIZATION_FAILED: 31,
+  SECURITY_DISABLED: 54,
   // SASL (sasl.ts).
   UNSUPPORTED_SASL_MECHANISM: 33,
   ILLEGAL_SASL_STATE: 34,

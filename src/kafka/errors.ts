@@ -44,6 +44,14 @@ export function kafkaErrorOf(error: unknown): KafkaError {
       return { code: KAFKA_ERROR.OUT_OF_ORDER_SEQUENCE_NUMBER, message };
     case "INVALID_PRODUCER_EPOCH":
       return { code: KAFKA_ERROR.INVALID_PRODUCER_EPOCH, message };
+    case "TOPIC_AUTHORIZATION_FAILED":
+      return { code: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, message };
+    case "GROUP_AUTHORIZATION_FAILED":
+      return { code: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, message };
+    case "CLUSTER_AUTHORIZATION_FAILED":
+      return { code: KAFKA_ERROR.CLUSTER_AUTHORIZATION_FAILED, message };
+    case "SECURITY_DISABLED":
+      return { code: KAFKA_ERROR.SECURITY_DISABLED, message };
     case "CLOSED":
       // The broker is stopping (or the topic was deleted under the request): clients retry elsewhere
       // after refreshing their metadata, which this code asks for.

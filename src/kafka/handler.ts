@@ -21,13 +21,34 @@
  * - A malformed request is `close` too: the stream cannot be trusted past it.
  * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
  */
+import {
+  ACL_OPERATION,
+  type AclFilter,
+  type AclResourceType,
+  ANONYMOUS_PRINCIPAL,
+  CLUSTER_RESOURCE_NAME,
+  describeAcl,
+  RESOURCE_TYPE,
+  validateAcl,
+  validateFilter,
+} from "../auth/acl.ts";
 import { Broker, type TopicDescription } from "../broker/broker.ts";
 import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
 import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
 import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
 import { BooblikError, UnknownTopicOrPartitionError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
-import { PARTITIONS_MAX } from "../domain/limits.ts";
+import { ACL_REQUEST_ENTRIES_MAX, PARTITIONS_MAX } from "../domain/limits.ts";
+import {
+  type AclResult,
+  type DeleteAclsFilterResult,
+  decodeCreateAclsRequest,
+  decodeDeleteAclsRequest,
+  decodeDescribeAclsRequest,
+  encodeCreateAclsResponse,
+  encodeDeleteAclsResponse,
+  encodeDescribeAclsResponse,
+} from "./acl-messages.ts";
 import {
   CONFIG_SOURCE,
   CONFIG_TYPE,
@@ -169,6 +190,10 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
     // Idempotent producers (producer-state.ts); transactional ids are refused.
     [KAFKA_API.INIT_PRODUCER_ID, CODEC_VERSIONS[KAFKA_API.INIT_PRODUCER_ID]],
+    // ACLs (acl-messages.ts; src/broker/acl-store.ts): SECURITY_DISABLED without --authorizer acl.
+    [KAFKA_API.DESCRIBE_ACLS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_ACLS]],
+    [KAFKA_API.CREATE_ACLS, CODEC_VERSIONS[KAFKA_API.CREATE_ACLS]],
+    [KAFKA_API.DELETE_ACLS, CODEC_VERSIONS[KAFKA_API.DELETE_ACLS]],
     // SASL (sasl.ts): answered by the listener before a login; here only when there are no users.
     [KAFKA_API.SASL_HANDSHAKE, CODEC_VERSIONS[KAFKA_API.SASL_HANDSHAKE]],
     [KAFKA_API.SASL_AUTHENTICATE, CODEC_VERSIONS[KAFKA_API.SASL_AUTHENTICATE]],
@@ -197,6 +222,16 @@ export interface KafkaHandlerOptions {
    * broker's topic defaults. Absent: off (the default), topics are created only when asked for.
    */
   autoCreateTopics?: { partitions: number };
+  /** One audit line per ACL denial and ACL change (the listener's log). */
+  audit?: (line: string) => void;
+}
+
+/** Who sends a request: the principal (`User:<name>`, or `User:ANONYMOUS`) and the client's address. */
+interface Who {
+  principal: string;
+  host: string;
+  /** The SASL user name, for audit lines (undefined: anonymous). */
+  user: string | undefined;
 }
 
 /** Kafka's code for each outcome of the group coordinator. */
@@ -359,7 +394,12 @@ export class KafkaHandler {
   }
 
   /** Answers one request frame (the bytes after its 4-byte size). */
-  async handle(frame: Uint8Array, clientAddress = ""): Promise<KafkaOutcome> {
+  async handle(frame: Uint8Array, clientAddress = "", user?: string): Promise<KafkaOutcome> {
+    const who: Who = {
+      principal: user === undefined ? ANONYMOUS_PRINCIPAL : `User:${user}`,
+      host: clientAddress,
+      user,
+    };
     let peeked: ReturnType<typeof peekRequestHeader>;
     try {
       peeked = peekRequestHeader(frame);
@@ -394,10 +434,12 @@ export class KafkaHandler {
           decodeApiVersionsRequest(reader, apiVersion);
           return this.respond(this.apiVersions(apiVersion, correlationId, KAFKA_ERROR.NONE));
         case KAFKA_API.PRODUCE:
-          return await this.produce(reader, apiVersion, correlationId);
+          return await this.produce(reader, apiVersion, correlationId, who);
         case KAFKA_API.FETCH: {
           const request = decodeFetchRequest(reader, apiVersion);
-          const response = await fetchRecords(this.broker, request, apiVersion, this.stopSignal);
+          const response = await fetchRecords(this.broker, request, apiVersion, this.stopSignal, (topic) =>
+            this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic),
+          );
           // A writer of its own, sized for the records, handed over without a copy: the records are
           // most of a fetch response, and the shared writer would copy them a second time.
           const writer = new KafkaWriter(fetchResponseBytesHint(response));
@@ -405,21 +447,34 @@ export class KafkaHandler {
           return { kind: "respond", bytes: writer.written() };
         }
         case KAFKA_API.METADATA:
-          return this.metadata(reader, apiVersion, correlationId, clientAddress);
+          return this.metadata(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.LIST_OFFSETS:
-          return this.listOffsets(reader, apiVersion, correlationId);
+          return this.listOffsets(reader, apiVersion, correlationId, who);
         case KAFKA_API.CREATE_TOPICS:
-          return await this.createTopics(reader, apiVersion, correlationId, clientAddress);
+          return await this.createTopics(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.DELETE_TOPICS:
-          return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress);
+          return await this.deleteTopics(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.CREATE_PARTITIONS:
-          return this.createPartitions(reader, apiVersion, correlationId, clientAddress);
+          return this.createPartitions(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.INCREMENTAL_ALTER_CONFIGS:
-          return await this.incrementalAlterConfigs(reader, apiVersion, correlationId, clientAddress);
+          return await this.incrementalAlterConfigs(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.FIND_COORDINATOR: {
           // This node coordinates every group (and would every transaction: key_type 1 gets the
           // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
-          const { keyType } = decodeFindCoordinatorRequest(reader, apiVersion);
+          const { keyType, key } = decodeFindCoordinatorRequest(reader, apiVersion);
+          const groupRefusal =
+            keyType === 0 ? this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, key) : undefined;
+          if (groupRefusal !== undefined) {
+            return this.respond((writer) =>
+              encodeFindCoordinatorResponse(writer, apiVersion, correlationId, {
+                errorCode: groupRefusal.code,
+                errorMessage: groupRefusal.message,
+                nodeId: -1,
+                host: "",
+                port: -1,
+              }),
+            );
+          }
           // A group's coordinator: Kafka creates __consumer_offsets at that moment; so does booblik.
           if (keyType === 0) this.broker.ensureOffsetsTopic();
           return this.respond((writer) =>
@@ -434,6 +489,7 @@ export class KafkaHandler {
         }
         case KAFKA_API.JOIN_GROUP:
           return await this.joinGroup(
+            who,
             reader,
             apiVersion,
             correlationId,
@@ -442,6 +498,15 @@ export class KafkaHandler {
           );
         case KAFKA_API.SYNC_GROUP: {
           const request = decodeSyncGroupRequest(reader, apiVersion);
+          const refusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
+          if (refusal !== undefined) {
+            return this.respond((writer) =>
+              encodeSyncGroupResponse(writer, apiVersion, correlationId, {
+                errorCode: refusal.code,
+                assignment: new Uint8Array(0),
+              }),
+            );
+          }
           const result = await this.groups.sync(
             request.groupId,
             request.generationId,
@@ -457,13 +522,25 @@ export class KafkaHandler {
         }
         case KAFKA_API.HEARTBEAT: {
           const request = decodeHeartbeatRequest(reader, apiVersion);
-          const error = this.groups.heartbeat(request.groupId, request.generationId, request.memberId);
+          const refusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
+          const errorCode =
+            refusal?.code ??
+            GROUP_ERROR_CODES[this.groups.heartbeat(request.groupId, request.generationId, request.memberId)];
           return this.respond((writer) =>
-            encodeHeartbeatResponse(writer, apiVersion, correlationId, GROUP_ERROR_CODES[error]),
+            encodeHeartbeatResponse(writer, apiVersion, correlationId, errorCode),
           );
         }
         case KAFKA_API.LEAVE_GROUP: {
           const request = decodeLeaveGroupRequest(reader, apiVersion);
+          const refusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
+          if (refusal !== undefined) {
+            return this.respond((writer) =>
+              encodeLeaveGroupResponse(writer, apiVersion, correlationId, {
+                errorCode: refusal.code,
+                members: request.memberIds.map((memberId) => ({ memberId, errorCode: refusal.code })),
+              }),
+            );
+          }
           const errors = this.groups.leave(request.groupId, request.memberIds);
           // v0-2 carry one member: its outcome is the response's error; v3+ answer per member.
           const errorCode = apiVersion < 3 ? GROUP_ERROR_CODES[errors[0]!] : KAFKA_ERROR.NONE;
@@ -478,41 +555,70 @@ export class KafkaHandler {
           );
         }
         case KAFKA_API.OFFSET_COMMIT:
-          return await this.offsetCommit(reader, apiVersion, correlationId);
+          return await this.offsetCommit(reader, apiVersion, correlationId, who);
         case KAFKA_API.OFFSET_FETCH:
-          return this.offsetFetch(reader, apiVersion, correlationId);
+          return this.offsetFetch(reader, apiVersion, correlationId, who);
         case KAFKA_API.LIST_GROUPS: {
           decodeListGroupsRequest(reader, apiVersion);
-          const groups = this.groups.list();
-          const known = new Set(groups.map((group) => group.groupId));
+          const all = this.groups.list();
+          const known = new Set(all.map((group) => group.groupId));
           // Groups without members but with committed offsets exist too (Kafka lists them Empty).
           for (const groupId of this.broker.offsets.groupIds())
-            if (!known.has(groupId)) groups.push({ groupId, protocolType: "", state: "Empty" });
+            if (!known.has(groupId)) all.push({ groupId, protocolType: "", state: "Empty" });
+          // Kafka's ListGroups: every group with DESCRIBE on the cluster, else those it may describe.
+          const everyGroup = this.may(
+            who,
+            ACL_OPERATION.DESCRIBE,
+            RESOURCE_TYPE.CLUSTER,
+            CLUSTER_RESOURCE_NAME,
+          );
+          const groups = everyGroup
+            ? all
+            : all.filter((group) =>
+                this.may(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group.groupId),
+              );
           return this.respond((writer) =>
             encodeListGroupsResponse(writer, apiVersion, correlationId, groups),
           );
         }
         case KAFKA_API.DESCRIBE_GROUPS: {
           const request = decodeDescribeGroupsRequest(reader, apiVersion);
-          const described = request.groups.map((groupId) => this.describeGroup(groupId));
+          const described = request.groups.map((groupId): DescribedGroup => {
+            const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, groupId);
+            if (refusal === undefined) return this.describeGroup(groupId);
+            return {
+              errorCode: refusal.code,
+              groupId,
+              state: "",
+              protocolType: "",
+              protocolData: "",
+              members: [],
+            };
+          });
           return this.respond((writer) =>
             encodeDescribeGroupsResponse(writer, apiVersion, correlationId, described),
           );
         }
         case KAFKA_API.INIT_PRODUCER_ID:
-          return await this.initProducerId(reader, apiVersion, correlationId);
+          return await this.initProducerId(reader, apiVersion, correlationId, who);
         case KAFKA_API.DESCRIBE_CONFIGS:
-          return this.describeConfigs(reader, apiVersion, correlationId);
+          return this.describeConfigs(reader, apiVersion, correlationId, who);
         case KAFKA_API.DESCRIBE_CLUSTER:
-          return this.describeCluster(reader, apiVersion, correlationId);
+          return this.describeCluster(reader, apiVersion, correlationId, who);
         case KAFKA_API.DELETE_GROUPS:
-          return await this.deleteGroups(reader, apiVersion, correlationId);
+          return await this.deleteGroups(reader, apiVersion, correlationId, who);
         case KAFKA_API.OFFSET_DELETE:
-          return await this.offsetDelete(reader, apiVersion, correlationId);
+          return await this.offsetDelete(reader, apiVersion, correlationId, who);
         case KAFKA_API.OFFSET_FOR_LEADER_EPOCH:
-          return this.offsetForLeaderEpoch(reader, apiVersion, correlationId);
+          return this.offsetForLeaderEpoch(reader, apiVersion, correlationId, who);
         case KAFKA_API.DELETE_RECORDS:
-          return await this.deleteRecords(reader, apiVersion, correlationId, clientAddress);
+          return await this.deleteRecords(reader, apiVersion, correlationId, clientAddress, who);
+        case KAFKA_API.CREATE_ACLS:
+          return await this.createAcls(reader, apiVersion, correlationId, who);
+        case KAFKA_API.DESCRIBE_ACLS:
+          return this.describeAcls(reader, apiVersion, correlationId, who);
+        case KAFKA_API.DELETE_ACLS:
+          return await this.deleteAcls(reader, apiVersion, correlationId, who);
         case KAFKA_API.SASL_HANDSHAKE:
         case KAFKA_API.SASL_AUTHENTICATE:
           // The listener's SASL (sasl.ts) answers these until a connection logged in.
@@ -535,6 +641,7 @@ export class KafkaHandler {
     reader: KafkaReader,
     version: number,
     correlationId: number,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeInitProducerIdRequest(reader, version);
     let answer: { errorCode: number; producerId: number; producerEpoch: number } = {
@@ -542,8 +649,17 @@ export class KafkaHandler {
       producerId: -1,
       producerEpoch: -1,
     };
+    const acls = this.broker.acls;
     if (request.transactionalId !== null) {
       answer.errorCode = KAFKA_ERROR.TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    } else if (acls.enforcing && !acls.allowedIdempotentWrite(who.principal, who.host)) {
+      // Kafka ≥ 2.8: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic (KIP-679).
+      answer.errorCode = this.refused(
+        who,
+        ACL_OPERATION.IDEMPOTENT_WRITE,
+        RESOURCE_TYPE.CLUSTER,
+        CLUSTER_RESOURCE_NAME,
+      )!.code;
     } else {
       try {
         answer = { errorCode: KAFKA_ERROR.NONE, ...(await this.broker.initProducerId()) };
@@ -555,6 +671,7 @@ export class KafkaHandler {
   }
 
   private async joinGroup(
+    who: Who,
     reader: KafkaReader,
     version: number,
     correlationId: number,
@@ -562,6 +679,19 @@ export class KafkaHandler {
     clientAddress: string,
   ): Promise<KafkaOutcome> {
     const request = decodeJoinGroupRequest(reader, version);
+    const refusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
+    if (refusal !== undefined) {
+      return this.respond((writer) =>
+        encodeJoinGroupResponse(writer, version, correlationId, {
+          errorCode: refusal.code,
+          generationId: -1,
+          protocolName: "",
+          leader: "",
+          memberId: request.memberId,
+          members: [],
+        }),
+      );
+    }
     // group_instance_id (static membership, v5+) is not supported: such a member is treated as a
     // dynamic one (docs/kafka.md "Not there yet").
     const result = await this.groups.join({
@@ -596,22 +726,33 @@ export class KafkaHandler {
     reader: KafkaReader,
     version: number,
     correlationId: number,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeOffsetCommitRequest(reader, version);
-    const allowed = this.groups.checkCommit(request.groupId, request.generationId, request.memberId);
+    // READ on the group first (every partition refused with 30), then READ on each topic (29).
+    const groupRefusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
+    const allowed =
+      groupRefusal === undefined
+        ? this.groups.checkCommit(request.groupId, request.generationId, request.memberId)
+        : "NONE";
     const topics: PartitionErrors[] = request.topics.map((topic) => ({
       name: topic.name,
       partitions: topic.partitions.map((p) => ({
         partition: p.partition,
-        errorCode: GROUP_ERROR_CODES[allowed],
+        errorCode: groupRefusal?.code ?? GROUP_ERROR_CODES[allowed],
       })),
     }));
-    if (allowed === "NONE") {
+    if (groupRefusal === undefined && allowed === "NONE") {
       const entries: OffsetCommitEntry[] = [];
       const pending: { errorCode: number }[] = [];
       request.topics.forEach((topic, t) => {
+        const topicRefusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic.name);
         topic.partitions.forEach((asked, p) => {
           const answer = topics[t]!.partitions[p]!;
+          if (topicRefusal !== undefined) {
+            answer.errorCode = topicRefusal.code;
+            return;
+          }
           if (metadataProblem(asked.metadata) !== undefined) {
             answer.errorCode = KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE;
             return;
@@ -643,9 +784,26 @@ export class KafkaHandler {
   }
 
   /** OffsetFetch: committed offsets (−1 where none); topics null (v2+) = every one of the group. */
-  private offsetFetch(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+  private offsetFetch(reader: KafkaReader, version: number, correlationId: number, who: Who): KafkaOutcome {
     const request = decodeOffsetFetchRequest(reader, version);
     const store = this.broker.offsets;
+    const groupRefusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, request.groupId);
+    if (groupRefusal !== undefined) {
+      // v2+ carry a top-level error; v0-1 only per partition.
+      const topics = (request.topics ?? []).map((topic) => ({
+        name: topic.name,
+        partitions: topic.partitions.map((partition) => ({
+          partition,
+          offset: -1,
+          leaderEpoch: NO_LEADER_EPOCH,
+          metadata: "",
+          errorCode: groupRefusal.code,
+        })),
+      }));
+      return this.respond((writer) =>
+        encodeOffsetFetchResponse(writer, version, correlationId, { errorCode: groupRefusal.code, topics }),
+      );
+    }
     // Leader epochs are −1 everywhere (common.md §2), so the committed one is answered −1 too.
     const answer = (partition: number, offset: number, metadata: string | null): OffsetFetchPartition => ({
       partition,
@@ -658,6 +816,8 @@ export class KafkaHandler {
     if (request.topics === null) {
       const byTopic = new Map<string, OffsetFetchPartition[]>();
       for (const { topic, partition, committed } of store.committedOf(request.groupId)) {
+        // Every offset of the group: those of topics the principal may describe (Kafka's filter).
+        if (!this.may(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic)) continue;
         let list = byTopic.get(topic);
         if (list === undefined) {
           list = [];
@@ -667,15 +827,19 @@ export class KafkaHandler {
       }
       topics = [...byTopic].map(([name, partitions]) => ({ name, partitions }));
     } else {
-      topics = request.topics.map((topic) => ({
-        name: topic.name,
-        partitions: topic.partitions.map((partition) => {
-          const committed = store.committed(request.groupId, topic.name, partition);
-          return committed === undefined
-            ? answer(partition, -1, "")
-            : answer(partition, committed.offset, committed.metadata ?? "");
-        }),
-      }));
+      topics = request.topics.map((topic) => {
+        const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name);
+        return {
+          name: topic.name,
+          partitions: topic.partitions.map((partition) => {
+            if (refusal !== undefined) return { ...answer(partition, -1, ""), errorCode: refusal.code };
+            const committed = store.committed(request.groupId, topic.name, partition);
+            return committed === undefined
+              ? answer(partition, -1, "")
+              : answer(partition, committed.offset, committed.metadata ?? "");
+          }),
+        };
+      });
     }
     return this.respond((writer) =>
       encodeOffsetFetchResponse(writer, version, correlationId, { errorCode: KAFKA_ERROR.NONE, topics }),
@@ -723,9 +887,16 @@ export class KafkaHandler {
     return (writer) => encodeApiVersionsResponse(writer, layout, correlationId, { errorCode, apiKeys });
   }
 
-  private async produce(reader: KafkaReader, version: number, correlationId: number): Promise<KafkaOutcome> {
+  private async produce(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): Promise<KafkaOutcome> {
     const request = decodeProduceRequest(reader, version);
-    const topics = await produceRecords(this.broker, request);
+    const topics = await produceRecords(this.broker, request, (topic) =>
+      this.refused(who, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, topic),
+    );
     // acks=0: Kafka sends no response at all. A failed partition closes the connection instead, the
     // only way to tell such a producer (KafkaApis.handleProduceRequest: "closing connection due to
     // error during produce request with correlation id … acks = 0").
@@ -750,6 +921,7 @@ export class KafkaHandler {
     version: number,
     correlationId: number,
     clientAddress: string,
+    who: Who,
   ): KafkaOutcome {
     const request = decodeMetadataRequest(reader, version);
     const autoCreate = request.allowAutoTopicCreation ? this.options.autoCreateTopics : undefined;
@@ -757,9 +929,20 @@ export class KafkaHandler {
     // (KafkaApis.handleTopicMetadataRequest): clients decide on the flag (the Java consumer's
     // exclude.internal.topics=true keeps it out of pattern subscriptions; franz-go's TestConsumeRegex
     // checks it is reported). The native protocol's listing still hides it (Broker.listTopics).
+    // All topics: only those the principal may describe, silently (Kafka's Metadata); named ones it
+    // may not describe are answered TOPIC_AUTHORIZATION_FAILED whether they exist or not.
     const names =
-      request.topics ?? this.broker.listTopics({ includeInternal: true }).map((topic) => topic.name);
+      request.topics ??
+      this.broker
+        .listTopics({ includeInternal: true })
+        .map((topic) => topic.name)
+        .filter((name) => this.may(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, name));
     const topics: MetadataTopic[] = names.map((name) => {
+      if (request.topics !== null) {
+        const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, name);
+        if (refusal !== undefined)
+          return { errorCode: refusal.code, name, isInternal: false, partitions: [] };
+      }
       try {
         toTopicName(name);
       } catch {
@@ -771,6 +954,10 @@ export class KafkaHandler {
           description = this.broker.describeTopic(name);
         } catch (error) {
           if (!(error instanceof UnknownTopicOrPartitionError) || autoCreate === undefined) throw error;
+          // Creating needs CREATE on the cluster or on the topic, as CreateTopics does.
+          const createRefusal = this.createRefusal(who, name);
+          if (createRefusal !== undefined)
+            return { errorCode: createRefusal.code, name, isInternal: false, partitions: [] };
           // Auto-creation (a broker option, off by default), as Kafka's auto.create.topics.enable.
           // Kafka answers LEADER_NOT_AVAILABLE while the new topic's leader is elected and the
           // client asks again; here the topic exists once createTopic returns, so it is answered
@@ -809,38 +996,42 @@ export class KafkaHandler {
     );
   }
 
-  private listOffsets(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+  private listOffsets(reader: KafkaReader, version: number, correlationId: number, who: Who): KafkaOutcome {
     const request = decodeListOffsetsRequest(reader, version);
-    const topics = request.topics.map((topic) => ({
-      name: topic.name,
-      partitions: topic.partitions.map((asked): ListOffsetsPartitionResponse => {
-        const answer: ListOffsetsPartitionResponse = {
-          partition: asked.partition,
-          errorCode: KAFKA_ERROR.NONE,
-          timestamp: -1,
-          offset: -1,
-        };
-        try {
-          const partition = this.broker.partition(topic.name, asked.partition);
-          if (asked.timestamp === LIST_OFFSETS_EARLIEST) answer.offset = partition.logStartOffset;
-          // read_committed and read_uncommitted agree: no transactions, so the last stable offset is
-          // the high watermark (the visible end).
-          else if (asked.timestamp === LIST_OFFSETS_LATEST) answer.offset = partition.visibleNextOffset;
-          else if (asked.timestamp >= 0) {
-            // The first offset whose record timestamp is ≥ the one asked for (the time index);
-            // none: −1 and −1, as Kafka answers.
-            const found = partition.offsetForTimestamp(asked.timestamp);
-            if (found !== undefined) {
-              answer.offset = found.offset;
-              answer.timestamp = found.timestampMs;
-            }
-          } else answer.errorCode = KAFKA_ERROR.INVALID_REQUEST;
-        } catch (error) {
-          answer.errorCode = kafkaErrorOf(error).code;
-        }
-        return answer;
-      }),
-    }));
+    const topics = request.topics.map((topic) => {
+      const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name);
+      return {
+        name: topic.name,
+        partitions: topic.partitions.map((asked): ListOffsetsPartitionResponse => {
+          const answer: ListOffsetsPartitionResponse = {
+            partition: asked.partition,
+            errorCode: refusal?.code ?? KAFKA_ERROR.NONE,
+            timestamp: -1,
+            offset: -1,
+          };
+          if (refusal !== undefined) return answer;
+          try {
+            const partition = this.broker.partition(topic.name, asked.partition);
+            if (asked.timestamp === LIST_OFFSETS_EARLIEST) answer.offset = partition.logStartOffset;
+            // read_committed and read_uncommitted agree: no transactions, so the last stable offset is
+            // the high watermark (the visible end).
+            else if (asked.timestamp === LIST_OFFSETS_LATEST) answer.offset = partition.visibleNextOffset;
+            else if (asked.timestamp >= 0) {
+              // The first offset whose record timestamp is ≥ the one asked for (the time index);
+              // none: −1 and −1, as Kafka answers.
+              const found = partition.offsetForTimestamp(asked.timestamp);
+              if (found !== undefined) {
+                answer.offset = found.offset;
+                answer.timestamp = found.timestampMs;
+              }
+            } else answer.errorCode = KAFKA_ERROR.INVALID_REQUEST;
+          } catch (error) {
+            answer.errorCode = kafkaErrorOf(error).code;
+          }
+          return answer;
+        }),
+      };
+    });
     return this.respond((writer) => encodeListOffsetsResponse(writer, version, correlationId, topics));
   }
 
@@ -849,6 +1040,7 @@ export class KafkaHandler {
     version: number,
     correlationId: number,
     clientAddress: string,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeCreateTopicsRequest(reader, version);
     const results: TopicResult[] = [];
@@ -864,6 +1056,11 @@ export class KafkaHandler {
         continue;
       }
       seen.add(topic.name);
+      const createRefusal = this.createRefusal(who, topic.name);
+      if (createRefusal !== undefined) {
+        result(createRefusal.code, createRefusal.message);
+        continue;
+      }
       const refusal = this.refuseCreatable(topic);
       if (refusal !== undefined) {
         result(refusal.code, refusal.message);
@@ -954,10 +1151,16 @@ export class KafkaHandler {
     version: number,
     correlationId: number,
     clientAddress: string,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeDeleteTopicsRequest(reader, version);
     const results: TopicResult[] = [];
     for (const name of request.topicNames) {
+      const refusal = this.refused(who, ACL_OPERATION.DELETE, RESOURCE_TYPE.TOPIC, name);
+      if (refusal !== undefined) {
+        results.push({ name, errorCode: refusal.code, errorMessage: refusal.message });
+        continue;
+      }
       try {
         this.options.adminRate?.take(clientAddress);
         await this.broker.deleteTopic(name);
@@ -982,13 +1185,14 @@ export class KafkaHandler {
     version: number,
     correlationId: number,
     clientAddress: string,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeDeleteRecordsRequest(reader, version);
     const topics: DeleteRecordsTopicResult[] = [];
     for (const topic of request.topics) {
-      let refusal: number | undefined;
+      let refusal = this.refused(who, ACL_OPERATION.DELETE, RESOURCE_TYPE.TOPIC, topic.name)?.code;
       try {
-        this.options.adminRate?.take(clientAddress);
+        if (refusal === undefined) this.options.adminRate?.take(clientAddress);
       } catch (error) {
         refusal = kafkaErrorOf(error).code;
       }
@@ -1022,6 +1226,7 @@ export class KafkaHandler {
     version: number,
     correlationId: number,
     clientAddress: string,
+    who: Who,
   ): KafkaOutcome {
     const request = decodeCreatePartitionsRequest(reader, version);
     const results: TopicResult[] = [];
@@ -1037,6 +1242,11 @@ export class KafkaHandler {
         continue;
       }
       seen.add(topic.name);
+      const refusal = this.refused(who, ACL_OPERATION.ALTER, RESOURCE_TYPE.TOPIC, topic.name);
+      if (refusal !== undefined) {
+        result(refusal.code, refusal.message);
+        continue;
+      }
       if (topic.assignments !== null) {
         result(
           KAFKA_ERROR.INVALID_REPLICA_ASSIGNMENT,
@@ -1080,6 +1290,7 @@ export class KafkaHandler {
     version: number,
     correlationId: number,
     clientAddress: string,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeIncrementalAlterConfigsRequest(reader, version);
     const results: AlterConfigsResult[] = [];
@@ -1096,6 +1307,16 @@ export class KafkaHandler {
           KAFKA_ERROR.INVALID_REQUEST,
           `only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}) can change`,
         );
+        continue;
+      }
+      const refusal = this.refused(
+        who,
+        ACL_OPERATION.ALTER_CONFIGS,
+        RESOURCE_TYPE.TOPIC,
+        resource.resourceName,
+      );
+      if (refusal !== undefined) {
+        result(refusal.code, refusal.message);
         continue;
       }
       if (request.validateOnly) {
@@ -1153,7 +1374,12 @@ export class KafkaHandler {
    * Keys booblik does not have are left out, as Kafka leaves out unknown keys. Other resource types
    * (brokers, groups, …) get INVALID_REQUEST: booblik has no broker settings under Kafka's names.
    */
-  private describeConfigs(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+  private describeConfigs(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): KafkaOutcome {
     const request = decodeDescribeConfigsRequest(reader, version);
     const results: DescribeConfigsResult[] = request.resources.map((resource) => {
       const result: DescribeConfigsResult = {
@@ -1166,6 +1392,17 @@ export class KafkaHandler {
       if (resource.resourceType !== CONFIG_RESOURCE_TOPIC) {
         result.errorCode = KAFKA_ERROR.INVALID_REQUEST;
         result.errorMessage = `booblik describes only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}), not resource type ${resource.resourceType}`;
+        return result;
+      }
+      const refusal = this.refused(
+        who,
+        ACL_OPERATION.DESCRIBE_CONFIGS,
+        RESOURCE_TYPE.TOPIC,
+        resource.resourceName,
+      );
+      if (refusal !== undefined) {
+        result.errorCode = refusal.code;
+        result.errorMessage = refusal.message;
         return result;
       }
       try {
@@ -1199,8 +1436,26 @@ export class KafkaHandler {
   }
 
   /** DescribeCluster: this one node, as Metadata describes it; asked for controllers, Kafka's refusal. */
-  private describeCluster(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+  private describeCluster(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): KafkaOutcome {
     const request = decodeDescribeClusterRequest(reader, version);
+    const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    if (refusal !== undefined) {
+      return this.respond((writer) =>
+        encodeDescribeClusterResponse(writer, version, correlationId, {
+          errorCode: refusal.code,
+          errorMessage: refusal.message,
+          endpointType: request.endpointType,
+          clusterId: KAFKA_CLUSTER_ID,
+          controllerId: -1,
+          brokers: [],
+        }),
+      );
+    }
     const brokers =
       request.endpointType === ENDPOINT_TYPE.BROKERS
         ? [{ brokerId: KAFKA_NODE_ID, host: this.options.advertisedHost, port: this.options.advertisedPort }]
@@ -1233,12 +1488,15 @@ export class KafkaHandler {
     reader: KafkaReader,
     version: number,
     correlationId: number,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const groupIds = decodeDeleteGroupsRequest(reader, version);
     const results: { groupId: string; errorCode: number }[] = [];
     for (const groupId of groupIds) {
       let errorCode: number = KAFKA_ERROR.NONE;
-      if (groupIdProblem(groupId) !== undefined) errorCode = KAFKA_ERROR.INVALID_GROUP_ID;
+      const refusal = this.refused(who, ACL_OPERATION.DELETE, RESOURCE_TYPE.GROUP, groupId);
+      if (refusal !== undefined) errorCode = refusal.code;
+      else if (groupIdProblem(groupId) !== undefined) errorCode = KAFKA_ERROR.INVALID_GROUP_ID;
       else if (this.groups.describe(groupId) !== undefined) errorCode = KAFKA_ERROR.NON_EMPTY_GROUP;
       else if (this.broker.offsets.committedOf(groupId).length === 0)
         errorCode = KAFKA_ERROR.GROUP_ID_NOT_FOUND;
@@ -1264,8 +1522,15 @@ export class KafkaHandler {
     reader: KafkaReader,
     version: number,
     correlationId: number,
+    who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeOffsetDeleteRequest(reader, version);
+    const groupRefusal = this.refused(who, ACL_OPERATION.DELETE, RESOURCE_TYPE.GROUP, request.groupId);
+    if (groupRefusal !== undefined) {
+      return this.respond((writer) =>
+        encodeOffsetDeleteResponse(writer, version, correlationId, groupRefusal.code, []),
+      );
+    }
     const live = this.groups.describe(request.groupId);
     const topics: PartitionOutcomes[] = request.topics.map((topic) => ({
       name: topic.name,
@@ -1285,7 +1550,12 @@ export class KafkaHandler {
     const deletable: { topic: string; partition: number }[] = [];
     const pending: { errorCode: number }[] = [];
     request.topics.forEach((topic, t) => {
+      const topicRefusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic.name);
       for (const answer of topics[t]!.partitions) {
+        if (topicRefusal !== undefined) {
+          answer.errorCode = topicRefusal.code;
+          continue;
+        }
         if (subscribed === "all" || subscribed.has(topic.name)) {
           answer.errorCode = KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC;
           continue;
@@ -1318,32 +1588,213 @@ export class KafkaHandler {
    * epoch is unknown, answered −1 and −1 (Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET).
    * current_leader_epoch is not checked: there is no epoch to fence against.
    */
-  private offsetForLeaderEpoch(reader: KafkaReader, version: number, correlationId: number): KafkaOutcome {
+  private offsetForLeaderEpoch(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): KafkaOutcome {
     const request = decodeOffsetForLeaderEpochRequest(reader, version);
-    const topics = request.topics.map((topic) => ({
-      name: topic.name,
-      partitions: topic.partitions.map((asked): EpochEndOffset => {
-        const answer: EpochEndOffset = {
-          errorCode: KAFKA_ERROR.NONE,
-          partition: asked.partition,
-          leaderEpoch: NO_LEADER_EPOCH,
-          endOffset: -1,
-        };
-        try {
-          const partition = this.broker.partition(topic.name, asked.partition);
-          if (asked.leaderEpoch === NO_LEADER_EPOCH || asked.leaderEpoch === 0) {
-            answer.leaderEpoch = asked.leaderEpoch;
-            answer.endOffset = partition.visibleNextOffset;
+    const topics = request.topics.map((topic) => {
+      const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name);
+      return {
+        name: topic.name,
+        partitions: topic.partitions.map((asked): EpochEndOffset => {
+          const answer: EpochEndOffset = {
+            errorCode: refusal?.code ?? KAFKA_ERROR.NONE,
+            partition: asked.partition,
+            leaderEpoch: NO_LEADER_EPOCH,
+            endOffset: -1,
+          };
+          if (refusal !== undefined) return answer;
+          try {
+            const partition = this.broker.partition(topic.name, asked.partition);
+            if (asked.leaderEpoch === NO_LEADER_EPOCH || asked.leaderEpoch === 0) {
+              answer.leaderEpoch = asked.leaderEpoch;
+              answer.endOffset = partition.visibleNextOffset;
+            }
+          } catch (error) {
+            answer.errorCode = kafkaErrorOf(error).code;
           }
-        } catch (error) {
-          answer.errorCode = kafkaErrorOf(error).code;
-        }
-        return answer;
-      }),
-    }));
+          return answer;
+        }),
+      };
+    });
     return this.respond((writer) =>
       encodeOffsetForLeaderEpochResponse(writer, version, correlationId, topics),
     );
+  }
+
+  // --- Authorization (src/auth/acl.ts, src/broker/acl-store.ts) -------------------------------------
+
+  /** May `who` do `operation` on the resource? Not counted: for the silent filters (Metadata, lists). */
+  private may(who: Who, operation: number, type: AclResourceType, name: string): boolean {
+    const acls = this.broker.acls;
+    return !acls.enforcing || acls.allowed(who.principal, who.host, operation, { type, name });
+  }
+
+  /** The error to answer when `who` may not (counted in /metrics and audited), else undefined. */
+  private refused(who: Who, operation: number, type: AclResourceType, name: string): KafkaError | undefined {
+    if (this.may(who, operation, type, name)) return undefined;
+    const error = this.broker.acls.denied("kafka", who.principal, who.host, operation, { type, name });
+    this.audit(who, `denied: ${error.message}`);
+    return kafkaErrorOf(error);
+  }
+
+  /** CreateTopics (and Metadata's auto-creation): CREATE on the cluster, or on the topic. */
+  private createRefusal(who: Who, topic: string): KafkaError | undefined {
+    if (this.may(who, ACL_OPERATION.CREATE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME)) return undefined;
+    return this.refused(who, ACL_OPERATION.CREATE, RESOURCE_TYPE.TOPIC, topic);
+  }
+
+  private audit(who: Who, what: string): void {
+    const name = who.user === undefined ? "anonymous" : `user ${JSON.stringify(who.user)}`;
+    this.options.audit?.(`booblik: audit: ${name} from ${who.host} (kafka): ${what}`);
+  }
+
+  /**
+   * The refusal shared by the three ACL APIs, or undefined: SECURITY_DISABLED without an authorizer
+   * (Kafka's answer), CLUSTER_AUTHORIZATION_FAILED without `operation` on the cluster.
+   */
+  private aclApiRefusal(who: Who, operation: number): AclResult | undefined {
+    try {
+      this.broker.acls.checkEnabled();
+    } catch (error) {
+      return { errorCode: KAFKA_ERROR.SECURITY_DISABLED, errorMessage: (error as Error).message };
+    }
+    const refusal = this.refused(who, operation, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    return refusal === undefined ? undefined : { errorCode: refusal.code, errorMessage: refusal.message };
+  }
+
+  /**
+   * CreateAcls: each creation is validated on its own (INVALID_REQUEST naming the problem, as Kafka
+   * answers a bad enum or principal); the valid ones are stored in one durable write, answered
+   * after it. More than ACL_REQUEST_ENTRIES_MAX creations: every one refused, nothing stored.
+   */
+  private async createAcls(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): Promise<KafkaOutcome> {
+    const creations = decodeCreateAclsRequest(reader, version);
+    const results: AclResult[] = creations.map(() => ({ errorCode: KAFKA_ERROR.NONE, errorMessage: null }));
+    const refuseAll = (result: AclResult) => {
+      for (let i = 0; i < results.length; i++) results[i] = result;
+    };
+    const refusal = this.aclApiRefusal(who, ACL_OPERATION.ALTER);
+    if (refusal !== undefined) refuseAll(refusal);
+    else if (creations.length > ACL_REQUEST_ENTRIES_MAX) {
+      refuseAll({
+        errorCode: KAFKA_ERROR.INVALID_REQUEST,
+        errorMessage: `${creations.length} ACLs in one CreateAcls: at most ${ACL_REQUEST_ENTRIES_MAX}`,
+      });
+    } else {
+      const valid: typeof creations = [];
+      const pending: number[] = [];
+      creations.forEach((acl, i) => {
+        try {
+          validateAcl(acl);
+          valid.push(acl);
+          pending.push(i);
+        } catch (error) {
+          results[i] = { errorCode: KAFKA_ERROR.INVALID_REQUEST, errorMessage: (error as Error).message };
+        }
+      });
+      if (valid.length > 0) {
+        try {
+          // A durable file write: one admin request of the address's allowance (beyond it,
+          // POLICY_VIOLATION, as for CreateTopics).
+          this.options.adminRate?.take(who.host);
+          await this.broker.acls.add(valid);
+          this.audit(who, `created ACLs: ${valid.map(describeAcl).join("; ")}`);
+        } catch (error) {
+          const mapped = kafkaErrorOf(error);
+          this.audit(who, `create ACLs refused: ${mapped.message}`);
+          for (const i of pending) results[i] = { errorCode: mapped.code, errorMessage: mapped.message };
+        }
+      }
+    }
+    return this.respond((writer) => encodeCreateAclsResponse(writer, version, correlationId, results));
+  }
+
+  private describeAcls(reader: KafkaReader, version: number, correlationId: number, who: Who): KafkaOutcome {
+    const filter = decodeDescribeAclsRequest(reader, version);
+    let result = this.aclApiRefusal(who, ACL_OPERATION.DESCRIBE) ?? {
+      errorCode: KAFKA_ERROR.NONE,
+      errorMessage: null,
+    };
+    let found: ReturnType<Broker["acls"]["list"]> = [];
+    if (result.errorCode === KAFKA_ERROR.NONE) {
+      try {
+        found = this.broker.acls.list(filter);
+      } catch (error) {
+        result = { errorCode: KAFKA_ERROR.INVALID_REQUEST, errorMessage: (error as Error).message };
+      }
+    }
+    return this.respond((writer) =>
+      encodeDescribeAclsResponse(writer, version, correlationId, result, found),
+    );
+  }
+
+  /** DeleteAcls: every ACL matching a valid filter is removed in one durable write; per filter, what it removed. */
+  private async deleteAcls(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): Promise<KafkaOutcome> {
+    const filters = decodeDeleteAclsRequest(reader, version);
+    const results: DeleteAclsFilterResult[] = filters.map(() => ({
+      errorCode: KAFKA_ERROR.NONE,
+      errorMessage: null,
+      matching: [],
+    }));
+    const refusal =
+      this.aclApiRefusal(who, ACL_OPERATION.ALTER) ??
+      (filters.length > ACL_REQUEST_ENTRIES_MAX
+        ? {
+            errorCode: KAFKA_ERROR.INVALID_REQUEST,
+            errorMessage: `${filters.length} filters in one DeleteAcls: at most ${ACL_REQUEST_ENTRIES_MAX}`,
+          }
+        : undefined);
+    if (refusal !== undefined) {
+      for (const result of results) Object.assign(result, refusal);
+    } else {
+      const valid: AclFilter[] = [];
+      const pending: number[] = [];
+      filters.forEach((filter, i) => {
+        try {
+          validateFilter(filter);
+          valid.push(filter);
+          pending.push(i);
+        } catch (error) {
+          Object.assign(results[i]!, {
+            errorCode: KAFKA_ERROR.INVALID_REQUEST,
+            errorMessage: (error as Error).message,
+          });
+        }
+      });
+      if (valid.length > 0) {
+        try {
+          this.options.adminRate?.take(who.host);
+          const removed = await this.broker.acls.remove(valid);
+          pending.forEach((i, j) => {
+            results[i]!.matching = removed[j]!;
+          });
+          const gone = removed.flat();
+          this.audit(
+            who,
+            `deleted ${gone.length} ACL${gone.length === 1 ? "" : "s"}${gone.length === 0 ? "" : `: ${gone.map(describeAcl).join("; ")}`}`,
+          );
+        } catch (error) {
+          const mapped = kafkaErrorOf(error);
+          for (const i of pending)
+            Object.assign(results[i]!, { errorCode: mapped.code, errorMessage: mapped.message });
+        }
+      }
+    }
+    return this.respond((writer) => encodeDeleteAclsResponse(writer, version, correlationId, results));
   }
 }
 

@@ -79,6 +79,8 @@ export interface KafkaListenerOptions {
   sasl?: KafkaSasl;
   /** `--kafka-auto-create-topics on`: Metadata creates unknown topics (KafkaHandlerOptions). */
   autoCreateTopics?: { partitions: number };
+  /** Audit lines (ACL denials and changes; KafkaHandlerOptions.audit). */
+  audit?: (line: string) => void;
 }
 
 export interface KafkaListenerCounters {
@@ -95,11 +97,13 @@ function answerOf(
   frame: Uint8Array,
 ): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
   const sasl = listener.options.sasl;
+  // The principal the ACLs see (src/auth/acl.ts): the SASL user, none before (or without) a login.
   if (sasl === undefined || connection.sasl.principal !== undefined) {
-    return connection.handler.handle(frame, connection.remoteAddress);
+    return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
   }
   const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
-  if (outcome.kind === "pass") return connection.handler.handle(frame, connection.remoteAddress);
+  if (outcome.kind === "pass")
+    return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
   return Promise.resolve(outcome);
 }
 
@@ -442,6 +446,7 @@ export class KafkaListener {
         ...(this.options.autoCreateTopics === undefined
           ? {}
           : { autoCreateTopics: this.options.autoCreateTopics }),
+        ...(this.options.audit === undefined ? {} : { audit: this.options.audit }),
       });
     this.makeHandler = handler;
     // The handler advertises the bound port, known only once bound: it is set before any

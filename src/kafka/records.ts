@@ -117,48 +117,54 @@ function failed(index: number, error: KafkaError): ProducePartitionResponse {
 export async function produceRecords(
   broker: Broker,
   request: ProduceRequest,
+  /** The ACL refusal of a topic (TOPIC_AUTHORIZATION_FAILED), asked once per topic; none: allowed. */
+  refuse: (topic: string) => KafkaError | undefined = () => undefined,
 ): Promise<ProduceTopicResponse[]> {
   const acksValid = request.acks === -1 || request.acks === 0 || request.acks === 1;
-  const topics = request.topics.map((topic) => ({
-    name: topic.name,
-    partitions: topic.partitions.map(async (data): Promise<ProducePartitionResponse> => {
-      if (!acksValid) {
-        return failed(data.index, {
-          code: KAFKA_ERROR.INVALID_REQUIRED_ACKS,
-          message: `acks must be -1, 0 or 1, got ${request.acks}`,
-        });
-      }
-      if (request.transactionalId !== null) {
-        return failed(data.index, {
-          code: KAFKA_ERROR.INVALID_RECORD,
-          message: "transactional produce is not supported: booblik has no transactions",
-        });
-      }
-      const refusal = refuseRecordSet(data.records);
-      if (refusal !== undefined) return failed(data.index, refusal);
-      let partition: Partition;
-      try {
-        partition = broker.partition(topic.name, data.index);
-      } catch (error) {
-        return failed(data.index, kafkaErrorOf(error));
-      }
-      try {
-        const ack = await partition.append(data.records!);
-        return {
-          index: data.index,
-          errorCode: KAFKA_ERROR.NONE,
-          baseOffset: ack.firstOffset,
-          logAppendTimeMs: ack.logAppendTimeMs,
-          logStartOffset: partition.logStartOffset,
-          errorMessage: null,
-        };
-      } catch (error) {
-        if (error instanceof InvalidBatchError)
-          return failed(data.index, { code: batchErrorCode(error), message: error.message });
-        return failed(data.index, kafkaErrorOf(error));
-      }
-    }),
-  }));
+  const topics = request.topics.map((topic) => {
+    const aclRefusal = refuse(topic.name);
+    return {
+      name: topic.name,
+      partitions: topic.partitions.map(async (data): Promise<ProducePartitionResponse> => {
+        if (aclRefusal !== undefined) return failed(data.index, aclRefusal);
+        if (!acksValid) {
+          return failed(data.index, {
+            code: KAFKA_ERROR.INVALID_REQUIRED_ACKS,
+            message: `acks must be -1, 0 or 1, got ${request.acks}`,
+          });
+        }
+        if (request.transactionalId !== null) {
+          return failed(data.index, {
+            code: KAFKA_ERROR.INVALID_RECORD,
+            message: "transactional produce is not supported: booblik has no transactions",
+          });
+        }
+        const refusal = refuseRecordSet(data.records);
+        if (refusal !== undefined) return failed(data.index, refusal);
+        let partition: Partition;
+        try {
+          partition = broker.partition(topic.name, data.index);
+        } catch (error) {
+          return failed(data.index, kafkaErrorOf(error));
+        }
+        try {
+          const ack = await partition.append(data.records!);
+          return {
+            index: data.index,
+            errorCode: KAFKA_ERROR.NONE,
+            baseOffset: ack.firstOffset,
+            logAppendTimeMs: ack.logAppendTimeMs,
+            logStartOffset: partition.logStartOffset,
+            errorMessage: null,
+          };
+        } catch (error) {
+          if (error instanceof InvalidBatchError)
+            return failed(data.index, { code: batchErrorCode(error), message: error.message });
+          return failed(data.index, kafkaErrorOf(error));
+        }
+      }),
+    };
+  });
   const answered: ProduceTopicResponse[] = [];
   for (const topic of topics)
     answered.push({ name: topic.name, partitions: await Promise.all(topic.partitions) });
@@ -187,7 +193,11 @@ interface FetchRound {
   partitions: Partition[];
 }
 
-function readRound(broker: Broker, request: FetchRequest): FetchRound {
+function readRound(
+  broker: Broker,
+  request: FetchRequest,
+  refusals: ReadonlyMap<string, KafkaError | undefined>,
+): FetchRound {
   let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX);
   let bytes = 0;
   let anyError = false;
@@ -203,6 +213,12 @@ function readRound(broker: Broker, request: FetchRequest): FetchRound {
         logStartOffset: -1,
         records: [],
       };
+      const refusal = refusals.get(topic.topic);
+      if (refusal !== undefined) {
+        answer.errorCode = refusal.code;
+        anyError = true;
+        return answer;
+      }
       let partition: Partition;
       try {
         partition = broker.partition(topic.topic, asked.partition);
@@ -281,13 +297,19 @@ export async function fetchRecords(
   request: FetchRequest,
   version: number,
   stop: StopSignal,
+  /** The ACL refusal of a topic (TOPIC_AUTHORIZATION_FAILED), asked once per topic; none: allowed. */
+  refuse: (topic: string) => KafkaError | undefined = () => undefined,
 ): Promise<FetchResponse> {
   if (version >= 7 && request.sessionId !== 0) {
     return { errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] };
   }
   const deadline = performance.now() + Math.min(Math.max(request.maxWaitMs, 0), KAFKA_FETCH_WAIT_MS_MAX);
+  // Decided once, before the first read: a long poll does not count a denial per round.
+  const refusals = new Map<string, KafkaError | undefined>();
+  for (const topic of request.topics)
+    if (!refusals.has(topic.topic)) refusals.set(topic.topic, refuse(topic.topic));
   for (;;) {
-    const round = readRound(broker, request);
+    const round = readRound(broker, request, refusals);
     const waitMs = deadline - performance.now();
     const done = round.bytes >= request.minBytes || round.anyError || round.partitions.length === 0;
     if (done || waitMs <= 0 || stop.stopped) return round.response;

@@ -61,6 +61,10 @@ export const API = {
   PURGE: 14,
   // Idempotent producers (producer-messages.ts).
   INIT_PRODUCER_ID: 15,
+  // ACLs (acl-messages.ts).
+  CREATE_ACLS: 16,
+  DESCRIBE_ACLS: 17,
+  DELETE_ACLS: 18,
 } as const;
 
 export type ApiKey = (typeof API)[keyof typeof API];
@@ -91,6 +95,9 @@ export const API_VERSION_MAX: Record<number, number> = {
   [API.ADD_PARTITIONS]: 0,
   [API.PURGE]: 0,
   [API.INIT_PRODUCER_ID]: 0,
+  [API.CREATE_ACLS]: 0,
+  [API.DESCRIBE_ACLS]: 0,
+  [API.DELETE_ACLS]: 0,
 };
 
 /**

@@ -74,6 +74,33 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
       (kafka) => kafka.adminRefusals(),
     ),
   );
+  // ACL denials (src/broker/acl-store.ts): a request, or a topic or group within one, refused.
+  const aclStore = () => {
+    try {
+      return targets.broker?.acls;
+    } catch {
+      return undefined; // still opening
+    }
+  };
+  registry.register(
+    "booblik_authorization_denials_total",
+    "counter",
+    "Requests (or topics and groups within one) refused by an ACL (--authorizer acl).",
+    () => {
+      const acls = aclStore();
+      if (acls === undefined) return [];
+      return [
+        [{ listener: "native" }, acls.denials.native],
+        ...(targets.kafka === undefined
+          ? []
+          : [[{ listener: "kafka" }, acls.denials.kafka] as [Record<string, string>, number]]),
+      ];
+    },
+  );
+  registry.register("booblik_acls", "gauge", "ACLs stored (acls.json in the data directory).", () => {
+    const acls = aclStore();
+    return acls === undefined ? [] : [[{}, acls.size]];
+  });
   registry.register(
     "booblik_ready",
     "gauge",

@@ -18,6 +18,15 @@
 
 import type { Socket, TCPSocketListener } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
+import {
+  ACL_OPERATION,
+  type Acl,
+  type AclResourceType,
+  ANONYMOUS_PRINCIPAL,
+  CLUSTER_RESOURCE_NAME,
+  describeAcl,
+  RESOURCE_TYPE,
+} from "../auth/acl.ts";
 import { LoginDelays } from "../auth/login-delays.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
 import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
@@ -34,6 +43,13 @@ import {
   SHUTDOWN_DRAIN_MS,
 } from "../domain/limits.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
+import {
+  decodeCreateAclsRequest,
+  decodeDeleteAclsRequest,
+  decodeDescribeAclsRequest,
+  encodeAclsResponse,
+  encodeDeleteAclsResponse,
+} from "../protocol/acl-messages.ts";
 import { ByteReader, ByteWriter, ProtocolError } from "../protocol/buffer.ts";
 import { WIRE_ERROR_CODES, wireCodeOf } from "../protocol/error-codes.ts";
 import {
@@ -596,7 +612,9 @@ export class BrokerServer implements ConnectionHost {
         header.apiKey === API.DELETE_TOPIC ||
         header.apiKey === API.ALTER_TOPIC ||
         header.apiKey === API.ADD_PARTITIONS ||
-        header.apiKey === API.PURGE
+        header.apiKey === API.PURGE ||
+        header.apiKey === API.CREATE_ACLS ||
+        header.apiKey === API.DELETE_ACLS
       ) {
         this.adminRate.take(connection.remoteAddress);
       }
@@ -628,11 +646,15 @@ export class BrokerServer implements ConnectionHost {
         case API.PRODUCE:
           this.produce(connection, slot, correlationId, reader);
           return;
-        case API.FETCH:
-          this.fetch(connection, slot, correlationId, decodeFetchRequest(reader));
+        case API.FETCH: {
+          const request = decodeFetchRequest(reader);
+          this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, request.topic);
+          this.fetch(connection, slot, correlationId, request);
           return;
+        }
         case API.STATS:
           reader.expectEnd("STATS request");
+          this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
           this.writer.reset();
           encodeStatsResponse(this.writer, correlationId, JSON.stringify(this.stats()));
           connection.complete(slot, this.writer.written().slice());
@@ -641,16 +663,42 @@ export class BrokerServer implements ConnectionHost {
         case API.LIST_GROUPS:
           reader.expectEnd("LIST_GROUPS request");
           this.writer.reset();
-          encodeListGroupsResponse(this.writer, correlationId, listGroups(this.broker, this.kafkaGroups));
+          encodeListGroupsResponse(
+            this.writer,
+            correlationId,
+            // Kafka's ListGroups: the groups the principal may describe (all of them with DESCRIBE
+            // on the cluster).
+            listGroups(this.broker, this.kafkaGroups).filter(
+              (listed) =>
+                this.allowed(
+                  connection,
+                  ACL_OPERATION.DESCRIBE,
+                  RESOURCE_TYPE.CLUSTER,
+                  CLUSTER_RESOURCE_NAME,
+                ) || this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, listed.group),
+            ),
+          );
           connection.complete(slot, this.writer.written().slice());
           return;
-        case API.OFFSET_COMMIT:
+        case API.OFFSET_COMMIT: {
+          const request = decodeOffsetCommitRequest(reader);
+          this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.group);
+          for (const item of request.offsets)
+            this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, item.topic);
           this.answerEmptyWhenDone(connection, slot, correlationId, () =>
-            commitOffsets(this.broker, decodeOffsetCommitRequest(reader)),
+            commitOffsets(this.broker, request),
           );
           return;
+        }
         case API.OFFSET_FETCH: {
-          const offsets = fetchOffsets(this.broker, decodeOffsetFetchRequest(reader));
+          const request = decodeOffsetFetchRequest(reader);
+          this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, request.group);
+          for (const asked of request.topics)
+            this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, asked.topic);
+          // Every committed offset (no topics named): those of topics the principal may describe.
+          const offsets = fetchOffsets(this.broker, request).filter((fetched) =>
+            this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, fetched.topic),
+          );
           this.writer.reset();
           encodeOffsetFetchResponse(this.writer, correlationId, offsets);
           connection.complete(slot, this.writer.written().slice());
@@ -658,6 +706,7 @@ export class BrokerServer implements ConnectionHost {
         }
         case API.INIT_PRODUCER_ID:
           decodeInitProducerIdRequest(reader);
+          this.authorizeIdempotentWrite(connection);
           this.broker.initProducerId().then(
             (response) => {
               this.writer.reset();
@@ -667,10 +716,31 @@ export class BrokerServer implements ConnectionHost {
             (error) => this.fail(connection, slot, correlationId, error),
           );
           return;
-        case API.DELETE_GROUP:
+        case API.DELETE_GROUP: {
+          const { group } = decodeDeleteGroupRequest(reader);
+          this.authorize(connection, ACL_OPERATION.DELETE, RESOURCE_TYPE.GROUP, group);
           this.answerEmptyWhenDone(connection, slot, correlationId, () =>
-            deleteGroup(this.broker, decodeDeleteGroupRequest(reader).group, this.kafkaGroups),
+            deleteGroup(this.broker, group, this.kafkaGroups),
           );
+          return;
+        }
+        // --- ACLs (acl-messages.ts; the decision is src/auth/acl.ts) ---
+        case API.CREATE_ACLS:
+          this.createAcls(connection, slot, correlationId, reader);
+          return;
+        case API.DESCRIBE_ACLS: {
+          const filter = decodeDescribeAclsRequest(reader);
+          const acls = this.broker.acls;
+          acls.checkEnabled();
+          this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+          const found = acls.list(filter);
+          this.writer.reset();
+          encodeAclsResponse(this.writer, correlationId, found);
+          connection.complete(slot, this.writer.written().slice());
+          return;
+        }
+        case API.DELETE_ACLS:
+          this.deleteAcls(connection, slot, correlationId, reader);
           return;
       }
     } catch (error) {
@@ -761,9 +831,17 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeMetadataRequest(reader);
+    // Named topics: each needs DESCRIBE (checked before existence, so a refusal says nothing of
+    // whether it exists); all topics: only those the principal may describe (Kafka's Metadata).
+    for (const name of request.topics)
+      this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, name);
     const descriptions =
       request.topics.length === 0
-        ? this.broker.listTopics()
+        ? this.broker
+            .listTopics()
+            .filter((topic) =>
+              this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name),
+            )
         : request.topics.map((name) => this.broker.describeTopic(name));
     const topics: TopicMetadata[] = descriptions.map((topic) => ({
       name: topic.name,
@@ -791,6 +869,9 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeCreateTopicRequest(reader);
+    // Kafka's CreateTopics: CREATE on the cluster, or on the topic (a literal or prefixed ACL).
+    if (!this.allowed(connection, ACL_OPERATION.CREATE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME))
+      this.authorize(connection, ACL_OPERATION.CREATE, RESOURCE_TYPE.TOPIC, request.name);
     let settings: unknown;
     try {
       settings = JSON.parse(request.configJson === "" ? "{}" : request.configJson);
@@ -849,6 +930,7 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeDeleteTopicRequest(reader);
+    this.authorize(connection, ACL_OPERATION.DELETE, RESOURCE_TYPE.TOPIC, request.name);
     const name = JSON.stringify(request.name);
     this.broker.deleteTopic(request.name).then(
       () => {
@@ -873,6 +955,7 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeAlterTopicRequest(reader);
+    this.authorize(connection, ACL_OPERATION.ALTER_CONFIGS, RESOURCE_TYPE.TOPIC, request.name);
     const name = JSON.stringify(request.name);
     let changes: unknown;
     try {
@@ -910,6 +993,7 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeAddPartitionsRequest(reader);
+    this.authorize(connection, ACL_OPERATION.ALTER, RESOURCE_TYPE.TOPIC, request.name);
     const name = JSON.stringify(request.name);
     try {
       const before = this.broker.describeTopic(request.name).config.partitions;
@@ -931,6 +1015,7 @@ export class BrokerServer implements ConnectionHost {
    */
   private purge(connection: Connection, slot: ResponseSlot, correlationId: number, reader: ByteReader): void {
     const request = decodePurgeRequest(reader);
+    this.authorize(connection, ACL_OPERATION.DELETE, RESOURCE_TYPE.TOPIC, request.name);
     const name = JSON.stringify(request.name);
     const what = request.partitions
       .map((entry) => `${entry.partition} before ${entry.beforeOffset}`)
@@ -960,6 +1045,99 @@ export class BrokerServer implements ConnectionHost {
       },
       (error) => {
         this.audit(connection, `purge topic ${name} partitions ${what} refused: ${(error as Error).message}`);
+        this.fail(connection, slot, correlationId, error);
+      },
+    );
+  }
+
+  // --- Authorization (src/auth/acl.ts, src/broker/acl-store.ts) -------------------------------------
+
+  /** The connection's principal: `User:<name>` after a login, `User:ANONYMOUS` without one. */
+  private principalOf(connection: Connection): string {
+    return connection.principal === undefined ? ANONYMOUS_PRINCIPAL : `User:${connection.principal}`;
+  }
+
+  private allowed(connection: Connection, operation: number, type: AclResourceType, name: string): boolean {
+    const acls = this.broker.acls;
+    return (
+      !acls.enforcing ||
+      acls.allowed(this.principalOf(connection), connection.remoteAddress, operation, { type, name })
+    );
+  }
+
+  /** Throws TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED unless allowed; audits and counts it. */
+  private authorize(connection: Connection, operation: number, type: AclResourceType, name: string): void {
+    if (this.allowed(connection, operation, type, name)) return;
+    const error = this.broker.acls.denied(
+      "native",
+      this.principalOf(connection),
+      connection.remoteAddress,
+      operation,
+      { type, name },
+    );
+    this.audit(connection, `denied: ${error.message}`);
+    throw error;
+  }
+
+  /** INIT_PRODUCER_ID: IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka ≥ 2.8). */
+  private authorizeIdempotentWrite(connection: Connection): void {
+    const acls = this.broker.acls;
+    if (
+      !acls.enforcing ||
+      acls.allowedIdempotentWrite(this.principalOf(connection), connection.remoteAddress)
+    )
+      return;
+    this.authorize(connection, ACL_OPERATION.IDEMPOTENT_WRITE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+  }
+
+  private createAcls(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const requested: Acl[] = decodeCreateAclsRequest(reader);
+    const acls = this.broker.acls;
+    acls.checkEnabled();
+    this.authorize(connection, ACL_OPERATION.ALTER, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    const what = requested.map(describeAcl).join("; ");
+    acls.add(requested).then(
+      () => {
+        this.audit(connection, `created ACLs: ${what}`);
+        this.writer.reset();
+        encodeEmptyResponse(this.writer, correlationId);
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => {
+        this.audit(connection, `create ACLs refused: ${(error as Error).message}`);
+        this.fail(connection, slot, correlationId, error);
+      },
+    );
+  }
+
+  private deleteAcls(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    const filters = decodeDeleteAclsRequest(reader);
+    const acls = this.broker.acls;
+    acls.checkEnabled();
+    this.authorize(connection, ACL_OPERATION.ALTER, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    acls.remove(filters).then(
+      (removed) => {
+        const gone = removed.flat();
+        this.audit(
+          connection,
+          `deleted ${gone.length} ACL${gone.length === 1 ? "" : "s"}${gone.length === 0 ? "" : `: ${gone.map(describeAcl).join("; ")}`}`,
+        );
+        this.writer.reset();
+        encodeDeleteAclsResponse(this.writer, correlationId, removed);
+        connection.complete(slot, this.writer.written().slice());
+      },
+      (error) => {
+        this.audit(connection, `delete ACLs refused: ${(error as Error).message}`);
         this.fail(connection, slot, correlationId, error);
       },
     );
@@ -1055,6 +1233,7 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeListOffsetsRequest(reader);
+    this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, request.topic);
     const partition = this.broker.partition(request.topic, request.partition);
     const timestampMs = request.timestampMs ?? -1;
     // Looked up among visible records only: a consumer must not be sent to an offset it cannot read.
@@ -1076,6 +1255,8 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeProduceRequest(reader);
+    if (this.broker.acls.enforcing)
+      this.authorize(connection, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, request.topic);
     const partition = this.broker.partition(request.topic, request.partition);
     this.counters.produceRequests++;
     // The batches go to the partition as a view into the frame: it validates them and copies them

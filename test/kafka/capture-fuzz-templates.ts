@@ -13,7 +13,14 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { Kafka, logLevel } from "kafkajs";
+import {
+  AclOperationTypes,
+  AclPermissionTypes,
+  AclResourceTypes,
+  Kafka,
+  logLevel,
+  ResourcePatternTypes,
+} from "kafkajs";
 import { Broker } from "../../src/broker/broker.ts";
 import { KAFKA_API_NAMES } from "../../src/kafka/apis.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
@@ -30,7 +37,8 @@ interface Template {
 }
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "booblik-fuzz-templates-"));
-const broker = Broker.open({ dataDir });
+// ACLs enforced with the anonymous client a super user: the ACL APIs answer (not SECURITY_DISABLED).
+const broker = Broker.open({ dataDir, authorization: { superUsers: ["User:ANONYMOUS"] } });
 const listener = new KafkaListener(broker, {
   hostname: "127.0.0.1",
   port: 0,
@@ -159,6 +167,24 @@ try {
   );
 
   source = "kafkajs 2.2.4 admin";
+  const tplAcl = {
+    resourceType: AclResourceTypes.TOPIC,
+    resourceName: "tpl-",
+    resourcePatternType: ResourcePatternTypes.PREFIXED,
+    principal: "User:tpl",
+    host: "*",
+    operation: AclOperationTypes.READ,
+    permissionType: AclPermissionTypes.ALLOW,
+  };
+  await admin.createAcls({ acl: [tplAcl] });
+  await admin.describeAcls({
+    resourceType: AclResourceTypes.ANY,
+    resourcePatternType: ResourcePatternTypes.MATCH,
+    resourceName: "tpl-a",
+    operation: AclOperationTypes.ANY,
+    permissionType: AclPermissionTypes.ANY,
+  });
+  await admin.deleteAcls({ filters: [tplAcl] });
   await admin.deleteGroups(["tpl-group"]);
   await admin.deleteTopics({ topics: ["tpl-b"] });
   await admin.disconnect();

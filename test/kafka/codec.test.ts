@@ -7,6 +7,11 @@
  */
 import { describe, expect, test } from "bun:test";
 import {
+  decodeCreateAclsRequest,
+  decodeDeleteAclsRequest,
+  decodeDescribeAclsRequest,
+} from "../../src/kafka/acl-messages.ts";
+import {
   decodeDeleteGroupsRequest,
   decodeDescribeClusterRequest,
   decodeDescribeConfigsRequest,
@@ -96,6 +101,9 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.DELETE_RECORDS]: decodeDeleteRecordsRequest,
   [KAFKA_API.SASL_HANDSHAKE]: decodeSaslHandshakeRequest,
   [KAFKA_API.SASL_AUTHENTICATE]: decodeSaslAuthenticateRequest,
+  [KAFKA_API.DESCRIBE_ACLS]: decodeDescribeAclsRequest,
+  [KAFKA_API.CREATE_ACLS]: decodeCreateAclsRequest,
+  [KAFKA_API.DELETE_ACLS]: decodeDeleteAclsRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -749,6 +757,9 @@ describe("responses match Kafka's layouts field by field", () => {
       60: { min: 0, max: 1 },
       17: { min: 0, max: 1 },
       36: { min: 0, max: 1 },
+      29: { min: 0, max: 1 },
+      30: { min: 0, max: 1 },
+      31: { min: 0, max: 1 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;

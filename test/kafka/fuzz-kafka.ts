@@ -188,7 +188,18 @@ export async function readAllValues(port: number, topic: string, count: number):
  * the broker.
  */
 export async function startFuzzBroker(dataDir: string, goodTopic: string) {
-  const broker = await startBroker(dataDir, ["--kafka-port", "0", "--max-frame-size", "256KiB"]);
+  // ACLs enforced, the anonymous fuzzer a super user: every request passes the checks, and the ACL
+  // APIs (whose templates are in the fixture) store, list and delete ACLs for real.
+  const broker = await startBroker(dataDir, [
+    "--kafka-port",
+    "0",
+    "--max-frame-size",
+    "256KiB",
+    "--authorizer",
+    "acl",
+    "--super-users",
+    "User:ANONYMOUS",
+  ]);
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
   const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
   const logLines = broker.lines.rest();

@@ -80,7 +80,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, InitProducerId 0-4, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -107,6 +107,9 @@ describe("ApiVersions", () => {
       [23, 0, 3],
       [21, 0, 1],
       [22, 0, 4],
+      [29, 0, 1],
+      [30, 0, 1],
+      [31, 0, 1],
       [17, 0, 1],
       [36, 0, 1],
     ]);

@@ -56,6 +56,10 @@ test("error codes are frozen: names may change, numbers never", () => {
     AUTHENTICATION_FAILED: 13,
     OUT_OF_ORDER_SEQUENCE_NUMBER: 14,
     INVALID_PRODUCER_EPOCH: 15,
+    TOPIC_AUTHORIZATION_FAILED: 16,
+    GROUP_AUTHORIZATION_FAILED: 17,
+    CLUSTER_AUTHORIZATION_FAILED: 18,
+    SECURITY_DISABLED: 19,
   });
 });
 

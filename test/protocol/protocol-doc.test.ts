@@ -9,6 +9,11 @@ import { expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { checkFetchedEntries, forEachFetchedRecord } from "../../src/client/fetched.ts";
+import {
+  encodeAclsResponse,
+  encodeCreateAclsRequest,
+  encodeDescribeAclsRequest,
+} from "../../src/protocol/acl-messages.ts";
 import { ByteWriter } from "../../src/protocol/buffer.ts";
 import {
   encodeOffsetCommitRequest,
@@ -16,6 +21,7 @@ import {
   encodeOffsetFetchResponse,
 } from "../../src/protocol/group-messages.ts";
 import {
+  encodeEmptyResponse,
   encodeFetchRequest,
   encodeFetchResponseHeader,
   encodeMetadataRequest,
@@ -190,4 +196,32 @@ test("the INIT_PRODUCER_ID example is what the codec writes", () => {
   expect(example("init-producer-id-response")).toBe(
     frame((w) => encodeInitProducerIdResponse(w, 5, { producerId: 1000, producerEpoch: 0 })),
   );
+});
+
+test("the ACL examples are what the codec writes", () => {
+  const acl = {
+    resourceType: 2,
+    resourceName: "orders",
+    patternType: 3,
+    principal: "User:alice",
+    host: "*",
+    operation: 3,
+    permission: 3,
+  };
+  expect(example("create-acls-request")).toBe(frame((w) => encodeCreateAclsRequest(w, 3, [acl])));
+  expect(example("create-acls-response")).toBe(frame((w) => encodeEmptyResponse(w, 3)));
+  expect(example("describe-acls-request")).toBe(
+    frame((w) =>
+      encodeDescribeAclsRequest(w, 4, {
+        resourceType: 1,
+        resourceName: null,
+        patternType: 1,
+        principal: null,
+        host: null,
+        operation: 1,
+        permission: 1,
+      }),
+    ),
+  );
+  expect(example("describe-acls-response")).toBe(frame((w) => encodeAclsResponse(w, 4, [acl])));
 });
