@@ -337,6 +337,8 @@ interface LatencyResult {
   records: number;
   expected: number;
   overloaded: boolean;
+  /** Sends that failed (timed out): the system fell behind. */
+  sendFailures: number;
   p50Ms: number;
   p99Ms: number;
   p999Ms: number;
@@ -523,7 +525,9 @@ try {
         const runs = results.get(`${name}/${rate}`) ?? [];
         const good = runs.filter((r) => !r.overloaded);
         if (good.length < runs.length || runs.length === 0) {
-          const got = runs.map((r) => `${r.records} of ${r.expected}`).join(", ");
+          const got = runs
+            .map((r) => `${r.records} of ${r.expected}, ${r.sendFailures} sends failed`)
+            .join("; ");
           console.log(
             `| ${name} | ${formatRate(rate)} | ${runs.length ? loads(runs) : "-"} | cannot sustain this rate in ${runs.length - good.length} of ${runs.length} runs (records arrived: ${got || "the runs failed"}) | | | |`,
           );
