@@ -26,6 +26,14 @@ import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import {
+  countFor,
+  loadAverage,
+  median,
+  redisBenchmarkXadd,
+  rememberRate,
+  startRedisServer,
+} from "./lib/peer-tools.ts";
 import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.ts";
 
 const args = parseBenchArgs({
@@ -88,15 +96,6 @@ interface Run {
   cpuMicrosPerRecord: number;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-function loadAverage(): string {
-  return fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
-}
-
 async function runBooblik(which: "A" | "B", dataDir: string, policy: string, shape: Shape): Promise<Run> {
   Bun.spawnSync(["sync"]);
   const broker = await startBrokerProcess(dataDir, [], mainOf[which]);
@@ -121,87 +120,35 @@ async function runBooblik(which: "A" | "B", dataDir: string, policy: string, sha
   }
 }
 
-/** A port nobody listens on right now (redis-server takes a number, not 0). */
-function freePort(): number {
-  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = listener.port;
-  listener.stop(true);
-  return port;
-}
-
-/** Requests per redis-benchmark run: about `seconds` at the last rate seen for the shape. */
-const redisRate = new Map<string, number>();
-
 async function runRedis(dataDir: string, policy: string, shape: Shape): Promise<Run> {
-  fs.mkdirSync(dataDir, { recursive: true });
   Bun.spawnSync(["sync"]);
-  const port = freePort();
-  const fsync = policy === "force" ? "always" : "everysec";
-  const server = Bun.spawn(
-    [
-      "redis-server",
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--save",
-      "",
-      "--appendonly",
-      "yes",
-      "--appendfsync",
-      fsync,
-      "--dir",
-      dataDir,
-      "--daemonize",
-      "no",
-    ],
-    { stdout: "pipe", stderr: "inherit" },
-  );
+  const server = await startRedisServer(dataDir, policy === "force" ? "always" : "everysec");
   try {
-    // Ready once it answers PING.
-    for (let i = 0; ; i++) {
-      const ping = Bun.spawnSync(["redis-cli", "-p", String(port), "ping"]);
-      if (ping.stdout.toString().trim() === "PONG") break;
-      if (i > 200) throw new Error("redis-server did not start");
-      await Bun.sleep(25);
-    }
     // Redis pipelines commands, one record each: `batch` records per request become `batch`
     // commands per round trip.
     const depth = shape.batch * shape.pipeline;
-    const key = `${policy}/${depth}`;
-    const requests = Math.max(20_000, Math.round((redisRate.get(key) ?? 20_000) * seconds));
-    const value = "v".repeat(RECORD_BYTES);
+    const xadd = (requests: number) =>
+      redisBenchmarkXadd({
+        port: server.port,
+        connections: CONNECTIONS,
+        pipeline: depth,
+        requests,
+        stream: "s",
+      });
+    const requests = await countFor(
+      `${policy}/${depth}/${CONNECTIONS}`,
+      seconds,
+      (n) => xadd(n).recordsPerSecond,
+      Math.max(2_000, 2 * depth * CONNECTIONS),
+    );
     const cpuBefore = brokerCpuSeconds(server.pid);
-    const started = performance.now();
-    const bench = Bun.spawnSync([
-      "redis-benchmark",
-      "-p",
-      String(port),
-      "-c",
-      String(CONNECTIONS),
-      "-P",
-      String(depth),
-      "-n",
-      String(requests),
-      "--csv",
-      "XADD",
-      "s",
-      "*",
-      "v",
-      value,
-    ]);
-    const elapsed = (performance.now() - started) / 1000;
+    const { recordsPerSecond, seconds: elapsed } = xadd(requests);
     const cpu = brokerCpuSeconds(server.pid) - cpuBefore;
-    const lines = bench.stdout.toString().trim().split("\n");
-    const rate = Number(lines.at(-1)!.split(",")[1]!.replaceAll('"', ""));
-    if (!Number.isFinite(rate) || rate <= 0)
-      throw new Error(`cannot read redis-benchmark's rate: ${lines.at(-1)}`);
-    redisRate.set(key, rate);
+    rememberRate(`${policy}/${depth}/${CONNECTIONS}`, recordsPerSecond);
     // CPU per command (one record) over the wall time of the whole redis-benchmark run.
-    return { recordsPerSecond: rate, cpuMicrosPerRecord: (cpu / (rate * elapsed)) * 1e6 };
+    return { recordsPerSecond, cpuMicrosPerRecord: (cpu / (recordsPerSecond * elapsed)) * 1e6 };
   } finally {
-    server.kill("SIGTERM");
-    await server.exited;
+    await server.stop();
   }
 }
 

@@ -2,8 +2,9 @@
  * A lean produce load generator shaped like `redis-benchmark -P <pipeline>`, so that the two brokers
  * are driven alike (a separate process from the broker): each of N connections writes `pipeline`
  * PRODUCE requests in one socket write, waits for all their responses, and writes the next round.
- * Requests are pre-encoded RecordBatch v2 (null keys, random values of `recordBytes`, `batchRecords`
- * per batch); no promise, no allocation per request, so the client's CPU cost stays close to
+ * Requests are pre-encoded RecordBatch v2 (null keys, `batchRecords` per batch, every value the
+ * peers' shared value PEER_VALUE repeated to `recordBytes`, so that Redis and NATS are sent the same
+ * bytes: bench/lib/peer-tools.ts); no promise, no allocation per request, so the client's CPU cost stays close to
  * redis-benchmark's and the broker is what is measured. Every response is checked: its frame size,
  * its correlation id (the one sent in that position) and error code 0; anything else ends the run
  * with exit code 1.
@@ -14,6 +15,7 @@
 import { ByteWriter } from "../../src/protocol/buffer.ts";
 import { encodeProduceRequest } from "../../src/protocol/messages.ts";
 import { encodeBatch } from "../../src/record/batch.ts";
+import { PEER_VALUE } from "../lib/peer-tools.ts";
 
 const [portText, topic, recordBytesText, batchText, connectionsText, secondsText, pipelineText] =
   process.argv.slice(2);
@@ -34,11 +36,13 @@ if (![port, recordBytes, batchRecords, connectionCount, seconds, pipeline].every
 const RESPONSE_BYTES = 4 + 4 + 2 + 8 + 4 + 1 + 8;
 
 const now = Date.now();
+const value = new Uint8Array(recordBytes);
+for (let i = 0; i < recordBytes; i++) value[i] = PEER_VALUE[i % PEER_VALUE.length]!;
 const writer = new ByteWriter(pipeline * (batchRecords * (recordBytes + 16) + 256));
 for (let i = 0; i < pipeline; i++) {
   const records = Array.from({ length: batchRecords }, () => ({
     key: null,
-    value: crypto.getRandomValues(new Uint8Array(recordBytes)),
+    value,
     timestamp: now,
   }));
   // Correlation id = the position in the round: each response must come back in its place.

@@ -1,11 +1,15 @@
 /**
  * Starting and stopping the systems compared in bench/peers.bench.ts, each as its own process on
- * loopback with its data on the measurement disk, and what each one promises when it acknowledges.
+ * loopback with its data in a fresh directory on the measurement disk (after a `sync`, so that one
+ * run's writeback does not land in the next), what each one promises when it acknowledges, and
+ * which of them are compared with which.
  */
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
+import os from "node:os";
 import path from "node:path";
+import { BooblikClient } from "../../src/client/client.ts";
+import { freePort, startRedisServer } from "../lib/peer-tools.ts";
 import { startBrokerProcess } from "../lib/processes.ts";
 
 export type SystemName =
@@ -15,13 +19,22 @@ export type SystemName =
   | "redis-everysec"
   | "redis-always";
 
-export const SYSTEMS: SystemName[] = [
-  "booblik-append",
-  "booblik-force",
-  "nats-jetstream",
-  "redis-everysec",
-  "redis-always",
-];
+export type Family = "booblik" | "nats" | "redis";
+
+export const familyOf = (name: SystemName): Family =>
+  name.startsWith("booblik") ? "booblik" : name.startsWith("nats") ? "nats" : "redis";
+
+/**
+ * The durability pairings: booblik `append` (page cache) against Redis `everysec` and JetStream's
+ * file storage (written to the OS, synced every 2 minutes); booblik `force` against Redis `always`.
+ * nats-server 2.9 (Debian 12's) has no per-message sync (`sync_interval: always` arrived in 2.10),
+ * so the `force` pairing has no NATS row.
+ */
+export const PAIRINGS = {
+  append: ["booblik-append", "redis-everysec", "nats-jetstream"],
+  force: ["booblik-force", "redis-always"],
+} as const satisfies Record<string, readonly SystemName[]>;
+export type Pairing = keyof typeof PAIRINGS;
 
 /** What an acknowledgement means, in each system's own terms, for the output. */
 export const PROMISES: Record<SystemName, string> = {
@@ -35,30 +48,14 @@ export const PROMISES: Record<SystemName, string> = {
     "appendonly yes, appendfsync always: fsync before acknowledging (group commit in the event loop)",
 };
 
-/**
- * How each load batches or pipelines (printed with the figures). Every client keeps many records
- * in flight; none waits for one acknowledgement before sending the next record.
- */
-export const LOAD_SETTINGS = {
-  /** booblik Producer buffer per producer: sixteen producers in one process must not buffer 0.5 GiB. */
-  booblikBufferBytes: 8 * 1024 * 1024,
-  /** JetStream async publishes in flight per producer. */
-  natsPublishWindow: 512,
-  /** Redis XADDs in flight per producer (auto-pipelined by Bun's client). */
-  redisXaddWindow: 1024,
-  /** Records per consumer pull (JetStream max_messages, Redis XRANGE COUNT). */
-  consumeBatchRecords: 1000,
-} as const;
+/** The booblik topic, Redis stream, and NATS subject every load writes to and reads from. */
+export const TOPIC = "peers";
+/** The JetStream stream that holds TOPIC. */
+export const NATS_STREAM = "PEERS";
 
-/** One line saying what LOAD_SETTINGS means for each system. */
-export function describeLoadSettings(): string {
-  const s = LOAD_SETTINGS;
-  return (
-    `booblik: file write path (the default), Producer.write() with its default batching (256 KiB batches), ${s.booblikBufferBytes / 2 ** 20} MiB buffer per producer, ` +
-    `Consumer.batches(); JetStream: ${s.natsPublishWindow} async publishes in flight per producer, pull consumer of ` +
-    `${s.consumeBatchRecords}; Redis: ${s.redisXaddWindow} XADDs in flight per producer, XRANGE COUNT ${s.consumeBatchRecords}`
-  );
-}
+/** natscli, the NATS CLI whose `nats bench` is NATS's own benchmark tool; built with Go if missing. */
+const NATSCLI_VERSION = "v0.5.1";
+const NATSCLI_DIR = path.join(os.homedir(), ".cache", "booblik-peers");
 
 export interface RunningSystem {
   name: SystemName;
@@ -68,109 +65,106 @@ export interface RunningSystem {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(port));
-    });
+/**
+ * Installs nats-server and redis-server (with redis-benchmark) from Debian packages when they are
+ * missing, and finds `nats` (natscli): on the PATH, else in ~/.cache/booblik-peers, else builds it
+ * there with `go install` when Go is present. Returns the natscli path, or undefined (NATS is then
+ * driven by the official nats.js client with the same round-trip shape).
+ */
+export function ensurePeersInstalled(): string | undefined {
+  const missing = ["nats-server", "redis-server", "redis-benchmark"].filter(
+    (binary) => Bun.which(binary) === null,
+  );
+  if (missing.length > 0) {
+    const packages = [
+      ...new Set(missing.map((binary) => (binary === "nats-server" ? "nats-server" : "redis"))),
+    ];
+    console.error(`installing ${packages.join(", ")} (apt-get)…`);
+    spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
+    const install = spawnSync("apt-get", ["install", "-y", "-qq", ...packages], { stdio: "inherit" });
+    if (install.status !== 0)
+      throw new Error(`could not install ${packages.join(", ")}; install them and run again`);
+  }
+  const onPath = Bun.which("nats");
+  if (onPath !== null) return onPath;
+  const cached = path.join(NATSCLI_DIR, "nats");
+  if (fs.existsSync(cached)) return cached;
+  if (Bun.which("go") === null) return undefined;
+  console.error(`building natscli ${NATSCLI_VERSION} with go install into ${NATSCLI_DIR}…`);
+  fs.mkdirSync(NATSCLI_DIR, { recursive: true });
+  const build = spawnSync("go", ["install", `github.com/nats-io/natscli/nats@${NATSCLI_VERSION}`], {
+    stdio: "inherit",
+    env: { ...process.env, GOBIN: NATSCLI_DIR },
   });
+  return build.status === 0 && fs.existsSync(cached) ? cached : undefined;
+}
+
+export function versionOf(name: SystemName, natscli: string | undefined): string {
+  const first = (command: string[]) => {
+    const result = spawnSync(command[0]!, command.slice(1), { encoding: "utf8" });
+    return `${result.stdout}${result.stderr}`.trim().split("\n")[0] ?? "unknown";
+  };
+  if (name.startsWith("booblik")) return `booblik 0.1.0 (Bun ${Bun.version})`;
+  if (name.startsWith("redis"))
+    return `${first(["redis-server", "--version"])}; ${first(["redis-benchmark", "--version"])}`;
+  return `${first(["nats-server", "--version"])}; load: ${natscli === undefined ? "nats.js" : `natscli ${first([natscli, "--version"])}`}`;
 }
 
 async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-    });
+    const open = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then(
+      (socket) => {
+        socket.end();
+        return true;
+      },
+      () => false,
+    );
     if (open) return;
     if (performance.now() > deadline) throw new Error(`nothing listens on ${port} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await Bun.sleep(20);
   }
 }
 
-/** Installs nats-server and redis-server from Debian packages when they are missing. */
-export function ensurePeersInstalled(): void {
-  const missing = ["nats-server", "redis-server"].filter(
-    (binary) => spawnSync("which", [binary]).status !== 0,
-  );
-  if (missing.length === 0) return;
-  console.log(`installing ${missing.join(", ")} (apt-get)…`);
-  spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
-  const install = spawnSync("apt-get", ["install", "-y", "-qq", ...missing], { stdio: "inherit" });
-  if (install.status !== 0)
-    throw new Error(`could not install ${missing.join(", ")}; install them and run again`);
-}
-
-function versionOf(command: string[]): string {
-  const result = spawnSync(command[0]!, command.slice(1), { encoding: "utf8" });
-  return `${result.stdout}${result.stderr}`.trim().split("\n")[0] ?? "unknown";
-}
-
-export async function startSystem(name: SystemName, dataRoot: string): Promise<RunningSystem> {
-  const dataDir = path.join(dataRoot, name);
+/**
+ * Starts `name` with its data in `dataDir` (created fresh; `sync` first). booblik gets the topic
+ * TOPIC (one partition) under the system's durability; the others create their stream on first write.
+ */
+export async function startSystem(name: SystemName, dataDir: string): Promise<RunningSystem> {
+  fs.rmSync(dataDir, { recursive: true, force: true });
   fs.mkdirSync(dataDir, { recursive: true });
-  if (name === "booblik-append" || name === "booblik-force") {
-    const broker = await startBrokerProcess(dataDir, [
-      "--durability",
-      name === "booblik-force" ? "force" : "append",
-    ]);
+  spawnSync("sync");
+  if (familyOf(name) === "booblik") {
+    const durability = name === "booblik-force" ? "force" : "append";
+    const broker = await startBrokerProcess(dataDir, ["--durability", durability]);
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    await admin.createTopic(TOPIC, { durability });
+    admin.close();
     return {
       name,
       pid: broker.pid,
       port: broker.port,
-      version: `booblik 0.1.0 (Bun ${Bun.version})`,
+      version: "",
       stop: async () => {
         await broker.stop();
       },
     };
   }
-  const port = await freePort();
-  const command =
-    name === "nats-jetstream"
-      ? ["nats-server", "-js", "-sd", dataDir, "-a", "127.0.0.1", "-p", String(port)]
-      : [
-          "redis-server",
-          "--bind",
-          "127.0.0.1",
-          "--port",
-          String(port),
-          "--dir",
-          dataDir,
-          "--save",
-          "",
-          "--appendonly",
-          "yes",
-          "--appendfsync",
-          name === "redis-always" ? "always" : "everysec",
-        ];
-  const child = Bun.spawn(command, { stdout: "ignore", stderr: "ignore" });
-  await waitForPort(port);
-  if (name !== "nats-jetstream") {
-    // Redis accepts connections while it still loads its append-only file ("LOADING"): wait for PONG.
-    const redis = new Bun.RedisClient(`redis://127.0.0.1:${port}`);
-    for (;;) {
-      try {
-        if ((await redis.send("PING", [])) === "PONG") break;
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }
-    redis.close();
+  if (familyOf(name) === "redis") {
+    const server = await startRedisServer(dataDir, name === "redis-always" ? "always" : "everysec");
+    return { name, ...server, version: "" };
   }
+  const port = freePort();
+  const child = Bun.spawn(["nats-server", "-js", "-sd", dataDir, "-a", "127.0.0.1", "-p", String(port)], {
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  await waitForPort(port);
   return {
     name,
     pid: child.pid,
     port,
-    version:
-      name === "nats-jetstream"
-        ? versionOf(["nats-server", "--version"])
-        : versionOf(["redis-server", "--version"]),
+    version: "",
     stop: async () => {
       child.kill("SIGTERM");
       await child.exited;
