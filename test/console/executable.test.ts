@@ -24,7 +24,20 @@ test("the compiled executable serves the console page, its script and its style"
   );
   expect(build.exitCode).toBe(0);
   const child = Bun.spawn(
-    [binary, "--data-dir", dir.file("data"), "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"],
+    // --kafka-port off: Bun.spawn without `env` does not pass test/preload.ts's BOOBLIK_KAFKA_PORT.
+    [
+      binary,
+      "--data-dir",
+      dir.file("data"),
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--kafka-port",
+      "off",
+    ],
     { cwd: dir.path, stdout: "pipe", stderr: "inherit" },
   );
   await using _child = killAtEnd(child);

@@ -61,7 +61,14 @@ export async function startBroker(
 }
 
 function childEnvironment(changes: Record<string, string | undefined>): Record<string, string> {
-  const env: Record<string, string | undefined> = { ...process.env, ...changes };
+  // No Kafka listener unless asked for: the default port 9092 is one port for every broker this
+  // machine runs. test/preload.ts sets the same, but scripts outside `bun test` (the torture and
+  // power-loss harnesses) do not load it; a test of the default passes `BOOBLIK_KAFKA_PORT: undefined`.
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    BOOBLIK_KAFKA_PORT: process.env.BOOBLIK_KAFKA_PORT ?? "off",
+    ...changes,
+  };
   for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name];
   return env as Record<string, string>;
 }

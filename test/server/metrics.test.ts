@@ -86,6 +86,10 @@ test("/ready is 503 with the recovery progress while the data directory opens, t
       "0",
       "--metrics-port",
       String(port),
+      // Bun.spawn without `env` does not pass test/preload.ts's BOOBLIK_KAFKA_PORT=off (Bun 1.4.4):
+      // without this the broker would take 9092, and fail beside anything else holding it.
+      "--kafka-port",
+      "off",
     ],
     {
       stdout: "pipe",
