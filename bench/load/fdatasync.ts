@@ -37,7 +37,8 @@ try {
   fs.rmSync(file, { force: true });
 }
 latenciesUs.sort((a, b) => a - b);
-const at = (q: number) => latenciesUs[Math.min(latenciesUs.length - 1, Math.floor(q * latenciesUs.length))]! / 1000;
+const at = (q: number) =>
+  latenciesUs[Math.min(latenciesUs.length - 1, Math.floor(q * latenciesUs.length))]! / 1000;
 console.log(
   JSON.stringify({
     forces: latenciesUs.length,
