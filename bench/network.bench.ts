@@ -172,7 +172,7 @@ async function latencySection(dataDir: string): Promise<void> {
   const policies = args.text("policies").split(",") as ("append" | "force" | "interval")[];
   console.log(
     `\n## produce → fetch latency (${seconds} s per run at a fixed rate, ${rounds} rounds, file write path, 100 B records, ` +
-      "a batch of what is due every ms on one connection, a consumer long-polling FETCH (maxWaitMs 1000) on another, " +
+      "a batch of rate/1000 records due every ms on one connection, a consumer long-polling FETCH (maxWaitMs 1000) on another, " +
       "each in its own process; fresh broker and data directory per run)\n",
   );
   const rows = policies.flatMap((policy) => rates.map((rate) => ({ policy, rate })));
@@ -225,7 +225,7 @@ async function latencySection(dataDir: string): Promise<void> {
       `p99.9 ${cell(disk.map((d) => d.p999Ms))}, max ${cell(disk.map((d) => d.maxMs))}\n`,
   );
   console.log(
-    "Latency from each record's due time (includes the generator's batching of up to 1 ms) and from its batch's send; ms, median (range) over rounds.\n",
+    "Latency of each record from its batch's due time (includes the generator's timer lateness) and from its batch's send; ms, median (range) over rounds.\n",
   );
   console.log(
     "| policy | rate rec/s | load avg | achieved | from due p50 | from due p99 | from due p99.9 | from due max | from send p50 | from send p99 | from send p99.9 | issue 13 target (on p99 from due) |",
