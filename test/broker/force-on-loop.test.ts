@@ -183,7 +183,9 @@ describe("forcing on the event loop", () => {
       }
       // Written but never forced: not visible, and never acknowledged.
       expect(partition.visibleNextOffset).toBe(1);
-      await expect(broker.append("eio", 0, batchOfValues(["after"]))).rejects.toBeInstanceOf(PartitionFailedError);
+      await expect(broker.append("eio", 0, batchOfValues(["after"]))).rejects.toBeInstanceOf(
+        PartitionFailedError,
+      );
     } finally {
       await broker.close().catch(() => undefined);
     }
