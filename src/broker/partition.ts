@@ -635,7 +635,15 @@ export class Partition {
     for (let i = 0; i < partitions.length; i++) {
       const partition = partitions[i]!;
       partition.flushScheduled = false;
-      const group = partition.writePending(true);
+      let group: ForcedGroup | undefined;
+      try {
+        group = partition.writePending(true);
+      } catch (error) {
+        // writePending tells its waiters of every failure it expects; a throw here is a bug, and
+        // must not keep the other partitions' groups of this turn from being written.
+        console.error("booblik: writing a partition's pending group threw:", error);
+        continue;
+      }
       if (group === undefined) continue;
       forcedGroups++;
       if (forcedGroups === 1) {

@@ -5,7 +5,11 @@
  * on the loop once that one completed; a slow force sends the next ones to the pool. Whatever path a
  * force takes, no waiter is told before an fdatasync that started after its bytes were written
  * returned, and a failed fdatasync refuses the whole group. Real files through the embedded broker;
- * the storage's Disk seam records every segment pwrite and fdatasync in one sequence.
+ * the storage's Disk seam records every segment pwrite and fdatasync in one sequence. The seam
+ * leaves out the real fdatasync of segment files: on a loaded machine one takes 10-100 ms, which
+ * would trip the back-off (FORCE_ON_LOOP_SLOW_MS) and make the path a force takes depend on the
+ * machine. What these tests check is the order of pwrite, fdatasync and acknowledgement; that forced
+ * records survive a power cut is test/power-loss's job.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Broker } from "../../src/broker/broker.ts";
@@ -63,7 +67,7 @@ const restoreDisk = useDisk({
         slowNextLoopSyncMs = 0;
       }
     }
-    realDisk.datasyncNow(fd, path);
+    if (!path?.endsWith(".log")) realDisk.datasyncNow(fd, path);
     if (path !== undefined) recordSync(path, start, true);
   },
   async datasync(fd, path) {
@@ -72,7 +76,7 @@ const restoreDisk = useDisk({
       poolSyncs++;
       for (const [key, gate] of gates) if (path.includes(key)) await gate;
     }
-    await realDisk.datasync(fd, path);
+    if (!path?.endsWith(".log")) await realDisk.datasync(fd, path);
     if (path !== undefined) recordSync(path, start, false);
   },
 });
