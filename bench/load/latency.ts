@@ -8,7 +8,7 @@
  * the latency splits into the generator's part (due → sent: the lateness of its timer) and the rest
  * (sent → fetched: the broker, loopback, the consumer).
  * The consumer has its own process because, sharing one with the producer, a pause of either (its
- * collector, a late timer) delayed the other's time stamps (docs/benchmarks.md, issue 13).
+ * collector, a late timer) could delay the other's time stamps.
  * Usage: bun latency.ts <port> <topic> <rate> <seconds> <recordBytes>
  * Prints one JSON line: p50/p99/p999/max in milliseconds from due (`p50Ms`…), the same from sent
  * (`sentP50Ms`…), and the achieved rate.
