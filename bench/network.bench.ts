@@ -3,7 +3,9 @@
  *
  *   bun bench/network.bench.ts produce  [--seconds=5]   records/s, MB/s, broker CPU and memory
  *   bun bench/network.bench.ts consume  [--gib=1]       sendfile vs copying fetch, client checks CRCs
- *   bun bench/network.bench.ts latency  [--seconds=10]  produce→fetch latency at a fixed rate
+ *   bun bench/network.bench.ts latency  [--seconds=10] [--rounds=3] [--rates=10000,50000]
+ *                                       [--policies=append,force]  produce→fetch latency at a fixed
+ *                                       rate, and the disk's own fdatasync latency in the same run
  *   bun bench/network.bench.ts tls      [--gib=1] [--rounds=3]  consume: plain sendfile, plain copy
  *                                       and TLS (copy), interleaved per round; median and range
  *   bun bench/network.bench.ts all
@@ -23,9 +25,10 @@ import { brokerCpuSeconds, brokerMemory, runLoad, startBrokerProcess } from "./l
 
 // Option defaults differ per section ("" = the section's own default).
 const args = parseBenchArgs({
-  usage: "bun bench/network.bench.ts [all|produce|consume|latency|tls] [--seconds=N] [--gib=1] [--rounds=3]",
+  usage:
+    "bun bench/network.bench.ts [all|produce|consume|latency|tls] [--seconds=N] [--gib=1] [--rounds=3] [--rates=10000,50000] [--policies=append,force]",
   sections: ["all", "produce", "consume", "latency", "tls"],
-  options: { seconds: "", gib: "1", rounds: "3" },
+  options: { seconds: "", gib: "1", rounds: "3", rates: "10000,50000", policies: "append,force" },
 });
 const section = args.section;
 const secondsOr = (fallback: number) => (args.text("seconds") === "" ? fallback : args.number("seconds"));
@@ -131,37 +134,127 @@ async function consumeSection(dataDir: string): Promise<void> {
   }
 }
 
+interface LatencyResult {
+  achievedRate: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+  sentP50Ms: number;
+  sentP99Ms: number;
+  sentP999Ms: number;
+  sentMaxMs: number;
+}
+
+interface DiskForceResult {
+  forces: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+}
+
+/**
+ * Produce → fetch latency (issue 13's targets: p99 < 1 ms at 50 K records/s under `append`; under
+ * `force` within 1 ms of the disk's own fdatasync p99 measured in the same run). Each round runs
+ * every policy × rate on a fresh broker and data directory, in an order rotated per round, and one
+ * run of the disk's own force (bench/load/fdatasync.ts: pwrite 100 B + fdatasync in a loop, its own
+ * process, on the same directory, with nothing else of ours running). Figures: median (range) over
+ * rounds of each run's percentiles.
+ */
 async function latencySection(dataDir: string): Promise<void> {
   const seconds = secondsOr(10);
+  const rounds = args.number("rounds");
+  const rates = args
+    .text("rates")
+    .split(",")
+    .map((rate) => Number(rate));
+  const policies = args.text("policies").split(",") as ("append" | "force" | "interval")[];
   console.log(
-    `\n## produce → fetch latency (${seconds} s at a fixed rate, file write path, 100 B records, batches every ms, long-poll consumer)\n`,
+    `\n## produce → fetch latency (${seconds} s per run at a fixed rate, ${rounds} rounds, file write path, 100 B records, ` +
+      "a batch of rate/1000 records due every ms on one connection, a consumer long-polling FETCH (maxWaitMs 1000) on another, " +
+      "each in its own process; fresh broker and data directory per run)\n",
   );
-  console.log("| policy | rate rec/s | achieved | p50 ms | p99 ms | p99.9 ms | max ms |");
-  console.log("|---|---|---|---|---|---|---|");
-  const broker = await startBrokerProcess(path.join(dataDir, "latency"), []);
-  const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
-  try {
-    for (const policy of ["append", "force", "interval"] as const) {
-      for (const rate of [10_000, 50_000, 200_000]) {
-        const topic = `latency-${policy}-${rate}`;
-        await admin.createTopic(topic, { durability: policy });
+  const rows = policies.flatMap((policy) => rates.map((rate) => ({ policy, rate })));
+  const results = new Map<string, LatencyResult[]>();
+  const loads = new Map<string, number[]>();
+  const disk: DiskForceResult[] = [];
+  const diskLoads: number[] = [];
+  let run = 0;
+  for (let round = 0; round < rounds; round++) {
+    // The disk's own force first in even rounds and last in odd ones.
+    const order = rows.map((_, i) => rows[(i + round) % rows.length]!);
+    const probe = async () => {
+      diskLoads.push(loadAverage());
+      disk.push((await runLoad(path.join(LOAD, "fdatasync.ts"), [dataDir, "3"])) as DiskForceResult);
+    };
+    if (round % 2 === 0) await probe();
+    for (const { policy, rate } of order) {
+      const key = `${policy}/${rate}`;
+      const runDir = path.join(dataDir, `latency-${run++}`);
+      Bun.spawnSync(["sync"]);
+      const broker = await startBrokerProcess(runDir, []);
+      try {
+        const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+        await admin.createTopic("latency", { durability: policy });
+        admin.close();
+        (loads.get(key) ?? loads.set(key, []).get(key)!).push(loadAverage());
         const result = (await runLoad(path.join(LOAD, "latency.ts"), [
           String(broker.port),
-          topic,
+          "latency",
           String(rate),
           String(seconds),
           "100",
-        ])) as { achievedRate: number; p50Ms: number; p99Ms: number; p999Ms: number; maxMs: number };
-        console.log(
-          `| ${policy} | ${formatRate(rate)} | ${formatRate(result.achievedRate)} | ${result.p50Ms.toFixed(2)} | ` +
-            `${result.p99Ms.toFixed(2)} | ${result.p999Ms.toFixed(2)} | ${result.maxMs.toFixed(2)} |`,
-        );
+        ])) as LatencyResult;
+        (results.get(key) ?? results.set(key, []).get(key)!).push(result);
+      } finally {
+        await broker.stop();
+        fs.rmSync(runDir, { recursive: true, force: true });
       }
     }
-  } finally {
-    admin.close();
-    await broker.stop();
+    if (round % 2 === 1) await probe();
   }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const cell = (values: number[]) =>
+    `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)})`;
+  const diskP99 = median(disk.map((d) => d.p99Ms));
+  console.log(
+    `disk's own force (pwrite 100 B + fdatasync, ${disk.length} runs of 3 s, ${median(disk.map((d) => d.forces / 3)).toFixed(0)} forces/s; ` +
+      `load avg ${Math.min(...diskLoads).toFixed(1)}–${Math.max(...diskLoads).toFixed(1)}), ms: ` +
+      `p50 ${cell(disk.map((d) => d.p50Ms))}, p99 ${cell(disk.map((d) => d.p99Ms))}, ` +
+      `p99.9 ${cell(disk.map((d) => d.p999Ms))}, max ${cell(disk.map((d) => d.maxMs))}\n`,
+  );
+  console.log(
+    "Latency of each record from its batch's due time (includes the generator's timer lateness) and from its batch's send; ms, median (range) over rounds.\n",
+  );
+  console.log(
+    "| policy | rate rec/s | load avg | achieved | from due p50 | from due p99 | from due p99.9 | from due max | from send p50 | from send p99 | from send p99.9 | issue 13 target (on p99 from due) |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const { policy, rate } of rows) {
+    const key = `${policy}/${rate}`;
+    const list = results.get(key)!;
+    const rowLoads = loads.get(key)!;
+    const p99 = median(list.map((r) => r.p99Ms));
+    const target =
+      rate !== 50_000
+        ? "-"
+        : policy === "append"
+          ? `< 1 ms: ${p99 < 1 ? "met" : "not met"}`
+          : policy === "force"
+            ? `≤ disk p99 + 1 = ${(diskP99 + 1).toFixed(2)} ms: ${p99 <= diskP99 + 1 ? "met" : "not met"}`
+            : "-";
+    console.log(
+      `| ${policy} | ${formatRate(rate)} | ${Math.min(...rowLoads).toFixed(1)}–${Math.max(...rowLoads).toFixed(1)} | ` +
+        `${formatRate(median(list.map((r) => r.achievedRate)))} | ${cell(list.map((r) => r.p50Ms))} | ${cell(list.map((r) => r.p99Ms))} | ` +
+        `${cell(list.map((r) => r.p999Ms))} | ${cell(list.map((r) => r.maxMs))} | ${cell(list.map((r) => r.sentP50Ms))} | ` +
+        `${cell(list.map((r) => r.sentP99Ms))} | ${cell(list.map((r) => r.sentP999Ms))} | ${target} |`,
+    );
+  }
+}
+
+function loadAverage(): number {
+  return Number(fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
 }
 
 /**

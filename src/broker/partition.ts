@@ -20,7 +20,11 @@
  * - `append`: acknowledged once written; sealed segments are forced in the background after a roll,
  *   so the recovery point keeps up and a restart after a crash scans at most about one segment.
  * - `force`: acknowledged after a force that covers the batch; at most one force in flight, batches
- *   that arrive meanwhile wait for the next one (GroupCommit). No force runs on the JS thread.
+ *   that arrive meanwhile wait for the next one (GroupCommit). A coalesced group that is the only
+ *   forced group of its event-loop turn is forced on the event loop right after its pwrite and
+ *   answered at once (the Redis way; why, with the measurements: src/storage/group-commit.ts);
+ *   groups of several partitions in one turn are forced in parallel on the thread pool, as is every
+ *   other force, and so is every force while the loop backs off after a slow one.
  * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
  *   unforced.
  *
@@ -34,7 +38,9 @@
  * group was written. Every other append path (`append`, `appendInternal`, `close`) writes the
  * pending group first, so order holds across paths. Why a turn and not a microtask: Bun runs the
  * microtasks after each socket's data callback, so a microtask would group one connection's
- * requests only; an immediate runs after every socket that was ready in the turn was read.
+ * requests only; an immediate runs after every socket that was ready in the turn was read. One
+ * immediate per turn writes the groups of every partition (`flushTurn`), so it knows how many of
+ * them need a force.
  */
 import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
@@ -44,6 +50,8 @@ import {
   COALESCED_SPARE_BUFFERS_MAX,
   ENTRY_HEADER_BYTES,
   FETCH_BYTES_DEFAULT,
+  FORCE_ON_LOOP_BACKOFF_MS,
+  FORCE_ON_LOOP_SLOW_MS,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import {
@@ -215,6 +223,8 @@ function tellFailure(waiter: AppendWaiter, error: unknown): void {
  */
 const spareBuffers: Uint8Array[] = [];
 const NO_BYTES = new Uint8Array(0);
+/** Until this time (performance.now()), forces go to the thread pool: a force on the loop was slow. */
+let forceOnLoopBackoffUntilMs = 0;
 
 function takeSpareBuffer(capacityBytes: number): Uint8Array | undefined {
   for (let i = 0; i < spareBuffers.length; i++) {
@@ -361,7 +371,14 @@ export class Partition {
   private pendingWaiters: AppendWaiter[] = [];
   private pendingLengths: number[] = [];
   private pendingCounts: number[] = [];
+  /** True while this partition is in `turnPartitions` (its pending group is written at the end of the turn). */
   private flushScheduled = false;
+  private readonly observeForceSeconds: ((seconds: number) => void) | undefined;
+  /** Partitions whose pending group `flushTurn` writes at the end of this turn, in arrival order. */
+  private static turnPartitions: Partition[] = [];
+  /** The other list, swapped in while `flushTurn` runs (no allocation per turn). */
+  private static spareTurnPartitions: Partition[] = [];
+  private static turnScheduled = false;
   private readonly measured: ValidatedBatches = { offsetCount: 0, batchCount: 0 };
 
   constructor(
@@ -391,11 +408,15 @@ export class Partition {
     }
     this.producers = rebuilt.table;
     this.producerStateReplayedFrom = rebuilt.replayedFrom;
-    this.groupCommit = new GroupCommit(async () => {
-      const startMs = performance.now();
-      await log.force();
-      observeForceSeconds?.((performance.now() - startMs) / 1000);
-    });
+    this.observeForceSeconds = observeForceSeconds;
+    this.groupCommit = new GroupCommit(
+      async () => {
+        const startMs = performance.now();
+        await log.force();
+        observeForceSeconds?.((performance.now() - startMs) / 1000);
+      },
+      { forceNow: this.forceOnLoop, allowed: this.forceOnLoopAllowed },
+    );
     this.startTimer();
   }
 
@@ -590,23 +611,87 @@ export class Partition {
     this.pendingCounts.push(measured.offsetCount);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(this.flushPending);
+      Partition.turnPartitions.push(this);
+      if (!Partition.turnScheduled) {
+        Partition.turnScheduled = true;
+        setImmediate(Partition.flushTurn);
+      }
     }
   }
 
-  private readonly flushPending = (): void => {
-    this.flushScheduled = false;
-    this.writePending();
+  /**
+   * The end of a turn: writes the pending group of every partition that got one. A forced group that
+   * is the only one of the turn is forced on the loop (`forceGroup`); several go to their group
+   * commits, which force them in parallel on the thread pool (one after another on the loop would
+   * add their fdatasyncs up).
+   */
+  private static readonly flushTurn = (): void => {
+    Partition.turnScheduled = false;
+    const partitions = Partition.turnPartitions;
+    Partition.turnPartitions = Partition.spareTurnPartitions;
+    let first: Partition | undefined;
+    let firstGroup: ForcedGroup | undefined;
+    let forcedGroups = 0;
+    for (let i = 0; i < partitions.length; i++) {
+      const partition = partitions[i]!;
+      partition.flushScheduled = false;
+      let group: ForcedGroup | undefined;
+      try {
+        group = partition.writePending(true);
+      } catch (error) {
+        // writePending tells its waiters of every failure it expects; a throw here is a bug, and
+        // must not keep the other partitions' groups of this turn from being written.
+        console.error("booblik: writing a partition's pending group threw:", error);
+        continue;
+      }
+      if (group === undefined) continue;
+      forcedGroups++;
+      if (forcedGroups === 1) {
+        first = partition;
+        firstGroup = group;
+        continue;
+      }
+      if (forcedGroups === 2) first!.groupCommit.enqueue(firstGroup!);
+      partition.groupCommit.enqueue(group);
+    }
+    partitions.length = 0;
+    Partition.spareTurnPartitions = partitions;
+    if (forcedGroups === 1) first!.forceGroup(firstGroup!);
+  };
+
+  /**
+   * Forces `group` on the event loop and answers it, unless a force is in flight (the group waits
+   * for the next one) or `forceOnLoopAllowed` says no.
+   */
+  private forceGroup(group: ForcedGroup): void {
+    this.groupCommit.forceNowOrEnqueue(group);
+  }
+
+  /**
+   * Not while the loop backs off after a slow force, and not on the mapped write path (its force on
+   * the calling thread adds an msync over the mapping; not measured, so it keeps the thread pool).
+   */
+  private readonly forceOnLoopAllowed = (): boolean =>
+    this.log.config.writeMode === "file" && performance.now() >= forceOnLoopBackoffUntilMs;
+
+  private readonly forceOnLoop = (): void => {
+    const startMs = performance.now();
+    this.log.forceNow(true);
+    const elapsedMs = performance.now() - startMs;
+    this.observeForceSeconds?.(elapsedMs / 1000);
+    if (elapsedMs > FORCE_ON_LOOP_SLOW_MS)
+      forceOnLoopBackoffUntilMs = startMs + elapsedMs + FORCE_ON_LOOP_BACKOFF_MS;
   };
 
   /**
    * Writes the pending group as one append and tells its waiters (or hands them to the group
    * commit). A group that fails is retried one append at a time: each then gets its own outcome
-   * (a full disk may leave room for the smaller ones; a failed log refuses each at once).
+   * (a full disk may leave room for the smaller ones; a failed log refuses each at once). With
+   * `deferForce`, a group written under `force` is returned instead, for the caller to force.
    */
-  private writePending(): void {
+  private writePending(deferForce = false): ForcedGroup | undefined {
     const count = this.pendingWaiters.length;
-    if (count === 0) return;
+    if (count === 0) return undefined;
     const waiters = this.pendingWaiters;
     const lengths = this.pendingLengths;
     const counts = this.pendingCounts;
@@ -632,7 +717,7 @@ export class Partition {
       if (count === 1) {
         giveSpareBuffer(buffer);
         tellFailure(waiters[0]!, error);
-        return;
+        return undefined;
       }
       // One at a time from a copy: the buffer goes back to the spares first.
       const copy = bytes.slice();
@@ -642,7 +727,7 @@ export class Partition {
         this.writeOne(copy.subarray(at, at + lengths[i]!), counts[i]!, waiters[i]!);
         at += lengths[i]!;
       }
-      return;
+      return undefined;
     }
     giveSpareBuffer(buffer);
     // A roll (a group fits an empty segment, so it rolls before its first batch): the producer
@@ -655,8 +740,10 @@ export class Partition {
         firstOffsets[i] = offset;
         offset += counts[i]!;
       }
-      this.groupCommit.enqueue(new ForcedGroup(waiters, firstOffsets, counts, logAppendTimeMs));
-      return;
+      const group = new ForcedGroup(waiters, firstOffsets, counts, logAppendTimeMs);
+      if (deferForce) return group;
+      this.groupCommit.enqueue(group);
+      return undefined;
     }
     if (this.policy === "append" && log.unforcedSealedCount > 0) this.backgroundForce();
     let offset = firstOffset;
@@ -664,6 +751,7 @@ export class Partition {
       tell(waiters[i]!, offset, counts[i]!, "appended", logAppendTimeMs);
       offset += counts[i]!;
     }
+    return undefined;
   }
 
   /** Writes one validated append now and tells its waiter (or hands it to the group commit). */

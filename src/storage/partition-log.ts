@@ -502,8 +502,12 @@ export class PartitionLog {
     if (this.forceListeners.size > 0) for (const listener of [...this.forceListeners]) listener();
   }
 
-  /** Like force, on the calling thread (close, tools, tests). */
-  forceNow(): void {
+  /**
+   * Like force, on the calling thread (close, tools, tests; and the broker's PRODUCE path for a
+   * turn's only forced group, src/broker/partition.ts). With `checkpoint`, the checkpoint is then
+   * written in the background when stale, as after `force`.
+   */
+  forceNow(checkpoint = false): void {
     this.checkUsable();
     const active = this.segments.at(-1)!;
     try {
@@ -527,7 +531,8 @@ export class PartitionLog {
       position: active.sizeBytes,
       nextOffset: active.nextOffset,
     };
-    for (const listener of [...this.forceListeners]) listener();
+    if (checkpoint) this.maybeCheckpoint();
+    if (this.forceListeners.size > 0) for (const listener of [...this.forceListeners]) listener();
   }
 
   /** Writes the checkpoint in the background when it is stale and none is being written. */

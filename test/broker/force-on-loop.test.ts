@@ -1,0 +1,294 @@
+/**
+ * Forcing on the event loop (issue 13; src/storage/group-commit.ts, src/broker/partition.ts): a
+ * turn's only forced group is forced right after its pwrite on the calling thread and answered;
+ * groups of several partitions go to the thread pool; a group queued behind a pool force is forced
+ * on the loop once that one completed; a slow force sends the next ones to the pool. Whatever path a
+ * force takes, no waiter is told before an fdatasync that started after its bytes were written
+ * returned, and a failed fdatasync refuses the whole group. Real files through the embedded broker;
+ * the storage's Disk seam records every segment pwrite and fdatasync in one sequence. The seam
+ * leaves out the real fdatasync of segment files: on a loaded machine one takes 10-100 ms, which
+ * would trip the back-off (FORCE_ON_LOOP_SLOW_MS) and make the path a force takes depend on the
+ * machine. What these tests check is the order of pwrite, fdatasync and acknowledgement; that forced
+ * records survive a power cut is test/power-loss's job.
+ */
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { Broker } from "../../src/broker/broker.ts";
+import type { AppendWaiter, Partition } from "../../src/broker/partition.ts";
+import { IoError, PartitionFailedError } from "../../src/domain/errors.ts";
+import { FORCE_ON_LOOP_BACKOFF_MS, FORCE_ON_LOOP_SLOW_MS } from "../../src/domain/limits.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
+import { realDisk, useDisk } from "../../src/storage/disk.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
+
+setDefaultTimeout(30_000);
+
+/** One sequence for every event the test orders: segment pwrites, fdatasync starts and ends, tells. */
+let seq = 0;
+/** Per segment file: the sequence number of each pwrite. */
+const writes = new Map<string, number[]>();
+/** Per segment file: each fdatasync that returned, with when it started and ended, and on which thread. */
+const syncs = new Map<string, { start: number; end: number; onLoop: boolean }[]>();
+let loopSyncs = 0;
+let poolSyncs = 0;
+/** Set by a test: the next fdatasync on the loop fails with EIO (and does not sync). */
+let failNextLoopSync = false;
+/** Set by a test: the next fdatasync on the loop takes this long first. */
+let slowNextLoopSyncMs = 0;
+/** Set by a test: a pool fdatasync of a file whose path contains a key waits for the key's gate. */
+const gates = new Map<string, Promise<void>>();
+
+function recordSync(path: string, start: number, onLoop: boolean): void {
+  const list = syncs.get(path) ?? [];
+  list.push({ start, end: ++seq, onLoop });
+  syncs.set(path, list);
+}
+
+const restoreDisk = useDisk({
+  ...realDisk,
+  pwriteAll(fd, source, start, end, position, path) {
+    realDisk.pwriteAll(fd, source, start, end, position, path);
+    if (path?.endsWith(".log")) {
+      const list = writes.get(path) ?? [];
+      list.push(++seq);
+      writes.set(path, list);
+    }
+  },
+  datasyncNow(fd, path) {
+    const start = ++seq;
+    if (path?.endsWith(".log")) {
+      loopSyncs++;
+      if (failNextLoopSync) {
+        failNextLoopSync = false;
+        throw new IoError("fdatasync", 5, "EIO", path);
+      }
+      if (slowNextLoopSyncMs > 0) {
+        Bun.sleepSync(slowNextLoopSyncMs);
+        slowNextLoopSyncMs = 0;
+      }
+    }
+    if (!path?.endsWith(".log")) realDisk.datasyncNow(fd, path);
+    if (path !== undefined) recordSync(path, start, true);
+  },
+  async datasync(fd, path) {
+    const start = ++seq;
+    if (path?.endsWith(".log")) {
+      poolSyncs++;
+      for (const [key, gate] of gates) if (path.includes(key)) await gate;
+    }
+    if (!path?.endsWith(".log")) await realDisk.datasync(fd, path);
+    if (path !== undefined) recordSync(path, start, false);
+  },
+});
+afterEach(() => {
+  failNextLoopSync = false;
+  slowNextLoopSyncMs = 0;
+  gates.clear();
+});
+process.on("exit", restoreDisk);
+
+interface Told {
+  waiter: AppendWaiter;
+  /** How many pwrites the segment file had when the append was made: its bytes are in a later one. */
+  writesBefore: number;
+  outcome?: { firstOffset: number; durability: string; at: number } | { error: unknown; at: number };
+}
+
+/** The segment file partitions write to (one segment each in these tests). */
+function segmentPath(partition: Partition): string {
+  const path = [...writes.keys()].find((file) => file.startsWith(`${partition.log.directory}/`));
+  if (path === undefined) throw new Error(`no segment pwrite seen under ${partition.log.directory}`);
+  return path;
+}
+
+/** Appends one record through the PRODUCE path's appendQueued, recording when it is told. */
+function append(partition: Partition, value: string): Told {
+  const path = segmentPath(partition);
+  const told: Told = { waiter: undefined as unknown as AppendWaiter, writesBefore: writes.get(path)!.length };
+  told.waiter = {
+    appended(firstOffset, _recordCount, durability) {
+      told.outcome = { firstOffset, durability, at: ++seq };
+    },
+    appendFailed(error) {
+      told.outcome = { error, at: ++seq };
+    },
+  };
+  partition.appendQueued(batchOfValues([value]), told.waiter);
+  return told;
+}
+
+/**
+ * The promise: each append told `forced` was told after an fdatasync of its segment file that
+ * started after the pwrite carrying its bytes (the first pwrite after the append was made; no roll
+ * in these tests) and returned.
+ */
+function expectForcedBeforeTold(partition: Partition, appends: Told[]): void {
+  const path = segmentPath(partition);
+  for (const told of appends) {
+    const outcome = told.outcome;
+    expect(outcome !== undefined && "durability" in outcome && outcome.durability === "forced").toBe(true);
+    const written = writes.get(path)![told.writesBefore];
+    expect(written).toBeDefined();
+    const covering = (syncs.get(path) ?? []).some((s) => s.start > written! && s.end < outcome!.at);
+    expect(covering).toBe(true);
+  }
+}
+
+/** A forced topic with its segment created (the header's pwrite seen) and its first force done. */
+async function forcedPartition(broker: Broker, topic: string): Promise<Partition> {
+  broker.createTopic(topic, { durability: "force" });
+  const partition = broker.partition(topic, 0);
+  // The segment header is written at creation; one append settles the directory's first force.
+  await broker.append(topic, 0, batchOfValues(["warm-up"]));
+  return partition;
+}
+
+describe("forcing on the event loop", () => {
+  test("a turn's only forced group is forced on the loop after its pwrite; nobody is told before it returned", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = await forcedPartition(broker, "solo");
+      const loopForcesBefore = partition.groupCommit.loopForceCount;
+      const loopSyncsBefore = loopSyncs;
+      const poolSyncsBefore = poolSyncs;
+      const all: Told[] = [];
+      for (let turn = 0; turn < 3; turn++) {
+        const group = Array.from({ length: 20 }, (_, i) => append(partition, `t${turn}.${i}`));
+        // Nothing is told within the turn the appends arrived in, and nothing is visible yet.
+        expect(group.every((told) => told.outcome === undefined)).toBe(true);
+        await waitUntil(() => group.every((told) => told.outcome !== undefined), `turn ${turn} answered`);
+        all.push(...group);
+      }
+      expectForcedBeforeTold(partition, all);
+      expect(all.map((told) => (told.outcome as { firstOffset: number }).firstOffset)).toEqual(
+        Array.from({ length: 60 }, (_, i) => i + 1),
+      );
+      expect(partition.groupCommit.loopForceCount - loopForcesBefore).toBe(3);
+      expect(loopSyncs - loopSyncsBefore).toBe(3);
+      expect(poolSyncs - poolSyncsBefore).toBe(0);
+      expect(partition.visibleNextOffset).toBe(61);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a failed fdatasync on the loop refuses every append of the group, and the log refuses later ones", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = await forcedPartition(broker, "eio");
+      failNextLoopSync = true;
+      const group = Array.from({ length: 10 }, (_, i) => append(partition, `e${i}`));
+      await waitUntil(() => group.every((told) => told.outcome !== undefined), "the group answered");
+      for (const told of group) {
+        expect(told.outcome !== undefined && "error" in told.outcome).toBe(true);
+        expect((told.outcome as { error: unknown }).error).toBeInstanceOf(IoError);
+      }
+      // Written but never forced: not visible, and never acknowledged.
+      expect(partition.visibleNextOffset).toBe(1);
+      await expect(broker.append("eio", 0, batchOfValues(["after"]))).rejects.toBeInstanceOf(
+        PartitionFailedError,
+      );
+    } finally {
+      await broker.close().catch(() => undefined);
+    }
+  });
+
+  test("two partitions in one turn are forced on the pool; a later turn with one goes back to the loop", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const a = await forcedPartition(broker, "pa");
+      const b = await forcedPartition(broker, "pb");
+      const loopBefore = loopSyncs;
+      const poolBefore = poolSyncs;
+      const both = [
+        ...Array.from({ length: 5 }, (_, i) => append(a, `a${i}`)),
+        ...Array.from({ length: 5 }, (_, i) => append(b, `b${i}`)),
+      ];
+      await waitUntil(() => both.every((told) => told.outcome !== undefined), "both groups answered");
+      expectForcedBeforeTold(a, both.slice(0, 5));
+      expectForcedBeforeTold(b, both.slice(5));
+      expect(poolSyncs - poolBefore).toBe(2);
+      expect(loopSyncs - loopBefore).toBe(0);
+      const alone = Array.from({ length: 5 }, (_, i) => append(a, `a-alone${i}`));
+      await waitUntil(() => alone.every((told) => told.outcome !== undefined), "the lone group answered");
+      expectForcedBeforeTold(a, alone);
+      expect(loopSyncs - loopBefore).toBe(1);
+      expect(poolSyncs - poolBefore).toBe(2);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a group queued behind a pool force is forced on the loop once no pool force is left", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const a = await forcedPartition(broker, "qa");
+      const b = await forcedPartition(broker, "qb");
+      let openA!: () => void;
+      let openB!: () => void;
+      gates.set("/qa", new Promise<void>((resolve) => (openA = resolve)));
+      gates.set("/qb", new Promise<void>((resolve) => (openB = resolve)));
+      const poolBefore = poolSyncs;
+      const loopBefore = loopSyncs;
+      const first = [append(a, "a0"), append(b, "b0")];
+      await waitUntil(() => poolSyncs - poolBefore === 2, "both forces on the pool");
+      // A's force waits at its gate: the next turn's group of A queues behind it.
+      const queued = Array.from({ length: 5 }, (_, i) => append(a, `a-queued${i}`));
+      await waitUntil(() => a.log.nextOffset === 7, "the queued group written");
+      expect(queued.every((told) => told.outcome === undefined)).toBe(true);
+      openB();
+      await waitUntil(() => first[1]!.outcome !== undefined, "B answered");
+      openA();
+      await waitUntil(() => queued.every((told) => told.outcome !== undefined), "the queued group answered");
+      expectForcedBeforeTold(a, [first[0]!, ...queued]);
+      expectForcedBeforeTold(b, [first[1]!]);
+      expect(poolSyncs - poolBefore).toBe(2);
+      expect(loopSyncs - loopBefore).toBe(1);
+    } finally {
+      gates.clear();
+      await broker.close();
+    }
+  });
+
+  // Last: the back-off is the process's (one disk), and it lasts FORCE_ON_LOOP_BACKOFF_MS.
+  test("a force on the loop slower than FORCE_ON_LOOP_SLOW_MS sends the next forces to the pool for a while", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = await forcedPartition(broker, "slow");
+      slowNextLoopSyncMs = FORCE_ON_LOOP_SLOW_MS + 5;
+      const loopBefore = loopSyncs;
+      const poolBefore = poolSyncs;
+      const slowStartMs = performance.now();
+      const slow = [append(partition, "slow")];
+      await waitUntil(() => slow[0]!.outcome !== undefined, "the slow group answered");
+      expect(loopSyncs - loopBefore).toBe(1);
+      const next = [append(partition, "next")];
+      await waitUntil(() => next[0]!.outcome !== undefined, "the next group answered");
+      expectForcedBeforeTold(partition, [...slow, ...next]);
+      expect(poolSyncs - poolBefore).toBe(1);
+      expect(loopSyncs - loopBefore).toBe(1);
+      // Once the back-off ended, the loop again: appends until one is forced there.
+      const later: Told[] = [];
+      await waitUntil(
+        async () => {
+          const told = append(partition, `later${later.length}`);
+          later.push(told);
+          await waitUntil(() => told.outcome !== undefined, "a later group answered");
+          return loopSyncs - loopBefore === 2;
+        },
+        "a force on the loop again",
+        FORCE_ON_LOOP_BACKOFF_MS * 5,
+        20,
+      );
+      expect(performance.now() - slowStartMs).toBeGreaterThanOrEqual(FORCE_ON_LOOP_BACKOFF_MS);
+      expectForcedBeforeTold(partition, later);
+    } finally {
+      await broker.close();
+    }
+  });
+});
