@@ -54,7 +54,7 @@ export interface AuthorizationOptions {
 }
 
 /** A denial, for the listener's audit line and counter. */
-export type DenialListener = "native" | "kafka";
+export type DenialListener = "native" | "kafka" | "console";
 
 export class AclStore {
   private readonly file: string;
@@ -65,7 +65,7 @@ export class AclStore {
   private readonly decisions = new Map<string, boolean>();
   private changing: Promise<unknown> = Promise.resolve();
   /** Requests (or parts of one, per topic) refused by an ACL, per listener; for /metrics. */
-  readonly denials: Record<DenialListener, number> = { native: 0, kafka: 0 };
+  readonly denials: Record<DenialListener, number> = { native: 0, kafka: 0, console: 0 };
 
   private constructor(file: string, acls: Acl[], options: AuthorizationOptions | undefined) {
     this.file = file;

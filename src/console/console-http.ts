@@ -17,6 +17,13 @@
 import type { Server } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import {
+  ACL_OPERATION,
+  type AclResourceType,
+  ANONYMOUS_PRINCIPAL,
+  CLUSTER_RESOURCE_NAME,
+  RESOURCE_TYPE,
+} from "../auth/acl.ts";
+import {
   BooblikError,
   InvalidArgumentError,
   OffsetOutOfRangeError,
@@ -145,16 +152,37 @@ export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = {
         return route === "login" ? auth.login(request, peer) : auth.logout(request);
       }
       if (request.method !== "GET") return problem(405, "the console is read-only: GET only");
-      if (auth === undefined) return answer(request, url, route);
+      if (auth === undefined) return answer(request, url, route, peer);
       return auth
         .authenticate(request, peer)
-        .then((result) => ("refusal" in result ? result.refusal : answer(request, url, route, result.user)));
+        .then((result) =>
+          "refusal" in result ? result.refusal : answer(request, url, route, peer, result.user),
+        );
     },
   };
 
-  /** A data request that passed the access check; `user` is who logged in (undefined: no users). */
-  function answer(request: Request, url: URL, route: string, user?: string): Response {
+  /**
+   * A data request that passed the access check; `user` is who logged in (undefined: no users).
+   * With --authorizer acl the console asks the ACLs the protocols ask, for the principal `User:<user>`
+   * (`User:ANONYMOUS` without users) from the peer's address: the live views and the overview show
+   * the whole broker, so they need DESCRIBE on the cluster; the topic list shows the topics the
+   * principal may DESCRIBE, the record browser needs READ on the topic, the groups list shows the
+   * groups it may DESCRIBE and a group's page needs DESCRIBE on the group.
+   */
+  function answer(request: Request, url: URL, route: string, peer: string, user?: string): Response {
     if (route === "session") return json({ loginRequired: access.auth !== undefined, user: user ?? null });
+    const principal = user === undefined ? ANONYMOUS_PRINCIPAL : `User:${user}`;
+    const acls = targets.broker?.acls;
+    const may = (operation: number, type: AclResourceType, name: string) =>
+      acls === undefined || !acls.enforcing || acls.allowed(principal, peer, operation, { type, name });
+    const denied = (operation: number, type: AclResourceType, name: string) =>
+      problem(403, acls!.denied("console", principal, peer, operation, { type, name }).message);
+    if (
+      (route === "overview" || route === "stream") &&
+      !may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME)
+    ) {
+      return denied(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    }
     sampler.start();
     if (route === "overview") return json(overview());
     if (route === "stream") {
@@ -170,22 +198,36 @@ export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = {
         return problem(503, "the data directory is still opening");
       }
       try {
-        if (route === "groups") return json(sampler.groupRows());
+        if (route === "groups") {
+          return json(
+            sampler.groupRows().filter((row) => may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, row.group)),
+          );
+        }
         if (route === "group") {
           const group = url.searchParams.get("group");
           if (group === null || group === "") throw new InvalidArgumentError("group is required");
+          if (!may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group)) {
+            return denied(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group);
+          }
           const detail = sampler.groupDetail(group);
           if (detail === null) return problem(404, `no consumer group ${JSON.stringify(group)}`);
           return json({ ...detail, lagHistory: sampler.lagHistoryOf(group) });
         }
         if (route === "topic-names") {
           return json(
-            broker.listTopics().map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),
+            broker
+              .listTopics()
+              .filter((topic) => may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic.name))
+              .map((topic) => ({ name: topic.name, partitions: topic.partitions.length })),
           );
         }
         const query = url.searchParams;
         const topic = query.get("topic");
         if (topic === null || topic === "") throw new InvalidArgumentError("topic is required");
+        // Before the lookup, so that a refusal does not tell whether the topic exists.
+        if (!may(ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic)) {
+          return denied(ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic);
+        }
         const number = (name: string, max = OFFSET_MAX) => integerParameter(name, query.get(name), 0, max);
         const timestampMs = integerParameter("timestampMs", query.get("timestampMs"), -1, OFFSET_MAX);
         const offset = number("offset");

@@ -94,6 +94,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
         ...(targets.kafka === undefined
           ? []
           : [[{ listener: "kafka" }, acls.denials.kafka] as [Record<string, string>, number]]),
+        [{ listener: "console" }, acls.denials.console],
       ];
     },
   );

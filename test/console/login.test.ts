@@ -7,8 +7,11 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import { chromium } from "playwright-core";
+import { ACL_OPERATION, ACL_PERMISSION, PATTERN_TYPE, RESOURCE_TYPE } from "../../src/auth/acl.ts";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
+import { BooblikClient } from "../../src/client/client.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { makeCertificates, type TestCertificates } from "../helpers/tls-certs.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -223,6 +226,80 @@ describe("console logins over plain HTTP", () => {
     });
     const remoteLogin = await login(plainBase, "alice", "correct horse", { host: "broker.example" });
     expect(remoteLogin.status).toBe(403);
+  });
+});
+
+describe("the console under ACLs (--authorizer acl)", () => {
+  test("a user sees what its ACLs let it describe and reads only topics it may read", async () => {
+    await using broker = await startBroker(dir.file("acl-data"), [
+      "--users-file",
+      usersFile,
+      "--metrics-port",
+      "0",
+      "--authorizer",
+      "acl",
+      "--super-users",
+      "User:alice",
+    ]);
+    const base = `http://127.0.0.1:${metricsPortOf(broker.startLine)}`;
+    const admin = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: broker.port,
+      retries: 0,
+      user: "alice",
+      password: "correct horse",
+    });
+    try {
+      await admin.createTopic("shared");
+      await admin.createTopic("secret");
+      // bob may read "shared" (READ implies DESCRIBE), nothing else.
+      await admin.createAcls([
+        {
+          resourceType: RESOURCE_TYPE.TOPIC,
+          resourceName: "shared",
+          patternType: PATTERN_TYPE.LITERAL,
+          principal: "User:bob",
+          host: "*",
+          operation: ACL_OPERATION.READ,
+          permission: ACL_PERMISSION.ALLOW,
+        },
+      ]);
+    } finally {
+      admin.close();
+    }
+    const cookieOf = async (user: string, password: string) =>
+      sessionCookie(await login(base, user, password));
+    const bob = await cookieOf("bob", "battery staple");
+    const get = (path: string, cookie: string) =>
+      fetch(`${base}/console/api/${path}`, { headers: { cookie } });
+
+    const names = await get("topic-names", bob);
+    expect(await names.json()).toEqual([{ name: "shared", partitions: 1 }]);
+    expect((await get("records?topic=shared", bob)).status).toBe(200);
+    const secret = await get("records?topic=secret", bob);
+    expect(secret.status).toBe(403);
+    expect(await secret.json()).toEqual({
+      error: 'User:bob (from 127.0.0.1) is not authorized to READ TOPIC "secret"',
+    });
+    // A topic that does not exist is refused the same way: the refusal does not tell.
+    expect((await get("records?topic=nothing-here", bob)).status).toBe(403);
+    // The overview and the live views show the whole broker: DESCRIBE on the cluster.
+    const overview = await get("overview", bob);
+    expect(overview.status).toBe(403);
+    expect(await overview.json()).toEqual({
+      error: 'User:bob (from 127.0.0.1) is not authorized to DESCRIBE CLUSTER "kafka-cluster"',
+    });
+    expect((await get("stream?view=topics", bob)).status).toBe(403);
+    expect((await get("group?group=billing", bob)).status).toBe(403);
+
+    // The super user sees everything.
+    const alice = await cookieOf("alice", "correct horse");
+    expect(((await (await get("topic-names", alice)).json()) as unknown[]).length).toBe(2);
+    expect((await get("overview", alice)).status).toBe(200);
+    expect((await get("records?topic=secret", alice)).status).toBe(200);
+
+    const scrape = await (await fetch(`${base}/metrics`)).text();
+    expect(metricValue(scrape, 'booblik_authorization_denials_total{listener="console"}')).toBe(5);
   });
 });
 
