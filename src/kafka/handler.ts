@@ -1099,11 +1099,19 @@ export class KafkaHandler {
         } else {
           // One admin request per topic created, from the address's allowance (throws LIMIT_EXCEEDED).
           this.options.adminRate?.take(clientAddress);
-          this.broker.createTopic(topic.name, settings);
+          const created = this.broker.createTopic(topic.name, settings);
+          const { partitions, durability, writeMode, segmentBytes } = created.config;
+          this.audit(
+            who,
+            `created topic ${JSON.stringify(topic.name)} (${partitions} partitions, ${durability}, ${writeMode}, segments of ${segmentBytes} bytes)`,
+          );
         }
         result(KAFKA_ERROR.NONE, null);
       } catch (error) {
         const mapped = kafkaErrorOf(error);
+        if (!request.validateOnly) {
+          this.audit(who, `create topic ${JSON.stringify(topic.name)} refused: ${mapped.message}`);
+        }
         const code =
           mapped.code !== KAFKA_ERROR.INVALID_REQUEST
             ? mapped.code
@@ -1164,9 +1172,12 @@ export class KafkaHandler {
       try {
         this.options.adminRate?.take(clientAddress);
         await this.broker.deleteTopic(name);
+        this.audit(who, `deleted topic ${JSON.stringify(name)}`);
         results.push({ name, errorCode: KAFKA_ERROR.NONE, errorMessage: null });
       } catch (error) {
-        results.push({ name, errorCode: kafkaErrorOf(error).code, errorMessage: null });
+        const mapped = kafkaErrorOf(error);
+        this.audit(who, `delete topic ${JSON.stringify(name)} refused: ${mapped.message}`);
+        results.push({ name, errorCode: mapped.code, errorMessage: null });
       }
     }
     return this.respond((writer) => encodeDeleteTopicsResponse(writer, version, correlationId, results));
@@ -1206,9 +1217,18 @@ export class KafkaHandler {
         }
         try {
           const purged = await this.broker.purge(topic.name, entry.partition, entry.offset);
+          this.audit(
+            who,
+            `purged topic ${JSON.stringify(topic.name)}: partition ${entry.partition} before ${entry.offset}; it now starts from ${purged.logStartOffset}`,
+          );
           result(purged.logStartOffset, KAFKA_ERROR.NONE);
         } catch (error) {
-          result(-1, kafkaErrorOf(error).code);
+          const mapped = kafkaErrorOf(error);
+          this.audit(
+            who,
+            `purge topic ${JSON.stringify(topic.name)} partition ${entry.partition} before ${entry.offset} refused: ${mapped.message}`,
+          );
+          result(-1, mapped.code);
         }
       }
       topics.push({ name: topic.name, partitions });
@@ -1264,11 +1284,19 @@ export class KafkaHandler {
           }
         } else {
           this.options.adminRate?.take(clientAddress);
+          const before = this.broker.describeTopic(topic.name).config.partitions;
           this.broker.addPartitions(topic.name, topic.count);
+          this.audit(
+            who,
+            `added partitions to topic ${JSON.stringify(topic.name)}: ${before} → ${topic.count}`,
+          );
         }
         result(KAFKA_ERROR.NONE, null);
       } catch (error) {
         const mapped = kafkaErrorOf(error);
+        if (!request.validateOnly) {
+          this.audit(who, `add partitions to topic ${JSON.stringify(topic.name)} refused: ${mapped.message}`);
+        }
         // A count that is not more than now, or beyond a topic's maximum: Kafka's INVALID_PARTITIONS.
         const code =
           mapped.code === KAFKA_ERROR.INVALID_REQUEST ? KAFKA_ERROR.INVALID_PARTITIONS : mapped.code;
@@ -1353,9 +1381,11 @@ export class KafkaHandler {
       try {
         this.options.adminRate?.take(clientAddress);
         await this.broker.alterTopic(resource.resourceName, changes);
+        this.audit(who, `altered topic ${JSON.stringify(resource.resourceName)}: ${JSON.stringify(changes)}`);
         result(KAFKA_ERROR.NONE, null);
       } catch (error) {
         const mapped = kafkaErrorOf(error);
+        this.audit(who, `alter topic ${JSON.stringify(resource.resourceName)} refused: ${mapped.message}`);
         result(
           mapped.code === KAFKA_ERROR.INVALID_REQUEST ? KAFKA_ERROR.INVALID_CONFIG : mapped.code,
           mapped.message,
@@ -1503,8 +1533,11 @@ export class KafkaHandler {
       else {
         try {
           await this.broker.offsets.deleteGroup(groupId);
+          this.audit(who, `deleted group ${JSON.stringify(groupId)}`);
         } catch (error) {
-          errorCode = kafkaErrorOf(error).code;
+          const mapped = kafkaErrorOf(error);
+          this.audit(who, `delete group ${JSON.stringify(groupId)} refused: ${mapped.message}`);
+          errorCode = mapped.code;
         }
       }
       results.push({ groupId, errorCode });
@@ -1570,11 +1603,14 @@ export class KafkaHandler {
         pending.push(answer);
       }
     });
+    const what = `offsets of group ${JSON.stringify(request.groupId)}: ${deletable.map((p) => `${p.topic}/${p.partition}`).join(", ")}`;
     try {
       await this.broker.offsets.deleteOffsets(request.groupId, deletable);
+      if (deletable.length > 0) this.audit(who, `deleted ${what}`);
     } catch (error) {
-      const code = kafkaErrorOf(error).code;
-      for (const answer of pending) answer.errorCode = code;
+      const mapped = kafkaErrorOf(error);
+      this.audit(who, `delete ${what} refused: ${mapped.message}`);
+      for (const answer of pending) answer.errorCode = mapped.code;
     }
     return this.respond((writer) =>
       encodeOffsetDeleteResponse(writer, version, correlationId, KAFKA_ERROR.NONE, topics),

@@ -719,9 +719,19 @@ export class BrokerServer implements ConnectionHost {
         case API.DELETE_GROUP: {
           const { group } = decodeDeleteGroupRequest(reader);
           this.authorize(connection, ACL_OPERATION.DELETE, RESOURCE_TYPE.GROUP, group);
-          this.answerEmptyWhenDone(connection, slot, correlationId, () =>
-            deleteGroup(this.broker, group, this.kafkaGroups),
-          );
+          // Audited done or refused (issue 14: admin actions, with who and from where).
+          this.answerEmptyWhenDone(connection, slot, correlationId, async () => {
+            try {
+              await deleteGroup(this.broker, group, this.kafkaGroups);
+            } catch (error) {
+              this.audit(
+                connection,
+                `delete group ${JSON.stringify(group)} refused: ${(error as Error).message}`,
+              );
+              throw error;
+            }
+            this.audit(connection, `deleted group ${JSON.stringify(group)}`);
+          });
           return;
         }
         // --- ACLs (acl-messages.ts; the decision is src/auth/acl.ts) ---
