@@ -21,6 +21,7 @@
  */
 import path from "node:path";
 import {
+  AtomicWriteBatch,
   fsyncDirectory,
   listDirectory,
   makeDirectoryDurably,
@@ -855,15 +856,24 @@ export class Broker {
     // could otherwise open the directory while this one still deletes in it. Its error belongs to
     // its caller (who awaits deleteTopic), not to close.
     await Promise.allSettled(this.deletions.values());
+    // Every partition's clean checkpoint and producer snapshot are staged into one batch and made
+    // durable together (two syncfs instead of four fsyncs per partition: ffi/file.ts AtomicWriteBatch).
+    const batch = new AtomicWriteBatch(this.dataDir);
     for (const topic of this.topics.values()) {
       for (const partition of topic.partitions) {
         try {
-          await partition.close(true);
+          await partition.close(true, batch);
           if (partition.log.cleanMarkSkipped !== undefined) this.cleanMarksSkipped++;
         } catch (error) {
           firstError ??= error;
         }
       }
+    }
+    try {
+      batch.commit();
+    } catch (error) {
+      // The targets keep their old content: the next open scans what it must; nothing is lost.
+      firstError ??= error;
     }
     this.lock.release();
     if (firstError !== undefined) throw firstError;

@@ -61,6 +61,7 @@
  * appended since), and the next open scans what a crash would make it scan; nothing is lost.
  */
 import path from "node:path";
+import type { AtomicWriteBatch } from "../../ffi/file.ts";
 import { assert } from "../domain/assert.ts";
 import {
   ClosedError,
@@ -916,9 +917,12 @@ export class PartitionLog {
 
   /**
    * Closes the log. `clean` (the default) forces everything and writes a checkpoint that marks the
-   * shutdown clean, so the next open scans nothing sealed. A failed log always closes unclean.
+   * shutdown clean, so the next open scans nothing sealed. A failed log always closes unclean. With
+   * `batch` (a broker closing every partition) the checkpoint is staged there, and takes effect when
+   * the caller commits the batch: until then the old, unclean checkpoint stays, which only costs the
+   * next open a scan.
    */
-  close(clean = true): void {
+  close(clean = true, batch?: AtomicWriteBatch): void {
     if (this.closed) return;
     let closeError: unknown;
     if (clean && this.failureCause === undefined) {
@@ -926,14 +930,18 @@ export class PartitionLog {
         this.forceNow();
         const active = this.segments.at(-1)!;
         try {
-          writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
-            cleanShutdown: true,
-            recoveryPoint: {
-              segmentBaseOffset: active.baseOffset,
-              position: active.sizeBytes,
-              nextOffset: active.nextOffset,
+          writeCheckpointNow(
+            path.join(this.directory, CHECKPOINT_FILE),
+            {
+              cleanShutdown: true,
+              recoveryPoint: {
+                segmentBaseOffset: active.baseOffset,
+                position: active.sizeBytes,
+                nextOffset: active.nextOffset,
+              },
             },
-          });
+            batch,
+          );
         } catch (error) {
           // A full disk only costs the next open a scan (see the header); everything is forced.
           if (!isDiskFull(error)) throw error;
