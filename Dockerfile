@@ -10,10 +10,10 @@ RUN apt-get update \
 
 WORKDIR /app
 # Dependencies first, for the layer cache. --production skips the development tools (compiler,
-# linter, benchmark library); the broker has no runtime dependency.
+# linter, benchmark library); --ignore-scripts skips "prepare", which builds the Node.js client
+# library (it needs the compiler; the broker runs the sources).
 COPY package.json bun.lock bunfig.toml tsconfig.json ./
-COPY src/cli/package.json src/cli/package.json
-RUN bun install --frozen-lockfile --production
+RUN bun install --frozen-lockfile --production --ignore-scripts
 COPY ffi ./ffi
 COPY src ./src
 

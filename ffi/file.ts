@@ -342,6 +342,92 @@ export function writeFileAtomicallyNow(
 }
 
 /**
+ * Atomic replacements of many small files made durable together, for a clean shutdown of thousands
+ * of partitions: each `stage` writes a temporary file without an fsync; `commit` makes all of them
+ * durable with one syncfs(2) of the file system, renames each over its target, and makes the renames
+ * durable with a second syncfs. Written one by one (writeFileAtomicallyNow), each file costs an fsync
+ * of itself and one of its directory: 4 fsyncs per partition at shutdown (a checkpoint and a
+ * producer snapshot; strace -c of a SIGTERM with 256 partitions: 1,024 fsync, 512 rename), which
+ * took 51 s for 4,096 partitions on this machine's shared disk (bench/partitions.bench.ts).
+ *
+ * A crash at any point leaves each target with its old content or its new, complete content: a
+ * rename happens only after the first syncfs returned. A failed syncfs (Linux ≥ 5.8 reports
+ * writeback errors of the file system since `commit` opened it) falls back to the one-by-one path,
+ * which names the file that failed. The targets must lie on the file system of `anchorDirectory`.
+ */
+export class AtomicWriteBatch {
+  private readonly staged: { temporary: string; path: string }[] = [];
+
+  constructor(private readonly anchorDirectory: string) {}
+
+  get size(): number {
+    return this.staged.length;
+  }
+
+  /** Writes `bytes` to `path`'s temporary file (no fsync); `commit` puts it in place. */
+  stage(path: string, bytes: Uint8Array | string): void {
+    const temporary = `${path}.tmp`;
+    let fd = -1;
+    try {
+      fd = fs.openSync(temporary, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644);
+      fs.writeSync(fd, typeof bytes === "string" ? Buffer.from(bytes) : bytes);
+    } catch (error) {
+      try {
+        if (fd >= 0) fs.closeSync(fd);
+        fs.rmSync(temporary, { force: true });
+      } catch {
+        // Best effort; the write's failure is the story.
+      }
+      fd = -1;
+      throw fromNodeError("write", error, temporary);
+    } finally {
+      if (fd >= 0) fs.closeSync(fd);
+    }
+    this.staged.push({ temporary, path });
+  }
+
+  /** Makes every staged file durable and puts it in place (see the class comment). */
+  commit(): void {
+    if (this.staged.length === 0) return;
+    const staged = this.staged.splice(0);
+    if (!this.syncFileSystem()) {
+      // Find the file that failed, as the one-by-one path would have.
+      for (const { temporary, path } of staged) {
+        const fd = openFile(temporary, "read");
+        try {
+          while (libc.fsync(fd) !== 0) {
+            const errno = lastErrno();
+            if (errno !== EINTR) throw ioError("fsync", errno, temporary);
+          }
+        } finally {
+          closeFile(fd, temporary);
+        }
+        renameFile(temporary, path);
+        fsyncDirectory(dirname(path));
+      }
+      return;
+    }
+    for (const { temporary, path } of staged) renameFile(temporary, path);
+    if (!this.syncFileSystem()) {
+      for (const directory of new Set(staged.map(({ path }) => dirname(path)))) fsyncDirectory(directory);
+    }
+  }
+
+  /** syncfs of the anchor's file system; false when it reported an error. */
+  private syncFileSystem(): boolean {
+    const fd = openFile(this.anchorDirectory, "read");
+    try {
+      while (libc.syncfs(fd) !== 0) {
+        if (lastErrno() !== EINTR) return false;
+      }
+      return true;
+    } finally {
+      closeFile(fd, this.anchorDirectory);
+    }
+  }
+}
+
+/**
  * writeFileAtomicallyNow on Bun's thread pool: the event loop keeps serving meanwhile. Returns false
  * (and leaves the target alone) when `stillWanted` says no once the new content is on disk.
  */

@@ -23,6 +23,7 @@ const library = dlopen("libc.so.6", {
   madvise: { args: [ptr, u64f, i32], returns: i32 },
   fsync: { args: [i32], returns: i32 },
   fdatasync: { args: [i32], returns: i32 },
+  syncfs: { args: [i32], returns: i32 },
   pwrite: { args: [i32, ptr, u64f, i64f], returns: i64f },
   pread: { args: [i32, ptr, u64f, i64f], returns: i64f },
   ftruncate: { args: [i32, i64f], returns: i32 },
@@ -55,6 +56,7 @@ export interface Libc {
   madvise(address: number, lengthBytes: number, advice: number): number;
   fsync(fd: number): number;
   fdatasync(fd: number): number;
+  syncfs(fd: number): number;
   pwrite(fd: number, source: Pointer | NodeJS.TypedArray, lengthBytes: number, position: number): number;
   pread(fd: number, target: Pointer | NodeJS.TypedArray, lengthBytes: number, position: number): number;
   ftruncate(fd: number, lengthBytes: number): number;

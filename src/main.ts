@@ -415,6 +415,13 @@ function describeOpen(report: Broker["openReport"]): string {
       ? `; DAMAGE: ${report.offsetsLost} offsets unreadable in ${plural(report.damagedRanges.length, "damaged range")}, kept in place (later segments kept): ${report.damagedRanges.join("; ")}`
       : "";
   const quarantined = report.quarantined.length > 0 ? `; QUARANTINED: ${report.quarantined.join("; ")}` : "";
+  const quarantineKept =
+    report.quarantineFiles > 0 || report.quarantineFilesRemoved > 0
+      ? `; ${plural(report.quarantineFiles, "quarantine file")} on disk (${report.quarantineBytes} bytes; removed with their segments; booblik-cli segment verify lists them)` +
+        (report.quarantineFilesRemoved > 0
+          ? `, ${plural(report.quarantineFilesRemoved, "quarantine file")} of deleted segments removed`
+          : "")
+      : "";
   const dropped =
     report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
   const readOnly =
@@ -423,7 +430,7 @@ function describeOpen(report: Broker["openReport"]): string {
       : "";
   const logStart =
     report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${logStart}`;
+  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${quarantineKept}${logStart}`;
 }
 
 /** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */

@@ -42,6 +42,7 @@
  * immediate per turn writes the groups of every partition (`flushTurn`), so it knows how many of
  * them need a force.
  */
+import type { AtomicWriteBatch } from "../../ffi/file.ts";
 import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import {
@@ -930,7 +931,8 @@ export class Partition {
   }
 
   /** Waits for forces in flight, then closes the log (forcing and checkpointing when `clean`). */
-  async close(clean = true): Promise<void> {
+  /** `batch`: see PartitionLog.close (the broker's clean shutdown stages every partition's files). */
+  async close(clean = true, batch?: AtomicWriteBatch): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     // Appends already accepted into the pending group are written (and their waiters told) first;
@@ -942,12 +944,12 @@ export class Partition {
     while (this.groupCommit.inFlight) await this.groupCommit.idle();
     await this.log.settled();
     const forcedClean = clean && this.log.failure === undefined;
-    this.log.close(clean);
+    this.log.close(clean, batch);
     // After the final force: the snapshot describes exactly the log up to its end. A crash before it
     // is written leaves an older snapshot (or none), and the next open replays more.
     if (forcedClean && !this.internal) {
       try {
-        this.producers.writeSnapshot(this.log.directory, this.log.nextOffset);
+        this.producers.writeSnapshot(this.log.directory, this.log.nextOffset, batch);
       } catch {
         // A full disk or a failed write only costs the next open a replay of the log.
       }

@@ -35,6 +35,7 @@
  * a restart after a crash about one segment (Kafka's bound: it snapshots at rolls too).
  */
 import path from "node:path";
+import type { AtomicWriteBatch } from "../../ffi/file.ts";
 import { DamagedEntryError, InvalidProducerEpochError, OutOfOrderSequenceError } from "../domain/errors.ts";
 import { PRODUCER_BATCHES_RETAINED, PRODUCER_ID_EXPIRATION_MS } from "../domain/limits.ts";
 import {
@@ -306,8 +307,10 @@ export class ProducerStateTable {
    * Writes the snapshot of the state as of `nextOffset` (the log end: call it only when every batch
    * before it is recorded and none after it), atomically, now.
    */
-  writeSnapshot(directory: string, nextOffset: number): void {
-    disk.writeFileAtomicallyNow(path.join(directory, PRODUCER_STATE_FILE), this.snapshotText(nextOffset));
+  writeSnapshot(directory: string, nextOffset: number, batch?: AtomicWriteBatch): void {
+    const file = path.join(directory, PRODUCER_STATE_FILE);
+    if (batch !== undefined) batch.stage(file, this.snapshotText(nextOffset));
+    else disk.writeFileAtomicallyNow(file, this.snapshotText(nextOffset));
   }
 
   /**

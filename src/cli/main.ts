@@ -1221,6 +1221,7 @@ async function segment(parsed: Parsed): Promise<number> {
           : { damage: undefined, damages: [] }),
         unverifiedTail: undefined,
         crashLeftover: undefined,
+        quarantine: [],
       });
     }
     progress.finish();
@@ -1273,6 +1274,13 @@ async function segment(parsed: Parsed): Promise<number> {
             `note: ${file} ${what}: a crash right after a roll left it, with no record in it; recovery removes it`,
           );
         }
+        for (const q of result.quarantine) {
+          out.push(
+            q.segmentExists
+              ? `quarantine: ${q.file} (${q.bytes} bytes cut from ${path.basename(q.segment)} at file position ${q.position}; never read by the broker, removed with its segment; delete it once inspected)`
+              : `quarantine: ${q.file} (${q.bytes} bytes; its segment ${path.basename(q.segment)} is gone: the broker's next start removes it)`,
+          );
+        }
         if (result.unverifiedTail !== undefined) {
           out.push(
             `note: ${result.unverifiedTail.file} ends with ${result.unverifiedTail.bytes} bytes after its last whole record ` +
@@ -1280,10 +1288,15 @@ async function segment(parsed: Parsed): Promise<number> {
           );
         }
       }
+      const quarantineFiles = results.reduce((sum, result) => sum + result.quarantine.length, 0);
+      const quarantineNote =
+        quarantineFiles === 0
+          ? ""
+          : ` (${quarantineFiles} quarantine file${quarantineFiles === 1 ? "" : "s"}, ${formatBytes(results.reduce((sum, result) => sum + result.quarantine.reduce((b, q) => b + q.bytes, 0), 0))})`;
       out.push(
         damaged.length === 0
-          ? `verified ${results.length} partitions: no damage`
-          : `${damaged.length} damaged`,
+          ? `verified ${results.length} partitions: no damage${quarantineNote}`
+          : `${damaged.length} damaged${quarantineNote}`,
       );
       return out.join("\n");
     });

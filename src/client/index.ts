@@ -1,6 +1,6 @@
 /**
  * The client library's entry point: `import { … } from "booblik/client"`. Runs on Bun and on
- * Node.js ≥ 20 (built by `bun run build:client` into dist/client; docs/client.md "Node.js").
+ * Node.js ≥ 20 (built by `bun run build:client` into dist/client, scripts/build-client.mjs; docs/client.md "Node.js").
  *
  * It owns nothing but the list: the connection, client, producer and consumer, the record codec
  * they share with the broker, CRC32C, ids, limits and typed errors. Nothing here may reach the broker,

@@ -317,6 +317,23 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "Quarantine files the last open wrote: cut bytes that held valid entries, copied next to their segment.",
     (report) => report.quarantined.length,
   );
+  // Quarantine files on disk now (not only the last open's): they leave with their segments.
+  const quarantineGauge = (
+    name: string,
+    help: string,
+    read: (t: { files: number; bytes: number }) => number,
+  ) =>
+    registry.register(name, "gauge", help, () => {
+      const broker = targets.broker;
+      if (broker === undefined || broker.isClosed || !targets.ready) return [];
+      return [[{}, read(broker.quarantineTotals())]];
+    });
+  quarantineGauge(
+    "booblik_quarantine_files",
+    "Quarantine files on disk (cut bytes that held valid entries, by this open or earlier ones); removed with their segments by retention, purges and topic deletion.",
+    (t) => t.files,
+  );
+  quarantineGauge("booblik_quarantine_bytes", "Bytes in quarantine files on disk.", (t) => t.bytes);
   openGauge(
     "booblik_open_durable_bytes_lost",
     "Bytes before a recovery point (forced) that failed their checks at the last open.",

@@ -20,6 +20,7 @@
  *
  * The checkpoint is an optimisation: a missing or unreadable one means "scan everything".
  */
+import type { AtomicWriteBatch } from "../../ffi/file.ts";
 import { disk } from "./disk.ts";
 
 export const CHECKPOINT_FILE = "checkpoint.json";
@@ -80,8 +81,10 @@ function encode(checkpoint: Checkpoint): string {
   return `${JSON.stringify({ version: CHECKPOINT_VERSION, ...checkpoint })}\n`;
 }
 
-export function writeCheckpointNow(path: string, checkpoint: Checkpoint): void {
-  disk.writeFileAtomicallyNow(path, encode(checkpoint));
+export function writeCheckpointNow(path: string, checkpoint: Checkpoint, batch?: AtomicWriteBatch): void {
+  // In a batch (a broker's clean shutdown) the write becomes durable and takes effect at its commit.
+  if (batch !== undefined) batch.stage(path, encode(checkpoint));
+  else disk.writeFileAtomicallyNow(path, encode(checkpoint));
 }
 
 /** Writes in the background; skips the final rename when `stillWanted()` has turned false. */

@@ -36,7 +36,12 @@ import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/en
 import { entryLengthAt } from "./entry-framer.ts";
 import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
-import { decodeSegmentHeader, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
+import {
+  decodeSegmentHeader,
+  parseQuarantineFileName,
+  parseSegmentFileName,
+  segmentFileName,
+} from "./segment-header.ts";
 
 /** One stored entry (a batch) as a walk finds it; views valid only during the call. */
 export interface InspectedEntry {
@@ -309,6 +314,12 @@ export interface PartitionVerification {
   unverifiedTail: { file: string; position: number; bytes: number; reason: string } | undefined;
   /** A newest segment without a header (a kill right after a roll), which recovery removes. */
   crashLeftover: { file: string; bytes: number } | undefined;
+  /**
+   * Quarantine files next to the segments (bytes recovery cut that held valid entries; issue 15).
+   * Not damage: listed so that they are never forgotten. `segmentExists` is false for one whose
+   * segment is gone (the broker's next open removes it).
+   */
+  quarantine: { file: string; bytes: number; segment: string; position: number; segmentExists: boolean }[];
 }
 
 /** A damaged range: where it starts, and the offset from which the partition is readable again. */
@@ -326,7 +337,8 @@ export function verifyPartitionDirectory(
   directory: string,
   onProgress?: (bytesRead: number) => void,
 ): PartitionVerification {
-  const bases = listDirectory(directory)
+  const names = listDirectory(directory);
+  const bases = names
     .map((name) => parseSegmentFileName(name))
     .filter((base): base is Offset => base !== undefined)
     .sort((a, b) => a - b);
@@ -339,6 +351,7 @@ export function verifyPartitionDirectory(
     damages: [],
     unverifiedTail: undefined,
     crashLeftover: undefined,
+    quarantine: [],
   };
   const found = (damage: VerifiedDamage): void => {
     result.damages.push(damage);
@@ -405,6 +418,18 @@ export function verifyPartitionDirectory(
       }
     }
     expectedBase = walk.baseOffset + walk.recordCount;
+  }
+  for (const name of names.sort()) {
+    const parsed = parseQuarantineFileName(name);
+    if (parsed === undefined) continue;
+    const file = path.join(directory, name);
+    result.quarantine.push({
+      file,
+      bytes: statFile(file).sizeBytes,
+      segment: path.join(directory, segmentFileName(parsed.baseOffset)),
+      position: parsed.position,
+      segmentExists: bases.includes(parsed.baseOffset),
+    });
   }
   return result;
 }

@@ -95,6 +95,11 @@ export interface PartitionOpenReport {
   damagedRanges: string[];
   /** Cut bytes that held whole, valid entries, copied aside first: quarantine file, offsets. */
   quarantined: string[];
+  /** Quarantine files next to the segments after the open (written by this or earlier opens). */
+  quarantineFiles: number;
+  quarantineBytes: number;
+  /** Quarantine files removed at the open because their segment was gone (partition-log.ts pass 7). */
+  quarantineFilesRemoved: number;
   /** Set when the disk was full at the open: the log opened read-only (pass 5). */
   readOnlyCause?: IoError;
   logStartOffset: number;

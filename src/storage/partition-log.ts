@@ -44,6 +44,14 @@
  *    readable, so every segment is deleted and the log restarts empty at the start: an offset a
  *    consumer may have seen is never given to another record.
  *
+ * 7. Quarantine files (`<segment>.log.quarantine-<position>`, bytes recovery cut that held valid
+ *    entries; segment-header.ts) are listed and counted. One whose segment lies below the first
+ *    segment (deleted by retention or a purge before such files were removed with it) is removed.
+ *
+ * Quarantine files live as long as their segment: retention and purges remove them right after the
+ * segment (a failed unlink is retried at the next deletion), a topic's deletion with its directory.
+ * The broker never reads them; `booblik-cli segment verify` lists them, /metrics counts them.
+ *
  * Purging (`purge`, Kafka's DeleteRecords): the start file is written first (the commit point), then
  * the sealed segments wholly below it are deleted; a segment the start falls into stays on disk and
  * reads below the start answer OffsetOutOfRangeError. Retention deletes such segments once sealed.
@@ -53,6 +61,7 @@
  * appended since), and the next open scans what a crash would make it scan; nothing is lost.
  */
 import path from "node:path";
+import type { AtomicWriteBatch } from "../../ffi/file.ts";
 import { assert } from "../domain/assert.ts";
 import {
   ClosedError,
@@ -84,7 +93,7 @@ import {
   type SegmentConfig,
   type TimestampLookup,
 } from "./segment.ts";
-import { parseSegmentFileName, segmentFileName } from "./segment-header.ts";
+import { parseQuarantineFileName, parseSegmentFileName, segmentFileName } from "./segment-header.ts";
 
 export type { PartitionOpenReport } from "./log-recovery.ts";
 
@@ -105,6 +114,14 @@ export interface RetentionPolicy {
    * seed 1005424734).
    */
   keepFromOffset?: number | undefined;
+}
+
+/** A quarantine file next to a segment: the bytes recovery cut from `baseOffset`'s segment at `position`. */
+export interface QuarantineFile {
+  file: string;
+  baseOffset: number;
+  position: number;
+  sizeBytes: number;
 }
 
 export interface RetentionResult {
@@ -156,6 +173,8 @@ export class PartitionLog {
   private readonly forceListeners = new Set<() => void>();
   /** The start a purge set (log-start.ts); the first segment's base offset may be above it. */
   private purgedStart = 0;
+  /** Quarantine files of this partition's segments, oldest segment first (pass 7). */
+  private quarantine: QuarantineFile[] = [];
 
   private constructor(
     directory: string,
@@ -179,6 +198,7 @@ export class PartitionLog {
     disk.makeDirectory(directory);
     // Pass 1: the segment files, in offset order. Temporary files are leftovers of atomic writes.
     const bases: Offset[] = [];
+    let quarantineNames: string[] = [];
     for (const name of disk.listDirectory(directory)) {
       if (name.endsWith(".tmp")) {
         disk.unlinkFile(path.join(directory, name));
@@ -186,6 +206,7 @@ export class PartitionLog {
       }
       const base = parseSegmentFileName(name);
       if (base !== undefined) bases.push(base);
+      else if (parseQuarantineFileName(name) !== undefined) quarantineNames.push(name);
     }
     bases.sort((a, b) => a - b);
     // Pass 2: the checkpoint.
@@ -205,6 +226,9 @@ export class PartitionLog {
       offsetsLost: 0,
       damagedRanges: [],
       quarantined: [],
+      quarantineFiles: 0,
+      quarantineBytes: 0,
+      quarantineFilesRemoved: 0,
       logStartOffset: 0,
       nextOffset: 0,
       durationMs: 0,
@@ -256,6 +280,18 @@ export class PartitionLog {
       }
       throw error;
     }
+    // Pass 7: the quarantine files (this open's recovery may have written some: list again then).
+    if (report.quarantined.length > 0)
+      quarantineNames = disk
+        .listDirectory(directory)
+        .filter((name) => parseQuarantineFileName(name) !== undefined);
+    const quarantine = quarantineNames
+      .map((name): QuarantineFile => {
+        const file = path.join(directory, name);
+        const { baseOffset, position } = parseQuarantineFileName(name)!;
+        return { file, baseOffset, position, sizeBytes: disk.statFile(file).sizeBytes };
+      })
+      .sort((a, b) => a.baseOffset - b.baseOffset || a.position - b.position);
     const active = segments.at(-1)!;
     report.segments = segments.length;
     report.logStartOffset = Math.max(segments[0]!.baseOffset, purgedStart);
@@ -265,6 +301,10 @@ export class PartitionLog {
     log.purgedStart = purgedStart;
     log.writtenPoint = durablePoint;
     log.awaitingUncleanMark = report.readOnlyCause !== undefined;
+    log.quarantine = quarantine;
+    report.quarantineFilesRemoved = log.removeQuarantineOfDeletedSegments();
+    report.quarantineFiles = log.quarantine.length;
+    report.quarantineBytes = log.quarantineBytes;
     return log;
   }
 
@@ -281,6 +321,39 @@ export class PartitionLog {
 
   get segmentCount(): number {
     return this.segments.length;
+  }
+
+  /** This partition's quarantine files (pass 7), oldest segment first. */
+  get quarantineFiles(): readonly QuarantineFile[] {
+    return this.quarantine;
+  }
+
+  get quarantineBytes(): number {
+    let total = 0;
+    for (const q of this.quarantine) total += q.sizeBytes;
+    return total;
+  }
+
+  /**
+   * Removes the quarantine files whose segment is gone (below the first segment), returning how many.
+   * One whose unlink fails stays listed, and the next deletion of a segment tries it again.
+   */
+  private removeQuarantineOfDeletedSegments(): number {
+    if (this.quarantine.length === 0) return 0;
+    const firstBase = this.segments[0]!.baseOffset;
+    let removed = 0;
+    this.quarantine = this.quarantine.filter((q) => {
+      if (q.baseOffset >= firstBase) return true;
+      try {
+        disk.unlinkFile(q.file);
+      } catch {
+        return true;
+      }
+      removed++;
+      this.directoryDirty = true;
+      return false;
+    });
+    return removed;
   }
 
   /** Bytes of all segment files (headers included). */
@@ -810,6 +883,7 @@ export class PartitionLog {
       result.segmentsDeleted++;
       result.bytesDeleted += oldest.sizeBytes;
     }
+    if (result.segmentsDeleted > 0) this.removeQuarantineOfDeletedSegments();
     return result;
   }
 
@@ -840,6 +914,7 @@ export class PartitionLog {
       result.segmentsDeleted++;
       result.bytesDeleted += oldest.sizeBytes;
     }
+    if (result.segmentsDeleted > 0) this.removeQuarantineOfDeletedSegments();
     return result;
   }
 
@@ -847,9 +922,12 @@ export class PartitionLog {
 
   /**
    * Closes the log. `clean` (the default) forces everything and writes a checkpoint that marks the
-   * shutdown clean, so the next open scans nothing sealed. A failed log always closes unclean.
+   * shutdown clean, so the next open scans nothing sealed. A failed log always closes unclean. With
+   * `batch` (a broker closing every partition) the checkpoint is staged there, and takes effect when
+   * the caller commits the batch: until then the old, unclean checkpoint stays, which only costs the
+   * next open a scan.
    */
-  close(clean = true): void {
+  close(clean = true, batch?: AtomicWriteBatch): void {
     if (this.closed) return;
     let closeError: unknown;
     if (clean && this.failureCause === undefined) {
@@ -857,14 +935,18 @@ export class PartitionLog {
         this.forceNow();
         const active = this.segments.at(-1)!;
         try {
-          writeCheckpointNow(path.join(this.directory, CHECKPOINT_FILE), {
-            cleanShutdown: true,
-            recoveryPoint: {
-              segmentBaseOffset: active.baseOffset,
-              position: active.sizeBytes,
-              nextOffset: active.nextOffset,
+          writeCheckpointNow(
+            path.join(this.directory, CHECKPOINT_FILE),
+            {
+              cleanShutdown: true,
+              recoveryPoint: {
+                segmentBaseOffset: active.baseOffset,
+                position: active.sizeBytes,
+                nextOffset: active.nextOffset,
+              },
             },
-          });
+            batch,
+          );
         } catch (error) {
           // A full disk only costs the next open a scan (see the header); everything is forced.
           if (!isDiskFull(error)) throw error;

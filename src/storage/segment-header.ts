@@ -55,6 +55,27 @@ export function parseSegmentFileName(name: string): Offset | undefined {
   return Number.isSafeInteger(value) ? (value as Offset) : undefined;
 }
 
+/**
+ * Quarantine files (issue 15): bytes recovery cut from a segment while they held whole, valid entries
+ * are copied first into `<segment file>.quarantine-<file position>` next to it. Each belongs to its
+ * segment: retention, a purge and a topic's deletion remove it with the segment (PartitionLog).
+ */
+const QUARANTINE_FILE_PATTERN = new RegExp(`^(\\d{${SEGMENT_NAME_DIGITS}})\\.log\\.quarantine-(\\d+)$`);
+
+export function quarantineFileName(baseOffset: Offset, position: number): string {
+  return `${segmentFileName(baseOffset)}.quarantine-${position}`;
+}
+
+/** The segment and file position a quarantine file's name claims, or undefined for other names. */
+export function parseQuarantineFileName(name: string): { baseOffset: Offset; position: number } | undefined {
+  const match = QUARANTINE_FILE_PATTERN.exec(name);
+  if (match === null) return undefined;
+  const baseOffset = Number(match[1]);
+  const position = Number(match[2]);
+  if (!Number.isSafeInteger(baseOffset) || !Number.isSafeInteger(position)) return undefined;
+  return { baseOffset: baseOffset as Offset, position };
+}
+
 /** `formatVersion` other than the current one is for `booblik-cli migrate` and tests only. */
 export function encodeSegmentHeader(baseOffset: Offset, formatVersion = SEGMENT_FORMAT_VERSION): Uint8Array {
   const bytes = new Uint8Array(SEGMENT_HEADER_BYTES);

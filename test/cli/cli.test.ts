@@ -1,6 +1,7 @@
 /**
- * booblik-cli run as a subprocess through `bunx booblik-cli` (the workspace link, offline), for
- * every command: output, --json, exit codes, one-line errors without stack traces.
+ * booblik-cli run as a subprocess through `bunx booblik-cli` (the node_modules/.bin link that
+ * `bun install` makes, offline), for every command: output, --json, exit codes, one-line errors
+ * without stack traces.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";

@@ -1,20 +1,27 @@
 /**
- * The client library as another project gets it, on Node.js and on Bun (issue 15): the package is
- * packed (`bun pm pack`, whose prepack builds dist/client), installed from that tarball into a
- * temporary project (`bun add <tgz>`: lz4js and snappyjs come from Bun's cache, no registry needed
- * where the repository was installed), and used from there:
+ * The client library as another project gets it, on Node.js and on Bun (issue 15), by every route
+ * the README's "Depending on it from another project" names:
  *
- * - under Node: `import … from "booblik/client"` resolves to the built JavaScript and its
- *   declarations type-check in a `nodenext` project; CRC32C is the portable implementation and gives
- *   the same CRCs as this process's (ISA-L where libisal2 is installed); a script produces gzip
- *   batches, consumes them with CRC checks, commits through a group, sees a flipped byte refused and
- *   typed errors (test/node/node-checks.mjs); zstd works or fails with an error naming it;
- * - every docs/client.md example that does not embed the Bun-only broker runs under Node, against
- *   a real broker child process (TypeScript stripped by Bun's transpiler);
- * - under Bun: the same import resolves to the sources (the "bun" export condition), and the
- *   `booblik-cli` bin runs; the same from a git dependency (`bun add git+file://<repository>`, which
- *   installs the last commit). A plain folder (`bun add <path>`) is not tried: Bun installs a folder's
- *   devDependencies, and the workspace link of `bunx booblik-cli` is one (README).
+ * - the package packed (`bun pm pack`, which runs "prepare": dist/client is built) and installed from
+ *   that tarball with Bun (`bun add <tgz>`: lz4js and snappyjs come from Bun's cache) and used
+ *   - under Node: `import … from "booblik/client"` resolves to the built JavaScript and its
+ *     declarations type-check in a `nodenext` project; CRC32C is the portable implementation and
+ *     gives the same CRCs as this process's (ISA-L where libisal2 is installed); a script produces
+ *     gzip batches, consumes them with CRC checks, commits through a group, sees a flipped byte
+ *     refused and typed errors (test/node/node-checks.mjs); zstd works or fails with an error naming
+ *     it; every docs/client.md example that does not embed the Bun-only broker runs, against a real
+ *     broker child process (TypeScript stripped by Bun's transpiler);
+ *   - under Bun: the same import resolves to the sources (the "bun" export condition), and the
+ *     `booblik-cli` bin runs;
+ * - with npm under Node: `npm pack` and `npm install <tgz>`; `npm install git+file://<repository>`
+ *   (npm clones the last commit, installs its devDependencies there and runs "prepare", which builds
+ *   dist/client with Node alone: scripts/build-client.mjs); `npm install <folder of a clone>`;
+ * - with Bun: `bun add git+file://<repository>` and `bun add <folder of a clone>` (which failed on the
+ *   `booblik-cli@workspace:*` devDependency before the workspace was dropped: Bun resolves a folder
+ *   dependency's devDependencies).
+ *
+ * npm needs its registry (or its cache) for lz4js and snappyjs, and for the devDependencies of the
+ * git route.
  *
  * Side effect: packing writes dist/client in the repository (git-ignored, the build's output).
  */
@@ -35,13 +42,16 @@ const NODE = Bun.which("node");
 /** One Node run's limit, well inside the test's, so a hang is reported by name. */
 const NODE_RUN_TIMEOUT_MS = 60_000;
 
-function run(argv: string[], cwd: string, env: Record<string, string> = {}) {
+/** npm installing a git dependency clones it and installs its devDependencies first: slower. */
+const NPM_GIT_TIMEOUT_MS = 150_000;
+
+function run(argv: string[], cwd: string, env: Record<string, string> = {}, timeoutMs = NODE_RUN_TIMEOUT_MS) {
   const result = Bun.spawnSync(argv, {
     cwd,
     stdout: "pipe",
     stderr: "pipe",
     env: { ...process.env, ...env },
-    timeout: NODE_RUN_TIMEOUT_MS,
+    timeout: timeoutMs,
   });
   const stdout = result.stdout.toString();
   const stderr = result.stderr.toString();
@@ -52,6 +62,34 @@ function run(argv: string[], cwd: string, env: Record<string, string> = {}) {
 }
 
 let project: TempDir;
+
+/** A temporary directory with an application's package.json and nothing else. */
+function emptyProject(prefix: string): TempDir {
+  const app = tempDir(prefix);
+  fs.writeFileSync(
+    app.file("package.json"),
+    JSON.stringify({ name: "app", version: "1.0.0", type: "module", private: true }),
+  );
+  return app;
+}
+
+/** Node imports booblik/client from the project at `cwd`: the built JavaScript, portable CRC32C. */
+function expectNodeClient(cwd: string): void {
+  const { stdout } = run(
+    [
+      NODE!,
+      "--input-type=module",
+      "-e",
+      `const m = await import("booblik/client");
+       console.log(JSON.stringify({ crc: m.crc32cImplementation, client: typeof m.BooblikClient,
+         resolved: import.meta.resolve("booblik/client") }));`,
+    ],
+    cwd,
+  );
+  const answer = JSON.parse(stdout) as { crc: string; client: string; resolved: string };
+  expect(answer).toMatchObject({ crc: "portable", client: "function" });
+  expect(answer.resolved).toEndWith("/dist/client/src/client/index.js");
+}
 
 beforeAll(() => {
   if (NODE === null) throw new Error("node is not on the PATH: the client's Node.js tests need Node.js ≥ 20");
@@ -66,7 +104,61 @@ beforeAll(() => {
   run(["bun", "add", project.file(tarball)], project.path);
 });
 
-afterAll(() => project?.[Symbol.dispose]());
+/**
+ * The three npm installs run side by side (each mostly waits on npm: the git route clones and
+ * installs booblik's devDependencies, about a minute), started once the tarball above is packed.
+ */
+let npmRoutes: { tarball: Promise<TempDir>; git: Promise<TempDir>; folder: Promise<TempDir> };
+const npmProjects: TempDir[] = [];
+
+async function npmInstall(
+  prefix: string,
+  spec: (app: TempDir) => string,
+  timeoutMs: number,
+): Promise<TempDir> {
+  const app = emptyProject(prefix);
+  npmProjects.push(app);
+  const what = spec(app);
+  const child = Bun.spawn(["npm", "install", "--no-audit", "--no-fund", what], {
+    cwd: app.path,
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: timeoutMs,
+  });
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  if (exitCode !== 0) throw new Error(`npm install ${what} exited ${exitCode}:\n${stdout}\n${stderr}`);
+  return app;
+}
+
+beforeAll(() => {
+  const routes = {
+    tarball: npmInstall(
+      "booblik-npm-tarball",
+      (app) => {
+        const packed = run(["npm", "pack", "--pack-destination", app.path], ROOT);
+        const tarball = fs.readdirSync(app.path).find((name) => name.endsWith(".tgz"));
+        if (tarball === undefined) throw new Error(`npm pack wrote no tarball:\n${packed.stdout}`);
+        return app.file(tarball);
+      },
+      NODE_RUN_TIMEOUT_MS,
+    ),
+    git: npmInstall("booblik-npm-git", () => `git+file://${ROOT}`, NPM_GIT_TIMEOUT_MS),
+    folder: npmInstall("booblik-npm-folder", () => ROOT, NODE_RUN_TIMEOUT_MS),
+  };
+  // Each test awaits its own route; until then a rejection is not "unhandled".
+  for (const route of Object.values(routes)) route.catch(() => {});
+  npmRoutes = routes;
+});
+
+afterAll(async () => {
+  if (npmRoutes !== undefined) await Promise.allSettled(Object.values(npmRoutes));
+  for (const app of npmProjects) app[Symbol.dispose]();
+  project?.[Symbol.dispose]();
+});
 
 describe("the packed package installed into another project", () => {
   test("runs on Node.js ≥ 20", () => {
@@ -89,7 +181,7 @@ describe("the packed package installed into another project", () => {
     const answer = JSON.parse(stdout) as { crc: string; client: string; resolved: string };
     expect(answer.crc).toBe("portable");
     expect(answer.client).toBe("function");
-    expect(answer.resolved).toEndWith("/node_modules/booblik/dist/client/index.js");
+    expect(answer.resolved).toEndWith("/node_modules/booblik/dist/client/src/client/index.js");
   });
 
   test("under Node, the Bun-only main entry says so and names booblik/client", () => {
@@ -203,6 +295,42 @@ export const uses = [BooblikClient, record, crc] as const;
       (line) => line === 'booblik: audit: user "CN=alice" from 127.0.0.1: logged in (TLS client certificate)',
       "the login line of the Node client",
     );
+  });
+
+  test("with npm under Node: npm pack, then npm install <tgz>", async () => {
+    const app = await npmRoutes.tarball;
+    expectNodeClient(app.path);
+  });
+
+  test("with npm under Node: npm install git+file://… builds the client in npm's clone (prepare)", async () => {
+    const app = await npmRoutes.git;
+    expect(fs.existsSync(app.file("node_modules/booblik/dist/client/src/client/index.js"))).toBe(true);
+    expectNodeClient(app.path);
+  });
+
+  test("with npm under Node: npm install <folder of a clone> links it", async () => {
+    const app = await npmRoutes.folder;
+    expect(fs.realpathSync(app.file("node_modules/booblik"))).toBe(fs.realpathSync(ROOT));
+    expectNodeClient(app.path);
+  });
+
+  test("with Bun: bun add <folder of a clone> (it failed on the booblik-cli workspace link)", () => {
+    using app = emptyProject("booblik-bun-folder");
+    run(["bun", "add", ROOT], app.path);
+    const { stdout } = run(
+      [
+        process.execPath,
+        "-e",
+        `const m = await import("booblik/client"); console.log(typeof m.BooblikClient, Bun.resolveSync("booblik/client", process.cwd()))`,
+      ],
+      app.path,
+    );
+    expect(stdout.trim()).toMatch(/^function \/.*\/node_modules\/booblik\/src\/client\/index\.ts$/);
+    expect(run([app.file("node_modules/.bin/booblik-cli"), "--version"], app.path).stdout).toStartWith(
+      "booblik-cli ",
+    );
+    // The clone's dist/client (built by its `bun install`, or by packing above) came along: Node works too.
+    expectNodeClient(app.path);
   });
 
   test("under Node against a broker: produce, consume with CRC checks, groups, errors, compression", async () => {

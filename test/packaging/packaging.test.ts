@@ -40,11 +40,16 @@ test("the compiled single executable starts, serves a produce and a fetch, and s
   expect(help.exitCode).toBe(0);
   expect(help.stdout.toString()).toContain("usage: booblik [options]");
   expect(help.stdout.toString()).not.toContain("bun run broker");
-  const child = Bun.spawn([binary, "--data-dir", dir.file("data"), "--host", "127.0.0.1", "--port", "0"], {
-    cwd: dir.path, // nowhere near the sources: the binary carries everything it needs
-    stdout: "pipe",
-    stderr: "inherit",
-  });
+  // --kafka-port off: Bun.spawn without `env` passes the environment the process started with, not
+  // the preload's BOOBLIK_KAFKA_PORT=off, and 9092 may be taken on this machine.
+  const child = Bun.spawn(
+    [binary, "--data-dir", dir.file("data"), "--host", "127.0.0.1", "--port", "0", "--kafka-port", "off"],
+    {
+      cwd: dir.path, // nowhere near the sources: the binary carries everything it needs
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
   // SIGKILLed and waited for if the test fails before it stops the binary itself.
   await using _child = killAtEnd(child);
   const lines = new LineReader(child.stdout);
@@ -129,6 +134,8 @@ test("the Dockerfile's health check finds the broker from BOOBLIK_PORT and BOOBL
       "127.0.0.1",
       "--port",
       "0",
+      "--kafka-port",
+      "off",
     ],
     { stdout: "pipe", stderr: "inherit" },
   );
