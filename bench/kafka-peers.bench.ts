@@ -7,6 +7,7 @@
  *
  *   bun run bench:kafka-peers [--repeats=3] [--mib=32] [--latency-records=2000] [--latency-warmup=200]
  *     [--batch-size=131072] [--linger-ms=5] [--sizes=100,1024] [--policies=append,force] [--heap=1G]
+ *     [--warmup-mib=8]
  *
  * Pairings (durability matched honestly):
  * - booblik `append` (acknowledged once written to the file, no fdatasync per write) against Kafka's
@@ -17,7 +18,10 @@
  * Per repeat and pairing, each system gets a fresh broker on an empty data directory under
  * BOOBLIK_BENCH_DIR (never tmpfs); the order of the systems alternates between repeats. Its start-up
  * is timed from spawn to the first answer over TCP (ApiVersions, then a Metadata listing the broker;
- * Kafka's `kafka-storage format` JVM is timed apart). Then, per record size, on fresh topics (one
+ * Kafka's `kafka-storage format` JVM is timed apart). A warm-up follows, not measured: the
+ * ProducerPerformance and ConsumerPerformance runs below with `--warmup-mib` of 100 B records on a
+ * topic of its own (a JVM broker runs interpreted until the JIT has seen its hot paths; a real
+ * deployment is long-running). Then, per record size, on fresh topics (one
  * partition), each run preceded by `sync`:
  *   1. ProducerPerformance: N records, --throughput -1, acks=all, batch.size/linger.ms as given
  *      (the Java client's other defaults: idempotence on, max.in.flight 5, no compression);
@@ -44,7 +48,7 @@ import { brokerCpuSeconds } from "./lib/processes.ts";
 
 const USAGE =
   "bun run bench:kafka-peers [--repeats=3] [--mib=32] [--latency-records=2000] [--latency-warmup=200] " +
-  "[--batch-size=131072] [--linger-ms=5] [--sizes=100,1024] [--policies=append,force] [--heap=1G]";
+  "[--batch-size=131072] [--linger-ms=5] [--sizes=100,1024] [--policies=append,force] [--heap=1G] [--warmup-mib=8]";
 const args = parseBenchArgs({
   usage: USAGE,
   options: {
@@ -57,6 +61,7 @@ const args = parseBenchArgs({
     sizes: "100,1024",
     policies: "append,force",
     heap: "1G",
+    "warmup-mib": "8",
   },
 });
 const REPEATS = args.number("repeats");
@@ -68,6 +73,7 @@ const LINGER_MS = args.number("linger-ms");
 const SIZES = args.text("sizes").split(",").map(Number);
 const POLICIES = args.text("policies").split(",") as Policy[];
 const HEAP = args.text("heap");
+const WARMUP_BYTES = args.number("warmup-mib") * 2 ** 20;
 type Policy = "append" | "force";
 type System = "booblik" | "kafka";
 for (const policy of POLICIES) {
@@ -373,6 +379,42 @@ interface Cell {
 
 let topicSerial = 0;
 
+/** Unmeasured: the produce and consume paths once, so that neither broker is measured cold. */
+async function warmUp(broker: Broker, policy: Policy): Promise<void> {
+  if (WARMUP_BYTES === 0) return;
+  const count = Math.floor(WARMUP_BYTES / 100);
+  const topic = `warmup-${++topicSerial}`;
+  const admin = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const configEntries =
+      broker.system === "kafka"
+        ? KAFKA_TOPIC_CONFIG[policy]
+        : [{ name: "booblik.durability", value: policy }];
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }], waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+  await runTool([
+    ...java("org.apache.kafka.tools.ProducerPerformance"),
+    ...["--topic", topic, "--num-records", String(count), "--record-size", "100", "--throughput", "-1"],
+    ...["--producer-props", `bootstrap.servers=${broker.bootstrap}`, ...PRODUCER_PROPS],
+  ]);
+  await runTool([
+    ...java("org.apache.kafka.tools.ConsumerPerformance"),
+    ...[
+      "--bootstrap-server",
+      broker.bootstrap,
+      "--topic",
+      topic,
+      "--messages",
+      String(count),
+      "--timeout",
+      "60000",
+    ],
+  ]);
+}
+
 async function measureCell(broker: Broker, policy: Policy, size: number): Promise<Cell> {
   const count = Math.floor(VALUE_BYTES_PER_RUN / size);
   const admin = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING }).admin();
@@ -470,6 +512,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
     });
     const consumeKcat = await measured(async () => {
       const offsets = path.join(dir.path, "kcat-offsets.txt");
+      fs.rmSync(offsets, { force: true }); // Bun.file as stdout does not truncate
       const { seconds } = await runTool(
         [
           KCAT!,
@@ -561,6 +604,7 @@ for (let repeat = 0; repeat < REPEATS; repeat++) {
           (broker.formatMs === undefined ? "" : ` (format before: ${broker.formatMs.toFixed(0)} ms)`),
       );
       try {
+        await warmUp(broker, policy);
         for (const size of SIZES) {
           const cell = await measureCell(broker, policy, size);
           const list = cells.get(key(system, policy, size)) ?? [];
