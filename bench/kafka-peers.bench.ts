@@ -460,6 +460,9 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
       // "N records sent, R records/sec (M MB/sec), ..." — the tool's own timing, JVM start excluded.
       const match = /(\d+) records sent, ([\d.]+) records\/sec/.exec(output);
       if (match === null) throw new Error(`ProducerPerformance printed no total:\n${output}`);
+      console.log(
+        `    ${broker.system} ${policy} ${size} B ProducerPerformance: ${match.input.slice(match.index).split("\n")[0]}`,
+      );
       const rate = Number(match[2]);
       return { seconds: Number(match[1]) / rate, records: Number(match[1]) };
     });
@@ -504,6 +507,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
         .split("\n")
         .find((l) => l.split(",").length === 10);
       if (line === undefined) throw new Error(`ConsumerPerformance printed no result line:\n${output}`);
+      console.log(`    ${broker.system} ${policy} ${size} B ConsumerPerformance: ${line}`);
       const fields = line.split(",").map((f) => f.trim());
       const records = Number(fields[4]);
       if (records < count) throw new Error(`ConsumerPerformance read ${records} of ${count}`);
