@@ -457,12 +457,12 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
         `bootstrap.servers=${broker.bootstrap}`,
         ...PRODUCER_PROPS,
       ]);
-      // "N records sent, R records/sec (M MB/sec), ..." — the tool's own timing, JVM start excluded.
-      const match = /(\d+) records sent, ([\d.]+) records\/sec/.exec(output);
+      // The total line: "N records sent, R records/sec (M MB/sec), ... 99.9th." (the tool's own timing,
+      // JVM start excluded). Lines of the same shape without percentiles are its 5 s progress reports.
+      const total = output.split("\n").find((l) => l.includes("records sent") && l.includes("99.9th"));
+      const match = total === undefined ? null : /(\d+) records sent, ([\d.]+) records\/sec/.exec(total);
       if (match === null) throw new Error(`ProducerPerformance printed no total:\n${output}`);
-      console.log(
-        `    ${broker.system} ${policy} ${size} B ProducerPerformance: ${match.input.slice(match.index).split("\n")[0]}`,
-      );
+      console.log(`    ${broker.system} ${policy} ${size} B ProducerPerformance: ${total}`);
       const rate = Number(match[2]);
       return { seconds: Number(match[1]) / rate, records: Number(match[1]) };
     });
@@ -586,6 +586,13 @@ const starts = new Map<System, { apiVersionsMs: number[]; metadataMs: number[]; 
 let kafkaProperties = "";
 const key = (system: System, policy: Policy, size: number) => `${system}/${policy}/${size}`;
 const started = performance.now();
+/** The broker being measured: stopped when the run is interrupted, so it never outlives the run. */
+let running: Broker | undefined;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    void (running?.stop() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
+}
 
 for (let repeat = 0; repeat < REPEATS; repeat++) {
   for (const [p, policy] of POLICIES.entries()) {
@@ -596,6 +603,7 @@ for (let repeat = 0; repeat < REPEATS; repeat++) {
       fs.mkdirSync(brokerDir);
       const broker =
         system === "booblik" ? await startBooblik(policy, brokerDir) : await startKafkaBroker(brokerDir);
+      running = broker;
       const start = starts.get(system) ?? { apiVersionsMs: [], metadataMs: [], formatMs: [] };
       start.apiVersionsMs.push(broker.startTimes.apiVersionsMs);
       start.metadataMs.push(broker.startTimes.metadataMs);
@@ -623,6 +631,7 @@ for (let repeat = 0; repeat < REPEATS; repeat++) {
         }
       } finally {
         await broker.stop();
+        running = undefined;
         fs.rmSync(brokerDir, { recursive: true, force: true });
       }
     }
