@@ -9,6 +9,10 @@
  * `auto.create.topics.enable=false` (booblik's default), log dirs in a temporary directory removed at
  * the end, heap 512 MiB. Ports are taken from the kernel (bind to port 0, close, reuse the number):
  * Kafka's controller quorum needs a fixed port in its config.
+ *
+ * `bench/kafka-peers.bench.ts` passes options: its JVM flags (the heap and GC flags of Kafka's own
+ * start scripts), extra server.properties lines, the directory to put the node in (the bench
+ * directory, a real disk) and its own readiness probe; it reads the format and start times back.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -92,7 +96,7 @@ export async function mirrorJars(kafkaVersion: string): Promise<string> {
   return lib;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -117,47 +121,75 @@ function accepts(port: number): Promise<boolean> {
 
 export interface KafkaNode {
   bootstrap: string;
+  /** The JVM's pid (java is spawned directly, no wrapper script). */
+  pid: number;
+  /** The node's directory: server.properties and the log dirs (`logs/`). */
+  dir: string;
+  /** The server.properties text the node runs with. */
+  serverProperties: string;
+  /** Wall time of the `kafka-storage format` step (its own JVM), before the start. */
+  formatMs: number;
+  /** Wall time from spawning the server JVM to `ready` resolving (default: the port accepts). */
+  startMs: number;
   stop(): Promise<void>;
 }
 
-export async function startKafka(lib: string, kafkaVersion: string): Promise<KafkaNode> {
-  const dir = mkdtempSync(join(tmpdir(), "booblik-compat-kafka-"));
+export interface KafkaNodeOptions {
+  /** JVM flags of the server (default one: a 512 MiB heap). */
+  jvmOptions?: string[];
+  /** Lines appended to server.properties (a later line wins over an earlier one). */
+  serverProperties?: string[];
+  /** Directory to create the node's directory in (default the OS temp directory). */
+  parentDir?: string;
+  /** Called once the JVM is spawned; resolves when the node counts as started. */
+  ready?: (bootstrap: string) => Promise<void>;
+}
+
+export async function startKafka(
+  lib: string,
+  kafkaVersion: string,
+  options: KafkaNodeOptions = {},
+): Promise<KafkaNode> {
+  const dir = mkdtempSync(join(options.parentDir ?? tmpdir(), "booblik-compat-kafka-"));
   const port = await freePort();
   const controllerPort = await freePort();
   const properties = join(dir, "server.properties");
-  writeFileSync(
-    properties,
-    [
-      "process.roles=broker,controller",
-      "node.id=1",
-      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-      "controller.listener.names=CONTROLLER",
-      "inter.broker.listener.name=PLAINTEXT",
-      "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-      `log.dirs=${join(dir, "logs")}`,
-      "num.partitions=1",
-      "offsets.topic.replication.factor=1",
-      "transaction.state.log.replication.factor=1",
-      "transaction.state.log.min.isr=1",
-      "share.coordinator.state.topic.replication.factor=1",
-      "share.coordinator.state.topic.min.isr=1",
-      "group.initial.rebalance.delay.ms=0",
-      // booblik's default (--kafka-auto-create-topics off): compare like with like.
-      "auto.create.topics.enable=false",
-      "",
-    ].join("\n"),
-  );
+  const serverProperties = [
+    "process.roles=broker,controller",
+    "node.id=1",
+    `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    "controller.listener.names=CONTROLLER",
+    "inter.broker.listener.name=PLAINTEXT",
+    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    `log.dirs=${join(dir, "logs")}`,
+    "num.partitions=1",
+    "offsets.topic.replication.factor=1",
+    "transaction.state.log.replication.factor=1",
+    "transaction.state.log.min.isr=1",
+    "share.coordinator.state.topic.replication.factor=1",
+    "share.coordinator.state.topic.min.isr=1",
+    "group.initial.rebalance.delay.ms=0",
+    // booblik's default (--kafka-auto-create-topics off): compare like with like.
+    "auto.create.topics.enable=false",
+    ...(options.serverProperties ?? []),
+    "",
+  ].join("\n");
+  writeFileSync(properties, serverProperties);
   const classpath = `${lib}/*`;
   // A KRaft cluster id is 16 random bytes in URL-safe base64 without padding (Uuid.toString).
   const clusterId = randomBytes(16).toString("base64url");
+  const formatStarted = performance.now();
   await run(
     ["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", properties],
     "kafka-storage format",
   );
+  const formatMs = performance.now() - formatStarted;
   const logFile = join(compatCache, "last-kafka-server.log");
-  const child = Bun.spawn(["java", KAFKA_HEAP, "-cp", classpath, "kafka.Kafka", properties], {
+  const jvmOptions = options.jvmOptions ?? [KAFKA_HEAP];
+  const spawned = performance.now();
+  const child = Bun.spawn(["java", ...jvmOptions, "-cp", classpath, "kafka.Kafka", properties], {
     stdout: Bun.file(logFile),
     stderr: "pipe",
   });
@@ -170,19 +202,38 @@ export async function startKafka(lib: string, kafkaVersion: string): Promise<Kaf
     rmSync(dir, { recursive: true, force: true });
   };
   const started = Date.now();
+  const bootstrap = `127.0.0.1:${port}`;
   let exited = false;
   void child.exited.then(() => {
     exited = true;
   });
-  while (!(await accepts(port))) {
-    if (exited || Date.now() - started > KAFKA_START_MS_MAX) {
-      await stop();
-      throw new Error(
-        `Kafka did not accept connections on ${port} within ${KAFKA_START_MS_MAX} ms (exited: ${exited}); ${logFile}\n${await stderr}`,
-      );
+  const fail = async (what: string): Promise<never> => {
+    await stop();
+    throw new Error(
+      `Kafka did not ${what} within ${KAFKA_START_MS_MAX} ms (exited: ${exited}); ${logFile}\n${await stderr}`,
+    );
+  };
+  if (options.ready === undefined) {
+    while (!(await accepts(port))) {
+      if (exited || Date.now() - started > KAFKA_START_MS_MAX) await fail(`accept connections on ${port}`);
+      await Bun.sleep(250);
     }
-    await Bun.sleep(250);
+  } else {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      options.ready(bootstrap).then(
+        () => "ready",
+        (error: unknown) => `not ready: ${error}`,
+      ),
+      child.exited.then(() => "exited"),
+      new Promise<string>((resolve) => {
+        timer = setTimeout(() => resolve("timed out"), KAFKA_START_MS_MAX);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome !== "ready") await fail(`become ready (${outcome})`);
   }
-  console.log(`Kafka ${kafkaVersion} accepts on 127.0.0.1:${port} after ${Date.now() - started} ms`);
-  return { bootstrap: `127.0.0.1:${port}`, stop };
+  const startMs = performance.now() - spawned;
+  console.log(`Kafka ${kafkaVersion} accepts on ${bootstrap} after ${Date.now() - started} ms`);
+  return { bootstrap, pid: child.pid, dir, serverProperties, formatMs, startMs, stop };
 }
