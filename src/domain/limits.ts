@@ -98,6 +98,11 @@ export const APPEND_STAGING_BYTES_KEPT_MAX = 4 * 1024 * 1024;
  */
 export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
 /**
+ * A scan's first read of a file; each next read doubles, up to RECOVERY_CHUNK_BYTES. A file whose
+ * data ends early (a preallocated `mapped` segment after a crash) then costs one small read.
+ */
+export const RECOVERY_FIRST_READ_BYTES = 64 * 1024;
+/**
  * While a recovery scan reads one chunk, the kernel is asked to read this much after it in the
  * background (posix_fadvise WILLNEED, src/storage/recovery.ts). Two chunks: from a cold page cache a
  * 1 GiB scan ran 2-3× faster with it than with the kernel's own readahead alone (docs/benchmarks.md,
@@ -428,6 +433,7 @@ assert(
   "the records of any uncompressed batch we accept would also be accepted compressed",
 );
 assert(RECOVERY_CHUNK_BYTES >= 1024 * 1024, "recovery reads at least 1 MiB per syscall");
+assert(RECOVERY_FIRST_READ_BYTES <= RECOVERY_CHUNK_BYTES, "a scan's first read is at most one chunk");
 assert(SEGMENT_BYTES_MAX % 4096 === 0, "segment capacity is page aligned for the mapping");
 assert(INBOUND_INITIAL_BYTES <= INBOUND_FREE_BYTES, "a fresh connection needs no budget");
 assert(OUTBOUND_LOW_BYTES < OUTBOUND_HIGH_BYTES, "backpressure resumes below where it paused");
