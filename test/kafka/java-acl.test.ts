@@ -7,51 +7,17 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaJavaUnavailable, kafkaTool } from "../helpers/kafka-java.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(180_000);
 
-const JAVA = Bun.which("java");
-const JARS = path.join(
-  process.env.BOOBLIK_COMPAT_CACHE ?? path.join(os.homedir(), ".cache", "booblik-compat"),
-  "server-4.1.1",
-);
-const HAVE_JARS = fs.existsSync(path.join(JARS, "kafka-tools-4.1.1.jar"));
-if (JAVA === null || !HAVE_JARS) {
-  console.log(
-    `kafka/java-acl.test.ts: skipped: ${JAVA === null ? "java is not installed" : `no Kafka 4.1.1 jars in ${JARS} (bun run compat:kafka fetches them)`}`,
-  );
-}
+if (kafkaJavaUnavailable !== undefined)
+  console.log(`kafka/java-acl.test.ts: skipped: ${kafkaJavaUnavailable}`);
 
-async function tool(className: string, properties: string, bootstrap: string, args: string[]) {
-  const child = Bun.spawn(
-    [
-      JAVA!,
-      "-Xmx256m",
-      "-cp",
-      `${JARS}/*`,
-      `org.apache.kafka.tools.${className}`,
-      "--bootstrap-server",
-      bootstrap,
-      "--command-config",
-      properties,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { stdout, stderr, exitCode };
-}
-
-describe.skipIf(JAVA === null || !HAVE_JARS)("ACLs from the Java tools", () => {
+describe.skipIf(kafkaJavaUnavailable !== undefined)("ACLs from the Java tools", () => {
   test("kafka-acls adds, lists and removes; kafka-topics as a user is refused, then allowed by an ACL", async () => {
     using dir = tempDir();
     const usersFile = dir.file("users.json");
@@ -88,13 +54,13 @@ describe.skipIf(JAVA === null || !HAVE_JARS)("ACLs from the Java tools", () => {
     const bootstrap = `127.0.0.1:${/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]}`;
 
     // alice may not create a topic yet.
-    const refused = await tool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-eu"]);
+    const refused = await kafkaTool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-eu"]);
     expect(refused.exitCode).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain(
       'User:alice (from 127.0.0.1) is not authorized to CREATE TOPIC "orders-eu"',
     );
 
-    const added = await tool("AclCommand", admin, bootstrap, [
+    const added = await kafkaTool("AclCommand", admin, bootstrap, [
       "--add",
       "--allow-principal",
       "User:alice",
@@ -108,7 +74,7 @@ describe.skipIf(JAVA === null || !HAVE_JARS)("ACLs from the Java tools", () => {
       "prefixed",
     ]);
     expect(added.exitCode).toBe(0);
-    const listed = await tool("AclCommand", admin, bootstrap, ["--list"]);
+    const listed = await kafkaTool("AclCommand", admin, bootstrap, ["--list"]);
     expect(listed.exitCode).toBe(0);
     expect(listed.stdout).toContain("ResourcePattern(resourceType=TOPIC, name=orders, patternType=PREFIXED)");
     expect(listed.stdout).toContain("(principal=User:alice, host=*, operation=CREATE, permissionType=ALLOW)");
@@ -116,18 +82,18 @@ describe.skipIf(JAVA === null || !HAVE_JARS)("ACLs from the Java tools", () => {
       "(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)",
     );
 
-    const created = await tool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-eu"]);
+    const created = await kafkaTool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-eu"]);
     expect(created.stdout).toContain("Created topic orders-eu.");
     expect(created.exitCode).toBe(0);
     // A topic outside the prefix stays refused; the listing shows only what alice may describe.
     expect(
-      (await tool("TopicCommand", alice, bootstrap, ["--create", "--topic", "billing"])).exitCode,
+      (await kafkaTool("TopicCommand", alice, bootstrap, ["--create", "--topic", "billing"])).exitCode,
     ).not.toBe(0);
-    await tool("TopicCommand", admin, bootstrap, ["--create", "--topic", "secret"]);
-    const topics = await tool("TopicCommand", alice, bootstrap, ["--list"]);
+    await kafkaTool("TopicCommand", admin, bootstrap, ["--create", "--topic", "secret"]);
+    const topics = await kafkaTool("TopicCommand", alice, bootstrap, ["--list"]);
     expect(topics.stdout.trim().split("\n")).toEqual(["orders-eu"]);
 
-    const removed = await tool("AclCommand", admin, bootstrap, [
+    const removed = await kafkaTool("AclCommand", admin, bootstrap, [
       "--remove",
       "--force",
       "--allow-principal",
@@ -141,7 +107,7 @@ describe.skipIf(JAVA === null || !HAVE_JARS)("ACLs from the Java tools", () => {
     ]);
     expect(removed.exitCode).toBe(0);
     expect(
-      (await tool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-us"])).exitCode,
+      (await kafkaTool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-us"])).exitCode,
     ).not.toBe(0);
     await broker.lines.waitFor(
       (l) =>

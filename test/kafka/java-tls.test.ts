@@ -8,53 +8,19 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaJavaUnavailable, kafkaTool } from "../helpers/kafka-java.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { makeCertificates } from "../helpers/tls-certs.ts";
 
 setDefaultTimeout(180_000);
 
-const JAVA = Bun.which("java");
-const JARS = path.join(
-  process.env.BOOBLIK_COMPAT_CACHE ?? path.join(os.homedir(), ".cache", "booblik-compat"),
-  "server-4.1.1",
-);
-const HAVE_JARS = fs.existsSync(path.join(JARS, "kafka-tools-4.1.1.jar"));
-if (JAVA === null || !HAVE_JARS) {
-  console.log(
-    `kafka/java-tls.test.ts: skipped: ${JAVA === null ? "java is not installed" : `no Kafka 4.1.1 jars in ${JARS} (bun run compat:kafka fetches them)`}`,
-  );
-}
+if (kafkaJavaUnavailable !== undefined)
+  console.log(`kafka/java-tls.test.ts: skipped: ${kafkaJavaUnavailable}`);
 
-async function topicCommand(properties: string, bootstrap: string, args: string[]) {
-  const child = Bun.spawn(
-    [
-      JAVA!,
-      "-Xmx256m",
-      "-cp",
-      `${JARS}/*`,
-      "org.apache.kafka.tools.TopicCommand",
-      "--bootstrap-server",
-      bootstrap,
-      "--command-config",
-      properties,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { stdout, stderr, exitCode };
-}
-
-describe.skipIf(JAVA === null || !HAVE_JARS)("the Java client over TLS", () => {
+describe.skipIf(kafkaJavaUnavailable !== undefined)("the Java client over TLS", () => {
   test("SSL with PEM truststore and keystore on the Kafka TLS port (principal CN=alice); SASL_SSL with SCRAM-SHA-512", async () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
@@ -92,13 +58,12 @@ describe.skipIf(JAVA === null || !HAVE_JARS)("the Java client over TLS", () => {
       );
       const kafkaTlsPort = Number(/over TLS on 127\.0\.0\.1:(\d+)/.exec(tlsLine)?.[1]);
       // "localhost": the broker certificate names it (the Java client checks the host name).
-      const created = await topicCommand(dir.file("ssl.properties"), `localhost:${kafkaTlsPort}`, [
-        "--create",
-        "--topic",
-        "from-java",
-        "--partitions",
-        "2",
-      ]);
+      const created = await kafkaTool(
+        "TopicCommand",
+        dir.file("ssl.properties"),
+        `localhost:${kafkaTlsPort}`,
+        ["--create", "--topic", "from-java", "--partitions", "2"],
+      );
       expect(created.stdout).toContain("Created topic from-java.");
       expect(created.exitCode).toBe(0);
       await broker.lines.waitFor(
@@ -143,7 +108,9 @@ describe.skipIf(JAVA === null || !HAVE_JARS)("the Java client over TLS", () => {
     ]);
     const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
     const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(kafkaLine)?.[1]);
-    const listed = await topicCommand(dir.file("sasl.properties"), `localhost:${kafkaPort}`, ["--list"]);
+    const listed = await kafkaTool("TopicCommand", dir.file("sasl.properties"), `localhost:${kafkaPort}`, [
+      "--list",
+    ]);
     expect(listed.stdout.split("\n")).toContain("from-java");
     expect(listed.exitCode).toBe(0);
     await broker.lines.waitFor(

@@ -1,0 +1,46 @@
+/**
+ * Apache Kafka's own Java tools for tests (kafka-clients 4.1.1 under them): the jars are the ones
+ * bench/compat/kafka-node.ts fetched into the compat cache (nothing of Kafka is in the repository).
+ * Tests skip, saying why, when java or the jars are missing, as kcat's tests do.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const JAVA = Bun.which("java");
+const JARS = path.join(
+  process.env.BOOBLIK_COMPAT_CACHE ?? path.join(os.homedir(), ".cache", "booblik-compat"),
+  "server-4.1.1",
+);
+/** Why the Java tools cannot run here, or undefined when they can. */
+export const kafkaJavaUnavailable: string | undefined =
+  JAVA === null
+    ? "java is not installed"
+    : fs.existsSync(path.join(JARS, "kafka-tools-4.1.1.jar"))
+      ? undefined
+      : `no Kafka 4.1.1 jars in ${JARS} (bun run compat:kafka fetches them)`;
+
+/** Runs `org.apache.kafka.tools.<className> --bootstrap-server … --command-config … args`. */
+export async function kafkaTool(className: string, properties: string, bootstrap: string, args: string[]) {
+  const child = Bun.spawn(
+    [
+      JAVA!,
+      "-Xmx256m",
+      "-cp",
+      `${JARS}/*`,
+      `org.apache.kafka.tools.${className}`,
+      "--bootstrap-server",
+      bootstrap,
+      "--command-config",
+      properties,
+      ...args,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { stdout, stderr, exitCode };
+}
