@@ -88,10 +88,11 @@ export function scanSegmentFile(
   const options = { framing: "framed" as const, verifyCrc, maxBatchBytes, expectedBaseOffset: expected };
   while (position < fileEnd) {
     const want = Math.min(readLimit, chunk.length, fileEnd - position);
-    // Each byte is advised once (a hint on cached pages still costs a page-cache walk), and only
-    // once the reads have grown to whole chunks: the scan has shown there is that much to read.
-    const aheadEnd = Math.min(fileEnd, position + want + RECOVERY_READAHEAD_BYTES);
-    if (want === chunk.length && aheadEnd > advisedEnd) {
+    // Each byte is advised once (a hint on cached pages still costs a page-cache walk). The advice
+    // grows with the reads (twice the read, at most RECOVERY_READAHEAD_BYTES), so the disk works
+    // ahead from the first read without reading megabytes past a file whose data ends early.
+    const aheadEnd = Math.min(fileEnd, position + want + Math.min(RECOVERY_READAHEAD_BYTES, 2 * want));
+    if (aheadEnd > advisedEnd) {
       const aheadStart = Math.max(advisedEnd, position + want);
       disk.adviseWillNeed(fd, aheadStart, aheadEnd - aheadStart);
       advisedEnd = aheadEnd;
