@@ -32,6 +32,7 @@ import {
   CONSOLE_SESSION_LIFETIME_MS,
   CONSOLE_SESSIONS_MAX,
 } from "../domain/limits.ts";
+import { JSON_HEADERS, problem } from "./answers.ts";
 
 export const CONSOLE_SESSION_COOKIE = "booblik_console";
 
@@ -55,8 +56,6 @@ interface Session {
 
 /** The outcome of checking a request: the user it acts for, or the answer that refuses it. */
 export type ConsoleAuthResult = { user: string } | { refusal: Response };
-
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
 
 export class ConsoleAuth {
   /** Failed logins through the console (booblik_authentication_failures_total{listener="console"}). */
@@ -181,10 +180,6 @@ export class ConsoleAuth {
       (this.options.secure ? "; Secure" : "")
     );
   }
-}
-
-function problem(status: number, message: string, extra: Record<string, unknown> = {}): Response {
-  return new Response(JSON.stringify({ error: message, ...extra }), { status, headers: JSON_HEADERS });
 }
 
 /**

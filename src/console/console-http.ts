@@ -31,6 +31,7 @@ import {
 } from "../domain/errors.ts";
 import { CONSOLE_RECORDS_PAGE_MAX, OFFSET_MAX } from "../domain/limits.ts";
 import { BOOBLIK_VERSION } from "../domain/version.ts";
+import { json, problem } from "./answers.ts";
 import consolePage from "./app/index.html";
 import type { ConsoleAuth } from "./console-auth.ts";
 import { integerParameter, readRecordsPage } from "./records.ts";
@@ -49,16 +50,6 @@ export function isLoopbackHost(host: string | null): boolean {
   if (host === null) return false;
   const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.replace(/:\d+$/, "");
   return name === "localhost" || name === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
-}
-
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
-
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
-}
-
-function problem(status: number, message: string): Response {
-  return json({ error: message }, status);
 }
 
 export interface WebConsole {
