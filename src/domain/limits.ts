@@ -103,8 +103,9 @@ export const RECOVERY_CHUNK_BYTES = 4 * 1024 * 1024;
  */
 export const RECOVERY_FIRST_READ_BYTES = 64 * 1024;
 /**
- * While a recovery scan reads one chunk, the kernel is asked to read this much after it in the
- * background (posix_fadvise WILLNEED, src/storage/recovery.ts). Two chunks: from a cold page cache a
+ * While a recovery scan reads one chunk, the kernel is asked to read up to this much after it in the
+ * background (posix_fadvise WILLNEED, src/storage/recovery.ts; twice the read while the reads still
+ * grow from RECOVERY_FIRST_READ_BYTES). Two chunks: from a cold page cache a
  * 1 GiB scan ran 2-3× faster with it than with the kernel's own readahead alone (docs/benchmarks.md,
  * "Recovery speed"); the page cache it fills is what the scan reads next anyway.
  */

@@ -3,11 +3,12 @@
  * sealed segments, and offline verification. It reads the file in chunks and hands each to THE
  * entry walker (`scanEntries`, framed, src/record/entries.ts); it has no format knowledge of its own.
  *
- * The file is read in RECOVERY_CHUNK_BYTES chunks through one reused buffer: one read per record made
- * the predecessor 28x slower (174 vs 4900 MiB/s). An entry that straddles a chunk boundary is re-read
- * at the start of the next chunk; an entry larger than the buffer gets a temporary buffer of its own.
- * Before each read the scan asks the kernel to read the RECOVERY_READAHEAD_BYTES after the chunk in
- * the background (`adviseWillNeed`): from a cold page cache the disk then works while the CRCs of
+ * The file is read in chunks through one reused buffer, the first RECOVERY_FIRST_READ_BYTES and each
+ * next one twice the last, up to RECOVERY_CHUNK_BYTES: one read per record made the predecessor 28x
+ * slower (174 vs 4900 MiB/s), and a file whose data ends early costs one small read. An entry that
+ * straddles a chunk boundary is re-read at the start of the next chunk; an entry larger than the
+ * buffer gets a temporary buffer of its own. Before each read the scan asks the kernel to read up to
+ * RECOVERY_READAHEAD_BYTES (twice the read) after the chunk in the background (`adviseWillNeed`): from a cold page cache the disk then works while the CRCs of
  * the chunk before run, instead of the two taking turns (docs/benchmarks.md, "Recovery speed":
  * 1 GiB from a cold cache 2-3× faster). It is a hint and changes nothing the scan reads or decides.
  *
