@@ -178,8 +178,12 @@ export async function startKafka(
   ].join("\n");
   writeFileSync(properties, serverProperties);
   const classpath = `${lib}/*`;
-  // A KRaft cluster id is 16 random bytes in URL-safe base64 without padding (Uuid.toString).
-  const clusterId = randomBytes(16).toString("base64url");
+  // A KRaft cluster id is 16 random bytes in URL-safe base64 without padding (Uuid.toString). One
+  // in 64 starts with "-", which the format tool's argument parser takes for an option ("argument
+  // --cluster-id/-t: expected one argument", seen 2026-12-01); Kafka's Uuid.randomUuid draws again
+  // in that case, and so does this.
+  let clusterId = randomBytes(16).toString("base64url");
+  while (clusterId.startsWith("-")) clusterId = randomBytes(16).toString("base64url");
   const formatStarted = performance.now();
   await run(
     ["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", clusterId, "-c", properties],
