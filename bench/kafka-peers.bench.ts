@@ -28,7 +28,10 @@
  *   2. kcat -P of the same N records from a file (N lines of `size` random letters: byte-identical
  *      for both systems), acks=all, librdkafka's defaults otherwise;
  *   3. ConsumerPerformance reading the N records of run 1 (a group consumer, fetch size 1 MiB);
- *   4. kcat -C -e reading the N records of run 2 from the beginning;
+ *   4. kcat -C -c N reading the N records of run 2 from the beginning (it exits at the Nth record:
+ *      with -e alone it would wait for an empty fetch at the end, a long poll of librdkafka's
+ *      fetch.wait.max.ms = 500 ms on both brokers, measured with `-d fetch`, which was 40-60 % of
+ *      the run's wall time and made the column mostly that constant);
  *   5. the latency probe (acks=all, linger.ms=0, fetch.max.wait.ms=0).
  * After each produce the topic's high watermark is checked to equal N. For every run the broker's
  * CPU seconds (/proc/PID/stat, all threads) are taken; per size the broker's peak RSS (VmHWM, reset
@@ -529,6 +532,8 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
           "0",
           "-o",
           "beginning",
+          "-c",
+          String(count),
           "-e",
           "-q",
           "-f",

@@ -3,7 +3,7 @@
  * listener, one broker child process, topic durability `append` (acknowledged once written; no force
  * per batch), 1 partition. For each record size the same number of bytes is produced with kcat's
  * default batching (librdkafka: linger.ms 5, batch.num.messages 10000, batch.size 1000000), then
- * read back from the beginning to the end (`-e`), output to /dev/null. Sizes are interleaved and
+ * read back from the beginning to the last record (`-c N -e`), output to /dev/null. Sizes are interleaved and
  * repeated; each line prints median and range, the stored batch size and the broker's CPU.
  *
  * Then a raw fetch loop (no kcat): one connection, Fetch v11 one after the other with 16 MiB limits,
@@ -241,6 +241,10 @@ try {
         "0",
         "-o",
         "beginning",
+        // -c: exit at the last record. With -e alone kcat also waits out one empty long poll at the
+        // end (librdkafka's fetch.wait.max.ms, 500 ms), which is not consuming (seen with -d fetch).
+        "-c",
+        String(count),
         "-e",
         "-q",
         "-f",
