@@ -66,7 +66,13 @@ import {
 } from "../record/batch.ts";
 import { type ForceWaiter, GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
-import { newFileRange, type RecordsRead, type Segment, type TimestampLookup } from "../storage/segment.ts";
+import {
+  newFileRange,
+  type ReadArena,
+  type RecordsRead,
+  type Segment,
+  type TimestampLookup,
+} from "../storage/segment.ts";
 import { hasProducerId, type ProducerCheck, ProducerStateTable } from "./producer-state.ts";
 import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
 
@@ -840,10 +846,10 @@ export class Partition {
   /**
    * Copying read of visible entries (CRC-checked) from the one containing `offset`;
    * `firstOffset` of the result is its BaseOffset (≤ `offset`). `oneSegment` stops at a segment's
-   * end as FETCH does.
+   * end as FETCH does. With an `arena`, the bytes land in it where they fit (Segment.read).
    */
-  read(offset: number, maxBytes: number, oneSegment = false): RecordsRead {
-    return this.log.read(offset, maxBytes, this.visibleNextOffset, oneSegment);
+  read(offset: number, maxBytes: number, oneSegment = false, arena?: ReadArena): RecordsRead {
+    return this.log.read(offset, maxBytes, this.visibleNextOffset, oneSegment, arena);
   }
 
   /**

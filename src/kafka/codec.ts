@@ -239,9 +239,13 @@ export class KafkaWriter {
   private view: DataView;
   position = 0;
 
-  constructor(initialBytes = 1024) {
-    this.bytes = new Uint8Array(initialBytes);
-    this.view = new DataView(this.bytes.buffer);
+  /**
+   * A writer into a new buffer of `initial` bytes, or into the given buffer (a reused one may hold
+   * earlier bytes: only `written()` is ever handed out). Either grows into a new buffer when full.
+   */
+  constructor(initial: number | Uint8Array = 1024) {
+    this.bytes = typeof initial === "number" ? new Uint8Array(initial) : initial;
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   }
 
   reset(): this {

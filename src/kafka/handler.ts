@@ -87,6 +87,7 @@ import {
   encodeDeleteRecordsResponse,
 } from "./delete-records-messages.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
+import { FetchBufferPool } from "./fetch-buffers.ts";
 import {
   type DescribedGroup,
   decodeDescribeGroupsRequest,
@@ -250,7 +251,8 @@ const GROUP_ERROR_CODES: Record<GroupError, number> = {
 
 /** What to do with a request: send these bytes (none for Produce acks=0), or close the connection. */
 export type KafkaOutcome =
-  | { kind: "respond"; bytes: Uint8Array }
+  /** `release`: called once the bytes are written whole (a Fetch's pooled buffer, fetch-buffers.ts). */
+  | { kind: "respond"; bytes: Uint8Array; release?: () => void }
   | { kind: "silent" }
   | { kind: "close"; reason: string };
 
@@ -368,6 +370,8 @@ export class KafkaHandler {
   private readonly options: KafkaHandlerOptions;
   /** One writer for every response: each is encoded without an await and copied out at once. */
   private readonly writer = new KafkaWriter(4096);
+  /** Buffers of the Fetch path's reads and responses, reused (fetch-buffers.ts). */
+  readonly fetchBuffers = new FetchBufferPool();
   private readonly stopSignal: { stopped: boolean; promise: Promise<void> };
   private resolveStop!: () => void;
   /** Groups and their members (in memory; committed offsets are the broker's OffsetsStore). */
@@ -437,14 +441,34 @@ export class KafkaHandler {
           return await this.produce(reader, apiVersion, correlationId, who);
         case KAFKA_API.FETCH: {
           const request = decodeFetchRequest(reader, apiVersion);
-          const response = await fetchRecords(this.broker, request, apiVersion, this.stopSignal, (topic) =>
-            this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic),
+          return await fetchRecords(
+            this.broker,
+            request,
+            apiVersion,
+            this.stopSignal,
+            (topic) => this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic),
+            this.fetchBuffers,
+            (response): KafkaOutcome => {
+              // A buffer of its own (from the pool, for sizes worth reusing), sized for the records
+              // and handed over without a copy: the records are most of a fetch response, and the
+              // shared writer would copy them a second time. The listener gives it back once the
+              // response is written whole.
+              const buffer = this.fetchBuffers.acquire(fetchResponseBytesHint(response));
+              const writer = new KafkaWriter(buffer);
+              encodeFetchResponse(writer, apiVersion, correlationId, response);
+              if (writer.bytes !== buffer) {
+                // The hint was short and the writer grew into a buffer of its own (not expected;
+                // correct either way): the pooled one holds nothing the answer needs.
+                this.fetchBuffers.release(buffer);
+                return { kind: "respond", bytes: writer.written() };
+              }
+              return {
+                kind: "respond",
+                bytes: writer.written(),
+                release: () => this.fetchBuffers.release(buffer),
+              };
+            },
           );
-          // A writer of its own, sized for the records, handed over without a copy: the records are
-          // most of a fetch response, and the shared writer would copy them a second time.
-          const writer = new KafkaWriter(fetchResponseBytesHint(response));
-          encodeFetchResponse(writer, apiVersion, correlationId, response);
-          return { kind: "respond", bytes: writer.written() };
         }
         case KAFKA_API.METADATA:
           return this.metadata(reader, apiVersion, correlationId, clientAddress, who);

@@ -128,6 +128,8 @@ class KafkaConnection {
   private busy = false;
   /** The unsent rest of the response being written. */
   private pendingOutput: Uint8Array | undefined;
+  /** Gives the pending output's buffer back to its pool once it is written whole (see write). */
+  private pendingRelease: (() => void) | undefined;
   private paused = false;
   closingReason: string | undefined;
   lastActivityMs = performance.now();
@@ -314,7 +316,7 @@ class KafkaConnection {
           this.close(outcome.reason);
           return;
         }
-        if (outcome.kind === "respond") this.write(outcome.bytes);
+        if (outcome.kind === "respond") this.write(outcome.bytes, outcome.release);
         this.afterAnswer();
       },
       (error: unknown) => {
@@ -337,7 +339,13 @@ class KafkaConnection {
     this.next();
   }
 
-  private write(bytes: Uint8Array): void {
+  /**
+   * Writes what the socket takes now and keeps the rest for `onDrain`. `release` (a pooled Fetch
+   * buffer's return) runs once the last byte is taken: the socket's write does not keep the bytes
+   * (bun-platform.md: unbuffered), so after that nothing reads the buffer. A connection that closes
+   * with output pending never releases it; the collector takes it.
+   */
+  private write(bytes: Uint8Array, release?: () => void): void {
     const written = this.socket.write(bytes);
     if (written < 0) {
       this.close("the client closed the connection before its answer was sent");
@@ -345,15 +353,20 @@ class KafkaConnection {
     }
     if (written < bytes.length) {
       this.pendingOutput = bytes.subarray(written);
+      this.pendingRelease = release;
       this.outputSinceMs = performance.now();
+      return;
     }
+    release?.();
   }
 
   onDrain(): void {
     const pending = this.pendingOutput;
     if (pending === undefined || this.closingReason !== undefined) return;
+    const release = this.pendingRelease;
     this.pendingOutput = undefined;
-    this.write(pending);
+    this.pendingRelease = undefined;
+    this.write(pending, release);
     if (this.pendingOutput === undefined) this.afterAnswer();
   }
 

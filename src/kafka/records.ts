@@ -15,12 +15,18 @@
  * first batch would stall it), nothing at offset = high watermark (kafkajs's HW+1 commit trap,
  * kafka-wire.md §0.5). Entries are stored framed, `[u32 length][u32 crc32c][batch]`; Kafka's records
  * field holds bare batches, so each entry is sent without its 8-byte frame. Copy path (see
- * docs/kafka.md "Fetch path" for why): `Partition.read` reads and checks the entries, and the
- * response carries views of each batch.
+ * docs/kafka.md "Fetch path" for why): `Partition.read` reads and checks the entries into an arena
+ * from the listener's FetchBufferPool, the response carries views of each batch, and the caller's
+ * `answer` encodes them before the arena goes back to the pool.
  */
 import type { Broker } from "../broker/broker.ts";
 import type { Partition } from "../broker/partition.ts";
-import { FETCH_RESPONSE_BYTES_MAX, KAFKA_FETCH_WAIT_MS_MAX } from "../domain/limits.ts";
+import {
+  FETCH_RESPONSE_BYTES_MAX,
+  KAFKA_FETCH_BUFFER_BYTES_MAX,
+  KAFKA_FETCH_BUFFER_STEP_BYTES,
+  KAFKA_FETCH_WAIT_MS_MAX,
+} from "../domain/limits.ts";
 import {
   ATTRIBUTE_TRANSACTIONAL,
   ATTRIBUTES_OFFSET,
@@ -31,8 +37,10 @@ import {
   MAGIC_OFFSET,
   MAGIC_V2,
 } from "../record/batch.ts";
+import type { ReadArena } from "../storage/segment.ts";
 import { KAFKA_ERROR } from "./apis.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
+import type { FetchBufferPool } from "./fetch-buffers.ts";
 import type {
   FetchPartitionResponse,
   FetchRequest,
@@ -185,6 +193,29 @@ export function bareBatchesOf(framed: Uint8Array): Uint8Array[] {
   return pieces;
 }
 
+/** Where one round's copying reads land: an arena from the pool, taken at the first read. */
+interface RoundReads {
+  readonly buffers: FetchBufferPool;
+  /** The arena's size: the bytes the whole Fetch may read (0: too small to be worth one). */
+  readonly arenaBytes: number;
+  readonly arena: ReadArena;
+}
+
+/**
+ * The arena size for a Fetch: what its partitions may read together (each at most its
+ * partition_max_bytes, all at most max_bytes), up to the pool's largest buffer. Reads beyond it (a
+ * first batch larger than the limits, KIP-74) get buffers of their own.
+ */
+function arenaBytesOf(request: FetchRequest): number {
+  let partitionBytes = 0;
+  for (const topic of request.topics)
+    for (const partition of topic.partitions) partitionBytes += Math.max(partition.partitionMaxBytes, 0);
+  const bytes = Math.min(partitionBytes, Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX);
+  return bytes < KAFKA_FETCH_BUFFER_STEP_BYTES ? 0 : Math.min(bytes, KAFKA_FETCH_BUFFER_BYTES_MAX);
+}
+
+const NO_BYTES = new Uint8Array(0);
+
 interface FetchRound {
   response: FetchResponse;
   bytes: number;
@@ -197,6 +228,7 @@ function readRound(
   broker: Broker,
   request: FetchRequest,
   refusals: ReadonlyMap<string, KafkaError | undefined>,
+  reads: RoundReads,
 ): FetchRound {
   let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX);
   let bytes = 0;
@@ -245,7 +277,10 @@ function readRound(
       if (offset === highWatermark || (bytes > 0 && remaining <= 0)) return answer;
       const limit = Math.max(1, Math.min(asked.partitionMaxBytes, remaining));
       try {
-        const read = partition.read(offset, limit);
+        // The arena is taken at the first read, not before: a Fetch that waits for records holds none.
+        if (reads.arena.bytes.length === 0 && reads.arenaBytes > 0)
+          reads.arena.bytes = reads.buffers.acquire(reads.arenaBytes);
+        const read = partition.read(offset, limit, false, reads.arena);
         const pieces = bareBatchesOf(read.records);
         let size = 0;
         for (const piece of pieces) size += piece.length;
@@ -291,28 +326,45 @@ export interface StopSignal {
  * Answers a Fetch: reads what is there; while fewer than min_bytes are, waits (at most max_wait_ms,
  * capped at KAFKA_FETCH_WAIT_MS_MAX) for any of the partitions to get more, and reads again. A
  * listener that stops ends the wait: the fetch is answered with what there is.
+ *
+ * The reads land in an arena from `buffers`, so the response's record views are valid only until
+ * this returns: `answer` encodes them, synchronously, before the arena goes back to the pool (no
+ * other Fetch can take it in between). A round that waits gives its arena back before waiting.
  */
-export async function fetchRecords(
+export async function fetchRecords<Answer>(
   broker: Broker,
   request: FetchRequest,
   version: number,
   stop: StopSignal,
   /** The ACL refusal of a topic (TOPIC_AUTHORIZATION_FAILED), asked once per topic; none: allowed. */
-  refuse: (topic: string) => KafkaError | undefined = () => undefined,
-): Promise<FetchResponse> {
+  refuse: (topic: string) => KafkaError | undefined,
+  buffers: FetchBufferPool,
+  answer: (response: FetchResponse) => Answer,
+): Promise<Answer> {
   if (version >= 7 && request.sessionId !== 0) {
-    return { errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] };
+    return answer({ errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] });
   }
   const deadline = performance.now() + Math.min(Math.max(request.maxWaitMs, 0), KAFKA_FETCH_WAIT_MS_MAX);
   // Decided once, before the first read: a long poll does not count a denial per round.
   const refusals = new Map<string, KafkaError | undefined>();
   for (const topic of request.topics)
     if (!refusals.has(topic.topic)) refusals.set(topic.topic, refuse(topic.topic));
+  const arenaBytes = arenaBytesOf(request);
   for (;;) {
-    const round = readRound(broker, request, refusals);
-    const waitMs = deadline - performance.now();
-    const done = round.bytes >= request.minBytes || round.anyError || round.partitions.length === 0;
-    if (done || waitMs <= 0 || stop.stopped) return round.response;
-    await visibleOrTimeout(round.partitions, waitMs, stop.promise);
+    const reads: RoundReads = { buffers, arenaBytes, arena: { bytes: NO_BYTES, used: 0 } };
+    let waitFor: Partition[];
+    let waitMs: number;
+    try {
+      const round = readRound(broker, request, refusals, reads);
+      waitMs = deadline - performance.now();
+      const done = round.bytes >= request.minBytes || round.anyError || round.partitions.length === 0;
+      if (done || waitMs <= 0 || stop.stopped) return answer(round.response);
+      waitFor = round.partitions;
+    } finally {
+      // Before any wait: the round's views are encoded (answered) or dropped (the next round
+      // reads again), so a Fetch waiting for records holds no buffer.
+      if (reads.arena.bytes !== NO_BYTES) buffers.release(reads.arena.bytes);
+    }
+    await visibleOrTimeout(waitFor, waitMs, stop.promise);
   }
 }

@@ -88,6 +88,7 @@ import { type PartitionOpenReport, recoverSegments, removeLeftoverSegments } fro
 import { LOG_START_FILE, readLogStart, writeLogStartNow } from "./log-start.ts";
 import {
   type FileRange,
+  type ReadArena,
   type RecordsRead,
   Segment,
   type SegmentConfig,
@@ -130,6 +131,16 @@ export interface RetentionResult {
 }
 
 const EMPTY_RECORDS = new Uint8Array(0);
+
+/** Whether the views follow each other in one buffer (reads that landed in an arena in turn). */
+function contiguous(parts: readonly Uint8Array[]): boolean {
+  for (let i = 1; i < parts.length; i++) {
+    const before = parts[i - 1]!;
+    const part = parts[i]!;
+    if (part.buffer !== before.buffer || part.byteOffset !== before.byteOffset + before.length) return false;
+  }
+  return true;
+}
 /** One framer for every log: an append is planned and written in one synchronous call. */
 const framer = new EntryFramer();
 
@@ -668,18 +679,21 @@ export class PartitionLog {
    * At the end the result is empty; beyond it is OffsetOutOfRangeError with `endOffset` as the
    * upper bound. `oneSegment` stops at the end of the first segment, like `fileRange` (the server's
    * copying FETCH path uses it, so both paths keep docs/protocol.md's "a response never crosses a
-   * segment end").
+   * segment end"). With an `arena` the reads land in it where they fit (Segment.read): a read
+   * across segments whose parts all landed there one after the other is returned as one view,
+   * without the concatenating copy.
    */
   read(
     offset: number,
     maxBytes: number,
     endOffset: number = this.nextOffset,
     oneSegment = false,
+    arena?: ReadArena,
   ): RecordsRead {
     const end = Math.min(endOffset, this.nextOffset);
     this.checkReadable(offset, end);
     if (offset === end) return { records: EMPTY_RECORDS, firstOffset: offset, recordCount: 0 };
-    const first = this.segmentFor(offset).read(offset, maxBytes, end);
+    const first = this.segmentFor(offset).read(offset, maxBytes, end, arena);
     let remaining = maxBytes - first.records.length;
     let at = first.firstOffset + first.recordCount;
     if (oneSegment || remaining <= ENTRY_HEADER_BYTES || at >= end) return first;
@@ -689,7 +703,7 @@ export class PartitionLog {
     while (remaining > ENTRY_HEADER_BYTES && at < end) {
       let next: RecordsRead;
       try {
-        next = this.segmentFor(at).read(at, remaining, end);
+        next = this.segmentFor(at).read(at, remaining, end, arena);
       } catch (error) {
         // A bad entry further on ends this read with what was good before it; the next read,
         // starting at the bad entry, reports it.
@@ -704,6 +718,14 @@ export class PartitionLog {
       at += next.recordCount;
     }
     if (parts.length === 1) return first;
+    if (contiguous(parts)) {
+      const head = parts[0]!;
+      return {
+        records: new Uint8Array(head.buffer, head.byteOffset, bytes),
+        firstOffset: first.firstOffset,
+        recordCount: count,
+      };
+    }
     const records = new Uint8Array(bytes);
     let position = 0;
     for (const part of parts) {

@@ -185,6 +185,21 @@ export interface RecordsRead {
   recordCount: number;
 }
 
+/**
+ * Room a caller lends to copying reads so that they do not allocate: a read whose bytes fit in
+ * `bytes[used..]` lands there (its result is a view of it) and advances `used` past what it
+ * returned; one that does not fit gets a buffer of its own, as without an arena. The caller owns
+ * the arena and must not reuse it while it still holds a result. Why: every fresh buffer of a
+ * large read is zero-filled, page-faulted in and later unmapped; with perf on the Kafka fetch path
+ * (kcat consuming 64 MiB of 100 B records, 2026-12-01) that was about 40 % of the broker's CPU
+ * (memset 10 %, page faults 10 %, unmapping, memcg charging and page-list locks the rest), against
+ * 16 % for the pread copy itself.
+ */
+export interface ReadArena {
+  bytes: Uint8Array;
+  used: number;
+}
+
 /** The result of a time lookup: the first offset whose record timestamp is ≥ the one asked for. */
 export interface TimestampLookup {
   offset: number;
@@ -911,7 +926,12 @@ export class Segment implements ReadDescriptorHolder {
    * progress). Every entry is checked (lengths, offsets, frame CRC); a bad entry ends the read, and
    * a read that would start at a bad entry throws CorruptRecordError.
    */
-  read(offset: number, maxBytes: number, endOffset: number = this.publishedNextOffset): RecordsRead {
+  read(
+    offset: number,
+    maxBytes: number,
+    endOffset: number = this.publishedNextOffset,
+    arena?: ReadArena,
+  ): RecordsRead {
     const fd = this.ensureReadFd();
     const first = this.locate(offset);
     const position = first.position;
@@ -921,7 +941,8 @@ export class Segment implements ReadDescriptorHolder {
     const end = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
     if (end.position <= position) return { records: new Uint8Array(0), firstOffset: offset, recordCount: 0 };
     const length = Math.max(firstBytes, Math.min(maxBytes, end.position - position));
-    const records = new Uint8Array(length);
+    const inArena = arena !== undefined && arena.bytes.length - arena.used >= length;
+    const records = inArena ? arena.bytes.subarray(arena.used, arena.used + length) : new Uint8Array(length);
     const got = disk.preadFull(fd, records, 0, length, position, this.path);
     scanEntries(
       records,
@@ -937,6 +958,9 @@ export class Segment implements ReadDescriptorHolder {
     );
     if (readScan.entryCount === 0)
       throw this.damaged(position, firstOffset, `${readScan.stop}: ${readScan.detail}`);
+    // Only what was read and checked is handed out: an arena's bytes beyond it are an earlier
+    // read's, and a view never reaches them.
+    if (inArena) arena.used += readScan.endPosition;
     return {
       records: records.subarray(0, readScan.endPosition),
       firstOffset,

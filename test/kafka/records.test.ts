@@ -264,6 +264,79 @@ describe("Produce and Fetch over raw frames", () => {
     expect(second.correlationId).toBe(99);
   });
 
+  test("a Fetch answer still waiting for a slow reader is not overwritten by the Fetches answered meanwhile", async () => {
+    // Fetch answers are encoded into reused buffers (src/kafka/fetch-buffers.ts), and their reads
+    // land in reused arenas. A buffer given back before its answer is written whole would be
+    // handed to the next Fetch, whose records would then reach the slow reader in its place.
+    const { broker, port } = inProcess();
+    broker.createTopic("slow");
+    broker.createTopic("fast");
+    // 1,000 records of 1,000 bytes: one stored batch of ~1 MiB (the largest batch is 1 MiB).
+    const valueOf = (letter: string, offset: number) => `${letter}${offset}`.padEnd(1000, letter);
+    const batchOf = (letter: string, from: number) =>
+      Array.from({ length: 1000 }, (_, i) => ({
+        key: null,
+        value: TEXT.encode(valueOf(letter, from + i)),
+        timestamp: 1,
+      }));
+    // 7 batches: an answer (~7 MiB) that fits a pooled buffer (at most 8 MiB) and not the socket
+    // buffers (here at most 4 MiB to send, 128 KiB to receive while the reader does not read).
+    for (let batch = 0; batch < 7; batch++) await broker.produce("slow", 0, batchOf("s", batch * 1000));
+    for (let batch = 0; batch < 7; batch++) await broker.produce("fast", 0, batchOf("f", batch * 1000));
+    const slow = await rawConnect(port, { readPaused: true });
+    cleanups.push(() => slow.close());
+    slow.write(fetchV11("slow", 0, 0, { partitionMaxBytes: 7_500_000, maxBytes: 7_500_000 }));
+    await waitUntil(() => listenerOf(port).counters.requests >= 1, "the slow reader's fetch to be read");
+    // Meanwhile another consumer fetches the other topic, one answer after another, each of them
+    // of the slow answer's size (so they would be given its buffer, were it free).
+    const fast = await connect(port);
+    for (let round = 0; round < 6; round++) {
+      const answer = fetchAnswer(
+        await roundTrip(fast, fetchV11("fast", 0, 0, { partitionMaxBytes: 7_500_000, maxBytes: 7_500_000 })),
+      );
+      const got = decodeAll(answer.records!);
+      expect(got.length).toBe(7000);
+      expect(got.every((record) => record[2] === valueOf("f", record[0]))).toBe(true);
+    }
+    slow.socket.resume();
+    const answer = fetchAnswer((await roundTripResult(slow, 0)).reader);
+    // decodeAll checks every batch's CRC32C; every record is the slow topic's, in order.
+    const got = decodeAll(answer.records!);
+    expect(got.length).toBe(7000);
+    expect(got.map((record) => record[0])).toEqual(Array.from({ length: 7000 }, (_, i) => i));
+    expect(got.every((record) => record[2] === valueOf("s", record[0]))).toBe(true);
+  });
+
+  test("a Fetch across many segments returns every batch in order, whole, in one answer", async () => {
+    // The reads of one Fetch land one after another in one reused arena: a read across segments
+    // is one view of it, not a concatenated copy (PartitionLog.read); this reads 40 segments.
+    const { broker, port } = inProcess();
+    broker.createTopic("seg", { segmentBytes: 16 * 1024 });
+    const valueOf = (offset: number) => `v${offset}`.padEnd(600, "-");
+    for (let batch = 0; batch < 40; batch++)
+      await broker.produce(
+        "seg",
+        0,
+        Array.from({ length: 20 }, (_, i) => ({
+          key: null,
+          value: TEXT.encode(valueOf(batch * 20 + i)),
+          timestamp: 1,
+        })),
+      );
+    const socket = await connect(port);
+    for (const from of [0, 1, 395, 799]) {
+      const answer = fetchAnswer(
+        await roundTrip(socket, fetchV11("seg", 0, from, { partitionMaxBytes: 1 << 20 })),
+      );
+      const got = decodeAll(answer.records!);
+      const firstOffset = from - (from % 20);
+      expect(got.map((record) => record[0])).toEqual(
+        Array.from({ length: 800 - firstOffset }, (_, i) => firstOffset + i),
+      );
+      expect(got.every((record) => record[2] === valueOf(record[0]))).toBe(true);
+    }
+  });
+
   test("at the high watermark: no records and the high watermark; beyond it: OFFSET_OUT_OF_RANGE", async () => {
     const { broker, port } = inProcess();
     broker.createTopic("h");
