@@ -272,11 +272,11 @@ describe("Produce and Fetch over raw frames", () => {
     broker.createTopic("slow");
     broker.createTopic("fast");
     // 1,000 records of 1,000 bytes: one stored batch of ~1 MiB (the largest batch is 1 MiB).
-    const valueOf = (letter: string, offset: number) => `${letter}${offset}`.padEnd(1000, letter);
+    const expectedValue = (letter: string, offset: number) => `${letter}${offset}`.padEnd(1000, letter);
     const batchOf = (letter: string, from: number) =>
       Array.from({ length: 1000 }, (_, i) => ({
         key: null,
-        value: TEXT.encode(valueOf(letter, from + i)),
+        value: TEXT.encode(expectedValue(letter, from + i)),
         timestamp: 1,
       }));
     // 7 batches: an answer (~7 MiB) that fits a pooled buffer (at most 8 MiB) and not the socket
@@ -296,7 +296,7 @@ describe("Produce and Fetch over raw frames", () => {
       );
       const got = decodeAll(answer.records!);
       expect(got.length).toBe(7000);
-      expect(got.every((record) => record[2] === valueOf("f", record[0]))).toBe(true);
+      expect(got.every((record) => record[2] === expectedValue("f", record[0]))).toBe(true);
     }
     slow.socket.resume();
     const answer = fetchAnswer((await roundTripResult(slow, 0)).reader);
@@ -304,7 +304,7 @@ describe("Produce and Fetch over raw frames", () => {
     const got = decodeAll(answer.records!);
     expect(got.length).toBe(7000);
     expect(got.map((record) => record[0])).toEqual(Array.from({ length: 7000 }, (_, i) => i));
-    expect(got.every((record) => record[2] === valueOf("s", record[0]))).toBe(true);
+    expect(got.every((record) => record[2] === expectedValue("s", record[0]))).toBe(true);
   });
 
   test("a Fetch across many segments returns every batch in order, whole, in one answer", async () => {
@@ -312,14 +312,14 @@ describe("Produce and Fetch over raw frames", () => {
     // is one view of it, not a concatenated copy (PartitionLog.read); this reads 40 segments.
     const { broker, port } = inProcess();
     broker.createTopic("seg", { segmentBytes: 16 * 1024 });
-    const valueOf = (offset: number) => `v${offset}`.padEnd(600, "-");
+    const expectedValue = (offset: number) => `v${offset}`.padEnd(600, "-");
     for (let batch = 0; batch < 40; batch++)
       await broker.produce(
         "seg",
         0,
         Array.from({ length: 20 }, (_, i) => ({
           key: null,
-          value: TEXT.encode(valueOf(batch * 20 + i)),
+          value: TEXT.encode(expectedValue(batch * 20 + i)),
           timestamp: 1,
         })),
       );
@@ -333,7 +333,7 @@ describe("Produce and Fetch over raw frames", () => {
       expect(got.map((record) => record[0])).toEqual(
         Array.from({ length: 800 - firstOffset }, (_, i) => firstOffset + i),
       );
-      expect(got.every((record) => record[2] === valueOf(record[0]))).toBe(true);
+      expect(got.every((record) => record[2] === expectedValue(record[0]))).toBe(true);
     }
   });
 
