@@ -498,8 +498,9 @@ describe("ACLs on the Kafka listener", () => {
       // message ("Failed to produce message") or when the purged message's delivery report comes in
       // time ("Delivery failed"), but its error_cb sets conf.run = 0, which also ends its final wait
       // for delivery reports: when librdkafka's purge has not reported yet, kcat exits 0 ("Producer
-      // terminating with 1 message (1 byte) still in queue"). 53 runs in 200 at load 5-6 on this
-      // machine, every one with the broker's 31 in stderr. What matters is that nothing was written.
+      // terminating with 1 message (1 byte) still in queue"): 42 runs in 200 at load 11 on this
+      // machine (bench/compat/kcat-idempotent-refusal.ts), every one with the broker's 31 in stderr.
+      // What matters is that nothing was written.
       expect(await highWatermark()).toBe("0");
       await grant(AclResourceTypes.TOPIC, "listed", AclOperationTypes.WRITE);
       const withId = await kcat(port, "alice", idempotent, "x\n");
