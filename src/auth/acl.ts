@@ -361,24 +361,39 @@ export class AclSet {
 
   /**
    * Does any ALLOW let `principal` do `operation` on some resource of `type` (Kafka ≥ 2.8's
-   * "WRITE on any topic" for an idempotent producer)? A DENY of a literal or prefixed name does not
-   * cancel it, as in Kafka's authorizeByResourceType, except a DENY of every name (`*`).
+   * "WRITE on any topic" for an idempotent producer)? Kafka's authorizeByResourceType
+   * (Authorizer.java): a DENY of every name (`*`) refuses at once; an ALLOW of every name allows;
+   * otherwise some allowed name must not be cancelled by a DENY of that literal name or by a
+   * PREFIXED DENY that is a prefix of it. DENYs of other names do not cancel it: some other topic
+   * may still be writable.
    */
   allowsAnyOf(principal: string, host: string, operation: number, type: AclResourceType): boolean {
-    let allowed = false;
+    const allowedNames: Acl[] = [];
+    const deniedLiterals = new Set<string>();
+    const deniedPrefixes: string[] = [];
+    let everyNameAllowed = false;
     for (const list of this.candidates(principal)) {
       for (const acl of list) {
         if (acl.resourceType !== type) continue;
         if (acl.host !== host && acl.host !== WILDCARD) continue;
+        const literal = acl.patternType === PATTERN_TYPE.LITERAL;
         if (acl.permission === ACL_PERMISSION.DENY) {
-          const everyName = acl.patternType === PATTERN_TYPE.LITERAL && acl.resourceName === WILDCARD;
-          if (everyName && (acl.operation === operation || acl.operation === ACL_OPERATION.ALL)) return false;
+          if (acl.operation !== operation && acl.operation !== ACL_OPERATION.ALL) continue;
+          if (literal && acl.resourceName === WILDCARD) return false;
+          if (literal) deniedLiterals.add(acl.resourceName);
+          else deniedPrefixes.push(acl.resourceName);
         } else if (allowImplies(acl.operation, operation)) {
-          allowed = true;
+          if (literal && acl.resourceName === WILDCARD) everyNameAllowed = true;
+          else allowedNames.push(acl);
         }
       }
     }
-    return allowed;
+    if (everyNameAllowed) return true;
+    return allowedNames.some(
+      (acl) =>
+        !(acl.patternType === PATTERN_TYPE.LITERAL && deniedLiterals.has(acl.resourceName)) &&
+        !deniedPrefixes.some((prefix) => acl.resourceName.startsWith(prefix)),
+    );
   }
 }
 

@@ -130,6 +130,59 @@ describe("the decision", () => {
     ]);
     expect(deniedEverywhere.allowsAnyOf("User:alice", HOST, OP.WRITE, RESOURCE_TYPE.TOPIC)).toBe(false);
   });
+
+  test("WRITE on some topic: an ALLOW whose own name is denied does not count (Kafka's authorizeByResourceType)", () => {
+    const anyWrite = (acls: Partial<Acl>[]) =>
+      new AclSet(acls.map(acl)).allowsAnyOf("User:alice", HOST, OP.WRITE, RESOURCE_TYPE.TOPIC);
+    const deny = { permission: ACL_PERMISSION.DENY };
+    const prefixed = { patternType: PATTERN_TYPE.PREFIXED };
+    // The one allowed name is denied by a literal DENY of it, by ALL, or by a prefix of it: no topic
+    // is writable, so Kafka answers InitProducerId with 31.
+    expect(anyWrite([{ operation: OP.WRITE }, { operation: OP.WRITE, ...deny }])).toBe(false);
+    expect(anyWrite([{ operation: OP.WRITE }, { operation: OP.ALL, ...deny }])).toBe(false);
+    expect(
+      anyWrite([{ operation: OP.WRITE }, { operation: OP.WRITE, resourceName: "ord", ...prefixed, ...deny }]),
+    ).toBe(false);
+    expect(
+      anyWrite([
+        { operation: OP.WRITE, resourceName: "orders-", ...prefixed },
+        { operation: OP.WRITE, resourceName: "orders", ...prefixed, ...deny },
+      ]),
+    ).toBe(false);
+    // A DENY for every principal counts for alice too.
+    expect(anyWrite([{ operation: OP.WRITE }, { operation: OP.WRITE, principal: "User:*", ...deny }])).toBe(
+      false,
+    );
+    // Still allowed: a DENY of another name, of another operation, for another host, or a longer
+    // prefix (names under "orders" but outside "orders-eu" stay writable); an ALLOW of every name.
+    expect(anyWrite([{ operation: OP.WRITE }, { operation: OP.WRITE, resourceName: "other", ...deny }])).toBe(
+      true,
+    );
+    expect(anyWrite([{ operation: OP.WRITE }, { operation: OP.READ, ...deny }])).toBe(true);
+    expect(anyWrite([{ operation: OP.WRITE }, { operation: OP.WRITE, host: "10.9.9.9", ...deny }])).toBe(
+      true,
+    );
+    expect(
+      anyWrite([
+        { operation: OP.WRITE, ...prefixed },
+        { operation: OP.WRITE, resourceName: "orders-eu", ...prefixed, ...deny },
+      ]),
+    ).toBe(true);
+    expect(
+      anyWrite([
+        { operation: OP.WRITE, resourceName: "*" },
+        { operation: OP.WRITE, ...deny },
+      ]),
+    ).toBe(true);
+    // Two allowed names, one denied: the other counts.
+    expect(
+      anyWrite([
+        { operation: OP.WRITE },
+        { operation: OP.WRITE, resourceName: "payments" },
+        { operation: OP.WRITE, ...deny },
+      ]),
+    ).toBe(true);
+  });
 });
 
 describe("filters (Kafka's AclBindingFilter)", () => {
