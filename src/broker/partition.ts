@@ -340,6 +340,11 @@ function withMaxTimestampsCorrected(batches: Uint8Array, corrections: MaxTimesta
   return copy;
 }
 
+/** A reader waiting for the visible end to move (see `Partition.addVisibleWaiter`). */
+export interface VisibleWaiter {
+  visibleMoved(): void;
+}
+
 export class Partition {
   readonly topic: TopicName;
   readonly id: PartitionId;
@@ -356,8 +361,18 @@ export class Partition {
    * while the force that reconfigure awaits covers them). 0 otherwise.
    */
   private visibleFloor = 0;
-  /** Waiters of `onVisible`, woken when a reconfigure moves the visible end (force → append). */
-  private readonly policyListeners = new Set<() => void>();
+  /**
+   * Readers waiting for the visible end to move (`addVisibleWaiter`, and `onVisible` through an
+   * adapter). The partition subscribes to its log once, while the set is not empty, and wakes them
+   * under the policy in force: a waiting FETCH costs one set entry, not three closures and two log
+   * subscriptions (issue 13: they were most of the broker's garbage at 50 K records/s, measured
+   * with bun:jsc heapStats() in docs/benchmarks.md).
+   */
+  private readonly visibleWaiters = new Set<VisibleWaiter>();
+  private stopLogListening: (() => void) | undefined = undefined;
+  /** Waiters woken by the current `wakeVisibleWaiters`, reused between calls (no array per append). */
+  private wakeScratch: VisibleWaiter[] = [];
+  private waking = false;
   /** Idempotent producers' sequences on this partition (producer-state.ts), rebuilt at open. */
   readonly producers: ProducerStateTable;
   /** The offset the producer state was replayed from at open (the log end after a clean close). */
@@ -461,7 +476,7 @@ export class Partition {
         await this.groupCommit.request();
     } else {
       // The visible end may jump from the durable end to the log end: wake waiting readers.
-      for (const listener of [...this.policyListeners]) listener();
+      this.wakeVisibleWaiters();
     }
   }
 
@@ -803,20 +818,70 @@ export class Partition {
 
   /** Calls `listener` whenever the visible end may have moved, until the returned function is called. */
   onVisible(listener: () => void): () => void {
-    // The policy can change while a reader waits (reconfigure): each event wakes it only under the
-    // policy it belongs to, and a change to a policy that shows more wakes it too.
-    const stopForce = this.log.onForce(() => {
-      if (this.config.durability === "force") listener();
-    });
-    const stopAppend = this.log.onAppend(() => {
-      if (this.config.durability !== "force") listener();
-    });
-    this.policyListeners.add(listener);
-    return () => {
+    const waiter: VisibleWaiter = { visibleMoved: listener };
+    this.addVisibleWaiter(waiter);
+    return () => this.removeVisibleWaiter(waiter);
+  }
+
+  /**
+   * Calls `waiter.visibleMoved()` whenever the visible end may have moved, until it is removed.
+   * A waiter added while others are being woken is first woken by the next event.
+   */
+  addVisibleWaiter(waiter: VisibleWaiter): void {
+    this.visibleWaiters.add(waiter);
+    if (this.stopLogListening !== undefined) return;
+    // The policy can change while a reader waits (reconfigure): each event wakes readers only under
+    // the policy it belongs to, and a change to a policy that shows more wakes them too.
+    const stopForce = this.log.onForce(this.onLogForce);
+    const stopAppend = this.log.onAppend(this.onLogAppend);
+    this.stopLogListening = () => {
       stopForce();
       stopAppend();
-      this.policyListeners.delete(listener);
     };
+  }
+
+  removeVisibleWaiter(waiter: VisibleWaiter): void {
+    this.visibleWaiters.delete(waiter);
+    // Kept subscribed while waking (the loop below still runs); dropped once nobody waits, so a
+    // partition nobody reads costs its appends nothing.
+    if (this.visibleWaiters.size === 0 && !this.waking && this.stopLogListening !== undefined) {
+      this.stopLogListening();
+      this.stopLogListening = undefined;
+    }
+  }
+
+  private readonly onLogForce = (): void => {
+    if (this.config.durability === "force") this.wakeVisibleWaiters();
+  };
+
+  private readonly onLogAppend = (): void => {
+    if (this.config.durability !== "force") this.wakeVisibleWaiters();
+  };
+
+  private wakeVisibleWaiters(): void {
+    if (this.visibleWaiters.size === 0) return;
+    // A snapshot, so that a waiter that removes itself or adds another is safe; reentrant calls
+    // (a woken reader's answer that appends) take an array of their own.
+    const reentrant = this.waking;
+    const list = reentrant ? [] : this.wakeScratch;
+    for (const waiter of this.visibleWaiters) list.push(waiter);
+    this.waking = true;
+    try {
+      for (let i = 0; i < list.length; i++) {
+        const waiter = list[i]!;
+        // Removed by an earlier one's wake-up (its connection closed, say): not woken.
+        if (this.visibleWaiters.has(waiter)) waiter.visibleMoved();
+      }
+    } finally {
+      list.length = 0;
+      if (!reentrant) {
+        this.waking = false;
+        if (this.visibleWaiters.size === 0 && this.stopLogListening !== undefined) {
+          this.stopLogListening();
+          this.stopLogListening = undefined;
+        }
+      }
+    }
   }
 
   /** The oldest readable offset (retention and purges move it). */

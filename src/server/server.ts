@@ -32,7 +32,7 @@ import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer
 import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
-import type { AppendWaiter, Partition } from "../broker/partition.ts";
+import type { AppendWaiter, Partition, VisibleWaiter } from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
@@ -99,7 +99,13 @@ import {
   type PurgedPartition,
 } from "../protocol/topic-admin.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
-import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
+import {
+  Connection,
+  type ConnectionCounters,
+  type ConnectionHost,
+  type ParkedRequest,
+  type ResponseSlot,
+} from "./connection.ts";
 import { commitOffsets, deleteGroup, fetchOffsets, type KafkaGroups, listGroups } from "./group-requests.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
@@ -194,7 +200,55 @@ export interface ServerCounters extends ConnectionCounters {
 
 interface Waiter {
   /** Answers now with whatever the log holds (shutdown). */
-  answer: () => void;
+  answer(): void;
+}
+
+/**
+ * A long-poll FETCH waiting for a record at its offset to become visible, or for its wait to end:
+ * one object per waiting FETCH, in place of the closures, listener and subscriptions it used to
+ * allocate (issue 13). Answered at most once; every way out stops the timer and the subscription.
+ */
+class FetchWait implements Waiter, VisibleWaiter, ParkedRequest {
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private ended = false;
+
+  constructor(
+    private readonly server: BrokerServer,
+    readonly connection: Connection,
+    readonly slot: ResponseSlot,
+    readonly correlationId: number,
+    readonly request: FetchRequest,
+    readonly partition: Partition,
+  ) {}
+
+  visibleMoved(): void {
+    if (this.partition.visibleNextOffset > this.request.offset || this.partition.isClosed) this.answer();
+  }
+
+  /** Answers now with what the log holds (data arrived, the wait ended, shutdown, expedite). */
+  answer(): void {
+    if (this.ended) return;
+    this.cancel();
+    this.server.answerWaitingFetch(this);
+  }
+
+  expedite(): void {
+    this.answer();
+  }
+
+  /** Stops waiting without answering (the connection closed). */
+  cancel(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.partition.removeVisibleWaiter(this);
+    this.server.fetchWaitEnded(this);
+  }
+}
+
+/** The timer callback of every waiting FETCH (the waiter is its argument). */
+function answerFetchWait(wait: FetchWait): void {
+  wait.answer();
 }
 
 /**
@@ -1343,34 +1397,33 @@ export class BrokerServer implements ConnectionHost {
     }
     // Long poll: answer once a record at `offset` is visible, or when the wait ends, whichever is first.
     this.counters.fetchWaits++;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopListening: (() => void) | undefined;
-    const stop = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      stopListening?.();
-      this.waiters.delete(waiter);
-    };
-    const answer = () => {
-      stop();
-      if (connection.closed) return;
-      try {
-        this.answerFetch(connection, slot, correlationId, request, partition);
-      } catch (error) {
-        this.fail(connection, slot, correlationId, error);
-      }
-    };
-    const waiter: Waiter = { answer };
-    stopListening = partition.onVisible(() => {
-      if (partition.visibleNextOffset > offset || partition.isClosed) answer();
-    });
+    const wait = new FetchWait(this, connection, slot, correlationId, request, partition);
+    partition.addVisibleWaiter(wait);
     // maxWaitMs is a u32; setTimeout runs a delay above 2^31 - 1 after 1 ms, so clamp (~24.8 days).
-    timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
-    this.waiters.add(waiter);
-    slot.cancel = stop;
-    slot.expedite = answer;
+    // The waiter rides as the timer's argument: no closure per FETCH.
+    wait.timer = setTimeout(answerFetchWait, Math.min(request.maxWaitMs, 0x7fffffff), wait);
+    this.waiters.add(wait);
+    slot.parked = wait;
+    slot.expeditable = true;
     // A waiting fetch has no effect to wait for: later requests of this connection (a PRODUCE that
     // brings what it waits for, say) apply now.
     connection.settle(slot);
+  }
+
+  /** A waiting FETCH is answered (data, the end of its wait, shutdown) or its connection closed. */
+  fetchWaitEnded(wait: FetchWait): void {
+    this.waiters.delete(wait);
+  }
+
+  /** Answers a waiting FETCH now; a failure becomes its error response. */
+  answerWaitingFetch(wait: FetchWait): void {
+    const { connection, slot, correlationId } = wait;
+    if (connection.closed) return;
+    try {
+      this.answerFetch(connection, slot, correlationId, wait.request, wait.partition);
+    } catch (error) {
+      this.fail(connection, slot, correlationId, error);
+    }
   }
 
   private answerFetch(
