@@ -373,6 +373,10 @@ export class Partition {
   /** Waiters woken by the current `wakeVisibleWaiters`, reused between calls (no array per append). */
   private wakeScratch: VisibleWaiter[] = [];
   private waking = false;
+  private collecting: VisibleWaiter[] = [];
+  private readonly collectWaiter = (waiter: VisibleWaiter): void => {
+    this.collecting.push(waiter);
+  };
   /** Idempotent producers' sequences on this partition (producer-state.ts), rebuilt at open. */
   readonly producers: ProducerStateTable;
   /** The offset the producer state was replayed from at open (the log end after a clean close). */
@@ -864,7 +868,10 @@ export class Partition {
     // (a woken reader's answer that appends) take an array of their own.
     const reentrant = this.waking;
     const list = reentrant ? [] : this.wakeScratch;
-    for (const waiter of this.visibleWaiters) list.push(waiter);
+    // forEach with a callback made once: a for…of here allocated a Set iterator per wake-up
+    // (bun:jsc heapStats, 2026-12-01).
+    this.collecting = list;
+    this.visibleWaiters.forEach(this.collectWaiter);
     this.waking = true;
     try {
       for (let i = 0; i < list.length; i++) {
