@@ -576,6 +576,24 @@ export class Partition {
   }
 
   /**
+   * `appendQueued` for an idempotent or corrected append: the path of `append`, after the pending
+   * group. Its own method because its closures would otherwise give every `appendQueued` call a
+   * scope object (JSC makes one at entry for locals a closure captures; issue 13).
+   */
+  private appendQueuedAlone(
+    batches: Uint8Array,
+    corrections: ReturnType<typeof validateBatches>,
+    waiter: AppendWaiter,
+  ): void {
+    this.writePending();
+    const producerCheck = this.producers.check(batches); // a refusal throws, as validation does
+    this.appendValidated(batches, corrections, producerCheck).then(
+      (ack) => tell(waiter, ack.firstOffset, ack.recordCount, ack.durability, ack.logAppendTimeMs),
+      (error: unknown) => tellFailure(waiter, error),
+    );
+  }
+
+  /**
    * `append` for the server's PRODUCE path: validates `batches` now (a refusal throws, as `append`
    * rejects), and tells `waiter` once the topic's policy is satisfied. A small append joins the
    * pending group written at the end of this event-loop turn (see the header); `batches` is copied,
@@ -591,12 +609,7 @@ export class Partition {
     // later would see neither its predecessors in the group nor a failed write), and a corrected
     // one is stored as a copy. Both take the path of `append`, after the pending group.
     if (corrections !== undefined || hasProducerId(batches)) {
-      this.writePending();
-      const producerCheck = this.producers.check(batches); // a refusal throws, as validation does
-      this.appendValidated(batches, corrections, producerCheck).then(
-        (ack) => tell(waiter, ack.firstOffset, ack.recordCount, ack.durability, ack.logAppendTimeMs),
-        (error: unknown) => tellFailure(waiter, error),
-      );
+      this.appendQueuedAlone(batches, corrections, waiter);
       return;
     }
     const length = batches.length;
