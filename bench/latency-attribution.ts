@@ -5,7 +5,7 @@
  * against them.
  *
  *   bun bench/latency-attribution.ts [--rate=50000] [--seconds=5] [--warmup=1] [--policy=append]
- *                                    [--slow-us=1000] [--runs=3]
+ *                                    [--slow-us=1000] [--runs=3] [--baseline=<checkout>]
  *
  * For each slow response (its oldest record's time from send to arrival at the consumer), the tool
  * asks which processes had a collection that overlapped that interval: the broker's, the load
@@ -16,6 +16,8 @@
  * It also prints, per process, the main thread's run time and run-queue wait
  * (/proc/<pid>/task/<pid>/schedstat) over the measured part of the run: time the thread was ready
  * and had no CPU is the other cause of a tail that a pause does not explain.
+ * With a baseline, each run is done with that checkout's broker (its src/main.ts) too, right after
+ * this one's, under the same generator (this checkout's bench/load/latency.ts).
  * Data goes to BOOBLIK_BENCH_DIR (never tmpfs); the load average is printed with every run.
  */
 import fs from "node:fs";
@@ -27,9 +29,17 @@ import { mainThreadSchedule } from "./lib/processes.ts";
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/latency-attribution.ts [--rate=50000] [--seconds=5] [--warmup=1] [--policy=append] [--slow-us=1000] [--runs=3]",
+    "bun bench/latency-attribution.ts [--rate=50000] [--seconds=5] [--warmup=1] [--policy=append] [--slow-us=1000] [--runs=3] [--baseline=<checkout>]",
   sections: ["all"],
-  options: { rate: "50000", seconds: "5", warmup: "1", policy: "append", "slow-us": "1000", runs: "3" },
+  options: {
+    rate: "50000",
+    seconds: "5",
+    warmup: "1",
+    policy: "append",
+    "slow-us": "1000",
+    runs: "3",
+    baseline: "",
+  },
 });
 const rate = args.number("rate");
 const seconds = args.number("seconds");
@@ -38,6 +48,7 @@ const policy = args.text("policy") as "append" | "force";
 const slowUs = args.number("slow-us");
 const runs = args.number("runs");
 const MAIN = path.join(import.meta.dir, "../src/main.ts");
+const baseline = args.text("baseline");
 const LATENCY = path.join(import.meta.dir, "load/latency.ts");
 /** The shared clock of bench/load/latency.ts. */
 const nowUs = () => (performance.timeOrigin + performance.now()) * 1000;
@@ -66,7 +77,8 @@ async function collectPauses(stream: ReadableStream<Uint8Array>, into: Pause[]):
       const match = /p=([0-9.]+)ms.*cycle ([0-9.]+)ms END\]/.exec(line);
       if (match)
         into.push({ endUs: stampUs, pauseUs: Number(match[1]) * 1000, cycleUs: Number(match[2]) * 1000 });
-      else if (!line.includes("GC")) process.stderr.write(`${line}\n`);
+      // Everything else of JSC's log (multi-line collections) is dropped; the rest is the process's own.
+      else if (!/GC|kb|Worklists|Collector:|Mutator:/.test(line)) process.stderr.write(`${line}\n`);
       newline = text.indexOf("\n");
     }
   }
@@ -89,12 +101,12 @@ function loadAverage(): number {
   return Number(fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
 }
 
-async function oneRun(dataDir: string): Promise<void> {
+async function oneRun(dataDir: string, main: string, brokerName: string): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   Bun.spawnSync(["sync"]);
   const gcEnv = { ...process.env, BUN_JSC_logGC: "1", BOOBLIK_KAFKA_PORT: "off" };
   const broker = Bun.spawn(
-    [process.execPath, MAIN, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0"],
+    [process.execPath, main, "--data-dir", dataDir, "--host", "127.0.0.1", "--port", "0"],
     { stdout: "pipe", stderr: "pipe", env: gcEnv },
   );
   const brokerPauses: Pause[] = [];
@@ -204,7 +216,7 @@ async function oneRun(dataDir: string): Promise<void> {
   };
   const elapsedS = (afterMs - beforeMs) / 1000;
   console.log(
-    `\nrun: load avg ${loadBefore.toFixed(1)}→${loadAverage().toFixed(1)}; ${policy}, ${rate / 1000} K records/s of 100 B, ` +
+    `\nrun (broker: ${brokerName}): load avg ${loadBefore.toFixed(1)}→${loadAverage().toFixed(1)}; ${policy}, ${rate / 1000} K records/s of 100 B, ` +
       `${seconds} s measured after ${warmupSeconds} s of warm-up; p50 ${result.p50Ms?.toFixed(2)} ms, p99 ${result.p99Ms?.toFixed(2)} ms, ` +
       `p99.9 ${result.p999Ms?.toFixed(2)} ms from due; from send p50 ${result.sentP50Ms?.toFixed(2)}, p99 ${result.sentP99Ms?.toFixed(2)} ms; ` +
       `warm-up p99 ${result.warmupP99Ms?.toFixed(2)} ms`,
@@ -237,7 +249,15 @@ console.log(
   `# latency attribution (bench/latency-attribution.ts)\n\n${describeMachine(directory.fileSystem)}\ndata: ${directory.path}`,
 );
 try {
-  for (let run = 0; run < runs; run++) await oneRun(path.join(directory.path, `run-${run}`));
+  for (let run = 0; run < runs; run++) {
+    await oneRun(path.join(directory.path, `run-${run}`), MAIN, "this checkout");
+    if (baseline !== "")
+      await oneRun(
+        path.join(directory.path, `run-${run}-baseline`),
+        path.resolve(baseline, "src/main.ts"),
+        `baseline ${path.resolve(baseline)}`,
+      );
+  }
 } finally {
   directory.remove();
 }
