@@ -364,12 +364,13 @@ export class Partition {
   /**
    * Readers waiting for the visible end to move (`addVisibleWaiter`, and `onVisible` through an
    * adapter). The partition subscribes to its log once, while the set is not empty, and wakes them
-   * under the policy in force: a waiting FETCH costs one set entry, not three closures and two log
+   * under the policy in force: a waiting FETCH costs one set entry, not five closures and two log
    * subscriptions (issue 13: they were most of the broker's garbage at 50 K records/s, measured
    * with bun:jsc heapStats() in docs/benchmarks.md).
    */
   private readonly visibleWaiters = new Set<VisibleWaiter>();
-  private stopLogListening: (() => void) | undefined = undefined;
+  /** Subscribed to the log's force and append events (`onLogForce`, `onLogAppend`). */
+  private listeningToLog = false;
   /** Waiters woken by the current `wakeVisibleWaiters`, reused between calls (no array per append). */
   private wakeScratch: VisibleWaiter[] = [];
   private waking = false;
@@ -846,25 +847,24 @@ export class Partition {
    */
   addVisibleWaiter(waiter: VisibleWaiter): void {
     this.visibleWaiters.add(waiter);
-    if (this.stopLogListening !== undefined) return;
+    if (this.listeningToLog) return;
     // The policy can change while a reader waits (reconfigure): each event wakes readers only under
     // the policy it belongs to, and a change to a policy that shows more wakes them too.
-    const stopForce = this.log.onForce(this.onLogForce);
-    const stopAppend = this.log.onAppend(this.onLogAppend);
-    this.stopLogListening = () => {
-      stopForce();
-      stopAppend();
-    };
+    this.log.addListeners(this.onLogForce, this.onLogAppend);
+    this.listeningToLog = true;
+  }
+
+  private stopListeningToLog(): void {
+    if (!this.listeningToLog) return;
+    this.log.removeListeners(this.onLogForce, this.onLogAppend);
+    this.listeningToLog = false;
   }
 
   removeVisibleWaiter(waiter: VisibleWaiter): void {
     this.visibleWaiters.delete(waiter);
     // Kept subscribed while waking (the loop below still runs); dropped once nobody waits, so a
     // partition nobody reads costs its appends nothing.
-    if (this.visibleWaiters.size === 0 && !this.waking && this.stopLogListening !== undefined) {
-      this.stopLogListening();
-      this.stopLogListening = undefined;
-    }
+    if (this.visibleWaiters.size === 0 && !this.waking) this.stopListeningToLog();
   }
 
   private readonly onLogForce = (): void => {
@@ -896,10 +896,7 @@ export class Partition {
       list.length = 0;
       if (!reentrant) {
         this.waking = false;
-        if (this.visibleWaiters.size === 0 && this.stopLogListening !== undefined) {
-          this.stopLogListening();
-          this.stopLogListening = undefined;
-        }
+        if (this.visibleWaiters.size === 0) this.stopListeningToLog();
       }
     }
   }
