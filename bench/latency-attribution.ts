@@ -78,7 +78,7 @@ async function collectPauses(stream: ReadableStream<Uint8Array>, into: Pause[]):
       if (match)
         into.push({ endUs: stampUs, pauseUs: Number(match[1]) * 1000, cycleUs: Number(match[2]) * 1000 });
       // Everything else of JSC's log (multi-line collections) is dropped; the rest is the process's own.
-      else if (!/GC|kb|Worklists|Collector:|Mutator:/.test(line)) process.stderr.write(`${line}\n`);
+      else if (!/GC|kb|Worklists|Collector:|Mutator:|p=[0-9]/.test(line)) process.stderr.write(`${line}\n`);
       newline = text.indexOf("\n");
     }
   }
