@@ -4,8 +4,11 @@
  *   bun bench/network.bench.ts produce  [--seconds=5]   records/s, MB/s, broker CPU and memory
  *   bun bench/network.bench.ts consume  [--gib=1]       sendfile vs copying fetch, client checks CRCs
  *   bun bench/network.bench.ts latency  [--seconds=10] [--rounds=3] [--rates=10000,50000]
- *                                       [--policies=append,force]  produce→fetch latency at a fixed
- *                                       rate, and the disk's own fdatasync latency in the same run
+ *                                       [--policies=append,force] [--warmup=1] [--baseline=<checkout>]
+ *                                       produce→fetch latency at a fixed rate after `warmup` seconds
+ *                                       at that rate (not counted), and the disk's own fdatasync
+ *                                       latency in the same run; with a baseline, its broker
+ *                                       (src/main.ts) runs too, interleaved, under the same generator
  *   bun bench/network.bench.ts tls      [--gib=1] [--rounds=3]  consume: plain sendfile, plain copy
  *                                       and TLS (copy), interleaved per round; median and range
  *   bun bench/network.bench.ts all
@@ -21,14 +24,28 @@ import { makeCertificates } from "../test/helpers/tls-certs.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
-import { brokerCpuSeconds, brokerMemory, runLoad, startBrokerProcess } from "./lib/processes.ts";
+import {
+  brokerCpuSeconds,
+  brokerMemory,
+  mainThreadSchedule,
+  runLoad,
+  startBrokerProcess,
+} from "./lib/processes.ts";
 
 // Option defaults differ per section ("" = the section's own default).
 const args = parseBenchArgs({
   usage:
-    "bun bench/network.bench.ts [all|produce|consume|latency|tls] [--seconds=N] [--gib=1] [--rounds=3] [--rates=10000,50000] [--policies=append,force]",
+    "bun bench/network.bench.ts [all|produce|consume|latency|tls] [--seconds=N] [--gib=1] [--rounds=3] [--rates=10000,50000] [--policies=append,force] [--warmup=1] [--baseline=<checkout>]",
   sections: ["all", "produce", "consume", "latency", "tls"],
-  options: { seconds: "", gib: "1", rounds: "3", rates: "10000,50000", policies: "append,force" },
+  options: {
+    seconds: "",
+    gib: "1",
+    rounds: "3",
+    rates: "10000,50000",
+    policies: "append,force",
+    warmup: "1",
+    baseline: "",
+  },
 });
 const section = args.section;
 const secondsOr = (fallback: number) => (args.text("seconds") === "" ? fallback : args.number("seconds"));
@@ -144,6 +161,10 @@ interface LatencyResult {
   sentP99Ms: number;
   sentP999Ms: number;
   sentMaxMs: number;
+  warmupP99Ms: number;
+  /** The broker's main thread over the whole run (warm-up included), ms per second of run. */
+  brokerRunMsPerS: number;
+  brokerWaitMsPerS: number;
 }
 
 interface DiskForceResult {
@@ -170,12 +191,21 @@ async function latencySection(dataDir: string): Promise<void> {
     .split(",")
     .map((rate) => Number(rate));
   const policies = args.text("policies").split(",") as ("append" | "force" | "interval")[];
+  const warmupSeconds = args.number("warmup");
+  const baseline = args.text("baseline");
+  const brokers: { name: string; main: string | undefined }[] = [
+    { name: "this", main: undefined },
+    ...(baseline === "" ? [] : [{ name: "baseline", main: path.resolve(baseline, "src/main.ts") }]),
+  ];
+  if (baseline !== "") console.log(`\nbroker "baseline" = ${path.resolve(baseline)}; "this" = this checkout`);
   console.log(
-    `\n## produce → fetch latency (${seconds} s per run at a fixed rate, ${rounds} rounds, file write path, 100 B records, ` +
-      "a batch of rate/1000 records due every ms on one connection, a consumer long-polling FETCH (maxWaitMs 1000) on another, " +
-      "each in its own process; fresh broker and data directory per run)\n",
+    `\n## produce → fetch latency (${seconds} s per run at a fixed rate after ${warmupSeconds} s of warm-up at that rate (not counted), ${rounds} rounds, file write path, 100 B records, ` +
+      "a batch of rate/1000 records due every ms on one connection (sent on time: setTimeout, then Atomics.wait for the last 1.5 ms), " +
+      "a consumer long-polling FETCH (maxWaitMs 1000) on another, each in its own process; fresh broker and data directory per run)\n",
   );
-  const rows = policies.flatMap((policy) => rates.map((rate) => ({ policy, rate })));
+  const rows = policies.flatMap((policy) =>
+    rates.flatMap((rate) => brokers.map((broker) => ({ policy, rate, broker }))),
+  );
   const results = new Map<string, LatencyResult[]>();
   const loads = new Map<string, number[]>();
   const disk: DiskForceResult[] = [];
@@ -189,23 +219,30 @@ async function latencySection(dataDir: string): Promise<void> {
       disk.push((await runLoad(path.join(LOAD, "fdatasync.ts"), [dataDir, "3"])) as DiskForceResult);
     };
     if (round % 2 === 0) await probe();
-    for (const { policy, rate } of order) {
-      const key = `${policy}/${rate}`;
+    for (const { policy, rate, broker: variant } of order) {
+      const key = `${policy}/${rate}/${variant.name}`;
       const runDir = path.join(dataDir, `latency-${run++}`);
       Bun.spawnSync(["sync"]);
-      const broker = await startBrokerProcess(runDir, []);
+      const broker = await startBrokerProcess(runDir, [], variant.main);
       try {
         const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
         await admin.createTopic("latency", { durability: policy });
         admin.close();
         (loads.get(key) ?? loads.set(key, []).get(key)!).push(loadAverage());
+        const scheduleBefore = mainThreadSchedule(broker.pid);
+        const startedMs = performance.now();
         const result = (await runLoad(path.join(LOAD, "latency.ts"), [
           String(broker.port),
           "latency",
           String(rate),
           String(seconds),
           "100",
+          String(warmupSeconds),
         ])) as LatencyResult;
+        const scheduleAfter = mainThreadSchedule(broker.pid);
+        const elapsedS = (performance.now() - startedMs) / 1000;
+        result.brokerRunMsPerS = (scheduleAfter.runNs - scheduleBefore.runNs) / 1e6 / elapsedS;
+        result.brokerWaitMsPerS = (scheduleAfter.waitNs - scheduleBefore.waitNs) / 1e6 / elapsedS;
         (results.get(key) ?? results.set(key, []).get(key)!).push(result);
       } finally {
         await broker.stop();
@@ -225,14 +262,15 @@ async function latencySection(dataDir: string): Promise<void> {
       `p99.9 ${cell(disk.map((d) => d.p999Ms))}, max ${cell(disk.map((d) => d.maxMs))}\n`,
   );
   console.log(
-    "Latency of each record from its batch's due time (includes the generator's timer lateness) and from its batch's send; ms, median (range) over rounds.\n",
+    "Latency of each record from its batch's due time (includes the generator's timer lateness) and from its batch's send; ms, median (range) over rounds. " +
+      "Warm-up p99: the same from due over the warm-up alone. Broker main thread: ms per second of run it ran on a CPU, and ms per second it was runnable but waited for one (/proc/<pid>/task/<pid>/schedstat).\n",
   );
   console.log(
-    "| policy | rate rec/s | load avg | achieved | from due p50 | from due p99 | from due p99.9 | from due max | from send p50 | from send p99 | from send p99.9 | issue 13 target (on p99 from due) |",
+    "| policy | rate rec/s | broker | load avg | achieved | from due p50 | from due p99 | from due p99.9 | from due max | from send p50 | from send p99 | from send p99.9 | warm-up p99 | broker ran ms/s | broker waited ms/s | issue 13 target (on p99 from due) |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
-  for (const { policy, rate } of rows) {
-    const key = `${policy}/${rate}`;
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const { policy, rate, broker } of rows) {
+    const key = `${policy}/${rate}/${broker.name}`;
     const list = results.get(key)!;
     const rowLoads = loads.get(key)!;
     const p99 = median(list.map((r) => r.p99Ms));
@@ -245,10 +283,11 @@ async function latencySection(dataDir: string): Promise<void> {
             ? `≤ disk p99 + 1 = ${(diskP99 + 1).toFixed(2)} ms: ${p99 <= diskP99 + 1 ? "met" : "not met"}`
             : "-";
     console.log(
-      `| ${policy} | ${formatRate(rate)} | ${Math.min(...rowLoads).toFixed(1)}–${Math.max(...rowLoads).toFixed(1)} | ` +
+      `| ${policy} | ${formatRate(rate)} | ${broker.name} | ${Math.min(...rowLoads).toFixed(1)}–${Math.max(...rowLoads).toFixed(1)} | ` +
         `${formatRate(median(list.map((r) => r.achievedRate)))} | ${cell(list.map((r) => r.p50Ms))} | ${cell(list.map((r) => r.p99Ms))} | ` +
         `${cell(list.map((r) => r.p999Ms))} | ${cell(list.map((r) => r.maxMs))} | ${cell(list.map((r) => r.sentP50Ms))} | ` +
-        `${cell(list.map((r) => r.sentP99Ms))} | ${cell(list.map((r) => r.sentP999Ms))} | ${target} |`,
+        `${cell(list.map((r) => r.sentP99Ms))} | ${cell(list.map((r) => r.sentP999Ms))} | ${cell(list.map((r) => r.warmupP99Ms))} | ` +
+        `${cell(list.map((r) => r.brokerRunMsPerS))} | ${cell(list.map((r) => r.brokerWaitMsPerS))} | ${target} |`,
     );
   }
 }

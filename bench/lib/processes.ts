@@ -82,3 +82,14 @@ export async function brokerMemory(pid: number): Promise<{ rssBytes: number; ano
     Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0) * 1024;
   return { rssBytes: kib("VmRSS"), anonymousBytes: kib("RssAnon") };
 }
+
+/**
+ * The main thread's scheduler statistics (/proc/<pid>/task/<pid>/schedstat): nanoseconds it ran
+ * and nanoseconds it waited on a run queue (runnable, but another thread had the CPU). The wait is
+ * how long the event loop was ready to serve and could not: on a machine with fewer cores than
+ * runnable threads, a latency tail that no collector pause explains.
+ */
+export function mainThreadSchedule(pid: number): { runNs: number; waitNs: number } {
+  const [run, wait] = fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ");
+  return { runNs: Number(run), waitNs: Number(wait) };
+}

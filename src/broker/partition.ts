@@ -346,6 +346,11 @@ function withMaxTimestampsCorrected(batches: Uint8Array, corrections: MaxTimesta
   return copy;
 }
 
+/** A reader waiting for the visible end to move (see `Partition.addVisibleWaiter`). */
+export interface VisibleWaiter {
+  visibleMoved(): void;
+}
+
 export class Partition {
   readonly topic: TopicName;
   readonly id: PartitionId;
@@ -362,8 +367,23 @@ export class Partition {
    * while the force that reconfigure awaits covers them). 0 otherwise.
    */
   private visibleFloor = 0;
-  /** Waiters of `onVisible`, woken when a reconfigure moves the visible end (force → append). */
-  private readonly policyListeners = new Set<() => void>();
+  /**
+   * Readers waiting for the visible end to move (`addVisibleWaiter`, and `onVisible` through an
+   * adapter). The partition subscribes to its log once, while the set is not empty, and wakes them
+   * under the policy in force: a waiting FETCH costs one set entry, not five closures and two log
+   * subscriptions (issue 13: they were most of the broker's garbage at 50 K records/s, measured
+   * with bun:jsc heapStats() in docs/benchmarks.md).
+   */
+  private readonly visibleWaiters = new Set<VisibleWaiter>();
+  /** Subscribed to the log's force and append events (`onLogForce`, `onLogAppend`). */
+  private listeningToLog = false;
+  /** Waiters woken by the current `wakeVisibleWaiters`, reused between calls (no array per append). */
+  private wakeScratch: VisibleWaiter[] = [];
+  private waking = false;
+  private collecting: VisibleWaiter[] = [];
+  private readonly collectWaiter = (waiter: VisibleWaiter): void => {
+    this.collecting.push(waiter);
+  };
   /** Idempotent producers' sequences on this partition (producer-state.ts), rebuilt at open. */
   readonly producers: ProducerStateTable;
   /** The offset the producer state was replayed from at open (the log end after a clean close). */
@@ -467,7 +487,7 @@ export class Partition {
         await this.groupCommit.request();
     } else {
       // The visible end may jump from the durable end to the log end: wake waiting readers.
-      for (const listener of [...this.policyListeners]) listener();
+      this.wakeVisibleWaiters();
     }
   }
 
@@ -563,6 +583,24 @@ export class Partition {
   }
 
   /**
+   * `appendQueued` for an idempotent or corrected append: the path of `append`, after the pending
+   * group. Its own method because its closures would otherwise give every `appendQueued` call a
+   * scope object (JSC makes one at entry for locals a closure captures; issue 13).
+   */
+  private appendQueuedAlone(
+    batches: Uint8Array,
+    corrections: ReturnType<typeof validateBatches>,
+    waiter: AppendWaiter,
+  ): void {
+    this.writePending();
+    const producerCheck = this.producers.check(batches); // a refusal throws, as validation does
+    this.appendValidated(batches, corrections, producerCheck).then(
+      (ack) => tell(waiter, ack.firstOffset, ack.recordCount, ack.durability, ack.logAppendTimeMs),
+      (error: unknown) => tellFailure(waiter, error),
+    );
+  }
+
+  /**
    * `append` for the server's PRODUCE path: validates `batches` now (a refusal throws, as `append`
    * rejects), and tells `waiter` once the topic's policy is satisfied. A small append joins the
    * pending group written at the end of this event-loop turn (see the header); `batches` is copied,
@@ -578,12 +616,7 @@ export class Partition {
     // later would see neither its predecessors in the group nor a failed write), and a corrected
     // one is stored as a copy. Both take the path of `append`, after the pending group.
     if (corrections !== undefined || hasProducerId(batches)) {
-      this.writePending();
-      const producerCheck = this.producers.check(batches); // a refusal throws, as validation does
-      this.appendValidated(batches, corrections, producerCheck).then(
-        (ack) => tell(waiter, ack.firstOffset, ack.recordCount, ack.durability, ack.logAppendTimeMs),
-        (error: unknown) => tellFailure(waiter, error),
-      );
+      this.appendQueuedAlone(batches, corrections, waiter);
       return;
     }
     const length = batches.length;
@@ -809,20 +842,69 @@ export class Partition {
 
   /** Calls `listener` whenever the visible end may have moved, until the returned function is called. */
   onVisible(listener: () => void): () => void {
-    // The policy can change while a reader waits (reconfigure): each event wakes it only under the
-    // policy it belongs to, and a change to a policy that shows more wakes it too.
-    const stopForce = this.log.onForce(() => {
-      if (this.config.durability === "force") listener();
-    });
-    const stopAppend = this.log.onAppend(() => {
-      if (this.config.durability !== "force") listener();
-    });
-    this.policyListeners.add(listener);
-    return () => {
-      stopForce();
-      stopAppend();
-      this.policyListeners.delete(listener);
-    };
+    const waiter: VisibleWaiter = { visibleMoved: listener };
+    this.addVisibleWaiter(waiter);
+    return () => this.removeVisibleWaiter(waiter);
+  }
+
+  /**
+   * Calls `waiter.visibleMoved()` whenever the visible end may have moved, until it is removed.
+   * A waiter added while others are being woken is first woken by the next event.
+   */
+  addVisibleWaiter(waiter: VisibleWaiter): void {
+    this.visibleWaiters.add(waiter);
+    if (this.listeningToLog) return;
+    // The policy can change while a reader waits (reconfigure): each event wakes readers only under
+    // the policy it belongs to, and a change to a policy that shows more wakes them too.
+    this.log.addListeners(this.onLogForce, this.onLogAppend);
+    this.listeningToLog = true;
+  }
+
+  private stopListeningToLog(): void {
+    if (!this.listeningToLog) return;
+    this.log.removeListeners(this.onLogForce, this.onLogAppend);
+    this.listeningToLog = false;
+  }
+
+  removeVisibleWaiter(waiter: VisibleWaiter): void {
+    this.visibleWaiters.delete(waiter);
+    // Kept subscribed while waking (the loop below still runs); dropped once nobody waits, so a
+    // partition nobody reads costs its appends nothing.
+    if (this.visibleWaiters.size === 0 && !this.waking) this.stopListeningToLog();
+  }
+
+  private readonly onLogForce = (): void => {
+    if (this.config.durability === "force") this.wakeVisibleWaiters();
+  };
+
+  private readonly onLogAppend = (): void => {
+    if (this.config.durability !== "force") this.wakeVisibleWaiters();
+  };
+
+  private wakeVisibleWaiters(): void {
+    if (this.visibleWaiters.size === 0) return;
+    // A snapshot, so that a waiter that removes itself or adds another is safe; reentrant calls
+    // (a woken reader's answer that appends) take an array of their own.
+    const reentrant = this.waking;
+    const list = reentrant ? [] : this.wakeScratch;
+    // forEach with a callback made once: a for…of here allocated a Set iterator per wake-up
+    // (bun:jsc heapStats, 2026-12-01).
+    this.collecting = list;
+    this.visibleWaiters.forEach(this.collectWaiter);
+    this.waking = true;
+    try {
+      for (let i = 0; i < list.length; i++) {
+        const waiter = list[i]!;
+        // Removed by an earlier one's wake-up (its connection closed, say): not woken.
+        if (this.visibleWaiters.has(waiter)) waiter.visibleMoved();
+      }
+    } finally {
+      list.length = 0;
+      if (!reentrant) {
+        this.waking = false;
+        if (this.visibleWaiters.size === 0) this.stopListeningToLog();
+      }
+    }
   }
 
   /** The oldest readable offset (retention and purges move it). */

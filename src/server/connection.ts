@@ -107,13 +107,24 @@ export interface ResponseSlot {
   settled: boolean;
   bytes: Uint8Array | undefined;
   file: FileLease | undefined;
-  /** Called if the connection closes before the slot was sent (releases waiters and references). */
-  cancel: (() => void) | undefined;
   /**
-   * For a request that waits with no effect to wait for (a long-poll FETCH): answers it now with
-   * what it would get at the end of its wait. See `relieveParkedHead`.
+   * A request waiting in its slot (a long-poll FETCH): cancelled if the connection closes before
+   * the slot was sent (it releases its waiters and references), and, while `expeditable`, answered
+   * early by `relieveParkedHead`. An object, not two closures: one per waiting FETCH (issue 13).
    */
-  expedite: (() => void) | undefined;
+  parked: ParkedRequest | undefined;
+  expeditable: boolean;
+}
+
+/** See `ResponseSlot.parked`. */
+export interface ParkedRequest {
+  /** The connection closed before the slot was sent: release waiters and references. */
+  cancel(): void;
+  /**
+   * For a request that waits with no effect to wait for: answers it now with what it would get at
+   * the end of its wait. See `relieveParkedHead`.
+   */
+  expedite(): void;
 }
 
 export interface ConnectionCounters {
@@ -536,8 +547,8 @@ export class Connection implements BudgetWaiter {
       settled: false,
       bytes: undefined,
       file: undefined,
-      cancel: undefined,
-      expedite: undefined,
+      parked: undefined,
+      expeditable: false,
     };
     if (apiKey === API.PRODUCE) this.unsettledProduces++;
     else this.unsettledOthers++;
@@ -563,8 +574,8 @@ export class Connection implements BudgetWaiter {
     if (this.isClosed || slot.done) return;
     slot.bytes = bytes;
     slot.done = true;
-    slot.cancel = undefined;
-    slot.expedite = undefined;
+    slot.parked = undefined;
+    slot.expeditable = false;
     this.completedBytes += bytes.length;
     this.settle(slot);
     this.scheduleFlush();
@@ -584,8 +595,8 @@ export class Connection implements BudgetWaiter {
     }
     this.slots.shift();
     slot.done = true;
-    slot.cancel = undefined;
-    slot.expedite = undefined;
+    slot.parked = undefined;
+    slot.expeditable = false;
     if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
     const staging = this.staging;
     staging.ensure(lengthBytes);
@@ -657,8 +668,8 @@ export class Connection implements BudgetWaiter {
     slot.bytes = header;
     slot.file = lease;
     slot.done = true;
-    slot.cancel = undefined;
-    slot.expedite = undefined;
+    slot.parked = undefined;
+    slot.expeditable = false;
     this.completedBytes += header.length + lease.lengthBytes;
     this.settle(slot);
     this.scheduleFlush();
@@ -833,10 +844,9 @@ export class Connection implements BudgetWaiter {
     let relieved = false;
     while (this.congested && this.outboundBytes + this.staging.position <= OUTBOUND_HIGH_BYTES) {
       const head = this.slots[0];
-      if (head === undefined || head.done || head.expedite === undefined) break;
-      const expedite = head.expedite;
-      head.expedite = undefined;
-      expedite();
+      if (head === undefined || head.done || !head.expeditable || head.parked === undefined) break;
+      head.expeditable = false;
+      head.parked.expedite();
       if (!head.done) break; // it could not answer (the connection closed): nothing more to do
       this.flushSlots();
       relieved = true;
@@ -969,7 +979,7 @@ export class Connection implements BudgetWaiter {
     if (this.isClosed) return;
     this.isClosed = true;
     for (const slot of this.slots) {
-      if (slot.cancel !== undefined) slot.cancel();
+      if (slot.parked !== undefined) slot.parked.cancel();
       if (slot.file !== undefined) slot.file.release();
     }
     this.slots.length = 0;

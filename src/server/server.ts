@@ -32,7 +32,7 @@ import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer
 import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
-import type { AppendWaiter, Partition } from "../broker/partition.ts";
+import type { AppendWaiter, Partition, VisibleWaiter } from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
@@ -99,7 +99,13 @@ import {
   type PurgedPartition,
 } from "../protocol/topic-admin.ts";
 import { AdminRateLimiter } from "./admin-rate.ts";
-import { Connection, type ConnectionCounters, type ConnectionHost, type ResponseSlot } from "./connection.ts";
+import {
+  Connection,
+  type ConnectionCounters,
+  type ConnectionHost,
+  type ParkedRequest,
+  type ResponseSlot,
+} from "./connection.ts";
 import { commitOffsets, deleteGroup, fetchOffsets, type KafkaGroups, listGroups } from "./group-requests.ts";
 import { InboundBudget } from "./inbound-budget.ts";
 
@@ -194,7 +200,55 @@ export interface ServerCounters extends ConnectionCounters {
 
 interface Waiter {
   /** Answers now with whatever the log holds (shutdown). */
-  answer: () => void;
+  answer(): void;
+}
+
+/**
+ * A long-poll FETCH waiting for a record at its offset to become visible, or for its wait to end:
+ * one object per waiting FETCH, in place of the closures, listener and subscriptions it used to
+ * allocate (issue 13). Answered at most once; every way out stops the timer and the subscription.
+ */
+class FetchWait implements Waiter, VisibleWaiter, ParkedRequest {
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private ended = false;
+
+  constructor(
+    private readonly server: BrokerServer,
+    readonly connection: Connection,
+    readonly slot: ResponseSlot,
+    readonly correlationId: number,
+    readonly request: FetchRequest,
+    readonly partition: Partition,
+  ) {}
+
+  visibleMoved(): void {
+    if (this.partition.visibleNextOffset > this.request.offset || this.partition.isClosed) this.answer();
+  }
+
+  /** Answers now with what the log holds (data arrived, the wait ended, shutdown, expedite). */
+  answer(): void {
+    if (this.ended) return;
+    this.cancel();
+    this.server.answerWaitingFetch(this);
+  }
+
+  expedite(): void {
+    this.answer();
+  }
+
+  /** Stops waiting without answering (the connection closed). */
+  cancel(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.partition.removeVisibleWaiter(this);
+    this.server.fetchWaitEnded(this);
+  }
+}
+
+/** The timer callback of every waiting FETCH (the waiter is its argument). */
+function answerFetchWait(wait: FetchWait): void {
+  wait.answer();
 }
 
 /**
@@ -661,79 +715,12 @@ export class BrokerServer implements ConnectionHost {
           return;
         // --- Groups and committed offsets (group-requests.ts) ---
         case API.LIST_GROUPS:
-          reader.expectEnd("LIST_GROUPS request");
-          this.writer.reset();
-          encodeListGroupsResponse(
-            this.writer,
-            correlationId,
-            // Kafka's ListGroups: the groups the principal may describe (all of them with DESCRIBE
-            // on the cluster).
-            listGroups(this.broker, this.kafkaGroups).filter(
-              (listed) =>
-                this.allowed(
-                  connection,
-                  ACL_OPERATION.DESCRIBE,
-                  RESOURCE_TYPE.CLUSTER,
-                  CLUSTER_RESOURCE_NAME,
-                ) || this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, listed.group),
-            ),
-          );
-          connection.complete(slot, this.writer.written().slice());
-          return;
-        case API.OFFSET_COMMIT: {
-          const request = decodeOffsetCommitRequest(reader);
-          this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.group);
-          for (const item of request.offsets)
-            this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, item.topic);
-          this.answerEmptyWhenDone(connection, slot, correlationId, () =>
-            commitOffsets(this.broker, request),
-          );
-          return;
-        }
-        case API.OFFSET_FETCH: {
-          const request = decodeOffsetFetchRequest(reader);
-          this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, request.group);
-          for (const asked of request.topics)
-            this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, asked.topic);
-          // Every committed offset (no topics named): those of topics the principal may describe.
-          const offsets = fetchOffsets(this.broker, request).filter((fetched) =>
-            this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, fetched.topic),
-          );
-          this.writer.reset();
-          encodeOffsetFetchResponse(this.writer, correlationId, offsets);
-          connection.complete(slot, this.writer.written().slice());
-          return;
-        }
+        case API.OFFSET_COMMIT:
+        case API.OFFSET_FETCH:
         case API.INIT_PRODUCER_ID:
-          decodeInitProducerIdRequest(reader);
-          this.authorizeIdempotentWrite(connection);
-          this.broker.initProducerId().then(
-            (response) => {
-              this.writer.reset();
-              encodeInitProducerIdResponse(this.writer, correlationId, response);
-              connection.complete(slot, this.writer.written().slice());
-            },
-            (error) => this.fail(connection, slot, correlationId, error),
-          );
+        case API.DELETE_GROUP:
+          this.dispatchGroupRequest(header.apiKey, connection, slot, correlationId, reader);
           return;
-        case API.DELETE_GROUP: {
-          const { group } = decodeDeleteGroupRequest(reader);
-          this.authorize(connection, ACL_OPERATION.DELETE, RESOURCE_TYPE.GROUP, group);
-          // Audited done or refused (issue 14: admin actions, with who and from where).
-          this.answerEmptyWhenDone(connection, slot, correlationId, async () => {
-            try {
-              await deleteGroup(this.broker, group, this.kafkaGroups);
-            } catch (error) {
-              this.audit(
-                connection,
-                `delete group ${JSON.stringify(group)} refused: ${(error as Error).message}`,
-              );
-              throw error;
-            }
-            this.audit(connection, `deleted group ${JSON.stringify(group)}`);
-          });
-          return;
-        }
         // --- ACLs (acl-messages.ts; the decision is src/auth/acl.ts) ---
         case API.CREATE_ACLS:
           this.createAcls(connection, slot, correlationId, reader);
@@ -755,6 +742,94 @@ export class BrokerServer implements ConnectionHost {
       }
     } catch (error) {
       this.fail(connection, slot, correlationId, error);
+    }
+  }
+
+  /**
+   * The group and producer-id requests: their handlers make closures, kept out of `dispatch` so
+   * that a PRODUCE or FETCH does not pay for them (JSC gives a function whose locals a closure
+   * captures a scope object on every call, closure made or not; issue 13).
+   */
+  private dispatchGroupRequest(
+    apiKey: number,
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    reader: ByteReader,
+  ): void {
+    switch (apiKey) {
+      case API.LIST_GROUPS:
+        reader.expectEnd("LIST_GROUPS request");
+        this.writer.reset();
+        encodeListGroupsResponse(
+          this.writer,
+          correlationId,
+          // Kafka's ListGroups: the groups the principal may describe (all of them with DESCRIBE
+          // on the cluster).
+          listGroups(this.broker, this.kafkaGroups).filter(
+            (listed) =>
+              this.allowed(
+                connection,
+                ACL_OPERATION.DESCRIBE,
+                RESOURCE_TYPE.CLUSTER,
+                CLUSTER_RESOURCE_NAME,
+              ) || this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, listed.group),
+          ),
+        );
+        connection.complete(slot, this.writer.written().slice());
+        return;
+      case API.OFFSET_COMMIT: {
+        const request = decodeOffsetCommitRequest(reader);
+        this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.group);
+        for (const item of request.offsets)
+          this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, item.topic);
+        this.answerEmptyWhenDone(connection, slot, correlationId, () => commitOffsets(this.broker, request));
+        return;
+      }
+      case API.OFFSET_FETCH: {
+        const request = decodeOffsetFetchRequest(reader);
+        this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, request.group);
+        for (const asked of request.topics)
+          this.authorize(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, asked.topic);
+        // Every committed offset (no topics named): those of topics the principal may describe.
+        const offsets = fetchOffsets(this.broker, request).filter((fetched) =>
+          this.allowed(connection, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, fetched.topic),
+        );
+        this.writer.reset();
+        encodeOffsetFetchResponse(this.writer, correlationId, offsets);
+        connection.complete(slot, this.writer.written().slice());
+        return;
+      }
+      case API.INIT_PRODUCER_ID:
+        decodeInitProducerIdRequest(reader);
+        this.authorizeIdempotentWrite(connection);
+        this.broker.initProducerId().then(
+          (response) => {
+            this.writer.reset();
+            encodeInitProducerIdResponse(this.writer, correlationId, response);
+            connection.complete(slot, this.writer.written().slice());
+          },
+          (error) => this.fail(connection, slot, correlationId, error),
+        );
+        return;
+      case API.DELETE_GROUP: {
+        const { group } = decodeDeleteGroupRequest(reader);
+        this.authorize(connection, ACL_OPERATION.DELETE, RESOURCE_TYPE.GROUP, group);
+        // Audited done or refused (issue 14: admin actions, with who and from where).
+        this.answerEmptyWhenDone(connection, slot, correlationId, async () => {
+          try {
+            await deleteGroup(this.broker, group, this.kafkaGroups);
+          } catch (error) {
+            this.audit(
+              connection,
+              `delete group ${JSON.stringify(group)} refused: ${(error as Error).message}`,
+            );
+            throw error;
+          }
+          this.audit(connection, `deleted group ${JSON.stringify(group)}`);
+        });
+        return;
+      }
     }
   }
 
@@ -1343,34 +1418,33 @@ export class BrokerServer implements ConnectionHost {
     }
     // Long poll: answer once a record at `offset` is visible, or when the wait ends, whichever is first.
     this.counters.fetchWaits++;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopListening: (() => void) | undefined;
-    const stop = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      stopListening?.();
-      this.waiters.delete(waiter);
-    };
-    const answer = () => {
-      stop();
-      if (connection.closed) return;
-      try {
-        this.answerFetch(connection, slot, correlationId, request, partition);
-      } catch (error) {
-        this.fail(connection, slot, correlationId, error);
-      }
-    };
-    const waiter: Waiter = { answer };
-    stopListening = partition.onVisible(() => {
-      if (partition.visibleNextOffset > offset || partition.isClosed) answer();
-    });
+    const wait = new FetchWait(this, connection, slot, correlationId, request, partition);
+    partition.addVisibleWaiter(wait);
     // maxWaitMs is a u32; setTimeout runs a delay above 2^31 - 1 after 1 ms, so clamp (~24.8 days).
-    timer = setTimeout(answer, Math.min(request.maxWaitMs, 0x7fffffff));
-    this.waiters.add(waiter);
-    slot.cancel = stop;
-    slot.expedite = answer;
+    // The waiter rides as the timer's argument: no closure per FETCH.
+    wait.timer = setTimeout(answerFetchWait, Math.min(request.maxWaitMs, 0x7fffffff), wait);
+    this.waiters.add(wait);
+    slot.parked = wait;
+    slot.expeditable = true;
     // A waiting fetch has no effect to wait for: later requests of this connection (a PRODUCE that
     // brings what it waits for, say) apply now.
     connection.settle(slot);
+  }
+
+  /** A waiting FETCH is answered (data, the end of its wait, shutdown) or its connection closed. */
+  fetchWaitEnded(wait: FetchWait): void {
+    this.waiters.delete(wait);
+  }
+
+  /** Answers a waiting FETCH now; a failure becomes its error response. */
+  answerWaitingFetch(wait: FetchWait): void {
+    const { connection, slot, correlationId } = wait;
+    if (connection.closed) return;
+    try {
+      this.answerFetch(connection, slot, correlationId, wait.request, wait.partition);
+    } catch (error) {
+      this.fail(connection, slot, correlationId, error);
+    }
   }
 
   private answerFetch(

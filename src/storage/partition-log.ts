@@ -798,6 +798,20 @@ export class PartitionLog {
     return () => this.appendListeners.delete(listener);
   }
 
+  /**
+   * `onForce` and `onAppend` for a listener that stays the same function (the partition's, for its
+   * waiting readers): no closure per subscription. Removing one not added does nothing.
+   */
+  addListeners(onForce: () => void, onAppend: () => void): void {
+    this.forceListeners.add(onForce);
+    this.appendListeners.add(onAppend);
+  }
+
+  removeListeners(onForce: () => void, onAppend: () => void): void {
+    this.forceListeners.delete(onForce);
+    this.appendListeners.delete(onAppend);
+  }
+
   private notifyAppend(): void {
     for (const listener of [...this.appendListeners]) listener();
   }

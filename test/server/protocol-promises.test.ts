@@ -341,6 +341,66 @@ describe("long polls that end without records", () => {
   });
 });
 
+describe("long polls on one partition (one waiter object each, issue 13)", () => {
+  test("closed connections' FETCHes stop waiting; one PRODUCE answers the rest; a wait that ends answers no records", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const admin = await Session.open(broker.port);
+    expect((await admin.createTopic("polls")).errorCode).toBe(NONE);
+    expect((await admin.produce("polls", 0, batchOfValues(["first"]))).errorCode).toBe(NONE);
+    const consumers = await Promise.all(Array.from({ length: 4 }, () => Session.open(broker.port)));
+    const waiting = consumers.map((consumer) =>
+      consumer.send((w, id) =>
+        encodeFetchRequest(w, id, {
+          topic: "polls",
+          partition: 0,
+          offset: 1,
+          maxBytes: 1000,
+          maxWaitMs: 20_000,
+        }),
+      ),
+    );
+    await waitUntil(async () => (await waitingFetches(admin)) === 4, "four FETCHes to wait");
+    consumers[0]!.close();
+    consumers[2]!.close();
+    await waitUntil(
+      async () => (await waitingFetches(admin)) === 2,
+      "the closed connections' FETCHes to stop waiting",
+    );
+    expect((await admin.produce("polls", 0, batchOfValues(["second"]))).errorCode).toBe(NONE);
+    for (const i of [1, 3]) {
+      const answered = await consumers[i]!.read(waiting[i]!);
+      expect(answered.errorCode).toBe(NONE);
+      expect(valuesOf(decodeFetchResponse(answered.reader).records).map(decode)).toEqual(["second"]);
+    }
+    expect(await waitingFetches(admin)).toBe(0);
+    // The timer path: nothing arrives, the wait ends with no records, and nothing is left waiting.
+    const timed = consumers[1]!.send((w, id) =>
+      encodeFetchRequest(w, id, { topic: "polls", partition: 0, offset: 2, maxBytes: 1000, maxWaitMs: 50 }),
+    );
+    const empty = await consumers[1]!.read(timed);
+    expect(empty.errorCode).toBe(NONE);
+    expect(decodeFetchResponse(empty.reader)).toMatchObject({ recordsBytes: 0, nextOffset: 2 });
+    expect(await waitingFetches(admin)).toBe(0);
+    // The partition still wakes a new reader after every earlier one left.
+    const later = consumers[3]!.send((w, id) =>
+      encodeFetchRequest(w, id, {
+        topic: "polls",
+        partition: 0,
+        offset: 2,
+        maxBytes: 1000,
+        maxWaitMs: 20_000,
+      }),
+    );
+    await waitUntil(async () => (await waitingFetches(admin)) === 1, "a new FETCH to wait");
+    expect((await admin.produce("polls", 0, batchOfValues(["third"]))).errorCode).toBe(NONE);
+    expect(
+      valuesOf(decodeFetchResponse((await consumers[3]!.read(later)).reader).records).map(decode),
+    ).toEqual(["third"]);
+    for (const consumer of [consumers[1]!, consumers[3]!, admin]) consumer.close();
+  });
+});
+
 describe("what the doc leaves no longer open", () => {
   test("a u64 of 2^53 or more is INVALID_REQUEST; 2^53 - 1 decodes; the connection stays usable", async () => {
     using dir = tempDir();
