@@ -257,14 +257,14 @@ class KafkaConnection {
   retryBudget(): boolean {
     if (this.closingReason !== undefined) return true;
     const need = Math.max(0, this.neededBytes() - INBOUND_FREE_BYTES);
-    if (need <= this.reservedBytes) {
-      this.waitingForBudget = false;
-      this.updateReading();
-      return true;
+    if (need > this.reservedBytes) {
+      if (!this.listener.options.inboundBudget.tryReserve(this, need - this.reservedBytes)) return false;
+      this.reservedBytes = need;
     }
-    if (!this.listener.options.inboundBudget.tryReserve(this, need - this.reservedBytes)) return false;
-    this.reservedBytes = need;
     this.waitingForBudget = false;
+    // The wait was the broker's: the incomplete request's clock starts again, or a wait longer
+    // than the request timeout would make it overdue before its next byte could be read.
+    if (this.partialSinceMs !== undefined) this.partialSinceMs = performance.now();
     this.updateReading();
     return true;
   }

@@ -465,6 +465,12 @@ export class Connection implements BudgetWaiter {
     this.reservedBytes = Math.max(this.reservedBytes, wantedBytes);
     inbound.ensureCapacity(neededBytes);
     this.waitingForBudget = false;
+    // The wait was the broker's, not the client's: its idle clock starts again now. Otherwise a
+    // sweep between this and the first bytes read after resuming saw a connection "idle" since
+    // before the wait and closed it: always when the sweep itself freed the budget (closing an
+    // overdue holder), by chance under load otherwise (test/server/connection-review.test.ts,
+    // "waiting for the inbound budget").
+    this.lastActivityMs = performance.now();
     // Not from inside the budget's release loop: resume on the next microtask.
     queueMicrotask(() => this.updateReading());
     return true;

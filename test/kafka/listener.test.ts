@@ -223,4 +223,36 @@ describe("limits and timeouts", () => {
       expect.stringMatching(/a request did not arrive whole within 300 ms \(10 of 15 bytes\)$/),
     ]);
   });
+
+  test("a request that waited for the budget longer than the request timeout is read whole, not closed as overdue", async () => {
+    budget = new InboundBudget(300 * 1024);
+    const port = start({ requestTimeoutMs: 300 });
+    // The first connection announces a 400 KiB frame and stops: it holds 272 KiB of the budget
+    // until the sweep closes it as overdue (300 ms + 400 KiB at 1 MiB/s).
+    const first = await rawConnect(port);
+    first.write(
+      new Expect()
+        .i32(400 * 1024)
+        .i16(18)
+        .i16(0)
+        .i32(1)
+        .body(),
+    );
+    await waitUntil(() => budget.usedBytes === 400 * 1024 + 4 - 128 * 1024, "the first reservation");
+    // The second sends a whole 200 KiB frame, which waits for the budget (its 72 KiB do not fit)
+    // longer than its own allowance (300 ms + 200 KiB at 1 MiB/s): that time is the broker's.
+    const second = await rawConnect(port);
+    const body = new Expect().i16(18).i16(0).i32(9).str("t").body();
+    const padded = new Uint8Array(200 * 1024);
+    padded.set(body);
+    second.write(Uint8Array.from([...new Expect().i32(padded.length).body(), ...padded]));
+    await waitUntil(() => budget.waitingCount === 1, "the second connection waiting for the budget");
+    await first.closed;
+    await second.closed;
+    // The second frame was read whole (and refused for what it says), not closed while unread.
+    expect(logged).toEqual([
+      expect.stringMatching(/a request did not arrive whole within \d+ ms \(12 of 409604 bytes\)$/),
+      expect.stringContaining("ApiVersions request has 204789 unexpected bytes after its last field"),
+    ]);
+  });
 });

@@ -318,6 +318,40 @@ describe("waiting for the inbound budget", () => {
     holder.socket.destroy();
     waiter.socket.destroy();
   });
+
+  test("a connection given the budget by the idle sweep itself is read, not closed as idle in the same sweep", async () => {
+    // The holder stops 20 bytes short, so the sweep closes it as overdue (1 s + 600 KiB at 1 MiB/s)
+    // and its budget goes to the waiter during that sweep. The waiter has sent nothing for longer
+    // than the idle timeout, all of it waiting on the broker: the same sweep, reaching it next,
+    // must not count that as idle before its bytes are read (it did, every time, before the wait
+    // restarted the connection's idle clock).
+    using dir = tempDir();
+    await using broker = await smallBudgetBroker(dir.path, [
+      "--idle-timeout",
+      "1s",
+      "--request-timeout",
+      "1s",
+    ]);
+    const holderFrame = produceFrame(1, "t", 600 * 1024);
+    const holder = observe(broker.port, [holderFrame.subarray(0, holderFrame.length - 20)]);
+    await waitUntil(
+      async () => ((await stats(broker.port)).inboundBudgetUsedBytes ?? 0) > 400 * 1024,
+      "the first frame holding the budget",
+    );
+    const waiter = observe(broker.port, [produceFrame(2, "t", 1000 * 1024)]);
+    await waitUntil(
+      async () => (await stats(broker.port)).inboundBudgetWaiting === 1,
+      "a waiting connection",
+    );
+    await waitUntil(() => holder.sawEnd() || holder.error() !== undefined, "the holder closed as overdue");
+    await waitUntil(
+      () => responses(waiter.received()).length === 1 || waiter.error() !== undefined || waiter.sawEnd(),
+      "the waiter's answer or its end",
+    );
+    expect(responses(waiter.received()).map((r) => [r.correlationId, r.errorCode])).toEqual([[2, 0]]);
+    holder.socket.destroy();
+    waiter.socket.destroy();
+  });
 });
 
 describe("a client that stops reading", () => {
