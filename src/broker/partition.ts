@@ -74,6 +74,10 @@ import {
   type TimestampLookup,
 } from "../storage/segment.ts";
 import { hasProducerId, type ProducerCheck, ProducerStateTable } from "./producer-state.ts";
+
+/** The arena a copying read may land in (Segment.read), for the protocol layers above the broker. */
+export type { ReadArena };
+
 import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
 
 export interface AppendAck {

@@ -20,7 +20,7 @@
  * `answer` encodes them before the arena goes back to the pool.
  */
 import type { Broker } from "../broker/broker.ts";
-import type { Partition } from "../broker/partition.ts";
+import type { Partition, ReadArena } from "../broker/partition.ts";
 import {
   FETCH_RESPONSE_BYTES_MAX,
   KAFKA_FETCH_BUFFER_BYTES_MAX,
@@ -37,7 +37,6 @@ import {
   MAGIC_OFFSET,
   MAGIC_V2,
 } from "../record/batch.ts";
-import type { ReadArena } from "../storage/segment.ts";
 import { KAFKA_ERROR } from "./apis.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import type { FetchBufferPool } from "./fetch-buffers.ts";
