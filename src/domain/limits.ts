@@ -339,6 +339,19 @@ export const KAFKA_SHUTDOWN_DRAIN_MS = SHUTDOWN_DRAIN_MS;
  */
 export const KAFKA_PIPELINED_BYTES_MAX = INBOUND_FREE_BYTES;
 /**
+ * The largest inbound buffer a Kafka connection keeps as its spare (kafka/listener.ts): enough for a
+ * 1 MiB request (the Java producer's max.request.size and librdkafka's message.max.bytes are about
+ * that) plus a 512 KiB socket chunk, rounded up by doubling. A larger one, left by a larger request,
+ * is dropped instead of kept for the life of the connection.
+ */
+export const KAFKA_SPARE_BUFFER_BYTES_MAX = 4 * 1024 * 1024;
+/**
+ * A Kafka connection that held no bytes and answered nothing for this long gives back its buffers
+ * beyond INBOUND_INITIAL_BYTES (checked by the listener's sweep, at most once a second): a client
+ * that sent large requests once does not keep two large buffers for as long as it stays connected.
+ */
+export const KAFKA_BUFFER_TRIM_IDLE_MS = 5_000;
+/**
  * Longest long poll of a Kafka Fetch, whatever max_wait_ms says (kafkajs waits 5 s by default,
  * librdkafka 0.5 s). The same as the request timeout of kafkajs (30 s): an answer at the cap is an
  * empty fetch the client simply repeats.

@@ -13,8 +13,15 @@
  *   size above the maximum frame or below the 8-byte header closes the connection. The buffer grows
  *   only with bytes that arrived, and growth beyond INBOUND_FREE_BYTES reserves from the broker-wide
  *   inbound budget first (shared with the native listener), pausing the socket while it does not fit.
- * - Byte views handed to the handler stay valid until it answered: the buffer is compacted only
- *   while no request is being answered (growth copies into a fresh buffer and leaves the old one).
+ * - Byte views handed to the handler stay valid until it answered: the buffer holding the request
+ *   being answered is neither compacted nor reused until then. Bytes that arrive meanwhile and do
+ *   not fit behind the end move to a second buffer (the spare, kept from the previous time, or a
+ *   fresh one), and the first becomes the spare once answered: at most two buffers per connection,
+ *   and a client that keeps requests in flight allocates nothing per request (a fresh buffer per
+ *   move allocated 63 MiB per 32 MiB of Java-producer records and was most of the peak RSS:
+ *   docs/benchmarks.md "Peak memory of the Kafka listener"). A spare above
+ *   KAFKA_SPARE_BUFFER_BYTES_MAX is not kept, and a connection idle for KAFKA_BUFFER_TRIM_IDLE_MS
+ *   goes back to one buffer of INBOUND_INITIAL_BYTES.
  * - Every close but an ordinary one (shutdown, the client hanging up) says why in the log: Kafka has
  *   no error frame for a dropped connection.
  */
@@ -23,11 +30,15 @@ import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles
 import type { Broker } from "../broker/broker.ts";
 import {
   INBOUND_FREE_BYTES,
+  INBOUND_INITIAL_BYTES,
+  KAFKA_BUFFER_TRIM_IDLE_MS,
   KAFKA_PIPELINED_BYTES_MAX,
   KAFKA_SHUTDOWN_DRAIN_MS,
+  KAFKA_SPARE_BUFFER_BYTES_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
 } from "../domain/limits.ts";
 import { REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
+import { releaseChunk } from "./buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
 import { type KafkaSasl, SaslSession } from "./sasl.ts";
 
@@ -107,8 +118,6 @@ function answerOf(
   return Promise.resolve(outcome);
 }
 
-const INITIAL_BUFFER_BYTES = 64 * 1024;
-
 class KafkaConnection {
   readonly socket: Socket<KafkaConnection>;
   /** Login progress (only used when the listener requires SASL). */
@@ -118,7 +127,11 @@ class KafkaConnection {
   readonly handler: KafkaHandler;
   private readonly listener: KafkaListener;
   /** Inbound bytes live in [start, end) of `buffer`. */
-  private buffer = new Uint8Array(INITIAL_BUFFER_BYTES);
+  private buffer = new Uint8Array(INBOUND_INITIAL_BYTES);
+  /** The buffer the request being answered is a view of (undefined while none is). */
+  private answeredBuffer: Uint8Array<ArrayBuffer> | undefined;
+  /** A buffer no view refers to, kept for the next move (see the header). */
+  private spare: Uint8Array<ArrayBuffer> | undefined;
   private start = 0;
   private end = 0;
   /** Bytes reserved in the inbound budget (beyond INBOUND_FREE_BYTES). */
@@ -162,6 +175,8 @@ class KafkaConnection {
     if (this.closingReason !== undefined) return;
     this.lastActivityMs = performance.now();
     this.append(chunk);
+    // Copied whole into `buffer`; nothing keeps a view of the chunk.
+    releaseChunk(chunk);
     if (!this.checkHead()) return;
     this.updateBudget();
     this.next();
@@ -170,15 +185,23 @@ class KafkaConnection {
   private append(chunk: Uint8Array): void {
     if (this.buffer.length - this.end < chunk.length) {
       const held = this.end - this.start;
-      if (!this.busy && this.buffer.length - held >= chunk.length) {
-        // Compaction moves bytes: only while no handler holds views into them.
+      const neededBytes = held + chunk.length;
+      if (this.buffer !== this.answeredBuffer && this.buffer.length >= neededBytes) {
+        // Compaction moves bytes: only where no handler holds views into them.
         this.buffer.copyWithin(0, this.start, this.end);
       } else {
-        let capacity = this.buffer.length;
-        while (capacity < held + chunk.length) capacity *= 2;
-        const grown = new Uint8Array(capacity);
-        grown.set(this.buffer.subarray(this.start, this.end));
-        this.buffer = grown;
+        let moved = this.spare;
+        if (moved !== undefined && moved.length >= neededBytes) {
+          this.spare = undefined;
+        } else {
+          let capacity = this.buffer.length;
+          while (capacity < neededBytes) capacity *= 2;
+          moved = new Uint8Array(capacity);
+        }
+        moved.set(this.buffer.subarray(this.start, this.end));
+        // The buffer left behind becomes the spare once its request is answered (answered()); one
+        // that was merely too small is dropped.
+        this.buffer = moved;
       }
       this.start = 0;
       this.end = held;
@@ -296,20 +319,21 @@ class KafkaConnection {
     const frame = this.buffer.subarray(this.start + 4, this.start + 4 + size);
     this.start += size + 4;
     this.busy = true;
+    this.answeredBuffer = this.buffer;
     this.listener.counters.requests++;
     answerOf(this, this.listener, frame).then(
       (outcome) => {
         if (outcome.kind === "fail") {
           // A failed login: answered after the address's delay, then the connection ends.
           setTimeout(() => {
-            this.busy = false;
+            this.answered();
             if (this.closingReason !== undefined) return;
             this.write(outcome.bytes);
             this.close(outcome.reason);
           }, outcome.delayMs);
           return;
         }
-        this.busy = false;
+        this.answered();
         if (this.closingReason !== undefined) return;
         if (outcome.kind === "close") {
           this.listener.counters.closedForRequest++;
@@ -320,12 +344,37 @@ class KafkaConnection {
         this.afterAnswer();
       },
       (error: unknown) => {
-        this.busy = false;
+        this.answered();
         this.close(
           `internal error answering a request: ${error instanceof Error ? error.message : String(error)}`,
         );
       },
     );
+  }
+
+  /** The request being answered was answered: its buffer holds no view any more. */
+  private answered(): void {
+    this.busy = false;
+    const released = this.answeredBuffer;
+    this.answeredBuffer = undefined;
+    if (
+      released !== undefined &&
+      released !== this.buffer &&
+      released.length <= KAFKA_SPARE_BUFFER_BYTES_MAX
+    ) {
+      if (this.spare === undefined || released.length > this.spare.length) this.spare = released;
+    }
+  }
+
+  /** Gives back the buffers beyond INBOUND_INITIAL_BYTES once idle long enough (the sweep calls it). */
+  trimBuffers(nowMs: number): void {
+    if (!this.idle || nowMs - this.lastActivityMs < KAFKA_BUFFER_TRIM_IDLE_MS) return;
+    this.spare = undefined;
+    if (this.buffer.length > INBOUND_INITIAL_BYTES) {
+      this.buffer = new Uint8Array(INBOUND_INITIAL_BYTES);
+      this.start = 0;
+      this.end = 0;
+    }
   }
 
   private afterAnswer(): void {
@@ -641,6 +690,7 @@ export class KafkaListener {
       }
       const overdue = connection.requestOverdue(now, this.options.requestTimeoutMs);
       if (overdue !== undefined) connection.close(overdue);
+      else connection.trimBuffers(now);
     }
   }
 

@@ -923,14 +923,17 @@ export class Segment implements ReadDescriptorHolder {
   /**
    * Copying read: whole entries from the one containing `offset` on, below `endOffset`, at most
    * `maxBytes` of them (but always the first entry, however large, so a consumer can make
-   * progress). Every entry is checked (lengths, offsets, frame CRC); a bad entry ends the read, and
-   * a read that would start at a bad entry throws CorruptRecordError.
+   * progress; with `firstWhole` false, a first entry larger than `maxBytes` is not read and the
+   * result is empty, for a caller that only fills what is left of its limit). Every entry is
+   * checked (lengths, offsets, frame CRC); a bad entry ends the read, and a read that would start
+   * at a bad entry throws CorruptRecordError.
    */
   read(
     offset: number,
     maxBytes: number,
     endOffset: number = this.publishedNextOffset,
     arena?: ReadArena,
+    firstWhole = true,
   ): RecordsRead {
     const fd = this.ensureReadFd();
     const first = this.locate(offset);
@@ -939,7 +942,8 @@ export class Segment implements ReadDescriptorHolder {
     const firstBytes = first.entryBytes;
     // Entries at or after `endOffset` are not handed out (e.g. not yet forced, under `force`).
     const end = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
-    if (end.position <= position) return { records: new Uint8Array(0), firstOffset: offset, recordCount: 0 };
+    if (end.position <= position || (!firstWhole && firstBytes > maxBytes))
+      return { records: new Uint8Array(0), firstOffset: offset, recordCount: 0 };
     const length = Math.max(firstBytes, Math.min(maxBytes, end.position - position));
     const inArena = arena !== undefined && arena.bytes.length - arena.used >= length;
     const records = inArena ? arena.bytes.subarray(arena.used, arena.used + length) : new Uint8Array(length);

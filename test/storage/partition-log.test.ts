@@ -14,6 +14,7 @@ import { ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limit
 import { RECORDS_OFFSET } from "../../src/record/batch.ts";
 import { batchOfValues, valuesOfEntries } from "../../src/record/entries.ts";
 import { CHECKPOINT_FILE } from "../../src/storage/checkpoint.ts";
+import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { newFileRange, segmentConfig } from "../../src/storage/segment.ts";
 import { segmentFileName } from "../../src/storage/segment-header.ts";
@@ -101,6 +102,37 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         expect(limited.recordCount).toBe(2);
         expect(text(valuesOfEntries(limited.records)[1]!).slice(0, 5)).toBe("r0003");
       } finally {
+        log.close();
+      }
+    });
+
+    test("a read that fills its limit entry by entry does not read a next entry larger than what is left", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode }));
+      let segmentBytesRead = 0;
+      const restore = useDisk({
+        ...realDisk,
+        preadFull(fd, target, start, length, position, path) {
+          const got = realDisk.preadFull(fd, target, start, length, position, path);
+          if (path?.endsWith(".log")) segmentBytesRead += got;
+          return got;
+        },
+      });
+      try {
+        log.append(batchOfValues([new Uint8Array(100).fill(1)]));
+        log.append(batchOfValues([new Uint8Array(64 * 1024).fill(2)]));
+        const firstBytes = ENTRY_HEADER_BYTES + batchOfValues([new Uint8Array(100)]).length;
+        segmentBytesRead = 0;
+        const read = log.read(0, 4096);
+        expect(read.recordCount).toBe(1);
+        expect(read.records.length).toBe(firstBytes);
+        // The first read and the lookups of entry headers (16 KiB of scratch reads), not the 64 KiB
+        // entry after it (read, then dropped, before: 86,096 bytes in all).
+        expect(segmentBytesRead).toBeLessThan(64 * 1024);
+        // Read from the large entry itself, it still comes whole (a consumer must make progress).
+        expect(log.read(1, 4096).records.length).toBeGreaterThan(64 * 1024);
+      } finally {
+        restore();
         log.close();
       }
     });
