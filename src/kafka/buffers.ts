@@ -5,7 +5,7 @@
  * Why: JavaScriptCore frees an ArrayBuffer's memory in a full collection, not in an eden one
  * (measured with `bun:jsc` edenGC against fullGC, docs/benchmarks.md "Peak memory of the Kafka
  * listener"), and full collections come late: 27-34 MiB of such memory was waiting at the end of
- * the peers benchmark's produce runs. Every byte a producer sends arrives in a fresh buffer of
+ * the produce runs of that page's reproduction of the peers benchmark. Every byte a producer sends arrives in a fresh buffer of
  * Bun's (one per socket `data` event, up to 512 KiB), which the listener copies into its inbound
  * buffer: all of it stayed resident until the next full collection. `ArrayBuffer.prototype
  * .transfer(0)` detaches a buffer and frees its memory right away; the allocator hands the same
