@@ -123,7 +123,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
         volatileFs.keepImage(lastCut);
         await volatileFs.remount(mountOptions());
         // "discarded unsynced changes of F files and D directories (A bytes beyond durable sizes),
-        // tore T writes (L bytes landed); shortened: data/torture-0/00000000000000000000.log +310, …"
+        // tore T writes (L bytes landed); shortened: data/torture-0/00000000000000000000.log +310 (12 syncs), …"
         const [files, directories, , torn] = (account.match(/\d+/g) ?? []).map(Number);
         if ((files ?? 0) + (directories ?? 0) > 0) cutsThatDiscarded++;
         if (/\.log \+\d+/.test(account)) cutsThatTookAppends++;
