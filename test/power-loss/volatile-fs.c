@@ -32,9 +32,10 @@
  * met a request being read, which the daemon names on stderr: see main). The next daemon started
  * with the same PATH serves that state as both CURRENT and DURABLE. Remounting (rather than
  * reverting in place) means no kernel cache (dentries, attributes, page cache, dirty mmap pages)
- * can carry CURRENT state across a power loss. With --tear SEED, the last write to each file since its last sync is torn instead of lost:
- * a seeded random prefix of it (0 to all of its bytes) lands on top of the DURABLE bytes, zero-filling
- * any gap, as a disk might have written part of it before the power went.
+ * can carry CURRENT state across a power loss. With --tear SEED, the last write to each file since
+ * its last sync is torn instead of lost: a seeded random prefix of it (0 to all of its bytes) lands
+ * on top of the DURABLE bytes, zero-filling any gap, as a disk might have written part of it before
+ * the power went.
  *
  * Invariants:
  * - DURABLE state changes only at the end of fsync/fsyncdir (and when loading the image), never
@@ -938,16 +939,17 @@ int main(int argc, char *argv[]) {
      * RELEASE of a file the killed broker had open, say) gets ECONNABORTED from read()
      * (fs/fuse/dev.c, fuse_dev_do_read: "Must not put request on fpq->io queue after having been
      * shut down by fuse_abort_conn()"). libfuse prints "fuse: reading device: Software caused
-     * connection abort" and ends the loop with that error. The other sources of ECONNABORTED (a
-     * write to /sys/fs/fuse/connections/N/abort, umount -f) abort a connection whose mount is still
-     * in the table when the loop ends; this mount is gone, so the unmount came first and DURABLE
-     * was already final (frozen by the cut, or by the unmount itself). Seen by the power-loss
-     * harness once in 621 cuts; volatile-fs.test.ts provokes it. */
+     * connection abort" and ends the loop with that error. The other aborts (a write to
+     * /sys/fs/fuse/connections/N/abort; umount -f, which aborts before it detaches, and which the
+     * harness never uses) leave the mount in the table; this mount is gone, so an unmount came
+     * first and DURABLE was already final (frozen by the cut, or by the unmount itself). It stopped
+     * the power-loss harness once in 621 cycles; volatile-fs.test.ts provokes it. */
     fprintf(stderr, "volatile-fs: the unmount raced a request (ECONNABORTED), harmless\n");
   } else if (loop != 0) {
     /* Anything else ended the connection under a running file system: the image is still saved
      * (the evidence), but the exit status says it was not a plain unmount. */
-    fprintf(stderr, "volatile-fs: the FUSE loop failed (%s) with the mount %s\n", strerror(-loop),
+    fprintf(stderr, "volatile-fs: the FUSE loop failed (%d: %s) with the mount %s\n", loop,
+            strerror(loop < 0 ? -loop : loop),
             mounted ? "still in the mount table (aborted, not unmounted)" : "gone");
     status = 9;
   }
@@ -955,5 +957,6 @@ int main(int argc, char *argv[]) {
   unplugged = 1; /* nothing changes DURABLE any more (the loop's threads are joined anyway) */
   pull_the_plug();
   pthread_mutex_unlock(&tree_lock);
+  free(resolved);
   return status;
 }
