@@ -28,12 +28,14 @@
  * the broker; the daemon says "volatile-fs: unplugged" on stderr once the cut is in effect. Unmounting
  * (fusermount3 -u, umount; SIGTERM/SIGINT make libfuse unmount) then writes only the DURABLE state of
  * the nodes reachable from the root through DURABLE entries to PATH, and exits (an unmount without
- * SIGUSR1 cuts the power at that moment). The next daemon started with the same PATH serves that
- * state as both CURRENT and DURABLE. Remounting (rather than reverting in place) means no kernel
- * cache (dentries, attributes, page cache, dirty mmap pages) can carry CURRENT state across a power
- * loss. With --tear SEED, the last write to each file since its last sync is torn instead of lost:
- * a seeded random prefix of it (0 to all of its bytes) lands on top of the DURABLE bytes, zero-filling
- * any gap, as a disk might have written part of it before the power went.
+ * SIGUSR1 cuts the power at that moment; exit 0, also when the unmount's abort of the connection
+ * met a request being read, which the daemon names on stderr: see main). The next daemon started
+ * with the same PATH serves that state as both CURRENT and DURABLE. Remounting (rather than
+ * reverting in place) means no kernel cache (dentries, attributes, page cache, dirty mmap pages)
+ * can carry CURRENT state across a power loss. With --tear SEED, the last write to each file since
+ * its last sync is torn instead of lost: a seeded random prefix of it (0 to all of its bytes) lands
+ * on top of the DURABLE bytes, zero-filling any gap, as a disk might have written part of it before
+ * the power went.
  *
  * Invariants:
  * - DURABLE state changes only at the end of fsync/fsyncdir (and when loading the image), never
@@ -108,6 +110,7 @@ struct node {
   int has_last_write;                   /* the last write since the last sync, for --tear */
   size_t last_offset, last_length;
   int visited;                          /* image writing: a node reachable twice is written once */
+  uint64_t syncs_received;              /* syncs of this node this mount, before the cut (cut line) */
 };
 
 static struct node *root;
@@ -545,6 +548,7 @@ static int sync_node(const char *path, struct fuse_file_info *fi, int is_dir_syn
   else file_syncs_received++;
   struct node *n = unplugged || syncs_fail ? NULL : target(path, fi);
   if (n != NULL && n == resolve("/sync-probe")) probe_syncs++;
+  if (n != NULL) n->syncs_received++;
   if (n == NULL) {
     int result = unplugged || syncs_fail ? -EIO : -ENOENT;
     pthread_mutex_unlock(&tree_lock);
@@ -727,8 +731,11 @@ static void power_cut_content(struct node *n, const char *path, struct bytes *ou
   if (n->current.size > n->durable.size) {
     uint64_t lost = n->current.size - n->durable.size;
     summary->bytes_beyond_durable_size += lost;
-    char item[64];
-    int length = snprintf(item, sizeof(item), " +%" PRIu64, lost);
+    /* With the syncs of the file this mount received before the cut: they tell a tail written after
+     * the last sync (the usual loss) from writes whose syncs never reached the daemon (the
+     * unexplained cycle 758 of docs/operations.md lost a whole cycle's appends on 4 files). */
+    char item[96];
+    int length = snprintf(item, sizeof(item), " +%" PRIu64 " (%" PRIu64 " syncs)", lost, n->syncs_received);
     size_t grow = strlen(path) + (size_t)length + 2;
     summary->shrunk = xrealloc(summary->shrunk, summary->shrunk_length + grow + 1);
     summary->shrunk_length += (size_t)sprintf(summary->shrunk + summary->shrunk_length, "%s%s%s",
@@ -836,6 +843,31 @@ static void load_image(void) {
   fclose(in);
 }
 
+/* Whether `mountpoint` (as given, absolute) is a volatile-fs mount in /proc/self/mountinfo: field 5
+ * is the mount point (spaces and other specials escaped as \\ooo, which the harness's temporary
+ * paths never contain), and " - fuse.volatile " names our file system type. */
+static int is_mounted(const char *mountpoint) {
+  FILE *in = fopen("/proc/self/mountinfo", "r");
+  if (in == NULL) return 1; /* cannot tell: count it as mounted, the stricter answer */
+  char *line = NULL;
+  size_t capacity = 0;
+  int found = 0;
+  while (!found && getline(&line, &capacity, in) != -1) {
+    char *fields = line;
+    for (int field = 0; field < 4 && fields != NULL; field++) {
+      fields = strchr(fields, ' ');
+      if (fields != NULL) fields++;
+    }
+    if (fields == NULL) continue;
+    size_t length = strlen(mountpoint);
+    found = strncmp(fields, mountpoint, length) == 0 && fields[length] == ' ' &&
+            strstr(line, " - fuse.volatile ") != NULL;
+  }
+  free(line);
+  fclose(in);
+  return found;
+}
+
 int main(int argc, char *argv[]) {
   const char *mountpoint = NULL;
   for (int i = 1; i < argc; i++) {
@@ -873,11 +905,58 @@ int main(int argc, char *argv[]) {
   report.sa_flags = SA_RESTART;
   sigemptyset(&report.sa_mask);
   sigaction(SIGWINCH, &report, NULL);
-  /* Foreground, multi-threaded (a sync's latency must not stall other calls); fsname names the
-   * mount in /proc/self/mountinfo. */
-  char *fuse_argv[] = {argv[0], "-f", "-o", "fsname=volatile-fs,subtype=volatile", (char *)mountpoint, NULL};
-  int status = fuse_main(5, fuse_argv, &operations, NULL);
-  if (status != 0) return status; /* never mounted: nothing to save, keep the old image */
+  /* Multi-threaded (a sync's latency must not stall other calls); fsname names the mount in
+   * /proc/self/mountinfo. The steps of fuse_main, taken one by one so that the loop's own result
+   * is seen (fuse_main folds every loop error into exit status 8 and skips saving the image). */
+  char *fuse_argv[] = {argv[0], "-o", "fsname=volatile-fs,subtype=volatile", NULL};
+  struct fuse_args args = FUSE_ARGS_INIT(3, fuse_argv);
+  /* As the mount table spells it (a symlink in the path resolved). */
+  char *resolved = realpath(mountpoint, NULL);
+  const char *mount_path = resolved != NULL ? resolved : mountpoint;
+  struct fuse *fuse = fuse_new(&args, &operations, sizeof(operations), NULL);
+  if (fuse == NULL) return 3; /* libfuse said why; never mounted: keep the old image */
+  if (fuse_mount(fuse, mountpoint) != 0) {
+    fuse_destroy(fuse);
+    return 4;
+  }
+  struct fuse_session *session = fuse_get_session(fuse);
+  if (fuse_set_signal_handlers(session) != 0) {
+    fuse_unmount(fuse);
+    fuse_destroy(fuse);
+    return 6;
+  }
+  int loop = fuse_loop_mt(fuse, 0);
+  fuse_remove_signal_handlers(session);
+  /* Read before fuse_unmount, which detaches a mount that is still there. */
+  int mounted = is_mounted(mount_path);
+  fuse_unmount(fuse);
+  fuse_destroy(fuse);
+  int status = 0;
+  if (loop == -ECONNABORTED && !mounted) {
+    /* The unmount's own abort, not a failure: Linux ends a connection at unmount with
+     * fuse_abort_conn (fs/fuse/inode.c, fuse_conn_destroy), which disconnects the processing queue
+     * before the input queue, and a thread that took a request off the input queue in between (a
+     * RELEASE of a file the killed broker had open, say) gets ECONNABORTED from read()
+     * (fs/fuse/dev.c, fuse_dev_do_read: "Must not put request on fpq->io queue after having been
+     * shut down by fuse_abort_conn()"). libfuse prints "fuse: reading device: Software caused
+     * connection abort" and ends the loop with that error. The other aborts (a write to
+     * /sys/fs/fuse/connections/N/abort; umount -f, which aborts before it detaches, and which the
+     * harness never uses) leave the mount in the table; this mount is gone, so an unmount came
+     * first and DURABLE was already final (frozen by the cut, or by the unmount itself). It stopped
+     * the power-loss harness once in 621 cycles; volatile-fs.test.ts provokes it. */
+    fprintf(stderr, "volatile-fs: the unmount raced a request (ECONNABORTED), harmless\n");
+  } else if (loop != 0) {
+    /* Anything else ended the connection under a running file system: the image is still saved
+     * (the evidence), but the exit status says it was not a plain unmount. */
+    fprintf(stderr, "volatile-fs: the FUSE loop failed (%d: %s) with the mount %s\n", loop,
+            strerror(loop < 0 ? -loop : loop),
+            mounted ? "still in the mount table (aborted, not unmounted)" : "gone");
+    status = 9;
+  }
+  pthread_mutex_lock(&tree_lock);
+  unplugged = 1; /* nothing changes DURABLE any more (the loop's threads are joined anyway) */
   pull_the_plug();
-  return 0;
+  pthread_mutex_unlock(&tree_lock);
+  free(resolved);
+  return status;
 }

@@ -9,7 +9,8 @@ import path from "node:path";
 import { datasyncNow, preadFull, pwriteAll, tryLockExclusive } from "../../ffi/file.ts";
 import { DataDirLock } from "../../src/broker/data-dir-lock.ts";
 import { DataDirLockedError } from "../../src/domain/errors.ts";
-import { VolatileFs, volatileFsUnavailable } from "./volatile-fs.ts";
+import { waitUntil } from "../helpers/wait.ts";
+import { isMounted, VolatileFs, volatileFsUnavailable } from "./volatile-fs.ts";
 
 setDefaultTimeout(30_000);
 if (volatileFsUnavailable !== undefined) console.warn(`volatile-fs tests skipped: ${volatileFsUnavailable}`);
@@ -150,6 +151,57 @@ describe.skipIf(volatileFsUnavailable !== undefined)("volatile-fs: a power cut",
     }
     // Ten seeds do not all tear at the same byte.
     expect(lengths.size).toBeGreaterThan(2);
+  });
+});
+
+describe.skipIf(volatileFsUnavailable !== undefined)("volatile-fs: the unmount after a kill", () => {
+  // The power-loss harness SIGKILLs the broker, then unmounts: the kernel sends the RELEASE of each
+  // file the broker had open in the background, and the unmount's abort of the connection
+  // (fs/fuse/inode.c, fuse_conn_destroy -> fuse_abort_conn) can meet a daemon thread taking one of
+  // them off the queue, which then gets ECONNABORTED from /dev/fuse (fs/fuse/dev.c,
+  // fuse_dev_do_read). Before volatile-fs.c handled that, the daemon exited 8 ("fuse: reading
+  // device: Software caused connection abort") without saving the image, and the harness stopped
+  // (cycle 621 of a 1,000-cycle run). Here the race is provoked: the mount is detached first (lazy
+  // unmount), so the connection ends in the holder's own exit, right after the RELEASEs of its
+  // 1,000 files were queued. With the daemon before the fix this test failed in its first rounds
+  // (2 runs of 2); a round races about one time in ten, so it runs until two rounds raced.
+  test("keeps the durable state, also when the unmount races the killed process's requests", async () => {
+    await using vfs = await VolatileFs.mount();
+    writeDurably(vfs.path, "kept", "durable");
+    const maxRounds = 80;
+    let rounds = 0;
+    for (; rounds < maxRounds && vfs.unmountRaces < 2; rounds++) {
+      const holder = Bun.spawn(
+        [
+          process.execPath,
+          "-e",
+          `const fs = require("node:fs");
+           for (let i = 0; i < 1000; i++) fs.openSync(${JSON.stringify(vfs.path)} + "/open-" + i, "w");
+           console.log("open");
+           setInterval(() => {}, 1000);`,
+        ],
+        { stdin: "ignore", stdout: "pipe", stderr: "inherit" },
+      );
+      const said = await new Response(holder.stdout).body!.getReader().read();
+      expect(new TextDecoder().decode(said.value)).toContain("open");
+      await vfs.unplug();
+      const cut = vfs.pullThePlug({ lazy: true });
+      // Detached now; the connection ends when the holder's last file closes, right after the
+      // RELEASEs of the others were queued.
+      await waitUntil(() => !isMounted(vfs.path), "the lazy unmount to detach the mount");
+      holder.kill("SIGKILL");
+      await holder.exited;
+      // Rejects when the daemon exits other than 0 (volatile-fs exited with 8: …).
+      await cut;
+      await vfs.remount();
+      expect(read(path.join(vfs.path, "kept"))).toBe("durable");
+      expect(fs.readdirSync(vfs.path)).toEqual(["kept"]);
+    }
+    console.log(
+      `volatile-fs: ${vfs.unmountRaces} of ${rounds} unmounts raced a request (ECONNABORTED), every image kept`,
+    );
+    // Else this test showed only unmounts that did not race: say so rather than pass on them.
+    expect(vfs.unmountRaces).toBeGreaterThan(0);
   });
 });
 
