@@ -31,11 +31,6 @@ export class FetchBufferPool {
   private readonly freeSet = new Set<Uint8Array>();
   private freeBytes = 0;
 
-  /** Bytes held free for reuse (for tests and metrics). */
-  get freeBytesHeld(): number {
-    return this.freeBytes;
-  }
-
   /** A buffer of at least `minBytes`: a free one of its size if there is one. */
   acquire(minBytes: number): Uint8Array {
     const size = pooledSize(minBytes);
