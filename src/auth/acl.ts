@@ -22,6 +22,7 @@
  * two equal ACLs (adding one already there changes nothing, as in Kafka).
  */
 import { BooblikError } from "../domain/errors.ts";
+import { ACL_FIELD_BYTES_MAX } from "../domain/limits.ts";
 
 /** Kafka's ResourceType codes (org.apache.kafka.common.resource.ResourceType). */
 export const RESOURCE_TYPE = {
@@ -182,6 +183,8 @@ export function isValidPrincipal(principal: string): boolean {
 }
 
 /** Throws InvalidAclError naming what is wrong with `acl`; returns it when it can be stored. */
+const UTF8 = new TextEncoder();
+
 export function validateAcl(acl: Acl): Acl {
   const type = acl.resourceType;
   if (type !== RESOURCE_TYPE.TOPIC && type !== RESOURCE_TYPE.GROUP && type !== RESOURCE_TYPE.CLUSTER) {
@@ -195,6 +198,15 @@ export function validateAcl(acl: Acl): Acl {
     );
   }
   if (acl.resourceName.length === 0) throw new InvalidAclError("an ACL's resource name cannot be empty");
+  for (const [field, value] of [
+    ["resource name", acl.resourceName],
+    ["principal", acl.principal],
+    ["host", acl.host],
+  ] as const) {
+    const bytes = UTF8.encode(value).length;
+    if (bytes > ACL_FIELD_BYTES_MAX)
+      throw new InvalidAclError(`an ACL's ${field} is ${bytes} bytes, more than ${ACL_FIELD_BYTES_MAX}`);
+  }
   if (type === RESOURCE_TYPE.CLUSTER && acl.resourceName !== CLUSTER_RESOURCE_NAME) {
     throw new InvalidAclError(
       `the cluster resource is named ${JSON.stringify(CLUSTER_RESOURCE_NAME)}, not ${JSON.stringify(acl.resourceName)}`,

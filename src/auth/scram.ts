@@ -92,8 +92,8 @@ export function deriveCredential(
  * Checks a password sent in full (SASL PLAIN, the console's login) against a user's stored SCRAM
  * credentials: derives StoredKey from the password with each credential's salt and iterations and
  * compares in constant time; every stored mechanism must agree (`users add` makes them from one
- * password). An unknown user costs one derivation against a decoy credential, so the time taken
- * does not tell which users exist. This one runs the derivation (PBKDF2, SCRAM_ITERATIONS_DEFAULT
+ * password). An unknown user costs one derivation per mechanism against decoy credentials, like a
+ * user made by `users add` (both mechanisms), so the time taken does not tell which users exist. This one runs the derivation (PBKDF2, SCRAM_ITERATIONS_DEFAULT
  * rounds) on libuv's thread pool, so a login never stalls the event loop; verifyPasswordSync is for
  * callers that cannot wait (the Kafka listener's SASL PLAIN step).
  */
@@ -136,9 +136,7 @@ export function verifyPasswordSync(
 function candidatesOf(
   credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
 ): [ScramMechanism, ScramCredential][] {
-  return credentials === undefined || credentials.size === 0
-    ? [["SCRAM-SHA-256", DECOY_CREDENTIAL]]
-    : [...credentials];
+  return credentials === undefined || credentials.size === 0 ? DECOY_CANDIDATES : [...credentials];
 }
 
 function hashLength(hash: Hash): number {
@@ -157,6 +155,16 @@ const DECOY_CREDENTIAL: ScramCredential = {
   storedKey: randomBytes(32),
   serverKey: randomBytes(32),
 };
+/**
+ * What an unknown user's password is checked against: a decoy of each mechanism, as `users add`
+ * stores one of each for a real user. With one decoy (SHA-256 only) an unknown user cost one
+ * PBKDF2 run against a default user's two (SHA-256 and SHA-512), which told by the time taken
+ * which users exist (found in review, 2026-12-01).
+ */
+const DECOY_CANDIDATES: [ScramMechanism, ScramCredential][] = [
+  ["SCRAM-SHA-256", DECOY_CREDENTIAL],
+  ["SCRAM-SHA-512", { ...DECOY_CREDENTIAL, storedKey: randomBytes(64), serverKey: randomBytes(64) }],
+];
 
 /** Splits `a=1,b=2` into its attributes; refuses duplicates and malformed parts. */
 function attributes(message: string, what: string): Map<string, string> {

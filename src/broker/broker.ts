@@ -445,9 +445,6 @@ export class Broker {
     return { producerId: await allocator.allocate(), producerEpoch: 0 };
   }
 
-  // --- Committed offsets -------------------------------------------------------------------------
-
-  /** Committed offsets of consumer groups (replayed from `__consumer_offsets` at open). */
   /** The ACLs and whether they are enforced (acl-store.ts), shared by both listeners. */
   get acls(): AclStore {
     const store = this.aclStore;
@@ -455,6 +452,9 @@ export class Broker {
     return store;
   }
 
+  // --- Committed offsets -------------------------------------------------------------------------
+
+  /** Committed offsets of consumer groups (replayed from `__consumer_offsets` at open). */
   get offsets(): OffsetsStore {
     this.checkOpen();
     const store = this.offsetsStore;

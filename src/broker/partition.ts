@@ -1022,8 +1022,10 @@ export class Partition {
     return { logStartOffset: this.log.logStartOffset, ...deleted };
   }
 
-  /** Waits for forces in flight, then closes the log (forcing and checkpointing when `clean`). */
-  /** `batch`: see PartitionLog.close (the broker's clean shutdown stages every partition's files). */
+  /**
+   * Waits for forces in flight, then closes the log (forcing and checkpointing when `clean`).
+   * `batch`: see PartitionLog.close (the broker's clean shutdown stages every partition's files).
+   */
   async close(clean = true, batch?: AtomicWriteBatch): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;

@@ -369,8 +369,8 @@ export const KAFKA_FETCH_BUFFER_STEP_BYTES = 256 * 1024;
 /** The largest buffer kept for reuse; a larger one is allocated and collected as before. */
 export const KAFKA_FETCH_BUFFER_BYTES_MAX = 8 * 1024 * 1024;
 /**
- * Free buffers kept, all sizes together, per Kafka port (its handler owns the pool): the most
- * memory at rest. It is a sixteenth of the inbound limit's default (256 MiB), and holds the two
+ * Free buffers kept, all sizes together, by the Kafka listener (one pool for its plain and TLS
+ * ports): the most memory at rest. It is a sixteenth of the inbound limit's default (256 MiB), and holds the two
  * buffers of seven consumers at 1 MiB per fetch (a 1 MiB read arena and a 1.25 MiB response).
  */
 export const KAFKA_FETCH_BUFFER_POOL_BYTES_MAX = 16 * 1024 * 1024;

@@ -217,6 +217,8 @@ export interface KafkaHandlerOptions {
    * itself but shares the groups): one coordinator per broker.
    */
   sharedGroups?: GroupCoordinator;
+  /** The listener's Fetch buffers (fetch-buffers.ts), shared by its ports; default: a pool of its own. */
+  fetchBuffers?: FetchBufferPool;
   /**
    * `--kafka-auto-create-topics on`: a Metadata request naming a topic that does not exist, with
    * `allow_auto_topic_creation` (always, before v4), creates it with this many partitions and the
@@ -371,7 +373,7 @@ export class KafkaHandler {
   /** One writer for every response: each is encoded without an await and copied out at once. */
   private readonly writer = new KafkaWriter(4096);
   /** Buffers of the Fetch path's reads and responses, reused (fetch-buffers.ts). */
-  readonly fetchBuffers = new FetchBufferPool();
+  private readonly fetchBuffers: FetchBufferPool;
   private readonly stopSignal: { stopped: boolean; promise: Promise<void> };
   private resolveStop!: () => void;
   /** Groups and their members (in memory; committed offsets are the broker's OffsetsStore). */
@@ -381,6 +383,7 @@ export class KafkaHandler {
     this.broker = broker;
     this.options = options;
     this.groups = options.sharedGroups ?? new GroupCoordinator(options.groups);
+    this.fetchBuffers = options.fetchBuffers ?? new FetchBufferPool();
     this.stopSignal = {
       stopped: false,
       promise: new Promise<void>((resolve) => {

@@ -39,6 +39,7 @@ import {
 } from "../domain/limits.ts";
 import { REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
 import { releaseChunk } from "./buffers.ts";
+import { FetchBufferPool } from "./fetch-buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
 import { type KafkaSasl, SaslSession } from "./sasl.ts";
 
@@ -504,6 +505,7 @@ export class KafkaListener {
         advertisedHost,
         advertisedPort,
         ...(sharedGroups === undefined ? {} : { sharedGroups }),
+        fetchBuffers: this.fetchBuffers,
         ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
         ...(this.options.autoCreateTopics === undefined
           ? {}
@@ -526,6 +528,9 @@ export class KafkaListener {
     this.sweepTimer.unref();
     return { hostname: bound.hostname, port: bound.port, advertisedHost, advertisedPort };
   }
+
+  /** The Fetch buffers of both ports (plain and TLS): one pool per listener. */
+  private readonly fetchBuffers = new FetchBufferPool();
 
   /** Creates a handler for one port (set by listen). */
   private makeHandler:

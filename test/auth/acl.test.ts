@@ -227,6 +227,10 @@ describe("validation: each bad field is refused naming it", () => {
     [{ operation: OP.ANY }, "operation ANY is not valid on a TOPIC"],
     [{ operation: OP.IDEMPOTENT_WRITE }, "operation IDEMPOTENT_WRITE is not valid on a TOPIC"],
     [{ resourceType: RESOURCE_TYPE.GROUP, operation: OP.WRITE }, "operation WRITE is not valid on a GROUP"],
+    // ACL_FIELD_BYTES_MAX (1,024 bytes of UTF-8), declared but not checked before 2026-12-01.
+    [{ resourceName: "t".repeat(1025) }, "resource name is 1025 bytes, more than 1024"],
+    [{ principal: `User:${"é".repeat(600)}` }, "principal is 1205 bytes, more than 1024"],
+    [{ host: "h".repeat(2000) }, "host is 2000 bytes, more than 1024"],
   ] as [Partial<Acl>, string][])("%j", (fields, message) => {
     expect(() => validateAcl(acl(fields))).toThrow(message);
   });
