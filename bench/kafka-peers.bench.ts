@@ -28,8 +28,9 @@
  *   2. kcat -P of the same N records from a file (N lines of `size` random letters: byte-identical
  *      for both systems), acks=all, librdkafka's defaults otherwise;
  *   3. ConsumerPerformance reading the N records of run 1 (a group consumer, fetch size 1 MiB);
- *   4. kcat -C -c N reading the N records of run 2 from the beginning (it exits at the Nth record:
- *      with -e alone it would wait for an empty fetch at the end, a long poll of librdkafka's
+ *   4. kcat -C -c N reading the same N records from the beginning of a topic kcat filled, unmeasured,
+ *      with linger.ms=1000, so that both brokers hold the same full batches (see measureCell). It
+ *      exits at the Nth record: with -e alone it would wait for an empty fetch at the end, a long poll of librdkafka's
  *      fetch.wait.max.ms = 500 ms on both brokers, measured with `-d fetch`, which was 40-60 % of
  *      the run's wall time and made the column mostly that constant);
  *   5. the latency probe (acks=all, linger.ms=0, fetch.max.wait.ms=0).
@@ -425,7 +426,12 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
   const configEntries =
     broker.system === "kafka" ? KAFKA_TOPIC_CONFIG[policy] : [{ name: "booblik.durability", value: policy }];
   const name = (what: string) => `${what}-${size}-${++topicSerial}`;
-  const topics = { perf: name("perf"), kcat: name("kcat"), e2e: name("e2e") };
+  const topics = {
+    perf: name("perf"),
+    kcat: name("kcat"),
+    kcatRead: name("kcat-read"),
+    e2e: name("e2e"),
+  };
   await admin.createTopics({
     topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 1, configEntries })),
     waitForLeaders: true,
@@ -491,6 +497,22 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
     });
     if ((await highWatermark(topics.kcat)) !== count)
       throw new Error(`${topics.kcat}: high watermark is not ${count}`);
+    // Unmeasured: the topic kcat consumes, filled by kcat with linger.ms=1000, so that every batch
+    // closes full at librdkafka's caps (batch.size 1,000,000 B, batch.num.messages 10,000) and both
+    // brokers store the same batch layout. The topic of the measured kcat produce run differs by
+    // broker: its 5 ms linger closes batches by time, so their size follows each broker's
+    // acknowledgement timing (2026-12-01, 32 MiB of 100 B under `force`: 73 batches on booblik
+    // against 156 on Kafka, counted with `segment dump` and Kafka's DumpLogSegments; with
+    // linger.ms=1000, 38 against 37), and a consumer fetching 1 MiB at a time then needs a
+    // different number of fetches for the same records. ProducerPerformance's batches (batch.size
+    // 131072) came out alike on both without this (289 against 282), so ConsumerPerformance reads
+    // the topic of its measured run.
+    await runTool([
+      ...[KCAT!, "-b", broker.bootstrap, "-P", "-t", topics.kcatRead, "-p", "0"],
+      ...["-X", "acks=all", "-X", "linger.ms=1000", "-l", kcatInput(size, count)],
+    ]);
+    if ((await highWatermark(topics.kcatRead)) !== count)
+      throw new Error(`${topics.kcatRead}: high watermark is not ${count}`);
     const consumePerf = await measured(async () => {
       const { output } = await runTool([
         ...java("org.apache.kafka.tools.ConsumerPerformance"),
@@ -527,7 +549,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
           broker.bootstrap,
           "-C",
           "-t",
-          topics.kcat,
+          topics.kcatRead,
           "-p",
           "0",
           "-o",
