@@ -873,7 +873,8 @@ async function main(): Promise<number> {
   });
   /**
    * SIGHUP: the certificate, key and CA read again and checked as at start (readTlsFiles) and by
-   * Bun (checkTlsContext); then every TLS listener is bound again with them (BrokerServer.reloadTls).
+   * Bun (checkTlsContext); then every TLS listener is bound again with them (the native and Kafka
+   * ones by auth/tls-ports.ts ListeningPorts.reloadTls, the metrics port by reloadMetrics).
    * A file that fails any check keeps the old certificate on every listener, said on stderr.
    */
   let servedTls = tls;
@@ -883,7 +884,7 @@ async function main(): Promise<number> {
     try {
       files = readTlsFiles(paths.cert!, paths.key!, paths.ca);
       // The same files (a SIGHUP for the users file): nothing to rebind, so no connection attempt
-      // is refused for it (BrokerServer.reloadTls).
+      // is refused for it (auth/tls-ports.ts ListeningPorts.reloadTls).
       if (files.cert === servedTls?.cert && files.key === servedTls.key && files.ca === servedTls.ca) {
         console.log(`booblik: SIGHUP: the TLS certificate ${paths.cert} is unchanged`);
         return;

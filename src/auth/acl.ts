@@ -144,6 +144,59 @@ export function parsePermission(name: string): number | undefined {
 }
 
 /**
+ * An ACL's JSON form, with enum names rather than codes so that people can read it: one object of
+ * `<dataDir>/acls.json` (src/broker/acl-store.ts) and of `booblik-cli acl … --json` (src/cli/acl.ts).
+ * `{"resourceType":"TOPIC","resourceName":"orders","patternType":"LITERAL","principal":"User:alice",
+ * "host":"*","operation":"READ","permission":"ALLOW"}`, in that key order.
+ */
+export interface AclJson {
+  resourceType: string;
+  resourceName: string;
+  patternType: string;
+  principal: string;
+  host: string;
+  operation: string;
+  permission: string;
+}
+
+export function aclToJson(acl: Acl): AclJson {
+  return {
+    resourceType: resourceTypeName(acl.resourceType),
+    resourceName: acl.resourceName,
+    patternType: patternTypeName(acl.patternType),
+    principal: acl.principal,
+    host: acl.host,
+    operation: operationName(acl.operation),
+    permission: permissionName(acl.permission),
+  };
+}
+
+/** An ACL from its JSON form; throws naming the first field that is missing, not text or not known. */
+export function aclFromJson(entry: unknown): Acl {
+  if (entry === null || typeof entry !== "object") throw new Error("not an object");
+  const fields = entry as Record<string, unknown>;
+  const text = (name: keyof AclJson): string => {
+    const value = fields[name];
+    if (typeof value !== "string") throw new Error(`${name} is not a string`);
+    return value;
+  };
+  const code = (name: keyof AclJson, parse: (value: string) => number | undefined): number => {
+    const value = parse(text(name));
+    if (value === undefined) throw new Error(`${name} ${JSON.stringify(fields[name])} is not known`);
+    return value;
+  };
+  return {
+    resourceType: code("resourceType", parseResourceType),
+    resourceName: text("resourceName"),
+    patternType: code("patternType", parsePatternType),
+    principal: text("principal"),
+    host: text("host"),
+    operation: code("operation", parseOperation),
+    permission: code("permission", parsePermission),
+  };
+}
+
+/**
  * Operations an ACL may name per resource type (Kafka's AclEntry.supportedOperations), ALL besides.
  * CLUSTER_ACTION is accepted for compatibility with Kafka tools; no booblik request asks for it.
  */

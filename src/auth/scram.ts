@@ -101,22 +101,18 @@ export async function verifyPassword(
   credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
   password: string,
 ): Promise<boolean> {
-  let matched = credentials !== undefined && credentials.size > 0;
-  for (const [mechanism, credential] of candidatesOf(credentials)) {
-    const hash = hashOf(mechanism);
+  const check = passwordCheck(credentials);
+  let step = check.next();
+  while (step.done !== true) {
+    const { hash, salt, iterations } = step.value;
     const salted = await new Promise<Uint8Array>((resolve, reject) =>
-      pbkdf2(
-        password.normalize("NFKC"),
-        credential.salt,
-        credential.iterations,
-        hashLength(hash),
-        hash,
-        (error, key) => (error === null ? resolve(key) : reject(error)),
+      pbkdf2(password.normalize("NFKC"), salt, iterations, hashLength(hash), hash, (error, key) =>
+        error === null ? resolve(key) : reject(error),
       ),
     );
-    if (!sameStoredKey(hash, salted, credential)) matched = false;
+    step = check.next(salted);
   }
-  return matched;
+  return step.value;
 }
 
 /** verifyPassword on the calling thread. */
@@ -124,10 +120,29 @@ export function verifyPasswordSync(
   credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
   password: string,
 ): boolean {
+  const check = passwordCheck(credentials);
+  let step = check.next();
+  while (step.done !== true) {
+    const { hash, salt, iterations } = step.value;
+    step = check.next(saltedPassword(hash, password, salt, iterations));
+  }
+  return step.value;
+}
+
+/**
+ * The one loop of verifyPassword and verifyPasswordSync: it yields each derivation it needs (the
+ * caller runs PBKDF2 on the thread pool or on this thread and sends the salted password back) and
+ * returns whether every stored mechanism matched. Every candidate is derived and compared, the
+ * decoys of an unknown user too, whatever an earlier comparison found: the time taken does not
+ * tell which users exist or which mechanism failed.
+ */
+function* passwordCheck(
+  credentials: ReadonlyMap<ScramMechanism, ScramCredential> | undefined,
+): Generator<{ hash: Hash; salt: Uint8Array; iterations: number }, boolean, Uint8Array> {
   let matched = credentials !== undefined && credentials.size > 0;
   for (const [mechanism, credential] of candidatesOf(credentials)) {
     const hash = hashOf(mechanism);
-    const salted = saltedPassword(hash, password, credential.salt, credential.iterations);
+    const salted = yield { hash, salt: credential.salt, iterations: credential.iterations };
     if (!sameStoredKey(hash, salted, credential)) matched = false;
   }
   return matched;

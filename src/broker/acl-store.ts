@@ -25,19 +25,13 @@ import {
   type AclFilter,
   type AclResource,
   AclSet,
+  aclFromJson,
   aclKey,
+  aclToJson,
   deniedMessage,
   filterMatches,
   isValidPrincipal,
-  operationName,
-  parseOperation,
-  parsePatternType,
-  parsePermission,
-  parseResourceType,
-  patternTypeName,
-  permissionName,
   RESOURCE_TYPE,
-  resourceTypeName,
   validateAcl,
   validateFilter,
 } from "../auth/acl.ts";
@@ -232,41 +226,4 @@ export class AclStore {
     this.changing = done.catch(() => undefined);
     return done;
   }
-}
-
-/** The file's form of an ACL: enum names. */
-function aclToJson(acl: Acl): Record<string, string> {
-  return {
-    resourceType: resourceTypeName(acl.resourceType),
-    resourceName: acl.resourceName,
-    patternType: patternTypeName(acl.patternType),
-    principal: acl.principal,
-    host: acl.host,
-    operation: operationName(acl.operation),
-    permission: permissionName(acl.permission),
-  };
-}
-
-function aclFromJson(entry: unknown): Acl {
-  if (entry === null || typeof entry !== "object") throw new Error("not an object");
-  const fields = entry as Record<string, unknown>;
-  const text = (name: string): string => {
-    const value = fields[name];
-    if (typeof value !== "string") throw new Error(`${name} is not a string`);
-    return value;
-  };
-  const code = (name: string, parse: (value: string) => number | undefined): number => {
-    const value = parse(text(name));
-    if (value === undefined) throw new Error(`${name} ${JSON.stringify(fields[name])} is not known`);
-    return value;
-  };
-  return {
-    resourceType: code("resourceType", parseResourceType),
-    resourceName: text("resourceName"),
-    patternType: code("patternType", parsePatternType),
-    principal: text("principal"),
-    host: text("host"),
-    operation: code("operation", parseOperation),
-    permission: code("permission", parsePermission),
-  };
 }

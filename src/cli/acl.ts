@@ -8,6 +8,7 @@ import {
   ACL_PERMISSION,
   type Acl,
   type AclFilter,
+  aclToJson,
   CLUSTER_RESOURCE_NAME,
   operationName,
   PATTERN_TYPE,
@@ -81,18 +82,6 @@ function row(acl: Acl): (string | number)[] {
 
 const HEADINGS = ["principal", "permission", "operation", "resource", "name", "pattern", "host"];
 
-function asJson(acl: Acl): Record<string, string> {
-  return {
-    principal: acl.principal,
-    permission: permissionName(acl.permission),
-    operation: operationName(acl.operation),
-    resourceType: resourceTypeName(acl.resourceType),
-    resourceName: acl.resourceName,
-    patternType: patternTypeName(acl.patternType),
-    host: acl.host,
-  };
-}
-
 export async function aclCommand(cli: AclCli): Promise<number> {
   const action = cli.positional[1];
   const actions = ["add", "remove", "list"];
@@ -129,7 +118,7 @@ export async function aclCommand(cli: AclCli): Promise<number> {
     } finally {
       client.close();
     }
-    cli.print({ added: acls.map(asJson) }, () =>
+    cli.print({ added: acls.map(aclToJson) }, () =>
       acls.map((acl) => `added: ${row(acl).slice(0, 6).join(" ")} from ${acl.host}`).join("\n"),
     );
     return 0;
@@ -162,7 +151,7 @@ export async function aclCommand(cli: AclCli): Promise<number> {
     } finally {
       client.close();
     }
-    cli.print({ removed: removed.map(asJson) }, () =>
+    cli.print({ removed: removed.map(aclToJson) }, () =>
       removed.length === 0 ? "no ACL matched" : table(HEADINGS, removed.map(row)),
     );
     return 0;
@@ -190,6 +179,6 @@ export async function aclCommand(cli: AclCli): Promise<number> {
   } finally {
     client.close();
   }
-  cli.print(found.map(asJson), () => (found.length === 0 ? "no ACLs" : table(HEADINGS, found.map(row))));
+  cli.print(found.map(aclToJson), () => (found.length === 0 ? "no ACLs" : table(HEADINGS, found.map(row))));
   return 0;
 }

@@ -25,8 +25,9 @@
  * - Every close but an ordinary one (shutdown, the client hanging up) says why in the log: Kafka has
  *   no error frame for a dropped connection.
  */
-import type { Socket, TCPSocketListener } from "bun";
-import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
+import type { Socket } from "bun";
+import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
+import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
 import {
   INBOUND_FREE_BYTES,
@@ -473,13 +474,7 @@ export class KafkaListener {
   /** The handler of the TLS port beside the plain one (listenTls), sharing `handler`'s groups. */
   tlsHandler: KafkaHandler | undefined;
   /** The bound ports: the plain or TLS-only one (listen), then the TLS one beside it (listenTls). */
-  private readonly ports: Array<{
-    socket: TCPSocketListener<KafkaConnection>;
-    hostname: string;
-    port: number;
-    tls: TlsFiles | undefined;
-    handler: KafkaHandler;
-  }> = [];
+  private readonly ports: ListeningPorts<KafkaConnection, { handler: KafkaHandler }>;
   private readonly connections = new Set<KafkaConnection>();
   private readonly byAddress = new Map<string, number>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -488,6 +483,28 @@ export class KafkaListener {
   constructor(broker: Broker, options: KafkaListenerOptions) {
     this.broker = broker;
     this.options = options;
+    const listener = this;
+    this.ports = new ListeningPorts<KafkaConnection, { handler: KafkaHandler }>({
+      clientPrincipal: options.clientPrincipal ?? "dn",
+      handlers: (port) => ({
+        open(socket) {
+          listener.onOpen(socket, port.handler, port.tls !== undefined);
+        },
+        data(socket, chunk) {
+          socket.data?.onData(chunk);
+        },
+        drain(socket) {
+          socket.data?.onDrain();
+        },
+        close(socket) {
+          socket.data?.onClose();
+        },
+        error(socket) {
+          socket.data?.onClose();
+        },
+      }),
+      certificateTarget: (socket) => listener.certificateTarget(socket),
+    });
   }
 
   log(line: string): void {
@@ -515,7 +532,7 @@ export class KafkaListener {
     this.makeHandler = handler;
     // The handler advertises the bound port, known only once bound: it is set before any
     // connection can arrive (open runs on a later turn of the event loop).
-    const bound = this.bind(this.options.hostname, this.options.port, this.options.tls, undefined);
+    const bound = this.bind(this.options.hostname, this.options.port, this.options.tls);
     const advertisedHost = this.options.advertisedHost ?? bound.hostname;
     const advertisedPort = this.options.advertisedPort ?? bound.port;
     this.handler = handler(advertisedHost, advertisedPort);
@@ -546,7 +563,7 @@ export class KafkaListener {
     const secure = this.options.tlsListener;
     if (secure === undefined || this.makeHandler === undefined)
       throw new Error("listenTls needs tlsListener and listen() first");
-    const bound = this.bind(secure.hostname, secure.port, secure.tls, undefined);
+    const bound = this.bind(secure.hostname, secure.port, secure.tls);
     const advertisedHost = secure.advertisedHost ?? bound.hostname;
     const advertisedPort = secure.advertisedPort ?? bound.port;
     this.tlsHandler = this.makeHandler(advertisedHost, advertisedPort, this.handler.groups);
@@ -555,101 +572,43 @@ export class KafkaListener {
   }
 
   /**
-   * New TLS files (SIGHUP) for every TLS port: each is bound again with them (BrokerServer.reloadTls
-   * says why and what a client may see); open connections continue. Returns how many were rebound.
+   * New TLS files (SIGHUP) for every TLS port: each is bound again with them (auth/tls-ports.ts
+   * says how, and what a client may see); open connections continue. Returns how many were rebound.
    */
   reloadTls(files: TlsFiles): number {
     // Stopped listeners stay stopped (a SIGHUP during shutdown).
     if (this.stopping) return 0;
-    let count = 0;
-    for (let i = 0; i < this.ports.length; i++) {
-      const old = this.ports[i]!;
-      if (old.tls === undefined) continue;
-      old.socket.stop(false);
-      this.ports.splice(i, 1);
-      try {
-        this.bind(old.hostname, old.port, files, old.handler, i);
-      } catch (error) {
-        this.bind(old.hostname, old.port, old.tls, old.handler, i);
-        throw error;
-      }
-      count++;
-    }
-    return count;
+    return this.ports.reloadTls(files);
   }
 
-  private bind(
-    hostname: string,
-    port: number,
-    tls: TlsFiles | undefined,
-    handler: KafkaHandler | undefined,
-    index = this.ports.length,
-  ): (typeof this.ports)[number] {
-    const listener = this;
-    const entry = {
-      hostname,
-      port,
-      tls,
-      // Set by the caller before the first connection can open (listen, listenTls).
-      handler: handler as KafkaHandler,
-    } as (typeof this.ports)[number];
-    const socket = Bun.listen<KafkaConnection>({
-      hostname,
-      port,
-      ...(tls === undefined ? {} : { tls: bunTlsOptions(tls) }),
-      socket: {
-        binaryType: "uint8array",
-        open(socket) {
-          listener.onOpen(socket, entry.handler, tls !== undefined);
-        },
-        handshake(socket, success) {
-          if (success && tls?.ca !== undefined) listener.onClientCertificate(socket);
-        },
-        data(socket, chunk) {
-          socket.data?.onData(chunk);
-        },
-        drain(socket) {
-          socket.data?.onDrain();
-        },
-        close(socket) {
-          socket.data?.onClose();
-        },
-        error(socket) {
-          socket.data?.onClose();
-        },
-      },
-    });
-    entry.socket = socket;
-    // The bound port, not 0: a reload binds the same one again.
-    entry.hostname = socket.hostname;
-    entry.port = socket.port;
-    this.ports.splice(index, 0, entry);
-    return entry;
+  /** Binds one port; `handler` is set by the caller before the first connection can open. */
+  private bind(hostname: string, port: number, tls: TlsFiles | undefined) {
+    return this.ports.bind(hostname, port, tls, { handler: undefined as unknown as KafkaHandler });
   }
 
   /**
-   * A client on a TLS port with a CA presented a certificate the CA signed (Bun refused any other
-   * in the handshake): without users (Kafka's SSL, not SASL_SSL) its subject is the principal.
+   * The connection's side of a client-certificate login (auth/tls-ports.ts): without users
+   * (Kafka's SSL, not SASL_SSL) the certificate is the principal; with users the SASL login decides.
    */
-  private onClientCertificate(socket: Socket<KafkaConnection>): void {
+  private certificateTarget(socket: Socket<KafkaConnection>): CertificateLoginTarget | undefined {
     const connection = socket.data;
-    if (
-      connection === undefined ||
-      this.options.sasl !== undefined ||
-      connection.sasl.principal !== undefined
-    )
-      return;
-    const raw = socket.getPeerCertificate()?.raw;
-    if (raw === undefined) return;
-    try {
-      connection.sasl.principal = clientPrincipal(raw, this.options.clientPrincipal ?? "dn");
-    } catch (error) {
-      connection.close(`its TLS client certificate's subject does not parse: ${(error as Error).message}`);
-      return;
-    }
-    this.log(
-      `audit: user ${JSON.stringify(connection.sasl.principal)} from ${connection.remoteAddress} (kafka): logged in (TLS client certificate)`,
-    );
+    if (connection === undefined) return undefined;
+    return {
+      loginRequired: this.options.sasl !== undefined,
+      principal: connection.sasl.principal,
+      setPrincipal: (principal) => {
+        connection.sasl.principal = principal;
+      },
+      audit: (what) => this.audit(connection, what),
+      refuse: (reason) => connection.close(reason),
+    };
+  }
+
+  /** One audit line, in the form of the Kafka handler's and SASL's (`(kafka)` after the address). */
+  private audit(connection: KafkaConnection, what: string): void {
+    const principal = connection.sasl.principal;
+    const who = principal === undefined ? "anonymous" : `user ${JSON.stringify(principal)}`;
+    this.options.audit?.(`booblik: audit: ${who} from ${connection.remoteAddress} (kafka): ${what}`);
   }
 
   private onOpen(socket: Socket<KafkaConnection>, handler: KafkaHandler, tls: boolean): void {
@@ -706,7 +665,7 @@ export class KafkaListener {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    for (const bound of this.ports) bound.socket.stop(false);
+    this.ports.stop(false);
     this.handler?.stop();
     this.tlsHandler?.stop();
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
@@ -716,6 +675,6 @@ export class KafkaListener {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     for (const connection of this.connections) connection.close(undefined);
-    for (const bound of this.ports) bound.socket.stop(true);
+    this.ports.stop(true);
   }
 }

@@ -16,7 +16,7 @@
  *   append listener and timer are removed when it is answered or its connection closes.
  */
 
-import type { Socket, TCPSocketListener } from "bun";
+import type { Socket } from "bun";
 import { crc32cImplementation } from "../../ffi/crc32c.ts";
 import {
   ACL_OPERATION,
@@ -29,7 +29,8 @@ import {
 } from "../auth/acl.ts";
 import { LoginDelays } from "../auth/login-delays.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
-import { bunTlsOptions, type ClientPrincipalRule, clientPrincipal, type TlsFiles } from "../auth/tls.ts";
+import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
+import { type CertificateLoginTarget, type ListeningPort, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
 import type { AppendWaiter, Partition, VisibleWaiter } from "../broker/partition.ts";
@@ -172,14 +173,6 @@ export interface ServerOptions {
   clientPrincipal?: ClientPrincipalRule;
 }
 
-/** One bound listener: what it speaks (for a certificate reload) and where it is bound. */
-interface BoundListener {
-  socket: TCPSocketListener<Connection>;
-  hostname: string;
-  port: number;
-  tls: TlsFiles | undefined;
-}
-
 export interface ServerCounters extends ConnectionCounters {
   connectionsAccepted: number;
   connectionsRefused: number;
@@ -317,7 +310,7 @@ export class BrokerServer implements ConnectionHost {
   /** Recent failed logins per client address (shared with the Kafka listener's SASL). */
   readonly loginDelays: LoginDelays;
   /** The plain or TLS-only listener (listen), then the TLS one beside it (listenTls). */
-  private readonly listeners: BoundListener[] = [];
+  private readonly listeners: ListeningPorts<Connection>;
   private readonly connections = new Set<Connection>();
   /** Refused connections lingering after their error frame (see Connection.closeAfterAnswers). */
   private readonly refused = new Set<Connection>();
@@ -354,6 +347,32 @@ export class BrokerServer implements ConnectionHost {
     // sendfile would put clear text into the TLS stream (tls.ts): copy instead. Beside a plain
     // listener, the choice is made per connection (fetch).
     this.fetchPath = options.tls !== undefined ? "copy" : options.fetchPath;
+    const server = this;
+    this.listeners = new ListeningPorts<Connection>({
+      allowHalfOpen: true,
+      clientPrincipal: options.clientPrincipal ?? "dn",
+      handlers: (port) => ({
+        open(socket) {
+          server.onOpen(socket, port.tls !== undefined);
+        },
+        data(socket, chunk) {
+          socket.data?.onData(chunk);
+        },
+        drain(socket) {
+          socket.data?.pump();
+        },
+        end(socket) {
+          socket.data?.onEnd();
+        },
+        close(socket) {
+          socket.data?.onClose();
+        },
+        error(socket) {
+          socket.data?.onClose();
+        },
+      }),
+      certificateTarget: (socket) => server.certificateTarget(socket),
+    });
   }
 
   /** How FETCH sends records on plain connections: the option, except always "copy" in TLS-only mode. */
@@ -388,101 +407,37 @@ export class BrokerServer implements ConnectionHost {
   }
 
   /**
-   * New TLS files (SIGHUP) for every TLS listener: each is bound again at its address with them, so
-   * new connections get the new certificate (and CA) while open ones continue on the old session.
-   * Bun 1.4.4 has no way to swap a listening socket's TLS context (`listener.reload({tls})` is
-   * silently ignored, measured; oven-sh/bun#43815), so the listening socket itself is replaced: a
-   * connection attempt in the few microseconds between close and bind, or waiting unaccepted in
-   * the old socket's backlog, is refused and retried by the client. The caller checks the files
-   * (auth/tls.ts checkTlsContext) first. Returns how many listeners were rebound.
+   * New TLS files (SIGHUP) for every TLS listener: each is bound again at its address with them
+   * (auth/tls-ports.ts says how, and what a client may see); open connections continue. The caller
+   * checks the files (auth/tls.ts checkTlsContext) first. Returns how many listeners were rebound.
    */
   reloadTls(files: TlsFiles): number {
     // Stopped listeners stay stopped (a SIGHUP during shutdown).
     if (this.stopping) return 0;
-    let count = 0;
-    for (let i = 0; i < this.listeners.length; i++) {
-      const old = this.listeners[i]!;
-      if (old.tls === undefined) continue;
-      old.socket.stop(false);
-      this.listeners.splice(i, 1);
-      try {
-        this.bind(old.hostname, old.port, files, i);
-      } catch (error) {
-        // The port was taken in between: back to the old certificate, which was serving a moment ago.
-        this.bind(old.hostname, old.port, old.tls, i);
-        throw error;
-      }
-      count++;
-    }
-    return count;
+    return this.listeners.reloadTls(files);
   }
 
-  /** Binds one listener (at `index` in `listeners`, default last); TLS when `tls` is given. */
-  private bind(
-    hostname: string,
-    port: number,
-    tls: TlsFiles | undefined,
-    index = this.listeners.length,
-  ): BoundListener {
-    const server = this;
-    const secure = tls !== undefined;
-    const socket = Bun.listen<Connection>({
-      hostname,
-      port,
-      allowHalfOpen: true,
-      ...(tls === undefined ? {} : { tls: bunTlsOptions(tls) }),
-      socket: {
-        binaryType: "uint8array",
-        open(socket) {
-          server.onOpen(socket, secure);
-        },
-        handshake(socket, success) {
-          if (success && tls?.ca !== undefined) server.onClientCertificate(socket);
-        },
-        data(socket, chunk) {
-          socket.data?.onData(chunk);
-        },
-        drain(socket) {
-          socket.data?.pump();
-        },
-        end(socket) {
-          socket.data?.onEnd();
-        },
-        close(socket) {
-          socket.data?.onClose();
-        },
-        error(socket) {
-          socket.data?.onClose();
-        },
-      },
-    });
-    // The bound port, not 0: a reload binds the same one again.
-    const bound = { socket, hostname: socket.hostname, port: socket.port, tls };
-    this.listeners.splice(index, 0, bound);
-    return bound;
+  /** Binds one listener; TLS when `tls` is given. */
+  private bind(hostname: string, port: number, tls: TlsFiles | undefined): ListeningPort<Connection> {
+    return this.listeners.bind(hostname, port, tls, {});
   }
 
   /**
-   * A client on a TLS listener with a CA presented a certificate the CA signed (Bun refused every
-   * other one in the handshake): without users it is the connection's principal, as Kafka's SSL
-   * listener does (`ssl.principal.mapping.rules`); with users the SCRAM login decides.
+   * The connection's side of a client-certificate login (auth/tls-ports.ts): without users the
+   * certificate is the principal; with users the SCRAM login decides. A refusal aborts it.
    */
-  private onClientCertificate(socket: Socket<Connection>): void {
+  private certificateTarget(socket: Socket<Connection>): CertificateLoginTarget | undefined {
     const connection = socket.data;
-    if (connection === undefined || this.users !== undefined || connection.principal !== undefined) return;
-    const raw = socket.getPeerCertificate()?.raw;
-    if (raw === undefined) return;
-    try {
-      connection.principal = clientPrincipal(raw, this.options.clientPrincipal ?? "dn");
-    } catch (error) {
-      this.audit(
-        connection,
-        `TLS client certificate refused: its subject does not parse: ${(error as Error).message}`,
-      );
-      connection.abort();
-      return;
-    }
-    this.audit(connection, "logged in (TLS client certificate)");
+    if (connection === undefined) return undefined;
+    return {
+      loginRequired: this.users !== undefined,
+      principal: connection.principal,
+      setPrincipal: (principal) => {
+        connection.principal = principal;
+      },
+      audit: (what) => this.audit(connection, what),
+      refuse: () => connection.abort(),
+    };
   }
 
   get connectionCount(): number {
@@ -1551,9 +1506,9 @@ export class BrokerServer implements ConnectionHost {
       for (const connection of [...this.connections]) connection.closeWhenDrained(now);
     }
     if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
-    for (const bound of this.listeners) bound.socket.stop(false);
+    this.listeners.stop(false);
     // A FIN already sent with nothing unread closes quietly; anything else (answers still queued) resets.
     for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
-    for (const bound of this.listeners) bound.socket.stop(true);
+    this.listeners.stop(true);
   }
 }

@@ -8,6 +8,7 @@
  * SECURITY_DISABLED and nothing is checked; a hostile CREATE_ACLS gets a clear error.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
 import {
   ACL_PERMISSION,
   type Acl,
@@ -363,6 +364,11 @@ describe("ACLs on the native listener", () => {
           host: "*",
         },
       ]);
+      // The CLI prints each ACL in the form acls.json stores it (one definition: src/auth/acl.ts).
+      const stored = JSON.parse(fs.readFileSync(dir.file("data/acls.json"), "utf8")).acls;
+      const all = JSON.parse((await cli("admin", ["--json", "acl", "list"])).stdout);
+      expect(all).toEqual(stored);
+      expect(all.map(Object.keys)).toEqual(stored.map(Object.keys));
       const literalOnly = await cli("admin", ["--json", "acl", "list", "--topic", "orders-eu"]);
       expect(JSON.parse(literalOnly.stdout)).toEqual([]);
       const removed = await cli("admin", [
