@@ -724,7 +724,9 @@ export class PartitionLog {
         if (error instanceof CorruptRecordError) break;
         throw error;
       }
-      if (next.recordCount === 0 || next.records.length > remaining) break; // its first entry alone is larger than what is left
+      // Its first entry alone is larger than what is left. (With `firstWhole` false, Segment.read
+      // never returns more than `remaining` bytes: it reads at most that many.)
+      if (next.recordCount === 0) break;
       parts.push(next.records);
       bytes += next.records.length;
       count += next.recordCount;
