@@ -19,6 +19,7 @@ import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
 import { runLoad, startBrokerProcess } from "./lib/processes.ts";
+import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage: "bun bench/ab.bench.ts --baseline=<checkout> [--seconds=4] [--rounds=3] [--load=raw|client]",
@@ -84,11 +85,6 @@ const ROWS: Row[] =
         },
       ];
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 const directory = measurementDirectory("ab");
 console.log(describeMachine(directory.fileSystem));
 console.log(`A = ${brokers.A.label}; B = ${brokers.B.label}`);
@@ -132,8 +128,7 @@ try {
         }
       }
     }
-    const cell = (values: number[]) =>
-      `${formatRate(median(values))} (${formatRate(Math.min(...values))}–${formatRate(Math.max(...values))})`;
+    const cell = (values: number[]) => medianRange(values, formatRate, "–");
     console.log(
       `| ${row.policy} | ${row.recordBytes} | ${row.batch} | ${row.connections} | ${row.inflight} | ${cell(results.A)} | ${cell(results.B)} | ${(median(results.B) / median(results.A)).toFixed(2)} |`,
     );

@@ -30,6 +30,7 @@ import { AclStore } from "../src/broker/acl-store.ts";
 import { ACL_REQUEST_ENTRIES_MAX } from "../src/domain/limits.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, nowMs } from "./lib/environment.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage: "bun bench/acl.bench.ts [--seconds=0.5] [--rounds=5] [--acls=1000]",
@@ -89,7 +90,5 @@ for (let round = 0; round < ROUNDS; round++)
   for (const row of ["off", "cached", "scan"] as const) results[row].push(run(row));
 console.log("| check | ns per check, median (range) |\n|---|---|");
 for (const [row, values] of Object.entries(results)) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)]!;
-  console.log(`| ${row} | ${median.toFixed(1)} (${sorted[0]!.toFixed(1)}-${sorted.at(-1)!.toFixed(1)}) |`);
+  console.log(`| ${row} | ${medianRange(values, 1)} |`);
 }

@@ -17,6 +17,7 @@ import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
 import { brokerCpuSeconds, startBrokerProcess } from "./lib/processes.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -46,15 +47,6 @@ interface Run {
   recordsPerSecond: number;
   clientCpuMicrosPerRequest: number;
   brokerCpuMicrosPerRequest: number;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-function summary(values: number[], digits: number): string {
-  return `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`;
 }
 
 const directory = measurementDirectory("client-send");
@@ -108,7 +100,7 @@ try {
       }
     }
     const cell = (which: "A" | "B", field: keyof Run, digits: number, scale = 1) =>
-      summary(
+      medianRange(
         runs[which].map((run) => run[field] * scale),
         digits,
       );

@@ -18,13 +18,19 @@
  * Policy: acknowledge after append (the client's cost shows best where the broker is fastest).
  * Target: the client reaches ≥ 70 % of the raw generator's throughput.
  */
-import os from "node:os";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import {
+  describeMachine,
+  formatRate,
+  loadAverage,
+  loadAverages,
+  measurementDirectory,
+} from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
 import { runLoad, startBrokerProcess } from "./lib/processes.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -69,22 +75,6 @@ const CONSUME_MODES: Record<string, string> = {
   batches: "consume, batches() + forEachFetchedRecord (views)",
 };
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-function spread(values: number[], format: (value: number) => string): string {
-  return `${format(median(values))} (${format(Math.min(...values))}-${format(Math.max(...values))})`;
-}
-
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((value) => value.toFixed(1))
-    .join(" ");
-}
-
 interface Runs {
   rates: number[];
   ratios: number[];
@@ -100,7 +90,7 @@ function record(runs: Runs, result: ThroughputResult, raw: ThroughputResult): vo
   runs.rates.push(result.recordsPerSecond);
   runs.ratios.push(result.recordsPerSecond / raw.recordsPerSecond);
   runs.cpuNsPerRecord.push(((result.cpuSeconds ?? Number.NaN) * 1e9) / result.records);
-  runs.loads.push(os.loadavg()[0]!.toFixed(1));
+  runs.loads.push(loadAverage().toFixed(1));
 }
 
 /** The order of `modes` for a round: rotated by the round, so that no mode always runs first. */
@@ -111,7 +101,7 @@ function rotated<T>(modes: readonly T[], round: number): T[] {
 
 const directory = measurementDirectory("client");
 console.log(
-  `# booblik client benchmark\n\n${describeMachine(directory.fileSystem)}\nload average at start: ${loadAverage()}`,
+  `# booblik client benchmark\n\n${describeMachine(directory.fileSystem)}\nload average at start: ${loadAverages()}`,
 );
 const broker = await startBrokerProcess(path.join(directory.path, "broker"), []);
 const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
@@ -167,9 +157,9 @@ try {
     }
     const row = (side: string, raw: Runs, client: Runs) =>
       console.log(
-        `| ${recordBytes} | ${side} | ${spread(raw.rates, formatRate)} | ${spread(client.rates, formatRate)} | ` +
-          `${spread(client.ratios, (value) => value.toFixed(2))} | ${spread(raw.cpuNsPerRecord, (value) => value.toFixed(0))} | ` +
-          `${spread(client.cpuNsPerRecord, (value) => value.toFixed(0))} | ${client.loads.join(", ")} |`,
+        `| ${recordBytes} | ${side} | ${medianRange(raw.rates, formatRate)} | ${medianRange(client.rates, formatRate)} | ` +
+          `${medianRange(client.ratios, (value) => value.toFixed(2))} | ${medianRange(raw.cpuNsPerRecord, (value) => value.toFixed(0))} | ` +
+          `${medianRange(client.cpuNsPerRecord, (value) => value.toFixed(0))} | ${client.loads.join(", ")} |`,
       );
     for (const [mode, side] of Object.entries(PRODUCE_MODES)) row(side, rawProduce, clientProduce[mode]!);
 
@@ -208,7 +198,7 @@ try {
     for (const [mode, side] of Object.entries(CONSUME_MODES)) row(side, rawConsume, clientConsume[mode]!);
     await admin.deleteTopic(topic);
   }
-  console.log(`\nload average at the end: ${loadAverage()}`);
+  console.log(`\nload average at the end: ${loadAverages()}`);
 } finally {
   admin.close();
   await broker.stop();

@@ -12,13 +12,13 @@
  *        [--durability=append] [--record-bytes=100] [--batch-records=100] [--connections=2] [--inflight=8]
  * (BOOBLIK_BENCH_DIR: a directory on a real disk; tmpfs is refused)
  */
-import net from "node:net";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
-import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.ts";
+import { brokerCpuSeconds, freePort, runLoad, startBrokerProcess } from "./lib/processes.ts";
+import { median } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -52,7 +52,7 @@ console.log(
     `${connections} connections × ${inflight} in flight, ${seconds} s a run; console streams: 0 vs ${streamCount} (view ${view}); ${rounds} rounds, interleaved`,
 );
 
-const metricsPort = await freePort();
+const metricsPort = freePort();
 const broker = await startBrokerProcess(directory.path, [
   "--metrics-port",
   String(metricsPort),
@@ -163,11 +163,6 @@ for (let round = 0; round < rounds; round++) {
 await broker.stop();
 directory.remove();
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 for (const [streams, values] of results) {
   console.log(
     `${String(streams).padStart(2)} streams: median ${formatRate(median(values))} records/s, range ${formatRate(Math.min(...values))}-${formatRate(Math.max(...values))}`,
@@ -191,13 +186,3 @@ const withStreams = median(results.get(streamCount)!);
 console.log(
   `change of the median with ${streamCount} streams: ${(((withStreams - without) / without) * 100).toFixed(1)} %`,
 );
-
-/** A free port on 127.0.0.1 (the broker's metrics listener is told to use it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const chosen = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(chosen));
-    });
-  });
-}

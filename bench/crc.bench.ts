@@ -28,6 +28,7 @@ import { RecordBatchWriter } from "../src/record/batch.ts";
 import { writeFramedEntry } from "../src/record/entries.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine } from "./lib/environment.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage: "bun bench/crc.bench.ts [--rounds=5] [--seconds=0.3]",
@@ -168,13 +169,6 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-function summary(values: number[], digits: number): string {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  const median = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-  return `${median.toFixed(digits)} (${sorted[0]!.toFixed(digits)}-${sorted[sorted.length - 1]!.toFixed(digits)})`;
-}
-
 console.log(
   "| implementation | CRC 100 B, ns | CRC 11,033 B, ns | CRC 1 MiB, µs | copy 11,033 B after one CRC, ns | CRC + copy 11,033 B, ns | encode + frame a batch, µs |",
 );
@@ -182,22 +176,22 @@ console.log("|---|---|---|---|---|---|---|");
 for (const variant of variants) {
   const rows = results.get(variant.label)!;
   console.log(
-    `| ${variant.label} | ${summary(
+    `| ${variant.label} | ${medianRange(
       rows.map((r) => r.crcNs["100 B"]!),
       0,
-    )} | ${summary(
+    )} | ${medianRange(
       rows.map((r) => r.crcNs["11,033 B"]!),
       0,
-    )} | ${summary(
+    )} | ${medianRange(
       rows.map((r) => r.crcNs["1 MiB"]! / 1000),
       1,
-    )} | ${summary(
+    )} | ${medianRange(
       rows.map((r) => r.copyAfterOneCrcNs),
       0,
-    )} | ${summary(
+    )} | ${medianRange(
       rows.map((r) => r.crcThenCopyNs),
       0,
-    )} | ${summary(
+    )} | ${medianRange(
       rows.map((r) => r.encodeFrameUs),
       1,
     )} |`,

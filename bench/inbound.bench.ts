@@ -15,6 +15,7 @@ import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
 import { brokerMemory, startBrokerProcess } from "./lib/processes.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({ usage: "bun bench/inbound.bench.ts [--rounds=3]", options: { rounds: "3" } });
 const rounds = args.number("rounds");
@@ -29,11 +30,6 @@ async function stats(port: number): Promise<Record<string, number>> {
   } finally {
     client.close();
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 const directory = measurementDirectory("inbound");
@@ -93,8 +89,7 @@ try {
         }
       }
       const cell = (pick: (r: (typeof rows)[number]) => number, digits = 0) => {
-        const values = rows.map(pick);
-        return `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
+        return medianRange(rows.map(pick), digits, "–");
       };
       console.log(
         `| ${budget} | ${connections} | ${cell((r) => r.sent)} | ${cell((r) => r.used)} | ${cell((r) => r.waiting)} | ${cell((r) => r.rss)} | ${cell((r) => r.anon)} |`,

@@ -2,10 +2,11 @@
  * `bun bench/kafka-memory.bench.ts`: the broker's peak RSS under the Kafka peers benchmark's clients,
  * per run, without Kafka (docs/benchmarks.md "Peak memory of the Kafka listener"). One broker process
  * per repeat (`src/main.ts --durability <policy>` on an empty data directory under BOOBLIK_BENCH_DIR,
- * never tmpfs), driven by the same commands as bench/kafka-peers.bench.ts in the same order:
+ * never tmpfs), driven by the same commands as bench/kafka-peers.bench.ts (both take them from
+ * bench/lib/kafka-tools.ts) in the same order:
  * warm-up (ProducerPerformance of 8 MiB of 100 B records, ConsumerPerformance of them), then on fresh
  * one-partition topics ProducerPerformance of `--mib` MiB of `--size` B records (acks=all,
- * batch.size 131072, linger.ms 5), kcat -P of as many records, ConsumerPerformance, kcat -C, and the
+ * batch.size 131072, linger.ms 5), kcat -P of as many records, ConsumerPerformance, kcat -C -c N, and the
  * latency probe (bench/kafka-peers/EndToEndLatencyMicros.java, 2,000 records after 200 of warm-up).
  *
  *   bun bench/kafka-memory.bench.ts [--size=1024] [--mib=32] [--policy=force] [--repeats=3]
@@ -14,17 +15,31 @@
  * Before each run VmHWM is reset (/proc/PID/clear_refs 5) and the run's peak is VmHWM at its end; RSS
  * and anonymous RSS (RssAnon) are printed before and after. Several `--main` entry points (e.g. this
  * checkout and another one) are run in turn, repeat by repeat, so that they meet the same machine.
- * Every client is its own process. Needs java/javac 17+, kcat and the Kafka jars (fetched by
- * bench/compat/kafka-node.ts into the compat cache).
+ * Every client is its own process. Needs java/javac 17+ and kcat; the Kafka jars are fetched by
+ * bench/compat/kafka-node.ts into the compat cache and the latency probe compiled there.
  */
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { compatCache, freePort, serverJars } from "./compat/kafka-node.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, measurementDirectory } from "./lib/environment.ts";
+import { describeMachine, loadAverages, measurementDirectory } from "./lib/environment.ts";
+import {
+  checkKcatConsumed,
+  consumerPerformance,
+  kafkaClients,
+  kcatConsume,
+  kcatProduce,
+  latencyProbe,
+  type Policy,
+  producerPerformance,
+  producerProps,
+  runTool,
+  topicConfig,
+  writeKcatInput,
+} from "./lib/kafka-tools.ts";
+import { freePort } from "./lib/processes.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const USAGE =
   "bun bench/kafka-memory.bench.ts [--size=1024] [--mib=32] [--policy=force] [--repeats=3] [--main=src/main.ts,...]";
@@ -34,7 +49,7 @@ const args = parseBenchArgs({
 });
 const SIZE_BYTES = args.number("size");
 const COUNT = Math.floor((args.number("mib") * 2 ** 20) / SIZE_BYTES);
-const POLICY = args.text("policy");
+const POLICY = args.text("policy") as Policy;
 const REPEATS = args.number("repeats");
 const MAINS = args
   .text("main")
@@ -44,37 +59,9 @@ if (POLICY !== "append" && POLICY !== "force") {
   console.error(`unknown policy ${POLICY}\nusage: ${USAGE}`);
   process.exit(2);
 }
-const KCAT = Bun.which("kcat");
-if (KCAT === null || Bun.which("java") === null) {
-  console.error("needs kcat and java (apt-get install -y kcat openjdk-17-jdk-headless)");
-  process.exit(2);
-}
-const TOOL_MS_MAX = 600_000;
-/** As bench/kafka-peers.bench.ts: kafka-*-perf-test.sh's -Xmx512M and kafka-run-class.sh's flags. */
-const TOOL_JVM = [
-  "-Xmx512M",
-  "-server",
-  "-XX:+UseG1GC",
-  "-XX:MaxGCPauseMillis=20",
-  "-XX:InitiatingHeapOccupancyPercent=35",
-  "-XX:+ExplicitGCInvokesConcurrent",
-  "-XX:MaxInlineLevel=15",
-  "-Djava.awt.headless=true",
-];
-const PRODUCER_PROPS = ["acks=all", "batch.size=131072", "linger.ms=5"];
-const LATENCY_CLASSES = path.join(compatCache, "kafka-peers-classes");
-if (!fs.existsSync(path.join(LATENCY_CLASSES, "EndToEndLatencyMicros.class"))) {
-  console.error(`needs ${LATENCY_CLASSES}/EndToEndLatencyMicros.class: run bun run bench:kafka-peers once`);
-  process.exit(2);
-}
-const classpath = `${await serverJars("4.1.1")}/*`;
-const java = (mainClass: string, extra = "") => [
-  "java",
-  ...TOOL_JVM,
-  "-cp",
-  extra === "" ? classpath : `${classpath}:${extra}`,
-  mainClass,
-];
+const clients = await kafkaClients();
+/** As bench/kafka-peers.bench.ts with its defaults (--batch-size, --linger-ms). */
+const PRODUCER_PROPS = producerProps(131072, 5);
 
 const directory = measurementDirectory("kafka-memory");
 console.log(
@@ -85,37 +72,8 @@ console.log(
     `ProducerPerformance acks=all batch.size 131072 linger.ms 5, kcat -P acks=all; ${REPEATS} repeat(s) of ${MAINS.join(", ")}`,
 );
 
-/** N lines of SIZE_BYTES letters (bench/kafka-peers.bench.ts's kcat input: the same bytes). */
-function kcatInput(): string {
-  const file = path.join(directory.path, `kcat-input-${SIZE_BYTES}.txt`);
-  let seed = 1;
-  const line = Buffer.alloc(SIZE_BYTES + 1);
-  const out = fs.openSync(file, "w");
-  for (let i = 0; i < COUNT; i++) {
-    for (let b = 0; b < SIZE_BYTES; b++) {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-      line[b] = 65 + (seed % 26);
-    }
-    line[SIZE_BYTES] = 10;
-    fs.writeSync(out, line);
-  }
-  fs.closeSync(out);
-  return file;
-}
-const KCAT_INPUT = kcatInput();
-
-async function runTool(command: string[]): Promise<string> {
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
-  const timer = setTimeout(() => child.kill("SIGKILL"), TOOL_MS_MAX);
-  const [output, errors, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  clearTimeout(timer);
-  if (code !== 0) throw new Error(`${command.join(" ")} exited ${code}\n${output}\n${errors}`);
-  return output;
-}
+/** The same bytes as bench/kafka-peers.bench.ts's kcat input of this size. */
+const KCAT_INPUT = writeKcatInput(directory.path, SIZE_BYTES, COUNT);
 
 function statusMiB(pid: number): { rss: number; anon: number; peak: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
@@ -131,7 +89,7 @@ const peaks = new Map<string, Map<RunName | "cell", number[]>>();
 
 async function measure(main: string, repeat: number): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(directory.path, "data-"));
-  const port = await freePort();
+  const port = freePort();
   const child = Bun.spawn(
     [
       process.execPath,
@@ -159,76 +117,44 @@ async function measure(main: string, repeat: number): Promise<void> {
     const topic = async () => {
       const name = `t-${++serial}`;
       await admin.createTopics({
-        topics: [
-          { topic: name, numPartitions: 1, configEntries: [{ name: "booblik.durability", value: POLICY }] },
-        ],
+        topics: [{ topic: name, numPartitions: 1, configEntries: topicConfig("booblik", POLICY) }],
         waitForLeaders: true,
       });
       return name;
     };
     const warmUp = await topic();
-    const warmUpCount = String(Math.floor((8 * 2 ** 20) / 100));
-    await runTool([
-      ...java("org.apache.kafka.tools.ProducerPerformance"),
-      ...["--topic", warmUp, "--num-records", warmUpCount, "--record-size", "100", "--throughput", "-1"],
-      ...["--producer-props", `bootstrap.servers=${bootstrap}`, ...PRODUCER_PROPS],
-    ]);
-    await runTool([
-      ...java("org.apache.kafka.tools.ConsumerPerformance"),
-      ...[
-        "--bootstrap-server",
+    const warmUpCount = Math.floor((8 * 2 ** 20) / 100);
+    await runTool(
+      producerPerformance(clients, {
         bootstrap,
-        "--topic",
-        warmUp,
-        "--messages",
-        warmUpCount,
-        "--timeout",
-        "60000",
-      ],
-    ]);
+        topic: warmUp,
+        count: warmUpCount,
+        sizeBytes: 100,
+        props: PRODUCER_PROPS,
+      }),
+    );
+    await runTool(consumerPerformance(clients, { bootstrap, topic: warmUp, count: warmUpCount }));
     const perf = await topic();
     const kcat = await topic();
     const latency = await topic();
     const work: Record<RunName, string[]> = {
-      ProducerPerformance: [
-        ...java("org.apache.kafka.tools.ProducerPerformance"),
-        ...["--topic", perf, "--num-records", String(COUNT), "--record-size", String(SIZE_BYTES)],
-        ...["--throughput", "-1", "--producer-props", `bootstrap.servers=${bootstrap}`, ...PRODUCER_PROPS],
-      ],
-      "kcat -P": [KCAT!, "-b", bootstrap, "-P", "-t", kcat, "-p", "0", "-X", "acks=all", "-l", KCAT_INPUT],
-      ConsumerPerformance: [
-        ...java("org.apache.kafka.tools.ConsumerPerformance"),
-        ...[
-          "--bootstrap-server",
-          bootstrap,
-          "--topic",
-          perf,
-          "--messages",
-          String(COUNT),
-          "--timeout",
-          "60000",
-        ],
-      ],
-      "kcat -C": [
-        KCAT!,
-        "-b",
+      ProducerPerformance: producerPerformance(clients, {
         bootstrap,
-        "-C",
-        "-t",
-        kcat,
-        "-p",
-        "0",
-        "-o",
-        "beginning",
-        "-e",
-        "-q",
-        "-f",
-        "%o\\n",
-      ],
-      "latency probe": [
-        ...java("EndToEndLatencyMicros", LATENCY_CLASSES),
-        ...[bootstrap, latency, "2000", "all", String(SIZE_BYTES), "200"],
-      ],
+        topic: perf,
+        count: COUNT,
+        sizeBytes: SIZE_BYTES,
+        props: PRODUCER_PROPS,
+      }),
+      "kcat -P": kcatProduce(clients, bootstrap, kcat, KCAT_INPUT),
+      ConsumerPerformance: consumerPerformance(clients, { bootstrap, topic: perf, count: COUNT }),
+      "kcat -C": kcatConsume(clients, bootstrap, kcat, COUNT),
+      "latency probe": latencyProbe(clients, {
+        bootstrap,
+        topic: latency,
+        records: 2000,
+        sizeBytes: SIZE_BYTES,
+        warmup: 200,
+      }),
     };
     const byRun = peaks.get(main) ?? new Map<RunName | "cell", number[]>();
     peaks.set(main, byRun);
@@ -238,11 +164,8 @@ async function measure(main: string, repeat: number): Promise<void> {
       spawnSync("sync");
       fs.writeFileSync(`/proc/${child.pid}/clear_refs`, "5"); // VmHWM := VmRSS
       const before = statusMiB(child.pid);
-      const output = await runTool(work[run]);
-      if (run === "kcat -C") {
-        const last = Number(output.trimEnd().split("\n").at(-1));
-        if (last !== COUNT - 1) throw new Error(`kcat -C ended at offset ${last}, not ${COUNT - 1}`);
-      }
+      const { output } = await runTool(work[run]);
+      if (run === "kcat -C") checkKcatConsumed(output, COUNT);
       const after = statusMiB(child.pid);
       cellPeak = Math.max(cellPeak, after.peak);
       byRun.set(run, [...(byRun.get(run) ?? []), after.peak]);
@@ -251,12 +174,7 @@ async function measure(main: string, repeat: number): Promise<void> {
       );
     }
     byRun.set("cell", [...(byRun.get("cell") ?? []), cellPeak]);
-    console.log(
-      `\nrepeat ${repeat}, ${main}, load ${os
-        .loadavg()
-        .map((l) => l.toFixed(1))
-        .join(" ")}\n  ${line.join("\n  ")}`,
-    );
+    console.log(`\nrepeat ${repeat}, ${main}, load ${loadAverages()}\n  ${line.join("\n  ")}`);
   } finally {
     await admin.disconnect().catch(() => undefined);
     child.kill("SIGTERM");
@@ -272,11 +190,7 @@ for (let repeat = 1; repeat <= REPEATS; repeat++) {
 }
 directory.remove();
 
-const figure = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
-  return `${median.toFixed(0)} (${sorted[0]!.toFixed(0)}-${sorted.at(-1)!.toFixed(0)})`;
-};
+const figure = (values: number[]) => medianRange(values, 0);
 console.log(
   `\npeak RSS MiB, median (range) over ${REPEATS} repeat(s); policy ${POLICY}, ${SIZE_BYTES} B records\n`,
 );

@@ -42,13 +42,30 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { connect, type Socket } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { compatCache, freePort, serverJars, startKafka } from "./compat/kafka-node.ts";
+import { startKafka } from "./compat/kafka-node.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, measurementDirectory } from "./lib/environment.ts";
-import { brokerCpuSeconds } from "./lib/processes.ts";
+import { describeMachine, loadAverage, measurementDirectory } from "./lib/environment.ts";
+import {
+  checkKcatConsumed,
+  consumerPerformance,
+  JVM_PERFORMANCE_OPTS,
+  KAFKA_VERSION,
+  kafkaClients,
+  kcatConsume,
+  kcatProduce,
+  latencyProbe,
+  type Policy,
+  producerPerformance,
+  producerProps,
+  runTool,
+  type System,
+  topicConfig,
+  writeKcatInput,
+} from "./lib/kafka-tools.ts";
+import { brokerCpuSeconds, freePort } from "./lib/processes.ts";
+import { median, medianRange } from "./lib/stats.ts";
 
 const USAGE =
   "bun run bench:kafka-peers [--repeats=3] [--mib=32] [--latency-records=2000] [--latency-warmup=200] " +
@@ -78,8 +95,6 @@ const SIZES = args.text("sizes").split(",").map(Number);
 const POLICIES = args.text("policies").split(",") as Policy[];
 const HEAP = args.text("heap");
 const WARMUP_BYTES = args.number("warmup-mib") * 2 ** 20;
-type Policy = "append" | "force";
-type System = "booblik" | "kafka";
 for (const policy of POLICIES) {
   if (policy !== "append" && policy !== "force") {
     console.error(`unknown policy ${policy}\nusage: ${USAGE}`);
@@ -87,54 +102,21 @@ for (const policy of POLICIES) {
   }
 }
 
-const KAFKA_VERSION = "4.1.1";
 const MAIN = path.resolve(import.meta.dir, "../src/main.ts");
-const KCAT = Bun.which("kcat");
-if (KCAT === null || Bun.which("java") === null || Bun.which("javac") === null) {
-  console.error("needs kcat, java and javac (apt-get install -y kcat openjdk-17-jdk-headless)");
-  process.exit(2);
-}
-/** Start-up and tool bounds: a cold JVM on two shared cores takes tens of seconds. */
+const clients = await kafkaClients();
+/** Start-up bound: a cold JVM on two shared cores takes tens of seconds. */
 const START_MS_MAX = 180_000;
-const TOOL_MS_MAX = 600_000;
-/** JVM flags of Kafka's own scripts (kafka-server-start.sh: KAFKA_HEAP_OPTS; kafka-run-class.sh: KAFKA_JVM_PERFORMANCE_OPTS). */
-const JVM_PERFORMANCE_OPTS = [
-  "-server",
-  "-XX:+UseG1GC",
-  "-XX:MaxGCPauseMillis=20",
-  "-XX:InitiatingHeapOccupancyPercent=35",
-  "-XX:+ExplicitGCInvokesConcurrent",
-  "-XX:MaxInlineLevel=15",
-  "-Djava.awt.headless=true",
-];
+/** The broker's JVM: kafka-server-start.sh's KAFKA_HEAP_OPTS (--heap) and kafka-run-class.sh's flags. */
 const KAFKA_JVM = [`-Xmx${HEAP}`, `-Xms${HEAP}`, ...JVM_PERFORMANCE_OPTS];
-/** kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh set -Xmx512M. */
-const TOOL_JVM = ["-Xmx512M", ...JVM_PERFORMANCE_OPTS];
-/** Kafka's topic config for the `force` pairing; nothing for `append` (Kafka's defaults). */
-const KAFKA_TOPIC_CONFIG: Record<Policy, { name: string; value: string }[]> = {
-  append: [],
-  force: [{ name: "flush.messages", value: "1" }],
-};
-const PRODUCER_PROPS = ["acks=all", `batch.size=${BATCH_SIZE}`, `linger.ms=${LINGER_MS}`];
+const PRODUCER_PROPS = producerProps(BATCH_SIZE, LINGER_MS);
 
 const dir = measurementDirectory("kafka-peers");
-const lib = await serverJars(KAFKA_VERSION);
-const classpath = `${lib}/*`;
-const latencyClasses = path.join(compatCache, "kafka-peers-classes");
-{
-  const source = path.join(import.meta.dir, "kafka-peers", "EndToEndLatencyMicros.java");
-  fs.mkdirSync(latencyClasses, { recursive: true });
-  const compiled = spawnSync("javac", ["-nowarn", "-d", latencyClasses, "-cp", classpath, source], {
-    encoding: "utf8",
-  });
-  if (compiled.status !== 0) throw new Error(`javac failed: ${compiled.stdout}${compiled.stderr}`);
-}
 const javaVersion = spawnSync("java", ["-version"], { encoding: "utf8" })
   .stderr.split("\n")
   .slice(0, 2)
   .join("; ");
 const kcatVersion = /Version (\S+) .*librdkafka (\S+)/.exec(
-  spawnSync(KCAT, ["-V"], { encoding: "utf8" }).stdout,
+  spawnSync(clients.kcat, ["-V"], { encoding: "utf8" }).stdout,
 );
 
 console.log(describeMachine(dir.fileSystem));
@@ -248,7 +230,7 @@ interface Broker {
 }
 
 async function startBooblik(policy: Policy, dataDir: string): Promise<Broker> {
-  const port = await freePort();
+  const port = freePort();
   const spawnedAt = performance.now();
   const child = Bun.spawn(
     [
@@ -288,7 +270,7 @@ async function startBooblik(policy: Policy, dataDir: string): Promise<Broker> {
 
 async function startKafkaBroker(parentDir: string): Promise<Broker> {
   let startTimes: StartTimes | undefined;
-  const node = await startKafka(lib, KAFKA_VERSION, {
+  const node = await startKafka(clients.lib, KAFKA_VERSION, {
     jvmOptions: KAFKA_JVM,
     parentDir,
     ready: async (bootstrap) => {
@@ -309,55 +291,12 @@ async function startKafkaBroker(parentDir: string): Promise<Broker> {
 // ---------------------------------------------------------------------------------------------
 // The load generators, each its own process.
 
-async function runTool(command: string[], stdoutFile?: string): Promise<{ output: string; seconds: number }> {
-  const started = performance.now();
-  const child = Bun.spawn(command, {
-    stdout: stdoutFile === undefined ? "pipe" : Bun.file(stdoutFile),
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), TOOL_MS_MAX);
-  const [output, errors, code] = await Promise.all([
-    stdoutFile === undefined ? new Response(child.stdout as ReadableStream).text() : Promise.resolve(""),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  const seconds = (performance.now() - started) / 1000;
-  clearTimeout(timer);
-  if (code !== 0) throw new Error(`${command.join(" ")} exited ${code}\n${output}\n${errors}`);
-  return { output, seconds };
-}
-
-function java(mainClass: string, extraClasspath = ""): string[] {
-  return [
-    "java",
-    ...TOOL_JVM,
-    "-cp",
-    extraClasspath === "" ? classpath : `${classpath}:${extraClasspath}`,
-    mainClass,
-  ];
-}
-
 const kcatInputs = new Map<number, string>();
-/** N lines of `size` letters, seeded: the same bytes for every run of this size. */
+/** The kcat input of `size` (writeKcatInput), written once per size. */
 function kcatInput(size: number, count: number): string {
   const existing = kcatInputs.get(size);
   if (existing !== undefined) return existing;
-  const file = path.join(dir.path, `kcat-input-${size}.txt`);
-  let seed = 1;
-  const line = Buffer.alloc(size + 1);
-  const out = fs.openSync(file, "w");
-  const chunk: Buffer[] = [];
-  for (let i = 0; i < count; i++) {
-    for (let b = 0; b < size; b++) {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-      line[b] = 65 + (seed % 26);
-    }
-    line[size] = 10;
-    chunk.push(Buffer.from(line));
-    if (chunk.length === 4096) fs.writeSync(out, Buffer.concat(chunk.splice(0)));
-  }
-  fs.writeSync(out, Buffer.concat(chunk));
-  fs.closeSync(out);
+  const file = writeKcatInput(dir.path, size, count);
   kcatInputs.set(size, file);
   return file;
 }
@@ -391,40 +330,24 @@ async function warmUp(broker: Broker, policy: Policy): Promise<void> {
   const admin = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    const configEntries =
-      broker.system === "kafka"
-        ? KAFKA_TOPIC_CONFIG[policy]
-        : [{ name: "booblik.durability", value: policy }];
+    const configEntries = topicConfig(broker.system, policy);
     await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }], waitForLeaders: true });
   } finally {
     await admin.disconnect();
   }
-  await runTool([
-    ...java("org.apache.kafka.tools.ProducerPerformance"),
-    ...["--topic", topic, "--num-records", String(count), "--record-size", "100", "--throughput", "-1"],
-    ...["--producer-props", `bootstrap.servers=${broker.bootstrap}`, ...PRODUCER_PROPS],
-  ]);
-  await runTool([
-    ...java("org.apache.kafka.tools.ConsumerPerformance"),
-    ...[
-      "--bootstrap-server",
-      broker.bootstrap,
-      "--topic",
-      topic,
-      "--messages",
-      String(count),
-      "--timeout",
-      "60000",
-    ],
-  ]);
+  const bootstrap = broker.bootstrap;
+  await runTool(
+    producerPerformance(clients, { bootstrap, topic, count, sizeBytes: 100, props: PRODUCER_PROPS }),
+  );
+  await runTool(consumerPerformance(clients, { bootstrap, topic, count }));
 }
 
 async function measureCell(broker: Broker, policy: Policy, size: number): Promise<Cell> {
   const count = Math.floor(VALUE_BYTES_PER_RUN / size);
   const admin = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
-  const configEntries =
-    broker.system === "kafka" ? KAFKA_TOPIC_CONFIG[policy] : [{ name: "booblik.durability", value: policy }];
+  const configEntries = topicConfig(broker.system, policy);
+  const bootstrap = broker.bootstrap;
   const name = (what: string) => `${what}-${size}-${++topicSerial}`;
   const topics = {
     perf: name("perf"),
@@ -440,7 +363,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
   const load1: number[] = [];
   const measured = async (work: () => Promise<{ seconds: number; records: number }>): Promise<Run> => {
     spawnSync("sync");
-    load1.push(os.loadavg()[0]!);
+    load1.push(loadAverage());
     const before = brokerCpuSeconds(broker.pid);
     const { seconds, records } = await work();
     return {
@@ -452,20 +375,15 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
   fs.writeFileSync(`/proc/${broker.pid}/clear_refs`, "5"); // resets VmHWM to the current RSS
   try {
     const producePerf = await measured(async () => {
-      const { output } = await runTool([
-        ...java("org.apache.kafka.tools.ProducerPerformance"),
-        "--topic",
-        topics.perf,
-        "--num-records",
-        String(count),
-        "--record-size",
-        String(size),
-        "--throughput",
-        "-1",
-        "--producer-props",
-        `bootstrap.servers=${broker.bootstrap}`,
-        ...PRODUCER_PROPS,
-      ]);
+      const { output } = await runTool(
+        producerPerformance(clients, {
+          bootstrap,
+          topic: topics.perf,
+          count,
+          sizeBytes: size,
+          props: PRODUCER_PROPS,
+        }),
+      );
       // The total line: "N records sent, R records/sec (M MB/sec), ... 99.9th." (the tool's own timing,
       // JVM start excluded). Lines of the same shape without percentiles are its 5 s progress reports.
       const total = output.split("\n").find((l) => l.includes("records sent") && l.includes("99.9th"));
@@ -479,20 +397,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
       throw new Error(`${topics.perf}: high watermark is not ${count}`);
     const produceKcat = await measured(async () => {
       const input = kcatInput(size, count);
-      const { seconds } = await runTool([
-        KCAT!,
-        "-b",
-        broker.bootstrap,
-        "-P",
-        "-t",
-        topics.kcat,
-        "-p",
-        "0",
-        "-X",
-        "acks=all",
-        "-l",
-        input,
-      ]);
+      const { seconds } = await runTool(kcatProduce(clients, bootstrap, topics.kcat, input));
       return { seconds, records: count };
     });
     if ((await highWatermark(topics.kcat)) !== count)
@@ -507,25 +412,15 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
     // different number of fetches for the same records. ProducerPerformance's batches (batch.size
     // 131072) came out alike on both without this (289 against 282), so ConsumerPerformance reads
     // the topic of its measured run.
-    await runTool([
-      ...[KCAT!, "-b", broker.bootstrap, "-P", "-t", topics.kcatRead, "-p", "0"],
-      ...["-X", "acks=all", "-X", "linger.ms=1000", "-l", kcatInput(size, count)],
-    ]);
+    await runTool(
+      kcatProduce(clients, bootstrap, topics.kcatRead, kcatInput(size, count), ["linger.ms=1000"]),
+    );
     if ((await highWatermark(topics.kcatRead)) !== count)
       throw new Error(`${topics.kcatRead}: high watermark is not ${count}`);
     const consumePerf = await measured(async () => {
-      const { output } = await runTool([
-        ...java("org.apache.kafka.tools.ConsumerPerformance"),
-        "--bootstrap-server",
-        broker.bootstrap,
-        "--topic",
-        topics.perf,
-        "--messages",
-        String(count),
-        "--timeout",
-        "60000",
-        "--hide-header",
-      ]);
+      const { output } = await runTool(
+        consumerPerformance(clients, { bootstrap, topic: topics.perf, count }),
+      );
       // start, end, MB, MB/s, records, records/s, rebalance ms, fetch ms, fetch MB/s, fetch records/s
       const line = output
         .trim()
@@ -542,43 +437,22 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
     const consumeKcat = await measured(async () => {
       const offsets = path.join(dir.path, "kcat-offsets.txt");
       fs.rmSync(offsets, { force: true }); // Bun.file as stdout does not truncate
-      const { seconds } = await runTool(
-        [
-          KCAT!,
-          "-b",
-          broker.bootstrap,
-          "-C",
-          "-t",
-          topics.kcatRead,
-          "-p",
-          "0",
-          "-o",
-          "beginning",
-          "-c",
-          String(count),
-          "-e",
-          "-q",
-          "-f",
-          "%o\\n",
-        ],
-        offsets,
-      );
-      const last = Number(fs.readFileSync(offsets, "utf8").trimEnd().split("\n").at(-1));
-      if (last !== count - 1) throw new Error(`kcat -C ended at offset ${last}, not ${count - 1}`);
+      const { seconds } = await runTool(kcatConsume(clients, bootstrap, topics.kcatRead, count), offsets);
+      checkKcatConsumed(fs.readFileSync(offsets, "utf8"), count);
       return { seconds, records: count };
     });
     spawnSync("sync");
-    load1.push(os.loadavg()[0]!);
+    load1.push(loadAverage());
     const latencyCpuBefore = brokerCpuSeconds(broker.pid);
-    const { output } = await runTool([
-      ...java("EndToEndLatencyMicros", latencyClasses),
-      broker.bootstrap,
-      topics.e2e,
-      String(LATENCY_RECORDS),
-      "all",
-      String(size),
-      String(LATENCY_WARMUP),
-    ]);
+    const { output } = await runTool(
+      latencyProbe(clients, {
+        bootstrap,
+        topic: topics.e2e,
+        records: LATENCY_RECORDS,
+        sizeBytes: size,
+        warmup: LATENCY_WARMUP,
+      }),
+    );
     const e2e = /p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+)/.exec(output);
     if (e2e === null) throw new Error(`latency probe printed no result:\n${output}`);
     const status = fs.readFileSync(`/proc/${broker.pid}/status`, "utf8");
@@ -669,16 +543,8 @@ dir.remove();
 // ---------------------------------------------------------------------------------------------
 // The tables.
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 const digits = (value: number) => (value >= 100 ? 0 : value >= 10 ? 1 : 2);
-const figure = (values: number[]) => {
-  const d = digits(median(values));
-  return `${median(values).toFixed(d)} (${Math.min(...values).toFixed(d)}-${Math.max(...values).toFixed(d)})`;
-};
+const figure = (values: number[]) => medianRange(values, digits(median(values)));
 const label: Record<System, (policy: Policy) => string> = {
   booblik: (policy) => `booblik ${policy}`,
   kafka: (policy) => (policy === "append" ? "Kafka default (no fsync)" : "Kafka flush.messages=1"),
@@ -742,5 +608,7 @@ for (const [system, s] of starts) {
 }
 console.log(`\nKafka server.properties (ports and directories vary per start):\n${kafkaProperties}`);
 console.log(
-  `Kafka topic configs: append: (none, the defaults); force: ${KAFKA_TOPIC_CONFIG.force.map((c) => `${c.name}=${c.value}`).join(", ")}`,
+  `Kafka topic configs: append: (none, the defaults); force: ${topicConfig("kafka", "force")
+    .map((c) => `${c.name}=${c.value}`)
+    .join(", ")}`,
 );

@@ -18,6 +18,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { newEntryScanResult, scanEntries } from "../src/record/entries.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
 import { brokerCpuSeconds } from "./lib/processes.ts";
+import { median } from "./lib/stats.ts";
 
 const MAIN = path.resolve(import.meta.dir, "../src/main.ts");
 const KCAT = Bun.which("kcat");
@@ -281,7 +282,6 @@ try {
 }
 dir.remove();
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const range = (values: number[]) => `${Math.min(...values).toFixed(0)}-${Math.max(...values).toFixed(0)}`;
 for (const [size, r] of results) {
   console.log(

@@ -24,8 +24,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, measurementDirectory } from "./lib/environment.ts";
+import { describeMachine, loadAverage, measurementDirectory } from "./lib/environment.ts";
 import { mainThreadSchedule } from "./lib/processes.ts";
+import { median } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -95,10 +96,6 @@ function childrenOf(pid: number): number[] {
   } catch {
     return [];
   }
-}
-
-function loadAverage(): number {
-  return Number(fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
 }
 
 async function oneRun(dataDir: string, main: string, brokerName: string): Promise<void> {
@@ -212,7 +209,7 @@ async function oneRun(dataDir: string, main: string, brokerName: string): Promis
     const total = sorted.reduce((a, b) => a + b, 0);
     return sorted.length === 0
       ? "none"
-      : `${sorted.length} (${(sorted.length / ((endUs - startUs) / 1e6)).toFixed(1)}/s), pause median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms, total ${total.toFixed(1)} ms`;
+      : `${sorted.length} (${(sorted.length / ((endUs - startUs) / 1e6)).toFixed(1)}/s), pause median ${median(sorted).toFixed(2)} ms, max ${sorted.at(-1)!.toFixed(2)} ms, total ${total.toFixed(1)} ms`;
   };
   const elapsedS = (afterMs - beforeMs) / 1000;
   console.log(

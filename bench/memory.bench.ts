@@ -21,6 +21,7 @@ import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
 import { brokerMemory, runLoad, startBrokerProcess } from "./lib/processes.ts";
 import { smapsBreakdown } from "./lib/smaps.ts";
+import { median } from "./lib/stats.ts";
 import { lineChart } from "./lib/svg.ts";
 
 const args = parseBenchArgs({
@@ -146,8 +147,6 @@ async function runOnce(writeMode: string, round: number): Promise<Sample[]> {
     row(peakRss, " (peak RSS)");
     row(peakAnon, " (peak anon)");
     const secondHalf = samples.slice(Math.floor(samples.length / 2));
-    const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
-    const median = (values: number[]) => sorted(values)[Math.floor(values.length / 2)] ?? 0;
     console.log(
       `\nproduced ${result.produced} records; fast consumers read ${result.fastConsumed}, slow ${result.slowConsumed} ` +
         `(retention overtook slow consumers ${result.resets} times)` +

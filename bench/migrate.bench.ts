@@ -28,6 +28,7 @@ import { migrateFormat1 } from "../src/storage/migrate-format1.ts";
 import { encodeSegmentHeader, segmentFileName } from "../src/storage/segment-header.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, measurementDirectory, nowMs } from "./lib/environment.ts";
+import { median as medianOf } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -132,12 +133,11 @@ try {
     }
   }
   for (const variant of variants) {
-    const sorted = [...variant.mibPerSecond].sort((a, b) => a - b);
-    const median = sorted[Math.floor(sorted.length / 2)]!;
+    const median = medianOf(variant.mibPerSecond);
     const recordsPerMib = variant.records / (variant.sourceBytes / 1024 / 1024);
     console.log(
       `${variant.recordBytes}-byte records (${variant.records} records, batches ≤ ${MIGRATE_BATCH_RECORDS_MAX} records / 1 MiB, fsync every file): ` +
-        `median ${median.toFixed(0)} MiB/s (range ${sorted[0]!.toFixed(0)}-${sorted.at(-1)!.toFixed(0)}), ` +
+        `median ${median.toFixed(0)} MiB/s (range ${Math.min(...variant.mibPerSecond).toFixed(0)}-${Math.max(...variant.mibPerSecond).toFixed(0)}), ` +
         `${formatRate(median * recordsPerMib)} records/s`,
     );
   }

@@ -22,7 +22,7 @@ import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { makeCertificates } from "../test/helpers/tls-certs.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
 import {
   brokerCpuSeconds,
@@ -31,6 +31,7 @@ import {
   runLoad,
   startBrokerProcess,
 } from "./lib/processes.ts";
+import { median, medianRange } from "./lib/stats.ts";
 
 // Option defaults differ per section ("" = the section's own default).
 const args = parseBenchArgs({
@@ -251,9 +252,7 @@ async function latencySection(dataDir: string): Promise<void> {
     }
     if (round % 2 === 1) await probe();
   }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  const cell = (values: number[]) =>
-    `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)})`;
+  const cell = (values: number[]) => medianRange(values, 2, "–");
   const diskP99 = median(disk.map((d) => d.p99Ms));
   console.log(
     `disk's own force (pwrite 100 B + fdatasync, ${disk.length} runs of 3 s, ${median(disk.map((d) => d.forces / 3)).toFixed(0)} forces/s; ` +
@@ -290,10 +289,6 @@ async function latencySection(dataDir: string): Promise<void> {
         `${cell(list.map((r) => r.brokerRunMsPerS))} | ${cell(list.map((r) => r.brokerWaitMsPerS))} | ${target} |`,
     );
   }
-}
-
-function loadAverage(): number {
-  return Number(fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
 }
 
 /**
@@ -359,7 +354,6 @@ async function tlsSection(dataDir: string): Promise<void> {
       results.set(name, entry);
     }
   }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   console.log("| variant | MB/s median | MB/s range | broker CPU s per GiB, median | range |");
   console.log("|---|---|---|---|---|");
   for (const name of names) {

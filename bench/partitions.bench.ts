@@ -15,13 +15,14 @@
  * Data goes to BOOBLIK_BENCH_DIR (never tmpfs). The broker is a child process.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { BROKER_PARTITIONS_DEFAULT_MAX, PARTITIONS_MAX } from "../src/domain/limits.ts";
 import { batchOfValues } from "../src/record/entries.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, measurementDirectory } from "./lib/environment.ts";
+import { describeMachine, loadAverages, measurementDirectory } from "./lib/environment.ts";
+import { freePort } from "./lib/processes.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -51,15 +52,8 @@ interface Started {
   sawProgress: boolean;
 }
 
-/** A port free right now on 127.0.0.1, for the metrics listener (its /ready is polled before the start line). */
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
-
 async function start(main: string, dataDir: string): Promise<Started> {
+  // A number, not 0: /ready is polled before the start line names the port.
   const metricsPort = freePort();
   const began = performance.now();
   const child = Bun.spawn(
@@ -112,24 +106,12 @@ async function stop(broker: Started, signal: "SIGTERM" | "SIGKILL"): Promise<num
   return performance.now() - began;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((value) => value.toFixed(1))
-    .join(" ");
-}
-
 const directory = measurementDirectory("partitions");
 console.log(describeMachine(directory.fileSystem));
 console.log(
   `\n${TOPICS} topics × ${PARTITIONS_MAX} partitions = ${BROKER_PARTITIONS_DEFAULT_MAX} partitions, durability ${durability}, ` +
     `${recordsPerPartition} records of ${RECORD_BYTES} bytes per partition in one batch; write paths ${writeModes.join(", ")} interleaved; ` +
-    `${rounds} rounds, median (range) in ms; load average at start ${loadAverage()}\n`,
+    `${rounds} rounds, median (range) in ms; load average at start ${loadAverages()}\n`,
 );
 const STEPS = [
   "clean stop (SIGTERM → exit)",
@@ -174,7 +156,7 @@ try {
           progressSeen.set(variant, [...(progressSeen.get(variant) ?? []), broker.sawProgress]);
         await stop(broker, "SIGTERM");
         fs.rmSync(dataDir, { recursive: true, force: true });
-        console.log(`round ${round + 1}, ${variant}: done (load average ${loadAverage()})`);
+        console.log(`round ${round + 1}, ${variant}: done (load average ${loadAverages()})`);
       }
   }
   console.log(`\n| write path${BROKERS.length === 1 ? "" : ", broker"} | step | ms, median (range) |`);
@@ -182,9 +164,7 @@ try {
   for (const variant of new Set([...results.keys()].map((key) => key.split("\t")[0]!))) {
     for (const step of STEPS) {
       const values = results.get(`${variant}\t${step}`) ?? [];
-      console.log(
-        `| ${variant} | ${step} | ${median(values).toFixed(0)} (${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)}) |`,
-      );
+      console.log(`| ${variant} | ${step} | ${medianRange(values, 0, "–")} |`);
     }
   }
   for (const [variant, seen] of progressSeen) {
@@ -192,7 +172,7 @@ try {
       `${variant}: starts over 1 s that showed "opening partitions: N of M" on /ready: ${seen.filter(Boolean).length} of ${seen.length}`,
     );
   }
-  console.log(`load average at the end ${loadAverage()}`);
+  console.log(`load average at the end ${loadAverages()}`);
 } finally {
   directory.remove();
 }

@@ -32,17 +32,16 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
+import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
 import {
   countFor,
-  loadAverage,
-  median,
   PEER_VALUE,
   redisBenchmarkXadd,
   rememberRate,
   verifyRedisRecord,
 } from "./lib/peer-tools.ts";
 import { brokerCpuSeconds, brokerMemory, runLoad } from "./lib/processes.ts";
+import { median, medianRange } from "./lib/stats.ts";
 import { lineChart, type Series } from "./lib/svg.ts";
 import {
   ensurePeersInstalled,
@@ -189,7 +188,7 @@ async function sample(
 }
 
 async function produceOnce(variant: Variant, depth: number, connections: number): Promise<Sample> {
-  const load = Number(loadAverage());
+  const load = loadAverage();
   const name = systemOf(variant);
   const system = await startSystem(name, freshDir());
   try {
@@ -309,7 +308,7 @@ async function consumeRound(name: SystemName, samples: Map<string, Sample[]>): P
       await runLoad(LOAD, [family, "fill", port, JSON.stringify({ count: consumeRecords })]);
     }
     for (const depth of consumeDepths) {
-      const load = Number(loadAverage());
+      const load = loadAverage();
       const topic = family === "booblik" ? `${TOPIC}-${depth}` : TOPIC;
       const measured = await sample(
         system,
@@ -348,7 +347,7 @@ interface LatencyResult {
 }
 
 async function latencyOnce(name: SystemName, rate: number): Promise<LatencyResult> {
-  const load = Number(loadAverage());
+  const load = loadAverage();
   const system = await startSystem(name, freshDir());
   try {
     const result = (await runLoad(LOAD, [
@@ -367,9 +366,7 @@ async function latencyOnce(name: SystemName, rate: number): Promise<LatencyResul
 const rotated = <T>(list: readonly T[], round: number): T[] =>
   list.map((_, i) => list[(i + round) % list.length]!);
 const cell = (values: number[], format: (value: number) => string = formatRate) =>
-  values.length === 0
-    ? "-"
-    : `${format(median(values))} (${format(Math.min(...values))}–${format(Math.max(...values))})`;
+  values.length === 0 ? "-" : medianRange(values, format, "–");
 const loads = (samples: { load: number }[]) =>
   `${Math.min(...samples.map((s) => s.load)).toFixed(1)}–${Math.max(...samples.map((s) => s.load)).toFixed(1)}`;
 const ratio = (ours: Sample[] | undefined, theirs: Sample[] | undefined) =>

@@ -16,6 +16,7 @@
 import path from "node:path";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine } from "./lib/environment.ts";
+import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -117,15 +118,10 @@ function runChild(checkout: string, recordBytes: number, shape: Shape, call: Cal
   return (JSON.parse(result.stdout.toString()) as { nsPerRecord: number }).nsPerRecord;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 function summary(values: number[]): string {
   if (values.length === 0) return "—";
   const rate = (ns: number) => `${(1e3 / ns).toFixed(2)} M/s`;
-  return `${median(values).toFixed(1)} ns (${Math.min(...values).toFixed(1)}-${Math.max(...values).toFixed(1)}), ${rate(median(values))}`;
+  return `${medianRange(values, 1)} ns, ${rate(median(values))}`;
 }
 
 const rounds = args.number("rounds");

@@ -13,6 +13,7 @@ import { ProducerStateTable } from "../src/broker/producer-state.ts";
 import { encodeBatch } from "../src/record/batch.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, nowMs } from "./lib/environment.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage: "bun bench/producer-state.bench.ts [--seconds=0.5] [--rounds=5] [--producers=1000]",
@@ -87,7 +88,5 @@ for (let round = 0; round < ROUNDS; round++)
   for (const row of ["plain", "idempotent", "duplicate"] as const) results[row]!.push(run(row));
 console.log("| request | ns per request, median (range) |\n|---|---|");
 for (const [row, values] of Object.entries(results)) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)]!;
-  console.log(`| ${row} | ${median.toFixed(0)} (${sorted[0]!.toFixed(0)}-${sorted.at(-1)!.toFixed(0)}) |`);
+  console.log(`| ${row} | ${medianRange(values, 0)} |`);
 }

@@ -34,6 +34,7 @@ import { disk } from "../src/storage/disk.ts";
 import { Segment as WritingSegment, segmentConfig as writingConfig } from "../src/storage/segment.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
+import { medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -181,14 +182,9 @@ function runChild(checkout: string, recordBytes: number, root: string): ChildRes
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 function summary(values: number[]): string {
   if (values.length === 0) return "-";
-  return `${median(values).toFixed(2)} (${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
+  return medianRange(values, 2);
 }
 
 const rounds = args.number("rounds");

@@ -25,16 +25,10 @@ import os from "node:os";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, formatRate, measurementDirectory } from "./lib/environment.ts";
-import {
-  countFor,
-  loadAverage,
-  median,
-  redisBenchmarkXadd,
-  rememberRate,
-  startRedisServer,
-} from "./lib/peer-tools.ts";
+import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
+import { countFor, redisBenchmarkXadd, rememberRate, startRedisServer } from "./lib/peer-tools.ts";
 import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.ts";
+import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -177,7 +171,7 @@ try {
   for (const policy of policies) {
     for (const shape of shapes) {
       const results: Record<System, Run[]> = { A: [], B: [], R: [] };
-      const loads: string[] = [];
+      const loads: number[] = [];
       for (let round = 0; round < rounds; round++) {
         const order = systems.map((_, i) => systems[(i + round) % systems.length]!);
         for (const which of order) {
@@ -194,7 +188,7 @@ try {
       const cell = (runs: Run[]) => {
         if (runs.length === 0) return "-";
         const values = runs.map((r) => r.recordsPerSecond);
-        return `${formatRate(median(values))} (${formatRate(Math.min(...values))}–${formatRate(Math.max(...values))})`;
+        return medianRange(values, formatRate, "–");
       };
       const ratio = (x: Run[], y: Run[]) =>
         x.length === 0 || y.length === 0
@@ -205,7 +199,7 @@ try {
       console.log(
         `| ${policy} (${policy === "force" ? "always" : "everysec"}) | ${shape.batch} × ${shape.pipeline} (-P ${
           shape.batch * shape.pipeline
-        }) | ${Math.min(...loads.map(Number)).toFixed(1)}–${Math.max(...loads.map(Number)).toFixed(1)} | ${cell(results.A)} | ${cell(
+        }) | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} | ${cell(results.A)} | ${cell(
           results.B,
         )} | ${cell(results.R)} | ${ratio(results.B, results.A)} | ${ratio(results.B, results.R)} | ${cpu(results.A)}, ${cpu(
           results.B,

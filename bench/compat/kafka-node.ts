@@ -16,9 +16,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../lib/processes.ts";
 
 const HERE = import.meta.dir;
 export const compatCache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
@@ -96,18 +97,6 @@ export async function mirrorJars(kafkaVersion: string): Promise<string> {
   return lib;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
@@ -151,8 +140,8 @@ export async function startKafka(
   options: KafkaNodeOptions = {},
 ): Promise<KafkaNode> {
   const dir = mkdtempSync(join(options.parentDir ?? tmpdir(), "booblik-compat-kafka-"));
-  const port = await freePort();
-  const controllerPort = await freePort();
+  const port = freePort();
+  const controllerPort = freePort();
   const properties = join(dir, "server.properties");
   const serverProperties = [
     "process.roles=broker,controller",

@@ -48,6 +48,16 @@ export function describeMachine(fileSystem: string): string {
   ].join("\n");
 }
 
+/** The 1-minute load average, recorded with every figure. */
+export function loadAverage(): number {
+  return os.loadavg()[0]!;
+}
+
+/** The 1-, 5- and 15-minute load averages, as /proc/loadavg prints them (`1.52 1.31 1.20`). */
+export function loadAverages(): string {
+  return fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+}
+
 export function formatRate(perSecond: number): string {
   if (perSecond >= 1e6) return `${(perSecond / 1e6).toFixed(2)} M`;
   if (perSecond >= 1e3) return `${(perSecond / 1e3).toFixed(1)} K`;

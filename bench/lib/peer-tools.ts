@@ -2,8 +2,8 @@
  * What the benchmarks that compare booblik with a peer share (bench/small-requests.bench.ts and
  * bench/peers.bench.ts): the one 100-byte value every system is sent, a Redis server on the
  * measurement disk, Redis's own `redis-benchmark` running `XADD` (the pipelined client Redis's users
- * measure with), and the small helpers of an interleaved, repeated run (median, load average, a free
- * port).
+ * measure with. The median, load average and free port they use are bench/lib/stats.ts's,
+ * environment.ts's and processes.ts's.
  *
  * Why one fixed printable value: `redis-benchmark` takes the command's arguments from argv, which
  * cannot carry a NUL byte, and `nats bench` sends the bytes of a payload file; booblik's load
@@ -12,6 +12,7 @@
  * longer UTF-8 string, which the peers benchmark's Redis load did before (issue 13).
  */
 import fs from "node:fs";
+import { freePort } from "./processes.ts";
 
 /** The record value every system is sent: 100 printable ASCII bytes, the same in every run. */
 export const PEER_VALUE_TEXT = (() => {
@@ -21,24 +22,6 @@ export const PEER_VALUE_TEXT = (() => {
   return text;
 })();
 export const PEER_VALUE = new TextEncoder().encode(PEER_VALUE_TEXT);
-
-export function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** The 1-minute load average, as /proc/loadavg prints it. */
-export function loadAverage(): string {
-  return fs.readFileSync("/proc/loadavg", "utf8").split(" ")[0]!;
-}
-
-/** A port nobody listens on right now (redis-server and nats-server take a number, not 0). */
-export function freePort(): number {
-  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = listener.port;
-  listener.stop(true);
-  return port;
-}
 
 export interface PeerServer {
   pid: number;

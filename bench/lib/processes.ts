@@ -4,6 +4,17 @@ import path from "node:path";
 
 const MAIN = path.resolve(import.meta.dir, "../../src/main.ts");
 
+/**
+ * A port nobody listens on right now on 127.0.0.1, for a process that takes a number, not 0
+ * (redis-server, nats-server, Kafka, booblik's --kafka-port and --metrics-port).
+ */
+export function freePort(): number {
+  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = listener.port;
+  listener.stop(true);
+  return port;
+}
+
 export interface BrokerHandle {
   pid: number;
   port: number;

@@ -9,8 +9,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
-import { freePort, startRedisServer } from "../lib/peer-tools.ts";
-import { startBrokerProcess } from "../lib/processes.ts";
+import { startRedisServer } from "../lib/peer-tools.ts";
+import { freePort, startBrokerProcess } from "../lib/processes.ts";
 
 export type SystemName =
   | "booblik-append"

@@ -36,6 +36,8 @@ export interface PartitionRepair {
   bytesCut: number;
   /** Segment files removed (crash leftovers without entries, a newest segment's torn creation). */
   segmentsDropped: number;
+  /** Quarantine files removed because their segment is gone (this repair's removals included). */
+  quarantineFilesRemoved: number;
 }
 
 /** The partition directories of a data directory (`<topic>-<n>` holding segment files). */
@@ -77,6 +79,7 @@ export function repairDataDirectory(dataDir: string): PartitionRepair[] {
           quarantined: report.quarantined,
           bytesCut: report.bytesCut,
           segmentsDropped: report.segmentsDropped,
+          quarantineFilesRemoved: report.quarantineFilesRemoved,
         });
       } finally {
         log.close();

@@ -330,7 +330,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     });
   quarantineGauge(
     "booblik_quarantine_files",
-    "Quarantine files on disk (cut bytes that held valid entries, by this open or earlier ones); removed with their segments by retention, purges and topic deletion.",
+    "Quarantine files on disk (cut bytes that held valid entries, by this open or earlier ones); removed with their segments by retention, purges and topic deletion, and at a start when their segment is gone.",
     (t) => t.files,
   );
   quarantineGauge("booblik_quarantine_bytes", "Bytes in quarantine files on disk.", (t) => t.bytes);

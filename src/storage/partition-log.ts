@@ -45,8 +45,13 @@
  *    consumer may have seen is never given to another record.
  *
  * 7. Quarantine files (`<segment>.log.quarantine-<position>`, bytes recovery cut that held valid
- *    entries; segment-header.ts) are listed and counted. One whose segment lies below the first
- *    segment (deleted by retention or a purge before such files were removed with it) is removed.
+ *    entries; segment-header.ts) are listed and counted. One whose segment is not among the opened
+ *    segments is removed: below the first segment (deleted by retention or a purge before such
+ *    files were removed with it, or by pass 6), or in the middle or at the end (a file of at most a
+ *    header removed by pass 2, e.g. a newest segment whose every entry a cut quarantined, opened
+ *    later without a checkpoint naming it, as `segment repair` does; a newest segment dropped by
+ *    rule 2 of pass 3). Kept, such a file would outlive its segment for good, and a later roll to
+ *    the same base offset would make it look like the new segment's.
  *
  * Quarantine files live as long as their segment: retention and purges remove them right after the
  * segment (a failed unlink is retried at the next deletion), a topic's deletion with its directory.
@@ -346,15 +351,15 @@ export class PartitionLog {
   }
 
   /**
-   * Removes the quarantine files whose segment is gone (below the first segment), returning how many.
-   * One whose unlink fails stays listed, and the next deletion of a segment tries it again.
+   * Removes the quarantine files whose segment is not in the log (wherever it was: pass 7),
+   * returning how many. One whose unlink fails stays listed, and the next deletion of a segment
+   * tries it again.
    */
   private removeQuarantineOfDeletedSegments(): number {
     if (this.quarantine.length === 0) return 0;
-    const firstBase = this.segments[0]!.baseOffset;
     let removed = 0;
     this.quarantine = this.quarantine.filter((q) => {
-      if (q.baseOffset >= firstBase) return true;
+      if (this.hasSegment(q.baseOffset)) return true;
       try {
         disk.unlinkFile(q.file);
       } catch {
@@ -365,6 +370,13 @@ export class PartitionLog {
       return false;
     });
     return removed;
+  }
+
+  /** Whether one of the segments starts at `baseOffset`. */
+  private hasSegment(baseOffset: number): boolean {
+    return (
+      baseOffset >= this.segments[0]!.baseOffset && this.segmentFor(baseOffset).baseOffset === baseOffset
+    );
   }
 
   /** Bytes of all segment files (headers included). */
@@ -712,7 +724,9 @@ export class PartitionLog {
         if (error instanceof CorruptRecordError) break;
         throw error;
       }
-      if (next.recordCount === 0 || next.records.length > remaining) break; // its first entry alone is larger than what is left
+      // Its first entry alone is larger than what is left. (With `firstWhole` false, Segment.read
+      // never returns more than `remaining` bytes: it reads at most that many.)
+      if (next.recordCount === 0) break;
       parts.push(next.records);
       bytes += next.records.length;
       count += next.recordCount;

@@ -9,6 +9,9 @@
  * - a purge (or retention) that deletes the segment removes the file with it, and the gauges fall;
  * - a quarantine file whose segment is already gone (left by a broker before this rule) is removed
  *   at the next start, which says so;
+ * - so is one whose segment recovery itself removed: a newest segment that its cut left with only
+ *   a header, removed as an empty leftover by `segment repair` (no checkpoint names it), and one
+ *   whose segment was in the middle of the log;
  * - a topic's deletion removes its partitions' quarantine files with the directory;
  * - retention (PartitionLog.applyRetention, both write paths) removes those of deleted segments only.
  */
@@ -190,6 +193,73 @@ test("a quarantine file whose segment is gone is removed at the next start, whic
   expect((await runCli([...at, "topics", "delete", "q"])).exitCode).toBe(0);
   expect(fs.existsSync(quarantine)).toBe(false);
   expect(fs.existsSync(partitionDir)).toBe(false);
+});
+
+test("a quarantine file whose segment recovery removed (the newest, or one in the middle) is removed too: segment repair, then a start", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  {
+    await using broker = await startBroker(dataDir);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    expect((await runCli([...at, "topics", "create", "q", "--segment-size", "8KiB"])).exitCode).toBe(0);
+    await produce(at, [...LINES, ...LINES]);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const partitionDir = path.join(dataDir, "q-0");
+  const segments = segmentsOf(partitionDir);
+  expect(segments.length).toBeGreaterThanOrEqual(3);
+  // The newest segment's first entry damaged, valid ones after it, no checkpoint: the next start
+  // cuts the whole segment back to its header and quarantines every entry.
+  const newest = path.join(partitionDir, segments.at(-1)!);
+  const first = entriesOf(newest)[0]!;
+  expect(first.position).toBe(SEGMENT_HEADER_BYTES);
+  flipByte(newest, first.position + first.bytes - 3);
+  fs.rmSync(path.join(partitionDir, "checkpoint.json"));
+  const quarantine = `${newest}.quarantine-${SEGMENT_HEADER_BYTES}`;
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(`cut and kept in ${quarantine}`);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  expect(fs.statSync(newest).size).toBe(SEGMENT_HEADER_BYTES);
+  expect(fs.existsSync(quarantine)).toBe(true);
+
+  // segment repair opens without a checkpoint: the header-only newest segment is an empty leftover
+  // (log-recovery.ts pass 2) and goes; its quarantine file must go with it.
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode).toBe(0);
+  expect(repaired.stdout).toContain(
+    ", removed 1 empty segment files, removed 1 quarantine files of deleted segments",
+  );
+  expect(fs.existsSync(newest)).toBe(false);
+  expect(fs.existsSync(quarantine)).toBe(false);
+  const verify = await runCli(["segment", "verify", partitionDir]);
+  expect(verify.exitCode).toBe(0);
+  expect(verify.stdout).not.toContain("quarantine");
+
+  // One whose segment was in the middle of the log (the next segment starts after its base): left
+  // by a pass-2 removal of an older broker. The start removes it, and says so.
+  const middle = segmentsOf(partitionDir)[1]!;
+  const middleBase = Number(middle.slice(0, -".log".length));
+  const orphan = path.join(
+    partitionDir,
+    quarantineFileName((middleBase - 1) as Offset, SEGMENT_HEADER_BYTES),
+  );
+  fs.writeFileSync(orphan, new Uint8Array(100));
+  const before = await runCli(["segment", "verify", partitionDir]);
+  expect(before.stdout).toContain(`quarantine: ${orphan} (100 bytes; its segment `);
+  expect(before.stdout).toContain(" is gone: the broker's next start removes it)");
+  {
+    await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
+    expect(broker.startLine).toContain("; 0 quarantine files on disk (0 bytes;");
+    expect(broker.startLine).toContain(", 1 quarantine file of deleted segments removed");
+    expect(fs.existsSync(orphan)).toBe(false);
+    const scrape = await metrics(broker.startLine);
+    expect(metricValue(scrape, "booblik_quarantine_files")).toBe(0);
+    expect(metricValue(scrape, "booblik_quarantine_bytes")).toBe(0);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  expect((await runCli(["segment", "verify", partitionDir])).stdout).not.toContain("quarantine");
 });
 
 test("retention that deletes a segment removes its quarantine files, and only those (PartitionLog, both write paths)", () => {
