@@ -3,9 +3,9 @@
  * turn's only forced group is forced right after its pwrite on the calling thread and answered;
  * groups of several partitions go to the thread pool; a group queued behind a pool force is forced
  * on the loop once that one completed; a slow force sends the next ones to the pool, until one there
- * is fast again (FORCE_ON_LOOP_BACKOFF_MS at most). Whatever path a
- * force takes, no waiter is told before an fdatasync that started after its bytes were written
- * returned, and a failed fdatasync refuses the whole group. Real files through the embedded broker;
+ * is fast again (FORCE_ON_LOOP_BACKOFF_MS at most). Whatever path a force takes, no waiter is told
+ * before an fdatasync that started after its bytes were written returned, and a failed fdatasync
+ * refuses the whole group. Real files through the embedded broker;
  * the storage's Disk seam records every segment pwrite and fdatasync in one sequence. The seam
  * leaves out the real fdatasync of segment files: on a loaded machine one takes 10-100 ms, which
  * would trip the back-off (FORCE_ON_LOOP_SLOW_MS) and make the path a force takes depend on the
