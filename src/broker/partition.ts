@@ -244,11 +244,12 @@ let forceOnLoopBackoffSinceMs = 0;
  * A force on the thread pool that started during the back-off and completed within
  * FORCE_ON_LOOP_SLOW_MS (its time includes the hand-off to the pool and back, so it can only
  * overstate the disk's) ends the back-off: the disk is fast again, and each further force on the
- * pool costs a hand-off and two wake-ups. The stalls that start a back-off are isolated on the
- * measurement machine (2026-12-01, `perf trace` of the broker at 50 K records/s under `force`: three
- * fdatasyncs of 10-40 ms in 5 s, 2.4-2.6 s apart, all other ones under 3 ms), so a fixed second on
- * the pool after each one kept about half of all forces off the loop. A force started before the
- * back-off began proves nothing (it may have finished before the stall).
+ * pool costs a hand-off and a wake-up of the loop. The stalls that start a back-off were isolated on
+ * the measurement machine (2026-12-01, one connection producing 50 K records/s under `force`, load
+ * 4: three forces on the loop of 14.7, 40.5 and 10.4 ms in 5 s, 2.4 and 2.6 s apart), so a fixed
+ * second on the pool after each one kept 15-66 % of all forces off the loop in six of eight runs
+ * (`perf trace`, docs/benchmarks.md, "What the force tail is made of"); with this rule, 0-3.5 %. A
+ * force started before the back-off began proves nothing (it may have finished before the stall).
  */
 function forceOnPoolCompleted(startMs: number, elapsedMs: number): void {
   if (startMs >= forceOnLoopBackoffSinceMs && elapsedMs <= FORCE_ON_LOOP_SLOW_MS)
