@@ -1,36 +1,72 @@
 /**
  * The disk's own force latency, for comparison with the broker's (issue 13: produce→fetch latency
- * under `force` within 1 ms of the disk's fdatasync p99 measured in the same run). A loop of one
- * 100-byte `pwrite` at the end of a file, then `fdatasync`, on the calling thread through libc
- * (ffi/file.ts), as a log append under `force` does, for `seconds`. Its own process, so the broker
- * and the load generators are not running while it measures (the benchmark runs it between rows).
- * Usage: bun fdatasync.ts <directory> <seconds> [recordBytes=100]
- * Prints one JSON line: forces, p50/p99/p99.9/max in milliseconds.
+ * under `force` within 1 ms of the disk's fdatasync p99 measured in the same run). Its own process,
+ * so the broker and the load generators are not running while it measures (the benchmark runs it
+ * between rows). Each force is one `pwrite` at the end of a file (the file grows, as a segment
+ * does), then one `fdatasync`, on the calling thread through libc (ffi/file.ts), as a log append
+ * under `force` does on the event loop (src/broker/partition.ts). The figures are the `fdatasync`
+ * call's own durations (the `pwrite` is not in them).
+ *
+ * Two shapes:
+ * - `intervalUs` 0 (the default): a tight loop of `bytesPerForce` each (the old probe: 100 B, about
+ *   12,000 forces/s). A 4 KiB block then holds 40 forces, so most fdatasyncs allocate no block.
+ * - `intervalUs` > 0: paced like the latency benchmark's producer: force `i` is due at start +
+ *   i × intervalUs; the probe sleeps until then (`Atomics.wait`, a futex sleep: no spinning), and a
+ *   force that starts late writes every due slot's bytes in one `pwrite`, as the broker writes every
+ *   batch that arrived in an event-loop turn in one. With `bytesPerForce` the stored size of the
+ *   latency run's batch (5,519 B for 50 records of 100 B) and 1,000 µs, this is what the broker's
+ *   disk does at 50 K records/s under `force`: every force allocates one or two new blocks, and the
+ *   disk idles between forces.
+ *
+ * Usage: bun fdatasync.ts <directory> <seconds> [bytesPerForce=100] [intervalUs=0]
+ * Prints one JSON line: forces, bytesPerForce, intervalUs, late (forces that started over
+ * intervalUs after their due time, paced only), p50/p99/p99.9/max of fdatasync in milliseconds.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { closeFile, datasyncNow, openFile, pwriteAll } from "../../ffi/file.ts";
 
-const [directory, secondsText, recordBytesText] = process.argv.slice(2);
+const [directory, secondsText, bytesText, intervalText] = process.argv.slice(2);
 const seconds = Number(secondsText);
-const recordBytes = Number(recordBytesText ?? 100);
-if (directory === undefined || !(seconds > 0)) {
-  console.error("usage: bun fdatasync.ts <directory> <seconds> [recordBytes=100]");
+const bytesPerForce = Number(bytesText ?? 100);
+const intervalUs = Number(intervalText ?? 0);
+if (directory === undefined || !(seconds > 0) || !(bytesPerForce > 0) || !(intervalUs >= 0)) {
+  console.error("usage: bun fdatasync.ts <directory> <seconds> [bytesPerForce=100] [intervalUs=0]");
   process.exit(2);
 }
+/** A late paced force writes the due slots' bytes in one pwrite; beyond this many slots it writes this many. */
+const MAX_SLOTS_PER_FORCE = 64;
 const file = path.join(directory, `fdatasync-probe-${process.pid}`);
 const fd = openFile(file, "createNew");
-const record = new Uint8Array(recordBytes).fill(0x61);
+const bytes = new Uint8Array(bytesPerForce * (intervalUs > 0 ? MAX_SLOTS_PER_FORCE : 1)).fill(0x61);
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const latenciesUs: number[] = [];
 let position = 0;
+let late = 0;
 try {
-  const endNs = Bun.nanoseconds() + seconds * 1e9;
+  const startNs = Bun.nanoseconds();
+  const endNs = startNs + seconds * 1e9;
+  let slot = 0;
   while (Bun.nanoseconds() < endNs) {
-    pwriteAll(fd, record, 0, recordBytes, position);
-    position += recordBytes;
-    const startNs = Bun.nanoseconds();
+    let writeBytes = bytesPerForce;
+    if (intervalUs > 0) {
+      const dueNs = startNs + slot * intervalUs * 1000;
+      const nowNs = Bun.nanoseconds();
+      if (nowNs < dueNs) {
+        Atomics.wait(sleeper, 0, 0, (dueNs - nowNs) / 1e6);
+        continue;
+      }
+      if (nowNs - dueNs > intervalUs * 1000) late++;
+      // Every slot due by now rides this force, as batches that arrived during a force ride the next.
+      const dueSlots = Math.min(MAX_SLOTS_PER_FORCE, Math.floor((nowNs - dueNs) / (intervalUs * 1000)) + 1);
+      slot += dueSlots;
+      writeBytes = bytesPerForce * dueSlots;
+    }
+    pwriteAll(fd, bytes, 0, writeBytes, position);
+    position += writeBytes;
+    const syncStartNs = Bun.nanoseconds();
     datasyncNow(fd, file);
-    latenciesUs.push((Bun.nanoseconds() - startNs) / 1000);
+    latenciesUs.push((Bun.nanoseconds() - syncStartNs) / 1000);
   }
 } finally {
   closeFile(fd, file);
@@ -42,6 +78,9 @@ const at = (q: number) =>
 console.log(
   JSON.stringify({
     forces: latenciesUs.length,
+    bytesPerForce,
+    intervalUs,
+    late,
     p50Ms: at(0.5),
     p99Ms: at(0.99),
     p999Ms: at(0.999),

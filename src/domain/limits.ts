@@ -635,9 +635,10 @@ assert(COALESCED_APPEND_BYTES_MAX <= COALESCED_GROUP_BYTES_MAX, "a coalesced app
 export const COALESCED_SPARE_BUFFERS_MAX = 4;
 /**
  * A forced group that is the only one of its event-loop turn is forced on the event loop
- * (src/storage/group-commit.ts, issue 13). A force that took longer than this sends every force of
- * the next FORCE_ON_LOOP_BACKOFF_MS to the thread pool: a stalling disk then stops only the forced
- * appends, not every connection. The disk's own fdatasync of an appended 100 B took 0.08 ms (p50),
+ * (src/storage/group-commit.ts, issue 13). A force that took longer than this sends the next forces
+ * to the thread pool, until one there completes within FORCE_ON_LOOP_SLOW_MS again (the disk is fast
+ * again) and for FORCE_ON_LOOP_BACKOFF_MS at most (src/broker/partition.ts, forceOnPoolCompleted): a
+ * stalling disk then stops only the forced appends, not every connection. The disk's own fdatasync of an appended 100 B took 0.08 ms (p50),
  * 0.16 ms (p99) and up to 2 ms on the measurement machine (bench/load/fdatasync.ts); at 2 ms the
  * broker backed off twice in 3 s of 16 connections forcing (a 2.6 ms and a 2.8 ms force) and so ran
  * on the pool two thirds of the time. 10 ms is a stall (the platform notes measured fsync stalls of

@@ -2,9 +2,10 @@
  * Forcing on the event loop (issue 13; src/storage/group-commit.ts, src/broker/partition.ts): a
  * turn's only forced group is forced right after its pwrite on the calling thread and answered;
  * groups of several partitions go to the thread pool; a group queued behind a pool force is forced
- * on the loop once that one completed; a slow force sends the next ones to the pool. Whatever path a
- * force takes, no waiter is told before an fdatasync that started after its bytes were written
- * returned, and a failed fdatasync refuses the whole group. Real files through the embedded broker;
+ * on the loop once that one completed; a slow force sends the next ones to the pool, until one there
+ * is fast again (FORCE_ON_LOOP_BACKOFF_MS at most). Whatever path a force takes, no waiter is told
+ * before an fdatasync that started after its bytes were written returned, and a failed fdatasync
+ * refuses the whole group. Real files through the embedded broker;
  * the storage's Disk seam records every segment pwrite and fdatasync in one sequence. The seam
  * leaves out the real fdatasync of segment files: on a loaded machine one takes 10-100 ms, which
  * would trip the back-off (FORCE_ON_LOOP_SLOW_MS) and make the path a force takes depend on the
@@ -35,6 +36,8 @@ let poolSyncs = 0;
 let failNextLoopSync = false;
 /** Set by a test: the next fdatasync on the loop takes this long first. */
 let slowNextLoopSyncMs = 0;
+/** Set by a test: every pool fdatasync of a segment file takes this long first. */
+let slowPoolSyncMs = 0;
 /** Set by a test: a pool fdatasync of a file whose path contains a key waits for the key's gate. */
 const gates = new Map<string, Promise<void>>();
 
@@ -74,6 +77,7 @@ const restoreDisk = useDisk({
     const start = ++seq;
     if (path?.endsWith(".log")) {
       poolSyncs++;
+      if (slowPoolSyncMs > 0) await Bun.sleep(slowPoolSyncMs);
       for (const [key, gate] of gates) if (path.includes(key)) await gate;
     }
     if (!path?.endsWith(".log")) await realDisk.datasync(fd, path);
@@ -83,6 +87,7 @@ const restoreDisk = useDisk({
 afterEach(() => {
   failNextLoopSync = false;
   slowNextLoopSyncMs = 0;
+  slowPoolSyncMs = 0;
   gates.clear();
 });
 process.on("exit", restoreDisk);
@@ -254,8 +259,8 @@ describe("forcing on the event loop", () => {
     }
   });
 
-  // Last: the back-off is the process's (one disk), and it lasts FORCE_ON_LOOP_BACKOFF_MS.
-  test("a force on the loop slower than FORCE_ON_LOOP_SLOW_MS sends the next forces to the pool for a while", async () => {
+  // The back-off is the process's (one disk): each test ends it before the next one starts.
+  test("a force on the loop slower than FORCE_ON_LOOP_SLOW_MS sends the next force to the pool; a fast one there ends the back-off", async () => {
     using dir = tempDir();
     const broker = Broker.open({ dataDir: dir.path });
     try {
@@ -263,16 +268,53 @@ describe("forcing on the event loop", () => {
       slowNextLoopSyncMs = FORCE_ON_LOOP_SLOW_MS + 5;
       const loopBefore = loopSyncs;
       const poolBefore = poolSyncs;
+      const slow = [append(partition, "slow")];
+      await waitUntil(() => slow[0]!.outcome !== undefined, "the slow group answered");
+      expect(loopSyncs - loopBefore).toBe(1);
+      const backedOffAtMs = performance.now();
+      // The seam's pool fdatasync returns at once: the disk is fast again.
+      const next = [append(partition, "next")];
+      await waitUntil(() => next[0]!.outcome !== undefined, "the next group answered");
+      expect(poolSyncs - poolBefore).toBe(1);
+      expect(loopSyncs - loopBefore).toBe(1);
+      const after = [append(partition, "after")];
+      await waitUntil(() => after[0]!.outcome !== undefined, "the group after answered");
+      expect(loopSyncs - loopBefore).toBe(2);
+      expect(poolSyncs - poolBefore).toBe(1);
+      // Back on the loop by the fast pool force, not by the back-off's end.
+      expect(performance.now() - backedOffAtMs).toBeLessThan(FORCE_ON_LOOP_BACKOFF_MS);
+      expectForcedBeforeTold(partition, [...slow, ...next, ...after]);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("while the forces on the pool stay slow, the back-off holds, and it ends after FORCE_ON_LOOP_BACKOFF_MS at most", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = await forcedPartition(broker, "stall");
+      slowNextLoopSyncMs = FORCE_ON_LOOP_SLOW_MS + 5;
+      const loopBefore = loopSyncs;
+      const poolBefore = poolSyncs;
       const slowStartMs = performance.now();
       const slow = [append(partition, "slow")];
       await waitUntil(() => slow[0]!.outcome !== undefined, "the slow group answered");
       expect(loopSyncs - loopBefore).toBe(1);
-      const next = [append(partition, "next")];
-      await waitUntil(() => next[0]!.outcome !== undefined, "the next group answered");
-      expectForcedBeforeTold(partition, [...slow, ...next]);
-      expect(poolSyncs - poolBefore).toBe(1);
-      expect(loopSyncs - loopBefore).toBe(1);
-      // Once the back-off ended, the loop again: appends until one is forced there.
+      // Every pool fdatasync now takes longer than FORCE_ON_LOOP_SLOW_MS.
+      slowPoolSyncMs = FORCE_ON_LOOP_SLOW_MS + 5;
+      const stalled: Told[] = [];
+      for (let i = 0; i < 3; i++) {
+        const told = append(partition, `stalled${i}`);
+        stalled.push(told);
+        await waitUntil(() => told.outcome !== undefined, `stalled group ${i} answered`);
+      }
+      if (performance.now() - slowStartMs < FORCE_ON_LOOP_BACKOFF_MS) {
+        expect(loopSyncs - loopBefore).toBe(1);
+        expect(poolSyncs - poolBefore).toBe(3);
+      }
+      // Still slow on the pool: appends until one is forced on the loop, which only the back-off's
+      // end allows.
       const later: Told[] = [];
       await waitUntil(
         async () => {
@@ -283,11 +325,12 @@ describe("forcing on the event loop", () => {
         },
         "a force on the loop again",
         FORCE_ON_LOOP_BACKOFF_MS * 5,
-        20,
+        0,
       );
       expect(performance.now() - slowStartMs).toBeGreaterThanOrEqual(FORCE_ON_LOOP_BACKOFF_MS);
-      expectForcedBeforeTold(partition, later);
+      expectForcedBeforeTold(partition, [...slow, ...stalled, ...later]);
     } finally {
+      slowPoolSyncMs = 0;
       await broker.close();
     }
   });
