@@ -39,7 +39,10 @@ interface Modules {
   encodeBatch: (records: { key: null; value: Uint8Array; timestamp: number }[]) => Uint8Array;
   stampBatch: (bytes: Uint8Array, start: number, baseOffset: number, leaderEpoch: number) => void;
   writeFramedEntry: (target: Uint8Array, position: number, batch: Uint8Array) => number;
-  checkFetchedEntries: (bytes: Uint8Array, offset: number) => {
+  checkFetchedEntries: (
+    bytes: Uint8Array,
+    offset: number,
+  ) => {
     completeBytes: number;
     firstOffset: number;
     nextFetchOffset: number;
@@ -120,7 +123,8 @@ async function measure(checkout: string, recordBytes: number, mode: Mode): Promi
       let answers = 0;
       const stub = {
         fetch: async (_topic: string, _partition: number, offset: number) => {
-          if (performance.now() >= end) return { recordCount: 0, nextOffset: offset, records: new Uint8Array(0), batchBounds: [] };
+          if (performance.now() >= end)
+            return { recordCount: 0, nextOffset: offset, records: new Uint8Array(0), batchBounds: [] };
           answers++;
           const bytes = answer.bytes.slice();
           // Offsets of every answer start at 0: ask for 0, then hand the records out as the next ones.
@@ -194,7 +198,12 @@ if (child !== "") {
 
 function runChild(checkout: string, recordBytes: number, mode: Mode): number {
   const result = Bun.spawnSync(
-    [process.execPath, import.meta.path, `--child=${checkout},${recordBytes},${mode}`, `--seconds=${seconds}`],
+    [
+      process.execPath,
+      import.meta.path,
+      `--child=${checkout},${recordBytes},${mode}`,
+      `--seconds=${seconds}`,
+    ],
     { stdout: "pipe", stderr: "inherit" },
   );
   if (!result.success) throw new Error(`child run for ${checkout} failed (exit ${result.exitCode})`);
@@ -226,7 +235,9 @@ console.log(
     (baseline === "" ? "" : `; A = ${baseline}, B = this checkout, alternating`) +
     "\n",
 );
-console.log("| record B | mode | A CPU ns/record median (range) | B CPU ns/record median (range) | B/A | B / check |");
+console.log(
+  "| record B | mode | A CPU ns/record median (range) | B CPU ns/record median (range) | B/A | B / check |",
+);
 console.log("|---|---|---|---|---|---|");
 for (const recordBytes of sizes) {
   const results = new Map<Mode, { a: number[]; b: number[] }>();
