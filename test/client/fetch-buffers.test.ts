@@ -15,7 +15,7 @@ import { tempDir } from "../helpers/temp-dir.ts";
 setDefaultTimeout(30_000);
 
 /** Record i's value: `bytes` bytes that differ from every other record's (its index, then a pattern). */
-function valueOf(i: number, bytes: number): Uint8Array {
+function recordValueOf(i: number, bytes: number): Uint8Array {
   const value = new Uint8Array(bytes);
   new DataView(value.buffer).setUint32(0, i);
   for (let b = 4; b < bytes; b++) value[b] = (i * 7 + b) & 0xff;
@@ -34,7 +34,8 @@ describe("fetched records keep their bytes", () => {
       await client.createTopic("held", { durability: "append" });
       // Small batches, so that a fetch of 64 KiB ends between entries and fetches are many.
       const producer = new Producer(client, { batchBytes: 16 * 1024 });
-      for (let i = 0; i < RECORDS; i++) producer.write("held", valueOf(i, VALUE_BYTES), { partition: 0 });
+      for (let i = 0; i < RECORDS; i++)
+        producer.write("held", recordValueOf(i, VALUE_BYTES), { partition: 0 });
       await producer.close();
 
       // One at a time through the consumer: every record kept, none read before the end.
@@ -44,7 +45,7 @@ describe("fetched records keep their bytes", () => {
       expect(held.length).toBe(RECORDS);
       held.forEach((record, i) => {
         expect(record.offset).toBe(i);
-        expect(record.value).toEqual(valueOf(i, VALUE_BYTES));
+        expect(record.value).toEqual(recordValueOf(i, VALUE_BYTES));
       });
 
       // Pipelined: 24 fetches in flight at once, so that answers follow each other in the same
@@ -57,7 +58,7 @@ describe("fetched records keep their bytes", () => {
         const values = fetchedValues(result, offsets[k]!);
         expect(values.length).toBeGreaterThan(0);
         values.forEach((value, j) => {
-          expect(value).toEqual(valueOf(offsets[k]! + j, VALUE_BYTES));
+          expect(value).toEqual(recordValueOf(offsets[k]! + j, VALUE_BYTES));
         });
       });
     } finally {

@@ -20,9 +20,7 @@ function bytes(length: number, seed: number): Uint8Array {
   return Uint8Array.from({ length }, (_, i) => (i * 13 + seed) & 0xff);
 }
 
-function readAll(
-  batch: Uint8Array,
-): {
+function readAll(batch: Uint8Array): {
   offset: number;
   timestamp: number;
   key: Uint8Array | null;
@@ -111,6 +109,8 @@ describe("RecordBatchReader reads back every record shape exactly", () => {
       expect(read[i]!.value).toEqual(records[i]!.value);
       expect(read[i]!.timestamp).toBe(records[i]!.timestamp);
     }
-    read.forEach((got, i) => expect(got.value).toEqual(records[i]!.value));
+    read.forEach((got, i) => {
+      expect(got.value).toEqual(records[i]!.value);
+    });
   });
 });
