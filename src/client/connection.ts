@@ -110,7 +110,7 @@ interface InFlight {
    * broker's message, which names it).
    */
   offset: number;
-  /** `decode` keeps views into its frame: a successful answer's buffer is given to it (see send). */
+  /** `decode` keeps views into its frame: it reads bytes never written again (see send). */
   keepsFrame: boolean;
 }
 
@@ -266,9 +266,10 @@ export class BrokerConnection {
    * `decode` reads the success payload (a view into the receive buffer: copy what it keeps).
    * Resolves with the decoded response or rejects with a typed error (BrokerError,
    * OffsetOutOfRangeError, ConnectionError, TimeoutError, or what `decode` threw). `offset` is the
-   * offset a FETCH asks for, for its OffsetOutOfRangeError. With `keepsFrame`, a successful
-   * answer's receive buffer is handed over before `decode` runs (InboundBuffer.detach) and never
-   * written again, so `decode` may keep views into it instead of copying (a FETCH's records).
+   * offset a FETCH asks for, for its OffsetOutOfRangeError. With `keepsFrame`, `decode` reads bytes
+   * that are never written again, so it may keep views into them instead of copying (a FETCH's
+   * records): a successful answer that fills at least half of the receive buffer takes the buffer
+   * (InboundBuffer.detach), a smaller one gets a copy of its own.
    */
   async send<T>(
     encode: (writer: ByteWriter, correlationId: number) => void,
@@ -423,12 +424,18 @@ export class BrokerConnection {
     let detached = false;
     try {
       if (header.errorCode !== 0) entry.reject(errorFromResponse(header.errorCode, reader, entry.offset));
-      else {
-        if (entry.keepsFrame) {
-          this.inbound.detach(end);
-          detached = true;
-        }
+      else if (!entry.keepsFrame) entry.resolve(entry.decode(reader));
+      else if ((end - start) * 2 >= this.inbound.capacity) {
+        // The frame fills at least half of the buffer: the buffer goes with it, and whoever holds
+        // the records holds at most twice their bytes.
+        this.inbound.detach(end);
+        detached = true;
         entry.resolve(entry.decode(reader));
+      } else {
+        // A small answer in a larger buffer: a copy of its own, so that records kept from many
+        // small fetches do not each hold a 64 KiB (or larger) buffer.
+        const own = bytes.slice(start, end);
+        entry.resolve(entry.decode(new ByteReader(own, RESPONSE_HEADER_BYTES, own.length)));
       }
     } catch (error) {
       entry.reject(error);

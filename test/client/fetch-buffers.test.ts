@@ -65,4 +65,31 @@ describe("fetched records keep their bytes", () => {
       client.close();
     }
   });
+
+  test("records hold at most about twice their fetch's bytes: a small answer is copied, a large one keeps its buffer", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    try {
+      await client.createTopic("sizes", { durability: "append" });
+      const producer = new Producer(client, { batchBytes: 16 * 1024 });
+      producer.write("sizes", recordValueOf(0, 10), { partition: 0 });
+      await producer.flush();
+      for (let i = 1; i < 200; i++) producer.write("sizes", recordValueOf(i, VALUE_BYTES), { partition: 0 });
+      await producer.close();
+      // One 10-byte record: its answer is small against the 64 KiB receive buffer.
+      const small = await client.fetch("sizes", 0, 0, { maxBytes: 100 });
+      expect(fetchedValues(small, 0)[0]).toEqual(recordValueOf(0, 10));
+      expect(small.records.buffer.byteLength).toBeLessThan(2048);
+      // A 64 KiB answer: the buffer it arrived in, at most twice its size.
+      const large = await client.fetch("sizes", 0, 1, { maxBytes: 64 * 1024 });
+      expect(large.records.length).toBeGreaterThan(32 * 1024);
+      expect(large.records.buffer.byteLength).toBeLessThanOrEqual(2 * (64 * 1024 + 1024));
+      fetchedValues(large, 1).forEach((value, j) => {
+        expect(value).toEqual(recordValueOf(1 + j, VALUE_BYTES));
+      });
+    } finally {
+      client.close();
+    }
+  });
 });
