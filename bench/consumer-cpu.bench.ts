@@ -4,7 +4,7 @@
  * check that the raw load generator (bench/load/consume.ts) does on the same bytes. The
  * counterpart of bench/producer-cpu.bench.ts for issue 13's "≥ 70 % of the raw generator".
  *
- *   bun bench/consumer-cpu.bench.ts [--baseline=<checkout>] [--seconds=1] [--rounds=5] [--record-bytes=100,1024]
+ *   bun bench/consumer-cpu.bench.ts [--baseline=<checkout>] [--slices=15] [--slice-ms=150] [--record-bytes=100,1024]
  *
  * The answers are built as the broker stores and sends them: framed entries of RecordBatch v2, 1,000
  * records per batch (bench/load/produce.ts's batches: null keys, random values, no headers), 1 MiB
@@ -17,8 +17,13 @@
  *   records  for await (record of consumer)
  * `iterate` and `records` run a real Consumer over a stub client whose fetch() checks and returns
  * the next answer (as BooblikClient.fetch does, without the socket). Every mode reads every
- * record's value length. CPU time of the process (user + system, GC threads included) per record,
- * each run a fresh process, A (baseline) and B (this checkout) alternating; median (range).
+ * record's value length. CPU time of the process (user + system, GC threads included) per record
+ * over each slice. Both checkouts' modules are loaded into this one process and measured in short
+ * slices, A (baseline) and B (this checkout) alternating, after a warm-up of each: on this shared
+ * machine seven fresh processes of the same code ranged from 116.5 to 222.2 ns per record
+ * (bench/producer-cpu.bench.ts, 2026-12-01, load average 3.2), and a first version of this bench
+ * that ran each measurement in a fresh process could not separate the two checkouts; slices a
+ * fraction of a second apart share the machine's state. Median (range) over the slices.
  */
 import path from "node:path";
 import { parseBenchArgs } from "./lib/args.ts";
@@ -26,10 +31,11 @@ import { describeMachine } from "./lib/environment.ts";
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/consumer-cpu.bench.ts [--baseline=<checkout>] [--seconds=1] [--rounds=5] [--record-bytes=100,1024] (--child=<checkout>,<recordBytes>,<mode> internal)",
-  options: { baseline: "", seconds: "1", rounds: "5", "record-bytes": "100,1024", child: "" },
+    "bun bench/consumer-cpu.bench.ts [--baseline=<checkout>] [--slices=15] [--slice-ms=150] [--record-bytes=100,1024]",
+  options: { baseline: "", slices: "15", "slice-ms": "150", "record-bytes": "100,1024" },
 });
-const seconds = args.number("seconds");
+const slices = args.number("slices");
+const sliceMs = args.number("slice-ms");
 const MODES = ["check", "views", "objects", "iterate", "records"] as const;
 type Mode = (typeof MODES)[number];
 const ANSWER_BYTES = 1024 * 1024;
@@ -109,12 +115,12 @@ function buildAnswer(m: Modules, recordBytes: number): { bytes: Uint8Array; reco
   return { bytes, records: batches * BATCH_RECORDS };
 }
 
-/** CPU ns per record of `mode` for `checkout`'s client, over `milliseconds` of answers. */
-async function measure(checkout: string, recordBytes: number, mode: Mode): Promise<number> {
-  const m = await load(checkout);
+let valueBytes = 0;
+
+/** A run of `mode` with `m`'s client: CPU ns per record over `milliseconds` of answers. */
+function makeRunner(m: Modules, recordBytes: number, mode: Mode): (milliseconds: number) => Promise<number> {
   const answer = buildAnswer(m, recordBytes);
-  let valueBytes = 0;
-  const run = async (milliseconds: number): Promise<number> => {
+  return async (milliseconds: number): Promise<number> => {
     let records = 0;
     const cpuBefore = process.cpuUsage();
     const end = performance.now() + milliseconds;
@@ -183,31 +189,6 @@ async function measure(checkout: string, recordBytes: number, mode: Mode): Promi
     const cpu = process.cpuUsage(cpuBefore);
     return ((cpu.user + cpu.system) * 1e3) / records;
   };
-  await run(seconds * 250); // warm-up: a quarter of the run
-  const nsPerRecord = await run(seconds * 1000);
-  if (valueBytes === 0 && mode !== "check") throw new Error("no value read");
-  return nsPerRecord;
-}
-
-const child = args.text("child");
-if (child !== "") {
-  const [checkout, recordBytes, mode] = child.split(",");
-  console.log(JSON.stringify({ nsPerRecord: await measure(checkout!, Number(recordBytes), mode as Mode) }));
-  process.exit(0);
-}
-
-function runChild(checkout: string, recordBytes: number, mode: Mode): number {
-  const result = Bun.spawnSync(
-    [
-      process.execPath,
-      import.meta.path,
-      `--child=${checkout},${recordBytes},${mode}`,
-      `--seconds=${seconds}`,
-    ],
-    { stdout: "pipe", stderr: "inherit" },
-  );
-  if (!result.success) throw new Error(`child run for ${checkout} failed (exit ${result.exitCode})`);
-  return (JSON.parse(result.stdout.toString()) as { nsPerRecord: number }).nsPerRecord;
 }
 
 function median(values: number[]): number {
@@ -220,9 +201,10 @@ function summary(values: number[]): string {
   return `${median(values).toFixed(1)} (${Math.min(...values).toFixed(1)}-${Math.max(...values).toFixed(1)})`;
 }
 
-const rounds = args.number("rounds");
 const baseline = args.text("baseline");
 const here = path.resolve(import.meta.dir, "..");
+const modulesB = await load(here);
+const modulesA = baseline === "" ? undefined : await load(path.resolve(baseline));
 const sizes = args
   .text("record-bytes")
   .split(",")
@@ -230,9 +212,9 @@ const sizes = args
 console.log(describeMachine("none (CPU only)"));
 console.log(
   `Consumer modes against answers in memory: framed entries of ${BATCH_RECORDS}-record batches (null keys, no headers), ` +
-    `${ANSWER_BYTES / 1024} KiB per answer, a fresh copy each; CPU time per record, ${seconds} s per run after a warm-up, ` +
-    `${rounds} rounds, each run a fresh process` +
-    (baseline === "" ? "" : `; A = ${baseline}, B = this checkout, alternating`) +
+    `${ANSWER_BYTES / 1024} KiB per answer, a fresh copy each; CPU time per record, ${slices} slices of ${sliceMs} ms ` +
+    "each after a warm-up of 500 ms, in this one process" +
+    (baseline === "" ? "" : `; A = ${baseline}, B = this checkout, alternating slice by slice`) +
     "\n",
 );
 console.log(
@@ -241,16 +223,23 @@ console.log(
 console.log("|---|---|---|---|---|---|");
 for (const recordBytes of sizes) {
   const results = new Map<Mode, { a: number[]; b: number[] }>();
-  for (const mode of MODES) results.set(mode, { a: [], b: [] });
-  for (let round = 0; round < rounds; round++) {
-    for (const mode of MODES) {
-      const order = round % 2 === 0 ? ["A", "B"] : ["B", "A"];
-      for (const which of order) {
-        if (which === "A" && baseline !== "")
-          results.get(mode)!.a.push(runChild(path.resolve(baseline), recordBytes, mode));
-        if (which === "B") results.get(mode)!.b.push(runChild(here, recordBytes, mode));
+  for (const mode of MODES) {
+    const a: number[] = [];
+    const b: number[] = [];
+    const runA = modulesA === undefined ? undefined : makeRunner(modulesA, recordBytes, mode);
+    const runB = makeRunner(modulesB, recordBytes, mode);
+    await runA?.(500);
+    await runB(500);
+    for (let slice = 0; slice < slices; slice++) {
+      if (slice % 2 === 0) {
+        if (runA !== undefined) a.push(await runA(sliceMs));
+        b.push(await runB(sliceMs));
+      } else {
+        b.push(await runB(sliceMs));
+        if (runA !== undefined) a.push(await runA(sliceMs));
       }
     }
+    results.set(mode, { a, b });
   }
   const check = median(results.get("check")!.b);
   for (const mode of MODES) {
@@ -261,3 +250,4 @@ for (const recordBytes of sizes) {
     );
   }
 }
+if (valueBytes === 0) throw new Error("no value read");
