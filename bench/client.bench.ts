@@ -8,7 +8,8 @@
  *
  * With `--baseline` (a checkout of an earlier commit whose bench/load/client-*.ts are this
  * checkout's, copied there so that they import that checkout's client) the per-record modes also
- * run that checkout's client, marked "(baseline)", in the same rotation.
+ * run that checkout's client, marked "(baseline)", in the same rotation (every consume mode; the
+ * produce modes write() and accept()).
  * Each round runs the raw generator and every client mode once, in an order that rotates from round
  * to round, so that each client run has a raw run next to it on the same machine; the ratio is taken
  * per round (client / that round's raw) and printed as median (range) over the rounds, with the
@@ -69,11 +70,14 @@ const PRODUCE_MODES: Record<string, string> = {
 };
 const CONSUME_MODES: Record<string, string> = {
   records: "consume, for await (record of consumer)",
-  ...(baseline === "" ? {} : { "records-baseline": "consume, for await (record of consumer) (baseline)" }),
   iterate: "consume, for await (batch of batches()) + for (record of batch)",
   objects: "consume, batches() + forEachConsumedRecord",
   batches: "consume, batches() + forEachFetchedRecord (views)",
 };
+// Every consume mode runs the baseline's client too (the decode and the fetch path changed in
+// issue 13, not only the per-record iterator).
+for (const [mode, side] of Object.entries(CONSUME_MODES))
+  if (baseline !== "") CONSUME_MODES[`${mode}-baseline`] = `${side} (baseline)`;
 
 interface Runs {
   rates: number[];

@@ -194,9 +194,10 @@ export class BooblikClient {
     decode: (reader: ByteReader) => T,
     timeoutMs?: number,
     offset?: number,
+    keepsFrame = false,
   ): Promise<T> {
     return this.withRetries(repeatable, (connection) =>
-      connection.send(encode, decode, timeoutMs, undefined, offset),
+      connection.send(encode, decode, timeoutMs, undefined, offset, keepsFrame),
     );
   }
 
@@ -362,13 +363,14 @@ export class BooblikClient {
     const response = await this.request(
       true,
       (writer, id) => encodeFetchRequest(writer, id, { topic, partition, offset, maxBytes, maxWaitMs }),
-      (reader) => {
-        const decoded = decodeFetchResponse(reader);
-        // The records are a view into the connection's receive buffer: copy them out now.
-        return { ...decoded, records: decoded.records.slice() };
-      },
+      // The records stay a view into the answer's receive buffer, which the connection hands over
+      // (keepsFrame) and never reuses: copying them out of a reused buffer instead cost 1 MiB of
+      // memcpy into fresh memory per fetch (`slice` was 16-23 % of a consumer's CPU profile,
+      // bench/load/client-consume.ts, 100 B records; docs/benchmarks.md, issue 13).
+      decodeFetchResponse,
       (this.options.requestTimeoutMs ?? 30_000) + maxWaitMs,
       offset,
+      true,
     );
     const checked = checkFetchedEntries(response.records, offset);
     return {

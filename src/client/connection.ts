@@ -110,6 +110,8 @@ interface InFlight {
    * broker's message, which names it).
    */
   offset: number;
+  /** `decode` keeps views into its frame: it reads bytes never written again (see send). */
+  keepsFrame: boolean;
 }
 
 /**
@@ -264,7 +266,10 @@ export class BrokerConnection {
    * `decode` reads the success payload (a view into the receive buffer: copy what it keeps).
    * Resolves with the decoded response or rejects with a typed error (BrokerError,
    * OffsetOutOfRangeError, ConnectionError, TimeoutError, or what `decode` threw). `offset` is the
-   * offset a FETCH asks for, for its OffsetOutOfRangeError.
+   * offset a FETCH asks for, for its OffsetOutOfRangeError. With `keepsFrame`, `decode` reads bytes
+   * that are never written again, so it may keep views into them instead of copying (a FETCH's
+   * records): a successful answer that fills at least half of the receive buffer takes the buffer
+   * (InboundBuffer.detach), a smaller one gets a copy of its own.
    */
   async send<T>(
     encode: (writer: ByteWriter, correlationId: number) => void,
@@ -272,6 +277,7 @@ export class BrokerConnection {
     timeoutMs?: number,
     body?: Uint8Array,
     offset = -1,
+    keepsFrame = false,
   ): Promise<T> {
     while (this.inFlight.length >= this.maxInFlight && this.closedWith === undefined) {
       await new Promise<void>((resolve) => this.waitingForRoom.push(resolve));
@@ -301,6 +307,7 @@ export class BrokerConnection {
         reject,
         timer: undefined,
         offset,
+        keepsFrame,
       };
       const limit = timeoutMs ?? this.requestTimeoutMs;
       entry.timer = setTimeout(() => {
@@ -350,7 +357,7 @@ export class BrokerConnection {
     const inbound = this.inbound;
     inbound.append(chunk);
     let at = inbound.start;
-    const end = inbound.end;
+    let end = inbound.end;
     while (this.closedWith === undefined) {
       const size = peekFrameSize(inbound.bytes, at, end);
       if (size < 0) break;
@@ -365,14 +372,26 @@ export class BrokerConnection {
         return;
       }
       const frameEnd = at + SIZE_BYTES + size;
-      if (frameEnd > end) break;
-      this.onFrame(inbound.bytes, at, frameEnd);
+      if (frameEnd > end) {
+        // Room for the rest now, in one step (the size was checked above), so that the frame is
+        // not moved again by every chunk that grows the buffer.
+        inbound.reserveFrame(at, SIZE_BYTES + size);
+        at = inbound.start;
+        break;
+      }
+      if (this.onFrame(inbound.bytes, at, frameEnd)) {
+        // The buffer went to the decoder; what followed the frame is at the start of a new one.
+        at = inbound.start;
+        end = inbound.end;
+        continue;
+      }
       at = frameEnd;
     }
     inbound.consumeTo(at);
   }
 
-  private onFrame(bytes: Uint8Array, start: number, end: number): void {
+  /** Settles the request `bytes[start, end)` answers; true when its decoder took the buffer. */
+  private onFrame(bytes: Uint8Array, start: number, end: number): boolean {
     const header = readResponseHeader(bytes, start, this.header);
     const reader = new ByteReader(bytes, start + RESPONSE_HEADER_BYTES, end);
     if (header.correlationId === 0 && header.errorCode !== 0) {
@@ -388,7 +407,7 @@ export class BrokerConnection {
       if (error.code === "CLOSED")
         error = new ConnectionError(`broker refused the connection: ${error.message}`);
       this.fail(error);
-      return;
+      return false;
     }
     const entry = this.inFlight[0];
     if (entry === undefined || entry.correlationId !== header.correlationId) {
@@ -397,14 +416,27 @@ export class BrokerConnection {
           `response for correlation id ${header.correlationId} does not match the oldest request (${entry?.correlationId ?? "none"})`,
         ),
       );
-      return;
+      return false;
     }
     this.inFlight.shift();
     clearTimeout(entry.timer);
     this.waitingForRoom.shift()?.();
+    let detached = false;
     try {
       if (header.errorCode !== 0) entry.reject(errorFromResponse(header.errorCode, reader, entry.offset));
-      else entry.resolve(entry.decode(reader));
+      else if (!entry.keepsFrame) entry.resolve(entry.decode(reader));
+      else if ((end - start) * 2 >= this.inbound.capacity) {
+        // The frame fills at least half of the buffer: the buffer goes with it, and whoever holds
+        // the records holds at most twice their bytes.
+        this.inbound.detach(end);
+        detached = true;
+        entry.resolve(entry.decode(reader));
+      } else {
+        // A small answer in a larger buffer: a copy of its own, so that records kept from many
+        // small fetches do not each hold a 64 KiB (or larger) buffer.
+        const own = bytes.slice(start, end);
+        entry.resolve(entry.decode(new ByteReader(own, RESPONSE_HEADER_BYTES, own.length)));
+      }
     } catch (error) {
       entry.reject(error);
       // A frame that breaks the protocol: the broker and this client disagree, so nothing after it
@@ -413,6 +445,7 @@ export class BrokerConnection {
         this.fail(new ConnectionError(`undecodable response: ${error.message}`, error));
       }
     }
+    return detached;
   }
 
   /** Closes with `error`: every waiting request fails with it. Idempotent. */
