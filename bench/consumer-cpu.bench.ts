@@ -28,6 +28,7 @@
 import path from "node:path";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine } from "./lib/environment.ts";
+import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
@@ -191,14 +192,9 @@ function makeRunner(m: Modules, recordBytes: number, mode: Mode): (milliseconds:
   };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 function summary(values: number[]): string {
   if (values.length === 0) return "—";
-  return `${median(values).toFixed(1)} (${Math.min(...values).toFixed(1)}-${Math.max(...values).toFixed(1)})`;
+  return medianRange(values, 1);
 }
 
 const baseline = args.text("baseline");
