@@ -410,7 +410,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
     // against 156 on Kafka, counted with `segment dump` and Kafka's DumpLogSegments; with
     // linger.ms=1000, 38 against 37), and a consumer fetching 1 MiB at a time then needs a
     // different number of fetches for the same records. ProducerPerformance's batches (batch.size
-    // 131072) came out alike on both without this (289 against 282), so ConsumerPerformance reads
+    // 131072) came out alike on both without this (the same 32 MiB under `force`: 289 against 282), so ConsumerPerformance reads
     // the topic of its measured run.
     await runTool(
       kcatProduce(clients, bootstrap, topics.kcatRead, kcatInput(size, count), ["linger.ms=1000"]),
