@@ -21,7 +21,7 @@ import {
   ResourcePatternTypes,
 } from "kafkajs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
-import { startBroker } from "../../test/helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../../test/helpers/broker-process.ts";
 import { tempDir } from "../../test/helpers/temp-dir.ts";
 
 const runs = Number(process.argv[2] ?? 100);
@@ -41,8 +41,7 @@ await using broker = await startBroker(dir.file("data"), [
   "--kafka-port",
   "0",
 ]);
-const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+const port = await kafkaPortOf(broker);
 const admin = new Kafka({
   brokers: [`127.0.0.1:${port}`],
   logLevel: logLevel.NOTHING,

@@ -73,6 +73,17 @@ function childEnvironment(changes: Record<string, string | undefined>): Record<s
   return env as Record<string, string>;
 }
 
+/**
+ * The Kafka listener's port, read from the broker's "Kafka protocol on 127.0.0.1:N" line (waited
+ * for, not slept for): for a broker started with `--kafka-port 0`.
+ */
+export async function kafkaPortOf(broker: BrokerProcess): Promise<number> {
+  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
+  const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+  if (!Number.isInteger(port) || port === 0) throw new Error(`no Kafka port in: ${line}`);
+  return port;
+}
+
 /** Runs the broker expecting it to refuse to start; returns its exit code and stderr. */
 export async function runBrokerExpectingFailure(
   args: string[],

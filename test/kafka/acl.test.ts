@@ -23,7 +23,7 @@ import {
 } from "kafkajs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -39,11 +39,6 @@ function usersFile(file: string): string {
   for (const [name, password] of Object.entries(PASSWORDS)) setUser(users, name, password);
   writeUsersFile(file, users);
   return file;
-}
-
-async function kafkaPortOf(broker: BrokerProcess): Promise<number> {
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  return Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
 }
 
 async function kcat(port: number, user: keyof typeof PASSWORDS, args: string[], input?: string) {

@@ -8,7 +8,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { kafkaJavaUnavailable, kafkaTool } from "../helpers/kafka-java.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -50,8 +50,7 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("ACLs from the Java tools", 
       "--kafka-port",
       "0",
     ]);
-    const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
-    const bootstrap = `127.0.0.1:${/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]}`;
+    const bootstrap = `127.0.0.1:${await kafkaPortOf(broker)}`;
 
     // alice may not create a topic yet.
     const refused = await kafkaTool("TopicCommand", alice, bootstrap, ["--create", "--topic", "orders-eu"]);
