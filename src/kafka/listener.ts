@@ -130,7 +130,10 @@ class KafkaConnection {
   private readonly listener: KafkaListener;
   /** Inbound bytes live in [start, end) of `buffer`. */
   private buffer = new Uint8Array(INBOUND_INITIAL_BYTES);
-  /** The buffer the request being answered is a view of (undefined while none is). */
+  /**
+   * The buffer the request being answered is a view of; undefined exactly while no request is being
+   * answered (its response not yet handed to the socket whole), so it is also the "busy" flag.
+   */
   private answeredBuffer: Uint8Array<ArrayBuffer> | undefined;
   /** A buffer no view refers to, kept for the next move (see the header). */
   private spare: Uint8Array<ArrayBuffer> | undefined;
@@ -139,8 +142,6 @@ class KafkaConnection {
   /** Bytes reserved in the inbound budget (beyond INBOUND_FREE_BYTES). */
   private reservedBytes = 0;
   private waitingForBudget = false;
-  /** A request is being answered (its response not yet handed to the socket whole). */
-  private busy = false;
   /** The unsent rest of the response being written. */
   private pendingOutput: Uint8Array | undefined;
   /** Gives the pending output's buffer back to its pool once it is written whole (see write). */
@@ -166,11 +167,11 @@ class KafkaConnection {
 
   /** Nothing is being answered, sent or received. */
   get idle(): boolean {
-    return !this.busy && this.pendingOutput === undefined && this.end === this.start;
+    return this.answeredBuffer === undefined && this.pendingOutput === undefined && this.end === this.start;
   }
 
   get answering(): boolean {
-    return this.busy || this.pendingOutput !== undefined;
+    return this.answeredBuffer !== undefined || this.pendingOutput !== undefined;
   }
 
   onData(chunk: Uint8Array): void {
@@ -308,7 +309,7 @@ class KafkaConnection {
 
   /** Starts the next whole request unless one is being answered. */
   private next(): void {
-    if (this.busy || this.pendingOutput !== undefined || this.closingReason !== undefined) return;
+    if (this.answering || this.closingReason !== undefined) return;
     const size = this.headSize();
     if (size < 0 || this.end - this.start < size + 4) {
       if (this.end === this.start) {
@@ -320,7 +321,6 @@ class KafkaConnection {
     }
     const frame = this.buffer.subarray(this.start + 4, this.start + 4 + size);
     this.start += size + 4;
-    this.busy = true;
     this.answeredBuffer = this.buffer;
     this.listener.counters.requests++;
     answerOf(this, this.listener, frame).then(
@@ -356,7 +356,6 @@ class KafkaConnection {
 
   /** The request being answered was answered: its buffer holds no view any more. */
   private answered(): void {
-    this.busy = false;
     const released = this.answeredBuffer;
     this.answeredBuffer = undefined;
     if (
