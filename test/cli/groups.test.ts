@@ -9,7 +9,7 @@ import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -27,8 +27,7 @@ async function setUp(): Promise<{ broker: BrokerProcess; kafkaPort: number; clie
   cleanups.push(() => dir[Symbol.dispose]());
   const broker = await startBroker(dir.path, ["--kafka-port", "0"]);
   cleanups.push(() => broker.stop("SIGKILL"));
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+  const kafkaPort = await kafkaPortOf(broker);
   const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   cleanups.push(() => client.close());
   await client.createTopic("orders", { partitions: 2 });

@@ -10,7 +10,7 @@ import { Broker } from "../../src/broker/broker.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaHandler } from "../../src/kafka/handler.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { Expect } from "./bytes.ts";
 
@@ -396,11 +396,7 @@ describe("kafkajs 2.2.4 admin against a broker process", () => {
     const processDir = tempDir("kafka-admin-apis-process");
     const child = await startBroker(processDir.path, ["--kafka-port", "0"]);
     try {
-      const line = await child.lines.waitFor(
-        (l) => l.includes("Kafka protocol on"),
-        "the Kafka listener line",
-      );
-      const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+      const port = await kafkaPortOf(child);
       const client = new Kafka({
         brokers: [`127.0.0.1:${port}`],
         clientId: "test",

@@ -6,7 +6,7 @@
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { BooblikClient } from "../../src/client/client.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
@@ -23,8 +23,7 @@ test("kafkajs admin actions and a native group delete each leave an audit line n
   cleanups.push(async () => {
     await broker.stop();
   });
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+  const kafkaPort = await kafkaPortOf(broker);
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${kafkaPort}`],
     clientId: "audit",

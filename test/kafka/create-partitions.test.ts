@@ -5,7 +5,7 @@
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
@@ -24,8 +24,7 @@ test("kafkajs admin.createPartitions raises the count; refusals carry Kafka's co
   cleanups.push(async () => {
     await broker.stop();
   });
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+  const kafkaPort = await kafkaPortOf(broker);
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${kafkaPort}`],
     clientId: "test",

@@ -8,7 +8,7 @@
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { BooblikClient } from "../../src/client/client.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
@@ -25,8 +25,7 @@ test("kafkajs admin.deleteTopicRecords moves the low watermark; beyond the high 
   cleanups.push(async () => {
     await broker.stop();
   });
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+  const kafkaPort = await kafkaPortOf(broker);
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${kafkaPort}`],
     clientId: "test",

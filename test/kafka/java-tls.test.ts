@@ -10,7 +10,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { kafkaJavaUnavailable, kafkaTool } from "../helpers/kafka-java.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { makeCertificates } from "../helpers/tls-certs.ts";
@@ -106,8 +106,7 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("the Java client over TLS", 
       "--kafka-port",
       "0",
     ]);
-    const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
-    const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(kafkaLine)?.[1]);
+    const kafkaPort = await kafkaPortOf(broker);
     const listed = await kafkaTool("TopicCommand", dir.file("sasl.properties"), `localhost:${kafkaPort}`, [
       "--list",
     ]);

@@ -15,7 +15,7 @@ import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
 import { computeBatchCrc, decodeBatch, encodeBatch, type RecordInput } from "../../src/record/batch.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -575,8 +575,7 @@ async function brokerProcess(): Promise<{ broker: BrokerProcess; kafkaPort: numb
   cleanups.push(async () => {
     await broker.stop();
   });
-  const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  return { broker, kafkaPort: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]) };
+  return { broker, kafkaPort: await kafkaPortOf(broker) };
 }
 
 describe.skipIf(KCAT === null)("real clients against a broker process", () => {

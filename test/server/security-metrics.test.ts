@@ -9,7 +9,7 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -32,8 +32,7 @@ test("failed logins and admin-rate refusals are counted per listener and audited
     "1",
   ]);
   const metricsPort = Number(/metrics on 127\.0\.0\.1:(\d+)/.exec(broker.startLine)?.[1]);
-  const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
-  const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(kafkaLine)?.[1]);
+  const kafkaPort = await kafkaPortOf(broker);
   const scrape = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const before = await scrape();
   expect(metricValue(before, 'booblik_authentication_failures_total{listener="native"}')).toBe(0);

@@ -10,7 +10,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { BooblikClient } from "../../src/client/client.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { readValues } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -224,11 +224,7 @@ describe("TLS", () => {
       "0",
     ]);
     const metricsPort = Number(/metrics on 127\.0\.0\.1:(\d+)/.exec(broker.startLine)?.[1]);
-    const line = await broker.lines.waitFor(
-      (l) => l.includes("Kafka protocol on"),
-      "the Kafka listener line",
-    );
-    const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+    const kafkaPort = await kafkaPortOf(broker);
     const ssl = ["-X", "security.protocol=SSL", "-X", `ssl.ca.location=${certs.caFile}`];
     const kcat = async (args: string[], input?: string) => {
       const child = Bun.spawn(["kcat", "-b", `127.0.0.1:${kafkaPort}`, ...ssl, ...args], {
