@@ -423,7 +423,9 @@ function describeOpen(report: Broker["openReport"]): string {
           : "")
       : "";
   const dropped =
-    report.segmentsDropped > 0 ? `, ${report.segmentsDropped} segments dropped after a hole` : "";
+    report.segmentsDropped > 0
+      ? `, ${plural(report.segmentsDropped, "segment file")} left by a crash removed (empty, or a header that never reached the disk)`
+      : "";
   const readOnly =
     report.readOnlyPartitions > 0
       ? `; DISK FULL: ${plural(report.readOnlyPartitions, "partition")} read-only until space is freed (reads work)`

@@ -1182,7 +1182,7 @@ async function segment(parsed: Parsed): Promise<number> {
         out.push(
           `${path.basename(r.directory)}: kept ${r.segments} segments, offsets ${r.logStartOffset}..${r.nextOffset - 1}` +
             `${r.offsetsUnreadable > 0 ? ` (${r.offsetsUnreadable} of them unreadable, kept in place)` : ""}; ` +
-            `cut ${r.bytesCut} bytes${r.segmentsDropped > 0 ? `, removed ${r.segmentsDropped} empty segment files` : ""}` +
+            `cut ${r.bytesCut} bytes${r.segmentsDropped > 0 ? `, removed ${r.segmentsDropped} segment files left by a crash (empty, or a header that never reached the disk)` : ""}` +
             `${r.quarantineFilesRemoved > 0 ? `, removed ${r.quarantineFilesRemoved} quarantine files of deleted segments` : ""}`,
         );
         for (const range of r.damagedRanges) out.push(`  damaged, kept: ${range}`);

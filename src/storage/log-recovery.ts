@@ -43,8 +43,8 @@
  * after it, the first invalid entry ends the log (a torn write), and cut bytes that hold whole,
  * valid entries are first copied into `<segment>.log.quarantine-<position>` (`quarantined`).
  * (Since Segment.recover keeps the range of a segment that a later one follows, `scanEnd` no longer
- * answers "hole" for a scanned segment; the branch that deletes the later segments is kept only as
- * the behaviour for a state the code cannot reach, and no test reaches it.)
+ * answers "hole" for a scanned segment. Were it to, the partition is refused like an overlap: the
+ * branch that deleted the later segments is gone, so recovery deletes no segment that holds entries.)
  *
  * And, whatever the end, by where the valid prefix ends against the recovery point: before
  * `point.position` in `point`'s segment means entries that were forced (acknowledged under `force`)
@@ -80,8 +80,9 @@ export interface PartitionOpenReport {
    */
   durableBytesLost: number;
   /**
-   * Segments deleted because an earlier one ended in a hole, because their header was torn, or
-   * because they were the empty leftover of a failed roll (removeLeftoverSegments).
+   * Segment files removed as crash leftovers, none holding an acknowledged entry: a newest segment
+   * whose header never reached the disk (rule 2), and files of at most a header (pass 2:
+   * removeLeftoverSegments).
    */
   segmentsDropped: number;
   /** True when entries that the recovery point said were durable failed their check. */
@@ -281,14 +282,14 @@ export function recoverSegments(
           );
         }
         if (end === "hole") {
-          for (let later = i + 1; later < bases.length; later++) {
-            disk.unlinkFile(path.join(directory, segmentFileName(bases[later]!)));
-            report.segmentsDropped++;
-          }
-          const recovered = segments.pop()!;
-          recovered.close();
-          segments.push(Segment.openForAppend(filePath, config, recovered.sizeBytes).segment);
-          return;
+          // Cannot happen: Segment.openRecovered keeps a segment's range up to the next base offset,
+          // damage included (the table above). Were it to happen, refusing the partition keeps every
+          // file for `segment verify` and `segment repair`; deleting the later segments, as this
+          // branch once did, would throw away records that may have been acknowledged.
+          throw new BadSegmentFileError(
+            filePath,
+            `ends at offset ${opened.segment.nextOffset} but the next segment starts at ${nextBase}`,
+          );
         }
         continue;
       }

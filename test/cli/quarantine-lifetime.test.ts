@@ -10,8 +10,9 @@
  * - a quarantine file whose segment is already gone (left by a broker before this rule) is removed
  *   at the next start, which says so;
  * - so is one whose segment recovery itself removed: a newest segment that its cut left with only
- *   a header, removed as an empty leftover by `segment repair` (no checkpoint names it), and one
- *   whose segment was in the middle of the log;
+ *   a header, removed as an empty leftover by `segment repair` (no checkpoint names it), a newest
+ *   segment whose header is zeros (a torn creation, dropped by rule 2 of pass 3), and one whose
+ *   segment was in the middle of the log;
  * - a topic's deletion removes its partitions' quarantine files with the directory;
  * - retention (PartitionLog.applyRetention, both write paths) removes those of deleted segments only.
  */
@@ -229,7 +230,7 @@ test("a quarantine file whose segment recovery removed (the newest, or one in th
   const repaired = await runCli(["segment", "repair", dataDir]);
   expect(repaired.exitCode).toBe(0);
   expect(repaired.stdout).toContain(
-    ", removed 1 empty segment files, removed 1 quarantine files of deleted segments",
+    ", removed 1 segment files left by a crash (empty, or a header that never reached the disk), removed 1 quarantine files of deleted segments",
   );
   expect(fs.existsSync(newest)).toBe(false);
   expect(fs.existsSync(quarantine)).toBe(false);
@@ -260,6 +261,42 @@ test("a quarantine file whose segment recovery removed (the newest, or one in th
     expect(await broker.stop("SIGTERM")).toBe(0);
   }
   expect((await runCli(["segment", "verify", partitionDir])).stdout).not.toContain("quarantine");
+});
+
+test("a quarantine file whose newest segment recovery drops as a torn creation (rule 2 of pass 3) is removed with it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, quarantine } = await damagedNewestSegment(dataDir);
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(`cut and kept in ${quarantine}`);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  expect(fs.existsSync(quarantine)).toBe(true);
+  // The newest segment now holds its header and one entry. A header of zeros with no checkpoint
+  // to vouch for it is what a power cut right after a roll leaves (recovery.ts isTornCreation):
+  // the next start deletes the segment (log-recovery.ts, rule 2), and its quarantine file must go.
+  const segments = segmentsOf(partitionDir);
+  const newest = path.join(partitionDir, segments.at(-1)!);
+  expect(fs.statSync(newest).size).toBeGreaterThan(SEGMENT_HEADER_BYTES);
+  const bytes = fs.readFileSync(newest);
+  bytes.fill(0, 0, SEGMENT_HEADER_BYTES);
+  fs.writeFileSync(newest, bytes);
+  fs.rmSync(path.join(partitionDir, "checkpoint.json"));
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(
+      ", 1 segment file left by a crash removed (empty, or a header that never reached the disk)",
+    );
+    expect(broker.startLine).toContain(", 1 quarantine file of deleted segments removed");
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  expect(fs.existsSync(newest)).toBe(false);
+  expect(fs.existsSync(quarantine)).toBe(false);
+  expect(segmentsOf(partitionDir)).toEqual(segments.slice(0, -1));
+  const verify = await runCli(["segment", "verify", partitionDir]);
+  expect(verify.exitCode).toBe(0);
+  expect(verify.stdout).not.toContain("quarantine");
 });
 
 test("retention that deletes a segment removes its quarantine files, and only those (PartitionLog, both write paths)", () => {

@@ -392,7 +392,7 @@ async function showOverview(): Promise<void> {
             `${formatCount(r.segmentsScanned)} segments, ${formatBytes(r.bytesScanned)}`,
           ],
           ["rec-cut", "Torn bytes cut", formatCount(r.bytesCut)],
-          ["rec-dropped", "Segments dropped after a hole", formatCount(r.segmentsDropped)],
+          ["rec-dropped", "Crash leftovers removed (segment files)", formatCount(r.segmentsDropped)],
           ["rec-duration", "Took", formatMilliseconds(r.durationMs)],
         ]),
     h("h2", {}, "Live, last five minutes"),
