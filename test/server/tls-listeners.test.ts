@@ -9,6 +9,8 @@
  *   in the audit lines of both listeners; without a certificate kcat is refused;
  * - SIGHUP rereads the certificate: new connections get the new one on the native, Kafka and
  *   metrics ports while an open connection continues; a broken file is refused, the old one stays;
+ *   with --tls-ca, client certificates stay required after the reload and still name the user
+ *   (checked to fail when the reload drops the CA);
  * - kafkajs refuses a broker certificate of another CA and an expired one; kcat an expired one
  *   (test/server/tls.test.ts has kcat with another CA, and the native client with both).
  */
@@ -20,7 +22,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { kafkaPortOf, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { LineReader } from "../helpers/process.ts";
 import { readValues } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -630,6 +632,123 @@ describe("certificate reload on SIGHUP", () => {
     } finally {
       open.close();
     }
+  });
+});
+
+describe("certificate reload on SIGHUP with client certificates required", () => {
+  test("TLS only with --tls-ca: after the reload a client certificate is still required and still names the user, on the native and Kafka listeners", async () => {
+    using dir = tempDir();
+    const certs = makeCertificates(dir.path);
+    signedCertificate(dir.path, "renewed", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+    signedCertificate(dir.path, "bob", "/CN=bob");
+    const certFile = dir.file("live.pem");
+    const keyFile = dir.file("live.key");
+    fs.copyFileSync(certs.certFile, certFile);
+    fs.copyFileSync(certs.keyFile, keyFile);
+    await using broker = await startBroker(dir.file("data"), [
+      "--tls-cert",
+      certFile,
+      "--tls-key",
+      keyFile,
+      "--tls-ca",
+      certs.caFile,
+      "--tls-client-principal",
+      "cn",
+      "--kafka-port",
+      "0",
+    ]);
+    expect(broker.startLine).toContain(
+      "fetch copy (TLS, client certificates required; principal: the subject CN)",
+    );
+    const kafkaPort = await kafkaPortOf(broker);
+    const bob = {
+      ca: certs.ca,
+      cert: fs.readFileSync(dir.file("bob.pem"), "utf8"),
+      key: fs.readFileSync(dir.file("bob.key"), "utf8"),
+    };
+    const ssl = ["-X", "security.protocol=SSL", "-X", `ssl.ca.location=${certs.caFile}`];
+    const kcatWithCertificate = [
+      ...ssl,
+      "-X",
+      `ssl.certificate.location=${dir.file("bob.pem")}`,
+      "-X",
+      `ssl.key.location=${dir.file("bob.key")}`,
+    ];
+    let logins = 0;
+    const checkCertificatesRequired = async (topic: string) => {
+      const client = await BooblikClient.connect({
+        host: "127.0.0.1",
+        port: broker.port,
+        retries: 0,
+        tls: bob,
+      });
+      try {
+        await client.createTopic(topic, { partitions: 1 });
+      } finally {
+        client.close();
+      }
+      logins++;
+      await broker.lines.waitFor(
+        (l) => l.startsWith('booblik: audit: user "bob" from 127.0.0.1: created topic ') && l.includes(topic),
+        `the audit line of ${topic} naming bob`,
+      );
+      // Without a certificate: no request is answered.
+      let refused: unknown;
+      try {
+        const anonymous = await BooblikClient.connect({
+          host: "127.0.0.1",
+          port: broker.port,
+          retries: 0,
+          requestTimeoutMs: 5_000,
+          tls: { ca: certs.ca },
+        });
+        try {
+          await anonymous.metadata();
+        } finally {
+          anonymous.close();
+        }
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeDefined();
+      const kafkaWith = await kcat(["-b", `127.0.0.1:${kafkaPort}`, ...kcatWithCertificate, "-L"]);
+      expect(kafkaWith.exitCode).toBe(0);
+      expect(kafkaWith.stdout).toContain(`topic "${topic}"`);
+      const kafkaWithout = await kcat(["-b", `127.0.0.1:${kafkaPort}`, ...ssl, "-L", "-m", "3"]);
+      expect(kafkaWithout.exitCode).not.toBe(0);
+      expect(kafkaWithout.stderr).toMatch(/certificate required|SSL handshake failed|alert/i);
+    };
+    await checkCertificatesRequired("before-reload");
+    fs.copyFileSync(dir.file("renewed.pem"), certFile);
+    fs.copyFileSync(dir.file("renewed.key"), keyFile);
+    broker.process.kill("SIGHUP");
+    await broker.lines.waitFor(
+      (l) =>
+        l.includes("SIGHUP: reread the TLS certificate") &&
+        l.includes("listeners serve it to new connections"),
+      "the reload line",
+    );
+    const presented = await new Promise<string>((resolve, reject) => {
+      const socket = tls.connect(
+        {
+          host: "127.0.0.1",
+          port: broker.port,
+          ca: certs.ca,
+          servername: "localhost",
+          cert: bob.cert,
+          key: bob.key,
+        },
+        () => {
+          const fingerprint = socket.getPeerCertificate().fingerprint256;
+          socket.end();
+          resolve(fingerprint);
+        },
+      );
+      socket.on("error", reject);
+    });
+    expect(presented).toBe(fingerprintOf(dir.file("renewed.pem")));
+    await checkCertificatesRequired("after-reload");
+    expect(logins).toBe(2);
   });
 });
 
