@@ -152,6 +152,13 @@ export const SEALED_READ_DESCRIPTORS_AUTO_MAX = 4096;
 export const FETCH_BYTES_DEFAULT = 1024 * 1024;
 /** The broker caps one FETCH response's records at this, whatever the client asks for. */
 export const FETCH_RESPONSE_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * The native listener's copying FETCH (TLS connections, `--fetch-path copy`) reads into one reused
+ * buffer of the server's (server.ts answerFetch) up to this size; a larger read gets a buffer of
+ * its own, so one huge fetch does not pin its size in memory for good. Same bound and reason as
+ * KAFKA_FETCH_BUFFER_BYTES_MAX.
+ */
+export const COPY_FETCH_ARENA_BYTES_MAX = 8 * 1024 * 1024;
 
 // --- Connections and requests ----------------------------------------------------------------------
 

@@ -617,6 +617,36 @@ export class Connection implements BudgetWaiter {
   }
 
   /**
+   * Completes a slot with `header` followed by `body`, both valid only during the call (the
+   * server's shared encoder and its copying FETCH's read buffer). At the head of the queue both go
+   * straight into staging; otherwise they are copied into one response that waits for the slots
+   * before it. Either way no view of them is kept.
+   */
+  completeParts(slot: ResponseSlot, header: Uint8Array, body: Uint8Array): void {
+    if (this.isClosed || slot.done) return;
+    if (this.slots[0] !== slot) {
+      const response = new Uint8Array(header.length + body.length);
+      response.set(header);
+      response.set(body, header.length);
+      this.complete(slot, response);
+      return;
+    }
+    this.slots.shift();
+    slot.done = true;
+    slot.parked = undefined;
+    slot.expeditable = false;
+    if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
+    const staging = this.staging;
+    staging.ensure(header.length + body.length);
+    staging.bytes.set(header, staging.position);
+    staging.bytes.set(body, staging.position + header.length);
+    staging.position += header.length + body.length;
+    this.stagedSinceFlush = true;
+    this.settle(slot);
+    this.scheduleFlush();
+  }
+
+  /**
    * Ends the connection after every request already read was answered: `lastFrame` (an error frame
    * with correlation id 0) follows the last answer, then the write side is shut down. Input from
    * now on is discarded; the buffer and the budget it held are given back at once.

@@ -33,11 +33,12 @@ import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, type ListeningPort, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
-import type { AppendWaiter, Partition, VisibleWaiter } from "../broker/partition.ts";
+import type { AppendWaiter, Partition, ReadArena, VisibleWaiter } from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
   ADMIN_REQUESTS_PER_SECOND_DEFAULT,
+  COPY_FETCH_ARENA_BYTES_MAX,
   PRODUCE_WAITERS_KEPT,
   REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
@@ -321,6 +322,13 @@ export class BrokerServer implements ConnectionHost {
   private lastSweepMs = 0;
   private stopping = false;
   private readonly writer = new ByteWriter(64 * 1024);
+  /**
+   * Where a copying FETCH reads its records (TLS connections, `--fetch-path copy`): reused, because
+   * the records are copied into the connection's staging buffer (or a response of their own) before
+   * answerFetch returns. A fresh buffer per FETCH is zero-filled, page-faulted in and unmapped
+   * again: about 40 % of the broker's CPU on the Kafka listener's copy path (fetch-buffers.ts).
+   */
+  private readonly copyArena: ReadArena = { bytes: new Uint8Array(0), used: 0 };
   private readonly header: RequestHeader = { apiKey: 0, apiVersion: 0, correlationId: 0 };
   /** PRODUCE waiters not in use, and the acknowledgement filled for each response (no object per request). */
   private readonly freeProduceWaiters: ProduceWaiter[] = [];
@@ -1426,19 +1434,22 @@ export class BrokerServer implements ConnectionHost {
     }
     // Per connection: sendfile would bypass a TLS connection's encryption (auth/tls.ts).
     if (this.fetchPath === "copy" || connection.tls) {
-      const read = partition.read(offset, maxBytes, true);
+      const arena = this.copyArena;
+      if (arena.bytes.length < maxBytes && maxBytes <= COPY_FETCH_ARENA_BYTES_MAX)
+        arena.bytes = new Uint8Array(maxBytes);
+      arena.used = 0;
+      // In the arena when it fits (a first entry above maxBytes, or above the arena's bound, gets
+      // a buffer of its own); either way a view valid until the next copying FETCH.
+      const read = partition.read(offset, maxBytes, true, arena);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset,
         nextOffset: visible,
         recordsBytes: read.records.length,
       });
-      const response = new Uint8Array(this.writer.position + read.records.length);
-      response.set(this.writer.written());
-      response.set(read.records, this.writer.position);
       this.counters.fetchRecords += read.recordCount;
       this.counters.fetchBytes += read.records.length;
       this.counters.copiedFetchBytes += read.records.length;
-      connection.complete(slot, response);
+      connection.completeParts(slot, this.writer.written(), read.records);
       return;
     }
     const lease = partition.fetchLease(offset, maxBytes);

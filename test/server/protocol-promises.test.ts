@@ -541,6 +541,74 @@ describe("what the doc leaves no longer open", () => {
     });
   }
 
+  test("copying FETCHes share one read buffer: a FETCH answered behind a waiting one, and the waiting one after it, each carry their own records (--fetch-path copy)", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, ["--fetch-path", "copy"]);
+    const session = await Session.open(broker.port);
+    const producer = await Session.open(broker.port);
+    expect((await session.createTopic("w", { partitions: 2 })).errorCode).toBe(NONE);
+    const early = Array.from({ length: 50 }, (_, i) => `early-${i}-${"e".repeat(200)}`);
+    expect((await producer.produce("w", 1, batchOfValues(early))).errorCode).toBe(NONE);
+    // Partition 0 is empty: this FETCH waits at the head of the connection's answers...
+    const waiting = session.send((w, id) =>
+      encodeFetchRequest(w, id, {
+        topic: "w",
+        partition: 0,
+        offset: 0,
+        maxBytes: 1 << 20,
+        maxWaitMs: 30_000,
+      }),
+    );
+    await waitUntil(async () => (await waitingFetches(producer)) === 1, "the FETCH to wait");
+    // ...so this one is answered behind it (its records copied into a response of their own)...
+    const behind = session.send((w, id) =>
+      encodeFetchRequest(w, id, { topic: "w", partition: 1, offset: 0, maxBytes: 1 << 20, maxWaitMs: 0 }),
+    );
+    await waitUntil(
+      async () => (await brokerStats(producer)).fetchRecords === early.length,
+      "the FETCH behind it answered",
+    );
+    expect(await waitingFetches(producer)).toBe(1);
+    // ...and the waiting one is then answered with other records, read into the same buffer.
+    const late = Array.from({ length: 50 }, (_, i) => `late-${i}-${"l".repeat(300)}`);
+    expect((await producer.produce("w", 0, batchOfValues(late))).errorCode).toBe(NONE);
+    const first = decodeFetchResponse((await session.read(waiting)).reader);
+    const second = decodeFetchResponse((await session.read(behind)).reader);
+    expect(valuesOf(first.records).map(decode)).toEqual(late);
+    expect(valuesOf(second.records).map(decode)).toEqual(early);
+    // At the head (straight into the connection's output) the same holds, fetch after fetch.
+    for (let round = 0; round < 3; round++) {
+      const [a, b] = [
+        session.send((w, id) =>
+          encodeFetchRequest(w, id, {
+            topic: "w",
+            partition: round % 2,
+            offset: 0,
+            maxBytes: 1 << 20,
+            maxWaitMs: 0,
+          }),
+        ),
+        session.send((w, id) =>
+          encodeFetchRequest(w, id, {
+            topic: "w",
+            partition: (round + 1) % 2,
+            offset: 0,
+            maxBytes: 1 << 20,
+            maxWaitMs: 0,
+          }),
+        ),
+      ];
+      expect(valuesOf(decodeFetchResponse((await session.read(a)).reader).records).map(decode)).toEqual(
+        round % 2 === 0 ? late : early,
+      );
+      expect(valuesOf(decodeFetchResponse((await session.read(b)).reader).records).map(decode)).toEqual(
+        round % 2 === 0 ? early : late,
+      );
+    }
+    session.close();
+    producer.close();
+  });
+
   test("a FETCH response ends at the end of a segment, on either fetch path", async () => {
     using dir = tempDir();
     for (const fetchPath of ["sendfile", "copy"]) {
@@ -559,6 +627,12 @@ describe("what the doc leaves no longer open", () => {
     }
   });
 });
+
+/** The broker's counters, from STATS. */
+async function brokerStats(session: Session): Promise<Record<string, number>> {
+  const response = await session.call((w, id) => endFrame(w, beginRequest(w, API.STATS, id)));
+  return JSON.parse(decodeStatsResponse(response.reader)) as Record<string, number>;
+}
 
 /** The broker's count of waiting FETCHes, from STATS. */
 async function waitingFetches(session: Session): Promise<number> {
