@@ -9,8 +9,10 @@
  *                                       at that rate (not counted), and the disk's own fdatasync
  *                                       latency in the same run; with a baseline, its broker
  *                                       (src/main.ts) runs too, interleaved, under the same generator
- *   bun bench/network.bench.ts tls      [--gib=1] [--rounds=3]  consume: plain sendfile, plain copy
- *                                       and TLS (copy), interleaved per round; median and range
+ *   bun bench/network.bench.ts tls      [--gib=1] [--rounds=3] [--baseline=<checkout>]  consume:
+ *                                       plain sendfile, plain copy and TLS (copy), interleaved per
+ *                                       round; median and range; with a baseline, its broker's two
+ *                                       copying variants too
  *   bun bench/network.bench.ts all
  *
  * Every figure names the durability policy, record size, batch size and connection count. Broker
@@ -359,17 +361,24 @@ async function tlsSection(dataDir: string): Promise<void> {
   }
   admin.close();
   await broker.stop();
-  const variants = {
-    "plain, sendfile": { brokerArgs: ["--fetch-path", "sendfile"], loadArgs: [] as string[] },
-    "plain, copy": { brokerArgs: ["--fetch-path", "copy"], loadArgs: [] as string[] },
-    "TLS (copy)": {
-      brokerArgs: ["--tls-cert", certs.certFile, "--tls-key", certs.keyFile],
-      loadArgs: [certs.caFile],
-    },
+  const baseline = args.text("baseline");
+  const baselineMain = baseline === "" ? undefined : path.resolve(baseline, "src/main.ts");
+  const tlsArgs = ["--tls-cert", certs.certFile, "--tls-key", certs.keyFile];
+  const variants: Record<string, { brokerArgs: string[]; loadArgs: string[]; main?: string }> = {
+    "plain, sendfile": { brokerArgs: ["--fetch-path", "sendfile"], loadArgs: [] },
+    "plain, copy": { brokerArgs: ["--fetch-path", "copy"], loadArgs: [] },
+    "TLS (copy)": { brokerArgs: tlsArgs, loadArgs: [certs.caFile] },
+    ...(baselineMain === undefined
+      ? {}
+      : {
+          "baseline: plain, copy": { brokerArgs: ["--fetch-path", "copy"], loadArgs: [], main: baselineMain },
+          "baseline: TLS (copy)": { brokerArgs: tlsArgs, loadArgs: [certs.caFile], main: baselineMain },
+        }),
   };
-  type Variant = keyof typeof variants;
-  const results = new Map<Variant, { mbps: number[]; cpuPerGib: number[] }>();
-  const names = Object.keys(variants) as Variant[];
+  if (baselineMain !== undefined)
+    console.log(`\n"baseline" = ${path.resolve(baseline)}; the others: this checkout`);
+  const results = new Map<string, { mbps: number[]; cpuPerGib: number[] }>();
+  const names = Object.keys(variants);
   console.log(
     `\n## consume, TLS against plain (${records} records of ${recordBytes} B written under durability append in batches of 1000; ` +
       `1 connection, FETCH maxBytes 1 MiB, the client checks every CRC; ${rounds} rounds, variants interleaved in a rotating order)\n`,
@@ -377,8 +386,8 @@ async function tlsSection(dataDir: string): Promise<void> {
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < names.length; i++) {
       const name = names[(round + i) % names.length]!;
-      const variant = variants[name];
-      broker = await startBrokerProcess(directory, variant.brokerArgs);
+      const variant = variants[name]!;
+      broker = await startBrokerProcess(directory, variant.brokerArgs, variant.main);
       const load = [String(broker.port), "data", String(records), String(2 ** 20), ...variant.loadArgs];
       await runLoad(path.join(LOAD, "consume.ts"), load); // page-cache warm-up
       const before = brokerCpuSeconds(broker.pid);
