@@ -80,9 +80,9 @@ export interface PartitionOpenReport {
    */
   durableBytesLost: number;
   /**
-   * Segment files removed as crash leftovers, none holding an acknowledged entry: a newest segment
-   * whose header never reached the disk (rule 2), and files of at most a header (pass 2:
-   * removeLeftoverSegments).
+   * Segment files removed as crash leftovers, none holding an entry acknowledged under `force`: a
+   * newest segment whose header never reached the disk (rule 2), and files of at most a header
+   * (pass 2: removeLeftoverSegments).
    */
   segmentsDropped: number;
   /** True when entries that the recovery point said were durable failed their check. */

@@ -674,7 +674,6 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
       "-X",
       `ssl.key.location=${dir.file("bob.key")}`,
     ];
-    let logins = 0;
     const checkCertificatesRequired = async (topic: string) => {
       const client = await BooblikClient.connect({
         host: "127.0.0.1",
@@ -687,12 +686,11 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
       } finally {
         client.close();
       }
-      logins++;
       await broker.lines.waitFor(
         (l) => l.startsWith('booblik: audit: user "bob" from 127.0.0.1: created topic ') && l.includes(topic),
         `the audit line of ${topic} naming bob`,
       );
-      // Without a certificate: no request is answered.
+      // Without a certificate: the handshake is refused.
       let refused: unknown;
       try {
         const anonymous = await BooblikClient.connect({
@@ -710,7 +708,7 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
       } catch (error) {
         refused = error;
       }
-      expect(refused).toBeDefined();
+      expect(String(refused)).toContain("CERTIFICATE_REQUIRED");
       const kafkaWith = await kcat(["-b", `127.0.0.1:${kafkaPort}`, ...kcatWithCertificate, "-L"]);
       expect(kafkaWith.exitCode).toBe(0);
       expect(kafkaWith.stdout).toContain(`topic "${topic}"`);
@@ -748,7 +746,6 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
     });
     expect(presented).toBe(fingerprintOf(dir.file("renewed.pem")));
     await checkCertificatesRequired("after-reload");
-    expect(logins).toBe(2);
   });
 });
 
