@@ -599,21 +599,11 @@ export class Connection implements BudgetWaiter {
       this.complete(slot, bytes.slice(0, lengthBytes));
       return;
     }
-    this.slots.shift();
-    slot.done = true;
-    slot.parked = undefined;
-    slot.expeditable = false;
-    if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
-    const staging = this.staging;
-    staging.ensure(lengthBytes);
-    const target = staging.bytes;
-    const at = staging.position;
+    const at = this.beginStagedAnswer(slot, lengthBytes);
+    const target = this.staging.bytes;
     // A byte loop: an answer is a few dozen bytes, less than what a view for `set` costs.
     for (let i = 0; i < lengthBytes; i++) target[at + i] = bytes[i]!;
-    staging.position = at + lengthBytes;
-    this.stagedSinceFlush = true;
-    this.settle(slot);
-    this.scheduleFlush();
+    this.endStagedAnswer(slot, at + lengthBytes);
   }
 
   /**
@@ -631,16 +621,29 @@ export class Connection implements BudgetWaiter {
       this.complete(slot, response);
       return;
     }
+    const at = this.beginStagedAnswer(slot, header.length + body.length);
+    this.staging.bytes.set(header, at);
+    this.staging.bytes.set(body, at + header.length);
+    this.endStagedAnswer(slot, at + header.length + body.length);
+  }
+
+  /**
+   * The head slot is answered straight into staging (completeCopy, completeParts): marks it done
+   * and makes room for `lengthBytes` there; returns the position they go to.
+   */
+  private beginStagedAnswer(slot: ResponseSlot, lengthBytes: number): number {
     this.slots.shift();
     slot.done = true;
     slot.parked = undefined;
     slot.expeditable = false;
     if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
-    const staging = this.staging;
-    staging.ensure(header.length + body.length);
-    staging.bytes.set(header, staging.position);
-    staging.bytes.set(body, staging.position + header.length);
-    staging.position += header.length + body.length;
+    this.staging.ensure(lengthBytes);
+    return this.staging.position;
+  }
+
+  /** The staged answer of `slot` ends at `endPosition`; it leaves with the next flush. */
+  private endStagedAnswer(slot: ResponseSlot, endPosition: number): void {
+    this.staging.position = endPosition;
     this.stagedSinceFlush = true;
     this.settle(slot);
     this.scheduleFlush();

@@ -22,11 +22,16 @@ import { Kafka, logLevel } from "kafkajs";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { kafkaPortOf, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import {
+  type BrokerProcess,
+  kafkaPortOf,
+  runBrokerExpectingFailure,
+  startBroker,
+} from "../helpers/broker-process.ts";
 import { LineReader } from "../helpers/process.ts";
 import { readValues } from "../helpers/records.ts";
-import { tempDir } from "../helpers/temp-dir.ts";
-import { makeCertificates } from "../helpers/tls-certs.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { makeCertificates, type TestCertificates } from "../helpers/tls-certs.ts";
 
 setDefaultTimeout(60_000);
 
@@ -104,6 +109,40 @@ function fingerprintOf(file: string): string {
 }
 
 const portAfter = (line: string, pattern: RegExp) => Number(pattern.exec(line)?.[1]);
+
+/** Creates `topic` over a new native connection with these TLS options (a client certificate, say). */
+async function createTopicOverTls(
+  port: number,
+  tlsOptions: NonNullable<Parameters<typeof BooblikClient.connect>[0]["tls"]>,
+  topic: string,
+): Promise<void> {
+  const client = await BooblikClient.connect({ host: "127.0.0.1", port, retries: 0, tls: tlsOptions });
+  try {
+    await client.createTopic(topic, { partitions: 1 });
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * The files a reloading broker is started with: copies of the test certificate and key, and
+ * `renew(broker)`, which replaces them in place with a newly signed certificate (renewed.pem), sends
+ * the SIGHUP and returns the broker's reload line once it is printed.
+ */
+function reloadableCertificate(dir: TempDir, certs: TestCertificates) {
+  signedCertificate(dir.path, "renewed", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+  const certFile = dir.file("live.pem");
+  const keyFile = dir.file("live.key");
+  fs.copyFileSync(certs.certFile, certFile);
+  fs.copyFileSync(certs.keyFile, keyFile);
+  const renew = (broker: BrokerProcess): Promise<string> => {
+    fs.copyFileSync(dir.file("renewed.pem"), certFile);
+    fs.copyFileSync(dir.file("renewed.key"), keyFile);
+    broker.process.kill("SIGHUP");
+    return broker.lines.waitFor((l) => l.includes("SIGHUP: reread the TLS certificate"), "the reload line");
+  };
+  return { certFile, keyFile, renew };
+}
 
 describe("plain and TLS listeners side by side", () => {
   test("FETCH: sendfile on the plain port, copy on the TLS port; Kafka METADATA advertises the port asked; kcat stays on TLS", async () => {
@@ -478,17 +517,7 @@ describe("mutual TLS: the client certificate's subject is the principal", () => 
         "--kafka-port",
         "off",
       ]);
-      const client = await BooblikClient.connect({
-        host: "127.0.0.1",
-        port: broker.port,
-        retries: 0,
-        tls: bob,
-      });
-      try {
-        await client.createTopic("cn-topic", { partitions: 1 });
-      } finally {
-        client.close();
-      }
+      await createTopicOverTls(broker.port, bob, "cn-topic");
       await broker.lines.waitFor(
         (l) => l.startsWith('booblik: audit: user "bob" from 127.0.0.1: created topic "cn-topic"'),
         "the audit line with the CN",
@@ -546,12 +575,8 @@ describe("certificate reload on SIGHUP", () => {
   test("new connections get the new certificate on every TLS port, an open one continues; a broken file keeps the old", async () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
-    signedCertificate(dir.path, "renewed", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
     // The broker reads the files it was given: copies, replaced in place below.
-    const certFile = dir.file("live.pem");
-    const keyFile = dir.file("live.key");
-    fs.copyFileSync(certs.certFile, certFile);
-    fs.copyFileSync(certs.keyFile, keyFile);
+    const { certFile, keyFile, renew } = reloadableCertificate(dir, certs);
     await using broker = await startBroker(dir.file("data"), [
       "--tls-cert",
       certFile,
@@ -594,15 +619,7 @@ describe("certificate reload on SIGHUP", () => {
         (l) => l === `booblik: SIGHUP: the TLS certificate ${certFile} is unchanged`,
         "the unchanged line",
       );
-      fs.copyFileSync(dir.file("renewed.pem"), certFile);
-      fs.copyFileSync(dir.file("renewed.key"), keyFile);
-      broker.process.kill("SIGHUP");
-      await broker.lines.waitFor(
-        (l) =>
-          l.includes("SIGHUP: reread the TLS certificate") &&
-          l.includes("3 listeners serve it to new connections"),
-        "the reload line",
-      );
+      expect(await renew(broker)).toContain("3 listeners serve it to new connections");
       for (const port of [tlsPort, kafkaTlsPort, metricsPort]) {
         expect(await presentedFingerprint(port, certs.ca)).toBe(newFingerprint);
       }
@@ -639,12 +656,8 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
   test("TLS only with --tls-ca: after the reload a client certificate is still required and still names the user, on the native and Kafka listeners", async () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
-    signedCertificate(dir.path, "renewed", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
     signedCertificate(dir.path, "bob", "/CN=bob");
-    const certFile = dir.file("live.pem");
-    const keyFile = dir.file("live.key");
-    fs.copyFileSync(certs.certFile, certFile);
-    fs.copyFileSync(certs.keyFile, keyFile);
+    const { certFile, keyFile, renew } = reloadableCertificate(dir, certs);
     await using broker = await startBroker(dir.file("data"), [
       "--tls-cert",
       certFile,
@@ -675,17 +688,7 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
       `ssl.key.location=${dir.file("bob.key")}`,
     ];
     const checkCertificatesRequired = async (topic: string) => {
-      const client = await BooblikClient.connect({
-        host: "127.0.0.1",
-        port: broker.port,
-        retries: 0,
-        tls: bob,
-      });
-      try {
-        await client.createTopic(topic, { partitions: 1 });
-      } finally {
-        client.close();
-      }
+      await createTopicOverTls(broker.port, bob, topic);
       await broker.lines.waitFor(
         (l) => l.startsWith('booblik: audit: user "bob" from 127.0.0.1: created topic ') && l.includes(topic),
         `the audit line of ${topic} naming bob`,
@@ -717,15 +720,7 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
       expect(kafkaWithout.stderr).toMatch(/certificate required|SSL handshake failed|alert/i);
     };
     await checkCertificatesRequired("before-reload");
-    fs.copyFileSync(dir.file("renewed.pem"), certFile);
-    fs.copyFileSync(dir.file("renewed.key"), keyFile);
-    broker.process.kill("SIGHUP");
-    await broker.lines.waitFor(
-      (l) =>
-        l.includes("SIGHUP: reread the TLS certificate") &&
-        l.includes("listeners serve it to new connections"),
-      "the reload line",
-    );
+    expect(await renew(broker)).toContain("2 listeners serve it to new connections");
     const presented = await new Promise<string>((resolve, reject) => {
       const socket = tls.connect(
         {
