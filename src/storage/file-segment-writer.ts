@@ -14,7 +14,8 @@
  * published size but a later, shorter batch could leave a suffix of them in place, and recovery
  * could then read a never-acknowledged record behind the new one. So the file is cut back to the
  * published size before the error is reported, and the file counts as unforced until a force made
- * the cut durable (forcedBytes -1: nothing is claimed durable, so no force skips it).
+ * the cut durable (markUnforced: nothing is claimed durable, so no force skips it, and a force that
+ * was already in flight when the cut came claims nothing either).
  */
 import { isDiskFull } from "../domain/errors.ts";
 import { APPEND_STAGING_BYTES_KEPT_MAX } from "../domain/limits.ts";
@@ -65,7 +66,7 @@ export class FileSegmentWriter extends BaseSegmentWriter {
     // skips the fdatasync, and a roll seals a segment as forced when it looks so: mark the file
     // unforced, so the next force (of this segment, active or sealed) makes the cut durable. Found
     // by the fault simulation's sync bookkeeping (test/storage/simulation.test.ts, seed 947291605).
-    this.forcedBytes = -1;
+    this.markUnforced();
     return true;
   }
 

@@ -61,6 +61,8 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
   protected closed = false;
   private released = false;
   private forcesInFlight = 0;
+  /** Counts `markUnforced` calls, so that a force that was in flight across one claims nothing. */
+  private unforcedMarks = 0;
 
   constructor(path: string, sizeBytes: number, capacityBytes: number) {
     assert(sizeBytes <= capacityBytes, "a segment's size is within its capacity");
@@ -93,6 +95,7 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     // number could be reused by another open() before the pool runs the call, which would then sync
     // the wrong file and report our data durable. close() defers the release to the last force.
     this.forcesInFlight++;
+    const marks = this.unforcedMarks;
     try {
       await this.datasync();
     } catch (error) {
@@ -102,7 +105,20 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
       this.forcesInFlight--;
       if (this.closed && this.forcesInFlight === 0 && !this.released) this.releaseOnce();
     }
-    if (target > this.forcedBytes) this.forcedBytes = target;
+    // A cut while the fdatasync waited (markUnforced: a refused append's bytes cut back on a full
+    // disk) may have come after the sync, which then did not cover it: this force claims nothing,
+    // and the next one makes the cut durable. Claiming `target` here marked the file forced over an
+    // unsynced cut, and a roll then sealed it as forced (simulation seed 3397507931).
+    if (marks === this.unforcedMarks && target > this.forcedBytes) this.forcedBytes = target;
+  }
+
+  /**
+   * The file changed in a way no force has covered and `sizeBytes` does not show (a cut back to
+   * it): nothing is claimed durable until the next force, which therefore cannot be skipped.
+   */
+  protected markUnforced(): void {
+    this.forcedBytes = -1;
+    this.unforcedMarks++;
   }
 
   forceNow(): void {

@@ -76,6 +76,7 @@ const REGRESSION_SEEDS: number[] = [
   925210387, // the same leftover, kept appended past (f); the open now also removes such leftovers
   1005424734, // retention deleted segments above the visible end under `force`
   947291605, // the file path's cut after a full disk was never forced when the segment rolled (f)
+  3397507931, // the same cut, claimed forced by a force that was in flight across it (f)
 ];
 const OPERATIONS_PER_SEED = 80;
 const OPEN_ATTEMPTS_MAX = 4;
