@@ -125,7 +125,8 @@ async function createTopicOverTls(
 }
 
 /**
- * The files a reloading broker is started with: copies of the test certificate and key, and
+ * The files a reloading broker is started with: copies of the test certificate and key (`tlsArgs`
+ * names them to the broker), and
  * `renew(broker)`, which replaces them in place with a newly signed certificate (renewed.pem), sends
  * the SIGHUP and returns the broker's reload line once it is printed.
  */
@@ -141,7 +142,7 @@ function reloadableCertificate(dir: TempDir, certs: TestCertificates) {
     broker.process.kill("SIGHUP");
     return broker.lines.waitFor((l) => l.includes("SIGHUP: reread the TLS certificate"), "the reload line");
   };
-  return { certFile, keyFile, renew };
+  return { certFile, keyFile, tlsArgs: ["--tls-cert", certFile, "--tls-key", keyFile], renew };
 }
 
 describe("plain and TLS listeners side by side", () => {
@@ -576,12 +577,9 @@ describe("certificate reload on SIGHUP", () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
     // The broker reads the files it was given: copies, replaced in place below.
-    const { certFile, keyFile, renew } = reloadableCertificate(dir, certs);
+    const { certFile, keyFile, tlsArgs, renew } = reloadableCertificate(dir, certs);
     await using broker = await startBroker(dir.file("data"), [
-      "--tls-cert",
-      certFile,
-      "--tls-key",
-      keyFile,
+      ...tlsArgs,
       "--tls-port",
       "0",
       "--kafka-port",
@@ -657,12 +655,9 @@ describe("certificate reload on SIGHUP with client certificates required", () =>
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
     signedCertificate(dir.path, "bob", "/CN=bob");
-    const { certFile, keyFile, renew } = reloadableCertificate(dir, certs);
+    const { tlsArgs, renew } = reloadableCertificate(dir, certs);
     await using broker = await startBroker(dir.file("data"), [
-      "--tls-cert",
-      certFile,
-      "--tls-key",
-      keyFile,
+      ...tlsArgs,
       "--tls-ca",
       certs.caFile,
       "--tls-client-principal",
