@@ -1,0 +1,98 @@
+/**
+ * What `force` adds to the broker's work at one record per request (issue 13): the broker's system
+ * calls per event-loop turn and its CPU per record, under `append` and under `force`, one after the
+ * other in each round (the policies alternate their order between rounds).
+ *
+ *   bun bench/force-turns.bench.ts [--seconds=5] [--rounds=1]
+ *
+ * Per policy: a fresh broker (this checkout, file write path) with one topic, driven by
+ * bench/load/produce-pipelined.ts in its own process (16 connections, one 100 B record per request,
+ * one request in flight each). After 1 s of load, `perf stat -e syscalls:sys_enter_<name>,
+ * context-switches -p <broker pid> -- sleep 3` counts the broker's calls (all its threads); its user
+ * and system CPU come from /proc/<pid>/stat over the whole load run. A turn is one `epoll_pwait2`;
+ * with one request in flight per connection, `recvfrom` per turn is requests per turn.
+ * Needs `perf` with access to the syscall tracepoints (root, or perf_event_paranoid ≤ -1).
+ * Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
+ */
+import path from "node:path";
+import { BooblikClient } from "../src/client/index.ts";
+import { parseBenchArgs } from "./lib/args.ts";
+import { describeMachine, loadAverage, measurementDirectory } from "./lib/environment.ts";
+import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.ts";
+
+const args = parseBenchArgs({
+  usage: "bun bench/force-turns.bench.ts [--seconds=5] [--rounds=1]",
+  options: { seconds: "5", rounds: "1" },
+});
+const seconds = args.number("seconds");
+const rounds = args.number("rounds");
+const CALLS = ["epoll_pwait2", "recvfrom", "sendto", "pwrite64", "fdatasync", "futex"] as const;
+const LOAD = path.join(import.meta.dir, "load", "produce-pipelined.ts");
+
+if (Bun.which("perf") === null) {
+  console.error("perf not found: install linux-perf (Debian) to count system calls");
+  process.exit(2);
+}
+const directory = measurementDirectory("force-turns");
+console.log(describeMachine(directory.fileSystem));
+console.log(
+  "100 B records, 1 record per request, 1 request in flight on each of 16 connections; file write path; " +
+    `${seconds} s of load per run, calls counted over 3 s of it\n`,
+);
+console.log(
+  "| round | policy | load avg | records/s | user µs/record | system µs/record | " +
+    `${CALLS.filter((c) => c !== "epoll_pwait2")
+      .map((c) => `${c} per turn`)
+      .join(" | ")} | context switches per turn |`,
+);
+console.log(
+  `|---|---|---|---|---|---|${CALLS.slice(1)
+    .map(() => "---|")
+    .join("")}---|`,
+);
+
+try {
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? (["append", "force"] as const) : (["force", "append"] as const);
+    for (const policy of order) {
+      const broker = await startBrokerProcess(path.join(directory.path, `${policy}-${round}`), []);
+      try {
+        const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+        await admin.createTopic("small", { durability: policy });
+        admin.close();
+        const load = loadAverage();
+        const cpuBefore = brokerCpuSeconds(broker.pid, true);
+        const running = runLoad(LOAD, [String(broker.port), "small", "100", "1", "16", String(seconds), "1"]);
+        await Bun.sleep(1000); // counting starts once the load runs; the load itself ends on its own
+        const events = [...CALLS.map((c) => `syscalls:sys_enter_${c}`), "context-switches"];
+        const perf = Bun.spawn(
+          ["perf", "stat", "-x", ",", "-e", events.join(","), "-p", String(broker.pid), "--", "sleep", "3"],
+          { stdout: "ignore", stderr: "pipe" },
+        );
+        const perfText = await new Response(perf.stderr).text();
+        await perf.exited;
+        const result = (await running) as { recordsPerSecond: number; records: number };
+        const cpuAfter = brokerCpuSeconds(broker.pid, true);
+        const counts = new Map<string, number>();
+        for (const line of perfText.split("\n")) {
+          const [value, , event] = line.split(",");
+          if (event !== undefined && value !== undefined) counts.set(event, Number(value));
+        }
+        const turns = counts.get("syscalls:sys_enter_epoll_pwait2") ?? Number.NaN;
+        const perTurn = (event: string) => ((counts.get(event) ?? Number.NaN) / turns).toFixed(2);
+        console.log(
+          `| ${round + 1} | ${policy} | ${load.toFixed(1)} | ${Math.round(result.recordsPerSecond)} | ` +
+            `${(((cpuAfter.user - cpuBefore.user) / result.records) * 1e6).toFixed(1)} | ` +
+            `${(((cpuAfter.system - cpuBefore.system) / result.records) * 1e6).toFixed(1)} | ` +
+            `${CALLS.slice(1)
+              .map((c) => perTurn(`syscalls:sys_enter_${c}`))
+              .join(" | ")} | ${perTurn("context-switches")} |`,
+        );
+      } finally {
+        await broker.stop();
+      }
+    }
+  }
+} finally {
+  directory.remove();
+}
