@@ -31,12 +31,20 @@
  * showing records before their force (Partition.visibleNextOffset = the log's end) fails for 4 of
  * 5 seeds within 30 cycles with "offset …, which a reader was handed, lost" (seed 2 passed 30).
  *
+ * Each cut's log line also gives the forces the broker had completed when the power was cut (from
+ * its /metrics, read just before the cut: at least that many), beside the syncs of each shortened file
+ * the mount received. If an acknowledged record is ever lost again (docs/operations.md, the cycle-758
+ * failure), the two tell apart a broker that never forced (no forces), a kernel that did not forward
+ * its fdatasyncs (forces, but no syncs of the file reached the daemon) and a daemon that lost synced
+ * bytes (syncs received, durable size still behind).
+ *
  * `bun run torture:power-loss [--cycles N] [--seed S]` (or `bun run torture --power-loss`; 200
  * cycles by default); power-loss.test.ts runs a few inside `bun test`. The seed is printed; a failing
  * seed replays with --seed or BOOBLIK_SEED.
  */
 import fs from "node:fs";
 import path from "node:path";
+import type { BrokerProcess } from "../helpers/broker-process.ts";
 import { Random } from "../helpers/random.ts";
 import { runTorture, type TortureResult } from "../torture/torture.ts";
 import { extractImage, VolatileFs } from "./volatile-fs.ts";
@@ -89,6 +97,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
   // on the page cache the crash left (records there may be readable without being durable), and a
   // later cut must still find every record it then showed and acknowledged.
   let cutThisCycle = true;
+  let forcesAtCut = "";
   await using volatileFs = await VolatileFs.mount(mountOptions());
   // What the last cut left, before the restarted broker recovered it: the evidence of a failure.
   const lastCut = path.join(options.workDir, "last-cut.image");
@@ -102,9 +111,11 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
       verifyCrashedDirectory: false,
       writeMode: options.writeMode ?? "file",
       log: options.log ?? (() => undefined),
-      beforeKill: async (cycle) => {
+      brokerArgs: ["--metrics-port", "0"],
+      beforeKill: async (cycle, broker) => {
         cutThisCycle = random.next() < 0.75 || cycle === 0 || cycle === options.cycles - 1;
         if (!cutThisCycle) return;
+        forcesAtCut = await completedForces(broker);
         // A moment of its own after the kill point (an acknowledgement): a force is usually in flight
         // then, and a cut inside it is what tests that records are shown and acknowledged only once
         // forced. A deliberate random moment, like the torture's own, not a wait for a condition.
@@ -129,7 +140,7 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
         if (/\.log \+\d+/.test(account)) cutsThatTookAppends++;
         if ((torn ?? 0) > 0) cutsThatTore++;
         if (/__consumer_offsets-0\/\d+\.log \+\d+/.test(account)) cutsThatTookCommits++;
-        return `power cut ${account}`;
+        return `power cut ${account}; the broker had completed ${forcesAtCut} forces`;
       },
     });
   } catch (error) {
@@ -150,6 +161,22 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
     cutsThatTookCommits,
     unmountRaces: volatileFs.unmountRaces,
   };
+}
+
+/**
+ * The forces the broker has completed since it started, from its /metrics
+ * (`booblik_force_duration_seconds_count`: each successful force of any partition, on the event loop
+ * or the thread pool). "unknown (…)" when the scrape fails: it is evidence, never a check.
+ */
+async function completedForces(broker: BrokerProcess): Promise<string> {
+  const port = /metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1];
+  if (port === undefined) return "unknown (no metrics port in the start line)";
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return /^booblik_force_duration_seconds_count\s+(\d+)/m.exec(text)?.[1] ?? "unknown (no force count)";
+  } catch (error) {
+    return `unknown (${(error as Error).message})`;
+  }
 }
 
 /** The long run: `bun run torture:power-loss [--cycles N] [--seed S]`. */

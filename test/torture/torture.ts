@@ -58,7 +58,9 @@ export interface TortureOptions {
    * harness cuts the power here (test/power-loss/power-loss.ts). Failures of producers and the
    * consumer from here on are expected, as after the kill.
    */
-  beforeKill?: (cycle: number) => Promise<void>;
+  beforeKill?: (cycle: number, broker: BrokerProcess) => Promise<void>;
+  /** More arguments for every broker the cycles start (the power-loss harness adds a metrics port). */
+  brokerArgs?: string[];
   /**
    * Runs after each SIGKILL, before anything looks at the data directory: the power-loss harness
    * unmounts and mounts what survived here. Returns a note for the cycle's log line.
@@ -152,7 +154,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
   let verifiedCycles = 0;
   try {
     for (let cycle = 0; cycle < cycles; cycle++) {
-      broker = await startBroker(dataDir, ["--segment-size", "64KiB"]);
+      broker = await startBroker(dataDir, ["--segment-size", "64KiB", ...(options.brokerArgs ?? [])]);
       const client = await BooblikClient.connect({
         host: "127.0.0.1",
         port: broker.port,
@@ -224,7 +226,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureResult
       // A random extra moment, so the kill does not always land right after an acknowledgement.
       if (random.next() < 0.5) await new Promise((resolve) => setTimeout(resolve, random.int(0, 5)));
       killed = true;
-      await options.beforeKill?.(cycle);
+      await options.beforeKill?.(cycle, broker);
       broker.process.kill("SIGKILL");
       await broker.process.exited;
       check(broker.process.signalCode === "SIGKILL", `cycle ${cycle}: the broker was not killed by SIGKILL`);
