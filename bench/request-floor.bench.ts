@@ -28,7 +28,7 @@ import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
-import { PEER_VALUE_TEXT, startRedisServer } from "./lib/peer-tools.ts";
+import { redisBenchmarkXadd, startRedisServer } from "./lib/peer-tools.ts";
 import { brokerCpuSeconds, startBrokerProcess } from "./lib/processes.ts";
 import { median, medianRange } from "./lib/stats.ts";
 
@@ -155,35 +155,24 @@ async function runRedis(dataDir: string, policy: string, depth: number, requests
   Bun.spawnSync(["sync"]);
   const server = await startRedisServer(dataDir, policy === "force" ? "always" : "everysec");
   const xadd = (count: number) =>
-    Bun.spawnSync([
-      "redis-benchmark",
-      "-p",
-      String(server.port),
-      "-c",
-      String(CONNECTIONS),
-      "-P",
-      String(depth),
-      "-n",
-      String(count),
-      "--csv",
-      "XADD",
-      "s",
-      "*",
-      "v",
-      PEER_VALUE_TEXT,
-    ]);
+    redisBenchmarkXadd({
+      port: server.port,
+      connections: CONNECTIONS,
+      pipeline: depth,
+      requests: count,
+      stream: "s",
+    });
   try {
     if (warmupSeconds > 0) xadd(Math.max(2_000, Math.round((requests / seconds) * warmupSeconds)));
     const before = brokerCpuSeconds(server.pid, true);
-    const started = performance.now();
-    const bench = xadd(requests);
-    const elapsed = (performance.now() - started) / 1000;
-    if (bench.exitCode !== 0)
-      throw new Error(`redis-benchmark exited with ${bench.exitCode}: ${bench.stderr}`);
-    const cpu = bench.resourceUsage?.cpuTime;
-    if (cpu === undefined) throw new Error("no resource usage for redis-benchmark");
-    // The wall time includes redis-benchmark's start and its connections: a little conservative.
-    return perRequest(requests, elapsed, cpuDelta(server.pid, before), Number(cpu.total) / MICROS_PER_SECOND);
+    const run = xadd(requests);
+    const serverCpu = cpuDelta(server.pid, before);
+    // redis-benchmark's own rate (what its users read), as in small-requests.bench.ts; CPU per request
+    // over all the requests of the run.
+    return {
+      ...perRequest(requests, run.seconds, serverCpu, run.generatorCpuSeconds),
+      requestsPerSecond: run.recordsPerSecond,
+    };
   } finally {
     await server.stop();
   }

@@ -105,8 +105,8 @@ export function rememberRate(key: string, rate: number): void {
 /**
  * `redis-benchmark -c <connections> -P <pipeline> -n <requests> XADD <stream> * v <PEER_VALUE>`:
  * each connection writes `pipeline` XADDs (one record each) in one socket write and waits for all
- * their replies. Returns redis-benchmark's own rate (commands = records per second) and the wall
- * time of the run.
+ * their replies. Returns redis-benchmark's own rate (commands = records per second), the wall
+ * time of the run and redis-benchmark's own CPU (user + system, from its rusage).
  */
 export function redisBenchmarkXadd(options: {
   port: number;
@@ -114,7 +114,7 @@ export function redisBenchmarkXadd(options: {
   pipeline: number;
   requests: number;
   stream: string;
-}): { recordsPerSecond: number; seconds: number } {
+}): { recordsPerSecond: number; seconds: number; generatorCpuSeconds: number } {
   const started = performance.now();
   const bench = Bun.spawnSync([
     "redis-benchmark",
@@ -140,7 +140,12 @@ export function redisBenchmarkXadd(options: {
     throw new Error(
       `cannot read redis-benchmark's rate (exit ${bench.exitCode}): ${lines.at(-1)} ${bench.stderr}`,
     );
-  return { recordsPerSecond: rate, seconds };
+  const cpuMicros = bench.resourceUsage?.cpuTime.total;
+  return {
+    recordsPerSecond: rate,
+    seconds,
+    generatorCpuSeconds: cpuMicros === undefined ? Number.NaN : Number(cpuMicros) / 1e6,
+  };
 }
 
 /**
