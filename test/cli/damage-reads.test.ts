@@ -9,7 +9,7 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { startBroker } from "../helpers/broker-process.ts";
+import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -175,7 +175,7 @@ for (const writeMode of ["file", "mapped"] as const) {
     expect(broker.startLine).toContain(
       `DAMAGE: ${after.baseOffset - damaged.baseOffset} offsets unreadable in 1 damaged range`,
     );
-    const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+    const metricsPort = metricsPortOf(broker.startLine);
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(metricValue(metrics, "booblik_open_offsets_unreadable")).toBe(
       after.baseOffset - damaged.baseOffset,

@@ -9,7 +9,7 @@ import fs from "node:fs";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { CLI, runCli, runCliPiped } from "../helpers/cli-process.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -425,7 +425,7 @@ describe("mistakes explained", () => {
   test("pointing the CLI at an HTTP port says so, and where the broker usually is", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path, ["--metrics-port", "0"]);
-    const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+    const metricsPort = metricsPortOf(broker.startLine);
     expect(metricsPort).toBeGreaterThan(0);
     const run = await runCli(["--broker", `127.0.0.1:${metricsPort}`, "health"]);
     expect(run.exitCode).toBe(1);

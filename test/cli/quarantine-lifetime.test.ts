@@ -26,7 +26,7 @@ import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { segmentConfig } from "../../src/storage/segment.ts";
 import { quarantineFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES } from "../../src/storage/segment-writer.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -70,7 +70,7 @@ async function produce(at: string[], lines: string[]): Promise<void> {
 }
 
 async function metrics(startLine: string): Promise<string> {
-  const port = Number(/metrics on [^:]+:(\d+)/.exec(startLine)?.[1]);
+  const port = metricsPortOf(startLine);
   return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
 }
 

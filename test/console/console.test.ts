@@ -14,7 +14,7 @@ import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { CONSOLE_STREAMS_MAX } from "../../src/domain/limits.ts";
 import { BOOBLIK_VERSION } from "../../src/domain/version.ts";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import {
@@ -37,11 +37,6 @@ let base: string;
 let browser: Browser | undefined;
 /** The first event's timestamp; event i is i seconds later. */
 const EVENTS_BASE_MS = Date.UTC(2026, 0, 31, 12, 0, 0);
-
-/** The metrics (and console) port from the start line. */
-function metricsPortOf(startLine: string): number {
-  return Number(/metrics on [^:]+:(\d+)/.exec(startLine)?.[1]);
-}
 
 async function produce(topic: string, partition: number, values: string[]): Promise<void> {
   await new Producer(client).send(topic, values, { partition });

@@ -4,6 +4,7 @@
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import path from "node:path";
+import { metricsPortOf } from "../helpers/broker-process.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -46,7 +47,7 @@ test("the compiled executable serves the console page, its script and its style"
     "the start line",
   );
   expect(start).toContain("(console at /console/)");
-  const base = `http://127.0.0.1:${/metrics on [^:]+:(\d+)/.exec(start)?.[1]}`;
+  const base = `http://127.0.0.1:${metricsPortOf(start)}`;
   const html = await (await fetch(`${base}/console/`)).text();
   expect(html).toContain("<title>booblik console</title>");
   const script = /<script[^>]+src="([^"]+)"/.exec(html)?.[1];

@@ -16,7 +16,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { decodeConsumerAssignment } from "../../src/console/groups.ts";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import {
@@ -45,7 +45,7 @@ let kafkaConsumer: KafkaConsumer | undefined;
 beforeAll(async () => {
   fs.mkdirSync(screenshots);
   broker = await startBroker(dir.file("data"), ["--metrics-port", "0", "--kafka-port", "0"]);
-  base = `http://127.0.0.1:${Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1])}`;
+  base = `http://127.0.0.1:${metricsPortOf(broker.startLine)}`;
   const kafkaLine = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka line");
   kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(kafkaLine)?.[1]);
   client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });

@@ -10,7 +10,7 @@ import { chromium } from "playwright-core";
 import { ACL_OPERATION, ACL_PERMISSION, PATTERN_TYPE, RESOURCE_TYPE } from "../../src/auth/acl.ts";
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { makeCertificates, type TestCertificates } from "../helpers/tls-certs.ts";
@@ -33,10 +33,6 @@ let tlsBroker: BrokerProcess;
 let plainBroker: BrokerProcess;
 let tlsBase: string;
 let plainBase: string;
-
-function metricsPortOf(startLine: string): number {
-  return Number(/metrics on [^:]+:(\d+)/.exec(startLine)?.[1]);
-}
 
 /** A request to the HTTPS broker, trusting the test's CA. */
 function secure(path: string, init: RequestInit = {}): Promise<Response> {

@@ -84,6 +84,13 @@ export async function kafkaPortOf(broker: BrokerProcess): Promise<number> {
   return port;
 }
 
+/** The metrics port named by a start line of a broker started with `--metrics-port` (0 included). */
+export function metricsPortOf(startLine: string): number {
+  const port = Number(/metrics on [^:]+:(\d+)/.exec(startLine)?.[1]);
+  if (!Number.isInteger(port) || port === 0) throw new Error(`no metrics port in: ${startLine}`);
+  return port;
+}
+
 /** Runs the broker expecting it to refuse to start; returns its exit code and stderr. */
 export async function runBrokerExpectingFailure(
   args: string[],

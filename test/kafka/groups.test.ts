@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { LineReader } from "../helpers/process.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
@@ -167,7 +167,7 @@ describe.skipIf(KCAT === null)("kcat -G, two members", () => {
 describe.skipIf(KCAT === null)("lag in /metrics", () => {
   test("each group's committed offset and lag per partition", async () => {
     const { broker, kafkaPort } = await brokerProcess(dataDir().path, ["--metrics-port", "0"]);
-    const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+    const metricsPort = metricsPortOf(broker.startLine);
     await createTopic(kafkaPort, "events", 2);
     await kcat(kafkaPort, ["-P", "-t", "events", "-p", "0"], "a\nb\nc\n");
     expect(await kcatGroup(kafkaPort, "readers", "events")).toHaveLength(3);

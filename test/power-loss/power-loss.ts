@@ -44,7 +44,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import type { BrokerProcess } from "../helpers/broker-process.ts";
+import { type BrokerProcess, metricsPortOf } from "../helpers/broker-process.ts";
 import { Random } from "../helpers/random.ts";
 import { runTorture, type TortureResult } from "../torture/torture.ts";
 import { extractImage, VolatileFs } from "./volatile-fs.ts";
@@ -166,13 +166,11 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
 /**
  * The forces the broker has completed since it started, from its /metrics
  * (`booblik_force_duration_seconds_count`: each successful force of any partition, on the event loop
- * or the thread pool). "unknown (…)" when the scrape fails: it is evidence, never a check.
+ * or the thread pool). "unknown (…)" when the port or the scrape fails: it is evidence, never a check.
  */
 async function completedForces(broker: BrokerProcess): Promise<string> {
-  const port = /metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1];
-  if (port === undefined) return "unknown (no metrics port in the start line)";
   try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const text = await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
     return /^booblik_force_duration_seconds_count\s+(\d+)/m.exec(text)?.[1] ?? "unknown (no force count)";
   } catch (error) {
     return `unknown (${(error as Error).message})`;

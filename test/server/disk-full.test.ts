@@ -15,7 +15,7 @@ import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import {
   type LoopFileSystemKind,
   loopFileSystemUnavailable,
@@ -148,7 +148,7 @@ describe("disk full under a running broker", () => {
         fillTheDisk(); // a mapped segment's close trims its reserved blocks: space comes back
         await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
         expect(broker.startLine).toContain("DISK FULL: 2 partitions read-only until space is freed");
-        const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+        const metricsPort = metricsPortOf(broker.startLine);
         const ready = await fetch(`http://127.0.0.1:${metricsPort}/ready`);
         expect(ready.status).toBe(200);
         expect(await ready.text()).toContain("read-only: the disk is full; 2 partitions");
@@ -171,7 +171,7 @@ describe("disk full under a running broker", () => {
       // Space returns while a broker runs: writes resume without a restart, and /ready says so.
       {
         await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
-        const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+        const metricsPort = metricsPortOf(broker.startLine);
         fs.unlinkSync(filler);
         expect(await (await fetch(`http://127.0.0.1:${metricsPort}/ready`)).text()).toBe("ready\n");
         const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });

@@ -17,7 +17,7 @@ import {
 } from "../../src/protocol/messages.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { buildRegistry } from "../../src/server/metrics-http.ts";
-import { startBroker } from "../helpers/broker-process.ts";
+import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { frame, rawConnect, repeated } from "../helpers/raw-socket.ts";
 import { valuesOf } from "../helpers/records.ts";
@@ -29,7 +29,7 @@ setDefaultTimeout(30_000);
 test("a client that pipelines fetches and never reads is closed after the idle timeout", async () => {
   using dir = tempDir();
   await using broker = await startBroker(dir.path, ["--idle-timeout", "300ms", "--metrics-port", "0"]);
-  const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+  const metricsPort = metricsPortOf(broker.startLine);
   const connections = async () =>
     metricValue(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(), "booblik_connections");
   const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });

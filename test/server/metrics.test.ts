@@ -9,7 +9,7 @@ import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { MAIN, startBroker } from "../helpers/broker-process.ts";
+import { MAIN, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -19,7 +19,7 @@ setDefaultTimeout(60_000);
 test("/metrics reports traffic, latency, forces and partitions", async () => {
   using dir = tempDir();
   await using broker = await startBroker(dir.path, ["--metrics-port", "0", "--max-open-segment-files", "16"]);
-  const metricsPort = Number(/metrics on [^:]+:(\d+)/.exec(broker.startLine)?.[1]);
+  const metricsPort = metricsPortOf(broker.startLine);
   const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
     await client.createTopic("m", { partitions: 2, durability: "force" });
