@@ -3,13 +3,16 @@
  * calls per event-loop turn and its CPU per record, under `append` and under `force`, one after the
  * other in each round (the policies alternate their order between rounds).
  *
- *   bun bench/force-turns.bench.ts [--seconds=5] [--rounds=1]
+ *   bun bench/force-turns.bench.ts [--seconds=5] [--warmup=2] [--rounds=1]
  *
  * Per policy: a fresh broker (this checkout, file write path) with one topic, driven by
  * bench/load/produce-pipelined.ts in its own process (16 connections, one 100 B record per request,
- * one request in flight each). After 1 s of load, `perf stat -e syscalls:sys_enter_<name>,
- * context-switches -p <broker pid> -- sleep 3` counts the broker's calls (all its threads); its user
- * and system CPU come from /proc/<pid>/stat over the whole load run. A turn is one `epoll_pwait2`;
+ * one request in flight each), first for `--warmup` seconds (not measured: JavaScriptCore compiles the
+ * hot path then, bench/small-requests.bench.ts), then for `--seconds`. After 1 s of that run,
+ * `perf stat -e syscalls:sys_enter_<name>,context-switches -p <broker pid> -- sleep 3` counts the
+ * broker's calls (all its threads); its user and system CPU come from /proc/<pid>/stat over the
+ * whole measured run. The CPU of its compiler threads (`JITWorker`) is printed for the warm-up and
+ * for the measured run. A turn is one `epoll_pwait2`;
  * with one request in flight per connection, `recvfrom` per turn is requests per turn.
  * Needs `perf` with access to the syscall tracepoints (root, or perf_event_paranoid ≤ -1).
  * Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
@@ -18,13 +21,20 @@ import path from "node:path";
 import { BooblikClient } from "../src/client/index.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, loadAverage, measurementDirectory } from "./lib/environment.ts";
-import { brokerCpuSeconds, runLoad, startBrokerProcess } from "./lib/processes.ts";
+import {
+  brokerCpuSeconds,
+  perfStatCounts,
+  runLoad,
+  startBrokerProcess,
+  threadsCpuSeconds,
+} from "./lib/processes.ts";
 
 const args = parseBenchArgs({
-  usage: "bun bench/force-turns.bench.ts [--seconds=5] [--rounds=1]",
-  options: { seconds: "5", rounds: "1" },
+  usage: "bun bench/force-turns.bench.ts [--seconds=5] [--warmup=2] [--rounds=1]",
+  options: { seconds: "5", warmup: "2", rounds: "1" },
 });
 const seconds = args.number("seconds");
+const warmupSeconds = args.number("warmup");
 const rounds = args.number("rounds");
 const CALLS = ["epoll_pwait2", "recvfrom", "sendto", "pwrite64", "fdatasync", "futex"] as const;
 const LOAD = path.join(import.meta.dir, "load", "produce-pipelined.ts");
@@ -37,18 +47,18 @@ const directory = measurementDirectory("force-turns");
 console.log(describeMachine(directory.fileSystem));
 console.log(
   "100 B records, 1 record per request, 1 request in flight on each of 16 connections; file write path; " +
-    `${seconds} s of load per run, calls counted over 3 s of it\n`,
+    `${warmupSeconds} s of warm-up, then ${seconds} s of load per run, calls counted over 3 s of it\n`,
 );
 console.log(
   "| round | policy | load avg | records/s | user µs/record | system µs/record | " +
     `${CALLS.filter((c) => c !== "epoll_pwait2")
       .map((c) => `${c} per turn`)
-      .join(" | ")} | context switches per turn |`,
+      .join(" | ")} | context switches per turn | JIT threads' CPU ms: warm-up, measured run |`,
 );
 console.log(
   `|---|---|---|---|---|---|${CALLS.slice(1)
     .map(() => "---|")
-    .join("")}---|`,
+    .join("")}---|---|`,
 );
 
 try {
@@ -60,9 +70,21 @@ try {
         const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
         await admin.createTopic("small", { durability: policy });
         admin.close();
+        const loadArgs = (forSeconds: number) => [
+          String(broker.port),
+          "small",
+          "100",
+          "1",
+          "16",
+          String(forSeconds),
+          "1",
+        ];
+        const jitAtStart = threadsCpuSeconds(broker.pid, "JITWorker");
+        if (warmupSeconds > 0) await runLoad(LOAD, loadArgs(warmupSeconds));
+        const jitAfterWarmup = threadsCpuSeconds(broker.pid, "JITWorker");
         const load = loadAverage();
         const cpuBefore = brokerCpuSeconds(broker.pid, true);
-        const running = runLoad(LOAD, [String(broker.port), "small", "100", "1", "16", String(seconds), "1"]);
+        const running = runLoad(LOAD, loadArgs(seconds));
         await Bun.sleep(1000); // counting starts once the load runs; the load itself ends on its own
         const events = [...CALLS.map((c) => `syscalls:sys_enter_${c}`), "context-switches"];
         const perf = Bun.spawn(
@@ -73,11 +95,9 @@ try {
         await perf.exited;
         const result = (await running) as { recordsPerSecond: number; records: number };
         const cpuAfter = brokerCpuSeconds(broker.pid, true);
-        const counts = new Map<string, number>();
-        for (const line of perfText.split("\n")) {
-          const [value, , event] = line.split(",");
-          if (event !== undefined && value !== undefined) counts.set(event, Number(value));
-        }
+        const jitMs = (from: number, to: number) => ((to - from) * 1000).toFixed(0);
+        const jitRun = jitMs(jitAfterWarmup, threadsCpuSeconds(broker.pid, "JITWorker"));
+        const counts = perfStatCounts(perfText);
         const turns = counts.get("syscalls:sys_enter_epoll_pwait2") ?? Number.NaN;
         const perTurn = (event: string) => ((counts.get(event) ?? Number.NaN) / turns).toFixed(2);
         console.log(
@@ -86,7 +106,9 @@ try {
             `${(((cpuAfter.system - cpuBefore.system) / result.records) * 1e6).toFixed(1)} | ` +
             `${CALLS.slice(1)
               .map((c) => perTurn(`syscalls:sys_enter_${c}`))
-              .join(" | ")} | ${perTurn("context-switches")} |`,
+              .join(
+                " | ",
+              )} | ${perTurn("context-switches")} | ${jitMs(jitAtStart, jitAfterWarmup)}, ${jitRun} |`,
         );
       } finally {
         await broker.stop();

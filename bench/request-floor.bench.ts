@@ -29,7 +29,7 @@ import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
 import { redisBenchmarkXadd, startRedisServer } from "./lib/peer-tools.ts";
-import { brokerCpuSeconds, startBrokerProcess } from "./lib/processes.ts";
+import { brokerCpuSeconds, runLoadMeasured, startBrokerProcess } from "./lib/processes.ts";
 import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
@@ -61,37 +61,23 @@ interface Run {
 
 const MICROS_PER_SECOND = 1e6;
 
-/** produce-pipelined.ts against `port` for `seconds`; its CPU from rusage. */
+/** produce-pipelined.ts against `port` for `forSeconds`; its CPU from rusage. */
 async function drive(
   port: number,
   depth: number,
   forSeconds = seconds,
 ): Promise<{ requests: number; seconds: number; cpuSeconds: number }> {
-  const child = Bun.spawn(
-    [
-      process.execPath,
-      LOAD,
-      String(port),
-      "small",
-      String(RECORD_BYTES),
-      "1",
-      String(CONNECTIONS),
-      String(forSeconds),
-      String(depth),
-    ],
-    { stdout: "pipe", stderr: "inherit" },
-  );
-  const output = await new Response(child.stdout).text();
-  const code = await child.exited;
-  if (code !== 0) throw new Error(`produce-pipelined.ts exited with ${code}: ${output}`);
-  const result = JSON.parse(output.trim().split("\n").at(-1)!) as { requests: number; seconds: number };
-  const cpu = child.resourceUsage()?.cpuTime;
-  if (cpu === undefined) throw new Error("no resource usage for the load generator");
-  return {
-    requests: result.requests,
-    seconds: result.seconds,
-    cpuSeconds: Number(cpu.total) / MICROS_PER_SECOND,
-  };
+  const { result, cpuSeconds } = await runLoadMeasured(LOAD, [
+    String(port),
+    "small",
+    String(RECORD_BYTES),
+    "1",
+    String(CONNECTIONS),
+    String(forSeconds),
+    String(depth),
+  ]);
+  const { requests, seconds: elapsed } = result as { requests: number; seconds: number };
+  return { requests, seconds: elapsed, cpuSeconds };
 }
 
 function perRequest(

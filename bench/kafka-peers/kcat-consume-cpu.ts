@@ -30,7 +30,7 @@ import {
   runTool,
   writeKcatInput,
 } from "../lib/kafka-tools.ts";
-import { freePort } from "../lib/processes.ts";
+import { freePort, perfStatCounts } from "../lib/processes.ts";
 import { median, medianRange } from "../lib/stats.ts";
 
 const args = parseBenchArgs({
@@ -70,11 +70,7 @@ type System = keyof typeof systems;
 
 /** kcat's figures of one `perf stat` run, from its CSV output. */
 function perfFigures(file: string): { taskClockMs: number; contextSwitches: number; pageFaults: number } {
-  const values = new Map<string, number>();
-  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
-    const [value, , event] = line.split(",");
-    if (event !== undefined && value !== undefined) values.set(event, Number(value));
-  }
+  const values = perfStatCounts(fs.readFileSync(file, "utf8"));
   return {
     taskClockMs: values.get("task-clock") ?? Number.NaN,
     contextSwitches: values.get("context-switches") ?? Number.NaN,

@@ -67,11 +67,23 @@ export async function startBrokerProcess(
 
 /** Runs a load generator to completion and parses the JSON line it prints. */
 export async function runLoad(script: string, args: string[]): Promise<unknown> {
+  return (await runLoadMeasured(script, args)).result;
+}
+
+/** `runLoad`, and the generator's own CPU (user + system seconds, from its rusage). */
+export async function runLoadMeasured(
+  script: string,
+  args: string[],
+): Promise<{ result: unknown; cpuSeconds: number }> {
   const child = Bun.spawn([process.execPath, script, ...args], { stdout: "pipe", stderr: "inherit" });
   const output = await new Response(child.stdout).text();
   const code = await child.exited;
   if (code !== 0) throw new Error(`${path.basename(script)} exited with ${code}: ${output}`);
-  return JSON.parse(output.trim().split("\n").at(-1)!);
+  const cpuMicros = child.resourceUsage()?.cpuTime.total;
+  return {
+    result: JSON.parse(output.trim().split("\n").at(-1)!),
+    cpuSeconds: cpuMicros === undefined ? Number.NaN : Number(cpuMicros) / 1e6,
+  };
 }
 
 const TICKS_PER_SECOND = 100; // sysconf(_SC_CLK_TCK) on Linux
@@ -103,4 +115,33 @@ export async function brokerMemory(pid: number): Promise<{ rssBytes: number; ano
 export function mainThreadSchedule(pid: number): { runNs: number; waitNs: number } {
   const [run, wait] = fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ");
   return { runNs: Number(run), waitNs: Number(wait) };
+}
+
+/**
+ * CPU seconds (user + system) of the threads of `pid` whose name starts with `prefix`, summed, e.g.
+ * "JITWorker" for JavaScriptCore's compiler threads (/proc/<pid>/task/<tid>/comm and stat).
+ */
+export function threadsCpuSeconds(pid: number, prefix: string): number {
+  let ticks = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (!fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").startsWith(prefix)) continue;
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The thread ended between the listing and the read: it no longer counts.
+    }
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
+/** The counts of `perf stat -x ,` output (CSV: value, unit, event, …), by event name. */
+export function perfStatCounts(csv: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const line of csv.split("\n")) {
+    const [value, , event] = line.split(",");
+    if (event !== undefined && value !== undefined) counts.set(event, Number(value));
+  }
+  return counts;
 }
