@@ -20,10 +20,11 @@
  * (ticks of 10 ms, so short runs are coarse).
  * Warm-up: before each measured run, the same load runs for `--warmup` seconds against the same
  * server process (both systems), and only the run after it is measured. Why: JavaScriptCore compiles
- * booblik's hot path during the first seconds of load (0.32 s of CPU on its JIT threads in the
- * first 4 s of a 1 × 1 run, none after: /proc/<pid>/task/<tid>/stat sampled every 4 s, 2026-12-01),
- * on the core the load generator needs; a server that runs for days pays it once. `--warmup=0`
- * measures from the first request, as this benchmark did before.
+ * booblik's hot path during the first seconds of load (0.35-0.53 s of CPU on its JIT threads;
+ * bench/force-turns.bench.ts prints it), on the core the load generator needs; a server that runs
+ * for days pays it once. 2 s is enough under `append`; `force` rows at one record per request still
+ * compile for about 0.1 s after it (docs/benchmarks.md). `--warmup=0` measures from the first
+ * request, as this benchmark did before.
  * A is the baseline checkout (its src/main.ts; the wire protocol is the same), B this one.
  * Data goes to BOOBLIK_BENCH_DIR (never tmpfs).
  */
