@@ -284,6 +284,8 @@ function giveSpareBuffer(buffer: Uint8Array): void {
 /** Filled in place by every fileRange call (one per process: the calls never overlap). */
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
+/** validateBatches' options for validateBatch, reused: no object per batch (JS runs one at a time). */
+const validateOptions: { maxBatchBytes: number } = { maxBatchBytes: 0 };
 
 /** Names a batch of a request, only when something is refused (no string per valid batch). */
 function where(index: number, start: number): string {
@@ -333,7 +335,8 @@ export function validateBatches(
     // A BatchLength that runs past the records: validate what is there, so the error says so.
     const batchEnd = Math.min(end, start + BATCH_LENGTH_EXCLUDED_BYTES + batchLength);
     try {
-      validateBatch(batches, start, batchEnd, { maxBatchBytes }, validatedHeader);
+      validateOptions.maxBatchBytes = maxBatchBytes;
+      validateBatch(batches, start, batchEnd, validateOptions, validatedHeader);
     } catch (error) {
       if (error instanceof InvalidBatchError) {
         // A request of one batch: the batch's own positions say it all.

@@ -393,7 +393,7 @@ export class BrokerConnection {
   /** Settles the request `bytes[start, end)` answers; true when its decoder took the buffer. */
   private onFrame(bytes: Uint8Array, start: number, end: number): boolean {
     const header = readResponseHeader(bytes, start, this.header);
-    const reader = new ByteReader(bytes, start + RESPONSE_HEADER_BYTES, end);
+    const reader = new ByteReader(bytes, start + RESPONSE_HEADER_BYTES, end, start);
     if (header.correlationId === 0 && header.errorCode !== 0) {
       // The broker speaks about the connection (too many connections, a protocol violation).
       let error: BooblikError;

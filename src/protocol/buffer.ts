@@ -175,13 +175,22 @@ export class ByteReader {
   private bytes: Uint8Array;
   position: number;
   end: number;
+  /** Where the frame starts in `bytes`: errors give positions from it (`at byte N` of the frame). */
+  private readonly origin: number;
 
-  constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
+  /** Reads `bytes[start, end)`, which belongs to a frame starting at `bytes[origin]`. */
+  constructor(bytes: Uint8Array, start = 0, end = bytes.length, origin = 0) {
     // No DataView: one per request was a measurable share of a 1-record PRODUCE (issue 13); the
     // big-endian reads below are a few byte loads each.
     this.bytes = bytes;
     this.position = start;
     this.end = end;
+    this.origin = origin;
+  }
+
+  /** Position in the frame (from its size field), for error messages. */
+  get framePosition(): number {
+    return this.position - this.origin;
   }
 
   private u16At(at: number): number {
@@ -205,7 +214,7 @@ export class ByteReader {
   private need(bytes: number, field: string, suffix = ""): void {
     if (this.end - this.position < bytes) {
       throw new ProtocolError(
-        `${field}${suffix} at byte ${this.position} needs ${bytes} bytes, ${Math.max(0, this.end - this.position)} left in the frame`,
+        `${field}${suffix} at byte ${this.position - this.origin} needs ${bytes} bytes, ${Math.max(0, this.end - this.position)} left in the frame`,
       );
     }
   }

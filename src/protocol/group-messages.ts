@@ -68,7 +68,7 @@ const FETCHED_OFFSET_BYTES_MIN = 2 + 4 + 8 + 8 + 2;
 function checkCount(reader: ByteReader, count: number, itemBytesMin: number, what: string): void {
   if (count > reader.remaining / itemBytesMin)
     throw new ProtocolError(
-      `${what} count ${count} at byte ${reader.position - 4} cannot fit in the ${reader.remaining} bytes left in the frame`,
+      `${what} count ${count} at byte ${reader.framePosition - 4} cannot fit in the ${reader.remaining} bytes left in the frame`,
     );
 }
 

@@ -137,8 +137,12 @@ export interface ConnectionHost {
   readonly maxFrameBytes: number;
   readonly counters: ConnectionCounters;
   readonly inboundBudget: InboundBudget;
-  /** Handles one complete request frame; `frame` is valid only during the call. */
-  dispatch(connection: Connection, frame: Uint8Array): void;
+  /**
+   * Handles one complete request frame, `bytes[start, end)`; the bytes are valid only during the
+   * call. Offsets, not a view: a `subarray` per request was 4-7 % of the broker's samples at one
+   * 100 B record per request (`bun --cpu-prof`, docs/benchmarks.md, issue 13).
+   */
+  dispatch(connection: Connection, bytes: Uint8Array, start: number, end: number): void;
   /**
    * The connection's peer broke the protocol in a way that desynchronises the stream: the host
    * counts it and calls `closeAfterAnswers` with the error frame to send last.
@@ -147,7 +151,7 @@ export interface ConnectionHost {
   closed(connection: Connection): void;
   /** The error frame (correlation id 0, BROKER_SHUTTING_DOWN) that ends a connection at shutdown. */
   shuttingDownFrame(): Uint8Array;
-  /** A response left the queue of completed responses for the socket, `elapsedMs` after its request. */
+  /** A response was handed to the socket, `elapsedMs` after its request arrived. */
   responded(apiKey: number, elapsedMs: number): void;
 }
 
@@ -175,8 +179,14 @@ export class Connection implements BudgetWaiter {
   principal: string | undefined = undefined;
   /** It arrived on a TLS listener: a sendfile range would bypass the encryption (auth/tls.ts). */
   readonly tls: boolean;
-  /** When the last request bytes arrived. */
+  /** When the last request bytes arrived (or reading resumed after waiting for the budget). */
   lastActivityMs = performance.now();
+  /**
+   * When the chunk being framed arrived: the start of each request's latency. One clock read per
+   * chunk (onData), not one per request: at 8 requests per chunk a `performance.now()` per request
+   * was a visible share of `openSlot` in the CPU profile (issue 13).
+   */
+  private chunkArrivedMs = this.lastActivityMs;
   /**
    * Allocated on first use (a refused connection, and one whose requests always arrive whole in one
    * chunk, never needs it): lingering connections must not cost 80 KiB each.
@@ -209,6 +219,8 @@ export class Connection implements BudgetWaiter {
   /** When our FIN was sent (socket.end or shutdown), or 0: input after it is discarded. */
   private finSentMs = 0;
   private readonly slots: ResponseSlot[] = [];
+  /** Slots answered straight into staging since the last flush, for the latency histograms. */
+  private readonly stagedSlots: ResponseSlot[] = [];
   private readonly outbound: OutItem[] = [];
   private readonly staging = new ByteWriter(256); // grows with the responses; see `inbound`
   private outboundBytes = 0;
@@ -294,7 +306,9 @@ export class Connection implements BudgetWaiter {
 
   onData(chunk: Uint8Array): void {
     if (this.isClosed) return;
-    this.lastActivityMs = performance.now();
+    const nowMs = performance.now();
+    this.lastActivityMs = nowMs;
+    this.chunkArrivedMs = nowMs;
     // Discarded: the stream is over (see the header), or our FIN was sent at shutdown.
     if (this.closingReason !== undefined || this.finSentMs !== 0) return;
     const inbound = this.inbound;
@@ -354,7 +368,7 @@ export class Connection implements BudgetWaiter {
         this.blocked = true;
         break;
       }
-      this.host.dispatch(this, bytes.subarray(at, frameEnd));
+      this.host.dispatch(this, bytes, at, frameEnd);
       at = frameEnd;
     }
     this.inFrameLoop = false;
@@ -548,7 +562,9 @@ export class Connection implements BudgetWaiter {
   openSlot(apiKey: number): ResponseSlot {
     const slot: ResponseSlot = {
       apiKey,
-      startMs: performance.now(),
+      // A request dispatched later (held back behind an earlier one) gets the last chunk's arrival,
+      // which is still no later than its dispatch.
+      startMs: this.chunkArrivedMs,
       done: false,
       settled: false,
       bytes: undefined,
@@ -636,7 +652,8 @@ export class Connection implements BudgetWaiter {
     slot.done = true;
     slot.parked = undefined;
     slot.expeditable = false;
-    if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
+    // Its latency is taken when the flush hands it to the socket, with one clock read for all.
+    if (slot.apiKey >= 0) this.stagedSlots.push(slot);
     this.staging.ensure(lengthBytes);
     return this.staging.position;
   }
@@ -719,10 +736,15 @@ export class Connection implements BudgetWaiter {
     // Responses staged directly (completeCopy) are sent by this flush too.
     let moved = this.stagedSinceFlush;
     this.stagedSinceFlush = false;
+    if (!moved && (slots.length === 0 || !slots[0]!.done)) return;
+    const nowMs = performance.now();
+    const staged = this.stagedSlots;
+    for (let i = 0; i < staged.length; i++) this.host.responded(staged[i]!.apiKey, nowMs - staged[i]!.startMs);
+    staged.length = 0;
     while (slots.length > 0 && slots[0]!.done) {
       const slot = slots.shift()!;
       moved = true;
-      if (slot.apiKey >= 0) this.host.responded(slot.apiKey, performance.now() - slot.startMs);
+      if (slot.apiKey >= 0) this.host.responded(slot.apiKey, nowMs - slot.startMs);
       this.completedBytes -= (slot.bytes?.length ?? 0) + (slot.file?.lengthBytes ?? 0);
       if (slot.bytes !== undefined) this.enqueueBytes(slot.bytes);
       const lease = slot.file;

@@ -504,9 +504,15 @@ export class BrokerServer implements ConnectionHost {
     [...Object.values(API).map((key) => API_NAMES[key]!), "UNKNOWN"].map((name) => [name, new Histogram()]),
   );
 
+  /** The same histograms by API key (an array index, not a name's map lookup, per response). */
+  private readonly latencyByApiKey: Histogram[] = Object.values(API).reduce<Histogram[]>((byKey, key) => {
+    byKey[key] = this.requestLatency.get(API_NAMES[key]!)!;
+    return byKey;
+  }, []);
+  private readonly unknownApiLatency = this.requestLatency.get("UNKNOWN")!;
+
   responded(apiKey: number, elapsedMs: number): void {
-    // Every API name and "UNKNOWN" got a histogram above, so the lookup always finds one.
-    this.requestLatency.get(API_NAMES[apiKey] ?? "UNKNOWN")!.observe(elapsedMs / 1000);
+    (this.latencyByApiKey[apiKey] ?? this.unknownApiLatency).observe(elapsedMs / 1000);
   }
 
   closed(connection: Connection): void {
@@ -580,12 +586,12 @@ export class BrokerServer implements ConnectionHost {
 
   // --- Dispatch ----------------------------------------------------------------------------------
 
-  dispatch(connection: Connection, frame: Uint8Array): void {
+  dispatch(connection: Connection, bytes: Uint8Array, start: number, end: number): void {
     this.counters.requests++;
-    const header = readRequestHeader(frame, 0, this.header);
+    const header = readRequestHeader(bytes, start, this.header);
     const correlationId = header.correlationId;
     const slot = connection.openSlot(header.apiKey);
-    const reader = new ByteReader(frame, REQUEST_HEADER_BYTES, frame.length);
+    const reader = new ByteReader(bytes, start + REQUEST_HEADER_BYTES, end, start);
     try {
       if (this.stopping) {
         // Read but not applied (held back behind earlier requests, or arriving while the broker
