@@ -739,7 +739,8 @@ export class Connection implements BudgetWaiter {
     if (!moved && (slots.length === 0 || !slots[0]!.done)) return;
     const nowMs = performance.now();
     const staged = this.stagedSlots;
-    for (let i = 0; i < staged.length; i++) this.host.responded(staged[i]!.apiKey, nowMs - staged[i]!.startMs);
+    for (let i = 0; i < staged.length; i++)
+      this.host.responded(staged[i]!.apiKey, nowMs - staged[i]!.startMs);
     staged.length = 0;
     while (slots.length > 0 && slots[0]!.done) {
       const slot = slots.shift()!;
