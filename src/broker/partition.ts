@@ -284,8 +284,22 @@ function giveSpareBuffer(buffer: Uint8Array): void {
 /** Filled in place by every fileRange call (one per process: the calls never overlap). */
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
+/** Up to this many bytes copyRange copies with a loop (an experiment; see there). */
+const COPY_LOOP_BYTES_MAX = 512;
 /** validateBatches' options for validateBatch, reused: no object per batch (JS runs one at a time). */
 const validateOptions: { maxBatchBytes: number } = { maxBatchBytes: 0 };
+
+/**
+ * Copies `source[from, to)` to `target[at]`. A small range is copied byte by byte: a `subarray` to
+ * hand `set` was a visible share of a 1-record PRODUCE (issue 13).
+ */
+function copyRange(source: Uint8Array, from: number, to: number, target: Uint8Array, at: number): void {
+  if (to - from > COPY_LOOP_BYTES_MAX) {
+    target.set(source.subarray(from, to), at);
+    return;
+  }
+  for (let i = from; i < to; i++) target[at++] = source[i]!;
+}
 
 /** Names a batch of a request, only when something is refused (no string per valid batch). */
 function where(index: number, start: number): string {
@@ -301,22 +315,26 @@ export interface MaxTimestampCorrection {
 }
 
 /**
- * Validates every batch of `batches` (bare, back to back) with `validateBatch`; throws the first
- * rejection, naming the batch and where it starts (the caller appends all or none). Returns the
- * batches whose MaxTimestamp is not their records' largest timestamp (walked batches only: the
+ * Validates every batch of `batches[from, to)` (bare, back to back) with `validateBatch`; throws the
+ * first rejection, naming the batch and where it starts (the caller appends all or none). Returns
+ * the batches whose MaxTimestamp is not their records' largest timestamp (walked batches only: the
  * uncompressed ones), or undefined when there is none, the usual case, which allocates nothing.
+ * Every position, in errors and corrections, counts from `from`: a range of a request frame is
+ * validated without a view of it (appendQueued).
  */
 export function validateBatches(
   batches: Uint8Array,
   maxBatchBytes: number,
   measured?: ValidatedBatches,
+  from = 0,
+  to = batches.length,
 ): MaxTimestampCorrection[] | undefined {
   let corrections: MaxTimestampCorrection[] | undefined;
-  const end = batches.length;
+  const end = to;
   let offsetCount = 0;
-  if (end === 0)
+  if (end === from)
     throw new InvalidBatchError("size", "no record batch: an append holds at least one", 0, "the records");
-  let start = 0;
+  let start = from;
   let index = 0;
   while (start < end) {
     if (end - start < BATCH_LENGTH_EXCLUDED_BYTES)
@@ -324,7 +342,7 @@ export function validateBatches(
         "size",
         `${end - start} trailing bytes cannot hold BaseOffset and BatchLength`,
         0,
-        where(index, start),
+        where(index, start - from),
       );
     const batchLength =
       ((batches[start + BATCH_LENGTH_OFFSET]! << 24) |
@@ -341,13 +359,17 @@ export function validateBatches(
       if (error instanceof InvalidBatchError) {
         // A request of one batch: the batch's own positions say it all.
         if (index === 0 && batchEnd === end) throw error;
-        throw new InvalidBatchError(error.check, error.reason, error.position, where(index, start));
+        throw new InvalidBatchError(error.check, error.reason, error.position, where(index, start - from));
       }
       throw error;
     }
     if (validatedHeader.recordsMaxTimestamp !== validatedHeader.maxTimestamp) {
       corrections ??= [];
-      corrections.push({ start, end: batchEnd, maxTimestampMs: validatedHeader.recordsMaxTimestamp });
+      corrections.push({
+        start: start - from,
+        end: batchEnd - from,
+        maxTimestampMs: validatedHeader.recordsMaxTimestamp,
+      });
     }
     offsetCount += validatedHeader.lastOffsetDelta + 1;
     start = batchEnd;
@@ -635,23 +657,23 @@ export class Partition {
    * so it may be reused once this returns. A larger one is written at once (after the pending
    * group). No promise and no closure per call.
    */
-  appendQueued(batches: Uint8Array, waiter: AppendWaiter): void {
+  appendQueued(batches: Uint8Array, waiter: AppendWaiter, from = 0, to = batches.length): void {
     if (this.internal) throw new InternalTopicError(this.topic, "appended to by clients");
     const measured = this.measured;
-    const corrections = validateBatches(batches, this.config.maxRecordBytes, measured);
+    const corrections = validateBatches(batches, this.config.maxRecordBytes, measured, from, to);
     // Only plain batches with nothing to correct join a group: an idempotent batch is checked
     // against the producer state and recorded in it around its own log append (a group written
     // later would see neither its predecessors in the group nor a failed write), and a corrected
     // one is stored as a copy. Both take the path of `append`, after the pending group.
-    if (corrections !== undefined || hasProducerId(batches)) {
-      this.appendQueuedAlone(batches, corrections, waiter);
+    if (corrections !== undefined || hasProducerId(batches, from, to)) {
+      this.appendQueuedAlone(batches.subarray(from, to), corrections, waiter);
       return;
     }
-    const length = batches.length;
+    const length = to - from;
     const framedBytes = length + measured.batchCount * ENTRY_HEADER_BYTES;
     if (length > COALESCED_APPEND_BYTES_MAX) {
       this.writePending();
-      this.writeOne(batches, measured.offsetCount, waiter);
+      this.writeOne(batches.subarray(from, to), measured.offsetCount, waiter);
       return;
     }
     // A group must fit an empty segment (PartitionLog.append refuses one that does not): one that
@@ -671,7 +693,7 @@ export class Partition {
       giveSpareBuffer(this.pendingBytes);
       this.pendingBytes = grown;
     }
-    this.pendingBytes.set(batches, this.pendingLength);
+    copyRange(batches, from, to, this.pendingBytes, this.pendingLength);
     this.pendingLength += length;
     this.pendingFramedBytes += framedBytes;
     this.pendingWaiters.push(waiter);

@@ -87,13 +87,13 @@ interface PendingBatch {
 
 /** The outcome of checking a request: nothing to record, batches to record, or a resend. */
 /**
- * Whether any batch of `batches` (bare, back to back, validated) carries a producer id (≥ 0): the
+ * Whether any batch of `batches[from, to)` (bare, back to back, validated) carries a producer id (≥ 0): the
  * sign bit of each ProducerId's first byte, no allocation. The coalesced PRODUCE path takes only
  * requests without one (partition.ts `appendQueued`).
  */
-export function hasProducerId(batches: Uint8Array): boolean {
-  let start = 0;
-  while (start < batches.length) {
+export function hasProducerId(batches: Uint8Array, from = 0, to = batches.length): boolean {
+  let start = from;
+  while (start < to) {
     if ((batches[start + PRODUCER_ID_OFFSET]! & 0x80) === 0) return true;
     start += BATCH_LENGTH_EXCLUDED_BYTES + (int32At(batches, start + BATCH_LENGTH_OFFSET) >>> 0);
   }

@@ -277,6 +277,25 @@ export class ByteReader {
     return value;
   }
 
+  /**
+   * A length-prefixed byte field left where it is: returns where its bytes start in `source`; they
+   * end at the reader's position after the call. No view (the broker's PRODUCE path, issue 13).
+   */
+  bytesFieldStart(field: string): number {
+    this.need(4, field, " length");
+    const length = this.u32At(this.position);
+    this.position += 4;
+    this.need(length, field);
+    const start = this.position;
+    this.position += length;
+    return start;
+  }
+
+  /** The bytes being read (positions are into them). */
+  get source(): Uint8Array {
+    return this.bytes;
+  }
+
   /** The rest of the frame as a view (no copy); the reader ends up at the end. */
   restView(): Uint8Array {
     const value = this.bytes.subarray(this.position, this.end);

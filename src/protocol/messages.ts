@@ -188,6 +188,26 @@ export function largestProducibleBatchBytes(maxFrameBytes: number, topic: string
   return maxFrameBytes - (REQUEST_HEADER_BYTES - SIZE_BYTES) - (2 + topicBytes) - 4 - 4;
 }
 
+/** A PRODUCE as the broker reads it: the records stay in the frame, `reader.source[recordsStart, recordsEnd)`. */
+export interface ProduceRequestRange {
+  topic: string;
+  partition: number;
+  recordsStart: number;
+  recordsEnd: number;
+}
+
+/** `decodeProduceRequest` without a view of the records (into `out`, reused per request). */
+export function decodeProduceRequestRange(reader: ByteReader, out: ProduceRequestRange): ProduceRequestRange {
+  out.topic = reader.string("topic");
+  out.partition = reader.u32("partition");
+  out.recordsStart = reader.bytesFieldStart("records");
+  out.recordsEnd = reader.position;
+  if (out.recordsEnd === out.recordsStart)
+    throw new ProtocolError("PRODUCE records must hold at least one record batch");
+  reader.expectEnd("PRODUCE request");
+  return out;
+}
+
 export function decodeProduceRequest(reader: ByteReader): ProduceRequest {
   const topic = reader.string("topic");
   const partition = reader.u32("partition");

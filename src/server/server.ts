@@ -77,7 +77,7 @@ import {
   decodeFetchRequest,
   decodeListOffsetsRequest,
   decodeMetadataRequest,
-  decodeProduceRequest,
+  decodeProduceRequestRange,
   encodeAuthenticateResponse,
   encodeEmptyResponse,
   encodeErrorResponse,
@@ -88,6 +88,7 @@ import {
   encodeStatsResponse,
   type FetchRequest,
   largestProducibleBatchBytes,
+  type ProduceRequestRange,
   type ProduceResponse,
   type TopicMetadata,
 } from "../protocol/messages.ts";
@@ -337,6 +338,13 @@ export class BrokerServer implements ConnectionHost {
     recordCount: 0,
     durability: "appended",
     logAppendTimeMs: -1,
+  };
+  /** Each PRODUCE request decoded into this (no object per request; read before the next one). */
+  private readonly produceRequest: ProduceRequestRange = {
+    topic: "",
+    partition: 0,
+    recordsStart: 0,
+    recordsEnd: 0,
   };
   private readonly adminRate: AdminRateLimiter;
 
@@ -1308,7 +1316,7 @@ export class BrokerServer implements ConnectionHost {
     correlationId: number,
     reader: ByteReader,
   ): void {
-    const request = decodeProduceRequest(reader);
+    const request = decodeProduceRequestRange(reader, this.produceRequest);
     if (this.broker.acls.enforcing)
       this.authorize(connection, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, request.topic);
     const partition = this.broker.partition(request.topic, request.partition);
@@ -1321,9 +1329,9 @@ export class BrokerServer implements ConnectionHost {
     waiter.connection = connection;
     waiter.slot = slot;
     waiter.correlationId = correlationId;
-    waiter.recordsBytes = request.records.length;
+    waiter.recordsBytes = request.recordsEnd - request.recordsStart;
     try {
-      partition.appendQueued(request.records, waiter);
+      partition.appendQueued(reader.source, waiter, request.recordsStart, request.recordsEnd);
     } catch (error) {
       this.releaseProduceWaiter(waiter);
       throw error;
