@@ -54,6 +54,7 @@ import {
   FETCH_BYTES_DEFAULT,
   FORCE_ON_LOOP_BACKOFF_MS,
   FORCE_ON_LOOP_SLOW_MS,
+  PRODUCE_COPY_LOOP_BYTES_MAX,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
 import {
@@ -284,17 +285,15 @@ function giveSpareBuffer(buffer: Uint8Array): void {
 /** Filled in place by every fileRange call (one per process: the calls never overlap). */
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
-/** Up to this many bytes copyRange copies with a loop (an experiment; see there). */
-const COPY_LOOP_BYTES_MAX = 512;
 /** validateBatches' options for validateBatch, reused: no object per batch (JS runs one at a time). */
 const validateOptions: { maxBatchBytes: number } = { maxBatchBytes: 0 };
 
 /**
- * Copies `source[from, to)` to `target[at]`. A small range is copied byte by byte: a `subarray` to
- * hand `set` was a visible share of a 1-record PRODUCE (issue 13).
+ * Copies `source[from, to)` to `target[at]`; a small range byte by byte, without a view
+ * (PRODUCE_COPY_LOOP_BYTES_MAX says why).
  */
 function copyRange(source: Uint8Array, from: number, to: number, target: Uint8Array, at: number): void {
-  if (to - from > COPY_LOOP_BYTES_MAX) {
+  if (to - from > PRODUCE_COPY_LOOP_BYTES_MAX) {
     target.set(source.subarray(from, to), at);
     return;
   }
