@@ -68,7 +68,7 @@ const server = Bun.listen<Lane>({
       }
       // A round's answers (at most a few hundred bytes) always fit the socket's send buffer, since the
       // generator waits for them before it sends more; a short write would be a broken assumption.
-      if (answered > 0 && socket.write(answers.subarray(0, answered)) !== answered) {
+      if (answered > 0 && socket.write(answers, 0, answered) !== answered) {
         console.error("produce-floor-server: a short socket write; this server does not queue");
         process.exit(1);
       }

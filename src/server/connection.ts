@@ -869,17 +869,18 @@ export class Connection implements BudgetWaiter {
       }
     }
     // The queue is empty: write the staged bytes straight from the staging buffer.
-    if (this.staging.position > 0) {
-      const staged = this.staging.written();
-      const written = socket.write(staged);
+    const stagedBytes = this.staging.position;
+    if (stagedBytes > 0) {
+      // A range of the staging buffer, not a view of it: no object per flush (issue 13).
+      const written = socket.write(this.staging.bytes, 0, stagedBytes);
       if (written < 0) {
         this.abort();
         return;
       }
       this.sentBytes += written;
       this.host.counters.writtenBytes += written;
-      if (written < staged.length) {
-        const rest = staged.slice(written);
+      if (written < stagedBytes) {
+        const rest = this.staging.bytes.slice(written, stagedBytes);
         this.outbound.push({ kind: "buffer", bytes: rest });
         this.outboundBytes += rest.length;
       }
