@@ -3,6 +3,7 @@
  * side, with the server's user and system CPU per request and the load generator's own CPU.
  *
  *   bun bench/request-floor.bench.ts [--seconds=3] [--warmup=2] [--rounds=3] [--depths=1,8] [--policies=append]
+ *     [--baseline=<another checkout>] [--redis=yes|no] [--floor=yes|no]
  *
  * One 100-byte record per request, 16 connections, `depth` requests per round trip per connection
  * (redis-benchmark -P depth). Systems, interleaved and rotated per round, each in its own process
@@ -14,6 +15,8 @@
  * - floor (`append` rows only): bench/load/produce-floor-server.ts, a Bun server that answers every
  *   PRODUCE frame with a fixed answer and stores nothing; driven by the same produce-pipelined.ts.
  *   What it costs per request is the runtime's and the kernel's share of booblik's cost.
+ * - baseline (with `--baseline`): another checkout's src/main.ts, run and driven as booblik is (the
+ *   wire protocol is the same since issue 11): an A/B of two brokers with user and system CPU apart.
  *
  * CPU: the server's utime and stime from /proc/<pid>/stat over the load run (ticks of 10 ms), and
  * the generator's from its rusage, each divided by the requests the generator completed. Each
@@ -34,8 +37,17 @@ import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/request-floor.bench.ts [--seconds=3] [--warmup=2] [--rounds=3] [--depths=1,8] [--policies=append]",
-  options: { seconds: "3", warmup: "2", rounds: "3", depths: "1,8", policies: "append" },
+    "bun bench/request-floor.bench.ts [--seconds=3] [--warmup=2] [--rounds=3] [--depths=1,8] [--policies=append] [--baseline=<checkout>] [--redis=yes|no] [--floor=yes|no]",
+  options: {
+    seconds: "3",
+    warmup: "2",
+    rounds: "3",
+    depths: "1,8",
+    policies: "append",
+    baseline: "",
+    redis: "yes",
+    floor: "yes",
+  },
 });
 const seconds = args.number("seconds");
 const warmupSeconds = args.number("warmup");
@@ -47,10 +59,18 @@ const LOAD = path.join(HERE, "bench/load/produce-pipelined.ts");
 const FLOOR = path.join(HERE, "bench/load/produce-floor-server.ts");
 const CONNECTIONS = 16;
 const RECORD_BYTES = 100;
-const withRedis = Bun.which("redis-server") !== null && Bun.which("redis-benchmark") !== null;
-if (!withRedis) console.log("redis-server or redis-benchmark not found: Redis rows left out");
+const baseline = args.text("baseline");
+const BASELINE_MAIN = baseline === "" ? "" : path.join(path.resolve(baseline), "src/main.ts");
+if (BASELINE_MAIN !== "" && !fs.existsSync(BASELINE_MAIN)) {
+  console.error(`--baseline: ${BASELINE_MAIN} does not exist`);
+  process.exit(2);
+}
+const redisWanted = args.text("redis") !== "no";
+const withRedis = redisWanted && Bun.which("redis-server") !== null && Bun.which("redis-benchmark") !== null;
+if (redisWanted && !withRedis) console.log("redis-server or redis-benchmark not found: Redis rows left out");
+const withFloor = args.text("floor") !== "no";
 
-type System = "booblik" | "Redis" | "floor";
+type System = "booblik" | "baseline" | "Redis" | "floor";
 
 interface Run {
   requestsPerSecond: number;
@@ -99,9 +119,9 @@ function cpuDelta(pid: number, before: { user: number; system: number }): { user
   return { user: after.user - before.user, system: after.system - before.system };
 }
 
-async function runBooblik(dataDir: string, policy: string, depth: number): Promise<Run> {
+async function runBooblik(dataDir: string, policy: string, depth: number, main?: string): Promise<Run> {
   Bun.spawnSync(["sync"]);
-  const broker = await startBrokerProcess(dataDir, []);
+  const broker = await startBrokerProcess(dataDir, [], main);
   try {
     const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     await admin.createTopic("small", { durability: policy as "append" | "force" });
@@ -170,7 +190,11 @@ console.log(
   `${os.cpus().length} cores shared by server and load generator; ${seconds} s per measured run after ${warmupSeconds} s of warm-up; ${rounds} rounds; systems interleaved; ` +
     `${RECORD_BYTES} B records, 1 record per request, ${CONNECTIONS} connections; fresh data directory and sync before each booblik and Redis run`,
 );
-console.log("load: bench/load/produce-pipelined.ts (booblik, floor), redis-benchmark --csv XADD (Redis)\n");
+if (BASELINE_MAIN !== "")
+  console.log(`baseline = ${BASELINE_MAIN}; booblik = ${path.join(HERE, "src/main.ts")}`);
+console.log(
+  "load: bench/load/produce-pipelined.ts (booblik, baseline, floor), redis-benchmark --csv XADD (Redis)\n",
+);
 console.log(
   "| policy (Redis appendfsync) | requests per round trip | system | load avg | requests/s median (range) | server user µs/request | server system µs/request | server total µs/request | generator µs/request |",
 );
@@ -180,9 +204,10 @@ try {
   for (const policy of policies) {
     for (const depth of depths) {
       const systems: System[] = [
+        ...(BASELINE_MAIN !== "" ? (["baseline"] as const) : []),
         "booblik",
         ...(withRedis ? (["Redis"] as const) : []),
-        ...(policy === "append" ? (["floor"] as const) : []),
+        ...(withFloor && policy === "append" ? (["floor"] as const) : []),
       ];
       const results = new Map<System, Run[]>(systems.map((s) => [s, []]));
       const loads = new Map<System, number[]>(systems.map((s) => [s, []]));
@@ -195,9 +220,11 @@ try {
           const run =
             system === "booblik"
               ? await runBooblik(dataDir, policy, depth)
-              : system === "floor"
-                ? await runFloor(depth)
-                : await runRedis(dataDir, policy, depth, lastBooblikRequests);
+              : system === "baseline"
+                ? await runBooblik(dataDir, policy, depth, BASELINE_MAIN)
+                : system === "floor"
+                  ? await runFloor(depth)
+                  : await runRedis(dataDir, policy, depth, lastBooblikRequests);
           if (system === "booblik") lastBooblikRequests = Math.round(run.requestsPerSecond * seconds);
           results.get(system)!.push(run);
           fs.rmSync(dataDir, { recursive: true, force: true });
