@@ -633,10 +633,11 @@ export const SEND_BODY_COPY_BYTES_MAX = 128 * 1024;
 export const COALESCED_APPEND_BYTES_MAX = 64 * 1024;
 /**
  * A PRODUCE's records of at most this many bytes are copied into the pending group byte by byte from
- * the request frame, not through a `subarray` for `TypedArray.set`: at one 100 B record per request
- * (16 connections, 1 in flight) the broker's user CPU was 3.30-3.61 µs per request with the loop
- * against 3.75-4.23 with the view, alternated three times (docs/benchmarks.md, "Fewer views and
- * clock reads per request"). Larger ones take the view: one view costs less than a long loop.
+ * the request frame, not through a `subarray` for `TypedArray.set`. At one 100 B record per request
+ * (16 connections, 1 in flight) the broker's user CPU was 3.30 µs per request (2.95-4.21) with the
+ * loop against 3.54 (3.43-4.38) with this at 0, and equal (1.65) at 8 in flight: a small gain,
+ * within the spread (`bench/request-floor.bench.ts --baseline`, 5 rounds; docs/benchmarks.md, "Fewer
+ * views and clock reads per request"). Larger ones take the view: it costs less than a long loop.
  */
 export const PRODUCE_COPY_LOOP_BYTES_MAX = 512;
 /** Framed bytes one coalesced group may hold; the next append starts a new group. */
