@@ -146,7 +146,14 @@ export class ByteWriter {
 let cachedStringBytes = new Uint8Array(0);
 let cachedString = "";
 
-function decodedString(bytes: Uint8Array, start: number, length: number, field: string): string {
+/** `origin`: where the frame starts in `bytes`, so that an error gives the position in the frame. */
+function decodedString(
+  bytes: Uint8Array,
+  start: number,
+  length: number,
+  field: string,
+  origin: number,
+): string {
   const cached = cachedStringBytes;
   if (cached.length === length) {
     let same = true;
@@ -162,7 +169,7 @@ function decodedString(bytes: Uint8Array, start: number, length: number, field: 
   try {
     value = DECODER.decode(bytes.subarray(start, start + length));
   } catch {
-    throw new ProtocolError(`${field} at byte ${start} is not valid UTF-8`);
+    throw new ProtocolError(`${field} at byte ${start - origin} is not valid UTF-8`);
   }
   if (length <= DECODED_STRING_CACHED_BYTES_MAX) {
     cachedStringBytes = bytes.slice(start, start + length);
@@ -261,7 +268,7 @@ export class ByteReader {
     const length = this.u16At(this.position);
     this.position += 2;
     this.need(length, field);
-    const value = decodedString(this.bytes, this.position, length, field);
+    const value = decodedString(this.bytes, this.position, length, field, this.origin);
     this.position += length;
     return value;
   }

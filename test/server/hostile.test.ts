@@ -81,6 +81,32 @@ describe("malformed requests", () => {
     socket.close();
   });
 
+  test("an error names the byte in its own frame, also for a frame behind another in the same chunk", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path);
+    const socket = await rawConnect(broker.port);
+    // One write, so the bad frame sits behind a good one in whatever chunk carries it: the broker
+    // reads frames as ranges of the chunk, and positions must still count from each frame's start.
+    const good = frame((w) => encodeMetadataRequest(w, 1, { topics: [] }));
+    // METADATA: size, apiKey, apiVersion and correlationId (12 bytes), the topic count (4), the
+    // name's length (2): the name starts at byte 18 of its frame.
+    const bad = request(API.METADATA, 2, (w) => w.u32(1).u16(2).u8(0xff).u8(0xfe));
+    const short = request(API.PRODUCE, 3, (w) => w.string("t").u32(0).u32(1000));
+    socket.write(new Uint8Array([...good, ...bad, ...short]));
+    let parsed = responses(await socket.waitForBytes(1));
+    while (parsed.length < 3) parsed = responses(await socket.waitForBytes(socket.received().length + 1));
+    expect(parsed.map((r) => [r.correlationId, r.errorCode])).toEqual([
+      [1, 0],
+      [2, WIRE_ERROR_CODES.INVALID_REQUEST],
+      [3, WIRE_ERROR_CODES.INVALID_REQUEST],
+    ]);
+    expect(parsed[1]!.message).toContain("at byte 18 is not valid UTF-8");
+    // PRODUCE: the header (12), the topic "t" (2 + 1), the partition (4), the records length (4): the
+    // records would start at byte 23.
+    expect(parsed[2]!.message).toContain("records at byte 23 needs 1000 bytes, 0 left in the frame");
+    socket.close();
+  });
+
   test("impossible frame sizes close that connection only; the broker and other connections carry on", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path, ["--max-frame-size", "1MiB"]);
