@@ -4,11 +4,14 @@
  *
  *   bun bench/cpuprofile-top.ts <file.cpuprofile> [count=40]
  *
- * Prints one line per function (name, file and line), its share of all sampled time, largest first,
- * then the total. Self time only: a function's callees are their own lines. Native functions show
- * with the name JavaScript called them by and no file (e.g. `write` for a socket write, time in the
- * system call included). The profile samples wall time on the JavaScript thread, so time
- * blocked in a synchronous call (an fdatasync on the event loop) counts where it blocked.
+ * Prints one line per function (name, file and line), its share of the samples, largest first, then
+ * the sample count and the median interval between samples. Self time only: a function's callees
+ * are their own lines. Native functions show with the name JavaScript called them by and no file
+ * (e.g. `write` for a socket write, time in the system call included): the sampler takes the
+ * JavaScript thread's stack while it runs, also inside a synchronous call that blocks (an fdatasync
+ * on the event loop). It takes none while the event loop waits for events; that wait shows up in the
+ * next sample's time delta, so shares are counted in samples, not summed deltas (a sum credits the
+ * idle wait to whatever ran first after it).
  */
 import path from "node:path";
 
@@ -36,8 +39,8 @@ if (file === undefined || !(count > 0)) {
 const profile = (await Bun.file(file).json()) as CpuProfile;
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
 const root = path.resolve(import.meta.dir, "..");
-const microsByFunction = new Map<string, number>();
-let totalMicros = 0;
+const samplesByFunction = new Map<string, number>();
+let samples = 0;
 for (let i = 0; i < profile.samples.length; i++) {
   const frame = nodes.get(profile.samples[i]!)?.callFrame;
   if (frame === undefined) continue;
@@ -48,11 +51,12 @@ for (let i = 0; i < profile.samples.length; i++) {
       ? ""
       : ` ${path.isAbsolute(where) ? path.relative(root, where) : where}:${frame.lineNumber + 1}`;
   const key = `${frame.functionName || "(anonymous)"}${file}`;
-  const micros = profile.timeDeltas[i] ?? 0;
-  microsByFunction.set(key, (microsByFunction.get(key) ?? 0) + micros);
-  totalMicros += micros;
+  samplesByFunction.set(key, (samplesByFunction.get(key) ?? 0) + 1);
+  samples++;
 }
-for (const [key, micros] of [...microsByFunction].sort((a, b) => b[1] - a[1]).slice(0, count)) {
-  console.log(`${((micros / totalMicros) * 100).toFixed(2).padStart(6)} % ${key}`);
+for (const [key, functionSamples] of [...samplesByFunction].sort((a, b) => b[1] - a[1]).slice(0, count)) {
+  console.log(`${((functionSamples / samples) * 100).toFixed(2).padStart(6)} % ${key}`);
 }
-console.log(`sampled ${(totalMicros / 1000).toFixed(0)} ms in ${profile.samples.length} samples`);
+const intervals = profile.timeDeltas.filter((delta) => delta > 0).sort((a, b) => a - b);
+const medianIntervalMicros = intervals.length === 0 ? 0 : intervals[Math.floor(intervals.length / 2)]!;
+console.log(`${samples} samples, median interval ${medianIntervalMicros.toFixed(0)} µs`);

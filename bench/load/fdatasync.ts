@@ -3,9 +3,10 @@
  * under `force` within 1 ms of the disk's fdatasync p99 measured in the same run). Its own process,
  * so the broker and the load generators are not running while it measures (the benchmark runs it
  * between rows). Each force is one `pwrite` at the end of a file (the file grows, as a segment
- * does), then one `fdatasync`, on the calling thread through libc (ffi/file.ts), as a log append
- * under `force` does on the event loop (src/broker/partition.ts). The figures are the `fdatasync`
- * call's own durations (the `pwrite` is not in them).
+ * does; `overwrite` below is the exception), then one `fdatasync`, on the calling thread through
+ * libc (ffi/file.ts), as a log append under `force` does on the event loop
+ * (src/broker/partition.ts). The figures are the `fdatasync` call's own durations (the `pwrite` is
+ * not in them).
  *
  * Two shapes:
  * - `intervalUs` 0 (the default): a tight loop of `bytesPerForce` each (the old probe: 100 B, about
@@ -18,15 +19,15 @@
  *   disk does at 50 K records/s under `force`: every force allocates one or two new blocks, and the
  *   disk idles between forces.
  *
- * A third argument, `overwrite`, first writes PREWRITTEN_BYTES of zeros to the file and forces
- * them, then writes the forces over them from the start: the file's size never changes, so an
- * fdatasync has no size to record in the file system's journal. A segment written this way would
+ * The fifth argument, `overwrite` (default `append`), first writes PREWRITTEN_BYTES of zeros to the
+ * file and forces them, then writes the forces over them from the start: the file's size never
+ * changes, so an fdatasync has no size to record in the file system's journal. A segment written this way would
  * have to be preallocated with real zeros (not `fallocate`, whose unwritten extents are converted,
  * and journaled, on the first write); measured to see what such a storage change could buy under
  * `force` (docs/benchmarks.md, "Fewer views and clock reads per request").
  *
  * Usage: bun fdatasync.ts <directory> <seconds> [bytesPerForce=100] [intervalUs=0] [append|overwrite]
- * Prints one JSON line: forces, bytesPerForce, intervalUs, late (forces that started over
+ * Prints one JSON line: forces, mode, bytesPerForce, intervalUs, late (forces that started over
  * intervalUs after their due time, paced only), p50/p99/p99.9/max of fdatasync in milliseconds.
  */
 import fs from "node:fs";
@@ -87,10 +88,8 @@ try {
       writeBytes = bytesPerForce * dueSlots;
     }
     if (position + writeBytes > PREWRITTEN_BYTES && mode === "overwrite") {
-      console.error(
-        `fdatasync.ts: overwrote all ${PREWRITTEN_BYTES} prewritten bytes; run for fewer seconds`,
-      );
-      process.exit(1);
+      // Thrown, not process.exit: the `finally` below removes the probe file.
+      throw new Error(`overwrote all ${PREWRITTEN_BYTES} prewritten bytes; run for fewer seconds`);
     }
     pwriteAll(fd, bytes, 0, writeBytes, position);
     position += writeBytes;

@@ -1046,6 +1046,8 @@ export class Connection implements BudgetWaiter {
       if (slot.file !== undefined) slot.file.release();
     }
     this.slots.length = 0;
+    // Their answers were staged but never handed to the socket: no latency to record.
+    this.stagedSlots.length = 0;
     for (const item of this.outbound) if (item.kind === "file") item.lease.release();
     this.outbound.length = 0;
     this.outboundBytes = 0;

@@ -1321,10 +1321,11 @@ export class BrokerServer implements ConnectionHost {
       this.authorize(connection, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, request.topic);
     const partition = this.broker.partition(request.topic, request.partition);
     this.counters.produceRequests++;
-    // The batches go to the partition as a view into the frame: it validates them and copies them
-    // (into its pending group, or the segment writer into the segment) before this call returns, so
-    // the frame may be reused afterwards; only the acknowledgement waits. The waiter comes from a
-    // free list: no promise, closure or object per request (issue 13).
+    // The batches go to the partition as a range of the frame (no view; it makes one only for the
+    // idempotent, corrected or large paths): it validates them and copies them (into its pending
+    // group, or the segment writer into the segment) before this call returns, so the frame may be
+    // reused afterwards; only the acknowledgement waits. The waiter comes from a free list: no
+    // promise, closure or object per request (issue 13).
     const waiter = this.freeProduceWaiters.pop() ?? new ProduceWaiter(this);
     waiter.connection = connection;
     waiter.slot = slot;
