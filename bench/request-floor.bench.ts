@@ -32,7 +32,7 @@ import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
 import { redisBenchmarkXadd, startRedisServer } from "./lib/peer-tools.ts";
-import { brokerCpuSeconds, runLoadMeasured, startBrokerProcess } from "./lib/processes.ts";
+import { brokerCpuSeconds, firstOutput, runLoadMeasured, startBrokerProcess } from "./lib/processes.ts";
 import { median, medianRange } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
@@ -138,14 +138,7 @@ async function runBooblik(dataDir: string, policy: string, depth: number, main?:
 async function runFloor(depth: number): Promise<Run> {
   const server = Bun.spawn([process.execPath, FLOOR], { stdout: "pipe", stderr: "inherit" });
   try {
-    const reader = server.stdout.getReader();
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error("produce-floor-server.ts ended before listening");
-      text += new TextDecoder().decode(value);
-    }
-    reader.releaseLock();
+    const text = await firstOutput(server.stdout, "produce-floor-server.ts ended before listening");
     const port = (JSON.parse(text.split("\n")[0]!) as { port: number }).port;
     if (warmupSeconds > 0) await drive(port, depth, warmupSeconds);
     const before = brokerCpuSeconds(server.pid, true);

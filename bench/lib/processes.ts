@@ -22,6 +22,22 @@ export interface BrokerHandle {
 }
 
 /** Starts `main` (this checkout's src/main.ts unless another checkout's is given) on a fresh port. */
+/**
+ * What a child printed up to the end of its first line (and whatever came with it in the same
+ * read); the stream stays readable. Throws `${what}: <the text so far>` if the child ends first.
+ */
+export async function firstOutput(stdout: ReadableStream<Uint8Array>, what: string): Promise<string> {
+  const reader = stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`${what}: ${text}`);
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return text;
+}
+
 export async function startBrokerProcess(
   dataDir: string,
   extraArgs: string[],
@@ -39,14 +55,7 @@ export async function startBrokerProcess(
       env: { ...process.env, BOOBLIK_KAFKA_PORT: process.env.BOOBLIK_KAFKA_PORT ?? "off" },
     },
   );
-  const reader = child.stdout.getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`broker exited before starting: ${text}`);
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
+  const text = await firstOutput(child.stdout, "broker exited before starting");
   const port = Number(/listening on [^:]+:(\d+)/.exec(text)?.[1]);
   if (!Number.isInteger(port) || port === 0) throw new Error(`cannot read the broker's port from: ${text}`);
   // Keep draining stdout so the broker never blocks on a full pipe.
@@ -91,12 +100,16 @@ const TICKS_PER_SECOND = 100; // sysconf(_SC_CLK_TCK) on Linux
 export function brokerCpuSeconds(pid: number): number;
 export function brokerCpuSeconds(pid: number, split: true): { user: number; system: number };
 export function brokerCpuSeconds(pid: number, split?: true): number | { user: number; system: number } {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const { user, system } = statCpuSeconds(`/proc/${pid}/stat`);
+  return split ? { user, system } : user + system;
+}
+
+/** utime and stime of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file, in seconds. */
+function statCpuSeconds(file: string): { user: number; system: number } {
+  const stat = fs.readFileSync(file, "utf8");
   // Fields after the command name (which may contain spaces) start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const user = Number(fields[11]) / TICKS_PER_SECOND;
-  const system = Number(fields[12]) / TICKS_PER_SECOND;
-  return split ? { user, system } : user + system;
+  return { user: Number(fields[11]) / TICKS_PER_SECOND, system: Number(fields[12]) / TICKS_PER_SECOND };
 }
 
 export async function brokerMemory(pid: number): Promise<{ rssBytes: number; anonymousBytes: number }> {
@@ -122,18 +135,17 @@ export function mainThreadSchedule(pid: number): { runNs: number; waitNs: number
  * "JITWorker" for JavaScriptCore's compiler threads (/proc/<pid>/task/<tid>/comm and stat).
  */
 export function threadsCpuSeconds(pid: number, prefix: string): number {
-  let ticks = 0;
+  let seconds = 0;
   for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
       if (!fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").startsWith(prefix)) continue;
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
+      const { user, system } = statCpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+      seconds += user + system;
     } catch {
       // The thread ended between the listing and the read: it no longer counts.
     }
   }
-  return ticks / TICKS_PER_SECOND;
+  return seconds;
 }
 
 /** The counts of `perf stat -x ,` output (CSV: value, unit, event, …), by event name. */

@@ -45,6 +45,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { type BrokerProcess, metricsPortOf } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { Random } from "../helpers/random.ts";
 import { runTorture, type TortureResult } from "../torture/torture.ts";
 import { extractImage, VolatileFs } from "./volatile-fs.ts";
@@ -171,9 +172,9 @@ export async function runPowerLoss(options: PowerLossOptions): Promise<PowerLoss
 async function completedForces(broker: BrokerProcess): Promise<string> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
-    return /^booblik_force_duration_seconds_count\s+(\d+)/m.exec(text)?.[1] ?? "unknown (no force count)";
+    return String(metricValue(text, "booblik_force_duration_seconds_count"));
   } catch (error) {
-    return `unknown (${(error as Error).message})`;
+    return `unknown (${(error as Error).message.split("\n")[0]})`;
   }
 }
 
