@@ -52,18 +52,15 @@ import {
   MAPPED_FREE_SPACE_MARGIN_BYTES,
   MAPPED_WINDOW_BYTES_MAX,
   MAPPED_WINDOW_BYTES_MIN,
-  MAPPED_ZERO_CHUNK_BYTES,
 } from "../domain/limits.ts";
 import { disk } from "./disk.ts";
 import type { EntrySource } from "./entry-framer.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
+import { writeZeros } from "./zeros.ts";
 
 function roundUpToPage(bytes: number): number {
   return Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES;
 }
-
-/** Shared by every mapped writer: JS runs one pwrite at a time, and nothing ever writes into it. */
-let zeros: Uint8Array | undefined;
 
 export class MappedSegmentWriter extends BaseSegmentWriter {
   readonly writeMode: WriteMode = "mapped";
@@ -92,6 +89,14 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     // The file holds nothing past sizeBytes (the caller cut it there), so the rest is holes.
     this.writtenEnd = sizeBytes;
   }
+
+  /** The mapped file is always its mapping's length; close() trims it. */
+  get paddedBeyondSize(): boolean {
+    return true;
+  }
+
+  /** A store below `writtenEnd` needs the mapping's length: only close() trims (header). */
+  dropZerosAhead(): void {}
 
   protected writeAt(source: EntrySource, position: number): void {
     const end = position + source.framedBytes;
@@ -124,19 +129,9 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
       }
       target = needed;
     }
-    zeros ??= new Uint8Array(MAPPED_ZERO_CHUNK_BYTES);
     // A pwrite that fails (ENOSPC when someone else took the space since the statvfs) leaves
     // writtenEnd where it was: the zeros it did write are harmless and are written again next time.
-    for (let at = from; at < target; at += MAPPED_ZERO_CHUNK_BYTES) {
-      disk.pwriteAll(
-        this.mapping.fd,
-        zeros,
-        0,
-        Math.min(MAPPED_ZERO_CHUNK_BYTES, target - at),
-        at,
-        this.path,
-      );
-    }
+    writeZeros(this.mapping.fd, from, target, this.path);
     this.writtenEnd = target;
     if (target === wanted) this.windowBytes = Math.min(MAPPED_WINDOW_BYTES_MAX, this.windowBytes * 2);
   }

@@ -984,8 +984,10 @@ export class PartitionLog {
     let closeError: unknown;
     if (clean && this.failureCause === undefined) {
       try {
-        this.forceNow();
         const active = this.segments.at(-1)!;
+        // The zeros ahead of a `file` writer go first, so that this force makes the length durable.
+        active.dropZerosAhead();
+        this.forceNow();
         try {
           writeCheckpointNow(
             path.join(this.directory, CHECKPOINT_FILE),

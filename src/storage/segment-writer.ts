@@ -40,8 +40,19 @@ export interface SegmentWriter {
   readonly forcedBytes: number;
   /** The failure that stopped this writer, if any. */
   readonly failure: unknown;
+  /**
+   * The file is longer than `sizeBytes` (zeros ahead of the writer), so close() cuts it: a change of
+   * the length that only a later force makes durable.
+   */
+  readonly paddedBeyondSize: boolean;
   /** Writes the entries of one append (already validated and planned by the caller) as one unit. */
   append(source: EntrySource): void;
+  /**
+   * Cuts the file to `sizeBytes` now if it holds zeros ahead of the writer and the path allows it
+   * (the `file` path; the mapped path keeps its mapping's length until close), so that a following
+   * force makes a clean close's file length durable. Appends may go on after it.
+   */
+  dropZerosAhead(): void;
   /** Makes everything appended before the call durable, off the event loop. */
   force(): Promise<void>;
   /** Like force, but on the calling thread: for start-up, shutdown, tools and tests. */
@@ -53,6 +64,8 @@ export interface SegmentWriter {
 /** The sticky-failure and bookkeeping half that both writers share. */
 export abstract class BaseSegmentWriter implements SegmentWriter {
   abstract readonly writeMode: WriteMode;
+  abstract readonly paddedBeyondSize: boolean;
+  abstract dropZerosAhead(): void;
   readonly path: string;
   readonly capacityBytes: number;
   sizeBytes: number;

@@ -741,6 +741,11 @@ export class Segment implements ReadDescriptorHolder {
     sealedReadDescriptors.becameIdle();
   }
 
+  /** Before a clean close's last force: the active file's zeros ahead are cut (SegmentWriter). */
+  dropZerosAhead(): void {
+    this.writer?.dropZerosAhead();
+  }
+
   /** Like force, on the calling thread. */
   forceNow(): void {
     if (this.writer !== undefined) {
@@ -760,9 +765,10 @@ export class Segment implements ReadDescriptorHolder {
     const writer = this.writer;
     if (writer === undefined) return;
     this.sealedSizeBytes = writer.sizeBytes;
-    // A mapped file is trimmed when its writer closes: a metadata change that the next force must
-    // cover, or a crash could leave a sealed file padded with zeros. Mark it unforced.
-    this.sealedForcedBytes = writer.writeMode === "mapped" ? -1 : writer.forcedBytes;
+    // A file with zeros ahead of its writer is trimmed when the writer closes: a metadata change
+    // that the next force must cover, or a crash could leave a sealed file padded with zeros (which
+    // recovery reads as the end of its entries). Mark it unforced.
+    this.sealedForcedBytes = writer.paddedBeyondSize ? -1 : writer.forcedBytes;
     // Keep a descriptor across the writer's close, so a pending force can still reach the file.
     this.ensureReadFd();
     this.writer = undefined;

@@ -8,6 +8,7 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { pwriteAll } from "../../ffi/file.ts";
+import { ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
 import { BooblikClient } from "../../src/index.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { startBroker } from "../helpers/broker-process.ts";
@@ -102,6 +103,16 @@ test.skipIf(volatileFsUnavailable !== undefined)(
   },
 );
 
+/** Where a segment's entries end: the first zero length (or the end of the file). */
+function endOfEntries(fd: number): number {
+  const bytes = fs.readFileSync(fd);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let position = SEGMENT_HEADER_BYTES;
+  while (position + ENTRY_HEADER_BYTES <= bytes.length && view.getUint32(position) !== 0)
+    position += ENTRY_HEADER_BYTES + view.getUint32(position);
+  return position;
+}
+
 test.skipIf(volatileFsUnavailable !== undefined)(
   "a record a restart read back from the page cache is made durable before it is shown",
   async () => {
@@ -123,7 +134,8 @@ test.skipIf(volatileFsUnavailable !== undefined)(
     const fd = fs.openSync(segment, "r+");
     // The next entry as the broker stores it: BaseOffset 1, in its frame.
     const record = storedEntries(1, [["only in the page cache"]]);
-    pwriteAll(fd, record, 0, record.length, fs.fstatSync(fd).size);
+    // At the end of the log, which is not the end of the file: zeros follow it (file-segment-writer.ts).
+    pwriteAll(fd, record, 0, record.length, endOfEntries(fd));
     fs.closeSync(fd);
     // A process crash, not a power loss: the restart reads the record back and shows it.
     {
