@@ -1,0 +1,151 @@
+/**
+ * The `file` writer's zeros ahead of its position (file-segment-writer.ts): an append lands on blocks
+ * the file already has, so that a force of it is an overwrite. What users rely on is checked here:
+ * the window stays within its bounds and the segment's capacity, only zeros lie past the data, a
+ * closed or cleanly closed file is exactly its records, a file that still holds its zeros after a
+ * crash reopens at the end of its entries, and a full disk costs the window, never an append.
+ */
+
+import { expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { ENOSPC } from "../../ffi/errno.ts";
+import { ioError } from "../../ffi/file.ts";
+import type { Offset } from "../../src/domain/ids.ts";
+import { FILE_WINDOW_BYTES_MAX, FILE_WINDOW_BYTES_MIN, ZERO_CHUNK_BYTES } from "../../src/domain/limits.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
+import { realDisk, useDisk } from "../../src/storage/disk.ts";
+import { PartitionLog } from "../../src/storage/partition-log.ts";
+import { Segment, segmentConfig } from "../../src/storage/segment.ts";
+import { valuesOf } from "../helpers/records.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+const PAGE = 4096;
+const text = (records: Uint8Array) => valuesOf(records).map((value) => new TextDecoder().decode(value));
+
+function fileBytes(filePath: string): Uint8Array {
+  return new Uint8Array(fs.readFileSync(filePath));
+}
+
+function onlyZerosFrom(bytes: Uint8Array, from: number): boolean {
+  for (let i = from; i < bytes.length; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+test("a file segment keeps zeros ahead of its data: the smallest window first, growing to the largest, never past its capacity", () => {
+  using dir = tempDir();
+  const segmentBytes = 8 * 1024 * 1024;
+  const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file", segmentBytes }));
+  try {
+    segment.append(batchOfValues(["one small record"]));
+    const first = fileBytes(segment.path);
+    // The file reaches a smallest window past the record, page-rounded, and holds only zeros there.
+    expect(first.length).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
+    expect(first.length).toBeLessThan(segment.sizeBytes + FILE_WINDOW_BYTES_MIN + PAGE);
+    expect(onlyZerosFrom(first, segment.sizeBytes)).toBe(true);
+
+    const batch = batchOfValues([new Uint8Array(16 * 1024 - 8).fill(7)]); // ~16 KiB per append
+    let largestAhead = 0;
+    for (;;) {
+      try {
+        segment.append(batch);
+      } catch {
+        break; // full: the loop ran the segment to its capacity
+      }
+      const length = fs.statSync(segment.path).size;
+      const ahead = length - segment.sizeBytes;
+      largestAhead = Math.max(largestAhead, ahead);
+      expect(ahead).toBeGreaterThanOrEqual(0);
+      expect(ahead).toBeLessThan(FILE_WINDOW_BYTES_MAX + PAGE);
+      expect(length).toBeLessThanOrEqual(segmentBytes);
+    }
+    // Grown to the largest window on the way (8 MiB is more than every window from 64 KiB to 1 MiB).
+    expect(largestAhead).toBeGreaterThanOrEqual(FILE_WINDOW_BYTES_MAX);
+    expect(onlyZerosFrom(fileBytes(segment.path), segment.sizeBytes)).toBe(true);
+  } finally {
+    segment.close();
+  }
+});
+
+test("closing trims the file to its records; a clean close of the log leaves the active file exactly its data", () => {
+  using dir = tempDir();
+  const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
+  segment.append(batchOfValues(["a", "b"]));
+  const sizeBytes = segment.sizeBytes;
+  expect(fs.statSync(segment.path).size).toBeGreaterThan(sizeBytes);
+  segment.close();
+  expect(fs.statSync(path.join(dir.path, "00000000000000000000.log")).size).toBe(sizeBytes);
+
+  const logDir = path.join(dir.path, "log");
+  const log = PartitionLog.open(logDir, segmentConfig({ writeMode: "file" }));
+  log.append(batchOfValues(["c", "d", "e"]));
+  const active = path.join(logDir, "00000000000000000000.log");
+  expect(fs.statSync(active).size).toBeGreaterThan(log.sizeBytes);
+  const logBytes = log.sizeBytes;
+  log.close();
+  expect(fs.statSync(active).size).toBe(logBytes);
+});
+
+test("a file that still holds its zeros after a crash reopens at the end of its entries and appends there", () => {
+  using dir = tempDir();
+  const config = segmentConfig({ writeMode: "file" });
+  const segment = Segment.create(dir.path, 0 as Offset, config);
+  segment.append(batchOfValues(["before", "the crash"]));
+  // The file as a crash would leave it: records, then the window's zeros (no trim ran).
+  const image = fileBytes(segment.path);
+  const sizeBytes = segment.sizeBytes;
+  segment.close();
+  expect(image.length).toBeGreaterThan(sizeBytes);
+  const crashed = path.join(dir.path, "crashed");
+  fs.mkdirSync(crashed);
+  const crashedFile = path.join(crashed, "00000000000000000000.log");
+  fs.writeFileSync(crashedFile, image);
+
+  const { segment: reopened, report } = Segment.openForAppend(crashedFile, config);
+  try {
+    expect(report.stop).toBe("zero-length");
+    expect(reopened.nextOffset as number).toBe(2);
+    expect(reopened.sizeBytes).toBe(sizeBytes);
+    reopened.append(batchOfValues(["after"]));
+    expect(text(reopened.read(0, 1 << 20).records)).toEqual(["before", "the crash", "after"]);
+  } finally {
+    reopened.close();
+  }
+});
+
+test("a full disk costs the window, never an append that fits without one", () => {
+  using dir = tempDir();
+  let refuseZeros = true;
+  let refused = 0;
+  // ENOSPC for the zeros only: the one pwrite of the shared zero buffer (the records are staged).
+  const restore = useDisk({
+    ...realDisk,
+    pwriteAll(fd, source, start, end, position, filePath) {
+      if (refuseZeros && source.length === ZERO_CHUNK_BYTES) {
+        refused++;
+        throw ioError("pwrite", ENOSPC, filePath);
+      }
+      realDisk.pwriteAll(fd, source, start, end, position, filePath);
+    },
+  });
+  try {
+    const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
+    try {
+      segment.append(batchOfValues(["fits without a window"]));
+      expect(refused).toBe(1);
+      // Nothing but the record: the zeros that were refused are not left behind.
+      expect(fs.statSync(segment.path).size).toBe(segment.sizeBytes);
+      refuseZeros = false;
+      segment.append(batchOfValues(["the disk has room again"]));
+      expect(fs.statSync(segment.path).size).toBeGreaterThan(segment.sizeBytes);
+      expect(text(segment.read(0, 1 << 20).records)).toEqual([
+        "fits without a window",
+        "the disk has room again",
+      ]);
+    } finally {
+      segment.close();
+    }
+  } finally {
+    restore();
+  }
+});
