@@ -188,12 +188,13 @@ interface DiskForceResult {
  * `force` within 1 ms of the disk's own fdatasync p99 measured in the same run). Each round runs
  * every policy × rate on a fresh broker and data directory, in an order rotated per round, and the
  * disk's own force (bench/load/fdatasync.ts, its own process, on the same directory, with nothing
- * else of ours running) in two shapes: the old probe (pwrite 100 B + fdatasync in a tight loop,
+ * else of ours running) in three shapes: the old probe (pwrite 100 B + fdatasync in a tight loop,
  * about 12,000 forces/s) and, per rate, the broker's shape under `force` (one pwrite of the latency
- * run's batch as stored, `storedBatchBytes`, then one fdatasync, due every millisecond). The target
- * is judged against the paced probe's p99 at the same rate: the tight loop of 100 B allocates a
- * block every 40 forces, the broker one or two per force. Figures: median (range) over rounds of each
- * run's percentiles.
+ * run's batch as stored, `storedBatchBytes`, then one fdatasync, due every millisecond), appending
+ * to the file and overwriting zeros written before. The target is judged against the paced
+ * overwriting probe's p99 at the same rate, because that is what the broker's file writer does (it
+ * writes zeros ahead of itself: src/storage/file-segment-writer.ts), and it is the faster of the two
+ * on ext4, so the stricter target. Figures: median (range) over rounds of each run's percentiles.
  */
 async function latencySection(dataDir: string): Promise<void> {
   const seconds = secondsOr(10);
@@ -222,8 +223,9 @@ async function latencySection(dataDir: string): Promise<void> {
   const loads = new Map<string, number[]>();
   const disk: DiskForceResult[] = [];
   const diskLoads: number[] = [];
-  /** Per rate: the paced probe (the broker's bytes and pacing under `force`). */
+  /** Per rate: the paced probes (the broker's bytes and pacing under `force`), appending and overwriting. */
   const paced = new Map<number, DiskForceResult[]>(rates.map((rate) => [rate, []]));
+  const pacedOverwrite = new Map<number, DiskForceResult[]>(rates.map((rate) => [rate, []]));
   let run = 0;
   for (let round = 0; round < rounds; round++) {
     // The disk's own force first in even rounds and last in odd ones.
@@ -234,6 +236,11 @@ async function latencySection(dataDir: string): Promise<void> {
       for (const rate of rates) {
         const probeArgs = [dataDir, "3", String(storedBatchBytes(rate)), "1000"];
         paced.get(rate)!.push((await runLoad(path.join(LOAD, "fdatasync.ts"), probeArgs)) as DiskForceResult);
+        pacedOverwrite
+          .get(rate)!
+          .push(
+            (await runLoad(path.join(LOAD, "fdatasync.ts"), [...probeArgs, "overwrite"])) as DiskForceResult,
+          );
       }
     };
     if (round % 2 === 0) await probe();
@@ -277,11 +284,15 @@ async function latencySection(dataDir: string): Promise<void> {
     `p99.9 ${cell(runs.map((d) => d.p999Ms))}, max ${cell(runs.map((d) => d.maxMs))}`;
   console.log(`${diskLine("old probe: pwrite 100 B + fdatasync in a tight loop", disk)}`);
   for (const rate of rates) {
-    const runs = paced.get(rate)!;
-    console.log(
-      `${diskLine(`the broker's shape at ${formatRate(rate)} rec/s: pwrite ${storedBatchBytes(rate)} B (one batch as stored) + fdatasync due every 1 ms`, runs)}, ` +
-        `forces started over 1 ms late: ${median(runs.map((d) => d.late))}`,
-    );
+    for (const [mode, runs] of [
+      ["appending", paced.get(rate)!],
+      ["overwriting zeros", pacedOverwrite.get(rate)!],
+    ] as const) {
+      console.log(
+        `${diskLine(`the broker's shape at ${formatRate(rate)} rec/s, ${mode}: pwrite ${storedBatchBytes(rate)} B (one batch as stored) + fdatasync due every 1 ms`, runs)}, ` +
+          `forces started over 1 ms late: ${median(runs.map((d) => d.late))}`,
+      );
+    }
   }
   console.log("");
   console.log(
@@ -297,14 +308,14 @@ async function latencySection(dataDir: string): Promise<void> {
     const list = results.get(key)!;
     const rowLoads = loads.get(key)!;
     const p99 = median(list.map((r) => r.p99Ms));
-    const diskP99 = median(paced.get(rate)!.map((d) => d.p99Ms));
+    const diskP99 = median(pacedOverwrite.get(rate)!.map((d) => d.p99Ms));
     const target =
       rate !== 50_000
         ? "-"
         : policy === "append"
           ? `< 1 ms: ${p99 < 1 ? "met" : "not met"}`
           : policy === "force"
-            ? `≤ paced disk p99 + 1 = ${(diskP99 + 1).toFixed(2)} ms: ${p99 <= diskP99 + 1 ? "met" : "not met"}`
+            ? `≤ paced overwriting disk p99 + 1 = ${(diskP99 + 1).toFixed(2)} ms: ${p99 <= diskP99 + 1 ? "met" : "not met"}`
             : "-";
     console.log(
       `| ${policy} | ${formatRate(rate)} | ${broker.name} | ${Math.min(...rowLoads).toFixed(1)}–${Math.max(...rowLoads).toFixed(1)} | ` +

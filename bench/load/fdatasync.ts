@@ -21,10 +21,10 @@
  *
  * The fifth argument, `overwrite` (default `append`), first writes PREWRITTEN_BYTES of zeros to the
  * file and forces them, then writes the forces over them from the start: the file's size never
- * changes, so an fdatasync has no size to record in the file system's journal. A segment written this way would
- * have to be preallocated with real zeros (not `fallocate`, whose unwritten extents are converted,
- * and journaled, on the first write); measured to see what such a storage change could buy under
- * `force` (docs/benchmarks.md, "Fewer views and clock reads per request").
+ * changes, so an fdatasync has no size to record in the file system's journal. This is what the
+ * broker's file writer does since it writes zeros ahead of itself (src/storage/file-segment-writer.ts;
+ * real zeros, not `fallocate`, whose unwritten extents are converted, and journaled, on the first
+ * write): docs/benchmarks.md, "Zeros ahead of the file writer".
  *
  * Usage: bun fdatasync.ts <directory> <seconds> [bytesPerForce=100] [intervalUs=0] [append|overwrite]
  * Prints one JSON line: forces, mode, bytesPerForce, intervalUs, late (forces that started over
