@@ -143,6 +143,15 @@ export const ZERO_CHUNK_BYTES = 1024 * 1024;
 export const FILE_WINDOW_BYTES_MIN = 64 * 1024;
 export const FILE_WINDOW_BYTES_MAX = 1024 * 1024;
 /**
+ * An append larger than this that reaches past the file window writes no zeros: it grows the file
+ * itself. Under `force` each fdatasync also writes the window's zeros to the disk, so every byte of
+ * the log is written twice; that pays while appends are small and the commit is most of a force, not
+ * for large ones. `bun bench/storage.bench.ts append --policies=force`, window on every append:
+ * 1 KiB × 100 (~100 KiB per append) 6-11 % and 1 KiB × 1,000 10-26 % slower than without, 100 B ×
+ * 100 (~11 KiB) 34-62 % faster (docs/benchmarks.md, "Zeros ahead of the file writer").
+ */
+export const FILE_WINDOW_APPEND_BYTES_MAX = 32 * 1024;
+/**
  * The mapped writer does not extend its window when that would leave less than this free for an
  * unprivileged writer (statvfs f_bavail): the append fails with ENOSPC instead. The room left is for
  * the small files the broker must still write on a full disk, above all each partition's recovery

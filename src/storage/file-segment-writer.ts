@@ -15,7 +15,8 @@
  * - Zeros are written only at or beyond the end of the append being written, never over a record;
  *   they are written before that append's records, so a failed zero write leaves no record behind.
  * - The window starts at FILE_WINDOW_BYTES_MIN and doubles per crossing up to FILE_WINDOW_BYTES_MAX,
- *   never past the segment's capacity. A full disk makes it give up the window (cut back to
+ *   never past the segment's capacity. An append larger than FILE_WINDOW_APPEND_BYTES_MAX that
+ *   crosses it writes no zeros: it grows the file itself. A full disk makes it give up the window (cut back to
  *   `writtenEnd`, back to the smallest window), never refuse an append that fits without one.
  * - close() trims the file to `sizeBytes`: a sealed segment is as long as its records. The trim is a
  *   change of length that the next force covers (Segment.seal marks the sealed file unforced). A
@@ -40,6 +41,7 @@ import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { isDiskFull } from "../domain/errors.ts";
 import {
   APPEND_STAGING_BYTES_KEPT_MAX,
+  FILE_WINDOW_APPEND_BYTES_MAX,
   FILE_WINDOW_BYTES_MAX,
   FILE_WINDOW_BYTES_MIN,
 } from "../domain/limits.ts";
@@ -95,10 +97,13 @@ export class FileSegmentWriter extends BaseSegmentWriter {
   protected writeAt(source: EntrySource, position: number): void {
     const bytes = source.framedBytes;
     const end = position + bytes;
-    if (end > this.writtenEnd) this.extendWindow(end);
+    // A large append grows the file itself (FILE_WINDOW_APPEND_BYTES_MAX: under `force` the zeros
+    // are written to the disk too, and for a large append they cost more than the commit saved).
+    if (end > this.writtenEnd && bytes <= FILE_WINDOW_APPEND_BYTES_MAX) this.extendWindow(end);
     const buffer = stagingFor(bytes);
     source.writeTo(buffer, 0);
     disk.pwriteAll(this.fd, buffer, 0, bytes, position, this.path);
+    if (end > this.writtenEnd) this.writtenEnd = end;
   }
 
   /** Writes zeros from `end` (the end of the append about to be written) to a window past it. */
@@ -117,7 +122,6 @@ export class FileSegmentWriter extends BaseSegmentWriter {
         // A failing cut throws a non-disk-full error, which stops the writer (append's catch).
         disk.truncateFile(this.fd, this.writtenEnd, this.path);
         this.windowBytes = FILE_WINDOW_BYTES_MIN;
-        this.writtenEnd = Math.max(this.writtenEnd, end);
         return;
       }
       this.windowBytes = Math.min(FILE_WINDOW_BYTES_MAX, this.windowBytes * 2);

@@ -12,7 +12,12 @@ import path from "node:path";
 import { ENOSPC } from "../../ffi/errno.ts";
 import { ioError } from "../../ffi/file.ts";
 import type { Offset } from "../../src/domain/ids.ts";
-import { FILE_WINDOW_BYTES_MAX, FILE_WINDOW_BYTES_MIN, ZERO_CHUNK_BYTES } from "../../src/domain/limits.ts";
+import {
+  FILE_WINDOW_APPEND_BYTES_MAX,
+  FILE_WINDOW_BYTES_MAX,
+  FILE_WINDOW_BYTES_MIN,
+  ZERO_CHUNK_BYTES,
+} from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
@@ -62,6 +67,23 @@ test("a file segment keeps zeros ahead of its data: the smallest window first, g
     // Grown to the largest window on the way (8 MiB is more than every window from 64 KiB to 1 MiB).
     expect(largestAhead).toBeGreaterThanOrEqual(FILE_WINDOW_BYTES_MAX);
     expect(onlyZerosFrom(fileBytes(segment.path), segment.sizeBytes)).toBe(true);
+  } finally {
+    segment.close();
+  }
+});
+
+test("an append larger than FILE_WINDOW_APPEND_BYTES_MAX grows the file itself; a small one gets a window again", () => {
+  using dir = tempDir();
+  const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
+  try {
+    segment.append(batchOfValues([new Uint8Array(FILE_WINDOW_APPEND_BYTES_MAX).fill(1)]));
+    expect(fs.statSync(segment.path).size).toBe(segment.sizeBytes);
+    segment.append(batchOfValues(["small"]));
+    expect(fs.statSync(segment.path).size).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
+    expect(valuesOf(segment.read(0, 1 << 20).records).map((value) => value.length)).toEqual([
+      FILE_WINDOW_APPEND_BYTES_MAX,
+      5,
+    ]);
   } finally {
     segment.close();
   }
