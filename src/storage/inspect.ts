@@ -5,7 +5,7 @@
  * THE record walker (`forEachRecord`), the same checks recovery makes.
  *
  * Classification of what a walk finds after the last valid entry of a segment:
- * - nothing, or zeros (the end-of-log marker of a mapped file): a clean end;
+ * - nothing, or zeros (the end-of-log marker of an active or untrimmed segment): a clean end;
  * - in the newest segment of a partition, an incomplete or invalid tail: not damage by itself. It is
  *   a write in progress (when a broker runs) or a torn tail that recovery cuts (it was never
  *   acknowledged under `force`); reported as an unverified tail;
