@@ -87,3 +87,12 @@ export function storedEntries(
   });
   return out;
 }
+
+/**
+ * True when `bytes[start, end)` is all zeros: a write of the zeros a segment writer keeps ahead of
+ * itself (src/storage/zeros.ts), never one of records (an entry's length is never zero).
+ */
+export function onlyZeros(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (bytes[i] !== 0) return false;
+  return true;
+}

@@ -16,13 +16,12 @@ import {
   FILE_WINDOW_APPEND_BYTES_MAX,
   FILE_WINDOW_BYTES_MAX,
   FILE_WINDOW_BYTES_MIN,
-  ZERO_CHUNK_BYTES,
 } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
-import { valuesOf } from "../helpers/records.ts";
+import { onlyZeros, valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 const PAGE = 4096;
@@ -33,8 +32,7 @@ function fileBytes(filePath: string): Uint8Array {
 }
 
 function onlyZerosFrom(bytes: Uint8Array, from: number): boolean {
-  for (let i = from; i < bytes.length; i++) if (bytes[i] !== 0) return false;
-  return true;
+  return onlyZeros(bytes, from, bytes.length);
 }
 
 test("a file segment keeps zeros ahead of its data: the smallest window first, growing to the largest, never past its capacity", () => {
@@ -139,11 +137,11 @@ test("a full disk costs the window, never an append that fits without one", () =
   using dir = tempDir();
   let refuseZeros = true;
   let refused = 0;
-  // ENOSPC for the zeros only: the one pwrite of the shared zero buffer (the records are staged).
+  // ENOSPC for the zeros only (a write of records is never all zeros).
   const restore = useDisk({
     ...realDisk,
     pwriteAll(fd, source, start, end, position, filePath) {
-      if (refuseZeros && source.length === ZERO_CHUNK_BYTES) {
+      if (refuseZeros && onlyZeros(source, start, end)) {
         refused++;
         throw ioError("pwrite", ENOSPC, filePath);
       }
