@@ -147,7 +147,7 @@ export const FILE_WINDOW_BYTES_MAX = 1024 * 1024;
  * itself. Under `force` each fdatasync also writes the window's zeros to the disk, so every byte of
  * the log is written twice; that pays while appends are small and the commit is most of a force, not
  * for large ones. `bun bench/storage.bench.ts append --policies=force`, window on every append:
- * 1 KiB × 100 (~100 KiB per append) 6-11 % and 1 KiB × 1,000 10-26 % slower than without, 100 B ×
+ * 1 KiB × 100 (~100 KiB per append) 5-11 % and 1 KiB × 1,000 10-26 % slower than without, 100 B ×
  * 100 (~11 KiB) 34-62 % faster (docs/benchmarks.md, "Zeros ahead of the file writer").
  */
 export const FILE_WINDOW_APPEND_BYTES_MAX = 32 * 1024;

@@ -76,6 +76,8 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
   private forcesInFlight = 0;
   /** Counts `markUnforced` calls, so that a force that was in flight across one claims nothing. */
   private unforcedMarks = 0;
+  /** Completed fdatasyncs of this writer (a writer that is forced may want zeros ahead: file path). */
+  protected forcesDone = 0;
 
   constructor(path: string, sizeBytes: number, capacityBytes: number) {
     assert(sizeBytes <= capacityBytes, "a segment's size is within its capacity");
@@ -111,6 +113,7 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     const marks = this.unforcedMarks;
     try {
       await this.datasync();
+      this.forcesDone++;
     } catch (error) {
       this.failure = error;
       throw error;
@@ -140,6 +143,7 @@ export abstract class BaseSegmentWriter implements SegmentWriter {
     if (target === this.forcedBytes) return;
     try {
       this.datasyncNow();
+      this.forcesDone++;
     } catch (error) {
       this.failure = error;
       throw error;

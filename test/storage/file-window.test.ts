@@ -1,9 +1,10 @@
 /**
- * The `file` writer's zeros ahead of its position (file-segment-writer.ts): an append lands on blocks
- * the file already has, so that a force of it is an overwrite. What users rely on is checked here:
- * the window stays within its bounds and the segment's capacity, only zeros lie past the data, a
- * closed or cleanly closed file is exactly its records, a file that still holds its zeros after a
- * crash reopens at the end of its entries, and a full disk costs the window, never an append.
+ * The `file` writer's zeros ahead of its position (file-segment-writer.ts): an append of a writer
+ * that is forced lands on blocks the file already has, so that the force is an overwrite. What users
+ * rely on is checked here: the window stays within its bounds and the segment's capacity, only zeros
+ * lie past the data, a writer that is not forced and a large append write none, a closed or cleanly
+ * closed file is exactly its records, a file that still holds its zeros after a crash reopens at the
+ * end of its entries, and a full disk costs the window, never an append.
  */
 
 import { expect, test } from "bun:test";
@@ -31,31 +32,44 @@ function fileBytes(filePath: string): Uint8Array {
   return new Uint8Array(fs.readFileSync(filePath));
 }
 
+/** An append and its force, as under the `force` policy. */
+function appendForced(segment: Segment, values: (string | Uint8Array)[]): void {
+  segment.append(batchOfValues(values));
+  segment.forceNow();
+}
+
+function fileLength(segment: Segment): number {
+  return fs.statSync(segment.path).size;
+}
+
 function onlyZerosFrom(bytes: Uint8Array, from: number): boolean {
   return onlyZeros(bytes, from, bytes.length);
 }
 
-test("a file segment keeps zeros ahead of its data: the smallest window first, growing to the largest, never past its capacity", () => {
+test("a forced file segment keeps zeros ahead of its data: the smallest window first, growing to the largest, never past its capacity", () => {
   using dir = tempDir();
   const segmentBytes = 8 * 1024 * 1024;
   const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file", segmentBytes }));
   try {
-    segment.append(batchOfValues(["one small record"]));
+    // No force before the first append: it grows the file itself.
+    appendForced(segment, ["the first record"]);
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
+    appendForced(segment, ["one small record"]);
     const first = fileBytes(segment.path);
     // The file reaches a smallest window past the record, page-rounded, and holds only zeros there.
     expect(first.length).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
     expect(first.length).toBeLessThan(segment.sizeBytes + FILE_WINDOW_BYTES_MIN + PAGE);
     expect(onlyZerosFrom(first, segment.sizeBytes)).toBe(true);
 
-    const batch = batchOfValues([new Uint8Array(16 * 1024 - 8).fill(7)]); // ~16 KiB per append
+    const value = new Uint8Array(16 * 1024 - 8).fill(7); // ~16 KiB per append
     let largestAhead = 0;
     for (;;) {
       try {
-        segment.append(batch);
+        appendForced(segment, [value]);
       } catch {
         break; // full: the loop ran the segment to its capacity
       }
-      const length = fs.statSync(segment.path).size;
+      const length = fileLength(segment);
       const ahead = length - segment.sizeBytes;
       largestAhead = Math.max(largestAhead, ahead);
       expect(ahead).toBeGreaterThanOrEqual(0);
@@ -70,15 +84,33 @@ test("a file segment keeps zeros ahead of its data: the smallest window first, g
   }
 });
 
+test("a writer that is not forced writes no zeros: the file is its records, until forces come", () => {
+  using dir = tempDir();
+  const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
+  try {
+    for (let i = 0; i < 100; i++) {
+      segment.append(batchOfValues([`record ${i}`]));
+      expect(fileLength(segment)).toBe(segment.sizeBytes);
+    }
+    appendForced(segment, ["forced from here on"]);
+    appendForced(segment, ["so zeros pay"]);
+    expect(fileLength(segment)).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
+  } finally {
+    segment.close();
+  }
+});
+
 test("an append larger than FILE_WINDOW_APPEND_BYTES_MAX grows the file itself; a small one gets a window again", () => {
   using dir = tempDir();
   const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
   try {
-    segment.append(batchOfValues([new Uint8Array(FILE_WINDOW_APPEND_BYTES_MAX).fill(1)]));
-    expect(fs.statSync(segment.path).size).toBe(segment.sizeBytes);
-    segment.append(batchOfValues(["small"]));
-    expect(fs.statSync(segment.path).size).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
+    appendForced(segment, ["small"]);
+    appendForced(segment, [new Uint8Array(FILE_WINDOW_APPEND_BYTES_MAX).fill(1)]);
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
+    appendForced(segment, ["small"]);
+    expect(fileLength(segment)).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
     expect(valuesOf(segment.read(0, 1 << 20).records).map((value) => value.length)).toEqual([
+      5,
       FILE_WINDOW_APPEND_BYTES_MAX,
       5,
     ]);
@@ -90,15 +122,18 @@ test("an append larger than FILE_WINDOW_APPEND_BYTES_MAX grows the file itself; 
 test("closing trims the file to its records; a clean close of the log leaves the active file exactly its data", () => {
   using dir = tempDir();
   const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
-  segment.append(batchOfValues(["a", "b"]));
+  appendForced(segment, ["a"]);
+  appendForced(segment, ["b"]);
   const sizeBytes = segment.sizeBytes;
-  expect(fs.statSync(segment.path).size).toBeGreaterThan(sizeBytes);
+  expect(fileLength(segment)).toBeGreaterThan(sizeBytes);
   segment.close();
   expect(fs.statSync(path.join(dir.path, "00000000000000000000.log")).size).toBe(sizeBytes);
 
   const logDir = path.join(dir.path, "log");
   const log = PartitionLog.open(logDir, segmentConfig({ writeMode: "file" }));
-  log.append(batchOfValues(["c", "d", "e"]));
+  log.append(batchOfValues(["c", "d"]));
+  log.forceNow();
+  log.append(batchOfValues(["e"]));
   const active = path.join(logDir, "00000000000000000000.log");
   expect(fs.statSync(active).size).toBeGreaterThan(log.sizeBytes);
   const logBytes = log.sizeBytes;
@@ -110,7 +145,8 @@ test("a file that still holds its zeros after a crash reopens at the end of its 
   using dir = tempDir();
   const config = segmentConfig({ writeMode: "file" });
   const segment = Segment.create(dir.path, 0 as Offset, config);
-  segment.append(batchOfValues(["before", "the crash"]));
+  appendForced(segment, ["before"]);
+  appendForced(segment, ["the crash"]);
   // The file as a crash would leave it: records, then the window's zeros (no trim ran).
   const image = fileBytes(segment.path);
   const sizeBytes = segment.sizeBytes;
@@ -151,14 +187,17 @@ test("a full disk costs the window, never an append that fits without one", () =
   try {
     const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
     try {
-      segment.append(batchOfValues(["fits without a window"]));
+      appendForced(segment, ["forced"]);
+      expect(refused).toBe(0);
+      appendForced(segment, ["fits without a window"]);
       expect(refused).toBe(1);
-      // Nothing but the record: the zeros that were refused are not left behind.
-      expect(fs.statSync(segment.path).size).toBe(segment.sizeBytes);
+      // Nothing but the records: the zeros that were refused are not left behind.
+      expect(fileLength(segment)).toBe(segment.sizeBytes);
       refuseZeros = false;
-      segment.append(batchOfValues(["the disk has room again"]));
-      expect(fs.statSync(segment.path).size).toBeGreaterThan(segment.sizeBytes);
+      appendForced(segment, ["the disk has room again"]);
+      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
       expect(text(segment.read(0, 1 << 20).records)).toEqual([
+        "forced",
         "fits without a window",
         "the disk has room again",
       ]);
