@@ -103,7 +103,8 @@ export class FileSegmentWriter extends BaseSegmentWriter {
     if (end > this.writtenEnd) {
       // Zeros pay only for a writer that is forced: none since the last crossing (`append` and
       // most of `interval`), and the append grows the file itself, as a small pwrite that grows a
-      // file is cheaper than one that overwrites (0.58-0.80 against 0.89-0.96 µs for 180 B). So does
+      // file is cheaper than one that overwrites (0.58-0.80 against 0.89-0.96 µs for 180 B on ext4;
+      // docs/benchmarks.md, "Zeros ahead of the file writer"). So does
       // a large append (FILE_WINDOW_APPEND_BYTES_MAX: under `force` the zeros are written to the
       // disk too, and for a large append they cost more than the commit saves).
       const forced = this.forcesDone !== this.forcesAtCrossing;
