@@ -66,8 +66,10 @@ export interface PowerLossResult extends TortureResult {
   /** Cycles whose power cut discarded unsynced changes of at least one file or directory. */
   cutsThatDiscarded: number;
   /**
-   * Cycles whose power cut took appended records: a segment file ended up shorter than it was. A
-   * measure of the file path only: a mapped segment keeps its capacity size until it is sealed.
+   * Cycles whose power cut took appended records: a segment file ended up shorter than it was. It
+   * counts only appends that grew a file: a mapped segment keeps its capacity size until it is
+   * sealed, and a forced file segment writes most appends over the zeros it keeps ahead within its
+   * size (src/storage/file-segment-writer.ts); their loss is checked all the same, not counted here.
    */
   cutsThatTookAppends: number;
   /** Cycles whose power cut tore a write (part of it landed). */
