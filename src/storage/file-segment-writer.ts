@@ -15,7 +15,8 @@
  * - Zeros are written only at or beyond the end of the append being written, never over a record;
  *   they are written before that append's records, so a failed zero write leaves no record behind.
  * - The window starts at FILE_WINDOW_BYTES_MIN and doubles per crossing up to FILE_WINDOW_BYTES_MAX,
- *   never past the segment's capacity. An append that reaches past it writes no zeros, and grows
+ *   never past the segment's capacity, and not where it would leave less than
+ *   FREE_SPACE_MARGIN_BYTES free (statvfs, as on the mapped path). An append that reaches past it writes no zeros, and grows
  *   the file itself, when it is larger than FILE_WINDOW_APPEND_BYTES_MAX or when the writer was not
  *   forced since the last such append (no zeros for a log that is not forced per append). A full disk makes it give up the window (cut back to
  *   `writtenEnd`, back to the smallest window), never refuse an append that fits without one.
@@ -45,6 +46,7 @@ import {
   FILE_WINDOW_APPEND_BYTES_MAX,
   FILE_WINDOW_BYTES_MAX,
   FILE_WINDOW_BYTES_MIN,
+  FREE_SPACE_MARGIN_BYTES,
 } from "../domain/limits.ts";
 import { disk } from "./disk.ts";
 import type { EntrySource } from "./entry-framer.ts";
@@ -123,7 +125,7 @@ export class FileSegmentWriter extends BaseSegmentWriter {
       this.capacityBytes,
       Math.ceil((end + this.windowBytes) / PAGE_BYTES) * PAGE_BYTES,
     );
-    if (target > end) {
+    if (target > end && this.roomForZeros(target - end)) {
       try {
         writeZeros(this.fd, end, target, this.path);
       } catch (error) {
@@ -138,6 +140,20 @@ export class FileSegmentWriter extends BaseSegmentWriter {
       this.windowBytes = Math.min(FILE_WINDOW_BYTES_MAX, this.windowBytes * 2);
     }
     this.writtenEnd = Math.max(target, end);
+  }
+
+  /**
+   * Zeros are held until the writer reaches them; on a nearly full disk they would take the room
+   * that new segments and the small files a restart writes still need, so no window is written that
+   * would leave less than FREE_SPACE_MARGIN_BYTES free. A failing statvfs means no window either:
+   * the window is a speed-up, never worth stopping a writer for.
+   */
+  private roomForZeros(bytes: number): boolean {
+    try {
+      return disk.availableBytes(this.fd, this.path) - bytes >= FREE_SPACE_MARGIN_BYTES;
+    } catch {
+      return false;
+    }
   }
 
   protected undoRecoverableWrite(error: unknown, position: number): boolean {

@@ -26,7 +26,7 @@
  *   published size are what the mapped format expects there (the end-of-log marker).
  * - The window starts at MAPPED_WINDOW_BYTES_MIN and doubles each time the writer crosses it, up to
  *   MAPPED_WINDOW_BYTES_MAX, so a partition's disk cost follows what it writes.
- * - It is extended only while the file system keeps MAPPED_FREE_SPACE_MARGIN_BYTES free after it
+ * - It is extended only while the file system keeps FREE_SPACE_MARGIN_BYTES free after it
  *   (statvfs); otherwise only what the batch needs, and if even that would eat into the margin, the
  *   append fails with ENOSPC and nothing is written. Both are the typed, retriable disk-full error of
  *   the file path (`isDiskFull`): the segment refuses appends and keeps serving reads.
@@ -49,7 +49,7 @@ import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { Mapping } from "../../ffi/mapping.ts";
 import { isDiskFull } from "../domain/errors.ts";
 import {
-  MAPPED_FREE_SPACE_MARGIN_BYTES,
+  FREE_SPACE_MARGIN_BYTES,
   MAPPED_WINDOW_BYTES_MAX,
   MAPPED_WINDOW_BYTES_MIN,
 } from "../domain/limits.ts";
@@ -116,14 +116,14 @@ export class MappedSegmentWriter extends BaseSegmentWriter {
     const wanted = Math.min(this.mappingBytes, roundUpToPage(end + this.windowBytes));
     const available = disk.availableBytes(this.mapping.fd, this.path);
     let target = wanted;
-    if (available - (wanted - from) < MAPPED_FREE_SPACE_MARGIN_BYTES) {
+    if (available - (wanted - from) < FREE_SPACE_MARGIN_BYTES) {
       // Room for this batch but not for a whole window: write just what the batch needs.
-      if (available - (needed - from) < MAPPED_FREE_SPACE_MARGIN_BYTES) {
+      if (available - (needed - from) < FREE_SPACE_MARGIN_BYTES) {
         throw ioError(
           "extend mapped window",
           ENOSPC,
           this.path,
-          `${needed - from} bytes at ${from} would leave less than the ${MAPPED_FREE_SPACE_MARGIN_BYTES} bytes ` +
+          `${needed - from} bytes at ${from} would leave less than the ${FREE_SPACE_MARGIN_BYTES} bytes ` +
             `kept free (${available} available)`,
         );
       }

@@ -57,7 +57,10 @@ export interface SegmentWriter {
   force(): Promise<void>;
   /** Like force, but on the calling thread: for start-up, shutdown, tools and tests. */
   forceNow(): void;
-  /** Releases the descriptor (and mapping; a mapped file is trimmed to `sizeBytes`). Does not force. */
+  /**
+   * Releases the descriptor (and mapping). A file with zeros ahead (`paddedBeyondSize`: always a
+   * mapped one) is trimmed to `sizeBytes` first. Does not force.
+   */
   close(): void;
 }
 

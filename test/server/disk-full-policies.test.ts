@@ -41,7 +41,7 @@ describe.skipIf(smallFileSystemUnavailable !== undefined).each(VARIANTS)(
   "disk full, %s policy, %s write path",
   (policy, writeMode) => {
     test("a retriable ENOSPC, nothing of it appended, reads go on, appends resume without a restart", async () => {
-      // 4 MiB: the mapped path stops 1 MiB short of full (MAPPED_FREE_SPACE_MARGIN_BYTES).
+      // 4 MiB: the mapped path stops 1 MiB short of full (FREE_SPACE_MARGIN_BYTES).
       using small = mountSmallFileSystem(4 * 1024 * 1024);
       const dataDir = path.join(small.path, "data");
       const filler = path.join(small.path, "filler");

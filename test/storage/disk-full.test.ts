@@ -5,7 +5,7 @@
  * is freed; and the file recovers to its last whole record.
  *
  * Runs on a 4 MiB tmpfs mounted by the test (needs root); skipped with the reason where that fails.
- * (4 MiB rather than less: the mapped path stops 1 MiB short of full, MAPPED_FREE_SPACE_MARGIN_BYTES.)
+ * (4 MiB rather than less: the mapped path stops 1 MiB short of full, FREE_SPACE_MARGIN_BYTES.)
  * A tmpfs has no unwritten extents; test/storage/disk-full-loop.test.ts covers ext4 and XFS.
  */
 import { describe, expect, test } from "bun:test";

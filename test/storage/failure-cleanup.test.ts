@@ -286,7 +286,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))("PartitionLog.open, %s write pa
   test.skipIf(smallFileSystemUnavailable !== undefined)(
     "a full disk at open (ENOSPC for the checkpoint) opens read-only: reads work, appends are refused until space returns, nothing leaks",
     () => {
-      // 2 MiB: the mapped path stops appending 1 MiB short of full (MAPPED_FREE_SPACE_MARGIN_BYTES).
+      // 2 MiB: the mapped path stops appending 1 MiB short of full (FREE_SPACE_MARGIN_BYTES).
       using small = mountSmallFileSystem(2 * 1024 * 1024);
       const directory = path.join(small.path, "partition");
       const config = segmentConfig({ writeMode: mode, segmentBytes: SEGMENT_BYTES });

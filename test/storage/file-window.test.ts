@@ -12,8 +12,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { ENOSPC } from "../../ffi/errno.ts";
 import { ioError } from "../../ffi/file.ts";
+import { SegmentFullError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
 import {
+  ENTRY_HEADER_BYTES,
   FILE_WINDOW_APPEND_BYTES_MAX,
   FILE_WINDOW_BYTES_MAX,
   FILE_WINDOW_BYTES_MIN,
@@ -22,6 +24,8 @@ import { batchOfValues } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
+import { FaultyDisk } from "../helpers/faulty-disk.ts";
+import { Random } from "../helpers/random.ts";
 import { onlyZeros, valuesOf } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -66,7 +70,8 @@ test("a forced file segment keeps zeros ahead of its data: the smallest window f
     for (;;) {
       try {
         appendForced(segment, [value]);
-      } catch {
+      } catch (error) {
+        if (!(error instanceof SegmentFullError)) throw error;
         break; // full: the loop ran the segment to its capacity
       }
       const length = fileLength(segment);
@@ -95,6 +100,17 @@ test("a writer that is not forced writes no zeros: the file is its records, unti
     appendForced(segment, ["forced from here on"]);
     appendForced(segment, ["so zeros pay"]);
     expect(fileLength(segment)).toBeGreaterThanOrEqual(segment.sizeBytes + FILE_WINDOW_BYTES_MIN);
+    // Forced now and then (as under `interval`): the window is used up, and the next crossing
+    // without a force since the last one writes no zeros.
+    const windowEnd = fileLength(segment);
+    const value = new Uint8Array(4096).fill(3);
+    while (segment.sizeBytes + 4200 <= windowEnd) segment.append(batchOfValues([value]));
+    segment.append(batchOfValues([value])); // crosses: a force came since the last crossing
+    const extended = fileLength(segment);
+    expect(extended).toBeGreaterThan(windowEnd);
+    while (segment.sizeBytes + 4200 <= extended) segment.append(batchOfValues([value]));
+    segment.append(batchOfValues([value])); // crosses again, no force since the last crossing
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
   } finally {
     segment.close();
   }
@@ -119,6 +135,36 @@ test("an append larger than FILE_WINDOW_APPEND_BYTES_MAX grows the file itself; 
   }
 });
 
+test("the 32 KiB rule is exact: an append of FILE_WINDOW_APPEND_BYTES_MAX framed bytes gets zeros, one byte more does not", () => {
+  using dir = tempDir();
+  // The value length whose framed entry is exactly the limit (the record's length varint grows).
+  const framed = (valueBytes: number) =>
+    ENTRY_HEADER_BYTES + batchOfValues([new Uint8Array(valueBytes)]).length;
+  let valueBytes = FILE_WINDOW_APPEND_BYTES_MAX;
+  while (framed(valueBytes) > FILE_WINDOW_APPEND_BYTES_MAX) valueBytes--;
+  expect(framed(valueBytes)).toBe(FILE_WINDOW_APPEND_BYTES_MAX);
+  expect(framed(valueBytes + 1)).toBe(FILE_WINDOW_APPEND_BYTES_MAX + 1);
+  for (const [bytes, zeros] of [
+    [valueBytes, true],
+    [valueBytes + 1, false],
+  ] as const) {
+    fs.mkdirSync(path.join(dir.path, String(bytes)));
+    const segment = Segment.create(
+      path.join(dir.path, String(bytes)),
+      0 as Offset,
+      segmentConfig({ writeMode: "file" }),
+    );
+    try {
+      appendForced(segment, ["small"]);
+      appendForced(segment, [new Uint8Array(bytes).fill(1)]);
+      if (zeros) expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
+      else expect(fileLength(segment)).toBe(segment.sizeBytes);
+    } finally {
+      segment.close();
+    }
+  }
+});
+
 test("closing trims the file to its records; a clean close of the log leaves the active file exactly its data", () => {
   using dir = tempDir();
   const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
@@ -139,6 +185,28 @@ test("closing trims the file to its records; a clean close of the log leaves the
   const logBytes = log.sizeBytes;
   log.close();
   expect(fs.statSync(active).size).toBe(logBytes);
+});
+
+test("a clean close leaves nothing of the file unforced: the window is cut before the last force", () => {
+  using dir = tempDir();
+  const faulty = new FaultyDisk(realDisk, new Random(1), 0); // no faults: only its sync bookkeeping
+  const restore = useDisk(faulty);
+  try {
+    const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: "file" }));
+    log.append(batchOfValues(["a"]));
+    log.forceNow();
+    log.append(batchOfValues(["b"]));
+    const active = path.join(dir.path, "00000000000000000000.log");
+    expect(fs.statSync(active).size).toBeGreaterThan(log.sizeBytes);
+    log.close();
+    expect(fs.statSync(active).size).toBe(log.sizeBytes);
+    // What a power loss now could take: no write or cut of the segment that no fdatasync covered.
+    expect(
+      [...faulty.unsynced().keys()].filter((key) => key.startsWith("data ") && key.endsWith(".log")),
+    ).toEqual([]);
+  } finally {
+    restore();
+  }
 });
 
 test("a file that still holds its zeros after a crash reopens at the end of its entries and appends there", () => {
@@ -173,12 +241,15 @@ test("a full disk costs the window, never an append that fits without one", () =
   using dir = tempDir();
   let refuseZeros = true;
   let refused = 0;
-  // ENOSPC for the zeros only (a write of records is never all zeros).
+  // ENOSPC for the zeros only (a write of records is never all zeros), after half of them landed,
+  // as when a pwrite loop meets a disk that filled up meanwhile.
   const restore = useDisk({
     ...realDisk,
     pwriteAll(fd, source, start, end, position, filePath) {
       if (refuseZeros && onlyZeros(source, start, end)) {
         refused++;
+        const half = start + Math.floor((end - start) / 2);
+        realDisk.pwriteAll(fd, source, start, half, position, filePath);
         throw ioError("pwrite", ENOSPC, filePath);
       }
       realDisk.pwriteAll(fd, source, start, end, position, filePath);
@@ -191,7 +262,8 @@ test("a full disk costs the window, never an append that fits without one", () =
       expect(refused).toBe(0);
       appendForced(segment, ["fits without a window"]);
       expect(refused).toBe(1);
-      // Nothing but the records: the zeros that were refused are not left behind.
+      // Nothing but the records: the zeros that landed before the refusal are cut, so a seal
+      // (which trusts an unpadded file as forced) leaves no zeros behind in a sealed segment.
       expect(fileLength(segment)).toBe(segment.sizeBytes);
       refuseZeros = false;
       appendForced(segment, ["the disk has room again"]);
@@ -201,6 +273,43 @@ test("a full disk costs the window, never an append that fits without one", () =
         "fits without a window",
         "the disk has room again",
       ]);
+    } finally {
+      segment.close();
+    }
+  } finally {
+    restore();
+  }
+});
+
+test("a full disk under a record write inside the window cuts it back and refuses only that append", () => {
+  using dir = tempDir();
+  let refuseRecords = false;
+  const restore = useDisk({
+    ...realDisk,
+    pwriteAll(fd, source, start, end, position, filePath) {
+      if (refuseRecords && !onlyZeros(source, start, end) && filePath?.endsWith(".log")) {
+        realDisk.pwriteAll(fd, source, start, start + Math.floor((end - start) / 2), position, filePath);
+        throw ioError("pwrite", ENOSPC, filePath);
+      }
+      realDisk.pwriteAll(fd, source, start, end, position, filePath);
+    },
+  });
+  try {
+    const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
+    try {
+      appendForced(segment, ["one"]);
+      appendForced(segment, ["two"]);
+      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes); // inside a window now
+      refuseRecords = true;
+      expect(() => segment.append(batchOfValues(["refused: the disk is full"]))).toThrow("ENOSPC");
+      // Cut back to the records: the window went with the refused append's half.
+      expect(fileLength(segment)).toBe(segment.sizeBytes);
+      refuseRecords = false;
+      segment.forceNow(); // makes the cut durable (it is a change no force covered yet)
+      appendForced(segment, ["three"]);
+      // A window again: the writer knows its file ends at its records.
+      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
+      expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three"]);
     } finally {
       segment.close();
     }
