@@ -125,21 +125,21 @@ export class FileSegmentWriter extends BaseSegmentWriter {
       this.capacityBytes,
       Math.ceil((end + this.windowBytes) / PAGE_BYTES) * PAGE_BYTES,
     );
-    if (target > end && this.roomForZeros(target - end)) {
-      try {
-        writeZeros(this.fd, end, target, this.path);
-      } catch (error) {
-        if (!isDiskFull(error)) throw error;
-        // No room for a window: this append extends the file itself, as it would without one. The
-        // zeros that were written are cut (the file's length stays `writtenEnd` until the append).
-        // A failing cut throws a non-disk-full error, which stops the writer (append's catch).
-        disk.truncateFile(this.fd, this.writtenEnd, this.path);
-        this.windowBytes = FILE_WINDOW_BYTES_MIN;
-        return;
-      }
-      this.windowBytes = Math.min(FILE_WINDOW_BYTES_MAX, this.windowBytes * 2);
+    // At the capacity, or without room: no zeros, and the append grows the file itself (writeAt).
+    if (target <= end || !this.roomForZeros(target - end)) return;
+    try {
+      writeZeros(this.fd, end, target, this.path);
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      // No room for a window after all: the zeros that were written are cut (the file's length
+      // stays `writtenEnd` until the append). A failing cut throws a non-disk-full error, which
+      // stops the writer (append's catch).
+      disk.truncateFile(this.fd, this.writtenEnd, this.path);
+      this.windowBytes = FILE_WINDOW_BYTES_MIN;
+      return;
     }
-    this.writtenEnd = Math.max(target, end);
+    this.writtenEnd = target;
+    this.windowBytes = Math.min(FILE_WINDOW_BYTES_MAX, this.windowBytes * 2);
   }
 
   /**

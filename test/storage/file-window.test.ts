@@ -19,6 +19,7 @@ import {
   FILE_WINDOW_APPEND_BYTES_MAX,
   FILE_WINDOW_BYTES_MAX,
   FILE_WINDOW_BYTES_MIN,
+  FREE_SPACE_MARGIN_BYTES,
 } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
@@ -310,6 +311,37 @@ test("a full disk under a record write inside the window cuts it back and refuse
       // A window again: the writer knows its file ends at its records.
       expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
       expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three"]);
+    } finally {
+      segment.close();
+    }
+  } finally {
+    restore();
+  }
+});
+
+test("no window where it would leave less than FREE_SPACE_MARGIN_BYTES free, nor when statvfs fails", () => {
+  using dir = tempDir();
+  let available: number | "fails" = FREE_SPACE_MARGIN_BYTES + FILE_WINDOW_BYTES_MIN / 2;
+  const restore = useDisk({
+    ...realDisk,
+    availableBytes(_fd, filePath) {
+      if (available === "fails") throw ioError("fstatvfs", 5, filePath);
+      return available;
+    },
+  });
+  try {
+    const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
+    try {
+      appendForced(segment, ["one"]);
+      appendForced(segment, ["two"]);
+      expect(fileLength(segment)).toBe(segment.sizeBytes);
+      available = "fails";
+      appendForced(segment, ["three"]); // a speed-up is not worth stopping the writer for
+      expect(fileLength(segment)).toBe(segment.sizeBytes);
+      available = FREE_SPACE_MARGIN_BYTES + 64 * FILE_WINDOW_BYTES_MIN;
+      appendForced(segment, ["four"]);
+      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
+      expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three", "four"]);
     } finally {
       segment.close();
     }
