@@ -154,9 +154,9 @@ export const FILE_WINDOW_APPEND_BYTES_MAX = 32 * 1024;
 /**
  * The mapped writer does not extend its window when that would leave less than this free for an
  * unprivileged writer (statvfs f_bavail): the append fails with ENOSPC instead. (The file writer
- * writes no window then, and its append grows the file itself.) The room left is for
- * the small files the broker must still write on a full disk, above all each partition's recovery
- * point when it opens (a broker whose disk was filled to the last block did not start: writing
+ * writes no window then, and its append grows the file itself.) The room left is for the small
+ * files the broker must still write on a full disk, above all each partition's recovery point when
+ * it opens (a broker whose disk was filled to the last block did not start: writing
  * checkpoint.json.tmp failed with ENOSPC on XFS), and for metadata when the window's delayed
  * allocations are written back. 1 MiB is nothing on a real disk and 256 blocks of 4 KiB.
  */

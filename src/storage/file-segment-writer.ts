@@ -16,10 +16,11 @@
  *   they are written before that append's records, so a failed zero write leaves no record behind.
  * - The window starts at FILE_WINDOW_BYTES_MIN and doubles per crossing up to FILE_WINDOW_BYTES_MAX,
  *   never past the segment's capacity, and not where it would leave less than
- *   FREE_SPACE_MARGIN_BYTES free (statvfs, as on the mapped path). An append that reaches past it writes no zeros, and grows
- *   the file itself, when it is larger than FILE_WINDOW_APPEND_BYTES_MAX or when the writer was not
- *   forced since the last such append (no zeros for a log that is not forced per append). A full disk makes it give up the window (cut back to
- *   `writtenEnd`, back to the smallest window), never refuse an append that fits without one.
+ *   FREE_SPACE_MARGIN_BYTES free (statvfs, as on the mapped path). An append that reaches past it
+ *   writes no zeros, and grows the file itself, when it is larger than FILE_WINDOW_APPEND_BYTES_MAX
+ *   or when the writer was not forced since the last such append (no zeros for a log that is not
+ *   forced per append). A full disk makes it give up the window (cut back to `writtenEnd`, back to
+ *   the smallest window), never refuse an append that fits without one.
  * - close() trims the file to `sizeBytes`: a sealed segment is as long as its records. The trim is a
  *   change of length that the next force covers (Segment.seal marks the sealed file unforced). A
  *   clean close cuts the zeros before its last force instead (dropZerosAhead), so that a clean
@@ -103,12 +104,12 @@ export class FileSegmentWriter extends BaseSegmentWriter {
     const bytes = source.framedBytes;
     const end = position + bytes;
     if (end > this.writtenEnd) {
-      // Zeros pay only for a writer that is forced: none since the last crossing (`append` and
-      // most of `interval`), and the append grows the file itself, as a small pwrite that grows a
-      // file is cheaper than one that overwrites (0.58-0.80 against 0.89-0.96 µs for 180 B on ext4;
-      // docs/benchmarks.md, "Zeros ahead of the file writer"). So does
-      // a large append (FILE_WINDOW_APPEND_BYTES_MAX: under `force` the zeros are written to the
-      // disk too, and for a large append they cost more than the commit saves).
+      // Zeros pay only for a writer that is forced. With no force since the last crossing (`append`,
+      // most of `interval`) the append grows the file itself, as a small pwrite that grows a file is
+      // cheaper than one that overwrites (0.58-0.80 against 0.89-0.96 µs for 180 B on ext4;
+      // docs/benchmarks.md, "Zeros ahead of the file writer"). So does a large append
+      // (FILE_WINDOW_APPEND_BYTES_MAX: under `force` the zeros are written to the disk too, and for a
+      // large append they cost more than the commit saves).
       const forced = this.forcesDone !== this.forcesAtCrossing;
       this.forcesAtCrossing = this.forcesDone;
       if (forced && bytes <= FILE_WINDOW_APPEND_BYTES_MAX) this.extendWindow(end);
