@@ -40,7 +40,6 @@
  * the cut durable (markUnforced: nothing is claimed durable, so no force skips it, and a force that
  * was already in flight when the cut came claims nothing either).
  */
-import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { isDiskFull } from "../domain/errors.ts";
 import {
   APPEND_STAGING_BYTES_KEPT_MAX,
@@ -52,7 +51,7 @@ import {
 import { disk } from "./disk.ts";
 import type { EntrySource } from "./entry-framer.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
-import { writeZeros } from "./zeros.ts";
+import { roundUpToPage, writeZeros } from "./zeros.ts";
 
 let staging = new Uint8Array(64 * 1024);
 
@@ -106,8 +105,8 @@ export class FileSegmentWriter extends BaseSegmentWriter {
     if (end > this.writtenEnd) {
       // Zeros pay only for a writer that is forced. With no force since the last crossing (`append`,
       // most of `interval`) the append grows the file itself, as a small pwrite that grows a file is
-      // cheaper than one that overwrites (0.58-0.80 against 0.89-0.96 µs for 180 B on ext4;
-      // docs/benchmarks.md, "Zeros ahead of the file writer"). So does a large append
+      // cheaper than one that overwrites (0.60 against 0.76 µs for 180 B on ext4, medians of
+      // bench/small-pwrite.bench.ts; docs/benchmarks.md). So does a large append
       // (FILE_WINDOW_APPEND_BYTES_MAX: under `force` the zeros are written to the disk too, and for a
       // large append they cost more than the commit saves).
       const forced = this.forcesDone !== this.forcesAtCrossing;
@@ -122,10 +121,7 @@ export class FileSegmentWriter extends BaseSegmentWriter {
 
   /** Writes zeros from `end` (the end of the append about to be written) to a window past it. */
   private extendWindow(end: number): void {
-    const target = Math.min(
-      this.capacityBytes,
-      Math.ceil((end + this.windowBytes) / PAGE_BYTES) * PAGE_BYTES,
-    );
+    const target = Math.min(this.capacityBytes, roundUpToPage(end + this.windowBytes));
     // At the capacity, or without room: no zeros, and the append grows the file itself (writeAt).
     if (target <= end || !this.roomForZeros(target - end)) return;
     try {

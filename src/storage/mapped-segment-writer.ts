@@ -45,7 +45,6 @@
  */
 import { ENOSPC } from "../../ffi/errno.ts";
 import { ioError } from "../../ffi/file.ts";
-import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { Mapping } from "../../ffi/mapping.ts";
 import { isDiskFull } from "../domain/errors.ts";
 import {
@@ -56,11 +55,7 @@ import {
 import { disk } from "./disk.ts";
 import type { EntrySource } from "./entry-framer.ts";
 import { BaseSegmentWriter, type WriteMode } from "./segment-writer.ts";
-import { writeZeros } from "./zeros.ts";
-
-function roundUpToPage(bytes: number): number {
-  return Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES;
-}
+import { roundUpToPage, writeZeros } from "./zeros.ts";
 
 export class MappedSegmentWriter extends BaseSegmentWriter {
   readonly writeMode: WriteMode = "mapped";

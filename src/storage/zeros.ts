@@ -1,8 +1,9 @@
 /**
  * Writing zeros ahead of a segment writer's position, for both write paths (their headers say why
- * each wants written blocks there). Owns one shared buffer of zeros: JS runs one pwrite at a time and
- * nothing ever writes into it.
+ * each wants written blocks there), and the page rounding of their windows. Owns one shared buffer of
+ * zeros: JS runs one pwrite at a time and nothing ever writes into it.
  */
+import { PAGE_BYTES } from "../../ffi/libc.ts";
 import { ZERO_CHUNK_BYTES } from "../domain/limits.ts";
 import { disk } from "./disk.ts";
 
@@ -17,4 +18,9 @@ export function writeZeros(fd: number, from: number, to: number, path: string): 
   for (let at = from; at < to; at += ZERO_CHUNK_BYTES) {
     disk.pwriteAll(fd, zeros, 0, Math.min(ZERO_CHUNK_BYTES, to - at), at, path);
   }
+}
+
+/** `bytes` rounded up to a whole page: windows end on page boundaries. */
+export function roundUpToPage(bytes: number): number {
+  return Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES;
 }

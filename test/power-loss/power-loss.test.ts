@@ -8,9 +8,10 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { pwriteAll } from "../../ffi/file.ts";
-import { ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
+import { RECORD_PAYLOAD_BYTES_DEFAULT_MAX, SEGMENT_HEADER_BYTES } from "../../src/domain/limits.ts";
 import { BooblikClient } from "../../src/index.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
+import { scanSegmentFile } from "../../src/storage/recovery.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { testSeed } from "../helpers/random.ts";
 import { storedEntries, valuesOf } from "../helpers/records.ts";
@@ -103,14 +104,19 @@ test.skipIf(volatileFsUnavailable !== undefined)(
   },
 );
 
-/** Where a segment's entries end: the first zero length (or the end of the file). */
-function endOfEntries(fd: number): number {
-  const bytes = fs.readFileSync(fd);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let position = SEGMENT_HEADER_BYTES;
-  while (position + ENTRY_HEADER_BYTES <= bytes.length && view.getUint32(position) !== 0)
-    position += ENTRY_HEADER_BYTES + view.getUint32(position);
-  return position;
+/** Where a segment's entries end (the first zero length, or the end of the file): recovery's scan. */
+function endOfEntries(fd: number, file: string): number {
+  const size = fs.fstatSync(fd).size;
+  return scanSegmentFile(
+    fd,
+    file,
+    SEGMENT_HEADER_BYTES,
+    0,
+    size,
+    RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
+    true,
+    undefined,
+  ).endPosition;
 }
 
 test.skipIf(volatileFsUnavailable !== undefined)(
@@ -135,7 +141,7 @@ test.skipIf(volatileFsUnavailable !== undefined)(
     // The next entry as the broker stores it: BaseOffset 1, in its frame.
     const record = storedEntries(1, [["only in the page cache"]]);
     // At the end of the log, which is not the end of the file: zeros follow it (file-segment-writer.ts).
-    pwriteAll(fd, record, 0, record.length, endOfEntries(fd));
+    pwriteAll(fd, record, 0, record.length, endOfEntries(fd, segment));
     fs.closeSync(fd);
     // A process crash, not a power loss: the restart reads the record back and shows it.
     {

@@ -22,7 +22,7 @@ import {
   FREE_SPACE_MARGIN_BYTES,
 } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { realDisk, useDisk } from "../../src/storage/disk.ts";
+import { type Disk, realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { Segment, segmentConfig } from "../../src/storage/segment.ts";
 import { FaultyDisk } from "../helpers/faulty-disk.ts";
@@ -238,114 +238,108 @@ test("a file that still holds its zeros after a crash reopens at the end of its 
   }
 });
 
-test("a full disk costs the window, never an append that fits without one", () => {
+/**
+ * Runs `body` on a new `file` segment over the real disk with `overrides`, then closes the segment
+ * and puts the disk back.
+ */
+function onFileSegment(overrides: Partial<Disk>, body: (segment: Segment) => void): void {
   using dir = tempDir();
-  let refuseZeros = true;
-  let refused = 0;
-  // ENOSPC for the zeros only (a write of records is never all zeros), after half of them landed,
-  // as when a pwrite loop meets a disk that filled up meanwhile.
-  const restore = useDisk({
-    ...realDisk,
-    pwriteAll(fd, source, start, end, position, filePath) {
-      if (refuseZeros && onlyZeros(source, start, end)) {
-        refused++;
-        const half = start + Math.floor((end - start) / 2);
-        realDisk.pwriteAll(fd, source, start, half, position, filePath);
-        throw ioError("pwrite", ENOSPC, filePath);
-      }
-      realDisk.pwriteAll(fd, source, start, end, position, filePath);
-    },
-  });
+  const restore = useDisk({ ...realDisk, ...overrides });
   try {
     const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
     try {
-      appendForced(segment, ["forced"]);
-      expect(refused).toBe(0);
-      appendForced(segment, ["fits without a window"]);
-      expect(refused).toBe(1);
-      // Nothing but the records: the zeros that landed before the refusal are cut, so a seal
-      // (which trusts an unpadded file as forced) leaves no zeros behind in a sealed segment.
-      expect(fileLength(segment)).toBe(segment.sizeBytes);
-      refuseZeros = false;
-      appendForced(segment, ["the disk has room again"]);
-      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
-      expect(text(segment.read(0, 1 << 20).records)).toEqual([
-        "forced",
-        "fits without a window",
-        "the disk has room again",
-      ]);
+      body(segment);
     } finally {
       segment.close();
     }
   } finally {
     restore();
   }
+}
+
+/** A write that meets a disk filling up meanwhile: half of it lands, then ENOSPC. */
+function halfThenFull(
+  fd: number,
+  source: Uint8Array,
+  start: number,
+  end: number,
+  position: number,
+  filePath?: string,
+): never {
+  realDisk.pwriteAll(fd, source, start, start + Math.floor((end - start) / 2), position, filePath);
+  throw ioError("pwrite", ENOSPC, filePath);
+}
+
+test("a full disk costs the window, never an append that fits without one", () => {
+  let refuseZeros = true;
+  let refused = 0;
+  // ENOSPC for the zeros only (a write of records is never all zeros), after half of them landed.
+  const pwriteAll: Disk["pwriteAll"] = (fd, source, start, end, position, filePath) => {
+    if (refuseZeros && onlyZeros(source, start, end)) {
+      refused++;
+      halfThenFull(fd, source, start, end, position, filePath);
+    }
+    realDisk.pwriteAll(fd, source, start, end, position, filePath);
+  };
+  onFileSegment({ pwriteAll }, (segment) => {
+    appendForced(segment, ["forced"]);
+    expect(refused).toBe(0);
+    appendForced(segment, ["fits without a window"]);
+    expect(refused).toBe(1);
+    // Nothing but the records: the zeros that landed before the refusal are cut, so a seal
+    // (which trusts an unpadded file as forced) leaves no zeros behind in a sealed segment.
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
+    refuseZeros = false;
+    appendForced(segment, ["the disk has room again"]);
+    expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
+    expect(text(segment.read(0, 1 << 20).records)).toEqual([
+      "forced",
+      "fits without a window",
+      "the disk has room again",
+    ]);
+  });
 });
 
 test("a full disk under a record write inside the window cuts it back and refuses only that append", () => {
-  using dir = tempDir();
   let refuseRecords = false;
-  const restore = useDisk({
-    ...realDisk,
-    pwriteAll(fd, source, start, end, position, filePath) {
-      if (refuseRecords && !onlyZeros(source, start, end) && filePath?.endsWith(".log")) {
-        realDisk.pwriteAll(fd, source, start, start + Math.floor((end - start) / 2), position, filePath);
-        throw ioError("pwrite", ENOSPC, filePath);
-      }
-      realDisk.pwriteAll(fd, source, start, end, position, filePath);
-    },
+  const pwriteAll: Disk["pwriteAll"] = (fd, source, start, end, position, filePath) => {
+    if (refuseRecords && !onlyZeros(source, start, end) && filePath?.endsWith(".log"))
+      halfThenFull(fd, source, start, end, position, filePath);
+    realDisk.pwriteAll(fd, source, start, end, position, filePath);
+  };
+  onFileSegment({ pwriteAll }, (segment) => {
+    appendForced(segment, ["one"]);
+    appendForced(segment, ["two"]);
+    expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes); // inside a window now
+    refuseRecords = true;
+    expect(() => segment.append(batchOfValues(["refused: the disk is full"]))).toThrow("ENOSPC");
+    // Cut back to the records: the window went with the refused append's half.
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
+    refuseRecords = false;
+    segment.forceNow(); // makes the cut durable (it is a change no force covered yet)
+    appendForced(segment, ["three"]);
+    // A window again: the writer knows its file ends at its records.
+    expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
+    expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three"]);
   });
-  try {
-    const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
-    try {
-      appendForced(segment, ["one"]);
-      appendForced(segment, ["two"]);
-      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes); // inside a window now
-      refuseRecords = true;
-      expect(() => segment.append(batchOfValues(["refused: the disk is full"]))).toThrow("ENOSPC");
-      // Cut back to the records: the window went with the refused append's half.
-      expect(fileLength(segment)).toBe(segment.sizeBytes);
-      refuseRecords = false;
-      segment.forceNow(); // makes the cut durable (it is a change no force covered yet)
-      appendForced(segment, ["three"]);
-      // A window again: the writer knows its file ends at its records.
-      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
-      expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three"]);
-    } finally {
-      segment.close();
-    }
-  } finally {
-    restore();
-  }
 });
 
 test("no window where it would leave less than FREE_SPACE_MARGIN_BYTES free, nor when statvfs fails", () => {
-  using dir = tempDir();
   let available: number | "fails" = FREE_SPACE_MARGIN_BYTES + FILE_WINDOW_BYTES_MIN / 2;
-  const restore = useDisk({
-    ...realDisk,
-    availableBytes(_fd, filePath) {
-      if (available === "fails") throw ioError("fstatvfs", 5, filePath);
-      return available;
-    },
+  const availableBytes: Disk["availableBytes"] = (_fd, filePath) => {
+    if (available === "fails") throw ioError("fstatvfs", 5, filePath);
+    return available;
+  };
+  onFileSegment({ availableBytes }, (segment) => {
+    appendForced(segment, ["one"]);
+    appendForced(segment, ["two"]);
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
+    available = "fails";
+    appendForced(segment, ["three"]); // a speed-up is not worth stopping the writer for
+    expect(fileLength(segment)).toBe(segment.sizeBytes);
+    available = FREE_SPACE_MARGIN_BYTES + 64 * FILE_WINDOW_BYTES_MIN;
+    appendForced(segment, ["four"]);
+    expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
+    expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three", "four"]);
   });
-  try {
-    const segment = Segment.create(dir.path, 0 as Offset, segmentConfig({ writeMode: "file" }));
-    try {
-      appendForced(segment, ["one"]);
-      appendForced(segment, ["two"]);
-      expect(fileLength(segment)).toBe(segment.sizeBytes);
-      available = "fails";
-      appendForced(segment, ["three"]); // a speed-up is not worth stopping the writer for
-      expect(fileLength(segment)).toBe(segment.sizeBytes);
-      available = FREE_SPACE_MARGIN_BYTES + 64 * FILE_WINDOW_BYTES_MIN;
-      appendForced(segment, ["four"]);
-      expect(fileLength(segment)).toBeGreaterThan(segment.sizeBytes);
-      expect(text(segment.read(0, 1 << 20).records)).toEqual(["one", "two", "three", "four"]);
-    } finally {
-      segment.close();
-    }
-  } finally {
-    restore();
-  }
 });
