@@ -113,7 +113,10 @@ export interface BrokerOpenReport {
   cleanShutdown: boolean;
   segmentsScanned: number;
   bytesScanned: number;
-  /** Torn or invalid tails cut after the recovery points (normal after a crash). */
+  /**
+   * Torn or invalid tails cut after the recovery points (normal after a crash); zeros reserved ahead
+   * of a writer are cut too but not counted (PartitionOpenReport.bytesCut).
+   */
   bytesCut: number;
   /** Bytes before a recovery point that failed their check: forced data lost (PartitionOpenReport). */
   durableBytesLost: number;

@@ -71,7 +71,9 @@ export interface PartitionOpenReport {
   bytesScanned: number;
   /**
    * Bytes cut off the ends of segments after the recovery point: torn or invalid entries of writes
-   * no force had covered, garbage, mapped-file padding. Normal after a crash.
+   * no force had covered, garbage (and any zeros after them, to the end of the file). Normal after a
+   * crash. Not counted: a tail that starts with a zero length, i.e. the zeros reserved ahead of the
+   * writer (mapped capacity, a `file` writer's window), also cut.
    */
   bytesCut: number;
   /**
@@ -206,7 +208,10 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
   );
   if (scanned.validEndBytes < verifiedFrom) report.damageBeforeRecoveryPoint = true;
   report.durableBytesLost += lost;
-  report.bytesCut += scanned.cutBytes - lost;
+  // A tail that starts with a zero length is the zeros reserved ahead of the writer (a mapped file's
+  // capacity, a `file` writer's window under `force`), cut at every restart after a crash: counting
+  // it made a mapped partition report its whole 128 MiB capacity as "torn bytes cut".
+  if (scanned.stop !== "zero-length") report.bytesCut += scanned.cutBytes - lost;
 }
 
 /**

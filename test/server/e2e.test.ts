@@ -5,6 +5,7 @@
  * refusals to start.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
 import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
 import { OffsetOutOfRangeError } from "../../src/domain/errors.ts";
@@ -275,6 +276,48 @@ describe("restarts and refusals", () => {
     }
   });
 
+  test("after kill -9 the zeros reserved ahead of a writer are cut but not reported as torn bytes; a torn tail is", async () => {
+    using dir = tempDir();
+    let broker = await startBroker(dir.path);
+    let client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    // A mapped segment holds its whole capacity; a forced `file` writer keeps a window of zeros.
+    await client.createTopic("mapped", { durability: "force", writeMode: "mapped" });
+    await client.createTopic("window", { durability: "force", writeMode: "file" });
+    await client.createTopic("plain", { durability: "append", writeMode: "file" });
+    for (let i = 0; i < 50; i++)
+      for (const topic of ["mapped", "window", "plain"])
+        await client.produce(topic, 0, batchOfValues([payloadForOffset(i, 50)]));
+    client.close();
+    await broker.stop("SIGKILL");
+    const segment = (topic: string) => `${dir.path}/${topic}-0/00000000000000000000.log`;
+    const sizes = (topics: string[]) => topics.map((topic) => fs.statSync(segment(topic)).size);
+    const [mappedBefore, windowBefore] = sizes(["mapped", "window"]);
+
+    broker = await startBroker(dir.path);
+    expect(broker.startLine).toContain("recovered after a crash");
+    // Before the fix: "134194798 torn bytes cut" (the mapped capacity) with no write in progress.
+    expect(broker.startLine).not.toContain("torn bytes cut");
+    // The zeros were there: the mapped file holds far more than its 50 entries of ~100 B (its
+    // writer maps the capacity again after the cut), and the window's restart cut them.
+    expect(mappedBefore).toBeGreaterThan(1 << 20);
+    expect(windowBefore).toBeGreaterThan(sizes(["window"])[0]!);
+    client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    for (const topic of ["mapped", "window", "plain"])
+      expect((await readAll(client, topic, 0, 0, 50)).length).toBe(50);
+    client.close();
+    await broker.stop("SIGKILL");
+
+    // A torn write: bytes after the last entry that are not zeros.
+    fs.appendFileSync(segment("plain"), new Uint8Array(37).fill(0xab));
+    await using again = await startBroker(dir.path);
+    expect(again.startLine).toContain(", 37 torn bytes cut");
+    const last = await BooblikClient.connect({ host: "127.0.0.1", port: again.port });
+    try {
+      expect((await last.listOffsets("plain", 0)).nextOffset).toBe(50);
+    } finally {
+      last.close();
+    }
+  });
   test("a port in use and a locked data directory are refused with a clear message and exit code 1", async () => {
     using first = tempDir();
     using second = tempDir();
