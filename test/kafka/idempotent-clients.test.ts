@@ -1,11 +1,13 @@
 /**
  * Unmodified Kafka clients with idempotence on, against a broker child process (`--kafka-port 0`):
- * kafkajs 2.2.4 (`idempotent: true`, InitProducerId v1) and Debian's kcat (librdkafka 2.0.2,
- * `enable.idempotence=true`, InitProducerId v4, flexible). Afterwards the data directory is opened
- * in this process and every stored batch is read: each record once, each batch stamped with the
- * producer id InitProducerId handed out and consecutive sequences.
+ * kafkajs 2.2.4 (`idempotent: true`, InitProducerId v1), Debian's kcat (librdkafka 2.0.2,
+ * `enable.idempotence=true`, InitProducerId v4, flexible) and @platformatic/kafka 2.12.1
+ * (`idempotent: true`). Afterwards the data directory is opened in this process and every stored
+ * batch is read: each record once, each batch stamped with the producer id InitProducerId handed
+ * out and consecutive sequences.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { Admin, Producer, stringSerializers } from "@platformatic/kafka";
 import { Kafka, logLevel } from "kafkajs";
 import { Broker } from "../../src/broker/broker.ts";
 import { newEntryScanResult, scanEntries, valuesOfEntries } from "../../src/record/entries.ts";
@@ -164,4 +166,38 @@ describe("idempotent Kafka producers against a broker process", () => {
       expect(batches[0]!.producerId).toBe(Number(acquired![1]));
     },
   );
+
+  test("@platformatic/kafka idempotent: true: stored once, in sequence, under the id it was given", async () => {
+    const dir = tempDir("kafka-idempotent");
+    cleanups.push(() => dir[Symbol.dispose]());
+    const { broker, kafkaPort } = await brokerWithKafka(dir);
+    const bootstrapBrokers = [`127.0.0.1:${kafkaPort}`];
+    const admin = new Admin({ clientId: "idem", bootstrapBrokers });
+    await admin.createTopics({ topics: ["plt"], partitions: 1, replicas: 1 });
+    await admin.close();
+    const producer = new Producer({
+      clientId: "idem",
+      bootstrapBrokers,
+      serializers: stringSerializers,
+      idempotent: true,
+    });
+    const sent: string[] = [];
+    try {
+      for (let send = 0; send < 10; send++) {
+        const values = [0, 1, 2].map((i) => `p${send}-${i}`);
+        sent.push(...values);
+        await producer.send({ messages: values.map((value) => ({ topic: "plt", partition: 0, value })) });
+      }
+      // The id and epoch InitProducerId handed out, as the client holds them.
+      expect(producer.producerId).toBeDefined();
+    } finally {
+      await producer.close();
+    }
+    expect(await broker.stop()).toBe(0);
+    const { batches, values } = stored(dir.path, "plt");
+    expect(values).toEqual(sent);
+    expect(batches.length).toBe(10);
+    expectOneProducerInSequence(batches);
+    expect(BigInt(batches[0]!.producerId)).toBe(producer.producerId!);
+  });
 });
