@@ -774,6 +774,7 @@ async function main(): Promise<number> {
     targets.kafka = {
       authenticationFailures: () => sasl?.options.counters.authenticationFailures ?? 0,
       adminRefusals: () => kafkaAdminRate.refusals,
+      listener: () => kafka,
     };
     kafka = new KafkaListener(broker, {
       hostname: values.host,

@@ -29,6 +29,7 @@ import type { Socket } from "bun";
 import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
+import { Histogram } from "../broker/metrics.ts";
 import {
   INBOUND_FREE_BYTES,
   INBOUND_INITIAL_BYTES,
@@ -38,7 +39,7 @@ import {
   KAFKA_SPARE_BUFFER_BYTES_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
 } from "../domain/limits.ts";
-import { REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
+import { KAFKA_API_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
 import { releaseChunk } from "./buffers.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
@@ -323,8 +324,12 @@ class KafkaConnection {
     this.start += size + 4;
     this.answeredBuffer = this.buffer;
     this.listener.counters.requests++;
+    // checkHead made sure the frame holds the fixed header: the API key is its first two bytes.
+    const latency = this.listener.latencyOf((frame[0]! << 8) | frame[1]!);
+    const startedMs = performance.now();
     answerOf(this, this.listener, frame).then(
       (outcome) => {
+        latency.observe((performance.now() - startedMs) / 1000);
         if (outcome.kind === "fail") {
           // A failed login: answered after the address's delay, then the connection ends.
           setTimeout(() => {
@@ -470,6 +475,27 @@ export class KafkaListener {
     requests: 0,
     closedForRequest: 0,
   };
+  /**
+   * Time from the start of a request's answer to the answer being ready for the socket, by API name
+   * (`booblik_kafka_request_duration_seconds`). A connection answers one request at a time, so a
+   * pipelined request's wait behind the one before it is not counted. Created at an API's first
+   * request; keys this build does not know share "UNKNOWN".
+   */
+  readonly requestLatency = new Map<string, Histogram>();
+  private readonly latencyByApiKey: Histogram[] = [];
+
+  latencyOf(apiKey: number): Histogram {
+    const known = this.latencyByApiKey[apiKey];
+    if (known !== undefined) return known;
+    const name = KAFKA_API_NAMES[apiKey] ?? "UNKNOWN";
+    let histogram = this.requestLatency.get(name);
+    if (histogram === undefined) {
+      histogram = new Histogram();
+      this.requestLatency.set(name, histogram);
+    }
+    if (KAFKA_API_NAMES[apiKey] !== undefined) this.latencyByApiKey[apiKey] = histogram;
+    return histogram;
+  }
   /** The handler of the TLS port beside the plain one (listenTls), sharing `handler`'s groups. */
   tlsHandler: KafkaHandler | undefined;
   /** The bound ports: the plain or TLS-only one (listen), then the TLS one beside it (listenTls). */

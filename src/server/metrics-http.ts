@@ -9,7 +9,7 @@
 import type { Server } from "bun";
 import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
-import { MetricsRegistry } from "../broker/metrics.ts";
+import { type Histogram, MetricsRegistry } from "../broker/metrics.ts";
 import type { ConsoleAuth } from "../console/console-auth.ts";
 import { createConsole } from "../console/console-http.ts";
 import type { ConsoleGroupsView } from "../console/groups.ts";
@@ -22,10 +22,26 @@ export interface MetricsTargets {
   ready: boolean;
   /** The Kafka listener's group coordinator, for the console's groups page (when it runs). */
   groups?: ConsoleGroupsView | undefined;
-  /** The Kafka listener's security counters, when it runs. */
-  kafka?: { authenticationFailures(): number; adminRefusals(): number };
+  /** The Kafka listener's counters, when it runs. */
+  kafka?: {
+    authenticationFailures(): number;
+    adminRefusals(): number;
+    /** Undefined until the listener exists (main.ts sets the targets first). */
+    listener(): KafkaListenerMetrics | undefined;
+  };
   /** The console's logins, when the broker has users (src/console/console-auth.ts). */
   console?: { authenticationFailures(): number };
+}
+
+/** What /metrics reads of the Kafka listener (kafka/listener.ts KafkaListener). */
+export interface KafkaListenerMetrics {
+  readonly connectionCount: number;
+  readonly counters: {
+    readonly connectionsRefused: number;
+    readonly requests: number;
+    readonly closedForRequest: number;
+  };
+  readonly requestLatency: ReadonlyMap<string, Histogram>;
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
@@ -233,6 +249,43 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
         : [...targets.server.requestLatency.entries()]
             .filter(([, histogram]) => histogram.observations > 0)
             .map(([api, histogram]) => [{ api }, histogram]),
+  );
+  // The Kafka listener (both its ports), beside the native families above, which count only the
+  // native listener.
+  const kafkaListener = () => targets.kafka?.listener();
+  const kafkaSeries = (read: (listener: KafkaListenerMetrics) => number) => () => {
+    const listener = kafkaListener();
+    return listener === undefined ? [] : [[{}, read(listener)] as [Record<string, string>, number]];
+  };
+  registry.register(
+    "booblik_kafka_connections",
+    "gauge",
+    "Open Kafka-protocol client connections.",
+    kafkaSeries((listener) => listener.connectionCount),
+  );
+  registry.register(
+    "booblik_kafka_requests_total",
+    "counter",
+    "Kafka-protocol requests received.",
+    kafkaSeries((listener) => listener.counters.requests),
+  );
+  registry.register(
+    "booblik_kafka_connections_refused_total",
+    "counter",
+    "Kafka-protocol connections refused (limit or shutdown).",
+    kafkaSeries((listener) => listener.counters.connectionsRefused),
+  );
+  registry.register(
+    "booblik_kafka_connections_closed_for_request_total",
+    "counter",
+    "Kafka-protocol connections closed for a request booblik cannot answer (an API or version it does not serve, a malformed request).",
+    kafkaSeries((listener) => listener.counters.closedForRequest),
+  );
+  registry.registerHistograms(
+    "booblik_kafka_request_duration_seconds",
+    "Time to answer a Kafka-protocol request, from the start of its answer (one at a time per connection) to the answer ready for the socket.",
+    () =>
+      [...(kafkaListener()?.requestLatency.entries() ?? [])].map(([api, histogram]) => [{ api }, histogram]),
   );
   registry.registerHistograms(
     "booblik_force_duration_seconds",

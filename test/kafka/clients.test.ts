@@ -11,9 +11,16 @@ import { Broker } from "../../src/broker/broker.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
-import { type BrokerProcess, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import {
+  type BrokerProcess,
+  metricsPortOf,
+  runBrokerExpectingFailure,
+  startBroker,
+} from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 import { Expect } from "./bytes.ts";
 
 const KCAT = Bun.which("kcat");
@@ -103,6 +110,52 @@ describe("a broker process with --kafka-port", () => {
     expect(await admin.listTopics()).toEqual(["audit"]);
     // SIGTERM with the Kafka connection still open: a clean stop.
     expect(await broker.stop()).toBe(0);
+  });
+
+  test("/metrics counts the Kafka listener's connections, requests and refusals, and times its requests by API", async () => {
+    const { broker, kafkaPort } = await brokerWithKafka(["--metrics-port", "0"]);
+    const scrape = async () =>
+      await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
+    const before = await scrape();
+    expect(metricValue(before, "booblik_kafka_connections")).toBe(0);
+    expect(metricValue(before, "booblik_kafka_requests_total")).toBe(0);
+    const admin = kafkajsAdmin(kafkaPort);
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: "counted" }] });
+    await admin.fetchTopicOffsets("counted");
+    const during = await scrape();
+    expect(metricValue(during, "booblik_kafka_connections")).toBeGreaterThanOrEqual(1);
+    const requests = metricValue(during, "booblik_kafka_requests_total");
+    // ApiVersions, Metadata, CreateTopics, ListOffsets at least; kafkajs adds Metadata refreshes.
+    expect(requests).toBeGreaterThanOrEqual(4);
+    const count = (api: string) =>
+      metricValue(during, `booblik_kafka_request_duration_seconds_count{api="${api}"}`);
+    expect([count("API_VERSIONS"), count("CREATE_TOPICS"), count("LIST_OFFSETS")].every((n) => n >= 1)).toBe(
+      true,
+    );
+    // Every request answered is timed once: the histograms' counts add up to the requests.
+    const timed = [
+      ...during.matchAll(/^booblik_kafka_request_duration_seconds_count\{api="[A-Z_]+"\} (\d+)$/gm),
+    ]
+      .map((m) => Number(m[1]))
+      .reduce((a, b) => a + b, 0);
+    expect(timed).toBe(requests);
+    // The native listener's families still count only native requests.
+    expect(metricValue(during, "booblik_requests_total")).toBe(0);
+    // A request for an API booblik does not serve closes the connection, and is counted.
+    const socket = await rawConnect(kafkaPort);
+    cleanups.push(() => socket.close());
+    socket.write(new Expect().i16(77).i16(0).i32(1).str("t").frame());
+    await socket.closed;
+    await waitUntil(
+      async () => metricValue(await scrape(), "booblik_kafka_connections_closed_for_request_total") === 1,
+      "the closed connection counted",
+      10_000,
+      50,
+    );
+    expect(metricValue(await scrape(), 'booblik_kafka_request_duration_seconds_count{api="UNKNOWN"}')).toBe(
+      1,
+    );
   });
 
   test.skipIf(KCAT === null)(
