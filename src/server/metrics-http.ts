@@ -156,7 +156,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "Partitions that take no writes because the disk was full when they opened (reads work).",
     () => (targets.broker === undefined ? [] : [[{}, targets.broker.readOnlyPartitionCount()]]),
   );
-  registry.register("booblik_connections", "gauge", "Open client connections.", () =>
+  registry.register("booblik_connections", "gauge", "Open client connections of the native listener.", () =>
     targets.server === undefined ? [] : [[{}, targets.server.connectionCount]],
   );
   registry.register(
@@ -196,7 +196,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
       return descriptors === undefined ? [] : [[{}, descriptors.closedByLimitCount]];
     },
   );
-  counter("booblik_requests_total", "Requests received.", (s) => s.counters.requests);
+  counter("booblik_requests_total", "Requests received by the native listener.", (s) => s.counters.requests);
   counter("booblik_request_errors_total", "Requests answered with an error.", (s) => s.counters.errors);
   counter(
     "booblik_produce_records_total",
