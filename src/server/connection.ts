@@ -52,8 +52,7 @@
  *   (outputStalledMs): a client that stops reading must not hold its segments and buffers forever.
  */
 import type { Socket } from "bun";
-import { preadFull } from "../../ffi/file.ts";
-import { peerHungUp, SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
+import { peerHungUp } from "../../ffi/socket.ts";
 import type { FileLease } from "../broker/partition.ts";
 import {
   CLOSE_LINGER_MS,
@@ -74,6 +73,7 @@ import {
   SIZE_BYTES,
 } from "../protocol/frame.ts";
 import { InboundBuffer } from "../protocol/inbound-buffer.ts";
+import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep, socketFd } from "./file-send.ts";
 import type { BudgetWaiter, InboundBudget } from "./inbound-budget.ts";
 
 interface BufferItem {
@@ -127,11 +127,7 @@ export interface ParkedRequest {
   expedite(): void;
 }
 
-export interface ConnectionCounters {
-  sendfileBytes: number;
-  sendfileCalls: number;
-  writtenBytes: number;
-}
+export type ConnectionCounters = FileSendCounters;
 
 export interface ConnectionHost {
   readonly maxFrameBytes: number;
@@ -153,17 +149,6 @@ export interface ConnectionHost {
   shuttingDownFrame(): Uint8Array;
   /** A response was handed to the socket, `elapsedMs` after its request arrived. */
   responded(apiKey: number, elapsedMs: number): void;
-}
-
-const oneByte = new Uint8Array(1);
-
-/**
- * Bun's sockets carry their kernel descriptor as `fd` (-1 once closed); bun-types 1.4.5 does not
- * declare it. Checked at run time: a socket without a numeric fd cannot use the sendfile path.
- */
-function socketFd(socket: Socket<Connection>): number {
-  const fd = (socket as unknown as { readonly fd?: unknown }).fd;
-  return typeof fd === "number" ? fd : -1;
 }
 
 export class Connection implements BudgetWaiter {
@@ -807,65 +792,19 @@ export class Connection implements BudgetWaiter {
         outbound.shift();
         continue;
       }
-      const fd = socketFd(socket); // never cached: the number is reused after close
-      if (fd < 0) {
+      // sendfile (file-send.ts reads the socket's descriptor at every step, and arms `drain`).
+      const advanced = sendFileStep(socket, item.fd, item.position, item.end, this.host.counters);
+      if (advanced === FILE_SEND_FAILED) {
         this.abort();
         return;
       }
-      let sent: number;
-      try {
-        sent = sendFileRange(fd, item.fd, item.position, item.end - item.position);
-      } catch {
-        this.abort();
-        return;
-      }
-      if (sent > 0) {
-        this.host.counters.sendfileBytes += sent;
-        this.host.counters.sendfileCalls++;
-        item.position += sent;
-        this.outboundBytes -= sent;
-        this.sentBytes += sent;
-        if (item.position >= item.end) {
-          outbound.shift();
-          item.lease.release();
-        }
-        continue;
-      }
-      if (sent === 0) {
-        this.abort();
-        return;
-      }
-      // sent === SEND_WOULD_BLOCK. Bun fires `drain` only after one of *its* writes met backpressure,
-      // so send the next real byte through Bun: it either goes out (advance one and try sendfile
-      // again) or arms the drain event (bun-platform §2, trap 8).
-      if (sent === SEND_WOULD_BLOCK) {
-        let got: number;
-        try {
-          got = preadFull(item.fd, oneByte, 0, 1, item.position);
-        } catch {
-          got = 0;
-        }
-        if (got !== 1) {
-          this.abort();
-          return;
-        }
-        const written = socket.write(oneByte);
-        if (written < 0) {
-          this.abort();
-          return;
-        }
-        if (written === 1) {
-          item.position++;
-          this.outboundBytes--;
-          this.sentBytes++;
-          this.host.counters.writtenBytes++;
-          if (item.position >= item.end) {
-            outbound.shift();
-            item.lease.release();
-          }
-          continue;
-        }
-        return;
+      if (advanced === 0) return; // `drain` calls pump again
+      item.position += advanced;
+      this.outboundBytes -= advanced;
+      this.sentBytes += advanced;
+      if (item.position >= item.end) {
+        outbound.shift();
+        item.lease.release();
       }
     }
     // The queue is empty: write the staged bytes straight from the staging buffer.
