@@ -1,16 +1,19 @@
 /**
  * `bun run bench:kafka`: kcat (librdkafka 2.0.2) producing to and consuming from booblik's Kafka
- * listener, one broker child process, topic durability `append` (acknowledged once written; no force
- * per batch), 1 partition. For each record size the same number of bytes is produced with kcat's
- * default batching (librdkafka: linger.ms 5, batch.num.messages 10000, batch.size 1000000), then
- * read back from the beginning to the last record (`-c N -e`), output to /dev/null. Sizes are interleaved and
- * repeated; each line prints median and range, the stored batch size and the broker's CPU.
+ * listener, one broker child process per fetch path, topic durability `append` (acknowledged once
+ * written; no force per batch), 1 partition. For each record size the same number of bytes is
+ * produced with kcat's default batching (librdkafka: linger.ms 5, batch.num.messages 10000,
+ * batch.size 1000000), then read back from the beginning to the last record (`-c N -e`), output to
+ * /dev/null. Sizes and fetch paths are interleaved and repeated; each line prints median and range,
+ * the stored batch size and the broker's CPU.
  *
  * Then a raw fetch loop (no kcat): one connection, Fetch v11 one after the other with 16 MiB limits,
  * for what the broker's fetch path delivers over a socket when the client is not the bottleneck.
  *
- * The fetch path is the copy path (src/kafka/records.ts): `Partition.read` (one pread, CRCs checked)
- * and each entry's batch sent without its 8-byte frame.
+ * Fetch paths (`BOOBLIK_BENCH_KAFKA_FETCH_PATHS`, default `copy,sendfile`; `--kafka-fetch-path`):
+ * `copy` reads every entry with `Partition.read` (one pread, CRCs checked) and sends each batch
+ * without its 8-byte frame; `sendfile` sends batches of KAFKA_SENDFILE_BATCH_BYTES_MIN and more
+ * from their segment files (src/kafka/records.ts).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -29,30 +32,44 @@ if (KCAT === null) {
 const BYTES_PER_RUN = Number(process.env.BOOBLIK_BENCH_KAFKA_MIB ?? 64) * 2 ** 20;
 const SIZES = [100, 1024];
 const REPEATS = Number(process.env.BOOBLIK_BENCH_REPEATS ?? 3);
+const FETCH_PATHS = (process.env.BOOBLIK_BENCH_KAFKA_FETCH_PATHS ?? "copy,sendfile").split(",");
+for (const fetchPath of FETCH_PATHS)
+  if (fetchPath !== "copy" && fetchPath !== "sendfile") throw new Error(`unknown fetch path ${fetchPath}`);
 
 const dir = measurementDirectory("kafka");
 console.log(describeMachine(dir.fileSystem));
 console.log(
-  `kcat ${KCAT}, ${BYTES_PER_RUN / 2 ** 20} MiB of values per run, durability append, 1 partition, ${REPEATS} repeats interleaved`,
+  `kcat ${KCAT}, ${BYTES_PER_RUN / 2 ** 20} MiB of values per run, durability append, 1 partition, fetch paths ${FETCH_PATHS.join(", ")}, ${REPEATS} repeats interleaved`,
 );
 
-const child = Bun.spawn(
-  [
-    process.execPath,
-    MAIN,
-    "--data-dir",
-    dir.path,
-    "--port",
-    "0",
-    "--kafka-port",
-    "0",
-    "--durability",
-    "append",
-  ],
-  { stdout: "pipe", stderr: "inherit" },
-);
-let kafkaPort = 0;
-{
+interface BrokerUnderTest {
+  readonly fetchPath: string;
+  readonly child: ReturnType<typeof Bun.spawn>;
+  readonly kafkaPort: number;
+  readonly dataDir: string;
+  readonly admin: ReturnType<InstanceType<typeof Kafka>["admin"]>;
+}
+
+async function startBroker(fetchPath: string): Promise<BrokerUnderTest> {
+  const dataDir = path.join(dir.path, fetchPath);
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      MAIN,
+      "--data-dir",
+      dataDir,
+      "--port",
+      "0",
+      "--kafka-port",
+      "0",
+      "--durability",
+      "append",
+      "--kafka-fetch-path",
+      fetchPath,
+    ],
+    { stdout: "pipe", stderr: "inherit" },
+  );
+  let kafkaPort = 0;
   const reader = child.stdout.getReader();
   let text = "";
   while (kafkaPort === 0) {
@@ -67,14 +84,16 @@ let kafkaPort = 0;
       // keep draining
     }
   })().catch(() => undefined);
+  const admin = new Kafka({ brokers: [`127.0.0.1:${kafkaPort}`], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  return { fetchPath, child, kafkaPort, dataDir, admin };
 }
-const broker = `127.0.0.1:${kafkaPort}`;
-const admin = new Kafka({ brokers: [broker], logLevel: logLevel.NOTHING }).admin();
-await admin.connect();
 
-async function run(args: string[], stdinFile?: string): Promise<number> {
+const brokers: BrokerUnderTest[] = [];
+
+async function run(kafkaPort: number, args: string[], stdinFile?: string): Promise<number> {
   const start = performance.now();
-  const proc = Bun.spawn([KCAT!, "-b", broker, ...args], {
+  const proc = Bun.spawn([KCAT!, "-b", `127.0.0.1:${kafkaPort}`, ...args], {
     stdin: stdinFile === undefined ? "ignore" : Bun.file(stdinFile),
     stdout: "ignore",
     stderr: "inherit",
@@ -85,8 +104,8 @@ async function run(args: string[], stdinFile?: string): Promise<number> {
 }
 
 /** Average stored entry (batch) size of a topic's partition 0, from its segment files. */
-function averageEntryBytes(topic: string): { entries: number; bytesPerEntry: number } {
-  const partitionDir = path.join(dir.path, `${topic}-0`);
+function averageEntryBytes(dataDir: string, topic: string): { entries: number; bytesPerEntry: number } {
+  const partitionDir = path.join(dataDir, `${topic}-0`);
   let entries = 0;
   let bytes = 0;
   for (const name of fs.readdirSync(partitionDir).filter((n) => n.endsWith(".log"))) {
@@ -111,7 +130,7 @@ function averageEntryBytes(topic: string): { entries: number; bytesPerEntry: num
  * the high watermark, `partition_max_bytes` = `max_bytes` = 16 MiB, responses parsed only as far as
  * the next offset. Measures the broker's fetch path over a socket. Returns the record bytes read.
  */
-async function rawFetchLoop(topic: string): Promise<number> {
+async function rawFetchLoop(kafkaPort: number, topic: string): Promise<number> {
   const socket = await new Promise<import("bun").Socket<undefined>>((resolve, reject) => {
     void Bun.connect<undefined>({
       hostname: "127.0.0.1",
@@ -211,7 +230,7 @@ async function rawFetchLoop(topic: string): Promise<number> {
 }
 
 const results = new Map<
-  number,
+  string,
   {
     produceMiBs: number[];
     consumeMiBs: number[];
@@ -221,72 +240,81 @@ const results = new Map<
     entry: number;
   }
 >();
-// The broker child must not outlive a failed run.
+// The broker children must not outlive a failed run.
 try {
+  for (const fetchPath of FETCH_PATHS) brokers.push(await startBroker(fetchPath));
   for (let repeat = 0; repeat < REPEATS; repeat++) {
     for (const size of SIZES) {
-      const topic = `t${size}-${repeat}`;
-      await admin.createTopics({
-        topics: [{ topic, configEntries: [{ name: "booblik.durability", value: "append" }] }],
-      });
-      const count = Math.floor(BYTES_PER_RUN / size);
-      const input = path.join(dir.path, `input-${size}.txt`);
-      if (!fs.existsSync(input)) fs.writeFileSync(input, `${"x".repeat(size - 1)}\n`.repeat(count));
-      const produceSeconds = await run(["-P", "-t", topic, "-p", "0"], input);
-      const cpuBefore = brokerCpuSeconds(child.pid);
-      const consumeSeconds = await run([
-        "-C",
-        "-t",
-        topic,
-        "-p",
-        "0",
-        "-o",
-        "beginning",
-        // -c: exit at the last record. With -e alone kcat also waits out one empty long poll at the
-        // end (librdkafka's fetch.wait.max.ms, 500 ms), which is not consuming (seen with -d fetch).
-        "-c",
-        String(count),
-        "-e",
-        "-q",
-        "-f",
-        "%o\\n",
-      ]);
-      const cpu = brokerCpuSeconds(child.pid) - cpuBefore;
-      const rawCpuBefore = brokerCpuSeconds(child.pid);
-      const rawStart = performance.now();
-      const rawBytes = await rawFetchLoop(topic);
-      const rawSeconds = (performance.now() - rawStart) / 1000;
-      const rawCpu = brokerCpuSeconds(child.pid) - rawCpuBefore;
-      const mib = (count * size) / 2 ** 20;
-      const entry = results.get(size) ?? {
-        produceMiBs: [],
-        consumeMiBs: [],
-        cpuPerGiB: [],
-        rawMiBs: [],
-        rawCpuPerGiB: [],
-        entry: 0,
-      };
-      entry.rawMiBs.push(rawBytes / 2 ** 20 / rawSeconds);
-      entry.rawCpuPerGiB.push((rawCpu / (rawBytes / 2 ** 20)) * 1024);
-      entry.produceMiBs.push(mib / produceSeconds);
-      entry.consumeMiBs.push(mib / consumeSeconds);
-      entry.cpuPerGiB.push((cpu / mib) * 1024);
-      entry.entry = averageEntryBytes(topic).bytesPerEntry;
-      results.set(size, entry);
+      // Alternate which fetch path goes first.
+      const order = repeat % 2 === 0 ? brokers : [...brokers].reverse();
+      for (const broker of order) {
+        const topic = `t${size}-${repeat}`;
+        await broker.admin.createTopics({
+          topics: [{ topic, configEntries: [{ name: "booblik.durability", value: "append" }] }],
+        });
+        const count = Math.floor(BYTES_PER_RUN / size);
+        const input = path.join(dir.path, `input-${size}.txt`);
+        if (!fs.existsSync(input)) fs.writeFileSync(input, `${"x".repeat(size - 1)}\n`.repeat(count));
+        const produceSeconds = await run(broker.kafkaPort, ["-P", "-t", topic, "-p", "0"], input);
+        const cpuBefore = brokerCpuSeconds(broker.child.pid);
+        const consumeSeconds = await run(broker.kafkaPort, [
+          "-C",
+          "-t",
+          topic,
+          "-p",
+          "0",
+          "-o",
+          "beginning",
+          // -c: exit at the last record. With -e alone kcat also waits out one empty long poll at
+          // the end (librdkafka's fetch.wait.max.ms, 500 ms), which is not consuming (seen with -d fetch).
+          "-c",
+          String(count),
+          "-e",
+          "-q",
+          "-f",
+          "%o\\n",
+        ]);
+        const cpu = brokerCpuSeconds(broker.child.pid) - cpuBefore;
+        const rawCpuBefore = brokerCpuSeconds(broker.child.pid);
+        const rawStart = performance.now();
+        const rawBytes = await rawFetchLoop(broker.kafkaPort, topic);
+        const rawSeconds = (performance.now() - rawStart) / 1000;
+        const rawCpu = brokerCpuSeconds(broker.child.pid) - rawCpuBefore;
+        const mib = (count * size) / 2 ** 20;
+        const key = `${size}/${broker.fetchPath}`;
+        const entry = results.get(key) ?? {
+          produceMiBs: [],
+          consumeMiBs: [],
+          cpuPerGiB: [],
+          rawMiBs: [],
+          rawCpuPerGiB: [],
+          entry: 0,
+        };
+        entry.rawMiBs.push(rawBytes / 2 ** 20 / rawSeconds);
+        entry.rawCpuPerGiB.push((rawCpu / (rawBytes / 2 ** 20)) * 1024);
+        entry.produceMiBs.push(mib / produceSeconds);
+        entry.consumeMiBs.push(mib / consumeSeconds);
+        entry.cpuPerGiB.push((cpu / mib) * 1024);
+        entry.entry = averageEntryBytes(broker.dataDir, topic).bytesPerEntry;
+        results.set(key, entry);
+      }
     }
   }
 } finally {
-  await admin.disconnect();
-  child.kill("SIGTERM");
-  await child.exited;
+  for (const broker of brokers) {
+    await broker.admin.disconnect();
+    broker.child.kill("SIGTERM");
+    await broker.child.exited;
+  }
 }
 dir.remove();
 
 const range = (values: number[]) => `${Math.min(...values).toFixed(0)}-${Math.max(...values).toFixed(0)}`;
-for (const [size, r] of results) {
+for (const [key, r] of results) {
+  const [size, fetchPath] = key.split("/");
   console.log(
-    `record ${size} B, stored batches of ${(r.entry / 1024).toFixed(0)} KiB: produce ${median(r.produceMiBs).toFixed(0)} MiB/s (${range(r.produceMiBs)}), ` +
-      `consume ${median(r.consumeMiBs).toFixed(0)} MiB/s (${range(r.consumeMiBs)}), broker CPU during consume ${median(r.cpuPerGiB).toFixed(1)} s/GiB; ` +
-      `raw fetch loop (16 MiB per fetch, batches as stored) ${median(r.rawMiBs).toFixed(0)} MiB/s (${range(r.rawMiBs)}), broker CPU ${median(r.rawCpuPerGiB).toFixed(1)} s/GiB`,
+    `record ${size} B, fetch path ${fetchPath}, stored batches of ${(r.entry / 1024).toFixed(0)} KiB: produce ${median(r.produceMiBs).toFixed(0)} MiB/s (${range(r.produceMiBs)}), ` +
+      `consume ${median(r.consumeMiBs).toFixed(0)} MiB/s (${range(r.consumeMiBs)}), broker CPU during consume ${median(r.cpuPerGiB).toFixed(2)} s/GiB (${r.cpuPerGiB.map((v) => v.toFixed(2)).join(", ")}); ` +
+      `raw fetch loop (16 MiB per fetch, batches as stored) ${median(r.rawMiBs).toFixed(0)} MiB/s (${range(r.rawMiBs)}), broker CPU ${median(r.rawCpuPerGiB).toFixed(2)} s/GiB (${r.rawCpuPerGiB.map((v) => v.toFixed(2)).join(", ")})`,
   );
 }

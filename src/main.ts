@@ -34,6 +34,7 @@ import {
   INBOUND_BUDGET_BYTES_DEFAULT,
   INBOUND_FREE_BYTES,
   KAFKA_PORT_DEFAULT,
+  KAFKA_SENDFILE_BATCH_BYTES_MIN,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
   PARTITIONS_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
@@ -250,6 +251,12 @@ const OPTIONS = {
     env: "BOOBLIK_FETCH_PATH",
     fallback: "sendfile",
     help: "how FETCH sends records on plain connections: sendfile (zero-copy) | copy (TLS connections always copy)",
+  },
+  kafkaFetchPath: {
+    flag: "--kafka-fetch-path",
+    env: "BOOBLIK_KAFKA_FETCH_PATH",
+    fallback: "copy",
+    help: `how Kafka Fetch sends records on plain connections: copy (every batch read and CRC-checked) | sendfile (batches of ${KAFKA_SENDFILE_BATCH_BYTES_MIN / 1024} KiB and more zero-copy, unchecked: for consumers that check CRCs)`,
   },
   tlsCert: {
     flag: "--tls-cert",
@@ -513,6 +520,15 @@ async function main(): Promise<number> {
   // sendfile bypasses the TLS stream (src/auth/tls.ts): records are copied through it instead; on
   // a TLS port beside a plain one the server decides per connection.
   const fetchPath: FetchPath = primaryTls ? "copy" : requestedFetchPath;
+  const kafkaFetchPath: FetchPath = choice("--kafka-fetch-path", values.kafkaFetchPath, [
+    "copy",
+    "sendfile",
+  ] as const);
+  if (primaryTls && kafkaFetchPath === "sendfile") {
+    throw new UsageError(
+      "--kafka-fetch-path sendfile cannot be combined with TLS only: sendfile would send records in clear text around the encryption (with --kafka-tls-port the plain --kafka-port can use it)",
+    );
+  }
   const maxConnections = parseInteger("max connections", values.maxConnections, 1);
   const maxOpenSegmentFiles =
     values.maxOpenSegmentFiles === "auto"
@@ -791,6 +807,7 @@ async function main(): Promise<number> {
       // Its own allowance per address, next to the native listener's (which the server keeps private).
       adminRate: kafkaAdminRate,
       ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
+      fetchPath: kafkaFetchPath,
       log: (line) => console.log(`booblik: ${line}`),
       audit: (line) => console.log(line),
       ...(primaryTls ? { tls } : {}),
@@ -943,7 +960,10 @@ async function main(): Promise<number> {
   );
   if (kafkaAddress !== undefined) {
     console.log(
-      `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}`,
+      `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}` +
+        (kafkaFetchPath === "sendfile"
+          ? `; Fetch sends batches of ${KAFKA_SENDFILE_BATCH_BYTES_MIN / 1024} KiB and more with sendfile, unchecked (--kafka-fetch-path)`
+          : ""),
     );
     const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
     if (kafkaTlsAddress !== undefined) {

@@ -403,6 +403,14 @@ export const KAFKA_FETCH_BUFFER_BYTES_MAX = 8 * 1024 * 1024;
  * buffers of seven consumers at 1 MiB per fetch (a 1 MiB read arena and a 1.25 MiB response).
  */
 export const KAFKA_FETCH_BUFFER_POOL_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * With `--kafka-fetch-path sendfile`, a stored batch of at least this size goes to the socket with
+ * sendfile; a smaller one is read and copied as on the copy path (a response holds a run of large
+ * batches, or the copy path's batches). Each batch sent from the file costs a `pread` of its header
+ * and a `sendfile` (~1-1.5 µs each here, bun-platform.md §2), against a copy into the response at
+ * memory speed. Measured with bench/kafka.bench.ts (docs/kafka.md "Fetch path").
+ */
+export const KAFKA_SENDFILE_BATCH_BYTES_MIN = 64 * 1024;
 
 // --- Command line (booblik-cli) --------------------------------------------------------------------
 

@@ -129,6 +129,7 @@ import {
   encodeMetadataResponse,
   encodeProduceResponse,
   type FetchResponse,
+  type FileCut,
   LIST_OFFSETS_EARLIEST,
   LIST_OFFSETS_LATEST,
   type ListOffsetsPartitionResponse,
@@ -220,6 +221,12 @@ export interface KafkaHandlerOptions {
   /** The listener's Fetch buffers (fetch-buffers.ts), shared by its ports; default: a pool of its own. */
   fetchBuffers?: FetchBufferPool;
   /**
+   * Send large stored batches from their segment files with sendfile (`--kafka-fetch-path
+   * sendfile`); only for a plain port: sendfile would bypass TLS. Default: copy every batch, each
+   * checked (docs/kafka.md "Fetch path" says why that is the default).
+   */
+  fetchSendfile?: boolean;
+  /**
    * `--kafka-auto-create-topics on`: a Metadata request naming a topic that does not exist, with
    * `allow_auto_topic_creation` (always, before v4), creates it with this many partitions and the
    * broker's topic defaults. Absent: off (the default), topics are created only when asked for.
@@ -253,8 +260,12 @@ const GROUP_ERROR_CODES: Record<GroupError, number> = {
 
 /** What to do with a request: send these bytes (none for Produce acks=0), or close the connection. */
 export type KafkaOutcome =
-  /** `release`: called once the bytes are written whole (a Fetch's pooled buffer, fetch-buffers.ts). */
-  | { kind: "respond"; bytes: Uint8Array; release?: () => void }
+  /**
+   * `release`: called once the response was sent whole, or its connection closed (a Fetch's pooled
+   * buffer, fetch-buffers.ts, and the leases of its file pieces). `files`: ranges of segment files
+   * sent with sendfile between the bytes, each before the byte of `bytes` at its `at`.
+   */
+  | { kind: "respond"; bytes: Uint8Array; release?: () => void; files?: readonly FileCut[] }
   | { kind: "silent" }
   | { kind: "close"; reason: string };
 
@@ -451,26 +462,36 @@ export class KafkaHandler {
             this.stopSignal,
             (topic) => this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, topic),
             this.fetchBuffers,
-            (response): KafkaOutcome => {
+            (response, leases): KafkaOutcome => {
               // A buffer of its own (from the pool, for sizes worth reusing), sized for the records
               // and handed over without a copy: the records are most of a fetch response, and the
               // shared writer would copy them a second time. The listener gives it back once the
               // response is written whole.
               const buffer = this.fetchBuffers.acquire(fetchResponseBytesHint(response));
               const writer = new KafkaWriter(buffer);
-              encodeFetchResponse(writer, apiVersion, correlationId, response);
-              if (writer.bytes !== buffer) {
-                // The hint was short and the writer grew into a buffer of its own (not expected;
-                // correct either way): the pooled one holds nothing the answer needs.
+              const files: FileCut[] = [];
+              try {
+                encodeFetchResponse(writer, apiVersion, correlationId, response, files);
+              } catch (error) {
                 this.fetchBuffers.release(buffer);
-                return { kind: "respond", bytes: writer.written() };
+                throw error; // fetchRecords releases the leases
               }
+              // The hint was short and the writer grew into a buffer of its own (not expected;
+              // correct either way): the pooled one holds nothing the answer needs.
+              const pooled = writer.bytes === buffer;
+              if (!pooled) this.fetchBuffers.release(buffer);
+              if (!pooled && leases.length === 0) return { kind: "respond", bytes: writer.written() };
               return {
                 kind: "respond",
                 bytes: writer.written(),
-                release: () => this.fetchBuffers.release(buffer),
+                ...(files.length > 0 ? { files } : {}),
+                release: () => {
+                  if (pooled) this.fetchBuffers.release(buffer);
+                  for (const lease of leases) lease.release();
+                },
               };
             },
+            this.options.fetchSendfile === true,
           );
         }
         case KAFKA_API.METADATA:
@@ -1868,7 +1889,8 @@ function fetchResponseBytesHint(response: FetchResponse): number {
     bytes += 8 + topic.topic.length * 3;
     for (const partition of topic.partitions) {
       bytes += 48;
-      for (const piece of partition.records ?? []) bytes += piece.length;
+      // File pieces are sent from their files: no room for them in the buffer.
+      for (const piece of partition.records ?? []) if (piece instanceof Uint8Array) bytes += piece.length;
     }
   }
   return bytes;

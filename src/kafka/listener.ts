@@ -26,6 +26,7 @@
  *   no error frame for a dropped connection.
  */
 import type { Socket } from "bun";
+import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep } from "../../ffi/file-send.ts";
 import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
@@ -43,6 +44,7 @@ import { KAFKA_API_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
 import { releaseChunk } from "./buffers.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
+import type { FileCut } from "./messages.ts";
 import { type KafkaSasl, SaslSession } from "./sasl.ts";
 
 /** The broker-wide budget for inbound bytes (server/inbound-budget.ts has the implementation). */
@@ -95,9 +97,16 @@ export interface KafkaListenerOptions {
   autoCreateTopics?: { partitions: number };
   /** Audit lines (ACL denials and changes; KafkaHandlerOptions.audit). */
   audit?: (line: string) => void;
+  /**
+   * `--kafka-fetch-path`: `sendfile` sends large stored batches from their files on the plain port
+   * (KafkaHandlerOptions.fetchSendfile); TLS ports always copy. Default `copy`.
+   */
+  fetchPath?: "copy" | "sendfile";
 }
 
-export interface KafkaListenerCounters {
+const NO_FILES: readonly FileCut[] = [];
+
+export interface KafkaListenerCounters extends FileSendCounters {
   connectionsAccepted: number;
   connectionsRefused: number;
   requests: number;
@@ -143,10 +152,18 @@ class KafkaConnection {
   /** Bytes reserved in the inbound budget (beyond INBOUND_FREE_BYTES). */
   private reservedBytes = 0;
   private waitingForBudget = false;
-  /** The unsent rest of the response being written. */
-  private pendingOutput: Uint8Array | undefined;
-  /** Gives the pending output's buffer back to its pool once it is written whole (see write). */
-  private pendingRelease: (() => void) | undefined;
+  /**
+   * The response being written (undefined: none): its bytes, the segment-file ranges sent with
+   * sendfile between them (`files`, each before the byte at its `at`), and how far it got.
+   */
+  private output: Uint8Array | undefined;
+  private outputAt = 0;
+  private outputFiles: readonly FileCut[] = NO_FILES;
+  private fileIndex = 0;
+  private filePosition = 0;
+  /** Gives the output's pooled buffer and file leases back once it was sent whole or the connection closed. */
+  private outputRelease: (() => void) | undefined;
+  private readonly tls: boolean;
   private paused = false;
   closingReason: string | undefined;
   lastActivityMs = performance.now();
@@ -159,6 +176,7 @@ class KafkaConnection {
     this.remoteAddress = socket.remoteAddress;
     this.listener = listener;
     this.handler = handler;
+    this.tls = tls;
     this.sasl.overTls = tls;
   }
 
@@ -168,11 +186,11 @@ class KafkaConnection {
 
   /** Nothing is being answered, sent or received. */
   get idle(): boolean {
-    return this.answeredBuffer === undefined && this.pendingOutput === undefined && this.end === this.start;
+    return this.answeredBuffer === undefined && this.output === undefined && this.end === this.start;
   }
 
   get answering(): boolean {
-    return this.answeredBuffer !== undefined || this.pendingOutput !== undefined;
+    return this.answeredBuffer !== undefined || this.output !== undefined;
   }
 
   onData(chunk: Uint8Array): void {
@@ -335,19 +353,22 @@ class KafkaConnection {
           setTimeout(() => {
             this.answered();
             if (this.closingReason !== undefined) return;
-            this.write(outcome.bytes);
+            this.send(outcome.bytes, undefined, NO_FILES);
             this.close(outcome.reason);
           }, outcome.delayMs);
           return;
         }
         this.answered();
-        if (this.closingReason !== undefined) return;
+        if (this.closingReason !== undefined) {
+          if (outcome.kind === "respond") outcome.release?.();
+          return;
+        }
         if (outcome.kind === "close") {
           this.listener.counters.closedForRequest++;
           this.close(outcome.reason);
           return;
         }
-        if (outcome.kind === "respond") this.write(outcome.bytes, outcome.release);
+        if (outcome.kind === "respond") this.send(outcome.bytes, outcome.release, outcome.files ?? NO_FILES);
         this.afterAnswer();
       },
       (error: unknown) => {
@@ -395,39 +416,94 @@ class KafkaConnection {
   }
 
   /**
-   * Writes what the socket takes now and keeps the rest for `onDrain`. `release` (a pooled Fetch
-   * buffer's return) runs once the last byte is taken: the socket's write does not keep the bytes
-   * (bun-platform.md: unbuffered), so after that nothing reads the buffer. A connection that closes
-   * with output pending never releases it; the collector takes it.
+   * Starts writing a response: what the socket takes now, the rest on `drain`. `release` (a pooled
+   * Fetch buffer's return, its file leases) runs once the last byte was taken, or when the
+   * connection closes first: the socket's write does not keep the bytes (bun-platform.md:
+   * unbuffered), so after either nothing reads the buffer or the files.
    */
-  private write(bytes: Uint8Array, release?: () => void): void {
-    const written = this.socket.write(bytes);
-    if (written < 0) {
-      this.close("the client closed the connection before its answer was sent");
+  private send(bytes: Uint8Array, release: (() => void) | undefined, files: readonly FileCut[]): void {
+    this.output = bytes;
+    this.outputAt = 0;
+    this.outputFiles = files;
+    this.fileIndex = 0;
+    this.filePosition = 0;
+    this.outputRelease = release;
+    if (files.length > 0 && this.tls) {
+      // A programming error, never a client's: the TLS port's handler copies.
+      this.close("internal error: a sendfile range on a TLS connection would send clear text");
       return;
     }
-    if (written < bytes.length) {
-      this.pendingOutput = bytes.subarray(written);
-      this.pendingRelease = release;
-      this.outputSinceMs = performance.now();
-      return;
+    this.pumpOutput();
+  }
+
+  /** Writes what the socket takes of the output; true once it was all sent (and released). */
+  private pumpOutput(): boolean {
+    const bytes = this.output;
+    if (bytes === undefined) return true;
+    const counters = this.listener.counters;
+    for (;;) {
+      const cut = this.fileIndex < this.outputFiles.length ? this.outputFiles[this.fileIndex] : undefined;
+      const bytesEnd = cut === undefined ? bytes.length : cut.at;
+      if (this.outputAt < bytesEnd) {
+        const written = this.socket.write(bytes, this.outputAt, bytesEnd - this.outputAt);
+        if (written < 0) {
+          this.close("the client closed the connection before its answer was sent");
+          return false;
+        }
+        counters.writtenBytes += written;
+        this.outputAt += written;
+        if (this.outputAt < bytesEnd) {
+          this.outputSinceMs = performance.now();
+          return false;
+        }
+        continue;
+      }
+      if (cut === undefined) break;
+      const batch = cut.batch;
+      const advanced = sendFileStep(
+        this.socket,
+        batch.fd,
+        batch.position + this.filePosition,
+        batch.position + batch.lengthBytes,
+        counters,
+      );
+      if (advanced === FILE_SEND_FAILED) {
+        this.close(
+          "the client closed the connection before its answer was sent, or a segment file ended early",
+        );
+        return false;
+      }
+      if (advanced === 0) {
+        this.outputSinceMs = performance.now();
+        return false;
+      }
+      this.filePosition += advanced;
+      if (this.filePosition >= batch.lengthBytes) {
+        this.fileIndex++;
+        this.filePosition = 0;
+      }
     }
+    this.releaseOutput();
+    return true;
+  }
+
+  /** Ends the output (sent, or the connection closing) and gives back what it held. */
+  private releaseOutput(): void {
+    const release = this.outputRelease;
+    this.output = undefined;
+    this.outputFiles = NO_FILES;
+    this.outputRelease = undefined;
     release?.();
   }
 
   onDrain(): void {
-    const pending = this.pendingOutput;
-    if (pending === undefined || this.closingReason !== undefined) return;
-    const release = this.pendingRelease;
-    this.pendingOutput = undefined;
-    this.pendingRelease = undefined;
-    this.write(pending, release);
-    if (this.pendingOutput === undefined) this.afterAnswer();
+    if (this.output === undefined || this.closingReason !== undefined) return;
+    if (this.pumpOutput()) this.afterAnswer();
   }
 
   /** Milliseconds the pending output made no progress (0 when none is pending). */
   outputStalledMs(nowMs: number): number {
-    return this.pendingOutput === undefined ? 0 : nowMs - this.outputSinceMs;
+    return this.output === undefined ? 0 : nowMs - this.outputSinceMs;
   }
 
   /** Why the incomplete request at the head is overdue, if it is. */
@@ -447,12 +523,14 @@ class KafkaConnection {
     if (reason !== undefined)
       this.listener.log(`kafka: closing the connection from ${this.remoteAddress}: ${reason}`);
     this.releaseBudget();
+    this.releaseOutput();
     this.socket.end();
   }
 
   onClose(): void {
     if (this.closingReason === undefined) this.closingReason = "closed by the client";
     this.releaseBudget();
+    this.releaseOutput();
     this.listener.closed(this);
   }
 
@@ -474,6 +552,9 @@ export class KafkaListener {
     connectionsRefused: 0,
     requests: 0,
     closedForRequest: 0,
+    sendfileBytes: 0,
+    sendfileCalls: 0,
+    writtenBytes: 0,
   };
   /**
    * Time from the start of a request's answer to the answer being ready for the socket, by API name
@@ -542,12 +623,18 @@ export class KafkaListener {
 
   /** Starts listening; throws (EADDRINUSE…) instead of half-starting. Returns the bound address. */
   listen(): { hostname: string; port: number; advertisedHost: string; advertisedPort: number } {
-    const handler = (advertisedHost: string, advertisedPort: number, sharedGroups?: KafkaHandler["groups"]) =>
+    const handler = (
+      advertisedHost: string,
+      advertisedPort: number,
+      fetchSendfile: boolean,
+      sharedGroups?: KafkaHandler["groups"],
+    ) =>
       new KafkaHandler(this.broker, {
         advertisedHost,
         advertisedPort,
         ...(sharedGroups === undefined ? {} : { sharedGroups }),
         fetchBuffers: this.fetchBuffers,
+        fetchSendfile,
         ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),
         ...(this.options.autoCreateTopics === undefined
           ? {}
@@ -560,7 +647,9 @@ export class KafkaListener {
     const bound = this.bind(this.options.hostname, this.options.port, this.options.tls);
     const advertisedHost = this.options.advertisedHost ?? bound.hostname;
     const advertisedPort = this.options.advertisedPort ?? bound.port;
-    this.handler = handler(advertisedHost, advertisedPort);
+    // sendfile would bypass a TLS-only port's encryption: it copies whatever fetchPath says.
+    const sendfile = this.options.tls === undefined && this.options.fetchPath === "sendfile";
+    this.handler = handler(advertisedHost, advertisedPort, sendfile);
     bound.handler = this.handler;
     const shortestMs = Math.min(this.options.idleTimeoutMs, this.options.requestTimeoutMs);
     this.sweepTimer = setInterval(
@@ -579,6 +668,7 @@ export class KafkaListener {
     | ((
         advertisedHost: string,
         advertisedPort: number,
+        fetchSendfile: boolean,
         sharedGroups?: KafkaHandler["groups"],
       ) => KafkaHandler)
     | undefined;
@@ -591,7 +681,7 @@ export class KafkaListener {
     const bound = this.bind(secure.hostname, secure.port, secure.tls);
     const advertisedHost = secure.advertisedHost ?? bound.hostname;
     const advertisedPort = secure.advertisedPort ?? bound.port;
-    this.tlsHandler = this.makeHandler(advertisedHost, advertisedPort, this.handler.groups);
+    this.tlsHandler = this.makeHandler(advertisedHost, advertisedPort, false, this.handler.groups);
     bound.handler = this.tlsHandler;
     return { hostname: bound.hostname, port: bound.port, advertisedHost, advertisedPort };
   }

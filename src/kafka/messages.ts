@@ -341,9 +341,34 @@ export interface FetchPartitionResponse {
   logStartOffset: number;
   /**
    * The partition's records: bare RecordBatches back to back (Kafka's "records" field), given as
-   * pieces written one after the other (each stored entry without its 8-byte frame), or null.
+   * pieces written one after the other (each stored entry without its 8-byte frame), or null. A
+   * piece is bytes in memory, or a batch left in its segment file for sendfile (FileBatch).
    */
-  records: readonly Uint8Array[] | null;
+  records: readonly FetchRecordPiece[] | null;
+}
+
+/**
+ * A stored batch sent from its segment file with sendfile (`--kafka-fetch-path sendfile`), not read
+ * into memory: `[position, position + lengthBytes)` of the file `fd` holds the bare batch (after its
+ * 8-byte storage frame). The descriptor is held by a lease until the response was sent.
+ */
+export interface FileBatch {
+  readonly fd: number;
+  readonly position: number;
+  readonly lengthBytes: number;
+}
+
+export type FetchRecordPiece = Uint8Array | FileBatch;
+
+/** Where a FileBatch's bytes go in an encoded response: before the response byte at `at`. */
+export interface FileCut {
+  readonly at: number;
+  readonly batch: FileBatch;
+}
+
+/** Bytes a piece puts on the wire. */
+export function pieceBytes(piece: FetchRecordPiece): number {
+  return piece instanceof Uint8Array ? piece.length : piece.lengthBytes;
 }
 
 export interface FetchTopicResponse {
@@ -358,13 +383,20 @@ export interface FetchResponse {
   topics: readonly FetchTopicResponse[];
 }
 
+/**
+ * Encodes a Fetch response. A FileBatch piece is not written: its place (the writer's position, where
+ * its bytes belong) goes to `files`, and the frame's size counts its bytes; the sender interleaves the
+ * file ranges with the written bytes (kafka/listener.ts). Without `files` every piece must be bytes.
+ */
 export function encodeFetchResponse(
   writer: KafkaWriter,
   version: number,
   correlationId: number,
   response: FetchResponse,
+  files?: FileCut[],
 ): void {
   const start = begin(writer, KAFKA_API.FETCH, version, correlationId);
+  let fileBytes = 0;
   if (version >= 1) writer.int32(0); // throttle_time_ms
   if (version >= 7) writer.int16(response.errorCode).int32(response.sessionId);
   writer.arrayCount(response.topics.length);
@@ -382,12 +414,20 @@ export function encodeFetchResponse(
         continue;
       }
       let length = 0;
-      for (const piece of pieces) length += piece.length;
+      for (const piece of pieces) length += pieceBytes(piece);
       writer.int32(length);
-      for (const piece of pieces) writer.raw(piece);
+      for (const piece of pieces) {
+        if (piece instanceof Uint8Array) {
+          writer.raw(piece);
+        } else {
+          if (files === undefined) throw new Error("a Fetch response with file pieces needs a list for them");
+          files.push({ at: writer.position, batch: piece });
+          fileBytes += piece.lengthBytes;
+        }
+      }
     }
   }
-  finish(writer, start);
+  writer.patchInt32(start, writer.position - start - 4 + fileBytes);
 }
 
 // --- ListOffsets (2) -----------------------------------------------------------------------------

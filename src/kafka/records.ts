@@ -19,13 +19,17 @@
  * from the listener's FetchBufferPool, the response carries views of each batch, and the caller's
  * `answer` encodes them before the arena goes back to the pool.
  */
+
+import { preadFull } from "../../ffi/file.ts";
 import type { Broker } from "../broker/broker.ts";
-import type { Partition, ReadArena } from "../broker/partition.ts";
+import type { FileLease, Partition, ReadArena } from "../broker/partition.ts";
 import {
+  ENTRY_HEADER_BYTES,
   FETCH_RESPONSE_BYTES_MAX,
   KAFKA_FETCH_BUFFER_BYTES_MAX,
   KAFKA_FETCH_BUFFER_STEP_BYTES,
   KAFKA_FETCH_WAIT_MS_MAX,
+  KAFKA_SENDFILE_BATCH_BYTES_MIN,
 } from "../domain/limits.ts";
 import {
   ATTRIBUTE_TRANSACTIONAL,
@@ -40,13 +44,16 @@ import {
 import { KAFKA_ERROR } from "./apis.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import type { FetchBufferPool } from "./fetch-buffers.ts";
-import type {
-  FetchPartitionResponse,
-  FetchRequest,
-  FetchResponse,
-  ProducePartitionResponse,
-  ProduceRequest,
-  ProduceTopicResponse,
+import {
+  type FetchPartitionResponse,
+  type FetchRecordPiece,
+  type FetchRequest,
+  type FetchResponse,
+  type FileBatch,
+  type ProducePartitionResponse,
+  type ProduceRequest,
+  type ProduceTopicResponse,
+  pieceBytes,
 } from "./messages.ts";
 
 /** Kafka's code for a batch the broker layer refused, by the rule it broke (batch.ts BatchCheck). */
@@ -198,6 +205,56 @@ interface RoundReads {
   /** The arena's size: the bytes the whole Fetch may read (0: too small to be worth one). */
   readonly arenaBytes: number;
   readonly arena: ReadArena;
+  /** `--kafka-fetch-path sendfile` on a plain connection: large batches stay in their files. */
+  readonly sendfile: boolean;
+  /** The segment files the round's FileBatches are in, held until the response was sent. */
+  readonly leases: FileLease[];
+}
+
+/** A storage frame and the batch fields up to BatchLength: [u32 length][u32 crc][i64 BaseOffset][i32 BatchLength]. */
+const FILE_BATCH_HEAD_BYTES = ENTRY_HEADER_BYTES + BATCH_LENGTH_EXCLUDED_BYTES;
+const fileBatchHead = new Uint8Array(FILE_BATCH_HEAD_BYTES);
+
+/**
+ * The run of large stored batches from the one containing `offset`, left in their segment file, or
+ * undefined when the first is smaller than KAFKA_SENDFILE_BATCH_BYTES_MIN (the caller copies). Whole
+ * entries of one segment, at most `limit` bytes but always the first (Partition.fetchLease, which
+ * also checks the first entry's CRC, as the native sendfile path does). The run ends at the first
+ * small batch or at one whose frame and BatchLength disagree: the copy path reads it next time,
+ * and reports damage. The lease goes to `leases` when anything is taken.
+ */
+function fileBatches(
+  partition: Partition,
+  offset: number,
+  limit: number,
+  leases: FileLease[],
+): FileBatch[] | undefined {
+  const lease = partition.fetchLease(offset, limit);
+  if (lease === undefined) return [];
+  const pieces: FileBatch[] = [];
+  try {
+    const end = lease.position + lease.lengthBytes;
+    let at = lease.position;
+    while (at + FILE_BATCH_HEAD_BYTES <= end) {
+      if (preadFull(lease.fd, fileBatchHead, 0, FILE_BATCH_HEAD_BYTES, at) !== FILE_BATCH_HEAD_BYTES) break;
+      const length = int32At(fileBatchHead, 0) >>> 0;
+      const batchLength = int32At(fileBatchHead, ENTRY_HEADER_BYTES + BATCH_LENGTH_OFFSET);
+      if (length < KAFKA_SENDFILE_BATCH_BYTES_MIN) break;
+      if (batchLength !== length - BATCH_LENGTH_EXCLUDED_BYTES) break;
+      if (at + ENTRY_HEADER_BYTES + length > end) break;
+      pieces.push({ fd: lease.fd, position: at + ENTRY_HEADER_BYTES, lengthBytes: length });
+      at += ENTRY_HEADER_BYTES + length;
+    }
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
+  if (pieces.length === 0) {
+    lease.release();
+    return undefined;
+  }
+  leases.push(lease);
+  return pieces;
 }
 
 /**
@@ -276,13 +333,17 @@ function readRound(
       if (offset === highWatermark || (bytes > 0 && remaining <= 0)) return answer;
       const limit = Math.max(1, Math.min(asked.partitionMaxBytes, remaining));
       try {
-        // The arena is taken at the first read, not before: a Fetch that waits for records holds none.
-        if (reads.arena.bytes.length === 0 && reads.arenaBytes > 0)
-          reads.arena.bytes = reads.buffers.acquire(reads.arenaBytes);
-        const read = partition.read(offset, limit, false, reads.arena);
-        const pieces = bareBatchesOf(read.records);
+        let pieces: FetchRecordPiece[] | undefined = reads.sendfile
+          ? fileBatches(partition, offset, limit, reads.leases)
+          : undefined;
+        if (pieces === undefined) {
+          // The arena is taken at the first read, not before: a Fetch that waits for records holds none.
+          if (reads.arena.bytes.length === 0 && reads.arenaBytes > 0)
+            reads.arena.bytes = reads.buffers.acquire(reads.arenaBytes);
+          pieces = bareBatchesOf(partition.read(offset, limit, false, reads.arena).records);
+        }
         let size = 0;
-        for (const piece of pieces) size += piece.length;
+        for (const piece of pieces) size += pieceBytes(piece);
         answer.records = pieces;
         bytes += size;
         remaining -= size;
@@ -338,10 +399,16 @@ export async function fetchRecords<Answer>(
   /** The ACL refusal of a topic (TOPIC_AUTHORIZATION_FAILED), asked once per topic; none: allowed. */
   refuse: (topic: string) => KafkaError | undefined,
   buffers: FetchBufferPool,
-  answer: (response: FetchResponse) => Answer,
+  /**
+   * Encodes the response; `leases` hold the files of its FileBatches, and the answer releases them
+   * once the response was sent (or its connection closed). Called at most once.
+   */
+  answer: (response: FetchResponse, leases: readonly FileLease[]) => Answer,
+  /** Send large batches from their files (plain connections under `--kafka-fetch-path sendfile`). */
+  sendfile = false,
 ): Promise<Answer> {
   if (version >= 7 && request.sessionId !== 0) {
-    return answer({ errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] });
+    return answer({ errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, topics: [] }, []);
   }
   const deadline = performance.now() + Math.min(Math.max(request.maxWaitMs, 0), KAFKA_FETCH_WAIT_MS_MAX);
   // Decided once, before the first read: a long poll does not count a denial per round.
@@ -350,19 +417,31 @@ export async function fetchRecords<Answer>(
     if (!refusals.has(topic.topic)) refusals.set(topic.topic, refuse(topic.topic));
   const arenaBytes = arenaBytesOf(request);
   for (;;) {
-    const reads: RoundReads = { buffers, arenaBytes, arena: { bytes: NO_BYTES, used: 0 } };
+    const reads: RoundReads = {
+      buffers,
+      arenaBytes,
+      arena: { bytes: NO_BYTES, used: 0 },
+      sendfile,
+      leases: [],
+    };
     let waitFor: Partition[];
     let waitMs: number;
+    let handedOver = false;
     try {
       const round = readRound(broker, request, refusals, reads);
       waitMs = deadline - performance.now();
       const done = round.bytes >= request.minBytes || round.anyError || round.partitions.length === 0;
-      if (done || waitMs <= 0 || stop.stopped) return answer(round.response);
+      if (done || waitMs <= 0 || stop.stopped) {
+        const answered = answer(round.response, reads.leases);
+        handedOver = true;
+        return answered;
+      }
       waitFor = round.partitions;
     } finally {
       // Before any wait: the round's views are encoded (answered) or dropped (the next round
-      // reads again), so a Fetch waiting for records holds no buffer.
+      // reads again), so a Fetch waiting for records holds no buffer and no file.
       if (reads.arena.bytes !== NO_BYTES) buffers.release(reads.arena.bytes);
+      if (!handedOver) for (const lease of reads.leases) lease.release();
     }
     await visibleOrTimeout(waitFor, waitMs, stop.promise);
   }

@@ -52,6 +52,7 @@
  *   (outputStalledMs): a client that stops reading must not hold its segments and buffers forever.
  */
 import type { Socket } from "bun";
+import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep, socketFd } from "../../ffi/file-send.ts";
 import { peerHungUp } from "../../ffi/socket.ts";
 import type { FileLease } from "../broker/partition.ts";
 import {
@@ -73,7 +74,6 @@ import {
   SIZE_BYTES,
 } from "../protocol/frame.ts";
 import { InboundBuffer } from "../protocol/inbound-buffer.ts";
-import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep, socketFd } from "./file-send.ts";
 import type { BudgetWaiter, InboundBudget } from "./inbound-budget.ts";
 
 interface BufferItem {
@@ -792,7 +792,7 @@ export class Connection implements BudgetWaiter {
         outbound.shift();
         continue;
       }
-      // sendfile (file-send.ts reads the socket's descriptor at every step, and arms `drain`).
+      // sendfile (ffi/file-send.ts reads the socket's descriptor at every step, and arms `drain`).
       const advanced = sendFileStep(socket, item.fd, item.position, item.end, this.host.counters);
       if (advanced === FILE_SEND_FAILED) {
         this.abort();

@@ -40,6 +40,7 @@ export interface KafkaListenerMetrics {
     readonly connectionsRefused: number;
     readonly requests: number;
     readonly closedForRequest: number;
+    readonly sendfileBytes: number;
   };
   readonly requestLatency: ReadonlyMap<string, Histogram>;
 }
@@ -280,6 +281,12 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "counter",
     "Kafka-protocol connections closed for a request booblik cannot answer (an API or version it does not serve, a malformed request).",
     kafkaSeries((listener) => listener.counters.closedForRequest),
+  );
+  registry.register(
+    "booblik_kafka_fetch_sendfile_bytes_total",
+    "counter",
+    "Record bytes Kafka Fetch sent from segment files with sendfile (--kafka-fetch-path sendfile).",
+    kafkaSeries((listener) => listener.counters.sendfileBytes),
   );
   registry.registerHistograms(
     "booblik_kafka_request_duration_seconds",

@@ -15,7 +15,8 @@ import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
 import { computeBatchCrc, decodeBatch, encodeBatch, type RecordInput } from "../../src/record/batch.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
-import { type BrokerProcess, kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, kafkaPortOf, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -48,9 +49,18 @@ function records(values: string[], timestamp = 1_700_000_000_000): RecordInput[]
 }
 
 /** An in-process broker and Kafka listener (append durability: no force per produce). */
-function inProcess(): { broker: Broker; port: number; listener: KafkaListener } {
+function inProcess(fetchPath: "copy" | "sendfile" = "copy"): {
+  broker: Broker;
+  port: number;
+  listener: KafkaListener;
+} {
   const broker = Broker.open({ dataDir: dataDir().path, topicDefaults: { durability: "append" } });
   cleanups.push(() => broker.close());
+  return { broker, ...listen(broker, fetchPath) };
+}
+
+/** A Kafka listener on `broker`, with its own port. */
+function listen(broker: Broker, fetchPath: "copy" | "sendfile"): { port: number; listener: KafkaListener } {
   const listener = new KafkaListener(broker, {
     hostname: "127.0.0.1",
     port: 0,
@@ -60,11 +70,12 @@ function inProcess(): { broker: Broker; port: number; listener: KafkaListener } 
     idleTimeoutMs: 60_000,
     requestTimeoutMs: 30_000,
     inboundBudget: new InboundBudget(1 << 26),
+    fetchPath,
   });
   const { port } = listener.listen();
   listeners.set(port, listener);
   cleanups.push(() => listener.stop());
-  return { broker, port, listener };
+  return { port, listener };
 }
 
 async function connect(port: number): Promise<RawSocket> {
@@ -639,6 +650,59 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
     expect(middle.stdout).toBe("1 second value\n");
   });
 
+  test("--kafka-fetch-path sendfile: kcat reads 40,000 lines (batches of up to 1 MB from kcat -P) with check.crcs=true, sent from the segment files", async () => {
+    const broker = await startBroker(dataDir().path, [
+      "--kafka-port",
+      "0",
+      "--kafka-fetch-path",
+      "sendfile",
+      "--metrics-port",
+      "0",
+    ]);
+    cleanups.push(async () => {
+      await broker.stop();
+    });
+    const line = await broker.lines.waitFor(
+      (l) => l.includes("Kafka protocol on"),
+      "the Kafka listener line",
+    );
+    expect(line).toEndWith(
+      "; Fetch sends batches of 64 KiB and more with sendfile, unchecked (--kafka-fetch-path)",
+    );
+    const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+    const admin = new Kafka({ brokers: [`127.0.0.1:${kafkaPort}`], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: "bulk" }] });
+    await admin.disconnect();
+    const lines = Array.from({ length: 40_000 }, (_, i) => `line ${i} `.padEnd(100, "."));
+    // A long linger: librdkafka fills batches up to its 1 MB batch.size.
+    const produced = await kcat(
+      kafkaPort,
+      ["-P", "-t", "bulk", "-p", "0", "-X", "linger.ms=1000"],
+      `${lines.join("\n")}\n`,
+    );
+    expect(produced.exitCode).toBe(0);
+    const consumed = await kcat(kafkaPort, [
+      "-C",
+      "-t",
+      "bulk",
+      "-p",
+      "0",
+      "-o",
+      "beginning",
+      "-c",
+      String(lines.length),
+      "-q",
+      "-X",
+      "check.crcs=true",
+    ]);
+    expect(consumed.exitCode).toBe(0);
+    expect(consumed.stdout.trim().split("\n")).toEqual(lines);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
+    // Most of the ~4 MB of records left by sendfile.
+    expect(metricValue(metrics, "booblik_kafka_fetch_sendfile_bytes_total")).toBeGreaterThan(3_000_000);
+  });
+
   test.each(["gzip", "snappy", "lz4", "zstd"])(
     "kcat -z %s: 300 lines pass untouched and verify (check.crcs=true)",
     async (codec) => {
@@ -760,6 +824,137 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
       "%o %s\\n",
     ]);
     expect(tail.stdout).toBe("4 value-4\n");
+  });
+});
+
+describe("--kafka-fetch-path sendfile", () => {
+  /** A batch of `count` records of 1,000 bytes (~1 KiB each): 100 make a batch above the 64 KiB bound. */
+  const batchOf = (letter: string, from: number, count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      key: null,
+      value: TEXT.encode(`${letter}${from + i}`.padEnd(1000, letter)),
+      timestamp: 1,
+    }));
+
+  /** The records fields of Fetches from offset 0 until the high watermark, one per answer. */
+  async function fetchAll(port: number, topic: string, end: number): Promise<Uint8Array[]> {
+    const socket = await connect(port);
+    const answers: Uint8Array[] = [];
+    for (let offset = 0; offset < end; ) {
+      const answer = fetchAnswer(
+        await roundTrip(socket, fetchV11(topic, 0, offset, { partitionMaxBytes: 16 << 20 })),
+      );
+      expect(answer.error).toBe(KAFKA_ERROR.NONE);
+      answers.push(answer.records!);
+      const got = decodeAll(answer.records!);
+      offset = got.at(-1)![0] + 1;
+    }
+    return answers;
+  }
+
+  test("large batches leave from their files, byte for byte what the copy path sends; a small batch ends the run and is copied", async () => {
+    const { broker, port, listener } = inProcess("sendfile");
+    const copying = listen(broker, "copy");
+    broker.createTopic("big");
+    // Three batches of ~100 KiB, two of one record, one more large one.
+    const counts = [100, 100, 100, 1, 1, 100];
+    let offset = 0;
+    for (const [i, count] of counts.entries()) {
+      await broker.produce("big", 0, batchOf(String.fromCharCode(97 + i), offset, count));
+      offset += count;
+    }
+    const sent = await fetchAll(port, "big", offset);
+    const copied = await fetchAll(copying.port, "big", offset);
+    const joined = (answers: Uint8Array[]) => Buffer.concat(answers);
+    expect(joined(sent).equals(joined(copied))).toBe(true);
+    // The copy path answers everything at once; the sendfile path the three large batches, then the
+    // rest copied (a small batch first).
+    expect(copied.length).toBe(1);
+    expect(sent.map((records) => decodeAll(records).length)).toEqual([300, 102]);
+    expect(listener.counters.sendfileBytes).toBe(sent[0]!.length);
+    expect(copying.listener.counters.sendfileBytes).toBe(0);
+    // decodeAll checked every batch CRC; every value is where it was produced.
+    expect(decodeAll(joined(sent)).every(([o, , value]) => value!.startsWith(`${value![0]}${o}`))).toBe(true);
+  });
+
+  test("a sendfile answer larger than the socket takes waits for a slow reader, then arrives whole, before the next answer", async () => {
+    const { broker, port, listener } = inProcess("sendfile");
+    broker.createTopic("wide");
+    // Eight stored batches of ~900 KB: a ~7 MiB answer, more than the socket buffers hold.
+    const values = Array.from({ length: 8 }, (_, i) => String.fromCharCode(97 + i).repeat(900_000));
+    for (const value of values)
+      await broker.produce("wide", 0, [{ key: null, value: TEXT.encode(value), timestamp: 1 }]);
+    const socket = await rawConnect(port, { readPaused: true });
+    cleanups.push(() => socket.close());
+    const fetch = fetchV11("wide", 0, 0, { partitionMaxBytes: 16 << 20 });
+    const apiVersions = new Expect().i16(18).i16(0).i32(99).str("t").frame();
+    socket.write(Uint8Array.from([...fetch, ...apiVersions]));
+    // Not reading: sendfile fills the socket buffer, and the rest waits for `drain`.
+    await waitUntil(() => listener.counters.sendfileBytes > 0, "the answer to start");
+    socket.socket.resume();
+    const first = await roundTripResult(socket, 0);
+    const answer = fetchAnswer(first.reader);
+    expect(decodeAll(answer.records!).map((r) => [r[0], r[2]?.length, r[2]?.[0]])).toEqual(
+      values.map((value, i) => [i, value.length, value[0]]),
+    );
+    expect(listener.counters.sendfileBytes).toBe(answer.records!.length);
+    // The ApiVersions sent behind it is answered after it, whole.
+    const second = await roundTripResult(socket, first.end);
+    expect(second.correlationId).toBe(99);
+  });
+
+  test("a client that hangs up in the middle of a sendfile answer gives its segment back: a purged segment's file closes", async () => {
+    const { broker, port, listener } = inProcess("sendfile");
+    // Nine ~900 KB batches fill the first 8 MiB segment (more than the socket buffers take while
+    // the client does not read: the answer's lease holds that segment), the tenth rolls.
+    broker.createTopic("gone", { segmentBytes: 8 << 20 });
+    for (let i = 0; i < 10; i++)
+      await broker.produce("gone", 0, [
+        { key: null, value: new Uint8Array(900_000).fill(97 + i), timestamp: 1 },
+      ]);
+    expect(broker.partition("gone", 0).log.segmentBaseOffsets).toEqual([0, 9]);
+    const first = `${broker.dataDir}/gone-0/00000000000000000000.log`;
+    const openFirst = () =>
+      fs.readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(first);
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    const socket = await rawConnect(port, { readPaused: true });
+    socket.write(fetchV11("gone", 0, 0, { partitionMaxBytes: 16 << 20 }));
+    await waitUntil(() => listener.counters.sendfileBytes > 0, "the answer to start");
+    // Purged while the answer is being sent: the segment file is deleted, its descriptor kept open
+    // for the send (Segment.acquire) until the answer's lease is given back.
+    await broker.purge("gone", 0, 9);
+    expect(fs.existsSync(first)).toBe(false);
+    expect(openFirst()).toBe(1);
+    socket.close();
+    await waitUntil(() => openFirst() === 0, "the purged segment's descriptor closed", 4_000);
+  });
+
+  test("the first batch of an answer is still checked: a damaged one is CORRUPT_MESSAGE", async () => {
+    const { broker, port } = inProcess("sendfile");
+    broker.createTopic("rot");
+    await broker.produce("rot", 0, batchOf("a", 0, 100));
+    await broker.produce("rot", 0, batchOf("b", 100, 100));
+    const file = `${broker.dataDir}/rot-0/00000000000000000000.log`;
+    const bytes = fs.readFileSync(file);
+    // The last byte of the second entry's batch, which only the CRCs cover.
+    const second = 32 + 8 + bytes.readUInt32BE(32);
+    const damagedAt = second + 8 + bytes.readUInt32BE(second) - 1;
+    const fd = fs.openSync(file, "r+");
+    fs.writeSync(fd, Uint8Array.of(bytes[damagedAt]! ^ 0x20), 0, 1, damagedAt);
+    fs.closeSync(fd);
+    const socket = await connect(port);
+    expect(fetchAnswer(await roundTrip(socket, fetchV11("rot", 0, 100))).error).toBe(
+      KAFKA_ERROR.CORRUPT_MESSAGE,
+    );
+    // From the first batch the run is sent unread: the damage reaches a client, which must check.
+    const fromStart = fetchAnswer(await roundTrip(socket, fetchV11("rot", 0, 0)));
+    expect(fromStart.error).toBe(KAFKA_ERROR.NONE);
+    expect(() => decodeAll(fromStart.records!)).toThrow();
   });
 });
 

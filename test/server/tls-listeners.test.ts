@@ -160,6 +160,8 @@ describe("plain and TLS listeners side by side", () => {
       "0",
       "--kafka-tls-port",
       "0",
+      "--kafka-fetch-path",
+      "sendfile",
     ]);
     expect(broker.startLine).toContain("fetch sendfile on plain connections, copy on TLS ones (TLS)");
     const tlsPort = portAfter(broker.startLine, /and over TLS on 127\.0\.0\.1:(\d+)/);
@@ -179,9 +181,9 @@ describe("plain and TLS listeners side by side", () => {
       retries: 0,
       tls: { ca: certs.ca },
     });
+    const values = Array.from({ length: 1000 }, (_, i) => `record ${i} ${"y".repeat(i % 200)}`);
     try {
       await plain.createTopic("both", { partitions: 1 });
-      const values = Array.from({ length: 1000 }, (_, i) => `record ${i} ${"y".repeat(i % 200)}`);
       await secure.produce("both", 0, batchOfValues(values.map((v) => text.encode(v))));
       const before = await plain.stats();
       expect((await readValues(plain, "both", 0, 0, values.length)).map(decode)).toEqual(values);
@@ -233,6 +235,28 @@ describe("plain and TLS listeners side by side", () => {
     ]);
     expect(consumed.exitCode).toBe(0);
     expect(consumed.stdout).toBe("k1\nk2\n");
+    // From the beginning over TLS: the first stored batch (1,000 records, ~200 KB) is one the plain
+    // port sends with sendfile (--kafka-fetch-path sendfile); the TLS port must copy it through the
+    // encryption, or kcat would read clear text where TLS records belong.
+    const fromStart = await kcat([
+      "-b",
+      `127.0.0.1:${kafkaTlsPort}`,
+      ...ssl,
+      "-C",
+      "-t",
+      "both",
+      "-p",
+      "0",
+      "-o",
+      "beginning",
+      "-c",
+      "1002",
+      "-q",
+      "-X",
+      "check.crcs=true",
+    ]);
+    expect(fromStart.exitCode).toBe(0);
+    expect(fromStart.stdout.trim().split("\n")).toEqual([...values, "k1", "k2"]);
     // kafkajs over TLS, groups shared with the plain port's coordinator.
     const kafka = new Kafka({
       brokers: [`127.0.0.1:${kafkaTlsPort}`],

@@ -139,7 +139,7 @@ describe("TLS", () => {
     }
   });
 
-  test("start refusals: sendfile under TLS, a key of another certificate, a CA without a certificate", async () => {
+  test("start refusals: sendfile under TLS (native and Kafka), a key of another certificate, a CA without a certificate", async () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
     const base = ["--data-dir", dir.file("data"), "--port", "0"];
@@ -154,6 +154,19 @@ describe("TLS", () => {
     ]);
     expect(sendfile.exitCode).toBe(1);
     expect(sendfile.stderr).toContain("--fetch-path sendfile cannot be combined with TLS");
+    const kafkaSendfile = await runBrokerExpectingFailure([
+      ...base,
+      "--tls-cert",
+      certs.certFile,
+      "--tls-key",
+      certs.keyFile,
+      "--kafka-port",
+      "0",
+      "--kafka-fetch-path",
+      "sendfile",
+    ]);
+    expect(kafkaSendfile.exitCode).toBe(1);
+    expect(kafkaSendfile.stderr).toContain("--kafka-fetch-path sendfile cannot be combined with TLS only");
     const wrongKey = await runBrokerExpectingFailure([
       ...base,
       "--tls-cert",

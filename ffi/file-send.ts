@@ -1,7 +1,7 @@
 /**
  * One step of sending a range of a file to a plain Bun socket with sendfile(2): the zero-copy FETCH
- * of the native listener (connection.ts) and, with `--kafka-fetch-path sendfile`, of the Kafka
- * listener (kafka/listener.ts).
+ * of the native listener (src/server/connection.ts) and, with `--kafka-fetch-path sendfile`, of the
+ * Kafka listener (src/kafka/listener.ts).
  *
  * Owns nothing: the caller keeps the range, its progress and the file's lease.
  *
@@ -17,8 +17,8 @@
  *   callers copy on TLS connections instead.
  */
 import type { Socket } from "bun";
-import { preadFull } from "../../ffi/file.ts";
-import { SEND_WOULD_BLOCK, sendFileRange } from "../../ffi/socket.ts";
+import { preadFull } from "./file.ts";
+import { SEND_WOULD_BLOCK, sendFileRange } from "./socket.ts";
 
 /** Where the bytes of a step are counted (the native server's counters; the Kafka listener's). */
 export interface FileSendCounters {
