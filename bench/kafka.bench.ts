@@ -10,7 +10,8 @@
  * Then a raw fetch loop (no kcat): one connection, Fetch v11 one after the other with 16 MiB limits,
  * for what the broker's fetch path delivers over a socket when the client is not the bottleneck.
  *
- * Fetch paths (`BOOBLIK_BENCH_KAFKA_FETCH_PATHS`, default `copy,sendfile`; `--kafka-fetch-path`):
+ * `BOOBLIK_BENCH_KAFKA_BATCH_BYTES` sets kcat's batch.size for the produce runs (smaller stored
+ * batches). Fetch paths (`BOOBLIK_BENCH_KAFKA_FETCH_PATHS`, default `copy,sendfile`; `--kafka-fetch-path`):
  * `copy` reads every entry with `Partition.read` (one pread, CRCs checked) and sends each batch
  * without its 8-byte frame; `sendfile` sends batches of KAFKA_SENDFILE_BATCH_BYTES_MIN and more
  * from their segment files (src/kafka/records.ts).
@@ -33,13 +34,15 @@ const BYTES_PER_RUN = Number(process.env.BOOBLIK_BENCH_KAFKA_MIB ?? 64) * 2 ** 2
 const SIZES = [100, 1024];
 const REPEATS = Number(process.env.BOOBLIK_BENCH_REPEATS ?? 3);
 const FETCH_PATHS = (process.env.BOOBLIK_BENCH_KAFKA_FETCH_PATHS ?? "copy,sendfile").split(",");
+/** librdkafka's batch.size for the produce runs (its default: 1,000,000), to store smaller batches. */
+const BATCH_BYTES = process.env.BOOBLIK_BENCH_KAFKA_BATCH_BYTES;
 for (const fetchPath of FETCH_PATHS)
   if (fetchPath !== "copy" && fetchPath !== "sendfile") throw new Error(`unknown fetch path ${fetchPath}`);
 
 const dir = measurementDirectory("kafka");
 console.log(describeMachine(dir.fileSystem));
 console.log(
-  `kcat ${KCAT}, ${BYTES_PER_RUN / 2 ** 20} MiB of values per run, durability append, 1 partition, fetch paths ${FETCH_PATHS.join(", ")}, ${REPEATS} repeats interleaved`,
+  `kcat ${KCAT}, ${BYTES_PER_RUN / 2 ** 20} MiB of values per run, durability append, 1 partition, fetch paths ${FETCH_PATHS.join(", ")}, kcat batch.size ${BATCH_BYTES ?? "default (1000000)"}, ${REPEATS} repeats interleaved`,
 );
 
 interface BrokerUnderTest {
@@ -255,7 +258,18 @@ try {
         const count = Math.floor(BYTES_PER_RUN / size);
         const input = path.join(dir.path, `input-${size}.txt`);
         if (!fs.existsSync(input)) fs.writeFileSync(input, `${"x".repeat(size - 1)}\n`.repeat(count));
-        const produceSeconds = await run(broker.kafkaPort, ["-P", "-t", topic, "-p", "0"], input);
+        const produceSeconds = await run(
+          broker.kafkaPort,
+          [
+            "-P",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            ...(BATCH_BYTES === undefined ? [] : ["-X", `batch.size=${BATCH_BYTES}`]),
+          ],
+          input,
+        );
         const cpuBefore = brokerCpuSeconds(broker.child.pid);
         const consumeSeconds = await run(broker.kafkaPort, [
           "-C",
