@@ -21,10 +21,9 @@ import path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { newEntryScanResult, scanEntries } from "../src/record/entries.ts";
 import { describeMachine, measurementDirectory } from "./lib/environment.ts";
-import { brokerCpuSeconds } from "./lib/processes.ts";
+import { type BrokerHandle, brokerCpuSeconds, freePort, startBrokerProcess } from "./lib/processes.ts";
 import { median } from "./lib/stats.ts";
 
-const MAIN = path.resolve(import.meta.dir, "../src/main.ts");
 const KCAT = Bun.which("kcat");
 if (KCAT === null) {
   console.error("kcat is not installed (apt-get install -y kcat)");
@@ -47,7 +46,7 @@ console.log(
 
 interface BrokerUnderTest {
   readonly fetchPath: string;
-  readonly child: ReturnType<typeof Bun.spawn>;
+  readonly handle: BrokerHandle;
   readonly kafkaPort: number;
   readonly dataDir: string;
   readonly admin: ReturnType<InstanceType<typeof Kafka>["admin"]>;
@@ -55,41 +54,19 @@ interface BrokerUnderTest {
 
 async function startBroker(fetchPath: string): Promise<BrokerUnderTest> {
   const dataDir = path.join(dir.path, fetchPath);
-  const child = Bun.spawn(
-    [
-      process.execPath,
-      MAIN,
-      "--data-dir",
-      dataDir,
-      "--port",
-      "0",
-      "--kafka-port",
-      "0",
-      "--durability",
-      "append",
-      "--kafka-fetch-path",
-      fetchPath,
-    ],
-    { stdout: "pipe", stderr: "inherit" },
-  );
-  let kafkaPort = 0;
-  const reader = child.stdout.getReader();
-  let text = "";
-  while (kafkaPort === 0) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`broker exited: ${text}`);
-    text += new TextDecoder().decode(value);
-    kafkaPort = Number(/Kafka protocol on [^:]+:(\d+)/.exec(text)?.[1] ?? 0);
-  }
-  reader.releaseLock();
-  void (async () => {
-    for await (const _ of child.stdout) {
-      // keep draining
-    }
-  })().catch(() => undefined);
+  // The Kafka listener is bound before the start line that startBrokerProcess waits for.
+  const kafkaPort = freePort();
+  const handle = await startBrokerProcess(dataDir, [
+    "--kafka-port",
+    String(kafkaPort),
+    "--durability",
+    "append",
+    "--kafka-fetch-path",
+    fetchPath,
+  ]);
   const admin = new Kafka({ brokers: [`127.0.0.1:${kafkaPort}`], logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
-  return { fetchPath, child, kafkaPort, dataDir, admin };
+  return { fetchPath, handle, kafkaPort, dataDir, admin };
 }
 
 const brokers: BrokerUnderTest[] = [];
@@ -270,7 +247,7 @@ try {
           ],
           input,
         );
-        const cpuBefore = brokerCpuSeconds(broker.child.pid);
+        const cpuBefore = brokerCpuSeconds(broker.handle.pid);
         const consumeSeconds = await run(broker.kafkaPort, [
           "-C",
           "-t",
@@ -288,12 +265,12 @@ try {
           "-f",
           "%o\\n",
         ]);
-        const cpu = brokerCpuSeconds(broker.child.pid) - cpuBefore;
-        const rawCpuBefore = brokerCpuSeconds(broker.child.pid);
+        const cpu = brokerCpuSeconds(broker.handle.pid) - cpuBefore;
+        const rawCpuBefore = brokerCpuSeconds(broker.handle.pid);
         const rawStart = performance.now();
         const rawBytes = await rawFetchLoop(broker.kafkaPort, topic);
         const rawSeconds = (performance.now() - rawStart) / 1000;
-        const rawCpu = brokerCpuSeconds(broker.child.pid) - rawCpuBefore;
+        const rawCpu = brokerCpuSeconds(broker.handle.pid) - rawCpuBefore;
         const mib = (count * size) / 2 ** 20;
         const key = `${size}/${broker.fetchPath}`;
         const entry = results.get(key) ?? {
@@ -317,8 +294,7 @@ try {
 } finally {
   for (const broker of brokers) {
     await broker.admin.disconnect();
-    broker.child.kill("SIGTERM");
-    await broker.child.exited;
+    await broker.handle.stop();
   }
 }
 dir.remove();

@@ -407,8 +407,11 @@ export const KAFKA_FETCH_BUFFER_POOL_BYTES_MAX = 16 * 1024 * 1024;
  * With `--kafka-fetch-path sendfile`, a stored batch of at least this size goes to the socket with
  * sendfile; a smaller one is read and copied as on the copy path (a response holds a run of large
  * batches, or the copy path's batches). Each batch sent from the file costs a `pread` of its header
- * and a `sendfile` (~1-1.5 µs each here, bun-platform.md §2), against a copy into the response at
- * memory speed. Measured with bench/kafka.bench.ts (docs/kafka.md "Fetch path").
+ * and a `sendfile` of its own. Measured with bench/kafka.bench.ts and this bound at 1 KiB, kcat
+ * batch.size 4,096 / 16,384 / 65,536 (docs/kafka.md "Fetch path"): the bench's own fetch loop moved
+ * 1.3-2× more per batch from the file at every size, but kcat consuming 1 KiB records was slower
+ * from 3 KiB and 15 KiB batches (440 against 615, 479 against 559 MiB/s: one small sendfile per
+ * batch), and level or faster at the median from 63-64 KiB ones (849 against 677 at 1 KiB).
  */
 export const KAFKA_SENDFILE_BATCH_BYTES_MIN = 64 * 1024;
 

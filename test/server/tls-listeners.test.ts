@@ -219,42 +219,28 @@ describe("plain and TLS listeners side by side", () => {
       "k1\nk2\n",
     );
     expect(produced.exitCode).toBe(0);
-    const consumed = await kcat([
-      "-b",
-      `127.0.0.1:${kafkaTlsPort}`,
-      ...ssl,
-      "-C",
-      "-t",
-      "both",
-      "-p",
-      "0",
-      "-o",
-      "1000",
-      "-e",
-      "-q",
-    ]);
+    const consumeOverTls = (from: string, extra: string[]) =>
+      kcat([
+        "-b",
+        `127.0.0.1:${kafkaTlsPort}`,
+        ...ssl,
+        "-C",
+        "-t",
+        "both",
+        "-p",
+        "0",
+        "-o",
+        from,
+        "-q",
+        ...extra,
+      ]);
+    const consumed = await consumeOverTls("1000", ["-e"]);
     expect(consumed.exitCode).toBe(0);
     expect(consumed.stdout).toBe("k1\nk2\n");
     // From the beginning over TLS: the first stored batch (1,000 records, ~200 KB) is one the plain
     // port sends with sendfile (--kafka-fetch-path sendfile); the TLS port must copy it through the
     // encryption, or kcat would read clear text where TLS records belong.
-    const fromStart = await kcat([
-      "-b",
-      `127.0.0.1:${kafkaTlsPort}`,
-      ...ssl,
-      "-C",
-      "-t",
-      "both",
-      "-p",
-      "0",
-      "-o",
-      "beginning",
-      "-c",
-      "1002",
-      "-q",
-      "-X",
-      "check.crcs=true",
-    ]);
+    const fromStart = await consumeOverTls("beginning", ["-c", "1002", "-X", "check.crcs=true"]);
     expect(fromStart.exitCode).toBe(0);
     expect(fromStart.stdout.trim().split("\n")).toEqual([...values, "k1", "k2"]);
     // kafkajs over TLS, groups shared with the plain port's coordinator.

@@ -143,23 +143,12 @@ describe("TLS", () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);
     const base = ["--data-dir", dir.file("data"), "--port", "0"];
-    const sendfile = await runBrokerExpectingFailure([
-      ...base,
-      "--tls-cert",
-      certs.certFile,
-      "--tls-key",
-      certs.keyFile,
-      "--fetch-path",
-      "sendfile",
-    ]);
+    const tlsOnly = [...base, "--tls-cert", certs.certFile, "--tls-key", certs.keyFile];
+    const sendfile = await runBrokerExpectingFailure([...tlsOnly, "--fetch-path", "sendfile"]);
     expect(sendfile.exitCode).toBe(1);
     expect(sendfile.stderr).toContain("--fetch-path sendfile cannot be combined with TLS");
     const kafkaSendfile = await runBrokerExpectingFailure([
-      ...base,
-      "--tls-cert",
-      certs.certFile,
-      "--tls-key",
-      certs.keyFile,
+      ...tlsOnly,
       "--kafka-port",
       "0",
       "--kafka-fetch-path",
