@@ -7,7 +7,7 @@
  *
  *   bun run bench:kafka-peers [--repeats=3] [--mib=32] [--latency-records=2000] [--latency-warmup=200]
  *     [--batch-size=131072] [--linger-ms=5] [--sizes=100,1024] [--policies=append,force] [--heap=1G]
- *     [--warmup-mib=8]
+ *     [--warmup-mib=8] [--booblik-fetch-path=copy|sendfile]
  *
  * Pairings (durability matched honestly):
  * - booblik `append` (acknowledged once written to the file, no fdatasync per write) against Kafka's
@@ -69,7 +69,8 @@ import { median, medianRange } from "./lib/stats.ts";
 
 const USAGE =
   "bun run bench:kafka-peers [--repeats=3] [--mib=32] [--latency-records=2000] [--latency-warmup=200] " +
-  "[--batch-size=131072] [--linger-ms=5] [--sizes=100,1024] [--policies=append,force] [--heap=1G] [--warmup-mib=8]";
+  "[--batch-size=131072] [--linger-ms=5] [--sizes=100,1024] [--policies=append,force] [--heap=1G] [--warmup-mib=8] " +
+  "[--booblik-fetch-path=copy|sendfile]";
 const args = parseBenchArgs({
   usage: USAGE,
   options: {
@@ -83,6 +84,7 @@ const args = parseBenchArgs({
     policies: "append,force",
     heap: "1G",
     "warmup-mib": "8",
+    "booblik-fetch-path": "copy",
   },
 });
 const REPEATS = args.number("repeats");
@@ -95,6 +97,12 @@ const SIZES = args.text("sizes").split(",").map(Number);
 const POLICIES = args.text("policies").split(",") as Policy[];
 const HEAP = args.text("heap");
 const WARMUP_BYTES = args.number("warmup-mib") * 2 ** 20;
+/** booblik's `--kafka-fetch-path`: `copy` (its default) or `sendfile` (Kafka's way: unchecked zero copy). */
+const BOOBLIK_FETCH_PATH = args.text("booblik-fetch-path");
+if (BOOBLIK_FETCH_PATH !== "copy" && BOOBLIK_FETCH_PATH !== "sendfile") {
+  console.error(`unknown fetch path ${BOOBLIK_FETCH_PATH}\nusage: ${USAGE}`);
+  process.exit(2);
+}
 for (const policy of POLICIES) {
   if (policy !== "append" && policy !== "force") {
     console.error(`unknown policy ${policy}\nusage: ${USAGE}`);
@@ -127,7 +135,7 @@ console.log(
 console.log(
   `${REPEATS} repeats; ${VALUE_BYTES_PER_RUN / 2 ** 20} MiB of values per produce run; sizes ${SIZES.join(", ")} B; ` +
     `policies ${POLICIES.join(", ")}; Java producer ${PRODUCER_PROPS.join(" ")}; Kafka JVM ${KAFKA_JVM.join(" ")}; ` +
-    `latency ${LATENCY_RECORDS} records after ${LATENCY_WARMUP} warm-up`,
+    `latency ${LATENCY_RECORDS} records after ${LATENCY_WARMUP} warm-up; booblik --kafka-fetch-path ${BOOBLIK_FETCH_PATH}`,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -244,6 +252,8 @@ async function startBooblik(policy: Policy, dataDir: string): Promise<Broker> {
       String(port),
       "--durability",
       policy,
+      "--kafka-fetch-path",
+      BOOBLIK_FETCH_PATH,
     ],
     { stdout: "pipe", stderr: "inherit" },
   );
@@ -546,7 +556,7 @@ dir.remove();
 const digits = (value: number) => (value >= 100 ? 0 : value >= 10 ? 1 : 2);
 const figure = (values: number[]) => medianRange(values, digits(median(values)));
 const label: Record<System, (policy: Policy) => string> = {
-  booblik: (policy) => `booblik ${policy}`,
+  booblik: (policy) => `booblik ${policy}${BOOBLIK_FETCH_PATH === "sendfile" ? ", sendfile" : ""}`,
   kafka: (policy) => (policy === "append" ? "Kafka default (no fsync)" : "Kafka flush.messages=1"),
 };
 

@@ -24,6 +24,10 @@
  *   goes back to one buffer of INBOUND_INITIAL_BYTES.
  * - Every close but an ordinary one (shutdown, the client hanging up) says why in the log: Kafka has
  *   no error frame for a dropped connection.
+ * - A response's pooled buffer and the leases of its segment-file ranges (`--kafka-fetch-path
+ *   sendfile`) are given back exactly once: when its last byte was sent, or when the connection
+ *   closes first (an answer that arrives after the close included). A held lease keeps a purged or
+ *   retained segment's descriptor open. File ranges never go to a TLS connection.
  */
 import type { Socket } from "bun";
 import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep } from "../../ffi/file-send.ts";

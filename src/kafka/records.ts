@@ -14,12 +14,17 @@
  * always whole even beyond the byte limits (KIP-74; kafkajs never grows its limit, so a truncated
  * first batch would stall it), nothing at offset = high watermark (kafkajs's HW+1 commit trap,
  * kafka-wire.md §0.5). Entries are stored framed, `[u32 length][u32 crc32c][batch]`; Kafka's records
- * field holds bare batches, so each entry is sent without its 8-byte frame. Copy path (see
- * docs/kafka.md "Fetch path" for why): `Partition.read` reads and checks the entries into an arena
- * from the listener's FetchBufferPool, the response carries views of each batch, and the caller's
- * `answer` encodes them before the arena goes back to the pool.
+ * field holds bare batches, so each entry is sent without its 8-byte frame. Copy path (the
+ * default; docs/kafka.md "Fetch path" says why): `Partition.read` reads and checks the entries into
+ * an arena from the listener's FetchBufferPool, the response carries views of each batch, and the
+ * caller's `answer` encodes them before the arena goes back to the pool. Sendfile path (plain ports
+ * under `--kafka-fetch-path sendfile`): a run of batches of KAFKA_SENDFILE_BATCH_BYTES_MIN and more
+ * stays in its segment file (`fileBatches`), held by a lease that the answer releases once sent;
+ * only the first entry of the run is checked.
+ *
+ * Invariant: every lease a round takes is released exactly once: by the round when it is not
+ * answered (a long poll waits, or the answer throws), else by the answer's release.
  */
-
 import { preadFull } from "../../ffi/file.ts";
 import type { Broker } from "../broker/broker.ts";
 import type { FileLease, Partition, ReadArena } from "../broker/partition.ts";
