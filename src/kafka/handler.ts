@@ -134,9 +134,10 @@ import {
   LIST_OFFSETS_LATEST,
   type ListOffsetsPartitionResponse,
   type MetadataTopic,
+  pieceBytes,
   type TopicResult,
 } from "./messages.ts";
-import { fetchRecords, produceRecords } from "./records.ts";
+import { fetchRecords, type KafkaTraffic, newKafkaTraffic, produceRecords } from "./records.ts";
 import {
   type AlterConfigsResult,
   CONFIG_OPERATION,
@@ -389,6 +390,8 @@ export class KafkaHandler {
   private resolveStop!: () => void;
   /** Groups and their members (in memory; committed offsets are the broker's OffsetsStore). */
   readonly groups: GroupCoordinator;
+  /** Records and bytes this port's clients produced and fetched (the listener sums its ports). */
+  readonly traffic: KafkaTraffic = newKafkaTraffic();
 
   constructor(broker: Broker, options: KafkaHandlerOptions) {
     this.broker = broker;
@@ -470,6 +473,9 @@ export class KafkaHandler {
               const buffer = this.fetchBuffers.acquire(fetchResponseBytesHint(response));
               const writer = new KafkaWriter(buffer);
               const files: FileCut[] = [];
+              for (const topic of response.topics)
+                for (const partition of topic.partitions)
+                  for (const piece of partition.records ?? []) this.traffic.fetchBytes += pieceBytes(piece);
               try {
                 encodeFetchResponse(writer, apiVersion, correlationId, response, files);
               } catch (error) {
@@ -942,8 +948,11 @@ export class KafkaHandler {
     who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeProduceRequest(reader, version);
-    const topics = await produceRecords(this.broker, request, (topic) =>
-      this.refused(who, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, topic),
+    const topics = await produceRecords(
+      this.broker,
+      request,
+      (topic) => this.refused(who, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, topic),
+      this.traffic,
     );
     // acks=0: Kafka sends no response at all. A failed partition closes the connection instead, the
     // only way to tell such a producer (KafkaApis.handleProduceRequest: "closing connection due to

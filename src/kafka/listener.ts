@@ -49,6 +49,7 @@ import { releaseChunk } from "./buffers.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
 import type { FileCut } from "./messages.ts";
+import type { KafkaTraffic } from "./records.ts";
 import { type KafkaSasl, SaslSession } from "./sasl.ts";
 
 /** The broker-wide budget for inbound bytes (server/inbound-budget.ts has the implementation). */
@@ -568,6 +569,18 @@ export class KafkaListener {
    */
   readonly requestLatency = new Map<string, Histogram>();
   private readonly latencyByApiKey: Histogram[] = [];
+
+  /** Records and bytes produced and fetched through both ports. */
+  get traffic(): KafkaTraffic {
+    const ports = [this.handler, this.tlsHandler].filter((handler) => handler !== undefined);
+    const sum = (read: (traffic: KafkaTraffic) => number) =>
+      ports.reduce((total, handler) => total + read(handler.traffic), 0);
+    return {
+      produceRecords: sum((t) => t.produceRecords),
+      produceBytes: sum((t) => t.produceBytes),
+      fetchBytes: sum((t) => t.fetchBytes),
+    };
+  }
 
   latencyOf(apiKey: number): Histogram {
     const known = this.latencyByApiKey[apiKey];

@@ -133,11 +133,26 @@ function failed(index: number, error: KafkaError): ProducePartitionResponse {
  * Appends every partition's batch; all appends start in request order before any is awaited, so
  * partitions of one request share group commits. Resolves with the answer of each partition.
  */
+/** What the Kafka listener moved, for /metrics (`booblik_kafka_produce_*`, `booblik_kafka_fetch_bytes_total`). */
+export interface KafkaTraffic {
+  /** Records appended by Produce (acknowledged appends only). */
+  produceRecords: number;
+  /** Their record-set bytes, as sent. */
+  produceBytes: number;
+  /** Record bytes in Fetch answers (both fetch paths). */
+  fetchBytes: number;
+}
+
+export function newKafkaTraffic(): KafkaTraffic {
+  return { produceRecords: 0, produceBytes: 0, fetchBytes: 0 };
+}
+
 export async function produceRecords(
   broker: Broker,
   request: ProduceRequest,
   /** The ACL refusal of a topic (TOPIC_AUTHORIZATION_FAILED), asked once per topic; none: allowed. */
   refuse: (topic: string) => KafkaError | undefined = () => undefined,
+  traffic: KafkaTraffic = newKafkaTraffic(),
 ): Promise<ProduceTopicResponse[]> {
   const acksValid = request.acks === -1 || request.acks === 0 || request.acks === 1;
   const topics = request.topics.map((topic) => {
@@ -168,6 +183,8 @@ export async function produceRecords(
         }
         try {
           const ack = await partition.append(data.records!);
+          traffic.produceRecords += ack.recordCount;
+          traffic.produceBytes += data.records!.length;
           return {
             index: data.index,
             errorCode: KAFKA_ERROR.NONE,

@@ -43,6 +43,11 @@ export interface KafkaListenerMetrics {
     readonly sendfileBytes: number;
   };
   readonly requestLatency: ReadonlyMap<string, Histogram>;
+  readonly traffic: {
+    readonly produceRecords: number;
+    readonly produceBytes: number;
+    readonly fetchBytes: number;
+  };
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
@@ -281,6 +286,24 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "counter",
     "Kafka-protocol connections closed for a request booblik cannot answer (an API or version it does not serve, a malformed request).",
     kafkaSeries((listener) => listener.counters.closedForRequest),
+  );
+  registry.register(
+    "booblik_kafka_produce_records_total",
+    "counter",
+    "Records appended through Kafka Produce.",
+    kafkaSeries((listener) => listener.traffic.produceRecords),
+  );
+  registry.register(
+    "booblik_kafka_produce_bytes_total",
+    "counter",
+    "Record-set bytes appended through Kafka Produce.",
+    kafkaSeries((listener) => listener.traffic.produceBytes),
+  );
+  registry.register(
+    "booblik_kafka_fetch_bytes_total",
+    "counter",
+    "Record bytes in Kafka Fetch answers (copied or sent with sendfile).",
+    kafkaSeries((listener) => listener.traffic.fetchBytes),
   );
   registry.register(
     "booblik_kafka_fetch_sendfile_bytes_total",

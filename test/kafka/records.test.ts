@@ -710,7 +710,14 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
     expect(consumed.stdout.trim().split("\n")).toEqual(lines);
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
     // Most of the ~4 MB of records left by sendfile.
-    expect(metricValue(metrics, "booblik_kafka_fetch_sendfile_bytes_total")).toBeGreaterThan(3_000_000);
+    const sendfileBytes = metricValue(metrics, "booblik_kafka_fetch_sendfile_bytes_total");
+    expect(sendfileBytes).toBeGreaterThan(3_000_000);
+    // Every record produced is counted once, and every batch was fetched once: as many bytes as
+    // were produced, those of batches of 64 KiB and more by sendfile.
+    expect(metricValue(metrics, "booblik_kafka_produce_records_total")).toBe(lines.length);
+    const producedBytes = metricValue(metrics, "booblik_kafka_produce_bytes_total");
+    expect(metricValue(metrics, "booblik_kafka_fetch_bytes_total")).toBe(producedBytes);
+    expect(sendfileBytes).toBeLessThanOrEqual(producedBytes);
   });
 
   test.each(["gzip", "snappy", "lz4", "zstd"])(
@@ -883,6 +890,9 @@ describe("--kafka-fetch-path sendfile", () => {
     expect(sent.map((records) => decodeAll(records).length)).toEqual([300, 102]);
     expect(listener.counters.sendfileBytes).toBe(sent[0]!.length);
     expect(copying.listener.counters.sendfileBytes).toBe(0);
+    // /metrics' booblik_kafka_fetch_bytes_total: every record byte answered, on either path.
+    expect(listener.traffic.fetchBytes).toBe(joined(sent).length);
+    expect(copying.listener.traffic.fetchBytes).toBe(joined(copied).length);
     // decodeAll checked every batch CRC; every value is where it was produced.
     expect(decodeAll(joined(sent)).every(([o, , value]) => value!.startsWith(`${value![0]}${o}`))).toBe(true);
   });
