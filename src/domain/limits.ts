@@ -415,6 +415,14 @@ export const KAFKA_FETCH_BUFFER_POOL_BYTES_MAX = 16 * 1024 * 1024;
  */
 export const KAFKA_SENDFILE_BATCH_BYTES_MIN = 64 * 1024;
 
+/**
+ * After a crash, how far past the end of a segment's entries recovery looks for non-zero bytes when
+ * the tail starts with a zero length (a mapped append writes its length last): the start line's
+ * "torn bytes cut" counts up to the last non-zero byte within this, and not the zeros reserved ahead
+ * of the writer (a mapped file's capacity, a `file` writer's window). One read per crashed segment.
+ */
+export const TORN_TAIL_PROBE_BYTES = 64 * 1024;
+
 // --- Command line (booblik-cli) --------------------------------------------------------------------
 
 /** The broker's default TCP port (`--port`, BOOBLIK_PORT); the CLI's default `--broker` port too. */

@@ -72,8 +72,8 @@ export interface PartitionOpenReport {
   /**
    * Bytes cut off the ends of segments after the recovery point: torn or invalid entries of writes
    * no force had covered, garbage (and any zeros after them, to the end of the file). Normal after a
-   * crash. Not counted: a tail that starts with a zero length, i.e. the zeros reserved ahead of the
-   * writer (mapped capacity, a `file` writer's window), also cut.
+   * crash. Not counted: the zeros reserved ahead of the writer (mapped capacity, a `file` writer's
+   * window), also cut (SegmentRecoveryReport.tornBytes says how they are told apart).
    */
   bytesCut: number;
   /**
@@ -208,10 +208,10 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
   );
   if (scanned.validEndBytes < verifiedFrom) report.damageBeforeRecoveryPoint = true;
   report.durableBytesLost += lost;
-  // A tail that starts with a zero length is the zeros reserved ahead of the writer (a mapped file's
-  // capacity, a `file` writer's window under `force`), cut at every restart after a crash: counting
-  // it made a mapped partition report its whole 128 MiB capacity as "torn bytes cut".
-  if (scanned.stop !== "zero-length") report.bytesCut += scanned.cutBytes - lost;
+  // The zeros reserved ahead of the writer (a mapped file's capacity, a `file` writer's window under
+  // `force`) are cut at every restart after a crash but are not torn bytes: counting them made a
+  // mapped partition report its whole 128 MiB capacity (SegmentRecoveryReport.tornBytes).
+  report.bytesCut += Math.max(0, scanned.tornBytes - lost);
 }
 
 /**

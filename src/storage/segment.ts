@@ -23,6 +23,8 @@
  *   a sealed segment opened without a scan builds its index on the first read.
  * - After `delete()` the file is unlinked at once; the read descriptor stays open until the last
  *   reader (including an in-flight sendfile) calls `release()`. A reader that started finishes.
+ *   The same holds after `close()` (a topic deleted, the log closed): a held read descriptor is
+ *   never closed under its reader, so its number cannot go to another file mid-send.
  * - A sealed segment's read descriptor counts against the process-wide bound of read-descriptors.ts,
  *   which may close it while it is idle (no reader, nothing unforced); the next read reopens it.
  */
@@ -50,6 +52,7 @@ import {
   SEGMENT_BYTES_MAX,
   SEGMENT_BYTES_MIN,
   SEGMENT_HEADER_BYTES,
+  TORN_TAIL_PROBE_BYTES,
 } from "../domain/limits.ts";
 import {
   forEachRecord,
@@ -147,6 +150,12 @@ export interface SegmentRecoveryReport {
   scannedBytes: number;
   /** Bytes cut from the end of the file (torn or invalid entries, garbage, mapped-file padding). */
   cutBytes: number;
+  /**
+   * Of `cutBytes`, those that are not zeros reserved ahead of the writer: all of them, unless the
+   * tail starts with a zero length; then the bytes up to the last non-zero one within the first
+   * TORN_TAIL_PROBE_BYTES (a mapped append writes its length last, so a torn one starts with zeros).
+   */
+  tornBytes: number;
   /**
    * Damaged ranges found in the middle of the segment, kept in place (nothing cut), each with the
    * next readable entry after it (issue 15).
@@ -247,6 +256,21 @@ export interface SegmentDamage {
   resumeOffset: number;
 }
 
+/**
+ * Bytes from `start` up to the last non-zero byte among the first TORN_TAIL_PROBE_BYTES of
+ * `[start, end)` (0 when they are all zeros): how much of a tail that starts with a zero length is
+ * a torn write rather than zeros reserved ahead of the writer. A torn write longer than the probe
+ * counts as the probe.
+ */
+function nonZeroTailBytes(fd: number, filePath: string, start: number, end: number): number {
+  const length = Math.min(end - start, TORN_TAIL_PROBE_BYTES);
+  if (length <= 0) return 0;
+  const probe = new Uint8Array(length);
+  const got = disk.preadFull(fd, probe, 0, length, start, filePath);
+  for (let i = got - 1; i >= 0; i--) if (probe[i] !== 0) return i + 1;
+  return 0;
+}
+
 export class Segment implements ReadDescriptorHolder {
   readonly path: string;
   readonly baseOffset: Offset;
@@ -274,6 +298,8 @@ export class Segment implements ReadDescriptorHolder {
   /** Opened by name only (openSealed): the header is checked when the file is first opened. */
   private headerUnchecked = false;
   private deleted = false;
+  /** `close` came while readers held the read descriptor: the last `release` closes it. */
+  private closeWhenReleased = false;
   private closed = false;
   private lastAppendMs: number;
   private readonly entry: IndexEntry = { relativeOffset: 0, position: 0 };
@@ -387,6 +413,7 @@ export class Segment implements ReadDescriptorHolder {
         stopDetail: "",
         scannedBytes: 0,
         cutBytes: 0,
+        tornBytes: 0,
         damages: [],
       };
       return { segment, report };
@@ -568,6 +595,12 @@ export class Segment implements ReadDescriptorHolder {
           quarantine = quarantineBytes(fd, filePath, validEnd, lastEnd, validNext);
         }
       }
+      // What of the tail is more than reserved zeros, for the start line's "torn bytes cut" (read
+      // before the cut).
+      const tornBytes =
+        scan.stop === "zero-length"
+          ? nonZeroTailBytes(fd, filePath, validEnd, sizeOnDisk)
+          : sizeOnDisk - validEnd;
       // Cut and make the cut durable before anything new is written behind it: otherwise a crash
       // could leave new records followed by old ones from behind the cut (resurrection).
       if (sizeOnDisk !== validEnd) disk.truncateFile(fd, validEnd, filePath);
@@ -600,6 +633,7 @@ export class Segment implements ReadDescriptorHolder {
         stopDetail: scan.detail,
         scannedBytes,
         cutBytes: sizeOnDisk - validEnd,
+        tornBytes,
         damages,
         ...(quarantine === undefined ? {} : { quarantine }),
       };
@@ -792,7 +826,7 @@ export class Segment implements ReadDescriptorHolder {
   release(): void {
     assert(this.readers > 0, "release without acquire");
     this.readers--;
-    if (this.readers === 0 && this.deleted) this.closeDescriptorsQuietly();
+    if (this.readers === 0 && (this.deleted || this.closeWhenReleased)) this.closeDescriptorsQuietly();
   }
 
   /** Position of the entry containing `offset` (baseOffset ≤ offset < nextOffset). */
@@ -1213,7 +1247,13 @@ export class Segment implements ReadDescriptorHolder {
     return this.deleted;
   }
 
-  /** Closes the writer (without forcing) and the read descriptor. Readers must have released. */
+  /**
+   * Closes the writer (without forcing) and the read descriptor; a read descriptor that a reader
+   * still holds (a FETCH answer being sent from it with sendfile) closes at the last `release`.
+   * Closing it under the send let the next `open` reuse its number: a Kafka DeleteTopic during a
+   * sendfile answer sent the rest of that answer from another file (found in review, 2026-12-02;
+   * test/kafka/records.test.ts and test/storage/partition-log.test.ts).
+   */
   close(): void {
     if (this.closed) return;
     const writer = this.writer;
@@ -1225,8 +1265,13 @@ export class Segment implements ReadDescriptorHolder {
       }
     } finally {
       // Also when the writer's close failed (a mapped trim): the read descriptor must not leak, and
-      // the segment is closed either way.
-      this.closeDescriptors();
+      // the segment is closed either way (no new reader: acquire refuses).
+      if (this.readers > 0) {
+        this.closed = true;
+        this.closeWhenReleased = true;
+      } else {
+        this.closeDescriptors();
+      }
     }
   }
 

@@ -928,6 +928,34 @@ describe("--kafka-fetch-path sendfile", () => {
     await waitUntil(() => openFirst() === 0, "the purged segment's descriptor closed", 4_000);
   });
 
+  test("a topic deleted while a sendfile answer is sent: the answer still carries that topic's records, not another file's", async () => {
+    const { broker, port, listener } = inProcess("sendfile");
+    broker.createTopic("doomed", { segmentBytes: 16 << 20 });
+    // ~8 MiB in one segment: more than the socket buffers take while the client does not read.
+    const values = Array.from({ length: 9 }, (_, i) => String.fromCharCode(97 + i).repeat(900_000));
+    for (const value of values)
+      await broker.produce("doomed", 0, [{ key: null, value: TEXT.encode(value), timestamp: 1 }]);
+    const socket = await rawConnect(port, { readPaused: true });
+    cleanups.push(() => socket.close());
+    socket.write(fetchV11("doomed", 0, 0, { partitionMaxBytes: 16 << 20 }));
+    await waitUntil(() => listener.counters.sendfileBytes > 0, "the answer to start");
+    await broker.deleteTopic("doomed");
+    // Files opened now take the lowest free descriptor numbers: before the fix, the deleted
+    // segment's among them, and the rest of the answer came from these files.
+    const decoy = dataDir().file("decoy");
+    fs.writeFileSync(decoy, new Uint8Array(1 << 20).fill(0x5a));
+    const decoys = Array.from({ length: 8 }, () => fs.openSync(decoy, "r"));
+    cleanups.push(() => {
+      for (const fd of decoys) fs.closeSync(fd);
+    });
+    socket.socket.resume();
+    const answer = fetchAnswer((await roundTripResult(socket, 0)).reader);
+    // decodeAll checks every batch CRC32C; every value is the deleted topic's.
+    expect(decodeAll(answer.records!).map((r) => [r[0], r[2]?.length, r[2]?.[0]])).toEqual(
+      values.map((value, i) => [i, value.length, value[0]]),
+    );
+  });
+
   test("the first batch of an answer is still checked: a damaged one is CORRUPT_MESSAGE", async () => {
     const { broker, port } = inProcess("sendfile");
     broker.createTopic("rot");

@@ -374,6 +374,32 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
+    test("a reader of a log that is closed under it (its topic deleted) keeps its descriptor until it releases", () => {
+      using dir = tempDir();
+      const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 2048 }));
+      fill(log, 100);
+      const range = newFileRange();
+      const sealed = log.fileRange(3, 1_000_000, range)!;
+      const sealedFd = range.fd;
+      const activeRange = newFileRange();
+      const active = log.fileRange(99, 1_000_000, activeRange)!;
+      const activeFd = activeRange.fd;
+      log.close(false);
+      // Before the fix the descriptors were closed here, and the next open could take their
+      // numbers: a send still using them read another file.
+      for (const [segment, fd, r] of [
+        [sealed, sealedFd, range],
+        [active, activeFd, activeRange],
+      ] as const) {
+        expect(fs.readlinkSync(`/proc/self/fd/${fd}`)).toBe(segment.path);
+        expect(valuesOfEntries(readFileRange(fd, r.position, r.lengthBytes)).length).toBe(r.recordCount);
+        expect(() => segment.acquire()).toThrow(); // closed: no new reader
+        segment.release();
+        expect(segment.hasOpenDescriptor).toBe(false);
+        expect(() => fs.readlinkSync(`/proc/self/fd/${fd}`)).toThrow();
+      }
+    });
+
     test("a reader inside a segment that retention deletes finishes it; then its descriptor is closed", () => {
       using dir = tempDir();
       const log = PartitionLog.open(dir.path, segmentConfig({ writeMode: mode, segmentBytes: 2048 }));
