@@ -24,7 +24,11 @@ import { SEND_WOULD_BLOCK, sendFileRange } from "./socket.ts";
 export interface FileSendCounters {
   sendfileBytes: number;
   sendfileCalls: number;
-  /** Bytes that went through Bun's write instead (the one byte that arms `drain`). */
+  /**
+   * Bytes written through Bun's `write`: the caller counts its own writes here, and a step adds the
+   * one file byte it sends that way to arm `drain` (so `sendfileBytes` can be short of a range by
+   * those bytes).
+   */
   writtenBytes: number;
 }
 

@@ -473,15 +473,15 @@ export class KafkaHandler {
               const buffer = this.fetchBuffers.acquire(fetchResponseBytesHint(response));
               const writer = new KafkaWriter(buffer);
               const files: FileCut[] = [];
-              for (const topic of response.topics)
-                for (const partition of topic.partitions)
-                  for (const piece of partition.records ?? []) this.traffic.fetchBytes += pieceBytes(piece);
               try {
                 encodeFetchResponse(writer, apiVersion, correlationId, response, files);
               } catch (error) {
                 this.fetchBuffers.release(buffer);
                 throw error; // fetchRecords releases the leases
               }
+              for (const topic of response.topics)
+                for (const partition of topic.partitions)
+                  for (const piece of partition.records ?? []) this.traffic.fetchBytes += pieceBytes(piece);
               // The hint was short and the writer grew into a buffer of its own (not expected;
               // correct either way): the pooled one holds nothing the answer needs.
               const pooled = writer.bytes === buffer;

@@ -377,6 +377,7 @@ class KafkaConnection {
         this.afterAnswer();
       },
       (error: unknown) => {
+        latency.observe((performance.now() - startedMs) / 1000);
         this.answered();
         this.close(
           `internal error answering a request: ${error instanceof Error ? error.message : String(error)}`,

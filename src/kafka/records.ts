@@ -129,10 +129,6 @@ function failed(index: number, error: KafkaError): ProducePartitionResponse {
   };
 }
 
-/**
- * Appends every partition's batch; all appends start in request order before any is awaited, so
- * partitions of one request share group commits. Resolves with the answer of each partition.
- */
 /** What the Kafka listener moved, for /metrics (`booblik_kafka_produce_*`, `booblik_kafka_fetch_bytes_total`). */
 export interface KafkaTraffic {
   /** Records appended by Produce (acknowledged appends only). */
@@ -147,6 +143,10 @@ export function newKafkaTraffic(): KafkaTraffic {
   return { produceRecords: 0, produceBytes: 0, fetchBytes: 0 };
 }
 
+/**
+ * Appends every partition's batch; all appends start in request order before any is awaited, so
+ * partitions of one request share group commits. Resolves with the answer of each partition.
+ */
 export async function produceRecords(
   broker: Broker,
   request: ProduceRequest,
@@ -238,8 +238,9 @@ const FILE_BATCH_HEAD_BYTES = ENTRY_HEADER_BYTES + BATCH_LENGTH_EXCLUDED_BYTES;
 const fileBatchHead = new Uint8Array(FILE_BATCH_HEAD_BYTES);
 
 /**
- * The run of large stored batches from the one containing `offset`, left in their segment file, or
- * undefined when the first is smaller than KAFKA_SENDFILE_BATCH_BYTES_MIN (the caller copies). Whole
+ * The run of large stored batches from the one containing `offset`, left in their segment file;
+ * undefined when the first is smaller than KAFKA_SENDFILE_BATCH_BYTES_MIN (the caller copies); none
+ * when nothing is visible at `offset`. Whole
  * entries of one segment, at most `limit` bytes but always the first (Partition.fetchLease, which
  * also checks the first entry's CRC, as the native sendfile path does). The run ends at the first
  * small batch or at one whose frame and BatchLength disagree: the copy path reads it next time,

@@ -313,7 +313,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   );
   registry.registerHistograms(
     "booblik_kafka_request_duration_seconds",
-    "Time to answer a Kafka-protocol request, from the start of its answer (one at a time per connection) to the answer ready for the socket.",
+    "Time to answer a Kafka-protocol request, from the start of its answer (one at a time per connection) to the answer ready for the socket; a long-poll Fetch counts its wait.",
     () =>
       [...(kafkaListener()?.requestLatency.entries() ?? [])].map(([api, histogram]) => [{ api }, histogram]),
   );
