@@ -933,6 +933,47 @@ describe("--kafka-fetch-path sendfile", () => {
     await waitUntil(() => openFirst() === 0, "the purged segment's descriptor closed", 4_000);
   });
 
+  test("a long poll whose rounds take and drop a lease, and one closed while it waits, leave no segment file open", async () => {
+    const { broker, port } = inProcess("sendfile");
+    broker.createTopic("poll", { segmentBytes: 1 << 20 });
+    // One ~100 KB batch in the first segment, then one that rolls: the first can be purged.
+    await broker.produce("poll", 0, batchOf("p", 0, 100));
+    await broker.produce("poll", 0, [{ key: null, value: new Uint8Array(1_000_000), timestamp: 1 }]);
+    expect(broker.partition("poll", 0).log.segmentBaseOffsets).toEqual([0, 100]);
+    const first = `${broker.dataDir}/poll-0/00000000000000000000.log`;
+    const openFirst = () =>
+      fs.readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(first);
+        } catch {
+          return false;
+        }
+      }).length;
+    // min_bytes above what the partition holds: every round reads the ~100 KB batch from its file
+    // (a lease), finds too few bytes and waits; a record produced meanwhile wakes it for a round
+    // more, and max_wait_ms ends it with what there is.
+    const socket = await connect(port);
+    const waiting = roundTrip(
+      socket,
+      fetchV11("poll", 0, 0, { minBytes: 64 << 20, maxWaitMs: 400, partitionMaxBytes: 150_000 }),
+    );
+    await broker.produce("poll", 0, batchOf("q", 101, 1));
+    expect(decodeAll(fetchAnswer(await waiting).records!).map((r) => r[0])).toEqual(
+      Array.from({ length: 100 }, (_, i) => i),
+    );
+    // A second poll, closed by its client while it waits.
+    const closing = await rawConnect(port);
+    closing.write(
+      fetchV11("poll", 0, 0, { minBytes: 64 << 20, maxWaitMs: 5_000, partitionMaxBytes: 150_000 }),
+    );
+    await waitUntil(() => listenerOf(port).counters.requests >= 2, "the second poll to be read");
+    closing.close();
+    await broker.purge("poll", 0, 100);
+    expect(fs.existsSync(first)).toBe(false);
+    // No round kept its lease: the purged segment's descriptor closes at once.
+    expect(openFirst()).toBe(0);
+  });
+
   test("one Fetch of two partitions mixes file and copied records, each within its limit; a first batch above the limit comes whole", async () => {
     const { broker, port, listener } = inProcess("sendfile");
     broker.createTopic("two", { partitions: 2 });
