@@ -848,6 +848,17 @@ describe.skipIf(KCAT === null)("real clients against a broker process", () => {
   });
 });
 
+/** This process's descriptors open on `file` (also after it was deleted: "<path> (deleted)"). */
+function descriptorsOpenOn(file: string): number {
+  return fs.readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(file);
+    } catch {
+      return false; // closed meanwhile
+    }
+  }).length;
+}
+
 describe("--kafka-fetch-path sendfile", () => {
   /** A batch of `count` records of 1,000 bytes (~1 KiB each): 100 make a batch above the 64 KiB bound. */
   const batchOf = (letter: string, from: number, count: number) =>
@@ -913,14 +924,7 @@ describe("--kafka-fetch-path sendfile", () => {
       ]);
     expect(broker.partition("gone", 0).log.segmentBaseOffsets).toEqual([0, 9]);
     const first = `${broker.dataDir}/gone-0/00000000000000000000.log`;
-    const openFirst = () =>
-      fs.readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(first);
-        } catch {
-          return false; // closed meanwhile
-        }
-      }).length;
+    const openFirst = () => descriptorsOpenOn(first);
     const socket = await rawConnect(port, { readPaused: true });
     socket.write(fetchV11("gone", 0, 0, { partitionMaxBytes: 16 << 20 }));
     await waitUntil(() => listener.counters.sendfileBytes > 0, "the answer to start");
@@ -941,14 +945,7 @@ describe("--kafka-fetch-path sendfile", () => {
     await broker.produce("poll", 0, [{ key: null, value: new Uint8Array(1_000_000), timestamp: 1 }]);
     expect(broker.partition("poll", 0).log.segmentBaseOffsets).toEqual([0, 100]);
     const first = `${broker.dataDir}/poll-0/00000000000000000000.log`;
-    const openFirst = () =>
-      fs.readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(first);
-        } catch {
-          return false;
-        }
-      }).length;
+    const openFirst = () => descriptorsOpenOn(first);
     // min_bytes above what the partition holds: every round reads the ~100 KB batch from its file
     // (a lease), finds too few bytes and waits; a record produced meanwhile wakes it for a round
     // more, and max_wait_ms ends it with what there is.
