@@ -280,32 +280,39 @@ describe("restarts and refusals", () => {
     using dir = tempDir();
     let broker = await startBroker(dir.path);
     let client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
-    // A mapped segment holds its whole capacity; a forced `file` writer keeps a window of zeros.
-    await client.createTopic("mapped", { durability: "force", writeMode: "mapped" });
-    await client.createTopic("window", { durability: "force", writeMode: "file" });
-    await client.createTopic("plain", { durability: "append", writeMode: "file" });
-    for (let i = 0; i < 50; i++)
-      for (const topic of ["mapped", "window", "plain"])
-        await client.produce(topic, 0, batchOfValues([payloadForOffset(i, 50)]));
-    client.close();
-    await broker.stop("SIGKILL");
+    try {
+      // A mapped segment holds its whole capacity; a forced `file` writer keeps a window of zeros.
+      await client.createTopic("mapped", { durability: "force", writeMode: "mapped" });
+      await client.createTopic("window", { durability: "force", writeMode: "file" });
+      await client.createTopic("plain", { durability: "append", writeMode: "file" });
+      for (let i = 0; i < 50; i++)
+        for (const topic of ["mapped", "window", "plain"])
+          await client.produce(topic, 0, batchOfValues([payloadForOffset(i, 50)]));
+    } finally {
+      client.close();
+      await broker.stop("SIGKILL");
+    }
     const segment = (topic: string) => `${dir.path}/${topic}-0/00000000000000000000.log`;
     const sizes = (topics: string[]) => topics.map((topic) => fs.statSync(segment(topic)).size);
     const [mappedBefore, windowBefore] = sizes(["mapped", "window"]);
 
     broker = await startBroker(dir.path);
-    expect(broker.startLine).toContain("recovered after a crash");
-    // Before the fix: "134194798 torn bytes cut" (the mapped capacity) with no write in progress.
-    expect(broker.startLine).not.toContain("torn bytes cut");
-    // The zeros were there: the mapped file holds far more than its 50 entries of ~100 B (its
-    // writer maps the capacity again after the cut), and the window's restart cut them.
-    expect(mappedBefore).toBeGreaterThan(1 << 20);
-    expect(windowBefore).toBeGreaterThan(sizes(["window"])[0]!);
-    client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
-    for (const topic of ["mapped", "window", "plain"])
-      expect((await readAll(client, topic, 0, 0, 50)).length).toBe(50);
-    client.close();
-    await broker.stop("SIGKILL");
+    try {
+      expect(broker.startLine).toContain("recovered after a crash");
+      // Before the fix: "134194798 torn bytes cut" (the mapped capacity) with no write in progress.
+      expect(broker.startLine).not.toContain("torn bytes cut");
+      // The zeros were there: the mapped file holds far more than its 50 entries of ~100 B (its
+      // writer maps the capacity again after the cut), and the window's restart cut them.
+      expect(mappedBefore).toBeGreaterThan(1 << 20);
+      expect(windowBefore).toBeGreaterThan(sizes(["window"])[0]!);
+      client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+      for (const topic of ["mapped", "window", "plain"])
+        expect((await readAll(client, topic, 0, 0, 50)).length).toBe(50);
+      client.close();
+    } finally {
+      // Also when a check fails: no broker outlives the test.
+      await broker.stop("SIGKILL");
+    }
 
     // Torn writes: bytes after the last entry that are not zeros. On the file path, 37 bytes past
     // the end; on the mapped one a torn append's bytes without its length (the mapped writer stores
