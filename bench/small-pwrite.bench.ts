@@ -14,6 +14,8 @@
  */
 import path from "node:path";
 import { closeFile, openFile, pwriteAll } from "../ffi/file.ts";
+import { FILE_WINDOW_BYTES_MAX, FILE_WINDOW_BYTES_MIN } from "../src/domain/limits.ts";
+import { roundUpToPage } from "../src/storage/zeros.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, loadAverage, measurementDirectory } from "./lib/environment.ts";
 import { medianRange } from "./lib/stats.ts";
@@ -25,13 +27,11 @@ const args = parseBenchArgs({
 const RECORD_BYTES = args.number("bytes");
 const SECONDS = args.number("seconds");
 const ROUNDS = args.number("rounds");
-const PAGE_BYTES = 4096;
-const WINDOW_MIN_BYTES = 64 * 1024;
-const WINDOW_MAX_BYTES = 1024 * 1024;
 
 const directory = measurementDirectory("small-pwrite");
 const record = new Uint8Array(RECORD_BYTES).fill(7);
-const zeros = new Uint8Array(WINDOW_MAX_BYTES + PAGE_BYTES);
+// The writer's window, rounded as it rounds it, fits in this (roundUpToPage adds under a page).
+const zeros = new Uint8Array(roundUpToPage(FILE_WINDOW_BYTES_MAX + 1));
 
 /** µs per append of one run. */
 function run(mode: "grow" | "overwrite", index: number): number {
@@ -39,7 +39,7 @@ function run(mode: "grow" | "overwrite", index: number): number {
   const fd = openFile(file, "createNew");
   let end = 0;
   let written = 0;
-  let windowBytes = WINDOW_MIN_BYTES;
+  let windowBytes = FILE_WINDOW_BYTES_MIN;
   let appends = 0;
   const startMs = performance.now();
   try {
@@ -47,10 +47,10 @@ function run(mode: "grow" | "overwrite", index: number): number {
       for (let i = 0; i < 1000; i++) {
         const appendEnd = end + RECORD_BYTES;
         if (mode === "overwrite" && appendEnd > written) {
-          const target = Math.ceil((appendEnd + windowBytes) / PAGE_BYTES) * PAGE_BYTES;
+          const target = roundUpToPage(appendEnd + windowBytes);
           pwriteAll(fd, zeros, 0, target - appendEnd, appendEnd, file);
           written = target;
-          windowBytes = Math.min(WINDOW_MAX_BYTES, windowBytes * 2);
+          windowBytes = Math.min(FILE_WINDOW_BYTES_MAX, windowBytes * 2);
         }
         pwriteAll(fd, record, 0, RECORD_BYTES, end, file);
         end = appendEnd;

@@ -244,7 +244,9 @@ const fileBatchHead = new Uint8Array(FILE_BATCH_HEAD_BYTES);
  * entries of one segment, at most `limit` bytes but always the first (Partition.fetchLease, which
  * also checks the first entry's CRC, as the native sendfile path does). The run ends at the first
  * small batch or at one whose frame and BatchLength disagree: the copy path reads it next time,
- * and reports damage. The lease goes to `leases` when anything is taken.
+ * and reports damage. The lease goes to `leases` when anything is taken. An answer that starts with
+ * a small batch reads that batch twice (the lease's check, then the copy): a cost of the opt-in path
+ * only, at most KAFKA_SENDFILE_BATCH_BYTES_MIN per partition and answer.
  */
 function fileBatches(
   partition: Partition,

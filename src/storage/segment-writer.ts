@@ -58,8 +58,8 @@ export interface SegmentWriter {
   /** Like force, but on the calling thread: for start-up, shutdown, tools and tests. */
   forceNow(): void;
   /**
-   * Releases the descriptor (and mapping). A file with zeros ahead (`paddedBeyondSize`: always a
-   * mapped one) is trimmed to `sizeBytes` first. Does not force.
+   * Releases the descriptor (and mapping). A file with zeros ahead (`paddedBeyondSize`: a mapped
+   * one always, a `file` one with a window) is trimmed to `sizeBytes` first. Does not force.
    */
   close(): void;
 }
