@@ -12,7 +12,10 @@ import { Kafka, logLevel } from "kafkajs";
 import { Broker } from "../../src/broker/broker.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
+import { FetchBufferPool } from "../../src/kafka/fetch-buffers.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
+import type { FetchRequest } from "../../src/kafka/messages.ts";
+import { fetchRecords } from "../../src/kafka/records.ts";
 import { computeBatchCrc, decodeBatch, encodeBatch, type RecordInput } from "../../src/record/batch.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { type BrokerProcess, kafkaPortOf, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
@@ -969,6 +972,74 @@ describe("--kafka-fetch-path sendfile", () => {
     expect(fs.existsSync(first)).toBe(false);
     // No round kept its lease: the purged segment's descriptor closes at once.
     expect(openFirst()).toBe(0);
+  });
+
+  test("a listener stopped while a sendfile answer waits for its reader sends it whole, then gives the segment back", async () => {
+    const { broker, port, listener } = inProcess("sendfile");
+    // As in the hang-up test: ~8 MiB in the first segment, more than the socket buffers take.
+    broker.createTopic("stopping", { segmentBytes: 8 << 20 });
+    for (let i = 0; i < 10; i++)
+      await broker.produce("stopping", 0, [
+        { key: null, value: new Uint8Array(900_000).fill(97 + i), timestamp: 1 },
+      ]);
+    const first = `${broker.dataDir}/stopping-0/00000000000000000000.log`;
+    const socket = await rawConnect(port, { readPaused: true });
+    cleanups.push(() => socket.close());
+    socket.write(fetchV11("stopping", 0, 0, { partitionMaxBytes: 16 << 20 }));
+    await waitUntil(() => listener.counters.sendfileBytes > 0, "the answer to start");
+    const stopped = listener.stop();
+    await broker.purge("stopping", 0, 9);
+    expect(descriptorsOpenOn(first)).toBe(1);
+    // The stop waits for the answer being written (at most SHUTDOWN_DRAIN_MS): the reader gets it
+    // all, from the purged file, and then the connection closes.
+    socket.socket.resume();
+    const answer = fetchAnswer((await roundTripResult(socket, 0)).reader);
+    expect(decodeAll(answer.records!).map((r) => [r[0], r[2]?.length, r[2]?.charCodeAt(899_999)])).toEqual(
+      Array.from({ length: 9 }, (_, i) => [i, 900_000, 97 + i]),
+    );
+    await stopped;
+    await socket.closed;
+    expect(descriptorsOpenOn(first)).toBe(0);
+  });
+
+  test("an answer that fails to encode gives back the leases it was handed: the purged segment's file closes", async () => {
+    const broker = Broker.open({ dataDir: dataDir().path, topicDefaults: { durability: "append" } });
+    cleanups.push(() => broker.close());
+    broker.createTopic("fails", { segmentBytes: 1 << 20 });
+    await broker.produce("fails", 0, batchOf("f", 0, 100));
+    await broker.produce("fails", 0, [{ key: null, value: new Uint8Array(1_000_000), timestamp: 1 }]);
+    const first = `${broker.dataDir}/fails-0/00000000000000000000.log`;
+    const request: FetchRequest = {
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 16 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [
+        { topic: "fails", partitions: [{ partition: 0, fetchOffset: 0, partitionMaxBytes: 150_000 }] },
+      ],
+    };
+    const handed: number[] = [];
+    const fetching = fetchRecords(
+      broker,
+      request,
+      11,
+      { stopped: false, promise: new Promise<void>(() => undefined) },
+      () => undefined,
+      new FetchBufferPool(),
+      (_response, leases) => {
+        handed.push(leases.length);
+        throw new Error("the encoder failed");
+      },
+      true,
+    );
+    await expect(fetching).rejects.toThrow("the encoder failed");
+    // The ~100 KB batch was read for sendfile: one lease, on the first segment.
+    expect(handed).toEqual([1]);
+    await broker.purge("fails", 0, 100);
+    expect(fs.existsSync(first)).toBe(false);
+    expect(descriptorsOpenOn(first)).toBe(0);
   });
 
   test("one Fetch of two partitions mixes file and copied records, each within its limit; a first batch above the limit comes whole", async () => {
