@@ -10,7 +10,7 @@ import net from "node:net";
 import { BooblikClient } from "../../src/client/client.ts";
 import { OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { payloadForOffset } from "../helpers/random.ts";
 import { fetchedTexts, readValues } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -244,35 +244,46 @@ describe("zero copy", () => {
 describe("restarts and refusals", () => {
   test("kill -9 then restart keeps every acknowledged record; SIGTERM then restart is clean and scans nothing", async () => {
     using dir = tempDir();
-    let broker = await startBroker(dir.path);
-    let client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
-    await client.createTopic("keep", { segmentBytes: 4096, durability: "force" });
-    for (let i = 0; i < 100; i++) await client.produce("keep", 0, batchOfValues([payloadForOffset(i, 50)]));
-    client.close();
-    await broker.stop("SIGKILL");
-    expect(broker.process.signalCode).toBe("SIGKILL");
-
-    broker = await startBroker(dir.path);
-    expect(broker.startLine).toContain("recovered after a crash");
-    client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
-    const payloads = await readAll(client, "keep", 0, 0, 100);
-    payloads.forEach((payload, i) => {
-      expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 50)))).toBe(true);
-    });
-    await client.produce("keep", 0, batchOfValues([payloadForOffset(100, 50)]));
-    client.close();
-    const output = broker.lines.rest();
-    expect(await broker.stop("SIGTERM")).toBe(0);
-    expect((await output).join("\n")).toContain("stopped cleanly");
-
-    await using again = await startBroker(dir.path);
-    expect(again.startLine).toContain("clean shutdown, nothing scanned");
-    const last = await BooblikClient.connect({ host: "127.0.0.1", port: again.port });
+    // Every broker started here is stopped at the end, also when a check fails.
+    const started: BrokerProcess[] = [];
+    const start = async () => {
+      const broker = await startBroker(dir.path);
+      started.push(broker);
+      return broker;
+    };
     try {
-      expect((await last.listOffsets("keep", 0)).nextOffset).toBe(101);
-      expect((await readAll(last, "keep", 0, 0, 101)).length).toBe(101);
+      let broker = await start();
+      let client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+      await client.createTopic("keep", { segmentBytes: 4096, durability: "force" });
+      for (let i = 0; i < 100; i++) await client.produce("keep", 0, batchOfValues([payloadForOffset(i, 50)]));
+      client.close();
+      await broker.stop("SIGKILL");
+      expect(broker.process.signalCode).toBe("SIGKILL");
+
+      broker = await start();
+      expect(broker.startLine).toContain("recovered after a crash");
+      client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+      const payloads = await readAll(client, "keep", 0, 0, 100);
+      payloads.forEach((payload, i) => {
+        expect(Buffer.from(payload).equals(Buffer.from(payloadForOffset(i, 50)))).toBe(true);
+      });
+      await client.produce("keep", 0, batchOfValues([payloadForOffset(100, 50)]));
+      client.close();
+      const output = broker.lines.rest();
+      expect(await broker.stop("SIGTERM")).toBe(0);
+      expect((await output).join("\n")).toContain("stopped cleanly");
+
+      const again = await start();
+      expect(again.startLine).toContain("clean shutdown, nothing scanned");
+      const last = await BooblikClient.connect({ host: "127.0.0.1", port: again.port });
+      try {
+        expect((await last.listOffsets("keep", 0)).nextOffset).toBe(101);
+        expect((await readAll(last, "keep", 0, 0, 101)).length).toBe(101);
+      } finally {
+        last.close();
+      }
     } finally {
-      last.close();
+      for (const broker of started) await broker.stop("SIGKILL");
     }
   });
 
