@@ -68,7 +68,7 @@ export function encodeCreateAclsResponse(
 ): void {
   const start = beginResponse(writer, correlationId, responseHeaderVersion(KAFKA_API.CREATE_ACLS, version));
   writer.int32(0).arrayCount(results.length);
-  for (const result of results) writer.int16(result.errorCode).nullableString(result.errorMessage);
+  for (const result of results) writer.errorCode(result.errorCode).nullableString(result.errorMessage);
   endResponse(writer, start);
 }
 
@@ -105,7 +105,7 @@ export function encodeDescribeAclsResponse(
   acls: readonly Acl[],
 ): void {
   const start = beginResponse(writer, correlationId, responseHeaderVersion(KAFKA_API.DESCRIBE_ACLS, version));
-  writer.int32(0).int16(result.errorCode).nullableString(result.errorMessage);
+  writer.int32(0).errorCode(result.errorCode).nullableString(result.errorMessage);
   // Grouped by resource pattern, in the order first seen. A v0 response cannot carry a pattern
   // type: only LITERAL ACLs are answered to it (Kafka does the same for v0).
   const shown = version >= 1 ? acls : acls.filter((acl) => acl.patternType === LITERAL);
@@ -141,7 +141,7 @@ export function encodeDeleteAclsResponse(
   const start = beginResponse(writer, correlationId, responseHeaderVersion(KAFKA_API.DELETE_ACLS, version));
   writer.int32(0).arrayCount(results.length);
   for (const result of results) {
-    writer.int16(result.errorCode).nullableString(result.errorMessage).arrayCount(result.matching.length);
+    writer.errorCode(result.errorCode).nullableString(result.errorMessage).arrayCount(result.matching.length);
     for (const acl of result.matching) {
       writer.int16(0).nullableString(null).int8(acl.resourceType).string(acl.resourceName);
       if (version >= 1) writer.int8(acl.patternType);

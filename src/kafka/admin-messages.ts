@@ -114,7 +114,7 @@ export function encodeDescribeConfigsResponse(
   writer.arrayCount(results.length);
   for (const result of results) {
     writer
-      .int16(result.errorCode)
+      .errorCode(result.errorCode)
       .nullableString(result.errorMessage)
       .int8(result.resourceType)
       .string(result.resourceName);
@@ -176,7 +176,7 @@ export function encodeDescribeClusterResponse(
   response: DescribeClusterResponse,
 ): void {
   const start = begin(writer, KAFKA_API.DESCRIBE_CLUSTER, version, correlationId);
-  writer.int32(0).int16(response.errorCode).compactNullableString(response.errorMessage);
+  writer.int32(0).errorCode(response.errorCode).compactNullableString(response.errorMessage);
   if (version >= 1) writer.int8(response.endpointType);
   writer.compactString(response.clusterId).int32(response.controllerId);
   writer.compactArrayCount(response.brokers.length);
@@ -206,7 +206,7 @@ export function encodeDeleteGroupsResponse(
 ): void {
   const start = begin(writer, KAFKA_API.DELETE_GROUPS, version, correlationId);
   writer.int32(0).arrayCount(results.length);
-  for (const result of results) writer.string(result.groupId).int16(result.errorCode);
+  for (const result of results) writer.string(result.groupId).errorCode(result.errorCode);
   endResponse(writer, start);
 }
 
@@ -245,10 +245,11 @@ export function encodeOffsetDeleteResponse(
   topics: readonly PartitionOutcomes[],
 ): void {
   const start = begin(writer, KAFKA_API.OFFSET_DELETE, version, correlationId);
-  writer.int16(errorCode).int32(0).arrayCount(topics.length);
+  writer.errorCode(errorCode).int32(0).arrayCount(topics.length);
   for (const topic of topics) {
     writer.string(topic.name).arrayCount(topic.partitions.length);
-    for (const partition of topic.partitions) writer.int32(partition.partition).int16(partition.errorCode);
+    for (const partition of topic.partitions)
+      writer.int32(partition.partition).errorCode(partition.errorCode);
   }
   endResponse(writer, start);
 }
@@ -304,7 +305,7 @@ export function encodeOffsetForLeaderEpochResponse(
   for (const topic of topics) {
     writer.string(topic.name).arrayCount(topic.partitions.length);
     for (const partition of topic.partitions) {
-      writer.int16(partition.errorCode).int32(partition.partition);
+      writer.errorCode(partition.errorCode).int32(partition.partition);
       if (version >= 1) writer.int32(partition.leaderEpoch);
       writer.int64(partition.endOffset);
     }

@@ -266,3 +266,8 @@ export const KAFKA_ERROR = {
   ILLEGAL_SASL_STATE: 34,
   SASL_AUTHENTICATION_FAILED: 58,
 } as const;
+
+/** Kafka's name of each error code booblik answers (Errors.java); /metrics labels errors with it. */
+export const KAFKA_ERROR_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(KAFKA_ERROR).map(([name, code]) => [code, name]),
+);

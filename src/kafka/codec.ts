@@ -238,6 +238,11 @@ export class KafkaWriter {
   bytes: Uint8Array;
   private view: DataView;
   position = 0;
+  /**
+   * The non-zero error codes written with `errorCode` since the last `reset`, in order (one per
+   * partition, member, topic… that has one): what /metrics counts per API and code.
+   */
+  readonly errorCodes: number[] = [];
 
   /**
    * A writer into a new buffer of `initial` bytes, or into the given buffer (a reused one may hold
@@ -250,6 +255,7 @@ export class KafkaWriter {
 
   reset(): this {
     this.position = 0;
+    this.errorCodes.length = 0;
     return this;
   }
 
@@ -279,6 +285,12 @@ export class KafkaWriter {
     this.view.setInt16(this.position, value, false);
     this.position += 2;
     return this;
+  }
+
+  /** An ERROR_CODE field (an int16); a non-zero one is also noted in `errorCodes`. */
+  errorCode(code: number): this {
+    if (code !== 0) this.errorCodes.push(code);
+    return this.int16(code);
   }
 
   int32(value: number): this {

@@ -77,7 +77,7 @@ export function encodeDeleteRecordsResponse(
   for (const topic of topics) {
     writer.string(topic.name).arrayCount(topic.partitions.length);
     for (const partition of topic.partitions)
-      writer.int32(partition.partition).int64(partition.lowWatermark).int16(partition.errorCode);
+      writer.int32(partition.partition).int64(partition.lowWatermark).errorCode(partition.errorCode);
   }
   endResponse(writer, start);
 }

@@ -82,7 +82,7 @@ export function encodeJoinGroupResponse(
 ): void {
   const start = begin(writer, KAFKA_API.JOIN_GROUP, version, correlationId);
   if (version >= 2) writer.int32(0); // throttle_time_ms
-  writer.int16(response.errorCode).int32(response.generationId);
+  writer.errorCode(response.errorCode).int32(response.generationId);
   writer.string(response.protocolName).string(response.leader).string(response.memberId);
   writer.arrayCount(response.members.length);
   for (const member of response.members) {
@@ -127,7 +127,7 @@ export function encodeSyncGroupResponse(
 ): void {
   const start = begin(writer, KAFKA_API.SYNC_GROUP, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.int16(response.errorCode).nullableBytes(response.assignment);
+  writer.errorCode(response.errorCode).nullableBytes(response.assignment);
   endResponse(writer, start);
 }
 
@@ -156,7 +156,7 @@ export function encodeHeartbeatResponse(
 ): void {
   const start = begin(writer, KAFKA_API.HEARTBEAT, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.int16(errorCode);
+  writer.errorCode(errorCode);
   endResponse(writer, start);
 }
 
@@ -191,11 +191,11 @@ export function encodeLeaveGroupResponse(
 ): void {
   const start = begin(writer, KAFKA_API.LEAVE_GROUP, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.int16(response.errorCode);
+  writer.errorCode(response.errorCode);
   if (version >= 3) {
     writer.arrayCount(response.members.length);
     for (const member of response.members)
-      writer.string(member.memberId).nullableString(null).int16(member.errorCode);
+      writer.string(member.memberId).nullableString(null).errorCode(member.errorCode);
   }
   endResponse(writer, start);
 }
@@ -257,7 +257,8 @@ export function encodeOffsetCommitResponse(
   writer.arrayCount(topics.length);
   for (const topic of topics) {
     writer.string(topic.name).arrayCount(topic.partitions.length);
-    for (const partition of topic.partitions) writer.int32(partition.partition).int16(partition.errorCode);
+    for (const partition of topic.partitions)
+      writer.int32(partition.partition).errorCode(partition.errorCode);
   }
   endResponse(writer, start);
 }
@@ -314,10 +315,10 @@ export function encodeOffsetFetchResponse(
     for (const partition of topic.partitions) {
       writer.int32(partition.partition).int64(partition.offset);
       if (version >= 5) writer.int32(partition.leaderEpoch);
-      writer.nullableString(partition.metadata).int16(partition.errorCode);
+      writer.nullableString(partition.metadata).errorCode(partition.errorCode);
     }
   }
-  if (version >= 2) writer.int16(response.errorCode);
+  if (version >= 2) writer.errorCode(response.errorCode);
   endResponse(writer, start);
 }
 
@@ -380,7 +381,7 @@ export function encodeDescribeGroupsResponse(
   if (version >= 1) writer.int32(0); // throttle_time_ms
   writer.arrayCount(groups.length);
   for (const group of groups) {
-    writer.int16(group.errorCode).string(group.groupId).string(group.state);
+    writer.errorCode(group.errorCode).string(group.groupId).string(group.state);
     writer.string(group.protocolType).string(group.protocolData);
     writer.arrayCount(group.members.length);
     for (const member of group.members) {

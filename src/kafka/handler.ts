@@ -266,7 +266,14 @@ export type KafkaOutcome =
    * buffer, fetch-buffers.ts, and the leases of its file pieces). `files`: ranges of segment files
    * sent with sendfile between the bytes, each before the byte of `bytes` at its `at`.
    */
-  | { kind: "respond"; bytes: Uint8Array; release?: () => void; files?: readonly FileCut[] }
+  | {
+      kind: "respond";
+      bytes: Uint8Array;
+      release?: () => void;
+      files?: readonly FileCut[];
+      /** The non-zero error codes the answer carries (KafkaWriter.errorCodes), for /metrics. */
+      errorCodes?: readonly number[];
+    }
   | { kind: "silent" }
   | { kind: "close"; reason: string };
 
@@ -486,10 +493,13 @@ export class KafkaHandler {
               // correct either way): the pooled one holds nothing the answer needs.
               const pooled = writer.bytes === buffer;
               if (!pooled) this.fetchBuffers.release(buffer);
-              if (!pooled && leases.length === 0) return { kind: "respond", bytes: writer.written() };
+              const errorCodes = writer.errorCodes.length > 0 ? { errorCodes: writer.errorCodes } : {};
+              if (!pooled && leases.length === 0)
+                return { kind: "respond", bytes: writer.written(), ...errorCodes };
               return {
                 kind: "respond",
                 bytes: writer.written(),
+                ...errorCodes,
                 ...(files.length > 0 ? { files } : {}),
                 release: () => {
                   if (pooled) this.fetchBuffers.release(buffer);
@@ -927,7 +937,10 @@ export class KafkaHandler {
   private respond(encode: (writer: KafkaWriter) => void): KafkaOutcome {
     const writer = this.writer.reset();
     encode(writer);
-    return { kind: "respond", bytes: writer.written().slice() };
+    const bytes = writer.written().slice();
+    return writer.errorCodes.length === 0
+      ? { kind: "respond", bytes }
+      : { kind: "respond", bytes, errorCodes: writer.errorCodes.slice() };
   }
 
   private apiVersions(

@@ -44,7 +44,7 @@ import {
   KAFKA_SPARE_BUFFER_BYTES_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
 } from "../domain/limits.ts";
-import { KAFKA_API_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
+import { KAFKA_API_NAMES, KAFKA_ERROR_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
 import { releaseChunk } from "./buffers.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
@@ -348,7 +348,8 @@ class KafkaConnection {
     this.answeredBuffer = this.buffer;
     this.listener.counters.requests++;
     // checkHead made sure the frame holds the fixed header: the API key is its first two bytes.
-    const latency = this.listener.latencyOf((frame[0]! << 8) | frame[1]!);
+    const apiKey = (frame[0]! << 8) | frame[1]!;
+    const latency = this.listener.latencyOf(apiKey);
     const startedMs = performance.now();
     answerOf(this, this.listener, frame).then(
       (outcome) => {
@@ -373,7 +374,10 @@ class KafkaConnection {
           this.close(outcome.reason);
           return;
         }
-        if (outcome.kind === "respond") this.send(outcome.bytes, outcome.release, outcome.files ?? NO_FILES);
+        if (outcome.kind === "respond") {
+          if (outcome.errorCodes !== undefined) this.listener.countErrors(apiKey, outcome.errorCodes);
+          this.send(outcome.bytes, outcome.release, outcome.files ?? NO_FILES);
+        }
         this.afterAnswer();
       },
       (error: unknown) => {
@@ -570,6 +574,12 @@ export class KafkaListener {
    */
   readonly requestLatency = new Map<string, Histogram>();
   private readonly latencyByApiKey: Histogram[] = [];
+  /**
+   * Error codes in the answers sent, by API name and Kafka's error name
+   * (`booblik_kafka_response_errors_total`): one per partition, member, topic… that carries one, as
+   * Kafka's own `ErrorsPerSec` counts them (AbstractResponse.errorCounts), NONE left out.
+   */
+  readonly responseErrors = new Map<string, Map<string, number>>();
 
   /** Records and bytes produced and fetched through both ports. */
   get traffic(): KafkaTraffic {
@@ -581,6 +591,19 @@ export class KafkaListener {
       produceBytes: sum((t) => t.produceBytes),
       fetchBytes: sum((t) => t.fetchBytes),
     };
+  }
+
+  countErrors(apiKey: number, codes: readonly number[]): void {
+    const api = KAFKA_API_NAMES[apiKey] ?? "UNKNOWN";
+    let byError = this.responseErrors.get(api);
+    if (byError === undefined) {
+      byError = new Map();
+      this.responseErrors.set(api, byError);
+    }
+    for (const code of codes) {
+      const error = KAFKA_ERROR_NAMES[code] ?? `ERROR_${code}`;
+      byError.set(error, (byError.get(error) ?? 0) + 1);
+    }
   }
 
   latencyOf(apiKey: number): Histogram {

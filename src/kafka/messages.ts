@@ -81,7 +81,7 @@ export function encodeApiVersionsResponse(
   response: ApiVersionsResponse,
 ): void {
   const start = beginResponse(writer, correlationId, 0);
-  writer.int16(response.errorCode);
+  writer.errorCode(response.errorCode);
   const flexible = version >= 3;
   if (flexible) writer.compactArrayCount(response.apiKeys.length);
   else writer.arrayCount(response.apiKeys.length);
@@ -169,11 +169,11 @@ export function encodeMetadataResponse(
   if (version >= 1) writer.int32(response.controllerId);
   writer.arrayCount(response.topics.length);
   for (const topic of response.topics) {
-    writer.int16(topic.errorCode).string(topic.name);
+    writer.errorCode(topic.errorCode).string(topic.name);
     if (version >= 1) writer.boolean(topic.isInternal);
     writer.arrayCount(topic.partitions.length);
     for (const partition of topic.partitions) {
-      writer.int16(partition.errorCode).int32(partition.partitionIndex).int32(partition.leaderId);
+      writer.errorCode(partition.errorCode).int32(partition.partitionIndex).int32(partition.leaderId);
       if (version >= 7) writer.int32(partition.leaderEpoch);
       writeInt32Array(writer, partition.replicaNodes);
       writeInt32Array(writer, partition.isrNodes);
@@ -255,7 +255,7 @@ export function encodeProduceResponse(
   for (const topic of topics) {
     writer.string(topic.name).arrayCount(topic.partitions.length);
     for (const partition of topic.partitions) {
-      writer.int32(partition.index).int16(partition.errorCode).int64(partition.baseOffset);
+      writer.int32(partition.index).errorCode(partition.errorCode).int64(partition.baseOffset);
       if (version >= 2) writer.int64(partition.logAppendTimeMs);
       if (version >= 5) writer.int64(partition.logStartOffset);
       if (version >= 8) {
@@ -398,12 +398,12 @@ export function encodeFetchResponse(
   const start = begin(writer, KAFKA_API.FETCH, version, correlationId);
   let fileBytes = 0;
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  if (version >= 7) writer.int16(response.errorCode).int32(response.sessionId);
+  if (version >= 7) writer.errorCode(response.errorCode).int32(response.sessionId);
   writer.arrayCount(response.topics.length);
   for (const topic of response.topics) {
     writer.string(topic.topic).arrayCount(topic.partitions.length);
     for (const partition of topic.partitions) {
-      writer.int32(partition.partition).int16(partition.errorCode).int64(partition.highWatermark);
+      writer.int32(partition.partition).errorCode(partition.errorCode).int64(partition.highWatermark);
       if (version >= 4) writer.int64(partition.lastStableOffset);
       if (version >= 5) writer.int64(partition.logStartOffset);
       if (version >= 4) writer.arrayCount(0); // aborted_transactions: none (no transactions)
@@ -492,7 +492,7 @@ export function encodeListOffsetsResponse(
   for (const topic of topics) {
     writer.string(topic.name).arrayCount(topic.partitions.length);
     for (const partition of topic.partitions) {
-      writer.int32(partition.partition).int16(partition.errorCode);
+      writer.int32(partition.partition).errorCode(partition.errorCode);
       if (version === 0) {
         // old_style_offsets: Kafka answers one offset, or none when there is none.
         if (partition.offset < 0) writer.arrayCount(0);
@@ -537,7 +537,7 @@ export function encodeFindCoordinatorResponse(
 ): void {
   const start = begin(writer, KAFKA_API.FIND_COORDINATOR, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.int16(response.errorCode);
+  writer.errorCode(response.errorCode);
   if (version >= 1) writer.nullableString(response.errorMessage);
   writer.int32(response.nodeId).string(response.host).int32(response.port);
   finish(writer, start);
@@ -608,7 +608,7 @@ export function encodeCreateTopicsResponse(
   if (version >= 2) writer.int32(0); // throttle_time_ms
   writer.arrayCount(topics.length);
   for (const topic of topics) {
-    writer.string(topic.name).int16(topic.errorCode);
+    writer.string(topic.name).errorCode(topic.errorCode);
     if (version >= 1) writer.nullableString(topic.errorMessage);
   }
   finish(writer, start);
@@ -639,7 +639,7 @@ export function encodeDeleteTopicsResponse(
   const start = begin(writer, KAFKA_API.DELETE_TOPICS, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
   writer.arrayCount(topics.length);
-  for (const topic of topics) writer.string(topic.name).int16(topic.errorCode);
+  for (const topic of topics) writer.string(topic.name).errorCode(topic.errorCode);
   finish(writer, start);
 }
 
@@ -684,7 +684,7 @@ export function encodeInitProducerIdResponse(
 ): void {
   const start = begin(writer, KAFKA_API.INIT_PRODUCER_ID, version, correlationId);
   writer.int32(0); // throttle_time_ms
-  writer.int16(response.errorCode).int64(response.producerId).int16(response.producerEpoch);
+  writer.errorCode(response.errorCode).int64(response.producerId).int16(response.producerEpoch);
   if (isFlexible(KAFKA_API.INIT_PRODUCER_ID, version)) writer.emptyTaggedFields();
   finish(writer, start);
 }

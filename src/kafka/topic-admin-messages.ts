@@ -73,7 +73,7 @@ export function encodeCreatePartitionsResponse(
   writer.int32(0); // throttle_time_ms
   writer.arrayCount(results.length);
   for (const result of results)
-    writer.string(result.name).int16(result.errorCode).nullableString(result.errorMessage);
+    writer.string(result.name).errorCode(result.errorCode).nullableString(result.errorMessage);
   endResponse(writer, start);
 }
 
@@ -153,7 +153,7 @@ export function encodeIncrementalAlterConfigsResponse(
   writer.arrayCount(results.length);
   for (const result of results) {
     writer
-      .int16(result.errorCode)
+      .errorCode(result.errorCode)
       .nullableString(result.errorMessage)
       .int8(result.resourceType)
       .string(result.resourceName);

@@ -43,6 +43,7 @@ export interface KafkaListenerMetrics {
     readonly sendfileBytes: number;
   };
   readonly requestLatency: ReadonlyMap<string, Histogram>;
+  readonly responseErrors: ReadonlyMap<string, ReadonlyMap<string, number>>;
   readonly traffic: {
     readonly produceRecords: number;
     readonly produceBytes: number;
@@ -286,6 +287,17 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "counter",
     "Kafka-protocol connections closed for a request booblik cannot answer (an API or version it does not serve, a malformed request).",
     kafkaSeries((listener) => listener.counters.closedForRequest),
+  );
+  registry.register(
+    "booblik_kafka_response_errors_total",
+    "counter",
+    "Error codes in Kafka-protocol answers, by API and Kafka's error name: one per partition, topic, group or member that carries one (as Kafka's ErrorsPerSec counts them), NONE left out.",
+    () =>
+      [...(kafkaListener()?.responseErrors.entries() ?? [])].flatMap(([api, byError]) =>
+        [...byError.entries()].map(
+          ([error, count]) => [{ api, error }, count] as [Record<string, string>, number],
+        ),
+      ),
   );
   registry.register(
     "booblik_kafka_produce_records_total",

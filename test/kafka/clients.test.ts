@@ -123,7 +123,17 @@ describe("a broker process with --kafka-port", () => {
     await admin.connect();
     await admin.createTopics({ topics: [{ topic: "counted" }] });
     await admin.fetchTopicOffsets("counted");
+    expect(before).not.toContain("booblik_kafka_response_errors_total{");
+    // An answer's error codes are counted by API and name: kafkajs reports an existing topic as
+    // "nothing created" (TOPIC_ALREADY_EXISTS in the answer).
+    expect(await admin.createTopics({ topics: [{ topic: "counted" }] })).toBe(false);
     const during = await scrape();
+    expect(
+      metricValue(
+        during,
+        'booblik_kafka_response_errors_total{api="CREATE_TOPICS",error="TOPIC_ALREADY_EXISTS"}',
+      ),
+    ).toBe(1);
     expect(metricValue(during, "booblik_kafka_connections")).toBeGreaterThanOrEqual(1);
     const requests = metricValue(during, "booblik_kafka_requests_total");
     // ApiVersions, Metadata, CreateTopics, ListOffsets at least; kafkajs adds Metadata refreshes.

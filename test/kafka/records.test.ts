@@ -376,6 +376,18 @@ describe("Produce and Fetch over raw frames", () => {
     expect([beyond.error, beyond.highWatermark]).toEqual([KAFKA_ERROR.OFFSET_OUT_OF_RANGE, 2]);
     const unknown = fetchAnswer(await roundTrip(socket, fetchV11("nope", 0, 0)));
     expect(unknown.error).toBe(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION);
+    // /metrics' booblik_kafka_response_errors_total: each partition's code once, NONE left out.
+    expect(listenerOf(port).responseErrors).toEqual(
+      new Map([
+        [
+          "FETCH",
+          new Map([
+            ["OFFSET_OUT_OF_RANGE", 1],
+            ["UNKNOWN_TOPIC_OR_PARTITION", 1],
+          ]),
+        ],
+      ]),
+    );
   });
 
   test("a first batch larger than partition_max_bytes and max_bytes comes whole; a second one does not come", async () => {
