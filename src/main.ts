@@ -160,7 +160,7 @@ const OPTIONS = {
     flag: "--max-admin-requests-per-second",
     env: "BOOBLIK_MAX_ADMIN_REQUESTS_PER_SECOND",
     fallback: String(ADMIN_REQUESTS_PER_SECOND_DEFAULT),
-    help: `topic creates, deletes, alters and partition additions one client address may make per second, after a burst of ${ADMIN_REQUEST_BURST_SECONDS} seconds' worth`,
+    help: `admin requests (topic creates, deletes, alters, partition additions, purges, ACL changes) one client address may make per second, after a burst of ${ADMIN_REQUEST_BURST_SECONDS} seconds' worth`,
   },
   requestTimeoutMs: {
     flag: "--request-timeout",

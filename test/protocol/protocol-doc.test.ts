@@ -90,7 +90,7 @@ test("the METADATA example is what the codec writes", () => {
   expect(example("metadata-request")).toBe(frame((w) => encodeMetadataRequest(w, 1, { topics: [] })));
   expect(example("metadata-response")).toBe(
     frame((w) =>
-      encodeMetadataResponse(w, 1, { brokerVersion: "0.1.0", crc32cImplementation: "isa-l", topics: [] }),
+      encodeMetadataResponse(w, 1, { brokerVersion: "0.1.0", crc32cImplementation: "isa-l-01", topics: [] }),
     ),
   );
 });
