@@ -12,8 +12,11 @@
  * crash or a lost answer.
  *
  * Producers (each `bun test/torture/kafka-torture.ts --role …`, a child of the harness):
- * - kafkajs 2.2.4, `idempotent: true`, acks −1, one `send` in flight (`--kafkajs-in-flight` raises
- *   it), 1-8 keyed records per send. A resolved send is an acknowledgement: each id is logged with the
+ * - kafkajs 2.2.4, `idempotent: true`, acks −1, one `send` in flight, 1-8 keyed records per send.
+ *   `--kafkajs-in-flight K` runs K sends at once on the one producer: then kafkajs itself loses
+ *   acknowledged records and stores others twice after a lost answer (it gives a failed request's
+ *   sequences back to the next send; kafkajs-concurrent-sends.ts reproduces it in one step), so the
+ *   default is 1, the way an idempotent kafkajs producer is safe to use. A resolved send is an acknowledgement: each id is logged with the
  *   partition and offset the broker answered. A rejected send (kafkajs gave up) is logged as failed
  *   and the producer instance is replaced (a new producer id), never resent.
  * - kcat (librdkafka 2.0.2), `-X enable.idempotence=true -X acks=all`, one kcat process per group
@@ -276,7 +279,7 @@ interface TracedBatch {
  * hears it), drops the next Produce request (it never reaches the broker), sends half of the next
  * Produce response, or closes every connection at once.
  */
-class TracingProxy {
+export class TracingProxy {
   private readonly server: net.Server;
   private readonly connections = new Set<{ client: net.Socket; upstream: net.Socket }>();
   private armed: CutKind | undefined;
@@ -420,7 +423,7 @@ class TracingProxy {
         this.sent.add(key);
         batches.push(batch);
         this.trace(
-          `req c${connection} #${header.correlationId} v${header.apiVersion} ${header.clientId} p${batch.partition} pid ${batch.producerId} e${batch.epoch} seq ${batch.baseSequence}+${batch.recordCount}${batch.resend ? ` (resend${this.answered.has(key) ? " of an answered batch" : ""})` : ""}`,
+          `req c${connection} #${header.correlationId} v${header.apiVersion} ${header.clientId} p${batch.partition} pid ${batch.producerId} e${batch.epoch} seq ${batch.baseSequence}+${batch.recordCount}${batch.resend ? ` (sequences sent before${this.answered.has(key) ? ", and answered" : ""})` : ""}`,
         );
       }
     return batches;
@@ -550,7 +553,7 @@ interface ProducerChild {
   done: Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const port = (server.address() as net.AddressInfo).port;
