@@ -37,6 +37,13 @@
  * answered); then the broker is stopped cleanly and the stored batch headers are read from the data
  * directory: per producer id, each batch's sequences must follow the previous batch's.
  *
+ * A duplicate the harness reports is not always the broker's: with `--segment-bytes` below kcat's
+ * batches, the broker refuses some with MESSAGE_TOO_LARGE, librdkafka 2.0.2 then bumps its epoch
+ * locally after draining its in-flight requests, and a kill during that drain makes it send the
+ * possibly stored batch again under the new epoch at sequence 0, which Kafka's rules (and booblik's)
+ * append: the two copies carry the same producer id and consecutive epochs (seed 5005 with
+ * `--segment-bytes 4096` showed it). The default segment size keeps kcat's batches below it.
+ *
  * `bun test/torture/kafka-torture.ts --cycles N --seed S [--mode kill|cut] [--work-dir DIR]
  *   [--segment-bytes B] [--write-mode file|mapped] [--kafkajs-in-flight K] [--keep]`
  * The work directory must be on a disk (not tmpfs: a kill keeps the page cache, tmpfs is only that);
