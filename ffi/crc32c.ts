@@ -41,6 +41,7 @@
  */
 
 import { readFileSync } from "node:fs";
+import { BooblikError } from "../src/domain/errors.ts";
 import { crc32cPortable } from "./crc32c-portable.ts";
 
 export type Crc32cFunction = (bytes: Uint8Array, start: number, end: number) => number;
@@ -148,7 +149,10 @@ function choose(): Crc32cImplementation {
     return CRC32C_IMPLEMENTATIONS.find((name) => crc32cAvailable.has(name))!;
   }
   if (!(CRC32C_IMPLEMENTATIONS as readonly string[]).includes(wanted)) {
-    throw new Error(`BOOBLIK_CRC32C=${wanted}: expected auto, ${CRC32C_IMPLEMENTATIONS.join(", ")}`);
+    throw new BooblikError(
+      "INVALID_ARGUMENT",
+      `BOOBLIK_CRC32C=${wanted}: expected auto, ${CRC32C_IMPLEMENTATIONS.join(", ")}`,
+    );
   }
   const name = wanted as Crc32cImplementation;
   if (!crc32cAvailable.has(name)) {
@@ -160,7 +164,8 @@ function choose(): Crc32cImplementation {
       bunFfi === undefined
         ? `; ISA-L needs Bun's bun:ffi, absent in this runtime (node ${process.versions.node})`
         : "";
-    throw new Error(
+    throw new BooblikError(
+      "INVALID_ARGUMENT",
       `BOOBLIK_CRC32C=${name} cannot run here: it needs ${needs}${where}; available: ${[...crc32cAvailable.keys()].join(", ")}`,
     );
   }

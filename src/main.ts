@@ -7,6 +7,9 @@
  * before anything starts: a bad value found after the data directory opened would exit without the
  * clean-shutdown mark, and the next start would scan the whole log as after a crash.
  */
+// First, and as a bare import (which the import sorter leaves where it is): evaluated before any
+// module that reads a setting while it loads (src/start-guard.ts).
+import "./broker-guard.ts";
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { LoginDelays } from "./auth/login-delays.ts";
@@ -20,6 +23,7 @@ import {
 import { Broker } from "./broker/broker.ts";
 import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-config.ts";
 import { readUsersFile } from "./broker/users-file.ts";
+import { startGuard } from "./broker-guard.ts";
 import { ConsoleAuth } from "./console/console-auth.ts";
 import { BooblikError } from "./domain/errors.ts";
 import {
@@ -1008,6 +1012,7 @@ async function main(): Promise<number> {
   return -1; // keep running
 }
 
+startGuard.done();
 main().then(
   (code) => {
     if (code >= 0) process.exit(code);

@@ -7,6 +7,9 @@
  * half-runs a command); 3 `segment verify` found damage. Expected failures print one line, no stack
  * trace (one JSON object with `--json`). A closed stdout (`| head`) ends any command quietly, exit 0.
  */
+// First, and as a bare import (which the import sorter leaves where it is): evaluated before any
+// module that reads a setting while it loads (src/start-guard.ts).
+import "./guard.ts";
 import fs from "node:fs";
 import path from "node:path";
 import { DataDirLock } from "../broker/data-dir-lock.ts";
@@ -56,6 +59,7 @@ import { findFormat1Segment, MigrationDamageError, migrateFormat1 } from "../sto
 import { WRITE_MODES } from "../storage/segment-writer.ts";
 import { ACL_HELP, aclCommand } from "./acl.ts";
 import { GROUPS_HELP, groupsCommand } from "./groups.ts";
+import { startGuard } from "./guard.ts";
 import { isClosedPipe, Output, Progress, table, watchStdoutReader } from "./output.ts";
 import { type RecordPrinter, recordPrinter } from "./record-format.ts";
 import { repairDataDirectory } from "./repair.ts";
@@ -1612,6 +1616,7 @@ function fail(
   process.exit(exitCode);
 }
 
+startGuard.done();
 const argv = process.argv.slice(2);
 // Known before parsing, so that a command line that does not parse is reported as JSON too.
 const jsonErrors = argv.includes("--json");

@@ -11,6 +11,7 @@ import { BooblikClient } from "../../src/client/client.ts";
 import { OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { type BrokerProcess, runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { runCli } from "../helpers/cli-process.ts";
 import { payloadForOffset } from "../helpers/random.ts";
 import { fetchedTexts, readValues } from "../helpers/records.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -345,6 +346,21 @@ describe("restarts and refusals", () => {
       last.close();
     }
   });
+  test("a wrong BOOBLIK_CRC32C, read while the modules load, is one line and an exit code for the broker and the CLI", async () => {
+    using dir = tempDir();
+    const expected = "BOOBLIK_CRC32C=bogus: expected auto, isa-l-01, isa-l-00, isa-l-dispatcher, portable";
+    // Before: Bun's report of an uncaught exception, source lines and a stack trace.
+    const broker = await runBrokerExpectingFailure(["--data-dir", dir.path, "--port", "0"], {
+      BOOBLIK_CRC32C: "bogus",
+    });
+    expect([broker.exitCode, broker.stderr]).toEqual([1, `booblik: ${expected}\n`]);
+    expect(fs.readdirSync(dir.path)).toEqual([]);
+    const cli = await runCli(["--local", "topics", "list"], {
+      env: { BOOBLIK_CRC32C: "bogus" },
+    });
+    expect([cli.exitCode, cli.stderr]).toEqual([2, `booblik-cli: ${expected}\n`]);
+  });
+
   test("a port in use and a locked data directory are refused with a clear message and exit code 1", async () => {
     using first = tempDir();
     using second = tempDir();

@@ -41,6 +41,9 @@ const LAYERS: Record<string, string[]> = {
   // native server; it never imports the native protocol or server.
   "src/kafka": ["src/kafka", "src/broker", "src/record", "src/auth", "src/domain", "ffi"],
   "src/client": ["src/client", "src/protocol", "src/record", "src/auth", "src/domain", "ffi/crc32c.ts"],
+  // What an entry point imports first, to report a wrong setting read while the modules load.
+  "src/start-guard.ts": ["src/domain"],
+  "src/broker-guard.ts": ["src/start-guard.ts"],
 };
 /** Composition roots: they may import anything, and nothing imports them. */
 const ROOTS = ["src/cli", "src/main.ts", "src/index.ts"];
