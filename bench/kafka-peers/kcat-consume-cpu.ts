@@ -2,7 +2,7 @@
  * Where kcat's time goes when it consumes the same 100 B records from booblik and from Apache Kafka
  * (issue 12: the one bench:kafka-peers cell where booblik's median is behind).
  *
- *   bun bench/kafka-peers/kcat-consume-cpu.ts [--rounds=6] [--mib=32]
+ *   bun bench/kafka-peers/kcat-consume-cpu.ts [--rounds=6] [--mib=32] [--record=no|yes]
  *
  * One booblik broker (this checkout, `--kafka-port` on a free port) and one Kafka 4.1.1 node
  * (bench/compat/kafka-node.ts, 1 GiB heap) run side by side. Each gets a topic of one partition
@@ -11,7 +11,9 @@
  * the systems and their order per round, the benchmark's `kcat -C … -c N -e -q -f '%o\n'` runs under
  * `perf stat -e task-clock,context-switches,page-faults`: kcat's wall time, CPU, context switches
  * and page faults. Last, one run per system under `strace -f -c` counts kcat's `futex` and
- * `recvmsg` calls. Every run's output is checked to end at offset N - 1. Needs kcat, perf, strace,
+ * `recvmsg` calls. With `--record=yes`, one more run per system under `perf record -g` prints
+ * kcat's busiest functions (self time, `perf report --no-children`, threads apart). Every run's
+ * output is checked to end at offset N - 1. Needs kcat, perf, strace,
  * java 17+ and Maven (the Kafka jars are fetched into ~/.cache/booblik-compat). Data goes to
  * BOOBLIK_BENCH_DIR (never tmpfs).
  */
@@ -34,8 +36,8 @@ import { freePort, perfStatCounts } from "../lib/processes.ts";
 import { median, medianRange } from "../lib/stats.ts";
 
 const args = parseBenchArgs({
-  usage: "bun bench/kafka-peers/kcat-consume-cpu.ts [--rounds=6] [--mib=32]",
-  options: { rounds: "6", mib: "32" },
+  usage: "bun bench/kafka-peers/kcat-consume-cpu.ts [--rounds=6] [--mib=32] [--record=no|yes]",
+  options: { rounds: "6", mib: "32", record: "no" },
 });
 const rounds = args.number("rounds");
 const SIZE_BYTES = 100;
@@ -153,6 +155,32 @@ try {
         ?.trim()
         .split(/\s+/)[3] ?? "?";
     console.log(`| ${system} | ${calls("futex")} | ${calls("recvmsg")} | |`);
+  }
+  if (args.text("record") === "yes") {
+    for (const [system, bootstrap] of Object.entries(systems)) {
+      const data = path.join(directory.path, `perf-${system}.data`);
+      await runTool(
+        [
+          ...["perf", "record", "-g", "-F", "4999", "-o", data],
+          ...kcatConsume(clients, bootstrap, "r", count),
+        ],
+        path.join(directory.path, `record-out-${system}.txt`),
+      );
+      const report = Bun.spawnSync(
+        [
+          ...["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,dso,symbol"],
+          ...["-g", "none", "--percent-limit", "1.5"],
+        ],
+        { stderr: "ignore" },
+      );
+      const lines = report.stdout
+        .toString()
+        .split("\n")
+        .filter((line) => /^\s+\d/.test(line) || line.startsWith("# Samples"));
+      console.log(
+        `\n${system}: kcat under perf record -g (self time, ≥ 1.5 % of samples)\n${lines.join("\n")}`,
+      );
+    }
   }
 } finally {
   booblik.kill("SIGTERM");
