@@ -3,7 +3,7 @@
  * and the Kafka port both 0 (the Kafka port is read from the start-up line), stopped with SIGTERM
  * and its directory removed.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -19,9 +19,13 @@ export interface BooblikChild {
 
 /**
  * `extraArgs`: more broker flags (e.g. `--users-file <path>` for a broker whose Kafka port wants a
- * SASL login, bench/compat/franz-go.ts --scram).
+ * SASL login, bench/compat/franz-go.ts --scram). `logFile`: every byte the broker prints (stdout and
+ * stderr) is appended there, e.g. its `closing the connection` lines (bench/compat/python.ts).
  */
-export async function startBooblik(extraArgs: readonly string[] = []): Promise<BooblikChild> {
+export async function startBooblik(
+  extraArgs: readonly string[] = [],
+  options: { logFile?: string } = {},
+): Promise<BooblikChild> {
   const dataDir = mkdtempSync(join(tmpdir(), "booblik-compat-"));
   const child = Bun.spawn(
     [
@@ -44,8 +48,13 @@ export async function startBooblik(extraArgs: readonly string[] = []): Promise<B
     await child.exited;
     rmSync(dataDir, { recursive: true, force: true });
   };
+  const log = (chunk: Uint8Array | string) => {
+    if (options.logFile !== undefined) appendFileSync(options.logFile, chunk);
+  };
   // The start-up line names the Kafka port; stderr is read too so that the pipe never fills.
-  void new Response(child.stderr).text();
+  void (async () => {
+    for await (const chunk of child.stderr) log(chunk);
+  })();
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
   let seen = "";
@@ -54,12 +63,17 @@ export async function startBooblik(extraArgs: readonly string[] = []): Promise<B
     for (;;) {
       const { value, done } = await reader.read();
       if (done) throw new Error(`the broker exited before its Kafka listener started:\n${seen}`);
+      log(value);
       seen += decoder.decode(value);
       const port = /Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(seen)?.[1];
       if (port !== undefined) {
         // Keep draining stdout so that the broker never blocks on a full pipe.
         void (async () => {
-          while (!(await reader.read()).done) {}
+          for (;;) {
+            const { value: more, done: ended } = await reader.read();
+            if (ended) break;
+            log(more);
+          }
         })();
         return { bootstrap: `127.0.0.1:${port}`, stop };
       }
