@@ -1004,6 +1004,11 @@ export class Partition {
     );
   }
 
+  /** The visible record with the largest timestamp, the earliest of several (PartitionLog). */
+  offsetForLargestTimestamp(): TimestampLookup | undefined {
+    return this.log.offsetForLargestTimestamp(this.visibleNextOffset);
+  }
+
   /**
    * The first visible offset whose record timestamp is ≥ `timestampMs`, with that timestamp
    * (Kafka's ListOffsets by time); undefined when no visible record has one.

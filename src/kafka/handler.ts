@@ -132,6 +132,7 @@ import {
   type FileCut,
   LIST_OFFSETS_EARLIEST,
   LIST_OFFSETS_LATEST,
+  LIST_OFFSETS_MAX_TIMESTAMP,
   type ListOffsetsPartitionResponse,
   type MetadataTopic,
   pieceBytes,
@@ -1086,7 +1087,15 @@ export class KafkaHandler {
             // read_committed and read_uncommitted agree: no transactions, so the last stable offset is
             // the high watermark (the visible end).
             else if (asked.timestamp === LIST_OFFSETS_LATEST) answer.offset = partition.visibleNextOffset;
-            else if (asked.timestamp >= 0) {
+            else if (asked.timestamp === LIST_OFFSETS_MAX_TIMESTAMP && version >= 1) {
+              // The visible record with the largest timestamp, the first of several (KIP-734); none:
+              // −1 and −1. librdkafka asks at any version, Kafka's own clients from v7.
+              const found = partition.offsetForLargestTimestamp();
+              if (found !== undefined) {
+                answer.offset = found.offset;
+                answer.timestamp = found.timestampMs;
+              }
+            } else if (asked.timestamp >= 0) {
               // The first offset whose record timestamp is ≥ the one asked for (the time index);
               // none: −1 and −1, as Kafka answers.
               const found = partition.offsetForTimestamp(asked.timestamp);

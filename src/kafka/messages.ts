@@ -24,6 +24,8 @@ import type { KafkaReader, KafkaWriter } from "./codec.ts";
 // Smallest encodings, for the array-count checks: an int16-length string is 2 bytes, an int32 is 4.
 const STRING_BYTES_MIN = 2;
 const INT32_BYTES = 4;
+/** A COMPACT_STRING's smallest encoding: its one-byte length (0 = null). */
+const COMPACT_STRING_BYTES_MIN = 1;
 
 function arrayOfInt32(reader: KafkaReader, field: string): number[] {
   const count = reader.arrayCount(field, INT32_BYTES);
@@ -435,6 +437,8 @@ export function encodeFetchResponse(
 /** ListOffsets timestamps with a meaning of their own (ListOffsetsRequest.java). */
 export const LIST_OFFSETS_LATEST = -1;
 export const LIST_OFFSETS_EARLIEST = -2;
+/** The record with the largest timestamp (KIP-734; Kafka's clients send it from v7, librdkafka at any). */
+export const LIST_OFFSETS_MAX_TIMESTAMP = -3;
 
 export interface ListOffsetsPartitionRequest {
   partition: number;
@@ -448,25 +452,38 @@ export interface ListOffsetsRequest {
   topics: { name: string; partitions: ListOffsetsPartitionRequest[] }[];
 }
 
+/**
+ * v0-7. v6 is flexible (compact strings and arrays, tagged fields after each partition, topic and
+ * the request); v7 only allows the MAX_TIMESTAMP timestamp (−3), which booblik answers at every
+ * version from 1.
+ */
 export function decodeListOffsetsRequest(reader: KafkaReader, version: number): ListOffsetsRequest {
+  const flexible = isFlexible(KAFKA_API.LIST_OFFSETS, version);
   reader.int32("replica_id");
   const isolationLevel = version >= 2 ? reader.int8("isolation_level") : 0;
-  const partitionBytes = 4 + (version >= 4 ? 4 : 0) + 8 + (version === 0 ? 4 : 0);
-  const topicCount = reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES);
+  const partitionBytes = 4 + (version >= 4 ? 4 : 0) + 8 + (version === 0 ? 4 : 0) + (flexible ? 1 : 0);
+  const topicCount = flexible
+    ? reader.compactArrayCount("topics", COMPACT_STRING_BYTES_MIN + 2) // name, partitions count, tags
+    : reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES);
   const topics: ListOffsetsRequest["topics"] = [];
   for (let t = 0; t < topicCount; t++) {
-    const name = reader.string("topic name");
-    const count = reader.arrayCount("partitions", partitionBytes);
+    const name = flexible ? reader.compactString("topic name") : reader.string("topic name");
+    const count = flexible
+      ? reader.compactArrayCount("partitions", partitionBytes)
+      : reader.arrayCount("partitions", partitionBytes);
     const partitions: ListOffsetsPartitionRequest[] = [];
     for (let p = 0; p < count; p++) {
       const partition = reader.int32("partition_index");
       if (version >= 4) reader.int32("current_leader_epoch");
       const timestamp = reader.int64("timestamp");
       const maxNumOffsets = version === 0 ? reader.int32("max_num_offsets") : 1;
+      if (flexible) reader.skipTaggedFields("ListOffsets partition");
       partitions.push({ partition, timestamp, maxNumOffsets });
     }
+    if (flexible) reader.skipTaggedFields("ListOffsets topic");
     topics.push({ name, partitions });
   }
+  if (flexible) reader.skipTaggedFields("ListOffsets request");
   reader.expectEnd("ListOffsets request");
   return { isolationLevel, topics };
 }
@@ -486,11 +503,14 @@ export function encodeListOffsetsResponse(
   correlationId: number,
   topics: readonly { name: string; partitions: readonly ListOffsetsPartitionResponse[] }[],
 ): void {
+  const flexible = isFlexible(KAFKA_API.LIST_OFFSETS, version);
   const start = begin(writer, KAFKA_API.LIST_OFFSETS, version, correlationId);
   if (version >= 2) writer.int32(0); // throttle_time_ms
-  writer.arrayCount(topics.length);
+  if (flexible) writer.compactArrayCount(topics.length);
+  else writer.arrayCount(topics.length);
   for (const topic of topics) {
-    writer.string(topic.name).arrayCount(topic.partitions.length);
+    if (flexible) writer.compactString(topic.name).compactArrayCount(topic.partitions.length);
+    else writer.string(topic.name).arrayCount(topic.partitions.length);
     for (const partition of topic.partitions) {
       writer.int32(partition.partition).errorCode(partition.errorCode);
       if (version === 0) {
@@ -501,8 +521,11 @@ export function encodeListOffsetsResponse(
       }
       writer.int64(partition.timestamp).int64(partition.offset);
       if (version >= 4) writer.int32(-1); // leader_epoch: none (common.md §2: epoch −1 everywhere)
+      if (flexible) writer.emptyTaggedFields();
     }
+    if (flexible) writer.emptyTaggedFields();
   }
+  if (flexible) writer.emptyTaggedFields();
   finish(writer, start);
 }
 

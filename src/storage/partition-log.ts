@@ -771,6 +771,28 @@ export class PartitionLog {
   }
 
   /**
+   * The record with the largest timestamp in [logStartOffset, `endOffset`), the earliest of them
+   * when several share it, with that timestamp (Kafka's ListOffsets MAX_TIMESTAMP, KIP-734, which
+   * answers the first record holding the largest timestamp); undefined when the range holds no
+   * record. The largest timestamp comes from each segment's own (largestTimestampBetween), the
+   * offset from the time lookup of it.
+   */
+  offsetForLargestTimestamp(endOffset: number = this.nextOffset): TimestampLookup | undefined {
+    if (this.closed) throw new ClosedError(`partition ${this.directory}`);
+    const end = Math.min(endOffset, this.nextOffset);
+    const start = this.logStartOffset;
+    if (end <= start) return undefined;
+    let largest = -1;
+    for (const segment of this.segments) {
+      if (segment.baseOffset >= end) break;
+      if (segment.nextOffset <= start) continue; // wholly purged, not yet deleted
+      const segmentLargest = segment.largestTimestampBetween(start, end);
+      if (segmentLargest > largest) largest = segmentLargest;
+    }
+    return this.offsetForTimestamp(largest, end);
+  }
+
+  /**
    * Zero-copy read: the file range of whole entries from the one containing `offset` on within one
    * segment, at most `maxBytes` (but always the first entry). Returns the segment, acquired: the
    * caller sends

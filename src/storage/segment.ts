@@ -1179,6 +1179,78 @@ export class Segment implements ReadDescriptorHolder {
     return undefined;
   }
 
+  /**
+   * The largest record timestamp in [`fromOffset`, `endOffset`) of this segment, −1 when no record
+   * is there (Kafka's ListOffsets MAX_TIMESTAMP, KIP-734, asks the partition's largest). Whole
+   * segment: its MaxTimestamp over the entries. A range from the segment's start to an earlier end
+   * (records not yet visible under `force`): the time index's running maximum before the index
+   * entry at the end, then at most about one index interval of entry headers. A range that starts
+   * inside the segment (the log start after a purge): the entry headers from there, and the records
+   * of an entry that straddles the start, walked one by one (a batch this build cannot decompress
+   * counts with its MaxTimestamp).
+   */
+  largestTimestampBetween(fromOffset: number, endOffset: number): number {
+    const end = Math.min(endOffset, this.publishedNextOffset);
+    if (end <= Math.max(fromOffset, this.baseOffset)) return -1;
+    this.ensureIndexed();
+    if (fromOffset <= this.baseOffset && end === this.publishedNextOffset) return this.maxTimestampMs;
+    const fd = this.ensureReadFd();
+    const boundary = this.endBoundary(end);
+    let position: number;
+    let largest: number;
+    if (fromOffset <= this.baseOffset) {
+      const relative = boundary.offset - 1 - this.baseOffset;
+      largest = this.index.maxTimestampBefore(relative);
+      position = this.index.lookup(relative, this.entry).position;
+    } else {
+      position = this.locate(fromOffset).position;
+      largest = -1;
+    }
+    windowEnd = 0;
+    while (position < boundary.position) {
+      const header = this.entryHeaderAt(fd, position, boundary.position);
+      const entryBytes = ENTRY_HEADER_BYTES + header.sizeBytes;
+      if (header.baseOffset >= fromOffset || header.logAppendTime) {
+        if (header.maxTimestamp > largest) largest = header.maxTimestamp;
+      } else {
+        const straddling = this.largestRecordTimestampFrom(fd, position, entryBytes, fromOffset);
+        if (straddling > largest) largest = straddling;
+        windowEnd = 0; // the record walk read outside the scratch window's bookkeeping
+      }
+      position += entryBytes;
+    }
+    return largest;
+  }
+
+  /** The largest timestamp of the records at or after `fromOffset` in the entry at `position`. */
+  private largestRecordTimestampFrom(
+    fd: number,
+    position: number,
+    entryBytes: number,
+    fromOffset: number,
+  ): number {
+    const bytes = new Uint8Array(entryBytes);
+    if (disk.preadFull(fd, bytes, 0, entryBytes, position, this.path) < entryBytes)
+      throw new CorruptRecordError("entry runs past the end of the file", position, this.path);
+    const header = readBatchHeader(bytes, ENTRY_HEADER_BYTES);
+    let largest = -1;
+    try {
+      forEachRecord(
+        bytes,
+        ENTRY_HEADER_BYTES,
+        entryBytes,
+        (record) => {
+          if (record.offset >= fromOffset && record.timestamp > largest) largest = record.timestamp;
+        },
+        header,
+      );
+    } catch (error) {
+      if (error instanceof InvalidBatchError && error.check === "codec") return header.maxTimestamp;
+      throw error;
+    }
+    return largest;
+  }
+
   private firstRecordAtOrAfter(
     fd: number,
     position: number,

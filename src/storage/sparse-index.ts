@@ -107,6 +107,28 @@ export class SparseIndex {
     return out;
   }
 
+  /**
+   * The largest record timestamp of every entry before the one `lookup(targetRelativeOffset)`
+   * finds (−1 for the implicit entry): with a walk from that entry, the largest timestamp of a
+   * prefix of the segment without reading the prefix.
+   */
+  maxTimestampBefore(targetRelativeOffset: number): number {
+    const pairs = this.pairs;
+    let low = 0;
+    let high = this.count - 1;
+    let found = -1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      if (pairs[middle * 2]! <= targetRelativeOffset) {
+        found = middle;
+        low = middle + 1;
+      } else {
+        high = middle - 1;
+      }
+    }
+    return found < 0 ? -1 : this.timestamps[found]!;
+  }
+
   /** The entry with the largest position ≤ `targetPosition` (the implicit one if none). */
   floorByPosition(targetPosition: number, out: IndexEntry): IndexEntry {
     const pairs = this.pairs;

@@ -412,6 +412,93 @@ describe(`time lookups against a reference model (seed ${SEED})`, () => {
     });
   }
 
+  for (const timestampType of ["CreateTime", "LogAppendTime"] as const) {
+    test(`${timestampType}: the largest timestamp (ListOffsets −3) over any visible range, after purges, before and after a restart`, async () => {
+      using dir = tempDir();
+      const random = new Random(SEED + 1);
+      let broker = Broker.open({ dataDir: dir.path });
+      const model: number[] = [];
+      /** Where each batch ends: a visible end is always one (a batch becomes visible whole). */
+      const batchEnds: number[] = [];
+      const base = 1_700_000_000_000;
+      /** The first offset in [start, end) holding the largest timestamp there. */
+      const expected = (start: number, end: number) => {
+        let found: { offset: number; timestampMs: number } | undefined;
+        for (let offset = start; offset < end; offset++)
+          if (found === undefined || model[offset]! > found.timestampMs)
+            found = { offset, timestampMs: model[offset]! };
+        return found;
+      };
+      const check = (b: Broker, start: number) => {
+        const log = b.partition("t", 0).log;
+        expect(log.logStartOffset).toBe(start);
+        const visible = batchEnds.filter((end) => end >= start);
+        const ends = [model.length, visible[0]!];
+        for (let i = 0; i < 60; i++) ends.push(visible[random.int(0, visible.length - 1)]!);
+        for (const end of ends)
+          expect(log.offsetForLargestTimestamp(end), `[${start}, ${end})`).toEqual(expected(start, end));
+        expect(b.partition("t", 0).offsetForLargestTimestamp()).toEqual(expected(start, model.length));
+      };
+      try {
+        broker.createTopic("t", {
+          durability: "append",
+          segmentBytes: 4096,
+          indexIntervalBytes: 200,
+          timestampType,
+        });
+        for (let batch = 0; batch < 120; batch++) {
+          // Timestamps that go back and forth, with repeats of the largest so far.
+          const records: RecordInput[] = Array.from({ length: random.int(1, 8) }, () => ({
+            key: null,
+            value: random.bytes(random.int(1, 80)),
+            timestamp: base + random.int(0, 40) * 100,
+          }));
+          const ack = await broker.produce("t", 0, records);
+          for (const record of records)
+            model.push(timestampType === "LogAppendTime" ? ack.logAppendTimeMs : record.timestamp);
+          batchEnds.push(model.length);
+        }
+        expect(broker.describeTopic("t").partitions[0]!.segments).toBeGreaterThan(3);
+        check(broker, 0);
+        // A purge inside a batch: records below the new start no longer count.
+        const purgedTo = random.int(5, Math.floor(model.length / 3));
+        await broker.purge("t", 0, purgedTo);
+        check(broker, purgedTo);
+      } finally {
+        await broker.close();
+      }
+      broker = Broker.open({ dataDir: dir.path });
+      try {
+        const start = broker.partition("t", 0).log.logStartOffset;
+        check(broker, start); // sealed segments opened without a scan: indexed on the first question
+        await broker.purge("t", 0, start + random.int(1, 40));
+        check(broker, broker.partition("t", 0).log.logStartOffset);
+      } finally {
+        await broker.close();
+      }
+    });
+  }
+
+  test("the largest timestamp after a purge inside the batch that held it: the largest of what is left", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("p", { durability: "append" });
+      const at = (timestamp: number) => ({ key: null, value: bytes(String(timestamp)), timestamp });
+      await broker.produce("p", 0, [at(1000), at(9000), at(2000)]);
+      await broker.produce("p", 0, [at(3000)]);
+      const partition = broker.partition("p", 0);
+      expect(partition.offsetForLargestTimestamp()).toEqual({ offset: 1, timestampMs: 9000 });
+      await broker.purge("p", 0, 2);
+      // The first batch still holds 9000 (MaxTimestamp 9000), below the log start now.
+      expect(partition.offsetForLargestTimestamp()).toEqual({ offset: 3, timestampMs: 3000 });
+      await broker.purge("p", 0, 4);
+      expect(partition.offsetForLargestTimestamp()).toBeUndefined();
+    } finally {
+      await broker.close();
+    }
+  });
+
   test("under force only durable records are found", async () => {
     using dir = tempDir();
     const broker = Broker.open({ dataDir: dir.path });
@@ -421,9 +508,11 @@ describe(`time lookups against a reference model (seed ${SEED})`, () => {
       const partition = broker.partition("f", 0);
       partition.log.append(batchOfValues(["unforced"], 2000)); // written, not forced: not visible
       expect(broker.offsetForTimestamp("f", 0, 1500)).toBeUndefined();
+      expect(partition.offsetForLargestTimestamp()).toEqual({ offset: 0, timestampMs: 1000 });
       expect(broker.offsetForTimestamp("f", 0, 0)).toEqual({ offset: 0, timestampMs: 1000 });
       await partition.log.force();
       expect(broker.offsetForTimestamp("f", 0, 1500)).toEqual({ offset: 1, timestampMs: 2000 });
+      expect(partition.offsetForLargestTimestamp()).toEqual({ offset: 1, timestampMs: 2000 });
     } finally {
       await broker.close();
     }

@@ -80,13 +80,13 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-5, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-7, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
       [1, 0, 11],
       [3, 0, 8],
-      [2, 0, 5],
+      [2, 0, 7],
       [19, 0, 4],
       [20, 0, 3],
       [10, 0, 2],
@@ -339,7 +339,7 @@ describe("Metadata and ListOffsets", () => {
     }
   });
 
-  test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), unknown partitions", async () => {
+  test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), the largest timestamp (−3), unknown partitions", async () => {
     broker.createTopic("o", { partitions: 1 });
     const at = (value: string, timestamp: number) => ({
       key: null,
@@ -348,6 +348,7 @@ describe("Metadata and ListOffsets", () => {
     });
     await broker.produce("o", 0, [at("a", 1_000), at("b", 1_001), at("c", 1_002)]);
     await broker.produce("o", 0, [at("d", 5_000)]);
+    await broker.produce("o", 0, [at("e", 4_000), at("f", 5_000)]);
     const asked: [number, number][] = [
       [0, -1],
       [0, -2],
@@ -356,6 +357,7 @@ describe("Metadata and ListOffsets", () => {
       [0, 2_000],
       [0, 9_999],
       [0, -3],
+      [0, -4],
     ];
     const request = header(2, 2).i32(-1).i8(1).i32(1).str("o").i32(asked.length);
     for (const [partition, timestamp] of asked) request.i32(partition).i64(timestamp);
@@ -373,7 +375,7 @@ describe("Metadata and ListOffsets", () => {
       reader.int64("offset"),
     ]);
     expect(rows).toEqual([
-      [0, 0, -1, 4],
+      [0, 0, -1, 6],
       [0, 0, -1, 0],
       [9, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, -1, -1],
       // Inside the first batch: the record itself, with its own timestamp.
@@ -381,9 +383,59 @@ describe("Metadata and ListOffsets", () => {
       [0, 0, 5_000, 3],
       // Nothing at or after it: −1 and −1, as Kafka answers.
       [0, 0, -1, -1],
-      // −3 (max timestamp) is ListOffsets v7+, beyond the versions served.
+      // The largest timestamp (KIP-734): its first record, not the later one with the same time.
+      [0, 0, 5_000, 3],
+      // Other negative values mean nothing.
       [0, KAFKA_ERROR.INVALID_REQUEST, -1, -1],
     ]);
+    reader.expectEnd("response");
+  });
+
+  test("ListOffsets v7 (flexible: compact strings and arrays, tagged fields) answers the largest timestamp; an empty partition has none", async () => {
+    broker.createTopic("m", { partitions: 2 });
+    const at = (value: string, timestamp: number) => ({
+      key: null,
+      value: new TextEncoder().encode(value),
+      timestamp,
+    });
+    await broker.produce("m", 0, [at("a", 7_000), at("b", 9_000), at("c", 8_000)]);
+    // Request header v2 (client id, then tags), replica_id, isolation_level, one topic of three
+    // partitions (partition, current_leader_epoch, timestamp, tags), tags.
+    const request = header(2, 7).uvarint(0).i32(-1).i8(0).uvarint(2).cstr("m").uvarint(4);
+    for (const [partition, timestamp] of [
+      [0, -3],
+      [1, -3],
+      [0, 8_500],
+    ] as const)
+      request.i32(partition).i32(-1).i64(timestamp).uvarint(0);
+    request.uvarint(0).uvarint(0);
+    const reader = await answer(request);
+    // Response header v1: its tags after the correlation id.
+    expect(reader.uvarint("header tags")).toBe(0);
+    expect(reader.int32("throttle")).toBe(0);
+    expect([
+      reader.uvarint("topics + 1"),
+      reader.compactString("name"),
+      reader.uvarint("partitions + 1"),
+    ]).toEqual([2, "m", 4]);
+    const rows = [0, 1, 2].map(() => {
+      const row = [
+        reader.int32("p"),
+        reader.int16("e"),
+        reader.int64("timestamp"),
+        reader.int64("offset"),
+        reader.int32("leader epoch"),
+      ];
+      expect(reader.uvarint("partition tags")).toBe(0);
+      return row;
+    });
+    // By the largest timestamp and by 8,500 alike: offset 1 (9,000); leader epoch −1.
+    expect(rows).toEqual([
+      [0, 0, 9_000, 1, -1],
+      [1, 0, -1, -1, -1],
+      [0, 0, 9_000, 1, -1],
+    ]);
+    expect([reader.uvarint("topic tags"), reader.uvarint("tags")]).toEqual([0, 0]);
     reader.expectEnd("response");
   });
 });
