@@ -431,7 +431,7 @@ describe(`time lookups against a reference model (seed ${SEED})`, () => {
       };
       const check = (b: Broker, start: number) => {
         const log = b.partition("t", 0).log;
-        expect(log.logStartOffset).toBe(start);
+        expect(log.logStartOffset).toBe(start as Offset);
         const visible = batchEnds.filter((end) => end >= start);
         const ends = [model.length, visible[0]!];
         for (let i = 0; i < 60; i++) ends.push(visible[random.int(0, visible.length - 1)]!);
