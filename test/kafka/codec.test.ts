@@ -728,11 +728,11 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster and InitProducerId", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId and ListOffsets", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
-      2: { min: 0, max: 5 },
+      2: { min: 0, max: 7 },
       3: { min: 0, max: 8 },
       8: { min: 0, max: 7 },
       9: { min: 0, max: 5 },
@@ -766,12 +766,14 @@ describe("responses match Kafka's layouts field by field", () => {
       const flexibleMax = requestHeaderVersion(apiKey, range.max) === 2;
       // DescribeCluster has no non-flexible version. InitProducerId: librdkafka ≥ 1.x sends v2+
       // (flexible) when advertised, and the Java client bumps an idempotent producer's epoch only
-      // through v3+.
+      // through v3+. ListOffsets: the Java client and kafka-python ask for the largest timestamp
+      // (KIP-734) only at v7+.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
         apiKey === KAFKA_API.API_VERSIONS ||
           apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
-          apiKey === KAFKA_API.INIT_PRODUCER_ID,
+          apiKey === KAFKA_API.INIT_PRODUCER_ID ||
+          apiKey === KAFKA_API.LIST_OFFSETS,
       ]);
     }
   });
