@@ -20,23 +20,13 @@ import { connect } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../lib/processes.ts";
+import { runCommand as run } from "./run-command.ts";
 
 const HERE = import.meta.dir;
 export const compatCache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
 /** Bound of Kafka's start (a cold JVM on two shared cores takes tens of seconds). */
 const KAFKA_START_MS_MAX = 180_000;
 const KAFKA_HEAP = "-Xmx512m";
-
-async function run(command: string[], what: string): Promise<string> {
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${command.join(" ")}\n${stdout}${stderr}`);
-  return stdout + stderr;
-}
 
 export async function serverJars(kafkaVersion: string): Promise<string> {
   const lib = join(compatCache, `server-${kafkaVersion}`);

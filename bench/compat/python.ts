@@ -24,6 +24,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startBooblik } from "./booblik.ts";
+import { runCommand as run } from "./run-command.ts";
 
 const HERE = join(import.meta.dir, "python");
 const { values: args } = parseArgs({
@@ -45,17 +46,6 @@ const CLIENTS = {
   "kafka-python": { file: "kafka_python_scenarios.py", label: "kafka-python" },
 } as const;
 type Client = keyof typeof CLIENTS;
-
-async function run(command: string[], what: string): Promise<string> {
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${command.join(" ")}\n${stdout}${stderr}`);
-  return stdout + stderr;
-}
 
 /** The venv with exactly the pinned packages; reinstalled when requirements.txt changed. */
 async function ensureVenv(): Promise<void> {

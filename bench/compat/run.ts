@@ -20,6 +20,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startBooblik } from "./booblik.ts";
+import { runCommand as run } from "./run-command.ts";
 
 const HERE = import.meta.dir;
 const { values: args } = parseArgs({
@@ -34,16 +35,6 @@ const kafkaVersion = args["kafka-version"]!;
 const cache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
 /** Bound of the whole Java run: every client call in it has its own timeout of at most 30 s. */
 const JAVA_RUN_MS_MAX = 10 * 60_000;
-
-async function run(command: string[], what: string): Promise<void> {
-  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${command.join(" ")}\n${stdout}${stderr}`);
-}
 
 /** The client jars in the cache, fetched by Maven the first time. */
 async function clientJars(): Promise<string> {

@@ -90,6 +90,12 @@ export class SparseIndex {
 
   /** The entry with the largest relative offset ≤ `targetRelativeOffset` (the implicit one if none). */
   lookup(targetRelativeOffset: number, out: IndexEntry): IndexEntry {
+    this.entryAt(this.floorByRelativeOffset(targetRelativeOffset), out);
+    return out;
+  }
+
+  /** The stored entry with the largest relative offset ≤ the target; −1: the implicit one. */
+  private floorByRelativeOffset(targetRelativeOffset: number): number {
     const pairs = this.pairs;
     let low = 0;
     let high = this.count - 1;
@@ -103,8 +109,7 @@ export class SparseIndex {
         high = middle - 1;
       }
     }
-    this.entryAt(found, out);
-    return out;
+    return found;
   }
 
   /**
@@ -113,19 +118,7 @@ export class SparseIndex {
    * prefix of the segment without reading the prefix.
    */
   maxTimestampBefore(targetRelativeOffset: number): number {
-    const pairs = this.pairs;
-    let low = 0;
-    let high = this.count - 1;
-    let found = -1;
-    while (low <= high) {
-      const middle = (low + high) >>> 1;
-      if (pairs[middle * 2]! <= targetRelativeOffset) {
-        found = middle;
-        low = middle + 1;
-      } else {
-        high = middle - 1;
-      }
-    }
+    const found = this.floorByRelativeOffset(targetRelativeOffset);
     return found < 0 ? -1 : this.timestamps[found]!;
   }
 
