@@ -59,6 +59,7 @@ import {
   InvalidBatchError,
   newBatchHeader,
   type RecordBatchHeader,
+  type RecordVisitor,
   readBatchHeader,
 } from "../record/batch.ts";
 import { type EntryStop, newEntryScanResult, scanEntries } from "../record/entries.ts";
@@ -1229,26 +1230,11 @@ export class Segment implements ReadDescriptorHolder {
     entryBytes: number,
     fromOffset: number,
   ): number {
-    const bytes = new Uint8Array(entryBytes);
-    if (disk.preadFull(fd, bytes, 0, entryBytes, position, this.path) < entryBytes)
-      throw new CorruptRecordError("entry runs past the end of the file", position, this.path);
-    const header = readBatchHeader(bytes, ENTRY_HEADER_BYTES);
     let largest = -1;
-    try {
-      forEachRecord(
-        bytes,
-        ENTRY_HEADER_BYTES,
-        entryBytes,
-        (record) => {
-          if (record.offset >= fromOffset && record.timestamp > largest) largest = record.timestamp;
-        },
-        header,
-      );
-    } catch (error) {
-      if (error instanceof InvalidBatchError && error.check === "codec") return header.maxTimestamp;
-      throw error;
-    }
-    return largest;
+    const header = this.visitEntryRecords(fd, position, entryBytes, (record) => {
+      if (record.offset >= fromOffset && record.timestamp > largest) largest = record.timestamp;
+    });
+    return header === undefined ? largest : header.maxTimestamp;
   }
 
   private firstRecordAtOrAfter(
@@ -1258,28 +1244,38 @@ export class Segment implements ReadDescriptorHolder {
     timestampMs: number,
     fromOffset: number,
   ): TimestampLookup | undefined {
+    let found: TimestampLookup | undefined;
+    const header = this.visitEntryRecords(fd, position, entryBytes, (record) => {
+      if (found === undefined && record.timestamp >= timestampMs && record.offset >= fromOffset)
+        found = { offset: record.offset, timestampMs: record.timestamp };
+    });
+    if (header !== undefined)
+      return { offset: Math.max(header.baseOffset, fromOffset), timestampMs: header.maxTimestamp };
+    return found;
+  }
+
+  /**
+   * Reads the entry at `position` whole and visits its records. Returns undefined when they were all
+   * visited, or the batch's header when this build cannot decompress it (snappy, lz4): the caller
+   * then answers from the header's BaseOffset and MaxTimestamp.
+   */
+  private visitEntryRecords(
+    fd: number,
+    position: number,
+    entryBytes: number,
+    visit: RecordVisitor,
+  ): RecordBatchHeader | undefined {
     const bytes = new Uint8Array(entryBytes);
     if (disk.preadFull(fd, bytes, 0, entryBytes, position, this.path) < entryBytes)
       throw new CorruptRecordError("entry runs past the end of the file", position, this.path);
     const header = readBatchHeader(bytes, ENTRY_HEADER_BYTES);
-    let found: TimestampLookup | undefined;
     try {
-      forEachRecord(
-        bytes,
-        ENTRY_HEADER_BYTES,
-        entryBytes,
-        (record) => {
-          if (found === undefined && record.timestamp >= timestampMs && record.offset >= fromOffset)
-            found = { offset: record.offset, timestampMs: record.timestamp };
-        },
-        header,
-      );
+      forEachRecord(bytes, ENTRY_HEADER_BYTES, entryBytes, visit, header);
     } catch (error) {
-      if (error instanceof InvalidBatchError && error.check === "codec")
-        return { offset: Math.max(header.baseOffset, fromOffset), timestampMs: header.maxTimestamp };
+      if (error instanceof InvalidBatchError && error.check === "codec") return header;
       throw error;
     }
-    return found;
+    return undefined;
   }
 
   // --- Lifetime ----------------------------------------------------------------------------------
