@@ -1214,9 +1214,9 @@ export class Segment implements ReadDescriptorHolder {
       if (header.baseOffset >= fromOffset || header.logAppendTime) {
         if (header.maxTimestamp > largest) largest = header.maxTimestamp;
       } else {
+        // Reads the entry into a buffer of its own: the scratch window stays as it is.
         const straddling = this.largestRecordTimestampFrom(fd, position, entryBytes, fromOffset);
         if (straddling > largest) largest = straddling;
-        windowEnd = 0; // the record walk read outside the scratch window's bookkeeping
       }
       position += entryBytes;
     }
