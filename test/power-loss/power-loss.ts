@@ -45,6 +45,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { type BrokerProcess, metricsPortOf } from "../helpers/broker-process.ts";
+import { parseHarnessArgs } from "../helpers/harness-args.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { Random } from "../helpers/random.ts";
 import { runTorture, type TortureResult } from "../torture/torture.ts";
@@ -181,14 +182,20 @@ async function completedForces(broker: BrokerProcess): Promise<string> {
 }
 
 /** The long run: `bun run torture:power-loss [--cycles N] [--seed S]`. */
-export async function powerLossMain(args: string[]): Promise<void> {
-  const flag = (name: string) => {
-    const index = args.indexOf(`--${name}`);
-    return index >= 0 ? args[index + 1] : undefined;
-  };
-  const cycles = Number(flag("cycles") ?? 200);
-  const writeMode = flag("write-mode") === "mapped" ? "mapped" : "file";
-  const seed = Number(flag("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
+export async function powerLossMain(argv: string[]): Promise<void> {
+  const usage = "bun run torture:power-loss [--cycles 200] [--seed S] [--write-mode file|mapped]";
+  const args = parseHarnessArgs(
+    { usage, values: { cycles: "200", seed: undefined, "write-mode": "file" } },
+    argv,
+  );
+  const cycles = args.integer("cycles", 1)!;
+  const writeMode = args.text("write-mode")!;
+  if (writeMode !== "file" && writeMode !== "mapped") {
+    console.error(`--write-mode ${writeMode}: file | mapped\nusage: ${usage}`);
+    process.exit(2);
+  }
+  const seed =
+    Number(args.integer("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
   const workDir = fs.mkdtempSync(path.join(process.env.BOOBLIK_BENCH_DIR ?? "/tmp", "booblik-power-loss-"));
   console.log(
     `power-loss torture: ${cycles} cycles, ${writeMode} write path, seed ${seed}, positions in ${workDir}`,

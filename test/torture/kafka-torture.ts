@@ -61,6 +61,7 @@ import { KafkaReader } from "../../src/kafka/codec.ts";
 import { decodeProduceRequest } from "../../src/kafka/messages.ts";
 import { newEntryScanResult, scanEntries } from "../../src/record/entries.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { parseHarnessArgs } from "../helpers/harness-args.ts";
 import { LineReader } from "../helpers/process.ts";
 import { Random } from "../helpers/random.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -980,15 +981,37 @@ async function main(args: string[]): Promise<void> {
   const role = flagOf(args, "role");
   if (role === "kafkajs") return kafkajsRole(args);
   if (role === "kcat") return kcatRole(args);
-  const cycles = Number(flagOf(args, "cycles") ?? 30);
+  const usage =
+    "bun run torture:kafka [--cycles 30] [--seed S] [--mode kill|cut] [--work-dir DIR] [--segment-bytes B] [--write-mode file|mapped] [--kafkajs-in-flight K] [--keep]";
+  const parsed = parseHarnessArgs(
+    {
+      usage,
+      values: {
+        cycles: "30",
+        seed: undefined,
+        mode: "kill",
+        "work-dir": undefined,
+        "segment-bytes": String(256 * 1024),
+        "write-mode": "file",
+        "kafkajs-in-flight": "1",
+      },
+      switches: ["keep"],
+    },
+    args,
+  );
+  function refuse(reason: string): never {
+    console.error(`${reason}\nusage: ${usage}`);
+    process.exit(2);
+  }
+  const cycles = parsed.integer("cycles", 1)!;
   const seed =
-    Number(flagOf(args, "seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
-  const mode = flagOf(args, "mode") ?? "kill";
-  if (mode !== "kill" && mode !== "cut") throw new Error(`--mode ${mode}: kill | cut`);
-  const writeMode = flagOf(args, "write-mode") ?? "file";
-  if (writeMode !== "file" && writeMode !== "mapped")
-    throw new Error(`--write-mode ${writeMode}: file | mapped`);
-  const parent = flagOf(args, "work-dir") ?? process.env.BOOBLIK_BENCH_DIR ?? os.tmpdir();
+    Number(parsed.integer("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
+  const mode = parsed.text("mode")!;
+  if (mode !== "kill" && mode !== "cut") refuse(`--mode ${mode}: kill | cut`);
+  const writeMode = parsed.text("write-mode")!;
+  if (writeMode !== "file" && writeMode !== "mapped") refuse(`--write-mode ${writeMode}: file | mapped`);
+  const keep = parsed.has("keep");
+  const parent = parsed.text("work-dir") ?? process.env.BOOBLIK_BENCH_DIR ?? os.tmpdir();
   fs.mkdirSync(parent, { recursive: true });
   if (fs.statfsSync(parent).type === TMPFS_MAGIC)
     console.warn(`kafka-torture: ${parent} is tmpfs; give --work-dir on a disk`);
@@ -998,9 +1021,9 @@ async function main(args: string[]): Promise<void> {
     seed,
     mode,
     workDir,
-    segmentBytes: Number(flagOf(args, "segment-bytes") ?? 256 * 1024),
+    segmentBytes: parsed.integer("segment-bytes", 1)!,
     writeMode,
-    kafkajsInFlight: Number(flagOf(args, "kafkajs-in-flight") ?? 1),
+    kafkajsInFlight: parsed.integer("kafkajs-in-flight", 1)!,
     log: (line) => console.log(line),
   };
   console.log(
@@ -1027,7 +1050,7 @@ async function main(args: string[]): Promise<void> {
   } catch (error) {
     console.error(`kafka-torture FAILED (seed ${seed}): ${(error as Error).stack ?? String(error)}`);
   } finally {
-    if (args.includes("--keep")) console.log(`kafka-torture: data and logs kept in ${workDir}`);
+    if (keep) console.log(`kafka-torture: data and logs kept in ${workDir}`);
     else {
       fs.rmSync(workDir, { recursive: true, force: true });
       if (failed)

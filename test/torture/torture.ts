@@ -29,6 +29,7 @@ import type { ConsumedRecord } from "../../src/client/fetched.ts";
 import { PositionFile } from "../../src/client/position-file.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { parseHarnessArgs } from "../helpers/harness-args.ts";
 import { Random } from "../helpers/random.ts";
 import { fetchedRecords } from "../helpers/records.ts";
 
@@ -541,22 +542,23 @@ if (import.meta.main && process.argv.includes("--power-loss")) {
   const { powerLossMain } = await import("../power-loss/power-loss.ts");
   await powerLossMain(process.argv.slice(2).filter((arg) => arg !== "--power-loss"));
 } else if (import.meta.main) {
-  const args = process.argv.slice(2);
-  const flag = (name: string) => {
-    const index = args.indexOf(`--${name}`);
-    return index >= 0 ? args[index + 1] : undefined;
-  };
-  const cycles = Number(flag("cycles") ?? 1000);
-  const seed = Number(flag("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
-  const workDir = fs.mkdtempSync(path.join(process.env.BOOBLIK_BENCH_DIR ?? "/tmp", "booblik-torture-"));
-  console.log(
-    `torture: ${cycles} cycles, seed ${seed}, write mode ${flag("write-mode") ?? "file"}, in ${workDir}`,
+  const usage = "bun run torture [--cycles 1000] [--seed S] [--write-mode file|mapped] [--power-loss]";
+  const args = parseHarnessArgs(
+    { usage, values: { cycles: "1000", seed: undefined, "write-mode": "file" } },
+    process.argv.slice(2),
   );
+  const cycles = args.integer("cycles", 1)!;
+  const seed =
+    Number(args.integer("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
+  const writeMode = args.text("write-mode")!;
+  if (writeMode !== "file" && writeMode !== "mapped") {
+    console.error(`--write-mode ${writeMode}: file | mapped\nusage: ${usage}`);
+    process.exit(2);
+  }
+  const workDir = fs.mkdtempSync(path.join(process.env.BOOBLIK_BENCH_DIR ?? "/tmp", "booblik-torture-"));
+  console.log(`torture: ${cycles} cycles, seed ${seed}, write mode ${writeMode}, in ${workDir}`);
   const started = performance.now();
   try {
-    const writeMode = flag("write-mode") ?? "file";
-    if (writeMode !== "file" && writeMode !== "mapped")
-      throw new Error(`--write-mode ${writeMode}: file | mapped`);
     const result = await runTorture({ cycles, seed, workDir, writeMode, log: (line) => console.log(line) });
     console.log(
       `torture passed: ${result.cycles} cycles, ${result.acknowledged} acknowledged records all present, ` +
