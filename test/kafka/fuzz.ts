@@ -22,9 +22,10 @@ const rounds = Number(args.rounds);
 const framesPerRound = Number(args.frames);
 console.log(`Kafka fuzzer: seed ${seed}, ${rounds} rounds of ${framesPerRound} frames`);
 
-using dir = tempDir();
+// Not `using`: the process.exit at the end skips disposals, and every run left its data directory
+// in /tmp (seen 2026-12-02). Removed below when the run passed; kept, and named, when it failed.
+const dir = tempDir();
 const { broker, port, logLines } = await startFuzzBroker(dir.path, "fuzz-good");
-await using _stop = broker;
 
 const started = performance.now();
 let failure: unknown;
@@ -68,4 +69,7 @@ console.log(
 );
 for (const l of internal.slice(0, 10)) console.log(`  ${l}`);
 if (failure !== undefined) console.log(`FAILED (seed ${seed}): ${(failure as Error).message}`);
-process.exit(failure === undefined && exitCode === 0 && internal.length === 0 ? 0 : 1);
+const passed = failure === undefined && exitCode === 0 && internal.length === 0;
+if (passed) dir[Symbol.dispose]();
+else console.log(`the broker's data directory is kept in ${dir.path}`);
+process.exit(passed ? 0 : 1);
