@@ -7,6 +7,8 @@
  * is in the test name and BOOBLIK_SEED=<n> replays it; `bun run fuzz:kafka` runs longer.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
 import { testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { fuzzKafka, readAllValues, startFuzzBroker } from "./fuzz-kafka.ts";
@@ -37,4 +39,21 @@ test(`Kafka fuzzer: mutated frames of every API never crash the broker; a kafkaj
   expect(await broker.stop("SIGTERM")).toBe(0);
   const logged = await logLines;
   expect(logged.filter((l) => l.includes("internal error"))).toEqual([]);
+});
+
+test("bun run fuzz:kafka leaves nothing in the temporary directory after a passing run", async () => {
+  // Its data directory comes from os.tmpdir(), which follows TMPDIR. The script used to end with
+  // process.exit before its `using` disposal ran: every run left a data directory behind.
+  using scratch = tempDir("fuzz-tmpdir");
+  const child = Bun.spawn(
+    [process.execPath, path.join(import.meta.dir, "fuzz.ts"), "--rounds", "20", "--seed", String(SEED)],
+    { env: { ...process.env, TMPDIR: scratch.path }, stdout: "pipe", stderr: "pipe" },
+  );
+  const [stdout, , code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  expect([code, stdout.includes("0 internal errors")]).toEqual([0, true]);
+  expect(fs.readdirSync(scratch.path)).toEqual([]);
 });
