@@ -44,8 +44,8 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { parseBenchArgs } from "../../bench/lib/args.ts";
 import { type BrokerProcess, metricsPortOf } from "../helpers/broker-process.ts";
-import { parseHarnessArgs } from "../helpers/harness-args.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { Random } from "../helpers/random.ts";
 import { runTorture, type TortureResult } from "../torture/torture.ts";
@@ -184,12 +184,9 @@ async function completedForces(broker: BrokerProcess): Promise<string> {
 /** The long run: `bun run torture:power-loss [--cycles N] [--seed S]`. */
 export async function powerLossMain(argv: string[]): Promise<void> {
   const usage = "bun run torture:power-loss [--cycles 200] [--seed S] [--write-mode file|mapped]";
-  const args = parseHarnessArgs(
-    { usage, values: { cycles: "200", seed: undefined, "write-mode": "file" } },
-    argv,
-  );
+  const args = parseBenchArgs({ usage, options: { cycles: "200", seed: "", "write-mode": "file" } }, argv);
   const cycles = args.integer("cycles", 1)!;
-  const writeMode = args.text("write-mode")!;
+  const writeMode = args.text("write-mode");
   if (writeMode !== "file" && writeMode !== "mapped") {
     console.error(`--write-mode ${writeMode}: file | mapped\nusage: ${usage}`);
     process.exit(2);

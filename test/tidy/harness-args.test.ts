@@ -1,5 +1,5 @@
 /**
- * The long harnesses refuse what they do not know (test/helpers/harness-args.ts). Before, `bun run
+ * The long harnesses refuse what they do not know (bench/lib/args.ts). Before, `bun run
  * torture --help` started the default 1,000 cycles in /tmp, and `--cycles ten` ran none and passed.
  * Each script runs as `bun run` would start it; none may start a cycle here.
  */

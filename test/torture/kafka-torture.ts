@@ -55,13 +55,13 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
+import { parseBenchArgs } from "../../bench/lib/args.ts";
 import { Broker } from "../../src/broker/broker.ts";
 import { readRequestHeader } from "../../src/kafka/apis.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { decodeProduceRequest } from "../../src/kafka/messages.ts";
 import { newEntryScanResult, scanEntries } from "../../src/record/entries.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
-import { parseHarnessArgs } from "../helpers/harness-args.ts";
 import { LineReader } from "../helpers/process.ts";
 import { Random } from "../helpers/random.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -983,14 +983,14 @@ async function main(args: string[]): Promise<void> {
   if (role === "kcat") return kcatRole(args);
   const usage =
     "bun run torture:kafka [--cycles 30] [--seed S] [--mode kill|cut] [--work-dir DIR] [--segment-bytes B] [--write-mode file|mapped] [--kafkajs-in-flight K] [--keep]";
-  const parsed = parseHarnessArgs(
+  const parsed = parseBenchArgs(
     {
       usage,
-      values: {
+      options: {
         cycles: "30",
-        seed: undefined,
+        seed: "",
         mode: "kill",
-        "work-dir": undefined,
+        "work-dir": "",
         "segment-bytes": String(256 * 1024),
         "write-mode": "file",
         "kafkajs-in-flight": "1",
@@ -1006,12 +1006,12 @@ async function main(args: string[]): Promise<void> {
   const cycles = parsed.integer("cycles", 1)!;
   const seed =
     Number(parsed.integer("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
-  const mode = parsed.text("mode")!;
+  const mode = parsed.text("mode");
   if (mode !== "kill" && mode !== "cut") refuse(`--mode ${mode}: kill | cut`);
-  const writeMode = parsed.text("write-mode")!;
+  const writeMode = parsed.text("write-mode");
   if (writeMode !== "file" && writeMode !== "mapped") refuse(`--write-mode ${writeMode}: file | mapped`);
   const keep = parsed.has("keep");
-  const parent = parsed.text("work-dir") ?? process.env.BOOBLIK_BENCH_DIR ?? os.tmpdir();
+  const parent = parsed.text("work-dir") || (process.env.BOOBLIK_BENCH_DIR ?? os.tmpdir());
   fs.mkdirSync(parent, { recursive: true });
   if (fs.statfsSync(parent).type === TMPFS_MAGIC)
     console.warn(`kafka-torture: ${parent} is tmpfs; give --work-dir on a disk`);

@@ -23,13 +23,13 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { parseBenchArgs } from "../../bench/lib/args.ts";
 import { BooblikClient, type FetchResult } from "../../src/client/client.ts";
 import { Consumer, headersTextOf, keyTextOf, textOf } from "../../src/client/consumer.ts";
 import type { ConsumedRecord } from "../../src/client/fetched.ts";
 import { PositionFile } from "../../src/client/position-file.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
-import { parseHarnessArgs } from "../helpers/harness-args.ts";
 import { Random } from "../helpers/random.ts";
 import { fetchedRecords } from "../helpers/records.ts";
 
@@ -543,14 +543,11 @@ if (import.meta.main && process.argv.includes("--power-loss")) {
   await powerLossMain(process.argv.slice(2).filter((arg) => arg !== "--power-loss"));
 } else if (import.meta.main) {
   const usage = "bun run torture [--cycles 1000] [--seed S] [--write-mode file|mapped] [--power-loss]";
-  const args = parseHarnessArgs(
-    { usage, values: { cycles: "1000", seed: undefined, "write-mode": "file" } },
-    process.argv.slice(2),
-  );
+  const args = parseBenchArgs({ usage, options: { cycles: "1000", seed: "", "write-mode": "file" } });
   const cycles = args.integer("cycles", 1)!;
   const seed =
     Number(args.integer("seed") ?? process.env.BOOBLIK_SEED ?? (Math.random() * 2 ** 32) >>> 0) >>> 0;
-  const writeMode = args.text("write-mode")!;
+  const writeMode = args.text("write-mode");
   if (writeMode !== "file" && writeMode !== "mapped") {
     console.error(`--write-mode ${writeMode}: file | mapped\nusage: ${usage}`);
     process.exit(2);
