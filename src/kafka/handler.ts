@@ -494,19 +494,18 @@ export class KafkaHandler {
               // correct either way): the pooled one holds nothing the answer needs.
               const pooled = writer.bytes === buffer;
               if (!pooled) this.fetchBuffers.release(buffer);
-              const errorCodes = writer.errorCodes.length > 0 ? { errorCodes: writer.errorCodes } : {};
-              if (!pooled && leases.length === 0)
-                return { kind: "respond", bytes: writer.written(), ...errorCodes };
-              return {
+              const outcome: Extract<KafkaOutcome, { kind: "respond" }> = {
                 kind: "respond",
                 bytes: writer.written(),
-                ...errorCodes,
-                ...(files.length > 0 ? { files } : {}),
-                release: () => {
+              };
+              if (writer.errorCodes.length > 0) outcome.errorCodes = writer.errorCodes;
+              if (files.length > 0) outcome.files = files;
+              if (pooled || leases.length > 0)
+                outcome.release = () => {
                   if (pooled) this.fetchBuffers.release(buffer);
                   for (const lease of leases) lease.release();
-                },
-              };
+                };
+              return outcome;
             },
             this.options.fetchSendfile === true,
           );
