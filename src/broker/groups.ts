@@ -23,7 +23,21 @@
  *   Heartbeat and OffsetCommit of it restarts the timer. On expiry the member is removed and the
  *   group rebalances.
  * - From JoinGroup v4 on, a member without an id gets MEMBER_ID_REQUIRED with its new id and must
- *   join again with it (KIP-394); the id is remembered for one session timeout.
+ *   join again with it (KIP-394); the id is remembered for one session timeout. A static member
+ *   (below) joins in one step, as in Kafka.
+ * - Static membership (KIP-345, JoinGroup v5+): a member that names a group instance id keeps its
+ *   place across restarts. Joining again without a member id under an instance id the group knows
+ *   replaces the previous member of that instance: its parked requests are answered
+ *   FENCED_INSTANCE_ID, its id stops being a member's, and the new id inherits its assignment. In a
+ *   Stable group whose chosen protocol that does not change, there is no rebalance: the member gets
+ *   the current generation and the previous leader id (so that it does not act as leader), and its
+ *   SyncGroup returns the inherited assignment. Any request that names the instance with another
+ *   member id than the current one is FENCED_INSTANCE_ID. A static member leaves by its session
+ *   timeout or by LeaveGroup (by member id, or by instance id alone), never by closing a connection.
+ *   The rules and their order are those of Kafka's classic GroupCoordinator.
+ * - A follower that rejoins a Stable group with unchanged metadata gets the current generation back
+ *   without a rebalance (in CompletingRebalance, the leader too, with the members); the leader
+ *   rejoining a Stable group, or anyone with changed metadata, starts one (Kafka's rules).
  * - An Empty group is forgotten (its committed offsets stay in the OffsetsStore): generations start
  *   again from 0, which is safe because member ids are never reused.
  */
@@ -50,7 +64,8 @@ export type GroupError =
   | "INVALID_SESSION_TIMEOUT"
   | "REBALANCE_IN_PROGRESS"
   | "GROUP_MAX_SIZE_REACHED"
-  | "MEMBER_ID_REQUIRED";
+  | "MEMBER_ID_REQUIRED"
+  | "FENCED_INSTANCE_ID";
 
 export interface GroupProtocol {
   name: string;
@@ -69,6 +84,14 @@ export interface JoinRequest {
   clientHost: string;
   /** JoinGroup v4+: a member without an id gets MEMBER_ID_REQUIRED first (KIP-394). */
   requireKnownMemberId: boolean;
+  /** JoinGroup v5+: the static member's group instance id (KIP-345); null for a dynamic member. */
+  groupInstanceId: string | null;
+}
+
+/** One member a LeaveGroup names: by member id, or (v3+, member id "") by group instance id alone. */
+export interface LeavingMember {
+  memberId: string;
+  groupInstanceId: string | null;
 }
 
 export interface JoinResult {
@@ -77,8 +100,11 @@ export interface JoinResult {
   protocolName: string;
   leaderId: string;
   memberId: string;
-  /** Only the leader gets the members and their metadata for the chosen protocol. */
-  members: { memberId: string; metadata: Uint8Array }[];
+  /**
+   * Only the leader gets the members, with their group instance ids (null for dynamic ones) and
+   * their metadata for the chosen protocol.
+   */
+  members: { memberId: string; groupInstanceId: string | null; metadata: Uint8Array }[];
 }
 
 export interface SyncResult {
@@ -95,8 +121,12 @@ export interface GroupSummary {
 export interface GroupDescription extends GroupSummary {
   /** The chosen protocol (assignor) name, "" before the first rebalance completes. */
   protocol: string;
+  /** One more per completed rebalance; 0 until the first completes. */
+  generationId: number;
   members: {
     memberId: string;
+    /** The static member's group instance id; null for a dynamic member. */
+    groupInstanceId: string | null;
     clientId: string;
     clientHost: string;
     metadata: Uint8Array;
@@ -113,7 +143,10 @@ export interface CoordinatorOptions {
 const EMPTY = new Uint8Array(0);
 
 interface Member {
+  /** Changes once per replacement of a static member (the instance's new incarnation). */
   id: string;
+  /** Static membership: the group instance id, or null. */
+  readonly instanceId: string | null;
   clientId: string;
   clientHost: string;
   sessionTimeoutMs: number;
@@ -136,6 +169,8 @@ class Group {
   readonly members = new Map<string, Member>();
   /** Ids handed out with MEMBER_ID_REQUIRED, until they join or their timer ends. */
   readonly pendingMemberIds = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Group instance id → the member id of its current incarnation. */
+  readonly staticMembers = new Map<string, string>();
   rebalanceTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(id: string) {
@@ -192,10 +227,18 @@ export class GroupCoordinator {
       group = new Group(request.groupId);
       this.groups.set(group.id, group);
     }
-    if (!this.protocolsFit(group, request)) {
+    const instanceId = request.groupInstanceId;
+    const current = instanceId === null ? undefined : group.staticMembers.get(instanceId);
+    // A new incarnation replaces the current member of its instance: that member's protocols do
+    // not count against the join.
+    const replaced = request.memberId === "" ? current : undefined;
+    if (!this.protocolsFit(group, request, replaced)) {
       this.forgetIfEmpty(group);
       return Promise.resolve(failedJoin("INCONSISTENT_GROUP_PROTOCOL", request.memberId));
     }
+    if (replaced !== undefined) return this.replaceStaticMember(group, group.members.get(replaced)!, request);
+    if (current !== undefined && current !== request.memberId)
+      return Promise.resolve(failedJoin("FENCED_INSTANCE_ID", request.memberId));
     if (request.memberId === "") return this.joinNew(group, request);
     const pending = group.pendingMemberIds.get(request.memberId);
     if (pending !== undefined) {
@@ -208,11 +251,16 @@ export class GroupCoordinator {
     return this.rejoin(group, member, request);
   }
 
-  /** A member's protocol type and at least one of its protocols fit the group's members. */
-  private protocolsFit(group: Group, request: JoinRequest): boolean {
+  /**
+   * A member's protocol type and at least one of its protocols fit the group's other members (not
+   * counting `replacedId`, the member a static one replaces).
+   */
+  private protocolsFit(group: Group, request: JoinRequest, replacedId: string | undefined): boolean {
     if (group.members.size === 0) return true;
     if (request.protocolType !== group.protocolType) return false;
-    const others = [...group.members.values()].filter((m) => m.id !== request.memberId);
+    const others = [...group.members.values()].filter(
+      (m) => m.id !== request.memberId && m.id !== replacedId,
+    );
     if (others.length === 0) return true;
     return request.protocols.some((p) => others.every((m) => m.protocols.some((q) => q.name === p.name)));
   }
@@ -220,8 +268,9 @@ export class GroupCoordinator {
   private joinNew(group: Group, request: JoinRequest): Promise<JoinResult> {
     if (group.members.size + group.pendingMemberIds.size >= GROUP_MEMBERS_MAX)
       return Promise.resolve(failedJoin("GROUP_MAX_SIZE_REACHED", ""));
-    const memberId = `${request.clientId}-${randomUUID()}`;
-    if (request.requireKnownMemberId) {
+    // Kafka names a static member's ids after its instance, a dynamic one's after its client.
+    const memberId = `${request.groupInstanceId ?? request.clientId}-${randomUUID()}`;
+    if (request.requireKnownMemberId && request.groupInstanceId === null) {
       // KIP-394: the member learns its id first, so a client that retries a lost JoinGroup does not
       // leave a ghost member behind. The id is good for one session timeout.
       const timer = setTimeout(() => {
@@ -238,6 +287,7 @@ export class GroupCoordinator {
   private addMemberAndRebalance(group: Group, request: JoinRequest, memberId: string): Promise<JoinResult> {
     const member: Member = {
       id: memberId,
+      instanceId: request.groupInstanceId,
       clientId: request.clientId,
       clientHost: request.clientHost,
       sessionTimeoutMs: request.sessionTimeoutMs,
@@ -251,6 +301,7 @@ export class GroupCoordinator {
     };
     if (group.members.size === 0) group.protocolType = request.protocolType;
     group.members.set(memberId, member);
+    if (member.instanceId !== null) group.staticMembers.set(member.instanceId, memberId);
     if (group.leaderId === "") group.leaderId = memberId;
     const parked = this.park(member);
     this.prepareRebalance(group);
@@ -271,21 +322,67 @@ export class GroupCoordinator {
       }
       case "CompletingRebalance":
       case "Stable":
-        if (changed || member.id === group.leaderId || group.state === "Stable") {
-          // In Stable a rejoin with the same metadata from a follower could get its current state
-          // back (Kafka does that); a rebalance is what every client expects after a JoinGroup, and
-          // it is always correct, so booblik rebalances.
+        // Kafka's rules: changed metadata rebalances; so does the leader rejoining a Stable group
+        // (how a leader asks for a new assignment when topics change, which its metadata does not
+        // show). Otherwise the member missed an answer or rejoins for nothing: it gets the
+        // current generation back (the leader in CompletingRebalance with the members, to assign).
+        if (changed || (group.state === "Stable" && member.id === group.leaderId)) {
           const parked = this.park(member);
           this.prepareRebalance(group);
           this.tryCompleteJoin(group);
           return parked;
         }
-        // CompletingRebalance, a follower with unchanged metadata: the answer it missed.
         this.restartSession(group, member);
         return Promise.resolve(this.joinResultFor(group, member));
       default:
         return Promise.resolve(failedJoin("UNKNOWN_MEMBER_ID", member.id));
     }
+  }
+
+  /**
+   * A static member's new incarnation (a JoinGroup without member id under an instance id the group
+   * knows) takes the place of `member`: see the header. Kafka's
+   * GroupCoordinator.updateStaticMemberAndRebalance.
+   */
+  private replaceStaticMember(group: Group, member: Member, request: JoinRequest): Promise<JoinResult> {
+    const oldId = member.id;
+    const newId = `${member.instanceId}-${randomUUID()}`;
+    const leaderBefore = group.leaderId;
+    const join = member.parkedJoin;
+    member.parkedJoin = undefined;
+    join?.(failedJoin("FENCED_INSTANCE_ID", oldId));
+    const sync = member.parkedSync;
+    member.parkedSync = undefined;
+    sync?.({ error: "FENCED_INSTANCE_ID", assignment: EMPTY });
+    group.members.delete(oldId);
+    member.id = newId;
+    group.members.set(newId, member);
+    group.staticMembers.set(member.instanceId!, newId);
+    if (group.leaderId === oldId) group.leaderId = newId;
+    member.clientId = request.clientId;
+    member.clientHost = request.clientHost;
+    member.protocols = request.protocols;
+    member.sessionTimeoutMs = request.sessionTimeoutMs;
+    member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
+    if (group.state === "Stable" && this.selectProtocol(group) === group.protocol) {
+      // No rebalance: the previous leader id is answered even when this member was the leader, so
+      // that it does not compute an assignment a Stable group would never hand out.
+      this.restartSession(group, member);
+      return Promise.resolve({
+        error: "NONE",
+        generationId: group.generationId,
+        protocolName: group.protocol,
+        leaderId: leaderBefore,
+        memberId: newId,
+        members: [],
+      });
+    }
+    // Stable with another protocol to choose, or CompletingRebalance (the leader may be assigning
+    // to the old id): a rebalance. PreparingRebalance: the new incarnation waits in its place.
+    const parked = this.park(member);
+    this.prepareRebalance(group);
+    this.tryCompleteJoin(group);
+    return parked;
   }
 
   /** Parks a member's JoinGroup (answering an older one of it); its session timer stops meanwhile. */
@@ -358,6 +455,7 @@ export class GroupCoordinator {
       member.id === group.leaderId
         ? [...group.members.values()].map((m) => ({
             memberId: m.id,
+            groupInstanceId: m.instanceId,
             metadata: m.protocols.find((p) => p.name === group.protocol)?.metadata ?? EMPTY,
           }))
         : [];
@@ -406,8 +504,9 @@ export class GroupCoordinator {
     generationId: number,
     memberId: string,
     assignments: readonly { memberId: string; assignment: Uint8Array }[],
+    groupInstanceId: string | null = null,
   ): Promise<SyncResult> {
-    const found = this.memberOf(groupId, memberId, generationId);
+    const found = this.memberOf(groupId, memberId, generationId, groupInstanceId);
     if (typeof found === "string") return Promise.resolve({ error: found, assignment: EMPTY });
     const { group, member } = found;
     if (group.state === "PreparingRebalance")
@@ -435,19 +534,45 @@ export class GroupCoordinator {
     return parked;
   }
 
-  heartbeat(groupId: string, generationId: number, memberId: string): GroupError {
-    const found = this.memberOf(groupId, memberId, generationId);
+  heartbeat(
+    groupId: string,
+    generationId: number,
+    memberId: string,
+    groupInstanceId: string | null = null,
+  ): GroupError {
+    const found = this.memberOf(groupId, memberId, generationId, groupInstanceId);
     if (typeof found === "string") return found;
     this.restartSession(found.group, found.member);
     return found.group.state === "PreparingRebalance" ? "REBALANCE_IN_PROGRESS" : "NONE";
   }
 
-  /** Removes members (LeaveGroup); the group rebalances. One outcome per member id. */
-  leave(groupId: string, memberIds: readonly string[]): GroupError[] {
+  /**
+   * Removes members (LeaveGroup); the group rebalances. One outcome per member, in Kafka's order: a
+   * member named by instance id alone (member id "") is that instance's current member; an id
+   * handed out with MEMBER_ID_REQUIRED is forgotten; an instance named with another member id than
+   * its current one is FENCED_INSTANCE_ID.
+   */
+  leave(groupId: string, members: readonly LeavingMember[]): GroupError[] {
     const group = this.groups.get(groupId);
-    return memberIds.map((memberId) => {
-      const member = group?.members.get(memberId);
-      if (group === undefined || member === undefined) return "UNKNOWN_MEMBER_ID";
+    return members.map(({ memberId, groupInstanceId }) => {
+      if (group === undefined) return "UNKNOWN_MEMBER_ID";
+      if (memberId === "") {
+        const current = groupInstanceId === null ? undefined : group.staticMembers.get(groupInstanceId);
+        const member = current === undefined ? undefined : group.members.get(current);
+        if (member === undefined) return "UNKNOWN_MEMBER_ID";
+        this.removeMember(group, member);
+        return "NONE";
+      }
+      const pending = group.pendingMemberIds.get(memberId);
+      if (pending !== undefined) {
+        clearTimeout(pending);
+        group.pendingMemberIds.delete(memberId);
+        this.forgetIfEmpty(group);
+        return "NONE";
+      }
+      if (this.fenced(group, groupInstanceId, memberId)) return "FENCED_INSTANCE_ID";
+      const member = group.members.get(memberId);
+      if (member === undefined) return "UNKNOWN_MEMBER_ID";
       this.removeMember(group, member);
       return "NONE";
     });
@@ -458,27 +583,41 @@ export class GroupCoordinator {
    * no member id is a "simple" commit (a consumer without group membership), allowed while the
    * group has no members.
    */
-  checkCommit(groupId: string, generationId: number, memberId: string): GroupError {
+  checkCommit(
+    groupId: string,
+    generationId: number,
+    memberId: string,
+    groupInstanceId: string | null = null,
+  ): GroupError {
     if (this.closed) return "COORDINATOR_NOT_AVAILABLE";
     if (groupIdProblem(groupId) !== undefined) return "INVALID_GROUP_ID";
     const group = this.groups.get(groupId);
     if (generationId < 0 && memberId === "") {
       return group === undefined || group.members.size === 0 ? "NONE" : "UNKNOWN_MEMBER_ID";
     }
-    const found = this.memberOf(groupId, memberId, generationId);
+    const found = this.memberOf(groupId, memberId, generationId, groupInstanceId);
     if (typeof found === "string") return found;
     if (found.group.state === "CompletingRebalance") return "REBALANCE_IN_PROGRESS";
     this.restartSession(found.group, found.member);
     return "NONE";
   }
 
+  /** A request that names a group instance whose current member has another id (Kafka's check). */
+  private fenced(group: Group, groupInstanceId: string | null, memberId: string): boolean {
+    if (groupInstanceId === null) return false;
+    const current = group.staticMembers.get(groupInstanceId);
+    return current !== undefined && current !== memberId;
+  }
+
   private memberOf(
     groupId: string,
     memberId: string,
     generationId: number,
+    groupInstanceId: string | null,
   ): { group: Group; member: Member } | GroupError {
     if (this.closed) return "COORDINATOR_NOT_AVAILABLE";
     const group = this.groups.get(groupId);
+    if (group !== undefined && this.fenced(group, groupInstanceId, memberId)) return "FENCED_INSTANCE_ID";
     const member = group?.members.get(memberId);
     if (group === undefined || member === undefined) return "UNKNOWN_MEMBER_ID";
     if (generationId !== group.generationId) return "ILLEGAL_GENERATION";
@@ -511,6 +650,8 @@ export class GroupCoordinator {
   /** Takes a member out, answering what it has parked; no state change. */
   private dropMember(group: Group, member: Member): void {
     group.members.delete(member.id);
+    if (member.instanceId !== null && group.staticMembers.get(member.instanceId) === member.id)
+      group.staticMembers.delete(member.instanceId);
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
     member.sessionTimer = undefined;
     const join = member.parkedJoin;
@@ -553,8 +694,10 @@ export class GroupCoordinator {
       protocolType: group.protocolType,
       state: group.state,
       protocol: group.protocol,
+      generationId: group.generationId,
       members: [...group.members.values()].map((m) => ({
         memberId: m.id,
+        groupInstanceId: m.instanceId,
         clientId: m.clientId,
         clientHost: m.clientHost,
         metadata: m.protocols.find((p) => p.name === group.protocol)?.metadata ?? EMPTY,

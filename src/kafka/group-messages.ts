@@ -34,7 +34,7 @@ export interface JoinGroupRequest {
   /** (v1+; v0: the session timeout, as Kafka does) */
   rebalanceTimeoutMs: number;
   memberId: string;
-  /** (v5+) static membership: not supported, refused by the handler when not null. */
+  /** (v5+) static membership (KIP-345): the member's group instance id, or null. */
   groupInstanceId: string | null;
   protocolType: string;
   protocols: { name: string; metadata: Uint8Array }[];
@@ -71,7 +71,8 @@ export interface JoinGroupResponse {
   protocolName: string;
   leader: string;
   memberId: string;
-  members: readonly { memberId: string; metadata: Uint8Array }[];
+  /** (group_instance_id: v5+) */
+  members: readonly { memberId: string; groupInstanceId: string | null; metadata: Uint8Array }[];
 }
 
 export function encodeJoinGroupResponse(
@@ -87,7 +88,7 @@ export function encodeJoinGroupResponse(
   writer.arrayCount(response.members.length);
   for (const member of response.members) {
     writer.string(member.memberId);
-    if (version >= 5) writer.nullableString(null); // group_instance_id
+    if (version >= 5) writer.nullableString(member.groupInstanceId);
     writer.nullableBytes(member.metadata);
   }
   endResponse(writer, start);
@@ -137,15 +138,17 @@ export interface HeartbeatRequest {
   groupId: string;
   generationId: number;
   memberId: string;
+  /** (v3+) */
+  groupInstanceId: string | null;
 }
 
 export function decodeHeartbeatRequest(reader: KafkaReader, version: number): HeartbeatRequest {
   const groupId = reader.string("group_id");
   const generationId = reader.int32("generation_id");
   const memberId = reader.string("member_id");
-  if (version >= 3) reader.nullableString("group_instance_id");
+  const groupInstanceId = version >= 3 ? reader.nullableString("group_instance_id") : null;
   reader.expectEnd("Heartbeat request");
-  return { groupId, generationId, memberId };
+  return { groupId, generationId, memberId, groupInstanceId };
 }
 
 export function encodeHeartbeatResponse(
@@ -164,30 +167,36 @@ export function encodeHeartbeatResponse(
 
 export interface LeaveGroupRequest {
   groupId: string;
-  /** v0-2: the one member_id; v3+: the members array. */
-  memberIds: string[];
+  /**
+   * v0-2: the one member_id (no instance id); v3+: the members array, where a member may be named
+   * by group_instance_id alone (member_id "").
+   */
+  members: { memberId: string; groupInstanceId: string | null }[];
 }
 
 export function decodeLeaveGroupRequest(reader: KafkaReader, version: number): LeaveGroupRequest {
   const groupId = reader.string("group_id");
-  const memberIds: string[] = [];
-  if (version < 3) memberIds.push(reader.string("member_id"));
+  const members: LeaveGroupRequest["members"] = [];
+  if (version < 3) members.push({ memberId: reader.string("member_id"), groupInstanceId: null });
   else {
     const count = reader.arrayCount("members", STRING_BYTES_MIN + STRING_BYTES_MIN);
     for (let i = 0; i < count; i++) {
-      memberIds.push(reader.string("member_id"));
-      reader.nullableString("group_instance_id");
+      const memberId = reader.string("member_id");
+      members.push({ memberId, groupInstanceId: reader.nullableString("group_instance_id") });
     }
   }
   reader.expectEnd("LeaveGroup request");
-  return { groupId, memberIds };
+  return { groupId, members };
 }
 
 export function encodeLeaveGroupResponse(
   writer: KafkaWriter,
   version: number,
   correlationId: number,
-  response: { errorCode: number; members: readonly { memberId: string; errorCode: number }[] },
+  response: {
+    errorCode: number;
+    members: readonly { memberId: string; groupInstanceId: string | null; errorCode: number }[];
+  },
 ): void {
   const start = begin(writer, KAFKA_API.LEAVE_GROUP, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
@@ -195,7 +204,7 @@ export function encodeLeaveGroupResponse(
   if (version >= 3) {
     writer.arrayCount(response.members.length);
     for (const member of response.members)
-      writer.string(member.memberId).nullableString(null).errorCode(member.errorCode);
+      writer.string(member.memberId).nullableString(member.groupInstanceId).errorCode(member.errorCode);
   }
   endResponse(writer, start);
 }
@@ -208,6 +217,8 @@ export interface OffsetCommitRequest {
   generationId: number;
   /** (v1+; "" before) */
   memberId: string;
+  /** (v7+) */
+  groupInstanceId: string | null;
   topics: {
     name: string;
     partitions: { partition: number; offset: number; leaderEpoch: number; metadata: string | null }[];
@@ -219,7 +230,7 @@ export function decodeOffsetCommitRequest(reader: KafkaReader, version: number):
   const generationId = version >= 1 ? reader.int32("generation_id") : -1;
   const memberId = version >= 1 ? reader.string("member_id") : "";
   if (version >= 2 && version <= 4) reader.int64("retention_time_ms");
-  if (version >= 7) reader.nullableString("group_instance_id");
+  const groupInstanceId = version >= 7 ? reader.nullableString("group_instance_id") : null;
   const partitionBytes = 4 + 8 + (version >= 6 ? 4 : 0) + (version === 1 ? 8 : 0) + 2;
   const topicCount = reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES);
   const topics: OffsetCommitRequest["topics"] = [];
@@ -238,7 +249,7 @@ export function decodeOffsetCommitRequest(reader: KafkaReader, version: number):
     topics.push({ name, partitions });
   }
   reader.expectEnd("OffsetCommit request");
-  return { groupId, generationId, memberId, topics };
+  return { groupId, generationId, memberId, groupInstanceId, topics };
 }
 
 export interface PartitionErrors {
@@ -361,6 +372,8 @@ export interface DescribedGroup {
   protocolData: string;
   members: readonly {
     memberId: string;
+    /** (v4+) */
+    groupInstanceId: string | null;
     clientId: string;
     clientHost: string;
     metadata: Uint8Array;
@@ -386,7 +399,7 @@ export function encodeDescribeGroupsResponse(
     writer.arrayCount(group.members.length);
     for (const member of group.members) {
       writer.string(member.memberId);
-      if (version >= 4) writer.nullableString(null); // group_instance_id
+      if (version >= 4) writer.nullableString(member.groupInstanceId);
       writer.string(member.clientId).string(member.clientHost);
       writer.nullableBytes(member.metadata).nullableBytes(member.assignment);
     }

@@ -258,6 +258,7 @@ const GROUP_ERROR_CODES: Record<GroupError, number> = {
   REBALANCE_IN_PROGRESS: KAFKA_ERROR.REBALANCE_IN_PROGRESS,
   GROUP_MAX_SIZE_REACHED: KAFKA_ERROR.GROUP_MAX_SIZE_REACHED,
   MEMBER_ID_REQUIRED: KAFKA_ERROR.MEMBER_ID_REQUIRED,
+  FENCED_INSTANCE_ID: KAFKA_ERROR.FENCED_INSTANCE_ID,
 };
 
 /** What to do with a request: send these bytes (none for Produce acks=0), or close the connection. */
@@ -576,6 +577,7 @@ export class KafkaHandler {
             request.generationId,
             request.memberId,
             request.assignments,
+            request.groupInstanceId,
           );
           return this.respond((writer) =>
             encodeSyncGroupResponse(writer, apiVersion, correlationId, {
@@ -589,7 +591,14 @@ export class KafkaHandler {
           const refusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
           const errorCode =
             refusal?.code ??
-            GROUP_ERROR_CODES[this.groups.heartbeat(request.groupId, request.generationId, request.memberId)];
+            GROUP_ERROR_CODES[
+              this.groups.heartbeat(
+                request.groupId,
+                request.generationId,
+                request.memberId,
+                request.groupInstanceId,
+              )
+            ];
           return this.respond((writer) =>
             encodeHeartbeatResponse(writer, apiVersion, correlationId, errorCode),
           );
@@ -601,18 +610,18 @@ export class KafkaHandler {
             return this.respond((writer) =>
               encodeLeaveGroupResponse(writer, apiVersion, correlationId, {
                 errorCode: refusal.code,
-                members: request.memberIds.map((memberId) => ({ memberId, errorCode: refusal.code })),
+                members: request.members.map((member) => ({ ...member, errorCode: refusal.code })),
               }),
             );
           }
-          const errors = this.groups.leave(request.groupId, request.memberIds);
+          const errors = this.groups.leave(request.groupId, request.members);
           // v0-2 carry one member: its outcome is the response's error; v3+ answer per member.
           const errorCode = apiVersion < 3 ? GROUP_ERROR_CODES[errors[0]!] : KAFKA_ERROR.NONE;
           return this.respond((writer) =>
             encodeLeaveGroupResponse(writer, apiVersion, correlationId, {
               errorCode,
-              members: request.memberIds.map((memberId, i) => ({
-                memberId,
+              members: request.members.map((member, i) => ({
+                ...member,
                 errorCode: GROUP_ERROR_CODES[errors[i]!],
               })),
             }),
@@ -756,8 +765,6 @@ export class KafkaHandler {
         }),
       );
     }
-    // group_instance_id (static membership, v5+) is not supported: such a member is treated as a
-    // dynamic one (docs/kafka.md "Not there yet").
     const result = await this.groups.join({
       groupId: request.groupId,
       memberId: request.memberId,
@@ -768,6 +775,7 @@ export class KafkaHandler {
       clientId,
       clientHost: `/${clientAddress}`,
       requireKnownMemberId: version >= 4,
+      groupInstanceId: request.groupInstanceId,
     });
     return this.respond((writer) =>
       encodeJoinGroupResponse(writer, version, correlationId, {
@@ -797,7 +805,12 @@ export class KafkaHandler {
     const groupRefusal = this.refused(who, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.groupId);
     const allowed =
       groupRefusal === undefined
-        ? this.groups.checkCommit(request.groupId, request.generationId, request.memberId)
+        ? this.groups.checkCommit(
+            request.groupId,
+            request.generationId,
+            request.memberId,
+            request.groupInstanceId,
+          )
         : "NONE";
     const topics: PartitionErrors[] = request.topics.map((topic) => ({
       name: topic.name,

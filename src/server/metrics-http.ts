@@ -9,6 +9,7 @@
 import type { Server } from "bun";
 import { bunTlsOptions, type TlsFiles } from "../auth/tls.ts";
 import type { Broker, TopicDescription } from "../broker/broker.ts";
+import type { GroupDescription } from "../broker/groups.ts";
 import { type Histogram, MetricsRegistry } from "../broker/metrics.ts";
 import type { ConsoleAuth } from "../console/console-auth.ts";
 import { createConsole } from "../console/console-http.ts";
@@ -391,6 +392,29 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "booblik_group_lag",
     "Records a consumer group has not committed yet: the partition's next offset minus the committed offset (0 when the commit is beyond it).",
     (committed, nextOffset) => Math.max(0, nextOffset - committed),
+  );
+  // Live consumer groups of the Kafka listener (broker/groups.ts, in memory): a generation that keeps
+  // growing is a group that keeps rebalancing.
+  const liveGroupGauge = (name: string, help: string, read: (group: GroupDescription) => number) =>
+    registry.register(name, "gauge", help, () => {
+      const coordinator = targets.groups;
+      if (coordinator === undefined) return [];
+      const series: [Record<string, string>, number][] = [];
+      for (const { groupId } of coordinator.list()) {
+        const group = coordinator.describe(groupId);
+        if (group !== undefined) series.push([{ group: groupId }, read(group)]);
+      }
+      return series;
+    });
+  liveGroupGauge(
+    "booblik_group_members",
+    "Members of a consumer group with members (Kafka listener).",
+    (group) => group.members.length,
+  );
+  liveGroupGauge(
+    "booblik_group_generation",
+    "Generation of a consumer group with members (Kafka listener): one more per completed rebalance.",
+    (group) => group.generationId,
   );
   // What the last open found damaged (issue 15; the start line names the ranges and files).
   const openGauge = (name: string, help: string, read: (report: Broker["openReport"]) => number) =>

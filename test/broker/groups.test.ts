@@ -1,7 +1,8 @@
 /**
  * The group coordinator's state machine (src/broker/groups.ts) without sockets: joins parked until
  * every member rejoined, generations, the leader, protocol selection, parked SyncGroups, session and
- * rebalance timeouts removing members, leaves, MEMBER_ID_REQUIRED, and the errors of kafka-wire.md §4.
+ * rebalance timeouts removing members, leaves, MEMBER_ID_REQUIRED, the errors of kafka-wire.md §4,
+ * static membership (KIP-345) and rejoins without a rebalance, as Kafka's GroupCoordinator does them.
  * Session timeouts are lowered (the coordinator's minimum is an option) so expiries happen within a
  * test; the tests wait for the outcome, never for a fixed time.
  */
@@ -33,9 +34,13 @@ function join(overrides: Partial<JoinRequest> = {}): JoinRequest {
     clientId: "c",
     clientHost: "/127.0.0.1",
     requireKnownMemberId: false,
+    groupInstanceId: null,
     ...overrides,
   };
 }
+
+/** A LeaveGroup's member named by its member id alone. */
+const dynamic = (memberId: string) => ({ memberId, groupInstanceId: null });
 
 /** Whether a promise settled by now (after the microtasks queued so far). */
 async function settled(promise: Promise<unknown>): Promise<boolean> {
@@ -118,12 +123,15 @@ describe("the group coordinator", () => {
       groups.sync("g", 2, a.memberId, [{ memberId: a.memberId, assignment: bytes("x") }]),
     ]);
     expect(aJoin.generationId).toBe(2);
-    expect(groups.leave("g", [a.memberId, "nobody"])).toEqual(["NONE", "UNKNOWN_MEMBER_ID"]);
+    expect(groups.leave("g", [dynamic(a.memberId), dynamic("nobody")])).toEqual([
+      "NONE",
+      "UNKNOWN_MEMBER_ID",
+    ]);
     // The leader left: b rejoins alone and becomes the leader of generation 3.
     expect(groups.heartbeat("g", 2, b.memberId)).toBe("REBALANCE_IN_PROGRESS");
     const again = await groups.join(join({ memberId: b.memberId }));
     expect([again.generationId, again.leaderId]).toEqual([3, b.memberId]);
-    expect(groups.leave("g", [b.memberId])).toEqual(["NONE"]);
+    expect(groups.leave("g", [dynamic(b.memberId)])).toEqual(["NONE"]);
     expect(groups.describe("g")).toBeUndefined();
     expect(groups.list()).toEqual([]);
   });
@@ -215,5 +223,191 @@ describe("the group coordinator", () => {
     groups.close();
     expect((await bJoin).error).toBe("COORDINATOR_NOT_AVAILABLE");
     expect(groups.heartbeat("g", 1, a.memberId)).toBe("COORDINATOR_NOT_AVAILABLE");
+  });
+});
+
+/** Two static members ("i-a" leads, "i-b" follows) of a Stable group of generation 2, "a:0" and "b:1". */
+async function stableStaticPair(groups: GroupCoordinator, b: Partial<JoinRequest> = {}) {
+  const a1 = await groups.join(join({ groupInstanceId: "i-a" }));
+  await groups.sync("g", 1, a1.memberId, []);
+  const bJoin = groups.join(join({ groupInstanceId: "i-b", ...b }));
+  const a = await groups.join(join({ memberId: a1.memberId, groupInstanceId: "i-a" }));
+  const bJoined = await bJoin;
+  const bSync = groups.sync("g", 2, bJoined.memberId, [], "i-b");
+  await groups.sync(
+    "g",
+    2,
+    a.memberId,
+    [
+      { memberId: a.memberId, assignment: bytes("a:0") },
+      { memberId: bJoined.memberId, assignment: bytes("b:1") },
+    ],
+    "i-a",
+  );
+  expect(text((await bSync).assignment)).toBe("b:1");
+  expect([a.generationId, a.leaderId, groups.describe("g")?.state]).toEqual([2, a.memberId, "Stable"]);
+  return { a, b: bJoined };
+}
+
+describe("static membership (KIP-345)", () => {
+  test("a static member joins in one step (no MEMBER_ID_REQUIRED) with an id named after its instance; the leader and DescribeGroups see the instance ids", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ requireKnownMemberId: true, groupInstanceId: "i-a" }));
+    expect([a.error, a.generationId]).toEqual(["NONE", 1]);
+    expect(a.memberId).toStartWith("i-a-");
+    expect(a.members.map((m) => m.groupInstanceId)).toEqual(["i-a"]);
+    expect(groups.describe("g")?.members.map((m) => [m.memberId, m.groupInstanceId])).toEqual([
+      [a.memberId, "i-a"],
+    ]);
+  });
+
+  test("restarted under its instance id, a member takes its place in a Stable group without a rebalance and gets its assignment; its old id is fenced", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups);
+    const again = groups.join(join({ groupInstanceId: "i-b", clientId: "c2" }));
+    expect(await settled(again)).toBe(true);
+    const b2 = await again;
+    expect(b2).toMatchObject({ error: "NONE", generationId: 2, leaderId: a.memberId, members: [] });
+    expect(b2.memberId).not.toBe(b.memberId);
+    expect(b2.memberId).toStartWith("i-b-");
+    // No rebalance: the leader's heartbeat of generation 2 is fine, and the new id syncs b's share.
+    expect(groups.heartbeat("g", 2, a.memberId, "i-a")).toBe("NONE");
+    expect(groups.describe("g")).toMatchObject({ state: "Stable", generationId: 2 });
+    const synced = await groups.sync("g", 2, b2.memberId, [], "i-b");
+    expect([synced.error, text(synced.assignment)]).toEqual(["NONE", "b:1"]);
+    expect(groups.checkCommit("g", 2, b2.memberId, "i-b")).toBe("NONE");
+    // The previous incarnation, still running somewhere, is fenced wherever it names the instance.
+    expect(groups.heartbeat("g", 2, b.memberId, "i-b")).toBe("FENCED_INSTANCE_ID");
+    expect((await groups.sync("g", 2, b.memberId, [], "i-b")).error).toBe("FENCED_INSTANCE_ID");
+    expect(groups.checkCommit("g", 2, b.memberId, "i-b")).toBe("FENCED_INSTANCE_ID");
+    expect((await groups.join(join({ memberId: b.memberId, groupInstanceId: "i-b" }))).error).toBe(
+      "FENCED_INSTANCE_ID",
+    );
+    expect(groups.heartbeat("g", 2, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
+    expect(groups.describe("g")?.members.map((m) => [m.memberId, m.groupInstanceId, m.clientId])).toEqual([
+      [a.memberId, "i-a", "c"],
+      [b2.memberId, "i-b", "c2"],
+    ]);
+  });
+
+  test("the leader restarted: it is told the previous leader id (so it does not assign), and leads the next rebalance under its new id", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups);
+    const a2 = await groups.join(join({ groupInstanceId: "i-a" }));
+    expect([a2.error, a2.generationId, a2.leaderId, a2.members]).toEqual(["NONE", 2, a.memberId, []]);
+    expect(text((await groups.sync("g", 2, a2.memberId, [], "i-a")).assignment)).toBe("a:0");
+    expect(groups.heartbeat("g", 2, b.memberId, "i-b")).toBe("NONE");
+    // A third member: the rebalance that follows is led by the leader's new incarnation.
+    const cJoin = groups.join(join());
+    const a3 = groups.join(join({ memberId: a2.memberId, groupInstanceId: "i-a" }));
+    const b3 = await groups.join(join({ memberId: b.memberId, groupInstanceId: "i-b" }));
+    expect([(await a3).leaderId, b3.leaderId, (await cJoin).generationId]).toEqual([
+      a2.memberId,
+      a2.memberId,
+      3,
+    ]);
+    expect((await a3).members.map((m) => m.groupInstanceId).sort()).toEqual(["i-a", "i-b", null].sort());
+  });
+
+  test("a replacement that changes the group's protocol rebalances; one during a rebalance fences the parked join and waits in its place; one in CompletingRebalance rebalances", async () => {
+    const meta = bytes("");
+    const groups = coordinator();
+    const alone = await groups.join(join({ groupInstanceId: "i-a" }));
+    await groups.sync("g", 1, alone.memberId, []);
+    const changed = await groups.join(
+      join({ groupInstanceId: "i-a", protocols: [{ name: "roundrobin", metadata: meta }] }),
+    );
+    expect([changed.generationId, changed.protocolName, changed.leaderId]).toEqual([
+      2,
+      "roundrobin",
+      changed.memberId,
+    ]);
+    // CompletingRebalance (no sync yet): the leader may be assigning to the old id, so a rebalance.
+    const replaced = await groups.join(
+      join({ groupInstanceId: "i-a", protocols: [{ name: "roundrobin", metadata: meta }] }),
+    );
+    expect([replaced.generationId, replaced.leaderId]).toEqual([3, replaced.memberId]);
+    expect(groups.heartbeat("g", 3, changed.memberId, "i-a")).toBe("FENCED_INSTANCE_ID");
+
+    const other = coordinator();
+    const { a, b } = await stableStaticPair(other);
+    const cJoin = other.join(join());
+    const oldB = other.join(join({ memberId: b.memberId, groupInstanceId: "i-b" }));
+    expect(await settled(oldB)).toBe(false); // waits for a
+    const newB = other.join(join({ groupInstanceId: "i-b" }));
+    expect((await oldB).error).toBe("FENCED_INSTANCE_ID");
+    expect(await settled(newB)).toBe(false);
+    // a rejoins last: the rebalance completes with the new incarnation in it.
+    const aJoin = other.join(join({ memberId: a.memberId, groupInstanceId: "i-a" }));
+    const results = await Promise.all([cJoin, aJoin, newB]);
+    expect(results.map((r) => r.generationId)).toEqual([3, 3, 3]);
+    expect(results[1]!.members.map((m) => m.memberId)).toContain(results[2]!.memberId);
+    expect(results[1]!.members.map((m) => m.memberId)).not.toContain(b.memberId);
+  });
+
+  test("LeaveGroup: by instance id alone, refused for a fenced id, unknown instances; an id from MEMBER_ID_REQUIRED can leave too", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups);
+    const b2 = await groups.join(join({ groupInstanceId: "i-b" }));
+    expect(
+      groups.leave("g", [
+        { memberId: b.memberId, groupInstanceId: "i-b" },
+        { memberId: "", groupInstanceId: "nobody" },
+        { memberId: "", groupInstanceId: "i-b" },
+      ]),
+    ).toEqual(["FENCED_INSTANCE_ID", "UNKNOWN_MEMBER_ID", "NONE"]);
+    expect(groups.heartbeat("g", 2, b2.memberId, "i-b")).toBe("UNKNOWN_MEMBER_ID");
+    expect(groups.heartbeat("g", 2, a.memberId, "i-a")).toBe("REBALANCE_IN_PROGRESS");
+    // Its instance is free again: a new member under it is a new member (no replacement).
+    const a2 = groups.join(join({ memberId: a.memberId, groupInstanceId: "i-a" }));
+    expect((await a2).members.map((m) => m.groupInstanceId)).toEqual(["i-a"]);
+
+    const pending = await groups.join(join({ requireKnownMemberId: true }));
+    expect(pending.error).toBe("MEMBER_ID_REQUIRED");
+    expect(groups.leave("g", [dynamic(pending.memberId)])).toEqual(["NONE"]);
+    expect((await groups.join(join({ memberId: pending.memberId }))).error).toBe("UNKNOWN_MEMBER_ID");
+  });
+
+  test("a static member whose session expires is removed, and its instance joins again as a new member", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ groupInstanceId: "i-a", sessionTimeoutMs: 50 }));
+    await groups.sync("g", 1, a.memberId, []);
+    const deadline = performance.now() + 10_000;
+    while (groups.describe("g") !== undefined) {
+      if (performance.now() > deadline) throw new Error("a's session did not expire");
+      await Bun.sleep(5);
+    }
+    const again = await groups.join(join({ groupInstanceId: "i-a" }));
+    expect([again.error, again.generationId, again.leaderId]).toEqual(["NONE", 1, again.memberId]);
+  });
+});
+
+describe("rejoining a group", () => {
+  test("a follower with unchanged metadata gets the current generation back, without a rebalance; changed metadata or the leader rejoining rebalances", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups);
+    const same = await groups.join(join({ memberId: b.memberId }));
+    expect(same).toMatchObject({ error: "NONE", generationId: 2, leaderId: a.memberId, members: [] });
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("NONE");
+    expect(text((await groups.sync("g", 2, b.memberId, [])).assignment)).toBe("b:1");
+
+    const changedJoin = groups.join(
+      join({ memberId: b.memberId, protocols: [{ name: "range", metadata: bytes("other") }] }),
+    );
+    expect(await settled(changedJoin)).toBe(false);
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("REBALANCE_IN_PROGRESS");
+    const aJoin = await groups.join(join({ memberId: a.memberId }));
+    expect([aJoin.generationId, (await changedJoin).generationId]).toEqual([3, 3]);
+    // CompletingRebalance: the leader rejoining with the same metadata gets the members again.
+    const leaderAgain = await groups.join(join({ memberId: a.memberId }));
+    expect([leaderAgain.generationId, leaderAgain.members.length]).toEqual([3, 2]);
+    await Promise.all([
+      groups.sync("g", 3, b.memberId, []),
+      groups.sync("g", 3, a.memberId, [{ memberId: a.memberId, assignment: bytes("x") }]),
+    ]);
+    // Stable: the leader rejoining starts a rebalance.
+    const leaderJoin = groups.join(join({ memberId: a.memberId }));
+    expect(await settled(leaderJoin)).toBe(false);
+    expect(groups.heartbeat("g", 3, b.memberId)).toBe("REBALANCE_IN_PROGRESS");
   });
 });

@@ -37,6 +37,9 @@ import {
   decodeOffsetCommitRequest,
   decodeOffsetFetchRequest,
   decodeSyncGroupRequest,
+  encodeDescribeGroupsResponse,
+  encodeJoinGroupResponse,
+  encodeLeaveGroupResponse,
 } from "../../src/kafka/group-messages.ts";
 import {
   AUTHORIZED_OPERATIONS_OMITTED,
@@ -775,6 +778,99 @@ describe("responses match Kafka's layouts field by field", () => {
           apiKey === KAFKA_API.INIT_PRODUCER_ID ||
           apiKey === KAFKA_API.LIST_OFFSETS,
       ]);
+    }
+  });
+});
+
+describe("static membership fields (KIP-345)", () => {
+  const request = (apiKey: number, version: number) => new Expect().i16(apiKey).i16(version).i32(1).str("c");
+
+  test("JoinGroup v5, SyncGroup v3, Heartbeat v3, OffsetCommit v7 and LeaveGroup v3 carry group_instance_id", () => {
+    const join = request(11, 5).str("g").i32(6000).i32(9000).str("").str("i-1").str("consumer");
+    join.i32(1).str("range").i32(2).raw([7, 8]);
+    expect(decode(join.body()).body).toMatchObject({
+      memberId: "",
+      groupInstanceId: "i-1",
+      rebalanceTimeoutMs: 9000,
+    });
+    const sync = request(14, 3).str("g").i32(4).str("m").str("i-1").i32(0);
+    expect(decode(sync.body()).body).toMatchObject({
+      memberId: "m",
+      groupInstanceId: "i-1",
+      assignments: [],
+    });
+    const beat = request(12, 3).str("g").i32(4).str("m").str(null);
+    expect(decode(beat.body()).body).toEqual({
+      groupId: "g",
+      generationId: 4,
+      memberId: "m",
+      groupInstanceId: null,
+    });
+    const commit = request(8, 7).str("g").i32(4).str("m").str("i-1").i32(0);
+    expect(decode(commit.body()).body).toMatchObject({ memberId: "m", groupInstanceId: "i-1", topics: [] });
+    // LeaveGroup v3: a member by id, and one by instance id alone (member id ""), as an admin sends it.
+    const leave = request(13, 3).str("g").i32(2).str("m").str(null).str("").str("i-1");
+    expect(decode(leave.body()).body).toEqual({
+      groupId: "g",
+      members: [
+        { memberId: "m", groupInstanceId: null },
+        { memberId: "", groupInstanceId: "i-1" },
+      ],
+    });
+    expect(decode(request(13, 1).str("g").str("m").body()).body).toEqual({
+      groupId: "g",
+      members: [{ memberId: "m", groupInstanceId: null }],
+    });
+  });
+
+  test("JoinGroup v5, LeaveGroup v3 and DescribeGroups v4 answers carry each member's instance id", () => {
+    const members = [
+      { memberId: "i-1-x", groupInstanceId: "i-1", metadata: Uint8Array.of(1) },
+      { memberId: "c-y", groupInstanceId: null, metadata: Uint8Array.of(2) },
+    ];
+    const join = {
+      errorCode: 0,
+      generationId: 3,
+      protocolName: "range",
+      leader: "i-1-x",
+      memberId: "i-1-x",
+      members,
+    };
+    const e = new Expect().i32(5).i32(0).i16(0).i32(3).str("range").str("i-1-x").str("i-1-x").i32(2);
+    e.str("i-1-x").str("i-1").i32(1).i8(1).str("c-y").str(null).i32(1).i8(2);
+    expect(encoded((w) => encodeJoinGroupResponse(w, 5, 5, join))).toEqual(e.frame());
+    const leave = new Expect().i32(6).i32(0).i16(0).i32(1).str("").str("i-1").i16(82);
+    expect(
+      encoded((w) =>
+        encodeLeaveGroupResponse(w, 3, 6, {
+          errorCode: 0,
+          members: [{ memberId: "", groupInstanceId: "i-1", errorCode: 82 }],
+        }),
+      ),
+    ).toEqual(leave.frame());
+    const group = {
+      errorCode: 0,
+      groupId: "g",
+      state: "Stable",
+      protocolType: "consumer",
+      protocolData: "range",
+      members: [
+        {
+          memberId: "i-1-x",
+          groupInstanceId: "i-1",
+          clientId: "c",
+          clientHost: "/127.0.0.1",
+          metadata: Uint8Array.of(1),
+          assignment: Uint8Array.of(3),
+        },
+      ],
+    };
+    for (const version of [3, 4]) {
+      const d = new Expect().i32(7).i32(0).i32(1).i16(0).str("g").str("Stable").str("consumer").str("range");
+      d.i32(1).str("i-1-x");
+      if (version >= 4) d.str("i-1");
+      d.str("c").str("/127.0.0.1").i32(1).i8(1).i32(1).i8(3).i32(-2147483648);
+      expect(encoded((w) => encodeDescribeGroupsResponse(w, version, 7, [group]))).toEqual(d.frame());
     }
   });
 });

@@ -2,7 +2,8 @@
  * Consumer groups and committed offsets with unmodified clients against a broker child process:
  * kcat (`-G`, librdkafka 2.0.2 from Debian) consuming, committing and resuming from its commit,
  * across a restart of the consumer and a SIGKILL of the broker; a two-member kafkajs 2.2.4 group
- * splitting the partitions, rebalancing when a member leaves, and resuming from the commits; and the
+ * splitting the partitions, rebalancing when a member leaves, and resuming from the commits; a static
+ * kcat member (group.instance.id) restarted without a rebalance; and the
  * group admin calls (ListGroups, DescribeGroups, OffsetFetch) through kafkajs's admin. kcat tests are
  * skipped, with the reason printed, where kcat is not installed.
  */
@@ -161,6 +162,51 @@ describe.skipIf(KCAT === null)("kcat -G, two members", () => {
     expect(
       assigned(await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one alone again")),
     ).toBe("jobs [0], jobs [1]");
+  });
+});
+
+describe.skipIf(KCAT === null)("kcat -G, static members (group.instance.id)", () => {
+  test("a member killed with SIGKILL and started again under its instance id gets its partitions back without a rebalance", async () => {
+    const { broker, kafkaPort } = await brokerProcess(dataDir().path, ["--metrics-port", "0"]);
+    const metrics = async (name: string) =>
+      metricValue(
+        await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text(),
+        `${name}{group="workers"}`,
+      );
+    await createTopic(kafkaPort, "jobs", 2);
+    const member = (instance: string) => {
+      const child = Bun.spawn(
+        [
+          KCAT!,
+          ...["-b", `127.0.0.1:${kafkaPort}`, "-G", "workers", "jobs"],
+          ...["-X", `group.instance.id=${instance}`, "-X", "session.timeout.ms=60000"],
+          ...["-X", "heartbeat.interval.ms=200"],
+        ],
+        { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
+      );
+      cleanups.push(async () => {
+        child.kill("SIGKILL");
+        await child.exited;
+      });
+      return { child, lines: new LineReader(child.stderr) };
+    };
+    const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
+    const one = member("one");
+    await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one's first assignment");
+    const two = member("two");
+    const twoGets = assigned(await two.lines.waitFor((l) => assigned(l) !== "", "two's assignment"));
+    await one.lines.waitFor((l) => assigned(l) !== "" && assigned(l) !== "jobs [0], jobs [1]", "one's share");
+    const generation = await metrics("booblik_group_generation");
+    two.child.kill("SIGKILL");
+    await two.child.exited;
+    // Well within two's 60 s session: the coordinator hands the new incarnation two's place and
+    // assignment (a dynamic member would wait for that session to end, then rebalance).
+    const again = member("two");
+    expect(assigned(await again.lines.waitFor((l) => assigned(l) !== "", "two's assignment again"))).toBe(
+      twoGets,
+    );
+    expect(await metrics("booblik_group_generation")).toBe(generation);
+    expect(await metrics("booblik_group_members")).toBe(2);
   });
 });
 
