@@ -82,6 +82,10 @@ public class Compat {
   }
 
   static KafkaConsumer<String, String> consumer(String group, String clientId) {
+    return consumer(group, clientId, Map.of());
+  }
+
+  static KafkaConsumer<String, String> consumer(String group, String clientId, Map<String, String> extra) {
     Properties props = common();
     props.put("group.id", group);
     props.put("client.id", clientId);
@@ -93,6 +97,7 @@ public class Compat {
     props.put("session.timeout.ms", "10000");
     props.put("heartbeat.interval.ms", "1000");
     props.put("max.poll.interval.ms", "20000");
+    props.putAll(extra);
     return new KafkaConsumer<>(props);
   }
 
@@ -288,6 +293,61 @@ public class Compat {
           observe("describeConsumerGroups.live", describeGroup(admin, group));
         }
         return "a " + a.assignment() + ", b " + b.assignment() + "; nothing read twice, one new record each";
+      }
+    });
+
+    check("consumer group: static members (group.instance.id) restart without a rebalance; an admin removes one by instance id", () -> {
+      createTopic("compat-static", 2, Map.of());
+      String staticGroup = "compat-static-" + run;
+      // Callbacks on a: every assignment and revocation it is told of, after the first split.
+      List<String> aEvents = Collections.synchronizedList(new ArrayList<>());
+      ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+          aEvents.add("revoked " + partitions.size());
+        }
+        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+          aEvents.add("assigned " + partitions.size());
+        }
+      };
+      try (KafkaConsumer<String, String> a = consumer(staticGroup, "sa", Map.of("group.instance.id", "static-a"))) {
+        a.subscribe(List.of("compat-static"), listener);
+        Set<TopicPartition> bHad;
+        try (KafkaConsumer<String, String> b = consumer(staticGroup, "sb", Map.of("group.instance.id", "static-b"))) {
+          b.subscribe(List.of("compat-static"));
+          long deadline = System.currentTimeMillis() + 40_000;
+          while ((a.assignment().size() != 1 || b.assignment().size() != 1) && System.currentTimeMillis() < deadline) {
+            a.poll(Duration.ofMillis(100));
+            b.poll(Duration.ofMillis(100));
+          }
+          require(a.assignment().size() == 1 && b.assignment().size() == 1, "split: a " + a.assignment() + ", b " + b.assignment());
+          bHad = new HashSet<>(b.assignment());
+        } // a static member's close sends no LeaveGroup: b keeps its place for its session
+        aEvents.clear();
+        Set<TopicPartition> b2Has;
+        try (KafkaConsumer<String, String> b2 = consumer(staticGroup, "sb", Map.of("group.instance.id", "static-b"))) {
+          b2.subscribe(List.of("compat-static"));
+          long deadline = System.currentTimeMillis() + 30_000;
+          while (b2.assignment().isEmpty() && System.currentTimeMillis() < deadline) {
+            a.poll(Duration.ofMillis(100));
+            b2.poll(Duration.ofMillis(100));
+          }
+          for (int i = 0; i < 10; i++) a.poll(Duration.ofMillis(100)); // a would learn of a rebalance here
+          b2Has = new HashSet<>(b2.assignment());
+        }
+        String restart = "b again has its partition: " + b2Has.equals(bHad) + "; a was told: " + aEvents;
+        observe("group.static.restart", restart);
+        require(b2Has.equals(bHad) && aEvents.isEmpty(), restart);
+        // Both incarnations of b are closed, still a member: an admin removes it by instance id.
+        try (Admin admin = admin()) {
+          admin.removeMembersFromConsumerGroup(staticGroup, new RemoveMembersFromConsumerGroupOptions(
+              List.of(new MemberToRemove("static-b")))).all().get(20, TimeUnit.SECONDS);
+          observe("group.static.removeUnknown", errorOf(() -> admin.removeMembersFromConsumerGroup(staticGroup,
+              new RemoveMembersFromConsumerGroupOptions(List.of(new MemberToRemove("nobody")))).all().get(20, TimeUnit.SECONDS)));
+        }
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (a.assignment().size() != 2 && System.currentTimeMillis() < deadline) a.poll(Duration.ofMillis(100));
+        require(a.assignment().size() == 2, "after removing static-b, a has " + a.assignment());
+        return restart + "; after removing static-b by instance id, a has both partitions";
       }
     });
 
