@@ -78,6 +78,8 @@ export interface AssignedPartitions {
 
 export interface GroupMemberRow {
   memberId: string;
+  /** A static member's group instance id (Kafka's group.instance.id); null for a dynamic member. */
+  groupInstanceId: string | null;
   clientId: string;
   clientHost: string;
   /** Decoded assignment; null when the group's protocol is not Kafka's consumer protocol. */
@@ -104,6 +106,8 @@ export interface GroupDetail {
   protocolType: string;
   /** The assignor chosen in the last rebalance ("" when none). */
   protocol: string;
+  /** One more per completed rebalance; null for a group without live members. */
+  generationId: number | null;
   members: GroupMemberRow[];
   offsets: GroupOffsetRow[];
   lag: number;

@@ -158,8 +158,10 @@ export function groupDetail(
     state: description?.state ?? "Empty",
     protocolType: description?.protocolType ?? "",
     protocol: description?.protocol ?? "",
+    generationId: description?.generationId ?? null,
     members: (description?.members ?? []).map((member) => ({
       memberId: member.memberId,
+      groupInstanceId: member.groupInstanceId,
       clientId: member.clientId,
       clientHost: member.clientHost,
       assignment: consumer ? (decodeConsumerAssignment(member.assignment) ?? null) : null,

@@ -231,6 +231,9 @@ describe.skipIf(!haveChromium)("in Chromium", () => {
       expect(await page.locator(`${member} [data-field="client-id"]`).textContent()).toBe("billing-service");
       expect(await page.locator(`${member} [data-field="host"]`).textContent()).toBe("/127.0.0.1");
       expect(await page.locator(`${member} [data-field="assignment"]`).textContent()).toBe("audit: 0");
+      // kafkajs has no static membership: a dynamic member, of a generation the coordinator counted.
+      expect(await page.locator(`${member} [data-field="instance-id"]`).textContent()).toBe("–");
+      expect(Number(await page.locator("#fact-group-generation").textContent())).toBeGreaterThanOrEqual(1);
       expect(await page.locator("#fact-group-state").textContent()).toBe("Stable");
       expect(await page.locator("#fact-group-protocol-type").textContent()).toBe("consumer");
       const audit = '#offsets-table tr[data-topic="audit"][data-partition="0"] [data-field="lag"]';
@@ -317,9 +320,11 @@ describe("over HTTP", () => {
     expect(rows.find((row) => row.group === "http-only")).toMatchObject({ lag: 6 });
     const detail = await fetch(`${base}/console/api/group?group=http-only`);
     expect(detail.status).toBe(200);
-    expect(((await detail.json()) as { offsets: unknown[] }).offsets).toEqual([
+    const body = (await detail.json()) as { offsets: unknown[]; generationId: number | null };
+    expect(body.offsets).toEqual([
       expect.objectContaining({ topic: "clicks", partition: 1, committedOffset: 4, nextOffset: 10, lag: 6 }),
     ]);
+    expect(body.generationId).toBeNull(); // only committed offsets: no live members
     const missing = await fetch(`${base}/console/api/group?group=nobody`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: string }).error).toBe('no consumer group "nobody"');

@@ -700,7 +700,9 @@ function drawGroup(detail: GroupDetail | null, groupId: string): void {
               h(
                 "tr",
                 {},
-                ...["Client id", "Host", "Assignment", "Member id"].map((n) => h("th", { scope: "col" }, n)),
+                ...["Client id", "Host", "Assignment", "Instance id", "Member id"].map((n) =>
+                  h("th", { scope: "col" }, n),
+                ),
               ),
             ),
             h(
@@ -713,6 +715,7 @@ function drawGroup(detail: GroupDetail | null, groupId: string): void {
                   h("th", { scope: "row", "data-field": "client-id" }, member.clientId),
                   h("td", { "data-field": "host" }, member.clientHost),
                   h("td", { "data-field": "assignment" }, assignmentText(member)),
+                  h("td", { "data-field": "instance-id", class: "id" }, member.groupInstanceId ?? "–"),
                   h("td", { "data-field": "member-id", class: "id" }, member.memberId),
                 ),
               ),
@@ -768,6 +771,7 @@ function drawGroup(detail: GroupDetail | null, groupId: string): void {
   setText("fact-group-state", detail.state);
   setText("fact-group-protocol-type", detail.protocolType || "–");
   setText("fact-group-protocol", detail.protocol || "–");
+  setText("fact-group-generation", detail.generationId === null ? "–" : String(detail.generationId));
   setText("fact-group-members", formatCount(detail.members.length));
   setText("fact-group-lag", formatCount(detail.lag));
   target.replaceChildren(members, offsets);
@@ -813,6 +817,7 @@ function showGroup(groupId: string): void {
       ["group-state", "State", "–"],
       ["group-protocol-type", "Protocol type", "–"],
       ["group-protocol", "Assignor", "–"],
+      ["group-generation", "Generation", "–"],
       ["group-members", "Members", "–"],
       ["group-lag", "Total lag (records)", "–"],
     ]),
