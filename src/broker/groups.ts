@@ -14,14 +14,18 @@
  * OffsetsStore (durable); this module only checks who may commit.
  *
  * Rules:
- * - A JoinGroup is parked until every known member has rejoined (or the group's rebalance timeout,
- *   the largest of its members', passed: members that did not rejoin are removed). Follower
+ * - A JoinGroup is parked until every known member has rejoined and every id handed out with
+ *   MEMBER_ID_REQUIRED has joined or expired (or the group's rebalance timeout, the largest of its
+ *   members', passed: dynamic members that did not rejoin are removed, static ones stay). Follower
  *   SyncGroups are parked until the leader's arrives. Every parked request is answered: by the
  *   rebalance, by a newer request of the same member (REBALANCE_IN_PROGRESS for the old one), by the
- *   member's removal (UNKNOWN_MEMBER_ID), or at `close` (COORDINATOR_NOT_AVAILABLE).
+ *   member's removal (UNKNOWN_MEMBER_ID), by its replacement (FENCED_INSTANCE_ID), or at `close`
+ *   (COORDINATOR_NOT_AVAILABLE).
  * - A member's session timer runs while it is not parked in JoinGroup; every JoinGroup, SyncGroup,
  *   Heartbeat and OffsetCommit of it restarts the timer. On expiry the member is removed and the
- *   group rebalances.
+ *   group rebalances, unless it is waiting in JoinGroup or SyncGroup (then the timer starts again).
+ * - A JoinGroup's protocols must share one with every member, its own current ones and those of the
+ *   member it replaces included (INCONSISTENT_GROUP_PROTOCOL otherwise).
  * - From JoinGroup v4 on, a member without an id gets MEMBER_ID_REQUIRED with its new id and must
  *   join again with it (KIP-394); the id is remembered for one session timeout. A static member
  *   (below) joins in one step, as in Kafka.
@@ -34,7 +38,10 @@
  *   SyncGroup returns the inherited assignment. Any request that names the instance with another
  *   member id than the current one is FENCED_INSTANCE_ID. A static member leaves by its session
  *   timeout or by LeaveGroup (by member id, or by instance id alone), never by closing a connection.
- *   The rules and their order are those of Kafka's classic GroupCoordinator.
+ *   A request that names an instance the group does not know is UNKNOWN_MEMBER_ID. The client id
+ *   and host stay those of the first incarnation. The rules and their order are those of Kafka's
+ *   classic GroupCoordinator (GroupMetadataManager and ClassicGroup in Kafka 4.x), checked against
+ *   its source; where booblik differs, docs/kafka.md says so.
  * - A follower that rejoins a Stable group with unchanged metadata gets the current generation back
  *   without a rebalance (in CompletingRebalance, the leader too, with the members); the leader
  *   rejoining a Stable group, or anyone with changed metadata, starts one (Kafka's rules).
@@ -229,10 +236,9 @@ export class GroupCoordinator {
     }
     const instanceId = request.groupInstanceId;
     const current = instanceId === null ? undefined : group.staticMembers.get(instanceId);
-    // A new incarnation replaces the current member of its instance: that member's protocols do
-    // not count against the join.
+    // A new incarnation replaces the current member of its instance.
     const replaced = request.memberId === "" ? current : undefined;
-    if (!this.protocolsFit(group, request, replaced)) {
+    if (!this.protocolsFit(group, request)) {
       this.forgetIfEmpty(group);
       return Promise.resolve(failedJoin("INCONSISTENT_GROUP_PROTOCOL", request.memberId));
     }
@@ -252,17 +258,16 @@ export class GroupCoordinator {
   }
 
   /**
-   * A member's protocol type and at least one of its protocols fit the group's other members (not
-   * counting `replacedId`, the member a static one replaces).
+   * A member's protocol type and at least one of its protocols fit every current member, the
+   * joining member's own current protocols and those of the member a static one replaces included
+   * (Kafka's ClassicGroup.supportsProtocols): a member that switches to protocols nobody has yet
+   * is refused until the group's members have them.
    */
-  private protocolsFit(group: Group, request: JoinRequest, replacedId: string | undefined): boolean {
+  private protocolsFit(group: Group, request: JoinRequest): boolean {
     if (group.members.size === 0) return true;
     if (request.protocolType !== group.protocolType) return false;
-    const others = [...group.members.values()].filter(
-      (m) => m.id !== request.memberId && m.id !== replacedId,
-    );
-    if (others.length === 0) return true;
-    return request.protocols.some((p) => others.every((m) => m.protocols.some((q) => q.name === p.name)));
+    const members = [...group.members.values()];
+    return request.protocols.some((p) => members.every((m) => m.protocols.some((q) => q.name === p.name)));
   }
 
   private joinNew(group: Group, request: JoinRequest): Promise<JoinResult> {
@@ -275,6 +280,7 @@ export class GroupCoordinator {
       // leave a ghost member behind. The id is good for one session timeout.
       const timer = setTimeout(() => {
         group.pendingMemberIds.delete(memberId);
+        this.tryCompleteJoin(group);
         this.forgetIfEmpty(group);
       }, request.sessionTimeoutMs);
       timer.unref();
@@ -359,8 +365,7 @@ export class GroupCoordinator {
     group.members.set(newId, member);
     group.staticMembers.set(member.instanceId!, newId);
     if (group.leaderId === oldId) group.leaderId = newId;
-    member.clientId = request.clientId;
-    member.clientHost = request.clientHost;
+    // The client id and host stay the first incarnation's, as Kafka's replaceStaticMember keeps them.
     member.protocols = request.protocols;
     member.sessionTimeoutMs = request.sessionTimeoutMs;
     member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
@@ -395,6 +400,18 @@ export class GroupCoordinator {
     });
   }
 
+  /** (Re)starts the group's rebalance timer: the largest rebalance timeout of its members. */
+  private armRebalanceTimer(group: Group): void {
+    let timeoutMs = 0;
+    for (const member of group.members.values()) timeoutMs = Math.max(timeoutMs, member.rebalanceTimeoutMs);
+    if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+    group.rebalanceTimer = setTimeout(() => {
+      group.rebalanceTimer = undefined;
+      if (group.state === "PreparingRebalance") this.completeJoin(group);
+    }, timeoutMs);
+    group.rebalanceTimer.unref();
+  }
+
   private prepareRebalance(group: Group): void {
     if (group.state === "CompletingRebalance") {
       // Assignments of the generation that did not complete: parked followers must rejoin.
@@ -408,45 +425,63 @@ export class GroupCoordinator {
     if (group.state === "Stable") for (const member of group.members.values()) member.assignment = EMPTY;
     if (group.state !== "PreparingRebalance") {
       group.state = "PreparingRebalance";
-      let timeoutMs = 0;
-      for (const member of group.members.values()) timeoutMs = Math.max(timeoutMs, member.rebalanceTimeoutMs);
-      if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
-      group.rebalanceTimer = setTimeout(() => {
-        group.rebalanceTimer = undefined;
-        if (group.state === "PreparingRebalance") this.completeJoin(group);
-      }, timeoutMs);
-      group.rebalanceTimer.unref();
+      this.armRebalanceTimer(group);
     }
   }
 
+  /**
+   * Completes the rebalance once every member has rejoined and no id handed out with
+   * MEMBER_ID_REQUIRED is still to join with it (Kafka's hasAllMembersJoined: members starting
+   * together then share one rebalance).
+   */
   private tryCompleteJoin(group: Group): void {
-    if (group.state !== "PreparingRebalance") return;
+    if (group.state !== "PreparingRebalance" || group.pendingMemberIds.size > 0) return;
     for (const member of group.members.values()) if (member.parkedJoin === undefined) return;
     this.completeJoin(group);
   }
 
-  /** Ends a rebalance: members that did not rejoin are removed, then a new generation starts. */
+  /**
+   * Ends a rebalance (everyone rejoined, or the rebalance timeout passed): dynamic members that did
+   * not rejoin are removed; static ones keep their place in the new generation (KIP-345: a static
+   * member that restarts slowly comes back to its assignment) until their session ends. A leader
+   * that did not rejoin hands the lead to a member that did. If only static members are left and
+   * none rejoined, the rebalance waits another timeout, as Kafka's does.
+   */
   private completeJoin(group: Group): void {
     if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
     group.rebalanceTimer = undefined;
     for (const member of [...group.members.values()])
-      if (member.parkedJoin === undefined) this.dropMember(group, member);
-    group.generationId++;
+      if (member.parkedJoin === undefined && member.instanceId === null) this.dropMember(group, member);
     if (group.members.size === 0) {
+      group.generationId++;
       group.state = "Empty";
       group.protocol = "";
       group.leaderId = "";
       this.forgetIfEmpty(group);
       return;
     }
+    if (group.members.get(group.leaderId)?.parkedJoin === undefined) {
+      let joined: Member | undefined;
+      for (const member of group.members.values()) {
+        if (member.parkedJoin !== undefined) {
+          joined = member;
+          break;
+        }
+      }
+      if (joined === undefined) {
+        this.armRebalanceTimer(group);
+        return;
+      }
+      group.leaderId = joined.id;
+    }
+    group.generationId++;
     group.protocol = this.selectProtocol(group);
-    if (!group.members.has(group.leaderId)) group.leaderId = group.members.keys().next().value!;
     group.state = "CompletingRebalance";
     for (const member of group.members.values()) {
-      const join = member.parkedJoin!;
+      const join = member.parkedJoin;
       member.parkedJoin = undefined;
       this.restartSession(group, member);
-      join(this.joinResultFor(group, member));
+      join?.(this.joinResultFor(group, member));
     }
   }
 
@@ -570,10 +605,9 @@ export class GroupCoordinator {
         this.forgetIfEmpty(group);
         return "NONE";
       }
-      if (this.fenced(group, groupInstanceId, memberId)) return "FENCED_INSTANCE_ID";
-      const member = group.members.get(memberId);
-      if (member === undefined) return "UNKNOWN_MEMBER_ID";
-      this.removeMember(group, member);
+      const problem = this.memberProblem(group, groupInstanceId, memberId);
+      if (problem !== undefined) return problem;
+      this.removeMember(group, group.members.get(memberId)!);
       return "NONE";
     });
   }
@@ -588,6 +622,7 @@ export class GroupCoordinator {
     generationId: number,
     memberId: string,
     groupInstanceId: string | null = null,
+    hasCommits: () => boolean = () => false,
   ): GroupError {
     if (this.closed) return "COORDINATOR_NOT_AVAILABLE";
     if (groupIdProblem(groupId) !== undefined) return "INVALID_GROUP_ID";
@@ -595,6 +630,11 @@ export class GroupCoordinator {
     if (generationId < 0 && memberId === "") {
       return group === undefined || group.members.size === 0 ? "NONE" : "UNKNOWN_MEMBER_ID";
     }
+    // A generation for a group without members (forgotten once empty, or before a restart). Kafka
+    // keeps a group with committed offsets as an Empty group, where the member is unknown
+    // (UNKNOWN_MEMBER_ID: it rejoins without its id); a group it does not know at all is
+    // ILLEGAL_GENERATION (OffsetMetadataManager.validateOffsetCommit, v0-8).
+    if (group === undefined) return hasCommits() ? "UNKNOWN_MEMBER_ID" : "ILLEGAL_GENERATION";
     const found = this.memberOf(groupId, memberId, generationId, groupInstanceId);
     if (typeof found === "string") return found;
     if (found.group.state === "CompletingRebalance") return "REBALANCE_IN_PROGRESS";
@@ -602,11 +642,23 @@ export class GroupCoordinator {
     return "NONE";
   }
 
-  /** A request that names a group instance whose current member has another id (Kafka's check). */
-  private fenced(group: Group, groupInstanceId: string | null, memberId: string): boolean {
-    if (groupInstanceId === null) return false;
-    const current = group.staticMembers.get(groupInstanceId);
-    return current !== undefined && current !== memberId;
+  /**
+   * Kafka's ClassicGroup.validateMember: a request that names a group instance must name its
+   * current member id (another id: FENCED_INSTANCE_ID; an instance the group does not know:
+   * UNKNOWN_MEMBER_ID); one that names none must name a member.
+   */
+  private memberProblem(
+    group: Group,
+    groupInstanceId: string | null,
+    memberId: string,
+  ): GroupError | undefined {
+    if (groupInstanceId !== null) {
+      const current = group.staticMembers.get(groupInstanceId);
+      if (current === undefined) return "UNKNOWN_MEMBER_ID";
+      if (current !== memberId) return "FENCED_INSTANCE_ID";
+      return undefined;
+    }
+    return group.members.has(memberId) ? undefined : "UNKNOWN_MEMBER_ID";
   }
 
   private memberOf(
@@ -617,9 +669,10 @@ export class GroupCoordinator {
   ): { group: Group; member: Member } | GroupError {
     if (this.closed) return "COORDINATOR_NOT_AVAILABLE";
     const group = this.groups.get(groupId);
-    if (group !== undefined && this.fenced(group, groupInstanceId, memberId)) return "FENCED_INSTANCE_ID";
-    const member = group?.members.get(memberId);
-    if (group === undefined || member === undefined) return "UNKNOWN_MEMBER_ID";
+    if (group === undefined) return "UNKNOWN_MEMBER_ID";
+    const problem = this.memberProblem(group, groupInstanceId, memberId);
+    if (problem !== undefined) return problem;
+    const member = group.members.get(memberId)!;
     if (generationId !== group.generationId) return "ILLEGAL_GENERATION";
     return { group, member };
   }
@@ -630,8 +683,14 @@ export class GroupCoordinator {
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
     member.sessionTimer = setTimeout(() => {
       member.sessionTimer = undefined;
-      // A member parked in JoinGroup has no running timer (park stops it); this one went silent.
-      if (group.members.get(member.id) === member) this.removeMember(group, member);
+      if (group.members.get(member.id) !== member) return;
+      // A member waiting in JoinGroup or SyncGroup is not silent (Kafka's hasSatisfiedHeartbeat):
+      // a Heartbeat it sent meanwhile restarted a timer that must not remove it; it runs again.
+      if (member.parkedJoin !== undefined || member.parkedSync !== undefined) {
+        this.restartSession(group, member);
+        return;
+      }
+      this.removeMember(group, member);
     }, member.sessionTimeoutMs);
     member.sessionTimer.unref();
   }

@@ -393,6 +393,11 @@ export class OffsetsStore {
       .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
   }
 
+  /** Whether the group has a committed offset. */
+  hasCommits(group: string): boolean {
+    return (this.groups.get(group)?.size ?? 0) > 0;
+  }
+
   /** Groups that have committed offsets. */
   groupIds(): string[] {
     return [...this.groups.keys()].sort();

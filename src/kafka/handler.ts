@@ -810,6 +810,7 @@ export class KafkaHandler {
             request.generationId,
             request.memberId,
             request.groupInstanceId,
+            () => this.broker.offsets.hasCommits(request.groupId),
           )
         : "NONE";
     const topics: PartitionErrors[] = request.topics.map((topic) => ({

@@ -214,6 +214,9 @@ describe("the group coordinator", () => {
     // A "simple" commit (generation −1, no member) only while the group has no members.
     expect(strict.checkCommit("g", -1, "")).toBe("UNKNOWN_MEMBER_ID");
     expect(strict.checkCommit("other", -1, "")).toBe("NONE");
+    // A generation for a group without members (forgotten, or lost in a restart), as Kafka answers.
+    expect(strict.checkCommit("other", 3, "m")).toBe("ILLEGAL_GENERATION");
+    expect(strict.checkCommit("other", 3, "m", null, () => true)).toBe("UNKNOWN_MEMBER_ID");
   });
 
   test("close answers every parked request COORDINATOR_NOT_AVAILABLE", async () => {
@@ -226,12 +229,19 @@ describe("the group coordinator", () => {
   });
 });
 
-/** Two static members ("i-a" leads, "i-b" follows) of a Stable group of generation 2, "a:0" and "b:1". */
-async function stableStaticPair(groups: GroupCoordinator, b: Partial<JoinRequest> = {}) {
-  const a1 = await groups.join(join({ groupInstanceId: "i-a" }));
+/**
+ * Two static members ("i-a" leads, "i-b" follows) of a Stable group of generation 2, "a:0" and
+ * "b:1"; `both` is part of both members' JoinGroups, `b` of b's.
+ */
+async function stableStaticPair(
+  groups: GroupCoordinator,
+  both: Partial<JoinRequest> = {},
+  b: Partial<JoinRequest> = {},
+) {
+  const a1 = await groups.join(join({ groupInstanceId: "i-a", ...both }));
   await groups.sync("g", 1, a1.memberId, []);
-  const bJoin = groups.join(join({ groupInstanceId: "i-b", ...b }));
-  const a = await groups.join(join({ memberId: a1.memberId, groupInstanceId: "i-a" }));
+  const bJoin = groups.join(join({ groupInstanceId: "i-b", ...both, ...b }));
+  const a = await groups.join(join({ memberId: a1.memberId, groupInstanceId: "i-a", ...both }));
   const bJoined = await bJoin;
   const bSync = groups.sync("g", 2, bJoined.memberId, [], "i-b");
   await groups.sync(
@@ -284,9 +294,12 @@ describe("static membership (KIP-345)", () => {
       "FENCED_INSTANCE_ID",
     );
     expect(groups.heartbeat("g", 2, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
+    // An instance the group does not know, named with a live member id, is UNKNOWN_MEMBER_ID.
+    expect(groups.heartbeat("g", 2, a.memberId, "i-x")).toBe("UNKNOWN_MEMBER_ID");
+    // The client id stays the first incarnation's ("c", not "c2"), as Kafka keeps it.
     expect(groups.describe("g")?.members.map((m) => [m.memberId, m.groupInstanceId, m.clientId])).toEqual([
       [a.memberId, "i-a", "c"],
-      [b2.memberId, "i-b", "c2"],
+      [b2.memberId, "i-b", "c"],
     ]);
   });
 
@@ -309,13 +322,27 @@ describe("static membership (KIP-345)", () => {
     expect((await a3).members.map((m) => m.groupInstanceId).sort()).toEqual(["i-a", "i-b", null].sort());
   });
 
-  test("a replacement that changes the group's protocol rebalances; one during a rebalance fences the parked join and waits in its place; one in CompletingRebalance rebalances", async () => {
+  test("a replacement must share a protocol with the member it replaces; one that changes the group's protocol rebalances; one during a rebalance fences the parked join and waits in its place; one in CompletingRebalance rebalances", async () => {
     const meta = bytes("");
     const groups = coordinator();
     const alone = await groups.join(join({ groupInstanceId: "i-a" }));
     await groups.sync("g", 1, alone.memberId, []);
+    // Kafka counts the incarnation being replaced: nothing in common with it is refused.
+    expect(
+      (
+        await groups.join(
+          join({ groupInstanceId: "i-a", protocols: [{ name: "roundrobin", metadata: meta }] }),
+        )
+      ).error,
+    ).toBe("INCONSISTENT_GROUP_PROTOCOL");
     const changed = await groups.join(
-      join({ groupInstanceId: "i-a", protocols: [{ name: "roundrobin", metadata: meta }] }),
+      join({
+        groupInstanceId: "i-a",
+        protocols: [
+          { name: "roundrobin", metadata: meta },
+          { name: "range", metadata: meta },
+        ],
+      }),
     );
     expect([changed.generationId, changed.protocolName, changed.leaderId]).toEqual([
       2,
@@ -325,7 +352,7 @@ describe("static membership (KIP-345)", () => {
     // CompletingRebalance (no sync yet): the leader may be assigning to the old id, so a rebalance.
     const replaced = await groups.join(
       join({ groupInstanceId: "i-a", protocols: [{ name: "roundrobin", metadata: meta }] }),
-    );
+    ); // roundrobin alone now fits: the member it replaces has it
     expect([replaced.generationId, replaced.leaderId]).toEqual([3, replaced.memberId]);
     expect(groups.heartbeat("g", 3, changed.memberId, "i-a")).toBe("FENCED_INSTANCE_ID");
 
@@ -368,6 +395,73 @@ describe("static membership (KIP-345)", () => {
     expect((await groups.join(join({ memberId: pending.memberId }))).error).toBe("UNKNOWN_MEMBER_ID");
   });
 
+  test("static members that miss the rebalance timeout keep their place (and their restart causes no rebalance); a leader that did not rejoin hands the lead over", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups, { rebalanceTimeoutMs: 50 });
+    const cJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
+    const aJoin = await groups.join(
+      join({ memberId: a.memberId, groupInstanceId: "i-a", rebalanceTimeoutMs: 50 }),
+    );
+    // b never rejoined: after 50 ms generation 3 completes with b still in it.
+    expect(aJoin.generationId).toBe(3);
+    expect(aJoin.members.map((m) => m.memberId)).toContain(b.memberId);
+    const c = await cJoin;
+    await Promise.all([
+      groups.sync("g", 3, c.memberId, []),
+      groups.sync(
+        "g",
+        3,
+        a.memberId,
+        [
+          { memberId: a.memberId, assignment: bytes("a:0") },
+          { memberId: b.memberId, assignment: bytes("b:1") },
+          { memberId: c.memberId, assignment: bytes("c:-") },
+        ],
+        "i-a",
+      ),
+    ]);
+    const b2 = await groups.join(join({ groupInstanceId: "i-b", rebalanceTimeoutMs: 50 }));
+    expect([b2.error, b2.generationId]).toEqual(["NONE", 3]);
+    expect(text((await groups.sync("g", 3, b2.memberId, [], "i-b")).assignment)).toBe("b:1");
+    expect(groups.heartbeat("g", 3, c.memberId)).toBe("NONE");
+
+    // The leader a does not rejoin the next rebalance: one that did leads generation 4, with a
+    // (static) still among the members it assigns to.
+    const dJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
+    const cAgain = groups.join(join({ memberId: c.memberId, rebalanceTimeoutMs: 50 }));
+    const bAgain = groups.join(
+      join({ memberId: b2.memberId, groupInstanceId: "i-b", rebalanceTimeoutMs: 50 }),
+    );
+    const rejoined = await Promise.all([dJoin, cAgain, bAgain]);
+    expect(rejoined.map((r) => r.generationId)).toEqual([4, 4, 4]);
+    const leader = rejoined.find((r) => r.memberId === r.leaderId);
+    expect(leader).toBeDefined();
+    expect(rejoined.map((r) => r.leaderId)).not.toContain(a.memberId);
+    expect(leader!.members.map((m) => m.memberId)).toContain(a.memberId);
+  });
+
+  test("when only static members are left and none rejoins, the rebalance waits (they leave by their sessions), then completes with whoever rejoins", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups, { rebalanceTimeoutMs: 20 }, { sessionTimeoutMs: 300 });
+    // A dynamic member joins and leaves again: the rebalance it started has nobody rejoining.
+    const cJoin = groups.join(join({ rebalanceTimeoutMs: 20 }));
+    expect(groups.leave("g", [dynamic(groups.describe("g")!.members[2]!.memberId)])).toEqual(["NONE"]);
+    expect((await cJoin).error).toBe("UNKNOWN_MEMBER_ID");
+    // Several 20 ms rebalance timeouts pass without anyone rejoining; b's 300 ms session ends first.
+    const deadline = performance.now() + 10_000;
+    while (groups.describe("g")?.members.length !== 1) {
+      if (performance.now() > deadline)
+        throw new Error(`b was not removed: ${JSON.stringify(groups.describe("g"))}`);
+      await Bun.sleep(5);
+    }
+    expect(groups.describe("g")).toMatchObject({ state: "PreparingRebalance", generationId: 2 });
+    const aJoin = await groups.join(
+      join({ memberId: a.memberId, groupInstanceId: "i-a", rebalanceTimeoutMs: 20 }),
+    );
+    expect([aJoin.generationId, aJoin.members.map((m) => m.memberId)]).toEqual([3, [a.memberId]]);
+    expect(groups.heartbeat("g", 3, b.memberId, "i-b")).toBe("UNKNOWN_MEMBER_ID");
+  });
+
   test("a static member whose session expires is removed, and its instance joins again as a new member", async () => {
     const groups = coordinator();
     const a = await groups.join(join({ groupInstanceId: "i-a", sessionTimeoutMs: 50 }));
@@ -383,6 +477,55 @@ describe("static membership (KIP-345)", () => {
 });
 
 describe("rejoining a group", () => {
+  test("members starting together share one rebalance: the join waits for ids handed out with MEMBER_ID_REQUIRED, or for their expiry", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ requireKnownMemberId: true }));
+    const b = await groups.join(join({ requireKnownMemberId: true }));
+    expect([a.error, b.error]).toEqual(["MEMBER_ID_REQUIRED", "MEMBER_ID_REQUIRED"]);
+    const aJoin = groups.join(join({ requireKnownMemberId: true, memberId: a.memberId }));
+    expect(await settled(aJoin)).toBe(false);
+    const bJoined = await groups.join(join({ requireKnownMemberId: true, memberId: b.memberId }));
+    expect([(await aJoin).generationId, bJoined.generationId, (await aJoin).members.length]).toEqual([
+      1, 1, 2,
+    ]);
+
+    // An id whose member never comes back holds the join only until it expires (its session).
+    const other = coordinator();
+    const c = await other.join(join({ groupId: "h", requireKnownMemberId: true }));
+    await other.join(join({ groupId: "h", requireKnownMemberId: true, sessionTimeoutMs: 50 }));
+    const alone = await other.join(join({ groupId: "h", requireKnownMemberId: true, memberId: c.memberId }));
+    expect([alone.generationId, alone.members.map((m) => m.memberId)]).toEqual([1, [c.memberId]]);
+  });
+
+  test("a member waiting in JoinGroup is not removed by the session timer its Heartbeat restarted", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ sessionTimeoutMs: 50 }));
+    await groups.sync("g", 1, a.memberId, []);
+    const bJoin = groups.join(join({ sessionTimeoutMs: 300 }));
+    const aJoin = groups.join(join({ memberId: a.memberId, sessionTimeoutMs: 50 }));
+    // b's join completed generation 2 at once (both joined); b goes silent and a rejoins again.
+    expect((await bJoin).generationId).toBe(2);
+    expect((await aJoin).generationId).toBe(2);
+    const b = await bJoin;
+    const aWaits = groups.join(
+      join({
+        memberId: a.memberId,
+        sessionTimeoutMs: 50,
+        protocols: [{ name: "range", metadata: bytes("n") }],
+      }),
+    );
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("REBALANCE_IN_PROGRESS"); // restarts a 50 ms timer
+    // a waits for b, which never rejoins: b's 300 ms session ends, and only then does the
+    // rebalance complete, with a still in it.
+    const rejoined = await aWaits;
+    expect([rejoined.error, rejoined.generationId, rejoined.members.map((m) => m.memberId)]).toEqual([
+      "NONE",
+      3,
+      [a.memberId],
+    ]);
+    expect(groups.heartbeat("g", 3, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
+  });
+
   test("a follower with unchanged metadata gets the current generation back, without a rebalance; changed metadata or the leader rejoining rebalances", async () => {
     const groups = coordinator();
     const { a, b } = await stableStaticPair(groups);

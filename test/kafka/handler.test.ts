@@ -551,10 +551,17 @@ describe("groups and committed offsets over bytes", () => {
     expect(await commitErrors(commit("g", -1, "", "t", 0, "x".repeat(4097)))).toEqual([
       KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE,
     ]);
+    // A generation for a group nobody knows: ILLEGAL_GENERATION; for one that has only committed
+    // offsets (an Empty group to Kafka), the member is unknown. As Kafka 4.x answers both.
+    expect(await commitErrors(commit("g", 3, "someone", "t", 0, null))).toEqual([
+      KAFKA_ERROR.ILLEGAL_GENERATION,
+    ]);
+    expect(broker.offsets.committedOf("g")).toEqual([]);
+    expect(await commitErrors(commit("g", -1, "", "t", 0, null))).toEqual([KAFKA_ERROR.NONE]);
     expect(await commitErrors(commit("g", 3, "someone", "t", 0, null))).toEqual([
       KAFKA_ERROR.UNKNOWN_MEMBER_ID,
     ]);
-    expect(broker.offsets.committedOf("g")).toEqual([]);
+    expect(broker.offsets.committedOf("g").map((c) => c.committed.offset)).toEqual([42]); // the simple commit only
   });
 
   test("FindCoordinator for a group creates the offsets topic, as Kafka does", async () => {
