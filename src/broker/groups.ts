@@ -33,7 +33,7 @@
  *   place across restarts. Joining again without a member id under an instance id the group knows
  *   replaces the previous member of that instance: its parked requests are answered
  *   FENCED_INSTANCE_ID, its id stops being a member's, and the new id inherits its assignment. In a
- *   Stable group whose chosen protocol that does not change, there is no rebalance: the member gets
+ *   Stable group whose chosen protocol does not change, there is no rebalance: the member gets
  *   the current generation and the previous leader id (so that it does not act as leader), and its
  *   SyncGroup returns the inherited assignment. Any request that names the instance with another
  *   member id than the current one is FENCED_INSTANCE_ID. A static member leaves by its session

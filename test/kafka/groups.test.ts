@@ -115,34 +115,31 @@ describe.skipIf(KCAT === null)("kcat -G", () => {
   });
 });
 
+/** A `kcat -G workers jobs` member that runs until the test ends; its stderr is read line by line. */
+function kcatMember(port: number, settings: string[]) {
+  const child = Bun.spawn(
+    [
+      KCAT!,
+      ...["-b", `127.0.0.1:${port}`, "-G", "workers", "jobs"],
+      ...settings.flatMap((setting) => ["-X", setting]),
+    ],
+    { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
+  );
+  cleanups.push(async () => {
+    child.kill("SIGKILL");
+    await child.exited;
+  });
+  return { child, lines: new LineReader(child.stderr) };
+}
+
+/** kcat prints "% Group workers rebalanced (memberid …): assigned: jobs [0], jobs [1]". */
+const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
+
 describe.skipIf(KCAT === null)("kcat -G, two members", () => {
   test("a member killed with SIGKILL is removed when its session ends, and the other one gets its partitions", async () => {
     const { kafkaPort } = await brokerProcess(dataDir().path);
     await createTopic(kafkaPort, "jobs", 2);
-    const member = () => {
-      const child = Bun.spawn(
-        [
-          KCAT!,
-          "-b",
-          `127.0.0.1:${kafkaPort}`,
-          "-G",
-          "workers",
-          "jobs",
-          "-X",
-          "session.timeout.ms=6000",
-          "-X",
-          "heartbeat.interval.ms=200",
-        ],
-        { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
-      );
-      cleanups.push(async () => {
-        child.kill("SIGKILL");
-        await child.exited;
-      });
-      return { child, lines: new LineReader(child.stderr) };
-    };
-    // kcat prints "% Group workers rebalanced (memberid …): assigned: jobs [0], jobs [1]".
-    const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
+    const member = () => kcatMember(kafkaPort, ["session.timeout.ms=6000", "heartbeat.interval.ms=200"]);
     const one = member();
     expect(assigned(await one.lines.waitFor((l) => assigned(l) !== "", "one's first assignment"))).toBe(
       "jobs [0], jobs [1]",
@@ -174,23 +171,12 @@ describe.skipIf(KCAT === null)("kcat -G, static members (group.instance.id)", ()
         `${name}{group="workers"}`,
       );
     await createTopic(kafkaPort, "jobs", 2);
-    const member = (instance: string) => {
-      const child = Bun.spawn(
-        [
-          KCAT!,
-          ...["-b", `127.0.0.1:${kafkaPort}`, "-G", "workers", "jobs"],
-          ...["-X", `group.instance.id=${instance}`, "-X", "session.timeout.ms=60000"],
-          ...["-X", "heartbeat.interval.ms=200"],
-        ],
-        { stdin: "ignore", stdout: "ignore", stderr: "pipe" },
-      );
-      cleanups.push(async () => {
-        child.kill("SIGKILL");
-        await child.exited;
-      });
-      return { child, lines: new LineReader(child.stderr) };
-    };
-    const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
+    const member = (instance: string) =>
+      kcatMember(kafkaPort, [
+        `group.instance.id=${instance}`,
+        "session.timeout.ms=60000",
+        "heartbeat.interval.ms=200",
+      ]);
     const one = member("one");
     await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one's first assignment");
     const two = member("two");
