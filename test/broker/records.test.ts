@@ -361,6 +361,14 @@ describe("validation through Partition.append", () => {
   });
 });
 
+/** Small segments with a dense time index, so that lookups cross segments and index entries. */
+const timeLookupTopic = (timestampType: "CreateTime" | "LogAppendTime") => ({
+  durability: "append" as const,
+  segmentBytes: 4096,
+  indexIntervalBytes: 200,
+  timestampType,
+});
+
 describe(`time lookups against a reference model (seed ${SEED})`, () => {
   for (const timestampType of ["CreateTime", "LogAppendTime"] as const) {
     test(`${timestampType}: random batches over several segments, before and after a restart`, async () => {
@@ -371,12 +379,7 @@ describe(`time lookups against a reference model (seed ${SEED})`, () => {
       const model: number[] = [];
       const base = 1_700_000_000_000;
       try {
-        broker.createTopic("t", {
-          durability: "append",
-          segmentBytes: 4096,
-          indexIntervalBytes: 200,
-          timestampType,
-        });
+        broker.createTopic("t", timeLookupTopic(timestampType));
         for (let batch = 0; batch < 120; batch++) {
           const count = random.int(1, 8);
           // Non-monotonic: later batches may carry older timestamps, and so may records within one.
@@ -440,12 +443,7 @@ describe(`time lookups against a reference model (seed ${SEED})`, () => {
         expect(b.partition("t", 0).offsetForLargestTimestamp()).toEqual(expected(start, model.length));
       };
       try {
-        broker.createTopic("t", {
-          durability: "append",
-          segmentBytes: 4096,
-          indexIntervalBytes: 200,
-          timestampType,
-        });
+        broker.createTopic("t", timeLookupTopic(timestampType));
         for (let batch = 0; batch < 120; batch++) {
           // Timestamps that go back and forth, with repeats of the largest so far.
           const records: RecordInput[] = Array.from({ length: random.int(1, 8) }, () => ({

@@ -298,6 +298,32 @@ def run_group_scenario(script, ctx, create_topic, produce_to, committed_offsets,
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
+def check_codec_round_trip(ctx, topic, items, reports, expected, read_from, beginning, codec_name):
+    """What both clients' codec scenarios check once their records are produced: every key on one
+    partition; the records read back exactly from the beginning and from offset 1 of the fullest
+    partition (inside its first batch); every stored batch carrying the codec. `read_from(starts)`
+    reads {partition: offset} with the client under test, `beginning` is its offset for the start.
+    Returns the scenario's summary."""
+    by_key = {}
+    for (_, r), (p, _) in zip(items, reports):
+        by_key.setdefault(r["key"], set()).add(p)
+    check(all(len(ps) == 1 for ps in by_key.values()), f"a key on two partitions: {by_key}")
+    diffs = compare(expected, read_from({p: beginning for p in range(3)}))
+    check(not diffs, describe_diffs(diffs))
+    counts = {p: sum(1 for (q, _) in expected if q == p) for p in range(3)}
+    fullest = max(counts, key=counts.get)
+    want1 = {w: r for w, r in expected.items() if w[0] == fullest and w[1] >= 1}
+    diffs = compare(want1, read_from({fullest: 1}))
+    check(not diffs, "from offset 1: " + describe_diffs(diffs))
+    batches = [b for p in range(3) for b in stored_batches(ctx["bootstrap"], topic, p)]
+    codecs = sorted({b[2] for b in batches})
+    check(codecs == [codec_name], f"stored batches' codecs {codecs}")
+    return (
+        f"30 records, per partition {counts}, {len(batches)} batches stored as {codec_name}; "
+        f"read back exactly from the beginning and from offset 1 of partition {fullest}"
+    )
+
+
 def stored_batches(bootstrap, topic, partition, offset=0):
     """[(base_offset, record_count, codec name, producer_id)] of the batches a Fetch v4 from offset
     returns (up to 4 MiB): what the broker stored, so a scenario can say that a codec really was

@@ -184,26 +184,8 @@ def codec_scenario(codec):
         reports = produce(ctx, topic, items[:15], **{"compression.type": codec})
         reports += produce(ctx, topic, items[15:], **{"compression.type": codec})
         expected = expected_from(items, reports)
-        by_key = {}
-        for (_, r), (p, _) in zip(items, reports):
-            by_key.setdefault(r["key"], set()).add(p)
-        check(all(len(ps) == 1 for ps in by_key.values()), f"a key on two partitions: {by_key}")
-        got = read(ctx, topic, {p: ck.OFFSET_BEGINNING for p in range(3)})
-        diffs = compare(expected, got)
-        check(not diffs, describe_diffs(diffs))
-        # From an offset: offset 1 of the fullest partition (inside its first batch).
-        counts = {p: sum(1 for (q, _) in expected if q == p) for p in range(3)}
-        fullest = max(counts, key=counts.get)
-        got1 = read(ctx, topic, {fullest: 1})
-        want1 = {w: r for w, r in expected.items() if w[0] == fullest and w[1] >= 1}
-        diffs = compare(want1, got1)
-        check(not diffs, "from offset 1: " + describe_diffs(diffs))
-        batches = [b for p in range(3) for b in common.stored_batches(ctx["bootstrap"], topic, p)]
-        codecs = sorted({b[2] for b in batches})
-        check(codecs == [codec], f"stored batches' codecs {codecs}")
-        return (
-            f"30 records, per partition {counts}, {len(batches)} batches stored as {codec}; "
-            f"read back exactly from the beginning and from offset 1 of partition {fullest}"
+        return common.check_codec_round_trip(
+            ctx, topic, items, reports, expected, lambda starts: read(ctx, topic, starts), ck.OFFSET_BEGINNING, codec
         )
 
     return run
