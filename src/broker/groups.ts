@@ -21,6 +21,11 @@
  *   rebalance, by a newer request of the same member (REBALANCE_IN_PROGRESS for the old one), by the
  *   member's removal (UNKNOWN_MEMBER_ID), by its replacement (FENCED_INSTANCE_ID), or at `close`
  *   (COORDINATOR_NOT_AVAILABLE).
+ * - Once a rebalance completes, every member owes a SyncGroup within the group's rebalance timeout;
+ *   the members that have not sent one by then are removed and the group rebalances (Kafka's
+ *   pending-sync expiry), so a member that heartbeats but never syncs cannot hold the group.
+ * - A LeaveGroup, of a member or of an id handed out with MEMBER_ID_REQUIRED, rebalances a Stable
+ *   or CompletingRebalance group and lets a waiting rebalance complete without it (Kafka's).
  * - A member's session timer runs while it is not parked in JoinGroup; every JoinGroup, SyncGroup,
  *   Heartbeat and OffsetCommit of it restarts the timer. On expiry the member is removed and the
  *   group rebalances, unless it is waiting in JoinGroup or SyncGroup (then the timer starts again).
@@ -179,6 +184,12 @@ class Group {
   /** Group instance id → the member id of its current incarnation. */
   readonly staticMembers = new Map<string, string>();
   rebalanceTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Members of the current generation that have not sent their SyncGroup yet (Kafka's
+   * pendingSyncMembers); the sync timer removes them when the rebalance timeout passes first.
+   */
+  readonly pendingSync = new Set<string>();
+  syncTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(id: string) {
     this.id = id;
@@ -361,6 +372,8 @@ export class GroupCoordinator {
     member.parkedSync = undefined;
     sync?.({ error: "FENCED_INSTANCE_ID", assignment: EMPTY });
     group.members.delete(oldId);
+    // The new incarnation owes the SyncGroup the old one owed (Kafka's replaceStaticMember).
+    if (group.pendingSync.delete(oldId)) group.pendingSync.add(newId);
     member.id = newId;
     group.members.set(newId, member);
     group.staticMembers.set(member.instanceId!, newId);
@@ -400,16 +413,58 @@ export class GroupCoordinator {
     });
   }
 
-  /** (Re)starts the group's rebalance timer: the largest rebalance timeout of its members. */
-  private armRebalanceTimer(group: Group): void {
+  /** The group's rebalance timeout: the largest of its members'. */
+  private rebalanceTimeoutMs(group: Group): number {
     let timeoutMs = 0;
     for (const member of group.members.values()) timeoutMs = Math.max(timeoutMs, member.rebalanceTimeoutMs);
+    return timeoutMs;
+  }
+
+  /** (Re)starts the group's rebalance timer. */
+  private armRebalanceTimer(group: Group): void {
     if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
     group.rebalanceTimer = setTimeout(() => {
       group.rebalanceTimer = undefined;
       if (group.state === "PreparingRebalance") this.completeJoin(group);
-    }, timeoutMs);
+    }, this.rebalanceTimeoutMs(group));
     group.rebalanceTimer.unref();
+  }
+
+  /**
+   * A new generation: every member owes a SyncGroup within the rebalance timeout. A member that
+   * keeps heartbeating without syncing (a leader whose assignor never returns, a follower that
+   * never asks for its assignment) would otherwise hold the group in CompletingRebalance, or hold
+   * its partitions unassigned in Stable, for as long as it lives. When the timeout passes, the
+   * members that did not sync are removed and the group rebalances without them (Kafka's
+   * expirePendingSync, GroupMetadataManager in Kafka 4.x).
+   */
+  private awaitSyncs(group: Group): void {
+    this.stopAwaitingSyncs(group);
+    for (const id of group.members.keys()) group.pendingSync.add(id);
+    const generationId = group.generationId;
+    group.syncTimer = setTimeout(() => {
+      group.syncTimer = undefined;
+      if (group.generationId !== generationId) return;
+      if (group.state !== "CompletingRebalance" && group.state !== "Stable") return;
+      const silent = [...group.pendingSync].map((id) => group.members.get(id)!);
+      group.pendingSync.clear();
+      if (silent.length === 0) return;
+      for (const member of silent) this.dropMember(group, member);
+      this.rebalanceAfterRemoval(group);
+    }, this.rebalanceTimeoutMs(group));
+    group.syncTimer.unref();
+  }
+
+  private stopAwaitingSyncs(group: Group): void {
+    group.pendingSync.clear();
+    if (group.syncTimer !== undefined) clearTimeout(group.syncTimer);
+    group.syncTimer = undefined;
+  }
+
+  /** A member's SyncGroup of the current generation arrived. */
+  private syncReceived(group: Group, memberId: string): void {
+    group.pendingSync.delete(memberId);
+    if (group.pendingSync.size === 0) this.stopAwaitingSyncs(group);
   }
 
   private prepareRebalance(group: Group): void {
@@ -423,6 +478,7 @@ export class GroupCoordinator {
       }
     }
     if (group.state === "Stable") for (const member of group.members.values()) member.assignment = EMPTY;
+    this.stopAwaitingSyncs(group);
     if (group.state !== "PreparingRebalance") {
       group.state = "PreparingRebalance";
       this.armRebalanceTimer(group);
@@ -477,6 +533,7 @@ export class GroupCoordinator {
     group.generationId++;
     group.protocol = this.selectProtocol(group);
     group.state = "CompletingRebalance";
+    this.awaitSyncs(group);
     for (const member of group.members.values()) {
       const join = member.parkedJoin;
       member.parkedJoin = undefined;
@@ -547,6 +604,7 @@ export class GroupCoordinator {
     if (group.state === "PreparingRebalance")
       return Promise.resolve({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
     this.restartSession(group, member);
+    this.syncReceived(group, member.id);
     if (group.state === "Stable") return Promise.resolve({ error: "NONE", assignment: member.assignment });
     // CompletingRebalance: park; the leader's request completes everyone's.
     member.parkedSync?.({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
@@ -602,6 +660,9 @@ export class GroupCoordinator {
       if (pending !== undefined) {
         clearTimeout(pending);
         group.pendingMemberIds.delete(memberId);
+        // As any leave in Kafka (classicGroupLeave): a rebalance waiting for this id completes
+        // without it; a Stable or CompletingRebalance group rebalances.
+        this.rebalanceAfterRemoval(group);
         this.forgetIfEmpty(group);
         return "NONE";
       }
@@ -698,6 +759,11 @@ export class GroupCoordinator {
   /** Removes a member and rebalances what is left. */
   private removeMember(group: Group, member: Member): void {
     this.dropMember(group, member);
+    this.rebalanceAfterRemoval(group);
+  }
+
+  /** After members were dropped: a rebalance of what is left, completed at once if nobody is. */
+  private rebalanceAfterRemoval(group: Group): void {
     if (group.state === "Stable" || group.state === "CompletingRebalance") this.prepareRebalance(group);
     if (group.members.size === 0 && group.state === "PreparingRebalance") {
       this.completeJoin(group);
@@ -709,6 +775,7 @@ export class GroupCoordinator {
   /** Takes a member out, answering what it has parked; no state change. */
   private dropMember(group: Group, member: Member): void {
     group.members.delete(member.id);
+    group.pendingSync.delete(member.id);
     if (member.instanceId !== null && group.staticMembers.get(member.instanceId) === member.id)
       group.staticMembers.delete(member.instanceId);
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
@@ -729,6 +796,7 @@ export class GroupCoordinator {
       group.state !== "PreparingRebalance"
     ) {
       if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+      this.stopAwaitingSyncs(group);
       if (this.groups.get(group.id) === group) this.groups.delete(group.id);
     }
   }
@@ -771,6 +839,7 @@ export class GroupCoordinator {
     this.closed = true;
     for (const group of this.groups.values()) {
       if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+      this.stopAwaitingSyncs(group);
       for (const timer of group.pendingMemberIds.values()) clearTimeout(timer);
       for (const member of group.members.values()) {
         if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);

@@ -553,4 +553,94 @@ describe("rejoining a group", () => {
     expect(await settled(leaderJoin)).toBe(false);
     expect(groups.heartbeat("g", 3, b.memberId)).toBe("REBALANCE_IN_PROGRESS");
   });
+
+  test("a LeaveGroup of an id handed out with MEMBER_ID_REQUIRED lets a rebalance waiting for it complete, and rebalances a Stable group", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join());
+    await groups.sync("g", 1, a.memberId, []);
+    const stranger = await groups.join(join({ requireKnownMemberId: true }));
+    expect(stranger.error).toBe("MEMBER_ID_REQUIRED");
+    // a asks for a rebalance; it waits for the id handed out (it may join with it any moment).
+    const aJoin = groups.join(
+      join({ memberId: a.memberId, protocols: [{ name: "range", metadata: bytes("n") }] }),
+    );
+    expect(await settled(aJoin)).toBe(false);
+    // The id leaves instead: the rebalance completes now, not after its 30 s session.
+    expect(groups.leave("g", [dynamic(stranger.memberId)])).toEqual(["NONE"]);
+    expect((await aJoin).generationId).toBe(2);
+    await groups.sync("g", 2, a.memberId, []);
+    expect(groups.describe("g")?.state).toBe("Stable");
+    // In a Stable group, such a leave starts a rebalance, as any leave does in Kafka.
+    const other = await groups.join(join({ requireKnownMemberId: true }));
+    expect(groups.leave("g", [dynamic(other.memberId)])).toEqual(["NONE"]);
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("REBALANCE_IN_PROGRESS");
+  });
+});
+
+describe("SyncGroup within the rebalance timeout", () => {
+  test("a leader that joined and keeps heartbeating but never syncs is removed after the rebalance timeout; the waiting follower is told to rejoin and leads the next generation", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ rebalanceTimeoutMs: 50 }));
+    await groups.sync("g", 1, a.memberId, []);
+    const bJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
+    const aJoin = await groups.join(join({ memberId: a.memberId, rebalanceTimeoutMs: 50 }));
+    const b = await bJoin;
+    expect([aJoin.generationId, aJoin.leaderId]).toEqual([2, a.memberId]);
+    // b syncs and waits for the leader's assignment; the leader only heartbeats.
+    const bSync = groups.sync("g", 2, b.memberId, []);
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("NONE");
+    expect((await bSync).error).toBe("REBALANCE_IN_PROGRESS");
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("UNKNOWN_MEMBER_ID");
+    const again = await groups.join(join({ memberId: b.memberId, rebalanceTimeoutMs: 50 }));
+    expect([again.generationId, again.leaderId, again.members.map((m) => m.memberId)]).toEqual([
+      3,
+      b.memberId,
+      [b.memberId],
+    ]);
+  });
+
+  test("in a Stable group, a follower that never asks for its assignment is removed after the rebalance timeout and the group rebalances; the members that synced stay", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ rebalanceTimeoutMs: 50 }));
+    await groups.sync("g", 1, a.memberId, []);
+    const bJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
+    await groups.join(join({ memberId: a.memberId, rebalanceTimeoutMs: 50 }));
+    const b = await bJoin;
+    const assigned = await groups.sync("g", 2, a.memberId, [
+      { memberId: a.memberId, assignment: bytes("a:0") },
+      { memberId: b.memberId, assignment: bytes("b:1") },
+    ]);
+    expect([assigned.error, groups.describe("g")?.state]).toEqual(["NONE", "Stable"]);
+    // b holds partition 1 without consuming it; its heartbeats keep its session alive.
+    const deadline = performance.now() + 10_000;
+    while (groups.heartbeat("g", 2, b.memberId) === "NONE") {
+      if (performance.now() > deadline) throw new Error("b was not removed");
+      await Bun.sleep(5);
+    }
+    expect(groups.heartbeat("g", 2, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
+    expect(groups.heartbeat("g", 2, a.memberId)).toBe("REBALANCE_IN_PROGRESS");
+    const alone = await groups.join(join({ memberId: a.memberId, rebalanceTimeoutMs: 50 }));
+    expect([alone.generationId, alone.members.map((m) => m.memberId)]).toEqual([3, [a.memberId]]);
+  });
+
+  test("a static member restarted in a Stable group before its SyncGroup owes it under its new id", async () => {
+    const groups = coordinator();
+    const a = await groups.join(join({ groupInstanceId: "i-a", rebalanceTimeoutMs: 50 }));
+    await groups.sync("g", 1, a.memberId, [], "i-a");
+    const bJoin = groups.join(join({ groupInstanceId: "i-b", rebalanceTimeoutMs: 50 }));
+    await groups.join(join({ memberId: a.memberId, groupInstanceId: "i-a", rebalanceTimeoutMs: 50 }));
+    const b = await bJoin;
+    await groups.sync("g", 2, a.memberId, [{ memberId: b.memberId, assignment: bytes("b:1") }], "i-a");
+    // b restarts before its SyncGroup (no rebalance: Stable, same protocol); the new incarnation
+    // never syncs either, so it is the one removed.
+    const b2 = await groups.join(join({ groupInstanceId: "i-b", rebalanceTimeoutMs: 50 }));
+    expect([b2.error, b2.generationId]).toEqual(["NONE", 2]);
+    const deadline = performance.now() + 10_000;
+    while (groups.heartbeat("g", 2, b2.memberId, "i-b") === "NONE") {
+      if (performance.now() > deadline) throw new Error("b's new incarnation was not removed");
+      await Bun.sleep(5);
+    }
+    expect(groups.heartbeat("g", 2, b2.memberId, "i-b")).toBe("UNKNOWN_MEMBER_ID");
+    expect(groups.heartbeat("g", 2, a.memberId, "i-a")).toBe("REBALANCE_IN_PROGRESS");
+  });
 });
