@@ -35,6 +35,7 @@ import {
   CONNECTIONS_PER_ADDRESS_DEFAULT,
   FETCH_RESPONSE_BYTES_MAX,
   FRAME_BYTES_DEFAULT_MAX,
+  GROUP_INITIAL_REBALANCE_DELAY_MS_MAX,
   INBOUND_BUDGET_BYTES_DEFAULT,
   INBOUND_FREE_BYTES,
   KAFKA_PORT_DEFAULT,
@@ -237,6 +238,12 @@ const OPTIONS = {
     env: "BOOBLIK_KAFKA_AUTO_CREATE_PARTITIONS",
     fallback: "1",
     help: "partitions of a topic auto-created by a Kafka client (Kafka's num.partitions)",
+  },
+  groupInitialRebalanceDelay: {
+    flag: "--group-initial-rebalance-delay",
+    env: "BOOBLIK_GROUP_INITIAL_REBALANCE_DELAY",
+    fallback: "0",
+    help: "the first rebalance of a consumer group with no members waits this long for more members, and as long again while more arrive (Kafka's group.initial.rebalance.delay.ms; e.g. 3s), at most 5m",
   },
   kafkaAdvertisedListener: {
     flag: "--kafka-advertised-listener",
@@ -561,6 +568,14 @@ async function main(): Promise<number> {
     );
   }
   const idleTimeoutMs = parseDurationMs("idle timeout", values.idleTimeoutMs);
+  const groupInitialRebalanceDelayMs = parseDurationMs(
+    "group initial rebalance delay",
+    values.groupInitialRebalanceDelay,
+  );
+  if (groupInitialRebalanceDelayMs > GROUP_INITIAL_REBALANCE_DELAY_MS_MAX)
+    throw new UsageError(
+      `--group-initial-rebalance-delay must be at most ${GROUP_INITIAL_REBALANCE_DELAY_MS_MAX / 60_000}m, got ${JSON.stringify(values.groupInitialRebalanceDelay)}`,
+    );
   const maxConnectionsPerAddress = parseInteger(
     "max connections per address",
     values.maxConnectionsPerAddress,
@@ -812,6 +827,7 @@ async function main(): Promise<number> {
       adminRate: kafkaAdminRate,
       ...(kafkaAutoCreate === "on" ? { autoCreateTopics: { partitions: kafkaAutoCreatePartitions } } : {}),
       fetchPath: kafkaFetchPath,
+      groups: { initialRebalanceDelayMs: groupInitialRebalanceDelayMs },
       log: (line) => console.log(`booblik: ${line}`),
       audit: (line) => console.log(line),
       ...(primaryTls ? { tls } : {}),

@@ -16,7 +16,10 @@
  * Rules:
  * - A JoinGroup is parked until every known member has rejoined and every id handed out with
  *   MEMBER_ID_REQUIRED has joined or expired (or the group's rebalance timeout, the largest of its
- *   members', passed: dynamic members that did not rejoin are removed, static ones stay). Follower
+ *   members', passed: dynamic members that did not rejoin are removed, static ones stay). The first
+ *   rebalance of a group with no members also waits out the initial delay, if one is set (Kafka's
+ *   group.initial.rebalance.delay.ms), again and again while new members arrive, up to the
+ *   rebalance timeout. Follower
  *   SyncGroups are parked until the leader's arrives. Every parked request is answered: by the
  *   rebalance, by a newer request of the same member (REBALANCE_IN_PROGRESS for the old one), by the
  *   member's removal (UNKNOWN_MEMBER_ID), by its replacement (FENCED_INSTANCE_ID), or at `close`
@@ -150,6 +153,13 @@ export interface CoordinatorOptions {
   /** Kafka's group.min/max.session.timeout.ms; tests lower the minimum. */
   sessionTimeoutMsMin?: number;
   sessionTimeoutMsMax?: number;
+  /**
+   * Kafka's group.initial.rebalance.delay.ms: how long the first rebalance of a group with no
+   * members waits for more members, extended by as much while new ones keep arriving, up to the
+   * rebalance timeout. 0 (the default, as in Kafka's shipped server.properties) completes it as soon
+   * as every member has joined.
+   */
+  initialRebalanceDelayMs?: number;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -190,6 +200,13 @@ class Group {
    */
   readonly pendingSync = new Set<string>();
   syncTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * The group's first rebalance (from Empty) is waiting out the initial delay: only the delay's
+   * timer completes it, not the last member's join.
+   */
+  initialDelay = false;
+  /** A new member joined during the current window of the initial delay. */
+  newMemberAdded = false;
 
   constructor(id: string) {
     this.id = id;
@@ -215,11 +232,13 @@ export class GroupCoordinator {
   private readonly groups = new Map<string, Group>();
   private readonly sessionTimeoutMsMin: number;
   private readonly sessionTimeoutMsMax: number;
+  private readonly initialRebalanceDelayMs: number;
   private closed = false;
 
   constructor(options: CoordinatorOptions = {}) {
     this.sessionTimeoutMsMin = options.sessionTimeoutMsMin ?? GROUP_SESSION_TIMEOUT_MS_MIN;
     this.sessionTimeoutMsMax = options.sessionTimeoutMsMax ?? GROUP_SESSION_TIMEOUT_MS_MAX;
+    this.initialRebalanceDelayMs = options.initialRebalanceDelayMs ?? 0;
   }
 
   // --- JoinGroup ---------------------------------------------------------------------------------
@@ -320,6 +339,7 @@ export class GroupCoordinator {
     group.members.set(memberId, member);
     if (member.instanceId !== null) group.staticMembers.set(member.instanceId, memberId);
     if (group.leaderId === "") group.leaderId = memberId;
+    if (group.initialDelay) group.newMemberAdded = true;
     const parked = this.park(member);
     this.prepareRebalance(group);
     this.tryCompleteJoin(group);
@@ -479,10 +499,46 @@ export class GroupCoordinator {
     }
     if (group.state === "Stable") for (const member of group.members.values()) member.assignment = EMPTY;
     this.stopAwaitingSyncs(group);
+    if (group.state === "Empty" && this.initialRebalanceDelayMs > 0) {
+      group.state = "PreparingRebalance";
+      group.initialDelay = true;
+      group.newMemberAdded = false;
+      this.armInitialDelay(
+        group,
+        this.initialRebalanceDelayMs,
+        Math.max(this.rebalanceTimeoutMs(group) - this.initialRebalanceDelayMs, 0),
+      );
+      return;
+    }
     if (group.state !== "PreparingRebalance") {
       group.state = "PreparingRebalance";
       this.armRebalanceTimer(group);
     }
+  }
+
+  /**
+   * The first rebalance of a group with no members waits `delayMs` for more members (Kafka's
+   * InitialDelayedJoin, GroupMetadataManager.tryCompleteInitialRebalanceElseSchedule): members that
+   * start together then share one rebalance instead of one each. While new members keep arriving
+   * it waits another delay, until `remainingMs` of the rebalance timeout is used up.
+   */
+  private armInitialDelay(group: Group, delayMs: number, remainingMs: number): void {
+    if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
+    group.rebalanceTimer = setTimeout(() => {
+      group.rebalanceTimer = undefined;
+      if (group.state !== "PreparingRebalance" || !group.initialDelay) return;
+      if (group.newMemberAdded && remainingMs > 0) {
+        group.newMemberAdded = false;
+        this.armInitialDelay(
+          group,
+          Math.min(this.initialRebalanceDelayMs, remainingMs),
+          Math.max(remainingMs - delayMs, 0),
+        );
+        return;
+      }
+      this.completeJoin(group);
+    }, delayMs);
+    group.rebalanceTimer.unref();
   }
 
   /**
@@ -491,7 +547,7 @@ export class GroupCoordinator {
    * together then share one rebalance).
    */
   private tryCompleteJoin(group: Group): void {
-    if (group.state !== "PreparingRebalance" || group.pendingMemberIds.size > 0) return;
+    if (group.state !== "PreparingRebalance" || group.pendingMemberIds.size > 0 || group.initialDelay) return;
     for (const member of group.members.values()) if (member.parkedJoin === undefined) return;
     this.completeJoin(group);
   }
@@ -506,6 +562,8 @@ export class GroupCoordinator {
   private completeJoin(group: Group): void {
     if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
     group.rebalanceTimer = undefined;
+    group.initialDelay = false;
+    group.newMemberAdded = false;
     for (const member of [...group.members.values()])
       if (member.parkedJoin === undefined && member.instanceId === null) this.dropMember(group, member);
     if (group.members.size === 0) {

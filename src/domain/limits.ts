@@ -608,6 +608,12 @@ export const GROUP_SESSION_TIMEOUT_MS_MIN = 6_000;
 export const GROUP_SESSION_TIMEOUT_MS_MAX = 1_800_000;
 /** The longest rebalance a member may ask for (Kafka bounds it by max.poll.interval.ms, int32). */
 export const GROUP_REBALANCE_TIMEOUT_MS_MAX = 2_147_483_647;
+/**
+ * The longest `--group-initial-rebalance-delay`: 5 minutes, the Java client's default rebalance
+ * timeout (max.poll.interval.ms). A client gives up on a JoinGroup some seconds after its rebalance
+ * timeout, so a longer first wait would only make every first JoinGroup of a group fail.
+ */
+export const GROUP_INITIAL_REBALANCE_DELAY_MS_MAX = 300_000;
 /** Members of one group: a JoinGroup beyond it is refused (Kafka's group.max.size default is unbounded; 1000 keeps memory bounded). */
 export const GROUP_MEMBERS_MAX = 1_000;
 /** Groups with members at once (Empty groups are forgotten; their offsets stay in the store). */

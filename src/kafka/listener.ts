@@ -34,6 +34,7 @@ import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep } from "../../ffi
 import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
+import type { CoordinatorOptions } from "../broker/groups.ts";
 import { Histogram } from "../broker/metrics.ts";
 import {
   INBOUND_FREE_BYTES,
@@ -100,6 +101,8 @@ export interface KafkaListenerOptions {
   sasl?: KafkaSasl;
   /** `--kafka-auto-create-topics on`: Metadata creates unknown topics (KafkaHandlerOptions). */
   autoCreateTopics?: { partitions: number };
+  /** The group coordinator's settings (one coordinator per listener, shared with its TLS port). */
+  groups?: CoordinatorOptions;
   /** Audit lines (ACL denials and changes; KafkaHandlerOptions.audit). */
   audit?: (line: string) => void;
   /**
@@ -674,6 +677,7 @@ export class KafkaListener {
         advertisedHost,
         advertisedPort,
         ...(sharedGroups === undefined ? {} : { sharedGroups }),
+        ...(this.options.groups === undefined ? {} : { groups: this.options.groups }),
         fetchBuffers: this.fetchBuffers,
         fetchSendfile,
         ...(this.options.adminRate === undefined ? {} : { adminRate: this.options.adminRate }),

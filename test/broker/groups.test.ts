@@ -14,8 +14,8 @@ afterEach(() => {
   for (const coordinator of coordinators.splice(0)) coordinator.close();
 });
 
-function coordinator(): GroupCoordinator {
-  const made = new GroupCoordinator({ sessionTimeoutMsMin: 1 });
+function coordinator(initialRebalanceDelayMs = 0): GroupCoordinator {
+  const made = new GroupCoordinator({ sessionTimeoutMsMin: 1, initialRebalanceDelayMs });
   coordinators.push(made);
   return made;
 }
@@ -642,5 +642,50 @@ describe("SyncGroup within the rebalance timeout", () => {
     }
     expect(groups.heartbeat("g", 2, b2.memberId, "i-b")).toBe("UNKNOWN_MEMBER_ID");
     expect(groups.heartbeat("g", 2, a.memberId, "i-a")).toBe("REBALANCE_IN_PROGRESS");
+  });
+});
+
+describe("the initial rebalance delay (Kafka's group.initial.rebalance.delay.ms)", () => {
+  test("members that join a group without members within the delay share its first generation; later rebalances are not delayed", async () => {
+    const delayMs = 100;
+    const groups = coordinator(delayMs);
+    const started = performance.now();
+    const aJoin = groups.join(join());
+    // Without the delay a would be generation 1 alone at once, and b would start generation 2.
+    expect(await settled(aJoin)).toBe(false);
+    const bJoin = groups.join(join());
+    const [a, b] = await Promise.all([aJoin, bJoin]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(delayMs);
+    expect([a.generationId, b.generationId, a.leaderId, a.members.length]).toEqual([1, 1, a.memberId, 2]);
+    await Promise.all([groups.sync("g", 1, b.memberId, []), groups.sync("g", 1, a.memberId, [])]);
+    // A group that has members rebalances as soon as all of them rejoined.
+    const cJoin = groups.join(join());
+    const rejoins = [
+      groups.join(join({ memberId: a.memberId })),
+      groups.join(join({ memberId: b.memberId })),
+    ];
+    expect(await settled(Promise.all([cJoin, ...rejoins]))).toBe(true);
+    expect((await cJoin).generationId).toBe(2);
+  });
+
+  test("a member that arrives during the delay extends it by another delay", async () => {
+    const delayMs = 150;
+    const groups = coordinator(delayMs);
+    const started = performance.now();
+    const joins = [groups.join(join()), groups.join(join())];
+    const [a] = await Promise.all(joins);
+    // The first window ends with a new member seen: one more window, then the rebalance completes.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * delayMs);
+    expect([a!.generationId, a!.members.length]).toEqual([1, 2]);
+  });
+
+  test("the delay ends early when every member leaves", async () => {
+    const groups = coordinator(60_000);
+    const aJoin = groups.join(join());
+    expect(await settled(aJoin)).toBe(false);
+    const pending = groups.describe("g")!.members[0]!.memberId;
+    expect(groups.leave("g", [dynamic(pending)])).toEqual(["NONE"]);
+    expect((await aJoin).error).toBe("UNKNOWN_MEMBER_ID");
+    expect(groups.describe("g")).toBeUndefined();
   });
 });

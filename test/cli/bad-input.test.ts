@@ -142,6 +142,12 @@ describe("broker options", () => {
       [["--port", "0x10"], {}, 'port must be an integer from 0 to 65535, got "0x10"'],
       [["--metrics-port", "1e3"], {}, 'metrics port must be an integer from 0 to 65535, got "1e3"'],
       [["--max-connections", "1.5"], {}, 'max connections must be an integer ≥ 1, got "1.5"'],
+      [
+        ["--group-initial-rebalance-delay", "6m"],
+        {},
+        '--group-initial-rebalance-delay must be at most 5m, got "6m"',
+      ],
+      [[], { BOOBLIK_GROUP_INITIAL_REBALANCE_DELAY: "soon" }, "group initial rebalance delay"],
     ];
     for (const [args, env, message] of cases) {
       const result = await run(MAIN, ["--data-dir", data, "--host", "127.0.0.1", ...args], env);

@@ -3,7 +3,8 @@
  * kcat (`-G`, librdkafka 2.0.2 from Debian) consuming, committing and resuming from its commit,
  * across a restart of the consumer and a SIGKILL of the broker; a two-member kafkajs 2.2.4 group
  * splitting the partitions, rebalancing when a member leaves, and resuming from the commits; a static
- * kcat member (group.instance.id) restarted without a rebalance; and the
+ * kcat member (group.instance.id) restarted without a rebalance; two kcat members sharing the first
+ * generation under --group-initial-rebalance-delay; and the
  * group admin calls (ListGroups, DescribeGroups, OffsetFetch) through kafkajs's admin. kcat tests are
  * skipped, with the reason printed, where kcat is not installed.
  */
@@ -193,6 +194,39 @@ describe.skipIf(KCAT === null)("kcat -G, static members (group.instance.id)", ()
     );
     expect(await metrics("booblik_group_generation")).toBe(generation);
     expect(await metrics("booblik_group_members")).toBe(2);
+  });
+});
+
+describe.skipIf(KCAT === null)("kcat -G, --group-initial-rebalance-delay", () => {
+  test("a member that joins while the group's first rebalance waits shares its first generation: each is assigned its share once", async () => {
+    const { broker, kafkaPort } = await brokerProcess(dataDir().path, [
+      "--metrics-port",
+      "0",
+      "--group-initial-rebalance-delay",
+      "3s",
+    ]);
+    const metrics = async (name: string) =>
+      metricValue(
+        await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text(),
+        `${name}{group="workers"}`,
+      );
+    await createTopic(kafkaPort, "jobs", 2);
+    const settings = ["session.timeout.ms=6000", "heartbeat.interval.ms=200"];
+    const one = kcatMember(kafkaPort, settings);
+    // The second starts only once the first is a member. Without the delay, the first would be
+    // assigned both partitions alone in generation 1 by then, and both get their shares in 2.
+    await waitUntil(
+      async () => (await metrics("booblik_group_members").catch(() => 0)) === 1,
+      "the first member",
+    );
+    const two = kcatMember(kafkaPort, settings);
+    const firsts = await Promise.all(
+      [one, two].map(async (member) =>
+        assigned(await member.lines.waitFor((l) => assigned(l) !== "", "an assignment")),
+      ),
+    );
+    expect(firsts.sort()).toEqual(["jobs [0]", "jobs [1]"]);
+    expect(await metrics("booblik_group_generation")).toBe(1);
   });
 });
 
