@@ -50,6 +50,7 @@ export const KAFKA_API = {
   DESCRIBE_ACLS: 29,
   CREATE_ACLS: 30,
   DELETE_ACLS: 31,
+  DESCRIBE_LOG_DIRS: 35,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -107,6 +108,9 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.DESCRIBE_ACLS]: { min: 0, max: 1 },
   [KAFKA_API.CREATE_ACLS]: { min: 0, max: 1 },
   [KAFKA_API.DELETE_ACLS]: { min: 0, max: 1 },
+  // log-dirs-messages.ts: every version, the flexible ones (v2+) included, so that the Java
+  // AdminClient gets v4's volume sizes (kafka-log-dirs.sh prints them).
+  [KAFKA_API.DESCRIBE_LOG_DIRS]: { min: 0, max: 4 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -142,6 +146,7 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.DESCRIBE_ACLS]: 2,
   [KAFKA_API.CREATE_ACLS]: 2,
   [KAFKA_API.DELETE_ACLS]: 2,
+  [KAFKA_API.DESCRIBE_LOG_DIRS]: 2,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {

@@ -21,6 +21,7 @@
  * - A malformed request is `close` too: the stream cannot be trusted past it.
  * - Per-topic and per-partition failures are error codes in the response, never a closed connection.
  */
+import fs from "node:fs";
 import {
   ACL_OPERATION,
   type AclFilter,
@@ -110,6 +111,11 @@ import {
   type PartitionErrors,
 } from "./group-messages.ts";
 import {
+  decodeDescribeLogDirsRequest,
+  encodeDescribeLogDirsResponse,
+  type LogDirTopic,
+} from "./log-dirs-messages.ts";
+import {
   decodeApiVersionsRequest,
   decodeCreateTopicsRequest,
   decodeDeleteTopicsRequest,
@@ -192,6 +198,8 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.OFFSET_FOR_LEADER_EPOCH, CODEC_VERSIONS[KAFKA_API.OFFSET_FOR_LEADER_EPOCH]],
     // Records purged below a point (Broker.purge).
     [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
+    // The data directory and each partition's size on disk (log-dirs-messages.ts).
+    [KAFKA_API.DESCRIBE_LOG_DIRS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_LOG_DIRS]],
     // Idempotent producers (producer-state.ts); transactional ids are refused.
     [KAFKA_API.INIT_PRODUCER_ID, CODEC_VERSIONS[KAFKA_API.INIT_PRODUCER_ID]],
     // ACLs (acl-messages.ts; src/broker/acl-store.ts): SECURITY_DISABLED without --authorizer acl.
@@ -678,6 +686,8 @@ export class KafkaHandler {
           return this.describeConfigs(reader, apiVersion, correlationId, who);
         case KAFKA_API.DESCRIBE_CLUSTER:
           return this.describeCluster(reader, apiVersion, correlationId, who);
+        case KAFKA_API.DESCRIBE_LOG_DIRS:
+          return this.describeLogDirs(reader, apiVersion, correlationId, who);
         case KAFKA_API.DELETE_GROUPS:
           return await this.deleteGroups(reader, apiVersion, correlationId, who);
         case KAFKA_API.OFFSET_DELETE:
@@ -1554,6 +1564,62 @@ export class KafkaHandler {
     });
     return this.respond((writer) =>
       encodeDescribeConfigsResponse(writer, version, correlationId, request, results),
+    );
+  }
+
+  /**
+   * DescribeLogDirs: booblik has one log directory, its data directory, holding every partition
+   * (the internal offsets topic's too, as Kafka lists its own). Per partition: the bytes of its
+   * segments, and the offset lag, the log end above the high watermark (under `force`, records
+   * whose fdatasync is in flight; 0 otherwise). A topic or partition that does not exist is left
+   * out, and so is a topic with no partition left, as Kafka's ReplicaManager.describeLogDirs does.
+   * Needs DESCRIBE on the cluster: without it the answer holds no directory (v3+:
+   * CLUSTER_AUTHORIZATION_FAILED), as Kafka answers. v4's volume sizes come from statfs of the
+   * data directory.
+   */
+  private describeLogDirs(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    who: Who,
+  ): KafkaOutcome {
+    const request = decodeDescribeLogDirsRequest(reader, version);
+    const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    if (refusal !== undefined) {
+      return this.respond((writer) =>
+        encodeDescribeLogDirsResponse(writer, version, correlationId, refusal.code, []),
+      );
+    }
+    const wanted =
+      request.topics === null
+        ? undefined
+        : new Map(request.topics.map((topic) => [topic.topic, new Set(topic.partitions)]));
+    const topics: LogDirTopic[] = [];
+    for (const topic of this.broker.listTopics({ includeInternal: true })) {
+      const partitions = wanted === undefined ? undefined : wanted.get(topic.name);
+      if (wanted !== undefined && partitions === undefined) continue;
+      const described = topic.partitions
+        .filter((partition) => partitions === undefined || partitions.has(partition.partition))
+        .map((partition) => ({
+          partition: partition.partition,
+          sizeBytes: partition.sizeBytes,
+          offsetLag: Math.max(0, partition.logEndOffset - partition.nextOffset),
+        }));
+      if (described.length > 0) topics.push({ name: topic.name, partitions: described });
+    }
+    let totalBytes = -1;
+    let usableBytes = -1;
+    try {
+      const volume = fs.statfsSync(this.broker.dataDir);
+      totalBytes = volume.blocks * volume.bsize;
+      usableBytes = volume.bavail * volume.bsize;
+    } catch {
+      // Sizes stay −1, Kafka's "unknown": the answer about the partitions still holds.
+    }
+    return this.respond((writer) =>
+      encodeDescribeLogDirsResponse(writer, version, correlationId, KAFKA_ERROR.NONE, [
+        { errorCode: KAFKA_ERROR.NONE, logDir: this.broker.dataDir, topics, totalBytes, usableBytes },
+      ]),
     );
   }
 

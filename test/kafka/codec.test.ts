@@ -42,6 +42,10 @@ import {
   encodeLeaveGroupResponse,
 } from "../../src/kafka/group-messages.ts";
 import {
+  decodeDescribeLogDirsRequest,
+  encodeDescribeLogDirsResponse,
+} from "../../src/kafka/log-dirs-messages.ts";
+import {
   AUTHORIZED_OPERATIONS_OMITTED,
   decodeApiVersionsRequest,
   decodeCreateTopicsRequest,
@@ -107,6 +111,7 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.DESCRIBE_ACLS]: decodeDescribeAclsRequest,
   [KAFKA_API.CREATE_ACLS]: decodeCreateAclsRequest,
   [KAFKA_API.DELETE_ACLS]: decodeDeleteAclsRequest,
+  [KAFKA_API.DESCRIBE_LOG_DIRS]: decodeDescribeLogDirsRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -731,7 +736,7 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId and ListOffsets", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets and DescribeLogDirs", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
@@ -763,6 +768,7 @@ describe("responses match Kafka's layouts field by field", () => {
       29: { min: 0, max: 1 },
       30: { min: 0, max: 1 },
       31: { min: 0, max: 1 },
+      35: { min: 0, max: 4 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;
@@ -770,13 +776,14 @@ describe("responses match Kafka's layouts field by field", () => {
       // DescribeCluster has no non-flexible version. InitProducerId: librdkafka ≥ 1.x sends v2+
       // (flexible) when advertised, and the Java client bumps an idempotent producer's epoch only
       // through v3+. ListOffsets: the Java client and kafka-python ask for the largest timestamp
-      // (KIP-734) only at v7+.
+      // (KIP-734) only at v7+. DescribeLogDirs: v4 carries the volume sizes kafka-log-dirs.sh prints.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
         apiKey === KAFKA_API.API_VERSIONS ||
           apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
           apiKey === KAFKA_API.INIT_PRODUCER_ID ||
-          apiKey === KAFKA_API.LIST_OFFSETS,
+          apiKey === KAFKA_API.LIST_OFFSETS ||
+          apiKey === KAFKA_API.DESCRIBE_LOG_DIRS,
       ]);
     }
   });
@@ -872,5 +879,68 @@ describe("static membership fields (KIP-345)", () => {
       d.str("c").str("/127.0.0.1").i32(1).i8(1).i32(1).i8(3).i32(-2147483648);
       expect(encoded((w) => encodeDescribeGroupsResponse(w, version, 7, [group]))).toEqual(d.frame());
     }
+  });
+});
+
+describe("DescribeLogDirs (35)", () => {
+  const request = (version: number) =>
+    version >= 2
+      ? new Expect().i16(35).i16(version).i32(3).str("c").uvarint(0)
+      : new Expect().i16(35).i16(version).i32(3).str("c");
+
+  test("requests: null topics (every topic), and topics with partitions, in v1 and in the flexible v2-4", () => {
+    expect(decode(request(1).i32(-1).body()).body).toEqual({ topics: null });
+    expect(decode(request(0).i32(1).str("t").i32(2).i32(0).i32(3).body()).body).toEqual({
+      topics: [{ topic: "t", partitions: [0, 3] }],
+    });
+    expect(decode(request(4).uvarint(0).uvarint(0).body()).body).toEqual({ topics: null });
+    const flexible = request(2).uvarint(2).cstr("t").uvarint(2).i32(1).uvarint(0).uvarint(0);
+    expect(decode(flexible.body()).body).toEqual({ topics: [{ topic: "t", partitions: [1] }] });
+    // A count the bytes left cannot hold is refused before anything is allocated.
+    expect(() => decode(request(1).i32(1_000_000).body())).toThrow(KafkaProtocolError);
+  });
+
+  test("responses: v1, v3 (top-level error code) and v4 (flexible, with the volume sizes)", () => {
+    const results = [
+      {
+        errorCode: 0,
+        logDir: "/d",
+        topics: [{ name: "t", partitions: [{ partition: 0, sizeBytes: 4096, offsetLag: 2 }] }],
+        totalBytes: 1000,
+        usableBytes: 500,
+      },
+    ];
+    expect(encoded((w) => encodeDescribeLogDirsResponse(w, 1, 7, 0, results))).toEqual(
+      new Expect()
+        .i32(7)
+        .i32(0)
+        .i32(1)
+        .i16(0)
+        .str("/d")
+        .i32(1)
+        .str("t")
+        .i32(1)
+        .i32(0)
+        .i64(4096)
+        .i64(2)
+        .i8(0)
+        .frame(),
+    );
+    expect(encoded((w) => encodeDescribeLogDirsResponse(w, 3, 7, 31, []))).toEqual(
+      new Expect().i32(7).uvarint(0).i32(0).i16(31).uvarint(1).uvarint(0).frame(),
+    );
+    const v4 = new Expect().i32(7).uvarint(0).i32(0).i16(0).uvarint(2).i16(0).cstr("/d").uvarint(2).cstr("t");
+    v4.uvarint(2)
+      .i32(0)
+      .i64(4096)
+      .i64(2)
+      .i8(0)
+      .uvarint(0)
+      .uvarint(0)
+      .i64(1000)
+      .i64(500)
+      .uvarint(0)
+      .uvarint(0);
+    expect(encoded((w) => encodeDescribeLogDirsResponse(w, 4, 7, 0, results))).toEqual(v4.frame());
   });
 });

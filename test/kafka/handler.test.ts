@@ -80,7 +80,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-7, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-7, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -106,6 +106,7 @@ describe("ApiVersions", () => {
       [47, 0, 0],
       [23, 0, 3],
       [21, 0, 1],
+      [35, 0, 4],
       [22, 0, 4],
       [29, 0, 1],
       [30, 0, 1],
@@ -336,6 +337,69 @@ describe("Metadata and ListOffsets", () => {
       }
       reader.expectEnd("response");
       expect(names).toEqual(["x", "y"]);
+    }
+  });
+
+  test("DescribeLogDirs: null topics lists every partition in the data directory, the internal offsets topic included, with the sizes the broker reports", async () => {
+    broker.createTopic("b", { partitions: 1 });
+    broker.createTopic("a", { partitions: 2 });
+    broker.ensureOffsetsTopic();
+    await broker.produce("a", 1, [
+      { key: null, value: new TextEncoder().encode("x".repeat(50)), timestamp: 1 },
+    ]);
+    const reader = await answer(header(35, 1).i32(-1));
+    expect([reader.int32("throttle"), reader.int32("results"), reader.int16("error")]).toEqual([0, 1, 0]);
+    expect(reader.string("log dir")).toBe(broker.dataDir);
+    const listed: [string, number, number, number, boolean][] = [];
+    for (let t = reader.int32("topics"); t > 0; t--) {
+      const name = reader.string("name");
+      for (let p = reader.int32("partitions"); p > 0; p--)
+        listed.push([
+          name,
+          reader.int32("p"),
+          reader.int64("size"),
+          reader.int64("lag"),
+          reader.boolean("future"),
+        ]);
+    }
+    reader.expectEnd("response");
+    const size = (topic: string, partition: number) =>
+      broker.describeTopic(topic).partitions[partition]!.sizeBytes;
+    expect(listed).toEqual([
+      ["__consumer_offsets", 0, size("__consumer_offsets", 0), 0, false],
+      ["a", 0, size("a", 0), 0, false],
+      ["a", 1, size("a", 1), 0, false],
+      ["b", 0, size("b", 0), 0, false],
+    ]);
+    expect(size("a", 1)).toBeGreaterThan(size("a", 0));
+  });
+
+  test("DescribeLogDirs needs DESCRIBE on the cluster: without it no directory is answered (v3+: CLUSTER_AUTHORIZATION_FAILED, 31)", async () => {
+    using aclDir = tempDir("kafka-handler-acl");
+    const guarded = Broker.open({ dataDir: aclDir.path, authorization: { superUsers: ["User:admin"] } });
+    try {
+      const acl = new KafkaHandler(guarded, { advertisedHost: "kafka.example", advertisedPort: 19092 });
+      guarded.createTopic("t");
+      const asked = async (version: number, user: string) => {
+        const request = header(35, version);
+        if (version >= 2) request.uvarint(0).uvarint(0).uvarint(0);
+        else request.i32(-1);
+        const outcome = await acl.handle(request.body(), "127.0.0.1", user);
+        if (outcome.kind !== "respond") throw new Error(`expected a response, got ${outcome.kind}`);
+        const reader = new KafkaReader(outcome.bytes);
+        reader.int32("size");
+        reader.int32("correlation_id");
+        if (version >= 2) reader.uvarint("header tags");
+        reader.int32("throttle");
+        const error = version >= 3 ? reader.int16("error") : 0;
+        const results = version >= 2 ? reader.uvarint("results") - 1 : reader.int32("results");
+        return [error, results];
+      };
+      expect(await asked(3, "alice")).toEqual([KAFKA_ERROR.CLUSTER_AUTHORIZATION_FAILED, 0]);
+      expect(await asked(1, "alice")).toEqual([0, 0]);
+      expect(await asked(4, "admin")).toEqual([0, 1]);
+    } finally {
+      await guarded.close();
     }
   });
 

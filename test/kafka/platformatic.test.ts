@@ -3,12 +3,13 @@
  * started with `--kafka-port 0`. For each API this client takes the highest version it implements
  * inside the broker's advertised range (kafka-wire.md §1.1), so it runs booblik's newest version of
  * every API it uses: admin (topics, metadata, configs, listed offsets, group offsets, groups,
- * DeleteRecords); a batch of each codec with keys, headers and timestamps, consumed from the
+ * DeleteRecords, log directories); a batch of each codec with keys, headers and timestamps, consumed from the
  * beginning, from inside a batch, from the end and by timestamp; and a two-member group that splits
  * the partitions, rebalances when a member leaves, and resumes from its commits. Its idempotent
  * producer is in idempotent-clients.test.ts, next to the other clients'.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
 import {
   Admin,
   Consumer,
@@ -18,7 +19,8 @@ import {
   stringDeserializers,
   stringSerializers,
 } from "@platformatic/kafka";
-import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -36,8 +38,11 @@ function dataDir(): TempDir {
   return dir;
 }
 
-async function brokerWithKafka(): Promise<{ broker: BrokerProcess; bootstrapBrokers: string[] }> {
-  const broker = await startBroker(dataDir().path, ["--kafka-port", "0"]);
+async function brokerWithKafka(
+  extra: string[] = [],
+  dir: string = dataDir().path,
+): Promise<{ broker: BrokerProcess; bootstrapBrokers: string[] }> {
+  const broker = await startBroker(dir, ["--kafka-port", "0", ...extra]);
   cleanups.push(() => broker.stop("SIGKILL"));
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
   const port = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
@@ -147,6 +152,51 @@ describe("@platformatic/kafka 2.12.1 against a broker process", () => {
     expect(protocolErrors(again)).toEqual(["TOPIC_ALREADY_EXISTS"]);
     await client.deleteTopics({ topics: ["orders"] });
     expect(await client.listTopics()).toEqual(["audit"]);
+  });
+
+  test("admin: describeLogDirs (DescribeLogDirs v4) names the data directory, each partition's size as /metrics has it, and the volume's sizes; unknown topics and partitions are left out", async () => {
+    const dir = dataDir().path;
+    const { broker, bootstrapBrokers } = await brokerWithKafka(["--metrics-port", "0"], dir);
+    const client = admin(bootstrapBrokers);
+    await client.createTopics({ topics: ["orders"], partitions: 2, replicas: 1 });
+    await producer(bootstrapBrokers).send({
+      messages: [0, 1, 2].map((i) => ({
+        topic: "orders",
+        partition: 0,
+        key: `k${i}`,
+        value: "v".repeat(100),
+      })),
+      acks: -1,
+    });
+    const [described] = await client.describeLogDirs({
+      topics: [
+        { name: "orders", partitions: [0, 1, 7] },
+        { name: "nowhere", partitions: [0] },
+      ],
+    });
+    const [logDir] = described!.results;
+    expect(described!.results).toHaveLength(1);
+    expect(logDir!.logDir).toBe(fs.realpathSync(dir));
+    expect(logDir!.totalBytes).toBeGreaterThanOrEqual(logDir!.usableBytes);
+    expect(logDir!.usableBytes).toBeGreaterThan(0n);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
+    const size = (partition: number) =>
+      BigInt(metricValue(metrics, `booblik_partition_size_bytes{topic="orders",partition="${partition}"}`));
+    expect(
+      logDir!.topics.map((t) => [
+        t.name,
+        t.partitions.map((p) => [p.partitionIndex, p.partitionSize, p.offsetLag]),
+      ]),
+    ).toEqual([
+      [
+        "orders",
+        [
+          [0, size(0), 0n],
+          [1, size(1), 0n],
+        ],
+      ],
+    ]);
+    expect(size(0)).toBeGreaterThan(300n);
   });
 
   test("every codec with keys, headers and timestamps; consumed from the beginning, inside a batch, at the end and by timestamp", async () => {
