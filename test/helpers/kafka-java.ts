@@ -21,26 +21,36 @@ export const kafkaJavaUnavailable: string | undefined =
       : `no Kafka 4.1.1 jars in ${JARS} (bun run compat:kafka fetches them)`;
 
 /** Runs `org.apache.kafka.tools.<className> --bootstrap-server … --command-config … args`. */
-export async function kafkaTool(className: string, properties: string, bootstrap: string, args: string[]) {
-  const child = Bun.spawn(
-    [
-      JAVA!,
-      "-Xmx256m",
-      "-cp",
-      `${JARS}/*`,
-      `org.apache.kafka.tools.${className}`,
-      "--bootstrap-server",
-      bootstrap,
-      "--command-config",
-      properties,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
+export function kafkaTool(className: string, properties: string, bootstrap: string, args: string[]) {
+  return kafkaMain(`org.apache.kafka.tools.${className}`, [
+    "--bootstrap-server",
+    bootstrap,
+    "--command-config",
+    properties,
+    ...args,
+  ]);
+}
+
+/**
+ * Runs the main class of a Kafka tool (the class behind one of Kafka's `bin/*.sh` scripts) with
+ * `args`, `input` on its standard input; killed after `timeoutMs`.
+ */
+export async function kafkaMain(
+  mainClass: string,
+  args: string[],
+  input?: string,
+  timeoutMs = 120_000,
+): Promise<{ stdout: string; stderr: string; exitCode: number }> {
+  const child = Bun.spawn([JAVA!, "-Xmx256m", "-cp", `${JARS}/*`, mainClass, ...args], {
+    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
     child.exited,
-  ]);
+  ]).finally(() => clearTimeout(timer));
   return { stdout, stderr, exitCode };
 }

@@ -1,0 +1,175 @@
+/**
+ * Kafka's own command-line tools, as an operator coming from Kafka runs them (the main classes
+ * behind `kafka-topics.sh`, `kafka-console-producer.sh`, `kafka-console-consumer.sh`,
+ * `kafka-consumer-groups.sh`, `kafka-get-offsets.sh`, `kafka-delete-records.sh`, `kafka-configs.sh`,
+ * `kafka-log-dirs.sh`, `kafka-broker-api-versions.sh` and `kafka-cluster.sh`, from Kafka 4.1.1),
+ * against a broker child process: each command's exit code and what it prints. The jars are the ones
+ * bench/compat/kafka-node.ts fetches into the compat cache (`.ci/run` fetches them; nothing of Kafka
+ * is in the repository); without them, or without java, the test is skipped and says why.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { kafkaJavaUnavailable, kafkaMain } from "../helpers/kafka-java.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+// About twenty JVM starts, each 1-3 s on a busy 2-core machine.
+setDefaultTimeout(300_000);
+
+if (kafkaJavaUnavailable !== undefined)
+  console.log(`kafka/java-tools.test.ts: skipped: ${kafkaJavaUnavailable}`);
+
+const TOOLS = "org.apache.kafka.tools";
+
+describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools", () => {
+  test("topics, console producer and consumer, consumer groups, offsets, record deletion, configs, log directories, API versions and the cluster id", async () => {
+    using dir = tempDir("kafka-java-tools");
+    const dataDir = dir.file("data");
+    await using broker = await startBroker(dataDir, ["--kafka-port", "0"]);
+    const bootstrap = `127.0.0.1:${await kafkaPortOf(broker)}`;
+    /** Runs a tool; it must exit 0. Returns its standard output. */
+    const run = async (mainClass: string, args: string[], input?: string): Promise<string> => {
+      // ClusterTool takes its options after its subcommand; the others anywhere.
+      const withBootstrap = [...args, "--bootstrap-server", bootstrap];
+      const result = await kafkaMain(mainClass, withBootstrap, input);
+      expect({
+        mainClass,
+        args,
+        exitCode: result.exitCode,
+        stderr: result.exitCode === 0 ? "" : result.stderr,
+      }).toEqual({
+        mainClass,
+        args,
+        exitCode: 0,
+        stderr: "",
+      });
+      return result.stdout;
+    };
+    const topics = (args: string[]) => run(`${TOOLS}.TopicCommand`, args);
+    const groups = (args: string[]) => run(`${TOOLS}.consumer.group.ConsumerGroupCommand`, args);
+    /** kafka-get-offsets.sh: "topic:partition:offset" lines, as [partition, offset]. */
+    const offsets = async (time: string) =>
+      (await run(`${TOOLS}.GetOffsetShell`, ["--topic", "orders", "--time", time]))
+        .trim()
+        .split("\n")
+        .map((line) => line.split(":").slice(1).map(Number));
+
+    expect(await topics(["--create", "--topic", "orders", "--partitions", "3"])).toContain(
+      "Created topic orders.",
+    );
+    await topics(["--alter", "--topic", "orders", "--partitions", "4"]);
+    expect((await topics(["--list"])).trim()).toBe("orders");
+    const described = await topics(["--describe", "--topic", "orders"]);
+    expect(described).toContain("PartitionCount: 4\tReplicationFactor: 1");
+    expect(described.match(/Leader: 1\tReplicas: 1\tIsr: 1/g)).toHaveLength(4);
+
+    await run(
+      `${TOOLS}.ConsoleProducer`,
+      ["--topic", "orders", "--property", "parse.key=true", "--property", "key.separator=:"],
+      "k1:v1\nk2:v2\nk3:v3\nk4:v4\n",
+    );
+    const consumed = await run(`${TOOLS}.consumer.ConsoleConsumer`, [
+      ...["--topic", "orders", "--group", "billing", "--from-beginning", "--max-messages", "4"],
+      ...["--property", "print.key=true", "--property", "print.partition=true"],
+    ]);
+    // "Partition:N\tkey\tvalue" per record.
+    const records = consumed
+      .trim()
+      .split("\n")
+      .map((line) => line.split("\t"));
+    expect(records.map(([, key, value]) => `${key}=${value}`).sort()).toEqual([
+      "k1=v1",
+      "k2=v2",
+      "k3=v3",
+      "k4=v4",
+    ]);
+    const partitionOf = (key: string) => Number(records.find(([, k]) => k === key)![0]!.split(":")[1]);
+
+    const ends = await offsets("-1");
+    expect(ends.map(([partition]) => partition)).toEqual([0, 1, 2, 3]);
+    expect(ends.reduce((sum, [, offset]) => sum + offset!, 0)).toBe(4);
+    // The group committed everything it read: no lag on any partition.
+    const lagLines = (await groups(["--describe", "--group", "billing"]))
+      .split("\n")
+      .filter((line) => line.startsWith("billing "))
+      .map((line) => line.trim().split(/\s+/));
+    expect(
+      lagLines.map(([, topic, partition, current, end, lag]) => [
+        topic,
+        Number(partition),
+        current,
+        end,
+        lag,
+      ]),
+    ).toEqual(ends.map(([partition, offset]) => ["orders", partition, String(offset), String(offset), "0"]));
+    expect((await groups(["--list"])).trim()).toBe("billing");
+
+    // kafka-delete-records.sh: the partition of k1 starts after its first record.
+    const purged = partitionOf("k1");
+    const json = dir.file("delete.json");
+    fs.writeFileSync(
+      json,
+      JSON.stringify({ version: 1, partitions: [{ topic: "orders", partition: purged, offset: 1 }] }),
+    );
+    expect(await run(`${TOOLS}.DeleteRecordsCommand`, ["--offset-json-file", json])).toContain(
+      `partition: orders-${purged}\tlow_watermark: 1`,
+    );
+    expect((await offsets("-2")).find(([partition]) => partition === purged)).toEqual([purged, 1]);
+    const reset = await groups([
+      "--reset-offsets",
+      "--to-earliest",
+      "--group",
+      "billing",
+      "--topic",
+      "orders",
+      "--execute",
+    ]);
+    expect(reset).toMatch(new RegExp(`billing\\s+orders\\s+${purged}\\s+1\\s`));
+
+    // kafka-configs.sh (kafka.admin.ConfigCommand, still Scala in 4.1.1) on a topic.
+    const configs = (args: string[]) =>
+      run("kafka.admin.ConfigCommand", ["--entity-type", "topics", "--entity-name", "orders", ...args]);
+    expect(await configs(["--alter", "--add-config", "retention.ms=3600000"])).toContain(
+      "Completed updating config for topic orders.",
+    );
+    expect(await configs(["--describe"])).toContain("retention.ms=3600000");
+
+    // kafka-log-dirs.sh: one directory, the data directory, with every partition of the topic.
+    const logDirs = await run(`${TOOLS}.LogDirsCommand`, ["--describe", "--topic-list", "orders"]);
+    const report = JSON.parse(logDirs.split("\n").find((line) => line.startsWith("{"))!) as {
+      brokers: {
+        broker: number;
+        logDirs: {
+          logDir: string;
+          error: string | null;
+          partitions: { partition: string; size: number }[];
+        }[];
+      }[];
+    };
+    expect(report.brokers.map((b) => b.broker)).toEqual([1]);
+    const [logDir] = report.brokers[0]!.logDirs;
+    expect([logDir!.logDir, logDir!.error]).toEqual([fs.realpathSync(dataDir), null]);
+    expect(logDir!.partitions.map((p) => p.partition).sort()).toEqual([
+      "orders-0",
+      "orders-1",
+      "orders-2",
+      "orders-3",
+    ]);
+    expect(
+      logDir!.partitions.find((p) => p.partition === `orders-${partitionOf("k2")}`)!.size,
+    ).toBeGreaterThan(0);
+
+    expect(await run(`${TOOLS}.BrokerApiVersionsCommand`, [])).toContain(
+      "DescribeLogDirs(35): 0 to 4 [usable: 4]",
+    );
+    expect((await run(`${TOOLS}.ClusterTool`, ["cluster-id"])).trim()).toBe("Cluster ID: booblik");
+
+    expect(await groups(["--delete", "--group", "billing"])).toContain(
+      "Deletion of requested consumer groups ('billing') was successful.",
+    );
+    await topics(["--delete", "--topic", "orders"]);
+    // The group's commits made the internal topic, which Kafka lists too unless asked not to.
+    expect((await topics(["--list"])).trim()).toBe("__consumer_offsets");
+    expect((await topics(["--list", "--exclude-internal"])).trim()).toBe("");
+  });
+});
