@@ -80,15 +80,18 @@ export function decodeDescribeConfigsRequest(reader: KafkaReader, version: numbe
 }
 
 /** Kafka's DescribeConfigsResponse.ConfigSource values booblik answers. */
-export const CONFIG_SOURCE = { DYNAMIC_TOPIC_CONFIG: 1, DEFAULT_CONFIG: 5 } as const;
+export const CONFIG_SOURCE = { DYNAMIC_TOPIC_CONFIG: 1, STATIC_BROKER_CONFIG: 4, DEFAULT_CONFIG: 5 } as const;
 /** Kafka's DescribeConfigsResponse.ConfigType values booblik answers. */
-export const CONFIG_TYPE = { STRING: 2, INT: 3, LONG: 5 } as const;
+export const CONFIG_TYPE = { BOOLEAN: 1, STRING: 2, INT: 3, SHORT: 4, LONG: 5 } as const;
 
 export interface DescribedConfig {
   name: string;
   value: string | null;
   readOnly: boolean;
-  /** DEFAULT_CONFIG (5) when the value is the broker's default, DYNAMIC_TOPIC_CONFIG (1) otherwise. */
+  /**
+   * DEFAULT_CONFIG (5) when the value is booblik's default; otherwise DYNAMIC_TOPIC_CONFIG (1) for a
+   * topic's setting, STATIC_BROKER_CONFIG (4) for the broker's (set at its start).
+   */
   source: number;
   configType: number;
   documentation: string;
@@ -123,7 +126,7 @@ export function encodeDescribeConfigsResponse(
       writer.string(config.name).nullableString(config.value).boolean(config.readOnly);
       if (version === 0) writer.boolean(config.source === CONFIG_SOURCE.DEFAULT_CONFIG);
       else writer.int8(config.source);
-      writer.boolean(false); // is_sensitive: no topic setting is a secret
+      writer.boolean(false); // is_sensitive: no setting described is a secret
       if (version >= 1) {
         // Kafka lists the value itself as its first synonym when synonyms are asked for.
         if (request.includeSynonyms) {

@@ -36,10 +36,15 @@ import {
 import { Broker, type TopicDescription } from "../broker/broker.ts";
 import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
 import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
-import { type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
+import { DEFAULT_TOPIC_CONFIG, type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
 import { BooblikError, UnknownTopicOrPartitionError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
-import { ACL_REQUEST_ENTRIES_MAX, PARTITIONS_MAX } from "../domain/limits.ts";
+import {
+  ACL_REQUEST_ENTRIES_MAX,
+  GROUP_SESSION_TIMEOUT_MS_MAX,
+  GROUP_SESSION_TIMEOUT_MS_MIN,
+  PARTITIONS_MAX,
+} from "../domain/limits.ts";
 import {
   type AclResult,
   type DeleteAclsFilterResult,
@@ -345,6 +350,19 @@ const DESCRIBED_CONFIGS: Record<string, { configType: number; documentation: str
   },
   "booblik.write.mode": { configType: CONFIG_TYPE.STRING, documentation: "How segments are written." },
 };
+
+/** ConfigResource.Type.BROKER: a broker's settings, by node id ("1"), or "" for the cluster's defaults. */
+const CONFIG_RESOURCE_BROKER = 4;
+
+/** One broker setting as DescribeConfigs answers it. */
+interface BrokerConfig {
+  name: string;
+  value: string;
+  /** booblik's default, not set at the broker's start. */
+  isDefault: boolean;
+  configType: number;
+  documentation: string;
+}
 
 /** A booblik setting in Kafka's form: null limits are −1. */
 function kafkaValue(value: TopicConfig[keyof TopicConfig]): string {
@@ -1503,8 +1521,8 @@ export class KafkaHandler {
    * DescribeConfigs for topics: every setting of TOPIC_CONFIGS with its current value in Kafka's
    * form (−1 for "no limit"), source DEFAULT_CONFIG when it equals the broker's default and
    * DYNAMIC_TOPIC_CONFIG otherwise (booblik does not remember whether a value was set explicitly).
-   * Keys booblik does not have are left out, as Kafka leaves out unknown keys. Other resource types
-   * (brokers, groups, …) get INVALID_REQUEST: booblik has no broker settings under Kafka's names.
+   * Keys booblik does not have are left out, as Kafka leaves out unknown keys. Brokers:
+   * `describeBrokerConfigs`. Other resource types (groups, client metrics, …) get INVALID_REQUEST.
    */
   private describeConfigs(
     reader: KafkaReader,
@@ -1521,9 +1539,11 @@ export class KafkaHandler {
         resourceName: resource.resourceName,
         configs: [],
       };
+      if (resource.resourceType === CONFIG_RESOURCE_BROKER)
+        return this.describeBrokerConfigs(resource, result, who);
       if (resource.resourceType !== CONFIG_RESOURCE_TOPIC) {
         result.errorCode = KAFKA_ERROR.INVALID_REQUEST;
-        result.errorMessage = `booblik describes only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}), not resource type ${resource.resourceType}`;
+        result.errorMessage = `booblik describes only topic (resource type ${CONFIG_RESOURCE_TOPIC}) and broker (${CONFIG_RESOURCE_BROKER}) configs, not resource type ${resource.resourceType}`;
         return result;
       }
       const refusal = this.refused(
@@ -1621,6 +1641,168 @@ export class KafkaHandler {
         { errorCode: KAFKA_ERROR.NONE, logDir: this.broker.dataDir, topics, totalBytes, usableBytes },
       ]),
     );
+  }
+
+  /**
+   * The broker's settings under Kafka's broker config names, for DescribeConfigs of resource type
+   * BROKER: what `kafka-configs.sh --entity-type brokers --entity-name 1 --describe --all` prints.
+   * Only settings whose meaning booblik has, with the value booblik acts on: the topic defaults
+   * under their `log.` names, the Kafka listener's auto-creation, the group coordinator's bounds,
+   * the single node's replication facts, and booblik's own topic defaults under `booblik.`. All
+   * are read-only: they are command-line options, fixed at the start (no dynamic broker configs).
+   */
+  private brokerConfigs(): BrokerConfig[] {
+    const defaults = this.broker.topicDefaults;
+    const topicDefault = (
+      name: string,
+      key: keyof TopicConfig,
+      configType: number,
+      documentation: string,
+    ) => ({
+      name,
+      value: kafkaValue(defaults[key]),
+      isDefault: defaults[key] === DEFAULT_TOPIC_CONFIG[key],
+      configType,
+      documentation,
+    });
+    const fixed = (name: string, value: string, configType: number, documentation: string) => ({
+      name,
+      value,
+      isDefault: true,
+      configType,
+      documentation,
+    });
+    const autoCreate = this.options.autoCreateTopics;
+    const delayMs = this.options.groups?.initialRebalanceDelayMs ?? 0;
+    const configs: BrokerConfig[] = [
+      fixed("node.id", String(KAFKA_NODE_ID), CONFIG_TYPE.INT, "This node's id: booblik is one node."),
+      fixed("broker.id", String(KAFKA_NODE_ID), CONFIG_TYPE.INT, "The same as node.id."),
+      // Always reported as set at the start, as Kafka's server.properties always sets it.
+      {
+        name: "log.dirs",
+        value: this.broker.dataDir,
+        isDefault: false,
+        configType: CONFIG_TYPE.STRING,
+        documentation: "The data directory (--data-dir).",
+      },
+      {
+        name: "auto.create.topics.enable",
+        value: String(autoCreate !== undefined),
+        isDefault: autoCreate === undefined,
+        configType: CONFIG_TYPE.BOOLEAN,
+        documentation: "Whether Metadata creates an unknown topic (--kafka-auto-create-topics).",
+      },
+      ...(autoCreate === undefined
+        ? []
+        : [
+            {
+              name: "num.partitions",
+              value: String(autoCreate.partitions),
+              isDefault: autoCreate.partitions === 1,
+              configType: CONFIG_TYPE.INT,
+              documentation: "Partitions of an auto-created topic (--kafka-auto-create-partitions).",
+            },
+          ]),
+      fixed("default.replication.factor", "1", CONFIG_TYPE.INT, "One node: one replica of everything."),
+      fixed("offsets.topic.replication.factor", "1", CONFIG_TYPE.SHORT, "One node: one replica."),
+      fixed("min.insync.replicas", "1", CONFIG_TYPE.INT, "One node: its own write is the quorum."),
+      fixed("delete.topic.enable", "true", CONFIG_TYPE.BOOLEAN, "DeleteTopics deletes."),
+      topicDefault(
+        "log.retention.ms",
+        "retentionMs",
+        CONFIG_TYPE.LONG,
+        "Default retention.ms of new topics.",
+      ),
+      topicDefault("log.retention.bytes", "retentionBytes", CONFIG_TYPE.LONG, "Default retention.bytes."),
+      topicDefault("log.segment.bytes", "segmentBytes", CONFIG_TYPE.INT, "Default segment.bytes."),
+      topicDefault("message.max.bytes", "maxRecordBytes", CONFIG_TYPE.INT, "Default max.message.bytes."),
+      topicDefault(
+        "log.message.timestamp.type",
+        "timestampType",
+        CONFIG_TYPE.STRING,
+        "Default message.timestamp.type.",
+      ),
+      topicDefault(
+        "booblik.durability",
+        "durability",
+        CONFIG_TYPE.STRING,
+        "Default durability (--durability).",
+      ),
+      topicDefault(
+        "booblik.flush.interval.ms",
+        "flushIntervalMs",
+        CONFIG_TYPE.LONG,
+        "Default force interval of the interval policy.",
+      ),
+      topicDefault(
+        "booblik.write.mode",
+        "writeMode",
+        CONFIG_TYPE.STRING,
+        "Default write path (--write-mode).",
+      ),
+      {
+        name: "group.initial.rebalance.delay.ms",
+        value: String(delayMs),
+        isDefault: delayMs === 0,
+        configType: CONFIG_TYPE.INT,
+        documentation: "How long a new group's first rebalance waits (--group-initial-rebalance-delay).",
+      },
+      fixed(
+        "group.min.session.timeout.ms",
+        String(this.options.groups?.sessionTimeoutMsMin ?? GROUP_SESSION_TIMEOUT_MS_MIN),
+        CONFIG_TYPE.INT,
+        "The shortest session a member may ask for.",
+      ),
+      fixed(
+        "group.max.session.timeout.ms",
+        String(this.options.groups?.sessionTimeoutMsMax ?? GROUP_SESSION_TIMEOUT_MS_MAX),
+        CONFIG_TYPE.INT,
+        "The longest session a member may ask for.",
+      ),
+    ];
+    return configs;
+  }
+
+  /**
+   * DescribeConfigs of a broker, as Kafka's ConfigHelper answers it: node "1" gets every setting of
+   * `brokerConfigs` (source STATIC_BROKER_CONFIG when set at the start, DEFAULT_CONFIG otherwise,
+   * all read-only); "" (the cluster-wide dynamic defaults) gets none, booblik having no dynamic
+   * broker configs; another id is INVALID_REQUEST. Needs DESCRIBE_CONFIGS on the cluster.
+   */
+  private describeBrokerConfigs(
+    resource: { resourceName: string; configurationKeys: string[] | null },
+    result: DescribeConfigsResult,
+    who: Who,
+  ): DescribeConfigsResult {
+    const refusal = this.refused(
+      who,
+      ACL_OPERATION.DESCRIBE_CONFIGS,
+      RESOURCE_TYPE.CLUSTER,
+      CLUSTER_RESOURCE_NAME,
+    );
+    if (refusal !== undefined) {
+      result.errorCode = refusal.code;
+      result.errorMessage = refusal.message;
+      return result;
+    }
+    if (resource.resourceName === "") return result;
+    if (resource.resourceName !== String(KAFKA_NODE_ID)) {
+      result.errorCode = KAFKA_ERROR.INVALID_REQUEST;
+      result.errorMessage = `Unexpected broker id, expected ${KAFKA_NODE_ID} or empty string, but received ${resource.resourceName}`;
+      return result;
+    }
+    for (const config of this.brokerConfigs()) {
+      if (resource.configurationKeys !== null && !resource.configurationKeys.includes(config.name)) continue;
+      result.configs.push({
+        name: config.name,
+        value: config.value,
+        readOnly: true,
+        source: config.isDefault ? CONFIG_SOURCE.DEFAULT_CONFIG : CONFIG_SOURCE.STATIC_BROKER_CONFIG,
+        configType: config.configType,
+        documentation: config.documentation,
+      });
+    }
+    return result;
   }
 
   /** DescribeCluster: this one node, as Metadata describes it; asked for controllers, Kafka's refusal. */

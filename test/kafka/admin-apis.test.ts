@@ -45,6 +45,8 @@ async function ask(apiKey: number, version: number, body: (e: Expect) => void, f
 }
 
 const TOPIC = 2;
+const BROKER = 4;
+const BROKER_LOGGER = 8;
 
 describe("DescribeConfigs", () => {
   type Row = [name: string, value: string | null, readOnly: boolean, source: number, synonyms: number];
@@ -139,17 +141,102 @@ describe("DescribeConfigs", () => {
       [
         [TOPIC, "t", ["retention.bytes", "cleanup.policy"]],
         [TOPIC, "missing", null],
-        [4, "1", null],
+        [BROKER_LOGGER, "1", null],
       ],
       true,
     );
     expect(results[0]!.configs).toEqual([["retention.bytes", "1048576", false, 1, 1]]);
     expect(results.slice(1).map(({ code, type, name, configs }) => [code, type, name, configs])).toEqual([
       [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, TOPIC, "missing", []],
-      [KAFKA_ERROR.INVALID_REQUEST, 4, "1", []],
+      [KAFKA_ERROR.INVALID_REQUEST, BROKER_LOGGER, "1", []],
     ]);
     expect(results[1]!.message).toMatch(/missing/);
-    expect(results[2]!.message).toMatch(/only topic configs/);
+    expect(results[2]!.message).toMatch(
+      /only topic \(resource type 2\) and broker \(4\) configs, not resource type 8/,
+    );
+  });
+
+  test('a broker (resource type 4): node 1\'s settings, read-only, set ones as static broker configs; "" (the dynamic defaults) has none; another id is refused', async () => {
+    const dynamic = 1;
+    const staticBroker = 4;
+    const byDefault = 5;
+    for (const version of [0, 1, 3]) {
+      const [node, defaults, other, filtered] = await describeConfigs(version, [
+        [BROKER, "1", null],
+        [BROKER, "", null],
+        [BROKER, "2", null],
+        [BROKER, "1", ["log.retention.ms", "booblik.durability", "no.such.config"]],
+      ]);
+      const rows = new Map(node!.configs.map((row) => [row[0], row]));
+      expect([node!.code, rows.get("node.id"), rows.get("log.dirs")]).toEqual([
+        KAFKA_ERROR.NONE,
+        ["node.id", "1", true, byDefault, 0],
+        ["log.dirs", broker.dataDir, true, version === 0 ? dynamic : staticBroker, 0],
+      ]);
+      // This broker was opened with durability append: set at its start, so a static broker config.
+      expect(rows.get("booblik.durability")).toEqual([
+        "booblik.durability",
+        "append",
+        true,
+        version === 0 ? dynamic : staticBroker,
+        0,
+      ]);
+      expect(rows.get("auto.create.topics.enable")).toEqual([
+        "auto.create.topics.enable",
+        "false",
+        true,
+        byDefault,
+        0,
+      ]);
+      expect(rows.has("num.partitions")).toBe(false); // auto-creation is off
+      expect(rows.get("message.max.bytes")![1]).toBe(String(broker.topicDefaults.maxRecordBytes));
+      expect(node!.configs.every((row) => row[2])).toBe(true); // all read-only
+      expect([defaults!.code, defaults!.configs]).toEqual([KAFKA_ERROR.NONE, []]);
+      expect([other!.code, other!.message]).toEqual([
+        KAFKA_ERROR.INVALID_REQUEST,
+        "Unexpected broker id, expected 1 or empty string, but received 2",
+      ]);
+      expect(filtered!.configs.map((row) => row[0])).toEqual(["log.retention.ms", "booblik.durability"]);
+    }
+  });
+});
+
+describe("DescribeConfigs of a broker under ACLs", () => {
+  test("needs DESCRIBE_CONFIGS on the cluster: CLUSTER_AUTHORIZATION_FAILED (31) without it, as Kafka answers", async () => {
+    using aclDir = tempDir("kafka-admin-apis-acl");
+    const guarded = Broker.open({ dataDir: aclDir.path, authorization: { superUsers: ["User:admin"] } });
+    const acl = new KafkaHandler(guarded, { advertisedHost: "127.0.0.1", advertisedPort: 9092 });
+    try {
+      const asked = async (user: string) => {
+        const request = new Expect()
+          .i16(32)
+          .i16(1)
+          .i32(7)
+          .str("test")
+          .i32(1)
+          .i8(BROKER)
+          .str("1")
+          .i32(-1)
+          .i8(0);
+        const outcome = await acl.handle(request.body(), "127.0.0.1", user);
+        if (outcome.kind !== "respond") throw new Error(`expected a response, got ${outcome.kind}`);
+        const reader = new KafkaReader(outcome.bytes);
+        reader.int32("size");
+        reader.int32("correlation_id");
+        reader.int32("throttle_time_ms");
+        reader.int32("results");
+        const code = reader.int16("error_code");
+        reader.nullableString("error_message");
+        reader.int8("resource_type");
+        reader.string("resource_name");
+        return [code, reader.int32("configs") > 0];
+      };
+      expect(await asked("alice")).toEqual([KAFKA_ERROR.CLUSTER_AUTHORIZATION_FAILED, false]);
+      expect(await asked("admin")).toEqual([KAFKA_ERROR.NONE, true]);
+    } finally {
+      acl.stop();
+      await guarded.close();
+    }
   });
 });
 

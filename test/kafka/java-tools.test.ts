@@ -133,6 +133,22 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
       "Completed updating config for topic orders.",
     );
     expect(await configs(["--describe"])).toContain("retention.ms=3600000");
+    // The broker's settings: none dynamic (as a Kafka broker without dynamic configs), all with --all.
+    const brokerConfigs = (args: string[]) =>
+      run("kafka.admin.ConfigCommand", [
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "1",
+        "--describe",
+        ...args,
+      ]);
+    expect((await brokerConfigs([])).trim()).toBe("Dynamic configs for broker 1 are:");
+    const all = await brokerConfigs(["--all"]);
+    expect(all).toContain(
+      `  log.dirs=${fs.realpathSync(dataDir)} sensitive=false synonyms={STATIC_BROKER_CONFIG:`,
+    );
+    expect(all).toContain("  auto.create.topics.enable=false sensitive=false synonyms={DEFAULT_CONFIG:");
 
     // kafka-log-dirs.sh: one directory, the data directory, with every partition of the topic.
     const logDirs = await run(`${TOOLS}.LogDirsCommand`, ["--describe", "--topic-list", "orders"]);
