@@ -51,6 +51,7 @@ export const KAFKA_API = {
   CREATE_ACLS: 30,
   DELETE_ACLS: 31,
   DESCRIBE_LOG_DIRS: 35,
+  ELECT_LEADERS: 43,
 } as const;
 
 export type KafkaApiKey = (typeof KAFKA_API)[keyof typeof KAFKA_API];
@@ -111,6 +112,8 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   // log-dirs-messages.ts: every version, the flexible ones (v2+) included, so that the Java
   // AdminClient gets v4's volume sizes (kafka-log-dirs.sh prints them).
   [KAFKA_API.DESCRIBE_LOG_DIRS]: { min: 0, max: 4 },
+  // elect-leaders-messages.ts: every version; v2 (flexible) is what the Java AdminClient picks.
+  [KAFKA_API.ELECT_LEADERS]: { min: 0, max: 2 },
 };
 
 /** The first flexible version of each API ("flexibleVersions" in the message JSON). */
@@ -147,6 +150,7 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.CREATE_ACLS]: 2,
   [KAFKA_API.DELETE_ACLS]: 2,
   [KAFKA_API.DESCRIBE_LOG_DIRS]: 2,
+  [KAFKA_API.ELECT_LEADERS]: 2,
 };
 
 export function isKafkaApiKey(apiKey: number): apiKey is KafkaApiKey {
@@ -262,6 +266,8 @@ export const KAFKA_ERROR = {
   GROUP_ID_NOT_FOUND: 69,
   GROUP_SUBSCRIBED_TO_TOPIC: 86,
   MISMATCHED_ENDPOINT_TYPE: 114,
+  // ElectLeaders: every partition of the one node already has its preferred leader.
+  ELECTION_NOT_NEEDED: 84,
   OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
   INVALID_PRODUCER_EPOCH: 47,
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,

@@ -92,6 +92,11 @@ import {
   decodeDeleteRecordsRequest,
   encodeDeleteRecordsResponse,
 } from "./delete-records-messages.ts";
+import {
+  decodeElectLeadersRequest,
+  type ElectionResult,
+  encodeElectLeadersResponse,
+} from "./elect-leaders-messages.ts";
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import {
@@ -205,6 +210,8 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     [KAFKA_API.DELETE_RECORDS, CODEC_VERSIONS[KAFKA_API.DELETE_RECORDS]],
     // The data directory and each partition's size on disk (log-dirs-messages.ts).
     [KAFKA_API.DESCRIBE_LOG_DIRS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_LOG_DIRS]],
+    // One node leads every partition: Kafka's "not needed" (elect-leaders-messages.ts).
+    [KAFKA_API.ELECT_LEADERS, CODEC_VERSIONS[KAFKA_API.ELECT_LEADERS]],
     // Idempotent producers (producer-state.ts); transactional ids are refused.
     [KAFKA_API.INIT_PRODUCER_ID, CODEC_VERSIONS[KAFKA_API.INIT_PRODUCER_ID]],
     // ACLs (acl-messages.ts; src/broker/acl-store.ts): SECURITY_DISABLED without --authorizer acl.
@@ -706,6 +713,8 @@ export class KafkaHandler {
           return this.describeCluster(reader, apiVersion, correlationId, who);
         case KAFKA_API.DESCRIBE_LOG_DIRS:
           return this.describeLogDirs(reader, apiVersion, correlationId, who);
+        case KAFKA_API.ELECT_LEADERS:
+          return this.electLeaders(reader, apiVersion, correlationId, who);
         case KAFKA_API.DELETE_GROUPS:
           return await this.deleteGroups(reader, apiVersion, correlationId, who);
         case KAFKA_API.OFFSET_DELETE:
@@ -1803,6 +1812,86 @@ export class KafkaHandler {
       });
     }
     return result;
+  }
+
+  /**
+   * ElectLeaders, answered as Kafka's controller answers for partitions that already have the
+   * leader asked for (ReplicationControlManager.electLeaders): booblik's one node is the only
+   * replica and the leader of every partition, so each named partition gets ELECTION_NOT_NEEDED
+   * (84), preferred or unclean alike, and an unknown one UNKNOWN_TOPIC_OR_PARTITION (3). Asked for
+   * every partition (null), Kafka leaves out the ones not needing an election: every topic, each
+   * with no partition. An unknown election type is INVALID_REQUEST for the whole request. Needs
+   * ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, 31, on every partition named otherwise).
+   */
+  private electLeaders(reader: KafkaReader, version: number, correlationId: number, who: Who): KafkaOutcome {
+    const request = decodeElectLeadersRequest(reader, version);
+    const everyPartition = (errorCode: number, errorMessage: string | null): ElectionResult[] =>
+      (request.topics ?? []).map(({ topic, partitions }) => ({
+        topic,
+        partitions: partitions.map((partition) => ({ partition, errorCode, errorMessage })),
+      }));
+    const refusal = this.refused(who, ACL_OPERATION.ALTER, RESOURCE_TYPE.CLUSTER, CLUSTER_RESOURCE_NAME);
+    if (refusal !== undefined) {
+      return this.respond((writer) =>
+        encodeElectLeadersResponse(
+          writer,
+          version,
+          correlationId,
+          refusal.code,
+          everyPartition(refusal.code, refusal.message),
+        ),
+      );
+    }
+    if (request.electionType !== 0 && request.electionType !== 1) {
+      const message = `Unknown election type ${request.electionType}`;
+      return this.respond((writer) =>
+        encodeElectLeadersResponse(
+          writer,
+          version,
+          correlationId,
+          KAFKA_ERROR.INVALID_REQUEST,
+          everyPartition(KAFKA_ERROR.INVALID_REQUEST, message),
+        ),
+      );
+    }
+    const results: ElectionResult[] =
+      request.topics === null
+        ? this.broker
+            .listTopics({ includeInternal: true })
+            .map((topic) => ({ topic: topic.name, partitions: [] }))
+        : request.topics.map(({ topic, partitions }) => {
+            let count = -1;
+            try {
+              count = this.broker.describeTopic(topic).partitions.length;
+            } catch (error) {
+              if (!(error instanceof UnknownTopicOrPartitionError)) throw error;
+            }
+            return {
+              topic,
+              partitions: partitions.map((partition) =>
+                count < 0
+                  ? {
+                      partition,
+                      errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+                      errorMessage: `No such topic as ${topic}`,
+                    }
+                  : partition < 0 || partition >= count
+                    ? {
+                        partition,
+                        errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+                        errorMessage: `No such partition as ${topic}-${partition}`,
+                      }
+                    : {
+                        partition,
+                        errorCode: KAFKA_ERROR.ELECTION_NOT_NEEDED,
+                        errorMessage: "Leader election not needed for topic partition.",
+                      },
+              ),
+            };
+          });
+    return this.respond((writer) =>
+      encodeElectLeadersResponse(writer, version, correlationId, KAFKA_ERROR.NONE, results),
+    );
   }
 
   /** DescribeCluster: this one node, as Metadata describes it; asked for controllers, Kafka's refusal. */

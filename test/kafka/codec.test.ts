@@ -29,6 +29,10 @@ import {
 import { KafkaProtocolError, KafkaReader, KafkaWriter } from "../../src/kafka/codec.ts";
 import { decodeDeleteRecordsRequest } from "../../src/kafka/delete-records-messages.ts";
 import {
+  decodeElectLeadersRequest,
+  encodeElectLeadersResponse,
+} from "../../src/kafka/elect-leaders-messages.ts";
+import {
   decodeDescribeGroupsRequest,
   decodeHeartbeatRequest,
   decodeJoinGroupRequest,
@@ -112,6 +116,7 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.CREATE_ACLS]: decodeCreateAclsRequest,
   [KAFKA_API.DELETE_ACLS]: decodeDeleteAclsRequest,
   [KAFKA_API.DESCRIBE_LOG_DIRS]: decodeDescribeLogDirsRequest,
+  [KAFKA_API.ELECT_LEADERS]: decodeElectLeadersRequest,
 };
 
 function decode(frame: Uint8Array) {
@@ -736,7 +741,7 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets and DescribeLogDirs", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, DescribeLogDirs and ElectLeaders", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
@@ -769,6 +774,7 @@ describe("responses match Kafka's layouts field by field", () => {
       30: { min: 0, max: 1 },
       31: { min: 0, max: 1 },
       35: { min: 0, max: 4 },
+      43: { min: 0, max: 2 },
     });
     for (const [key, range] of Object.entries(CODEC_VERSIONS)) {
       const apiKey = Number(key) as KafkaApiKey;
@@ -777,13 +783,15 @@ describe("responses match Kafka's layouts field by field", () => {
       // (flexible) when advertised, and the Java client bumps an idempotent producer's epoch only
       // through v3+. ListOffsets: the Java client and kafka-python ask for the largest timestamp
       // (KIP-734) only at v7+. DescribeLogDirs: v4 carries the volume sizes kafka-log-dirs.sh prints.
+      // ElectLeaders: the Java AdminClient's newest, v2, as for DescribeLogDirs.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
         apiKey === KAFKA_API.API_VERSIONS ||
           apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
           apiKey === KAFKA_API.INIT_PRODUCER_ID ||
           apiKey === KAFKA_API.LIST_OFFSETS ||
-          apiKey === KAFKA_API.DESCRIBE_LOG_DIRS,
+          apiKey === KAFKA_API.DESCRIBE_LOG_DIRS ||
+          apiKey === KAFKA_API.ELECT_LEADERS,
       ]);
     }
   });
@@ -942,5 +950,54 @@ describe("DescribeLogDirs (35)", () => {
       .uvarint(0)
       .uvarint(0);
     expect(encoded((w) => encodeDescribeLogDirsResponse(w, 4, 7, 0, results))).toEqual(v4.frame());
+  });
+});
+
+describe("ElectLeaders (43)", () => {
+  const request = (version: number) =>
+    version >= 2
+      ? new Expect().i16(43).i16(version).i32(3).str("c").uvarint(0)
+      : new Expect().i16(43).i16(version).i32(3).str("c");
+
+  test("requests: v0 (preferred, no type), v1 with a type and every partition (null), v2 flexible", () => {
+    expect(decode(request(0).i32(1).str("t").i32(1).i32(2).i32(60_000).body()).body).toEqual({
+      electionType: 0,
+      topics: [{ topic: "t", partitions: [2] }],
+      timeoutMs: 60_000,
+    });
+    expect(decode(request(1).i8(1).i32(-1).i32(5_000).body()).body).toEqual({
+      electionType: 1,
+      topics: null,
+      timeoutMs: 5_000,
+    });
+    const flexible = request(2)
+      .i8(0)
+      .uvarint(2)
+      .cstr("t")
+      .uvarint(3)
+      .i32(0)
+      .i32(1)
+      .uvarint(0)
+      .i32(100)
+      .uvarint(0);
+    expect(decode(flexible.body()).body).toEqual({
+      electionType: 0,
+      topics: [{ topic: "t", partitions: [0, 1] }],
+      timeoutMs: 100,
+    });
+    expect(() => decode(request(1).i8(0).i32(1_000_000).i32(0).body())).toThrow(KafkaProtocolError);
+  });
+
+  test("responses: v0 (no top-level error), v1, v2 flexible", () => {
+    const results = [{ topic: "t", partitions: [{ partition: 1, errorCode: 84, errorMessage: "m" }] }];
+    expect(encoded((w) => encodeElectLeadersResponse(w, 0, 7, 0, results))).toEqual(
+      new Expect().i32(7).i32(0).i32(1).str("t").i32(1).i32(1).i16(84).str("m").frame(),
+    );
+    expect(encoded((w) => encodeElectLeadersResponse(w, 1, 7, 31, []))).toEqual(
+      new Expect().i32(7).i32(0).i16(31).i32(0).frame(),
+    );
+    const v2 = new Expect().i32(7).uvarint(0).i32(0).i16(0).uvarint(2).cstr("t").uvarint(2);
+    v2.i32(1).i16(84).cstr("m").uvarint(0).uvarint(0).uvarint(0);
+    expect(encoded((w) => encodeElectLeadersResponse(w, 2, 7, 0, results))).toEqual(v2.frame());
   });
 });

@@ -80,7 +80,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-7, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-7, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
@@ -107,6 +107,7 @@ describe("ApiVersions", () => {
       [23, 0, 3],
       [21, 0, 1],
       [35, 0, 4],
+      [43, 0, 2],
       [22, 0, 4],
       [29, 0, 1],
       [30, 0, 1],
@@ -374,7 +375,7 @@ describe("Metadata and ListOffsets", () => {
     expect(size("a", 1)).toBeGreaterThan(size("a", 0));
   });
 
-  test("DescribeLogDirs needs DESCRIBE on the cluster: without it no directory is answered (v3+: CLUSTER_AUTHORIZATION_FAILED, 31)", async () => {
+  test("DescribeLogDirs needs DESCRIBE on the cluster: without it no directory is answered (v3+: CLUSTER_AUTHORIZATION_FAILED, 31); ElectLeaders needs ALTER on it", async () => {
     using aclDir = tempDir("kafka-handler-acl");
     const guarded = Broker.open({ dataDir: aclDir.path, authorization: { superUsers: ["User:admin"] } });
     try {
@@ -398,9 +399,68 @@ describe("Metadata and ListOffsets", () => {
       expect(await asked(3, "alice")).toEqual([KAFKA_ERROR.CLUSTER_AUTHORIZATION_FAILED, 0]);
       expect(await asked(1, "alice")).toEqual([0, 0]);
       expect(await asked(4, "admin")).toEqual([0, 1]);
+      const elect = async (user: string) => {
+        const request = header(43, 1).i8(0).i32(1).str("t").i32(1).i32(0).i32(1000);
+        const outcome = await acl.handle(request.body(), "127.0.0.1", user);
+        if (outcome.kind !== "respond") throw new Error(`expected a response, got ${outcome.kind}`);
+        const reader = new KafkaReader(outcome.bytes);
+        reader.int32("size");
+        reader.int32("correlation_id");
+        reader.int32("throttle");
+        const top = reader.int16("error");
+        reader.int32("topics");
+        reader.string("topic");
+        reader.int32("partitions");
+        reader.int32("partition");
+        return [top, reader.int16("partition error")];
+      };
+      expect(await elect("alice")).toEqual([
+        KAFKA_ERROR.CLUSTER_AUTHORIZATION_FAILED,
+        KAFKA_ERROR.CLUSTER_AUTHORIZATION_FAILED,
+      ]);
+      expect(await elect("admin")).toEqual([0, KAFKA_ERROR.ELECTION_NOT_NEEDED]);
     } finally {
       await guarded.close();
     }
+  });
+
+  test("ElectLeaders: named partitions need no election (84), unknown ones are 3, every partition (null) lists the topics with none; an unknown type is INVALID_REQUEST", async () => {
+    broker.createTopic("t", { partitions: 2 });
+    const results = (reader: KafkaReader) => {
+      const rows: [string, number, number, string | null][] = [];
+      for (let t = reader.int32("topics"); t > 0; t--) {
+        const topic = reader.string("topic");
+        const count = reader.int32("partitions");
+        if (count === 0) rows.push([topic, -1, 0, null]);
+        for (let p = 0; p < count; p++)
+          rows.push([
+            topic,
+            reader.int32("partition"),
+            reader.int16("error"),
+            reader.nullableString("message"),
+          ]);
+      }
+      reader.expectEnd("response");
+      return rows;
+    };
+    const named = await answer(
+      header(43, 1).i8(0).i32(2).str("t").i32(2).i32(1).i32(2).str("u").i32(1).i32(0).i32(1000),
+    );
+    expect([named.int32("throttle"), named.int16("error")]).toEqual([0, 0]);
+    expect(results(named)).toEqual([
+      ["t", 1, KAFKA_ERROR.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."],
+      ["t", 2, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, "No such partition as t-2"],
+      ["u", 0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, "No such topic as u"],
+    ]);
+    const all = await answer(header(43, 0).i32(-1).i32(1000));
+    expect(all.int32("throttle")).toBe(0);
+    expect(results(all)).toEqual([["t", -1, 0, null]]);
+    const unknownType = await answer(header(43, 1).i8(7).i32(1).str("t").i32(1).i32(0).i32(1000));
+    expect([unknownType.int32("throttle"), unknownType.int16("error")]).toEqual([
+      0,
+      KAFKA_ERROR.INVALID_REQUEST,
+    ]);
+    expect(results(unknownType)).toEqual([["t", 0, KAFKA_ERROR.INVALID_REQUEST, "Unknown election type 7"]]);
   });
 
   test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), the largest timestamp (−3), unknown partitions", async () => {

@@ -2,7 +2,8 @@
  * Kafka's own command-line tools, as an operator coming from Kafka runs them (the main classes
  * behind `kafka-topics.sh`, `kafka-console-producer.sh`, `kafka-console-consumer.sh`,
  * `kafka-consumer-groups.sh`, `kafka-get-offsets.sh`, `kafka-delete-records.sh`, `kafka-configs.sh`,
- * `kafka-log-dirs.sh`, `kafka-broker-api-versions.sh` and `kafka-cluster.sh`, from Kafka 4.1.1),
+ * `kafka-log-dirs.sh`, `kafka-broker-api-versions.sh`, `kafka-cluster.sh` and
+ * `kafka-leader-election.sh`, from Kafka 4.1.1),
  * against a broker child process: each command's exit code and what it prints. The jars are the ones
  * bench/compat/kafka-node.ts fetches into the compat cache (`.ci/run` fetches them; nothing of Kafka
  * is in the repository); without them, or without java, the test is skipped and says why.
@@ -179,6 +180,13 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
       "DescribeLogDirs(35): 0 to 4 [usable: 4]",
     );
     expect((await run(`${TOOLS}.ClusterTool`, ["cluster-id"])).trim()).toBe("Cluster ID: booblik");
+    // kafka-leader-election.sh: one node already leads every partition.
+    const elect = (args: string[]) =>
+      run(`${TOOLS}.LeaderElectionCommand`, ["--election-type", "preferred", ...args]);
+    expect((await elect(["--topic", "orders", "--partition", "1"])).trim()).toBe(
+      "Valid replica already elected for partitions orders-1",
+    );
+    expect((await elect(["--all-topic-partitions"])).trim()).toBe("");
 
     expect(await groups(["--delete", "--group", "billing"])).toContain(
       "Deletion of requested consumer groups ('billing') was successful.",
