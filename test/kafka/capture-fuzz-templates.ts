@@ -3,7 +3,8 @@
  * fixtures/fuzz-templates.json: the starting points the Kafka fuzzer (fuzz-kafka.ts) mutates. Most
  * are what kafkajs 2.2.4 sends in a session that uses every API it has (admin, an idempotent
  * producer, a consumer group); the APIs kafkajs does not send (IncrementalAlterConfigs,
- * DescribeCluster, OffsetDelete, OffsetForLeaderEpoch) are hand-built with test/kafka/bytes.ts and
+ * DescribeCluster, OffsetDelete, OffsetForLeaderEpoch, DescribeLogDirs, ElectLeaders) and
+ * DescribeConfigs of a broker are hand-built with test/kafka/bytes.ts and
  * sent on the same listener, so every template is a frame the handler answered. A fixture, not a
  * capture at test time, so that a seed replays the same frames. Run by hand when the served APIs
  * change: `bun test/kafka/capture-fuzz-templates.ts`. Topic names start with `tpl-`, group names
@@ -164,6 +165,37 @@ try {
   await sendRaw(
     "OFFSET_FOR_LEADER_EPOCH v3",
     new Expect().i16(23).i16(3).i32(7).str("tpl").i32(-1).i32(1).str("tpl-a").i32(1).i32(0).i32(-1).i32(0),
+  );
+  await sendRaw(
+    "DESCRIBE_LOG_DIRS v1",
+    new Expect().i16(35).i16(1).i32(7).str("tpl").i32(1).str("tpl-a").i32(2).i32(0).i32(1),
+  );
+  await sendRaw(
+    "DESCRIBE_LOG_DIRS v4",
+    new Expect()
+      .i16(35)
+      .i16(4)
+      .i32(7)
+      .str("tpl")
+      .uvarint(0)
+      .uvarint(2)
+      .cstr("tpl-a")
+      .uvarint(2)
+      .i32(0)
+      .uvarint(0)
+      .uvarint(0),
+  );
+  await sendRaw(
+    "ELECT_LEADERS v1",
+    new Expect().i16(43).i16(1).i32(7).str("tpl").i8(0).i32(1).str("tpl-a").i32(2).i32(0).i32(1).i32(1000),
+  );
+  await sendRaw(
+    "ELECT_LEADERS v2",
+    new Expect().i16(43).i16(2).i32(7).str("tpl").uvarint(0).i8(1).uvarint(0).i32(1000).uvarint(0),
+  );
+  await sendRaw(
+    "DESCRIBE_CONFIGS v3 (broker)",
+    new Expect().i16(32).i16(3).i32(7).str("tpl").i32(1).i8(4).str("1").i32(-1).i8(1).i8(1),
   );
 
   source = "kafkajs 2.2.4 admin";

@@ -2,7 +2,7 @@
  * The Kafka listener's fuzzer, shared by the gate (fuzz.test.ts, a bounded run) and the longer run
  * (`bun run fuzz:kafka`, fuzz.ts). Against a broker child process it opens hostile connections that
  * send mutated frames of every Kafka API booblik serves, starting from valid frames real clients
- * sent (fixtures/fuzz-templates.json: kafkajs and hand-built frames of 28 of the 30 APIs, all but the SASL ones;
+ * sent (fixtures/fuzz-templates.json: kafkajs and hand-built frames of 30 of the 32 APIs, all but the SASL ones;
  * fixtures/captured-requests.json: kcat's), plus random bytes; meanwhile a well-behaved kafkajs
  * producer appends one record per round to its own topic and must see every acknowledgement in
  * order. Everything random comes from one seed, so a seed replays the same frames in the same order
