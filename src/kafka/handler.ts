@@ -1462,7 +1462,9 @@ export class KafkaHandler {
       if (resource.resourceType !== CONFIG_RESOURCE_TOPIC) {
         result(
           KAFKA_ERROR.INVALID_REQUEST,
-          `only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}) can change`,
+          resource.resourceType === CONFIG_RESOURCE_BROKER
+            ? `only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}) can change: the broker's settings are its command-line options, fixed at its start`
+            : `only topic configs (resource type ${CONFIG_RESOURCE_TOPIC}) can change`,
         );
         continue;
       }

@@ -98,6 +98,9 @@ test("SET and DELETE change a live topic; each resource is answered on its own",
   ]);
   expect(answers[1]![1]).toMatch(/segmentBytes cannot change on an existing topic/);
   expect(answers[2]![1]).toMatch(/topic config "cleanup.policy" is not supported/);
+  expect(answers[5]![1]).toBe(
+    "only topic configs (resource type 2) can change: the broker's settings are its command-line options, fixed at its start",
+  );
   expect(answers[3]![1]).toMatch(/config operation 2 on retention.ms is not supported/);
   expect(broker.describeTopic("t").config).toMatchObject({
     retentionBytes: 1_048_576,
