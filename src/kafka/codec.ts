@@ -382,3 +382,39 @@ export class KafkaWriter {
     return this.bytes.subarray(0, this.position);
   }
 }
+
+/** A topic and partition indexes, as several requests name them (DescribeLogDirs, ElectLeaders). */
+export interface TopicPartitions {
+  topic: string;
+  partitions: number[];
+}
+
+/**
+ * A NULLABLE ARRAY[topic STRING, partitions ARRAY[INT32]] (null: every partition), compact with a
+ * TAG_BUFFER per topic when `flexible`. `what` names the request in errors.
+ */
+export function readNullableTopicPartitions(
+  reader: KafkaReader,
+  flexible: boolean,
+  field: string,
+  what: string,
+): TopicPartitions[] | null {
+  // topic (a string of at least its length: 2 bytes, 1 compact), partitions count (4, 1 compact),
+  // and a tag buffer (1) when flexible.
+  const topicCount = flexible
+    ? reader.compactArrayCount(field, 1 + 1 + 1, true)
+    : reader.arrayCount(field, 2 + 4, true);
+  if (topicCount < 0) return null;
+  const topics: TopicPartitions[] = [];
+  for (let t = 0; t < topicCount; t++) {
+    const topic = flexible ? reader.compactString("topic") : reader.string("topic");
+    const partitionCount = flexible
+      ? reader.compactArrayCount("partitions", 4)
+      : reader.arrayCount("partitions", 4);
+    const partitions: number[] = [];
+    for (let p = 0; p < partitionCount; p++) partitions.push(reader.int32("partition"));
+    if (flexible) reader.skipTaggedFields(`${what} topic`);
+    topics.push({ topic, partitions });
+  }
+  return topics;
+}

@@ -18,13 +18,18 @@
  * (KafkaReader.arrayCount); an encoder writes one whole response frame.
  */
 import { beginResponse, endResponse, isFlexible, KAFKA_API, responseHeaderVersion } from "./apis.ts";
-import type { KafkaReader, KafkaWriter } from "./codec.ts";
+import {
+  type KafkaReader,
+  type KafkaWriter,
+  readNullableTopicPartitions,
+  type TopicPartitions,
+} from "./codec.ts";
 
 export interface ElectLeadersRequest {
   /** 0: preferred (the only type of v0), 1: unclean. */
   electionType: number;
   /** null: every partition. */
-  topics: { topic: string; partitions: number[] }[] | null;
+  topics: TopicPartitions[] | null;
   timeoutMs: number;
 }
 
@@ -36,25 +41,7 @@ export interface ElectionResult {
 export function decodeElectLeadersRequest(reader: KafkaReader, version: number): ElectLeadersRequest {
   const flexible = isFlexible(KAFKA_API.ELECT_LEADERS, version);
   const electionType = version >= 1 ? reader.int8("election_type") : 0;
-  // topic (a string of at least its length: 2 bytes, 1 compact), partitions count (4, 1 compact),
-  // and a tag buffer (1) when flexible.
-  const topicCount = flexible
-    ? reader.compactArrayCount("topic_partitions", 1 + 1 + 1, true)
-    : reader.arrayCount("topic_partitions", 2 + 4, true);
-  let topics: ElectLeadersRequest["topics"] = null;
-  if (topicCount >= 0) {
-    topics = [];
-    for (let t = 0; t < topicCount; t++) {
-      const topic = flexible ? reader.compactString("topic") : reader.string("topic");
-      const partitionCount = flexible
-        ? reader.compactArrayCount("partitions", 4)
-        : reader.arrayCount("partitions", 4);
-      const partitions: number[] = [];
-      for (let p = 0; p < partitionCount; p++) partitions.push(reader.int32("partition"));
-      if (flexible) reader.skipTaggedFields("ElectLeaders topic");
-      topics.push({ topic, partitions });
-    }
-  }
+  const topics = readNullableTopicPartitions(reader, flexible, "topic_partitions", "ElectLeaders");
   const timeoutMs = reader.int32("timeout_ms");
   if (flexible) reader.skipTaggedFields("ElectLeaders request");
   reader.expectEnd("ElectLeaders request");

@@ -17,16 +17,16 @@
  * (KafkaReader.arrayCount); an encoder writes one whole response frame.
  */
 import { beginResponse, endResponse, isFlexible, KAFKA_API, responseHeaderVersion } from "./apis.ts";
-import type { KafkaReader, KafkaWriter } from "./codec.ts";
-
-export interface DescribeLogDirsTopicRequest {
-  topic: string;
-  partitions: number[];
-}
+import {
+  type KafkaReader,
+  type KafkaWriter,
+  readNullableTopicPartitions,
+  type TopicPartitions,
+} from "./codec.ts";
 
 export interface DescribeLogDirsRequest {
   /** null: every topic. */
-  topics: DescribeLogDirsTopicRequest[] | null;
+  topics: TopicPartitions[] | null;
 }
 
 export interface LogDirPartition {
@@ -54,25 +54,7 @@ export interface LogDirResult {
 
 export function decodeDescribeLogDirsRequest(reader: KafkaReader, version: number): DescribeLogDirsRequest {
   const flexible = isFlexible(KAFKA_API.DESCRIBE_LOG_DIRS, version);
-  // topic (a string of at least its length: 2 bytes, 1 compact), partitions count (4, 1 compact),
-  // and a tag buffer (1) when flexible.
-  const topicCount = flexible
-    ? reader.compactArrayCount("topics", 1 + 1 + 1, true)
-    : reader.arrayCount("topics", 2 + 4, true);
-  let topics: DescribeLogDirsTopicRequest[] | null = null;
-  if (topicCount >= 0) {
-    topics = [];
-    for (let t = 0; t < topicCount; t++) {
-      const topic = flexible ? reader.compactString("topic") : reader.string("topic");
-      const partitionCount = flexible
-        ? reader.compactArrayCount("partitions", 4)
-        : reader.arrayCount("partitions", 4);
-      const partitions: number[] = [];
-      for (let p = 0; p < partitionCount; p++) partitions.push(reader.int32("partition"));
-      if (flexible) reader.skipTaggedFields("DescribeLogDirs topic");
-      topics.push({ topic, partitions });
-    }
-  }
+  const topics = readNullableTopicPartitions(reader, flexible, "topics", "DescribeLogDirs");
   if (flexible) reader.skipTaggedFields("DescribeLogDirs request");
   reader.expectEnd("DescribeLogDirs request");
   return { topics };
