@@ -5,7 +5,7 @@
  * against them.
  *
  *   bun bench/latency-attribution.ts [--rate=50000] [--seconds=5] [--warmup=1] [--policy=append]
- *                                    [--slow-us=1000] [--runs=3] [--baseline=<checkout>]
+ *                                    [--slow-us=1000] [--runs=3] [--baseline=<checkout>] [--keep-trace=<path>]
  *
  * For each slow response (its oldest record's time from send to arrival at the consumer), the tool
  * asks which processes had a collection that overlapped that interval: the broker's, the load
@@ -30,7 +30,7 @@ import { median } from "./lib/stats.ts";
 
 const args = parseBenchArgs({
   usage:
-    "bun bench/latency-attribution.ts [--rate=50000] [--seconds=5] [--warmup=1] [--policy=append] [--slow-us=1000] [--runs=3] [--baseline=<checkout>]",
+    "bun bench/latency-attribution.ts [--rate=50000] [--seconds=5] [--warmup=1] [--policy=append] [--slow-us=1000] [--runs=3] [--baseline=<checkout>] [--keep-trace=<path>]",
   sections: ["all"],
   options: {
     rate: "50000",
@@ -40,6 +40,7 @@ const args = parseBenchArgs({
     "slow-us": "1000",
     runs: "3",
     baseline: "",
+    "keep-trace": "",
   },
 });
 const rate = args.number("rate");
@@ -50,6 +51,9 @@ const slowUs = args.number("slow-us");
 const runs = args.number("runs");
 const MAIN = path.join(import.meta.dir, "../src/main.ts");
 const baseline = args.text("baseline");
+/** With `--keep-trace=<path>`, each run's consumer trace is kept as <path>.1, <path>.2, … */
+const keepTrace = args.text("keep-trace");
+let tracesKept = 0;
 const LATENCY = path.join(import.meta.dir, "load/latency.ts");
 /** The shared clock of bench/load/latency.ts. */
 const nowUs = () => (performance.timeOrigin + performance.now()) * 1000;
@@ -179,6 +183,7 @@ async function oneRun(dataDir: string, main: string, brokerName: string): Promis
     .trim()
     .split("\n")
     .map((line) => line.split(" ").map(Number) as [number, number, number]);
+  if (keepTrace !== "") fs.copyFileSync(tracePath, `${keepTrace}.${++tracesKept}`);
   fs.rmSync(dataDir, { recursive: true, force: true });
   const startUs = trace[0]![0];
   const endUs = trace.at(-1)![0];
