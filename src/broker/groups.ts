@@ -466,7 +466,11 @@ export class GroupCoordinator {
       group.syncTimer = undefined;
       if (group.generationId !== generationId) return;
       if (group.state !== "CompletingRebalance" && group.state !== "Stable") return;
-      const silent = [...group.pendingSync].map((id) => group.members.get(id)!);
+      // Every id in pendingSync is a member's (dropMember and replaceStaticMember keep it so); the
+      // filter only keeps a broken invariant from throwing inside a timer, which would end the broker.
+      const silent = [...group.pendingSync]
+        .map((id) => group.members.get(id))
+        .filter((member): member is Member => member !== undefined);
       group.pendingSync.clear();
       if (silent.length === 0) return;
       for (const member of silent) this.dropMember(group, member);
