@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { GroupCoordinator, type JoinRequest } from "../../src/broker/groups.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 const coordinators: GroupCoordinator[] = [];
 afterEach(() => {
@@ -145,11 +146,10 @@ describe("the group coordinator", () => {
     const b = await bJoin;
     expect(b.generationId).toBe(2);
     // b never syncs nor heartbeats: its session ends, a learns of the rebalance and is alone in 3.
-    const deadline = performance.now() + 10_000;
-    while (groups.heartbeat("g", 2, a.memberId) !== "REBALANCE_IN_PROGRESS") {
-      if (performance.now() > deadline) throw new Error("b's session did not expire");
-      await Bun.sleep(5);
-    }
+    await waitUntil(
+      () => groups.heartbeat("g", 2, a.memberId) === "REBALANCE_IN_PROGRESS",
+      "b's session to end",
+    );
     const alone = await groups.join(join({ memberId: a.memberId, sessionTimeoutMs: 60_000 }));
     expect([alone.generationId, alone.members.map((m) => m.memberId)]).toEqual([3, [a.memberId]]);
     expect(groups.heartbeat("g", 3, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
@@ -448,12 +448,7 @@ describe("static membership (KIP-345)", () => {
     expect(groups.leave("g", [dynamic(groups.describe("g")!.members[2]!.memberId)])).toEqual(["NONE"]);
     expect((await cJoin).error).toBe("UNKNOWN_MEMBER_ID");
     // Several 20 ms rebalance timeouts pass without anyone rejoining; b's 300 ms session ends first.
-    const deadline = performance.now() + 10_000;
-    while (groups.describe("g")?.members.length !== 1) {
-      if (performance.now() > deadline)
-        throw new Error(`b was not removed: ${JSON.stringify(groups.describe("g"))}`);
-      await Bun.sleep(5);
-    }
+    await waitUntil(() => groups.describe("g")?.members.length === 1, "b's removal");
     expect(groups.describe("g")).toMatchObject({ state: "PreparingRebalance", generationId: 2 });
     const aJoin = await groups.join(
       join({ memberId: a.memberId, groupInstanceId: "i-a", rebalanceTimeoutMs: 20 }),
@@ -466,11 +461,7 @@ describe("static membership (KIP-345)", () => {
     const groups = coordinator();
     const a = await groups.join(join({ groupInstanceId: "i-a", sessionTimeoutMs: 50 }));
     await groups.sync("g", 1, a.memberId, []);
-    const deadline = performance.now() + 10_000;
-    while (groups.describe("g") !== undefined) {
-      if (performance.now() > deadline) throw new Error("a's session did not expire");
-      await Bun.sleep(5);
-    }
+    await waitUntil(() => groups.describe("g") === undefined, "a's session to end");
     const again = await groups.join(join({ groupInstanceId: "i-a" }));
     expect([again.error, again.generationId, again.leaderId]).toEqual(["NONE", 1, again.memberId]);
   });
@@ -612,11 +603,7 @@ describe("SyncGroup within the rebalance timeout", () => {
     ]);
     expect([assigned.error, groups.describe("g")?.state]).toEqual(["NONE", "Stable"]);
     // b holds partition 1 without consuming it; its heartbeats keep its session alive.
-    const deadline = performance.now() + 10_000;
-    while (groups.heartbeat("g", 2, b.memberId) === "NONE") {
-      if (performance.now() > deadline) throw new Error("b was not removed");
-      await Bun.sleep(5);
-    }
+    await waitUntil(() => groups.heartbeat("g", 2, b.memberId) !== "NONE", "b's removal");
     expect(groups.heartbeat("g", 2, b.memberId)).toBe("UNKNOWN_MEMBER_ID");
     expect(groups.heartbeat("g", 2, a.memberId)).toBe("REBALANCE_IN_PROGRESS");
     const alone = await groups.join(join({ memberId: a.memberId, rebalanceTimeoutMs: 50 }));
@@ -635,11 +622,10 @@ describe("SyncGroup within the rebalance timeout", () => {
     // never syncs either, so it is the one removed.
     const b2 = await groups.join(join({ groupInstanceId: "i-b", rebalanceTimeoutMs: 50 }));
     expect([b2.error, b2.generationId]).toEqual(["NONE", 2]);
-    const deadline = performance.now() + 10_000;
-    while (groups.heartbeat("g", 2, b2.memberId, "i-b") === "NONE") {
-      if (performance.now() > deadline) throw new Error("b's new incarnation was not removed");
-      await Bun.sleep(5);
-    }
+    await waitUntil(
+      () => groups.heartbeat("g", 2, b2.memberId, "i-b") !== "NONE",
+      "the removal of b's new incarnation",
+    );
     expect(groups.heartbeat("g", 2, b2.memberId, "i-b")).toBe("UNKNOWN_MEMBER_ID");
     expect(groups.heartbeat("g", 2, a.memberId, "i-a")).toBe("REBALANCE_IN_PROGRESS");
   });
