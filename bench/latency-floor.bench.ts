@@ -1,27 +1,41 @@
 /**
- * What this machine charges the produce → fetch latency chain without any broker work (issue 13's
- * latency target: p99 < 1 ms at 50 K records/s under `append`). The shape of
- * `bun bench/network.bench.ts latency`, with booblik replaced by a relay that does nothing:
+ * What this machine charges the produce → fetch latency chain without any broker work, next to
+ * booblik doing the same (issue 13's latency target: p99 < 1 ms at 50 K records/s under `append`).
+ * The shape of `bun bench/network.bench.ts latency`, with booblik replaced by a relay that does
+ * nothing:
  *
  *   producer process ──TCP──▶ relay process ──TCP──▶ consumer process
  *
- * The producer sends one message of `--bytes` (a batch of rate/1000 records as the broker stores it:
- * 5,519 B at 50 K records/s of 100 B) due every millisecond, paced as bench/load/latency.ts paces
- * its batches (`setTimeout`, then `Atomics.wait` for the last 1.5 ms), each stamped with its due
- * time; the relay writes each chunk it reads to the consumer's connection at once and, in the
- * `write` variant, first `pwrite`s it at the end of a file (as an `append` broker does); the
- * consumer records arrival − due per message. Every process is its own `bun`; the variants
- * alternate, each round on fresh processes; median (range) over the rounds, the first
- * `--warmup-ms` of each run left out. The file goes to BOOBLIK_BENCH_DIR (never tmpfs).
+ * The producer sends one message due every millisecond, of the bytes one batch of `--rate`/1000
+ * records of 100 B takes as stored (5,519 B at 50 K records/s; bench/lib/latency-shape.ts), paced
+ * as bench/load/latency.ts paces its batches (`setTimeout`, then `Atomics.wait` for the last
+ * 1.5 ms), each stamped with its due time; the relay writes each chunk it reads to the consumer's
+ * connection at once and, in the `pwrite` variant, first writes it at the end of a file (as an
+ * `append` broker does); the consumer records arrival − due per message. The third variant is
+ * booblik itself: this checkout's broker, a topic under `append`, and bench/load/latency.ts at
+ * `--rate` (its figures are also from due). Every process is its own `bun`; the three variants take
+ * turns, the order rotating each round, each run on fresh processes (and a fresh data directory);
+ * median (range) over the rounds, the first `--warmup-ms` of each run left out. Files go to
+ * BOOBLIK_BENCH_DIR (never tmpfs).
  *
- *   bun bench/latency-floor.bench.ts [--seconds=5] [--rounds=3] [--bytes=5519] [--warmup-ms=1000]
+ *   bun bench/latency-floor.bench.ts [--seconds=5] [--rounds=3] [--rate=50000] [--warmup-ms=1000]
  */
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { BooblikClient } from "../src/client/client.ts";
 import { parseBenchArgs } from "./lib/args.ts";
-import { describeMachine, loadAverage, measurementDirectory } from "./lib/environment.ts";
+import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
+import { storedBatchBytes } from "./lib/latency-shape.ts";
+import { runLoad, startBrokerProcess } from "./lib/processes.ts";
 import { medianRange } from "./lib/stats.ts";
+
+interface Percentiles {
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+}
 
 const role = process.argv[2];
 /** Microseconds on a clock the processes share (bench/load/latency.ts `nowUs`). */
@@ -162,43 +176,79 @@ async function runOnce(file: string, bytes: number, seconds: number, warmupMs: n
   producer.kill();
   relayProcess.kill();
   await Promise.all([producer.exited, relayProcess.exited]);
-  return JSON.parse(output.trim()) as { p50Ms: number; p99Ms: number; p999Ms: number; maxMs: number };
+  return JSON.parse(output.trim()) as Percentiles;
+}
+
+/** booblik in the same shape: a fresh broker, a topic under `append`, bench/load/latency.ts. */
+async function runBooblik(
+  dataDir: string,
+  rate: number,
+  seconds: number,
+  warmupMs: number,
+): Promise<Percentiles> {
+  Bun.spawnSync(["sync"]);
+  const broker = await startBrokerProcess(dataDir, []);
+  try {
+    const admin = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
+    await admin.createTopic("latency", { durability: "append" });
+    admin.close();
+    return (await runLoad(path.join(import.meta.dir, "load", "latency.ts"), [
+      String(broker.port),
+      "latency",
+      String(rate),
+      String(seconds),
+      "100",
+      String(warmupMs / 1000),
+    ])) as Percentiles;
+  } finally {
+    await broker.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
 }
 
 async function main(): Promise<void> {
   const args = parseBenchArgs({
-    usage: "bun bench/latency-floor.bench.ts [--seconds=5] [--rounds=3] [--bytes=5519] [--warmup-ms=1000]",
-    options: { seconds: "5", rounds: "3", bytes: "5519", "warmup-ms": "1000" },
+    usage: "bun bench/latency-floor.bench.ts [--seconds=5] [--rounds=3] [--rate=50000] [--warmup-ms=1000]",
+    options: { seconds: "5", rounds: "3", rate: "50000", "warmup-ms": "1000" },
   });
   const seconds = args.number("seconds");
   const rounds = args.number("rounds");
-  const bytes = args.number("bytes");
+  const rate = args.number("rate");
   const warmupMs = args.number("warmup-ms");
+  const bytes = storedBatchBytes(rate);
   const directory = measurementDirectory("latency-floor");
-  console.log("# latency floor of the produce → fetch chain, no broker\n");
+  console.log("# latency of the produce → fetch chain with no broker, and with booblik\n");
   console.log(describeMachine(directory.fileSystem));
   console.log(
-    `one message of ${bytes} B due every 1 ms, ${seconds} s measured after ${warmupMs} ms, ${rounds} rounds, variants alternating, each round on fresh processes\n`,
+    `${formatRate(rate)} records/s of 100 B: one batch (${bytes} B as stored) due every 1 ms, ${seconds} s measured after ${warmupMs} ms, ${rounds} rounds, the variants' order rotating, each run on fresh processes; latency from each batch's due time\n`,
   );
-  const variants = { "relay only": "-", "relay + pwrite": path.join(directory.path, "relay.log") };
-  const results = new Map<string, { p50Ms: number; p99Ms: number; p999Ms: number; maxMs: number }[]>();
+  const relayFile = path.join(directory.path, "relay.log");
+  const variants: [string, () => Promise<Percentiles>][] = [
+    ["relay only", () => runOnce("-", bytes, seconds, warmupMs)],
+    [
+      "relay + pwrite",
+      () => {
+        fs.rmSync(relayFile, { force: true });
+        return runOnce(relayFile, bytes, seconds, warmupMs);
+      },
+    ],
+    ["booblik append", () => runBooblik(path.join(directory.path, "broker"), rate, seconds, warmupMs)],
+  ];
+  const results = new Map<string, Percentiles[]>();
   const loads: number[] = [];
   for (let round = 0; round < rounds; round++) {
-    const names = Object.keys(variants) as (keyof typeof variants)[];
-    if (round % 2 === 1) names.reverse();
-    for (const name of names) {
-      const file = variants[name];
-      if (file !== "-") fs.rmSync(file, { force: true });
+    for (let i = 0; i < variants.length; i++) {
+      const [name, run] = variants[(round + i) % variants.length]!;
       loads.push(loadAverage());
-      const result = await runOnce(file, bytes, seconds, warmupMs);
-      results.set(name, [...(results.get(name) ?? []), result]);
+      results.set(name, [...(results.get(name) ?? []), await run()]);
     }
   }
   directory.remove();
   console.log("| variant | p50 ms | p99 ms | p99.9 ms | max ms |");
   console.log("|---|---|---|---|---|");
-  for (const [name, list] of results) {
-    const column = (key: "p50Ms" | "p99Ms" | "p999Ms" | "maxMs") =>
+  for (const [name] of variants) {
+    const list = results.get(name)!;
+    const column = (key: keyof Percentiles) =>
       medianRange(
         list.map((r) => r[key]),
         2,

@@ -22,11 +22,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { BooblikClient } from "../src/client/client.ts";
-import { ENTRY_HEADER_BYTES } from "../src/domain/limits.ts";
-import { RecordBatchWriter } from "../src/record/batch.ts";
 import { makeCertificates } from "../test/helpers/tls-certs.ts";
 import { parseBenchArgs } from "./lib/args.ts";
 import { describeMachine, formatRate, loadAverage, measurementDirectory } from "./lib/environment.ts";
+import { storedBatchBytes } from "./lib/latency-shape.ts";
 import type { ThroughputResult } from "./lib/load-result.ts";
 import {
   brokerCpuSeconds,
@@ -325,20 +324,6 @@ async function latencySection(dataDir: string): Promise<void> {
         `${cell(list.map((r) => r.brokerRunMsPerS))} | ${cell(list.map((r) => r.brokerWaitMsPerS))} | ${target} |`,
     );
   }
-}
-
-/**
- * The bytes one batch of the latency run takes in a segment: `rate / 1000` records of 100 B encoded
- * as bench/load/latency.ts encodes them (no key, one timestamp per batch), plus the entry frame. 5,519
- * B at 50 K records/s, the size of the broker's pwrites seen by strace in that run.
- */
-function storedBatchBytes(rate: number): number {
-  const writer = new RecordBatchWriter(1024 * 1024);
-  writer.begin();
-  const timestamp = Date.now();
-  const value = new Uint8Array(100);
-  for (let i = 0; i < rate / 1000; i++) writer.add({ key: null, value, timestamp });
-  return writer.finish().length + ENTRY_HEADER_BYTES;
 }
 
 /**
