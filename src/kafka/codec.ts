@@ -16,6 +16,9 @@
  *   TAG_BUFFER            UNSIGNED_VARINT count, then per field: UNSIGNED_VARINT tag, UNSIGNED_VARINT
  *                         size, size bytes. A broker may skip tags it does not know (KIP-482).
  *
+ * One composite lives here too, because several requests share its layout: a nullable list of
+ * topics with partition indexes (`readNullableTopicPartitions`: DescribeLogDirs, ElectLeaders).
+ *
  * The unsigned varints of flexible versions are not the zigzag varints of the record format
  * (src/record/varint.ts): sharing one helper would misread every length (kafka-wire.md §1.3).
  *
