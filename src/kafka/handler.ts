@@ -158,6 +158,7 @@ import { fetchRecords, type KafkaTraffic, newKafkaTraffic, produceRecords } from
 import {
   type AlterConfigsResult,
   CONFIG_OPERATION,
+  CONFIG_RESOURCE_BROKER,
   CONFIG_RESOURCE_TOPIC,
   decodeCreatePartitionsRequest,
   decodeIncrementalAlterConfigsRequest,
@@ -357,9 +358,6 @@ const DESCRIBED_CONFIGS: Record<string, { configType: number; documentation: str
   },
   "booblik.write.mode": { configType: CONFIG_TYPE.STRING, documentation: "How segments are written." },
 };
-
-/** ConfigResource.Type.BROKER: a broker's settings, by node id ("1"), or "" for the cluster's defaults. */
-const CONFIG_RESOURCE_BROKER = 4;
 
 /** One broker setting as DescribeConfigs answers it. */
 interface BrokerConfig {

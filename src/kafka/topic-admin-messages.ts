@@ -85,6 +85,8 @@ export function encodeCreatePartitionsResponse(
 
 /** Kafka's ConfigResource.Type of a topic. */
 export const CONFIG_RESOURCE_TOPIC = 2;
+/** Kafka's ConfigResource.Type of a broker: by node id ("1"), or "" for the cluster-wide defaults. */
+export const CONFIG_RESOURCE_BROKER = 4;
 
 /** AlterConfigOp.OpType: SET 0, DELETE 1 (back to the default), APPEND 2 and SUBTRACT 3 (list configs). */
 export const CONFIG_OPERATION = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
