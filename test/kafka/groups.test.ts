@@ -133,6 +133,12 @@ function kcatMember(port: number, settings: string[]) {
   return { child, lines: new LineReader(child.stderr) };
 }
 
+/** The value of `name`{group="workers"} in the broker's /metrics (started with --metrics-port). */
+async function workersMetric(broker: BrokerProcess, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
+  return metricValue(text, `${name}{group="workers"}`);
+}
+
 /** kcat prints "% Group workers rebalanced (memberid …): assigned: jobs [0], jobs [1]". */
 const assigned = (line: string) => /rebalanced.*assigned: (.*)$/.exec(line)?.[1] ?? "";
 
@@ -166,11 +172,7 @@ describe.skipIf(KCAT === null)("kcat -G, two members", () => {
 describe.skipIf(KCAT === null)("kcat -G, static members (group.instance.id)", () => {
   test("a member killed with SIGKILL and started again under its instance id gets its partitions back without a rebalance", async () => {
     const { broker, kafkaPort } = await brokerProcess(dataDir().path, ["--metrics-port", "0"]);
-    const metrics = async (name: string) =>
-      metricValue(
-        await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text(),
-        `${name}{group="workers"}`,
-      );
+    const metrics = (name: string) => workersMetric(broker, name);
     await createTopic(kafkaPort, "jobs", 2);
     const member = (instance: string) =>
       kcatMember(kafkaPort, [
@@ -205,11 +207,7 @@ describe.skipIf(KCAT === null)("kcat -G, --group-initial-rebalance-delay", () =>
       "--group-initial-rebalance-delay",
       "3s",
     ]);
-    const metrics = async (name: string) =>
-      metricValue(
-        await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text(),
-        `${name}{group="workers"}`,
-      );
+    const metrics = (name: string) => workersMetric(broker, name);
     await createTopic(kafkaPort, "jobs", 2);
     const settings = ["session.timeout.ms=6000", "heartbeat.interval.ms=200"];
     const one = kcatMember(kafkaPort, settings);
