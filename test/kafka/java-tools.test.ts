@@ -23,7 +23,7 @@ if (kafkaJavaUnavailable !== undefined)
 const TOOLS = "org.apache.kafka.tools";
 
 describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools", () => {
-  test("topics, console producer and consumer, consumer groups, offsets, record deletion, configs, log directories, API versions and the cluster id", async () => {
+  test("topics, console producer and consumer, consumer groups, offsets, record deletion, configs, log directories, API versions, the cluster id and leader election", async () => {
     using dir = tempDir("kafka-java-tools");
     const dataDir = dir.file("data");
     await using broker = await startBroker(dataDir, ["--kafka-port", "0"]);
