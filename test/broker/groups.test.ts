@@ -569,14 +569,19 @@ describe("rejoining a group", () => {
 });
 
 describe("SyncGroup within the rebalance timeout", () => {
+  /** Dynamic members a (the leader) and b, joined to generation 2 with 50 ms rebalance timeouts. */
+  async function joinedPair(groups: GroupCoordinator) {
+    const first = await groups.join(join({ rebalanceTimeoutMs: 50 }));
+    await groups.sync("g", 1, first.memberId, []);
+    const bJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
+    const a = await groups.join(join({ memberId: first.memberId, rebalanceTimeoutMs: 50 }));
+    return { a, b: await bJoin };
+  }
+
   test("a leader that joined and keeps heartbeating but never syncs is removed after the rebalance timeout; the waiting follower is told to rejoin and leads the next generation", async () => {
     const groups = coordinator();
-    const a = await groups.join(join({ rebalanceTimeoutMs: 50 }));
-    await groups.sync("g", 1, a.memberId, []);
-    const bJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
-    const aJoin = await groups.join(join({ memberId: a.memberId, rebalanceTimeoutMs: 50 }));
-    const b = await bJoin;
-    expect([aJoin.generationId, aJoin.leaderId]).toEqual([2, a.memberId]);
+    const { a, b } = await joinedPair(groups);
+    expect([a.generationId, a.leaderId]).toEqual([2, a.memberId]);
     // b syncs and waits for the leader's assignment; the leader only heartbeats.
     const bSync = groups.sync("g", 2, b.memberId, []);
     expect(groups.heartbeat("g", 2, a.memberId)).toBe("NONE");
@@ -592,11 +597,7 @@ describe("SyncGroup within the rebalance timeout", () => {
 
   test("in a Stable group, a follower that never asks for its assignment is removed after the rebalance timeout and the group rebalances; the members that synced stay", async () => {
     const groups = coordinator();
-    const a = await groups.join(join({ rebalanceTimeoutMs: 50 }));
-    await groups.sync("g", 1, a.memberId, []);
-    const bJoin = groups.join(join({ rebalanceTimeoutMs: 50 }));
-    await groups.join(join({ memberId: a.memberId, rebalanceTimeoutMs: 50 }));
-    const b = await bJoin;
+    const { a, b } = await joinedPair(groups);
     const assigned = await groups.sync("g", 2, a.memberId, [
       { memberId: a.memberId, assignment: bytes("a:0") },
       { memberId: b.memberId, assignment: bytes("b:1") },
