@@ -890,11 +890,14 @@ describe("static membership fields (KIP-345)", () => {
   });
 });
 
+/** A request's header (v1, or v2 with its tag buffer for a flexible version), the body to follow. */
+function requestHeader(apiKey: KafkaApiKey, version: number): Expect {
+  const header = new Expect().i16(apiKey).i16(version).i32(3).str("c");
+  return requestHeaderVersion(apiKey, version) === 2 ? header.uvarint(0) : header;
+}
+
 describe("DescribeLogDirs (35)", () => {
-  const request = (version: number) =>
-    version >= 2
-      ? new Expect().i16(35).i16(version).i32(3).str("c").uvarint(0)
-      : new Expect().i16(35).i16(version).i32(3).str("c");
+  const request = (version: number) => requestHeader(KAFKA_API.DESCRIBE_LOG_DIRS, version);
 
   test("requests: null topics (every topic), and topics with partitions, in v1 and in the flexible v2-4", () => {
     expect(decode(request(1).i32(-1).body()).body).toEqual({ topics: null });
@@ -954,10 +957,7 @@ describe("DescribeLogDirs (35)", () => {
 });
 
 describe("ElectLeaders (43)", () => {
-  const request = (version: number) =>
-    version >= 2
-      ? new Expect().i16(43).i16(version).i32(3).str("c").uvarint(0)
-      : new Expect().i16(43).i16(version).i32(3).str("c");
+  const request = (version: number) => requestHeader(KAFKA_API.ELECT_LEADERS, version);
 
   test("requests: v0 (preferred, no type), v1 with a type and every partition (null), v2 flexible", () => {
     expect(decode(request(0).i32(1).str("t").i32(1).i32(2).i32(60_000).body()).body).toEqual({
