@@ -89,6 +89,12 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
     const ends = await offsets("-1");
     expect(ends.map(([partition]) => partition)).toEqual([0, 1, 2, 3]);
     expect(ends.reduce((sum, [, offset]) => sum + offset!, 0)).toBe(4);
+    // --time -3: the record with the largest timestamp, in each partition that has one (checked
+    // where it holds one record: two sent within a millisecond may share a timestamp).
+    const single = ends.filter(([, end]) => end === 1).map(([partition]) => partition);
+    expect(single.length).toBeGreaterThan(0);
+    const newest = await offsets("-3");
+    expect(newest.filter(([partition]) => single.includes(partition!))).toEqual(single.map((p) => [p, 0]));
     // The group committed everything it read: no lag on any partition.
     const lagLines = (await groups(["--describe", "--group", "billing"]))
       .split("\n")
@@ -134,6 +140,11 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
       "Completed updating config for topic orders.",
     );
     expect(await configs(["--describe"])).toContain("retention.ms=3600000");
+    const topicAll = await configs(["--describe", "--all"]);
+    expect(topicAll).toContain(
+      "  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000",
+    );
+    expect(topicAll).toContain("  max.message.bytes=");
     // The broker's settings: none dynamic (as a Kafka broker without dynamic configs), all with --all.
     const brokerConfigs = (args: string[]) =>
       run("kafka.admin.ConfigCommand", [
@@ -152,17 +163,20 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
     expect(all).toContain("  auto.create.topics.enable=false sensitive=false synonyms={DEFAULT_CONFIG:");
 
     // kafka-log-dirs.sh: one directory, the data directory, with every partition of the topic.
-    const logDirs = await run(`${TOOLS}.LogDirsCommand`, ["--describe", "--topic-list", "orders"]);
-    const report = JSON.parse(logDirs.split("\n").find((line) => line.startsWith("{"))!) as {
-      brokers: {
-        broker: number;
-        logDirs: {
-          logDir: string;
-          error: string | null;
-          partitions: { partition: string; size: number }[];
+    const logDirs = async (args: string[]) => {
+      const printed = await run(`${TOOLS}.LogDirsCommand`, ["--describe", ...args]);
+      return JSON.parse(printed.split("\n").find((line) => line.startsWith("{"))!) as {
+        brokers: {
+          broker: number;
+          logDirs: {
+            logDir: string;
+            error: string | null;
+            partitions: { partition: string; size: number }[];
+          }[];
         }[];
-      }[];
+      };
     };
+    const report = await logDirs(["--topic-list", "orders"]);
     expect(report.brokers.map((b) => b.broker)).toEqual([1]);
     const [logDir] = report.brokers[0]!.logDirs;
     expect([logDir!.logDir, logDir!.error]).toEqual([fs.realpathSync(dataDir), null]);
@@ -175,11 +189,15 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
     expect(
       logDir!.partitions.find((p) => p.partition === `orders-${partitionOf("k2")}`)!.size,
     ).toBeGreaterThan(0);
+    // Without --topic-list: every topic's partitions, the group's internal topic included.
+    const everything = (await logDirs([])).brokers[0]!.logDirs[0]!.partitions.map((p) => p.partition);
+    expect(everything).toEqual(expect.arrayContaining(["orders-0", "orders-3", "__consumer_offsets-0"]));
 
     expect(await run(`${TOOLS}.BrokerApiVersionsCommand`, [])).toContain(
       "DescribeLogDirs(35): 0 to 4 [usable: 4]",
     );
     expect((await run(`${TOOLS}.ClusterTool`, ["cluster-id"])).trim()).toBe("Cluster ID: booblik");
+    expect(await run(`${TOOLS}.ClusterTool`, ["list-endpoints"])).toMatch(/^1\s+127\.0\.0\.1\s+\d+/m);
     // kafka-leader-election.sh: one node already leads every partition.
     const elect = (args: string[]) =>
       run(`${TOOLS}.LeaderElectionCommand`, ["--election-type", "preferred", ...args]);
