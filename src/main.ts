@@ -50,7 +50,7 @@ import { parseBytes, parseDurationMs, parseInteger } from "./domain/units.ts";
 import { KafkaListener } from "./kafka/listener.ts";
 import { KafkaSasl } from "./kafka/sasl.ts";
 import { largestProducibleBatchBytes } from "./protocol/messages.ts";
-import { AdminRateLimiter } from "./server/admin-rate.ts";
+import { AdminRateLimiter, KAFKA_ADMIN_REQUESTS } from "./server/admin-rate.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -802,8 +802,12 @@ async function main(): Promise<number> {
   let kafka: KafkaListener | undefined;
   let kafkaAddress: ReturnType<KafkaListener["listen"]> | undefined;
   let kafkaTlsAddress: ReturnType<KafkaListener["listen"]> | undefined;
-  const kafkaAdminRate = new AdminRateLimiter(maxAdminRequestsPerSecond, undefined, (address, message) =>
-    console.log(`booblik: audit: from ${address} (kafka): admin request refused: ${message}`),
+  const kafkaAdminRate = new AdminRateLimiter(
+    maxAdminRequestsPerSecond,
+    undefined,
+    (address, message) =>
+      console.log(`booblik: audit: from ${address} (kafka): admin request refused: ${message}`),
+    KAFKA_ADMIN_REQUESTS,
   );
   if (kafkaPort !== undefined) {
     targets.kafka = {

@@ -187,7 +187,7 @@ export class ProducerStateTable {
               )
             : undefined;
         if (original !== undefined) {
-          if (pending !== undefined || plainBatches > 0) throw mixed(index, what);
+          if (pending !== undefined || plainBatches > 0) throw mixed(what);
           if (duplicate === undefined)
             duplicate = {
               firstOffset: original.firstOffset,
@@ -197,9 +197,9 @@ export class ProducerStateTable {
           else if (original.firstOffset === duplicate.nextOffset) {
             duplicate.recordCount += original.lastOffset - original.firstOffset + 1;
             duplicate.nextOffset = original.lastOffset + 1;
-          } else throw mixed(index, what);
+          } else throw mixed(what);
         } else {
-          if (duplicate !== undefined) throw mixed(index, what);
+          if (duplicate !== undefined) throw mixed(what);
           if (knownEpoch !== undefined && epoch > knownEpoch && firstSequence !== 0)
             throw new OutOfOrderSequenceError(
               `${what}: a new epoch (the producer's last was ${knownEpoch}) starts at sequence 0; nothing appended`,
@@ -219,7 +219,7 @@ export class ProducerStateTable {
       index++;
     }
     if (duplicate !== undefined) {
-      if (plainBatches > 0) throw mixed(index - 1, "a batch without a producer id");
+      if (plainBatches > 0) throw mixed("a batch without a producer id beside a resend");
       return { kind: "duplicate", firstOffset: duplicate.firstOffset, recordCount: duplicate.recordCount };
     }
     return pending === undefined ? NONE : { kind: "append", pending };
@@ -383,9 +383,9 @@ export class ProducerStateTable {
   }
 }
 
-function mixed(index: number, what: string): OutOfOrderSequenceError {
+function mixed(what: string): OutOfOrderSequenceError {
   return new OutOfOrderSequenceError(
-    `${what} (batch ${index}): a request is either a resend of batches already appended (all of them) or new batches (none appended before); this one mixes both; nothing appended`,
+    `${what}: a request is either a resend of batches already appended (all of them) or new batches (none appended before); this one mixes both; nothing appended`,
   );
 }
 

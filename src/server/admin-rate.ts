@@ -1,6 +1,8 @@
 /**
- * The admin request rate: a token bucket per client address for CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS and PURGE
- * (docs/protocol.md, LIMIT_EXCEEDED; docs/security.md). Per address rather than per connection,
+ * The admin request rate: a token bucket per client address for the requests that change topics or
+ * ACLs (native: CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE, CREATE_ACLS,
+ * DELETE_ACLS; Kafka: NATIVE_ADMIN_REQUESTS' counterparts, KAFKA_ADMIN_REQUESTS) (docs/protocol.md,
+ * LIMIT_EXCEEDED; docs/security.md). Per address rather than per connection,
  * because connections are cheap to open again.
  *
  * Invariants:
@@ -13,6 +15,13 @@
  */
 import { BooblikError } from "../domain/errors.ts";
 import { ADMIN_RATE_ADDRESSES_SWEEP, ADMIN_REQUEST_BURST_SECONDS } from "../domain/limits.ts";
+
+/** What the native listener counts, as its refusal names it. */
+export const NATIVE_ADMIN_REQUESTS =
+  "CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE, CREATE_ACLS, DELETE_ACLS";
+/** What the Kafka listener counts (src/kafka/handler.ts), under Kafka's names. */
+export const KAFKA_ADMIN_REQUESTS =
+  "CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, DeleteRecords, CreateAcls, DeleteAcls, Metadata auto-creating a topic";
 
 interface Allowance {
   tokens: number;
@@ -31,6 +40,8 @@ export class AdminRateLimiter {
     private readonly nowMs: () => number = () => performance.now(),
     /** Told of every refusal, with the client address and the message (the broker's audit log). */
     private readonly onRefusal?: (address: string, message: string) => void,
+    /** The requests counted, as the refusal names them. */
+    private readonly requests: string = NATIVE_ADMIN_REQUESTS,
   ) {
     this.perSecond = perSecond;
     this.burst = perSecond * ADMIN_REQUEST_BURST_SECONDS;
@@ -52,7 +63,7 @@ export class AdminRateLimiter {
       this.refusals++;
       const error = new BooblikError(
         "LIMIT_EXCEEDED",
-        `too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE) from ${address}: the limit is ` +
+        `too many admin requests (${this.requests}) from ${address}: the limit is ` +
           `${this.perSecond} a second after a burst of ${this.burst} (--max-admin-requests-per-second); ` +
           `retry in ${waitMs} ms`,
         { retriable: true },

@@ -91,7 +91,7 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
     expect(ends.reduce((sum, [, offset]) => sum + offset!, 0)).toBe(4);
     // --time -3: the record with the largest timestamp, in each partition that has one (checked
     // where it holds one record: two sent within a millisecond may share a timestamp).
-    const single = ends.filter(([, end]) => end === 1).map(([partition]) => partition);
+    const single = ends.filter(([, end]) => end === 1).map(([partition]) => partition!);
     expect(single.length).toBeGreaterThan(0);
     const newest = await offsets("-3");
     expect(newest.filter(([partition]) => single.includes(partition!))).toEqual(single.map((p) => [p, 0]));

@@ -9,7 +9,7 @@ import { releaseChunk } from "../../src/kafka/buffers.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener, type KafkaListenerOptions } from "../../src/kafka/listener.ts";
 import { encodeBatch } from "../../src/record/batch.ts";
-import { AdminRateLimiter } from "../../src/server/admin-rate.ts";
+import { AdminRateLimiter, KAFKA_ADMIN_REQUESTS } from "../../src/server/admin-rate.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
@@ -297,7 +297,7 @@ describe("hostile input", () => {
 
 describe("limits and timeouts", () => {
   test("topic creates and deletes take from the admin rate per address: beyond the burst, POLICY_VIOLATION names the wait", async () => {
-    const port = start({ adminRate: new AdminRateLimiter(1) }); // 1 a second after a burst of 10
+    const port = start({ adminRate: new AdminRateLimiter(1, undefined, undefined, KAFKA_ADMIN_REQUESTS) }); // 1 a second after a burst of 10
     const socket = await rawConnect(port);
     const request = new Expect().i16(19).i16(1).i32(5).str("t").i32(12);
     for (let i = 0; i < 12; i++) request.str(`rate-${i}`).i32(1).i16(1).i32(0).i32(0);
@@ -314,7 +314,7 @@ describe("limits and timeouts", () => {
       ["rate-11", 44],
     ]);
     expect(results[10]![2]).toStartWith(
-      "too many admin requests (CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE) from 127.0.0.1: the limit is 1 a second after a burst of 10",
+      "too many admin requests (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, DeleteRecords, CreateAcls, DeleteAcls, Metadata auto-creating a topic) from 127.0.0.1: the limit is 1 a second after a burst of 10",
     );
     expect(broker.listTopics().length).toBe(10);
     socket.close();

@@ -64,7 +64,7 @@ test("admin requests beyond an address's burst get a retriable LIMIT_EXCEEDED; t
   const refused = answers[20]!;
   expect(refused.errorCode).toBe(LIMIT_EXCEEDED);
   expect(refused.message).toMatch(
-    /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE\) from 127\.0\.0\.1: the limit is 2 a second after a burst of 20 \(--max-admin-requests-per-second\); retry in \d+ ms$/,
+    /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE, CREATE_ACLS, DELETE_ACLS\) from 127\.0\.0\.1: the limit is 2 a second after a burst of 20 \(--max-admin-requests-per-second\); retry in \d+ ms$/,
   );
   // The retriable flag is bit 0 of the error body's first byte.
   expect(refused.body.u8("flags") & 1).toBe(1);

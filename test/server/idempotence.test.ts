@@ -90,7 +90,11 @@ describe("PRODUCE with a producer id (INIT_PRODUCER_ID)", () => {
     });
     // A request mixing a resend and a new batch is refused whole.
     const mixed = new Uint8Array([...batch(pid, 0, 3, ["d", "e"]), ...batch(pid, 0, 5, ["f"])]);
-    expect(await refused(mixed)).toMatchObject({ code: "OUT_OF_ORDER_SEQUENCE_NUMBER" });
+    expect(await refused(mixed)).toMatchObject({
+      code: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+      // The batch is named once (it used to be followed by "(batch 1)" a second time).
+      message: `batch 1 of producer ${pid} (epoch 0, sequences 5-5): a request is either a resend of batches already appended (all of them) or new batches (none appended before); this one mixes both; nothing appended`,
+    });
     // A valid batch before a gap in the same request: nothing of it is appended.
     const gapped = new Uint8Array([...batch(pid, 0, 5, ["f"]), ...batch(pid, 0, 7, ["h"])]);
     expect(await refused(gapped)).toMatchObject({ code: "OUT_OF_ORDER_SEQUENCE_NUMBER" });

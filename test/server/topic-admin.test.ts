@@ -184,7 +184,7 @@ test("ALTER_TOPIC and ADD_PARTITIONS count against the admin request rate", asyn
   expect(later.length - refused.length).toBeLessThanOrEqual(Math.ceil(elapsedSeconds));
   for (const answer of refused)
     expect(answer.message).toMatch(
-      /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE\)/,
+      /^too many admin requests \(CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE, CREATE_ACLS, DELETE_ACLS\)/,
     );
   socket.close();
 });
