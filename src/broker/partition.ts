@@ -69,6 +69,8 @@ import {
 import { type ForceWaiter, GroupCommit } from "../storage/group-commit.ts";
 import type { PartitionLog } from "../storage/partition-log.ts";
 import {
+  type CopyBelow,
+  type FileRange,
   newFileRange,
   type ReadArena,
   type RecordsRead,
@@ -78,7 +80,7 @@ import {
 import { hasProducerId, type ProducerCheck, ProducerStateTable } from "./producer-state.ts";
 
 /** The arena a copying read may land in (Segment.read), for the protocol layers above the broker. */
-export type { ReadArena };
+export type { CopyBelow, ReadArena };
 
 import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
 
@@ -119,6 +121,11 @@ export interface FileLease {
   readonly lengthBytes: number;
   readonly firstOffset: number;
   readonly recordCount: number;
+  /**
+   * The entries themselves, read and checked, when the range was below the caller's copy bound
+   * (`fetchLease`'s `copyBelow`): then nothing is held, and `release()` does nothing.
+   */
+  readonly copied: Uint8Array | undefined;
   release(): void;
 }
 
@@ -128,21 +135,16 @@ class SegmentLease implements FileLease {
   readonly lengthBytes: number;
   readonly firstOffset: number;
   readonly recordCount: number;
+  readonly copied: Uint8Array | undefined;
   private segment: Segment | undefined;
 
-  constructor(
-    fd: number,
-    position: number,
-    lengthBytes: number,
-    firstOffset: number,
-    recordCount: number,
-    segment: Segment,
-  ) {
-    this.fd = fd;
-    this.position = position;
-    this.lengthBytes = lengthBytes;
-    this.firstOffset = firstOffset;
-    this.recordCount = recordCount;
+  constructor(range: FileRange, segment: Segment | undefined) {
+    this.fd = range.fd;
+    this.position = range.position;
+    this.lengthBytes = range.lengthBytes;
+    this.firstOffset = range.firstOffset;
+    this.recordCount = range.recordCount;
+    this.copied = range.copied;
     this.segment = segment;
   }
 
@@ -988,20 +990,14 @@ export class Partition {
   /**
    * Zero-copy read of visible entries from the one containing `offset`: whole entries of one
    * segment, at most `maxBytes` (but always the first one), held for the caller until it releases
-   * the lease. Undefined when nothing is visible at `offset`.
+   * the lease. A range below `copyBelow`'s bound is read and checked into its arena instead
+   * (`copied`; nothing held). Undefined when nothing is visible at `offset`.
    */
-  fetchLease(offset: number, maxBytes: number): FileLease | undefined {
+  fetchLease(offset: number, maxBytes: number, copyBelow?: CopyBelow): FileLease | undefined {
     const range = scratchRange;
-    const segment = this.log.fileRange(offset, maxBytes, range, this.visibleNextOffset);
+    const segment = this.log.fileRange(offset, maxBytes, range, this.visibleNextOffset, copyBelow);
     if (segment === undefined) return undefined;
-    return new SegmentLease(
-      range.fd,
-      range.position,
-      range.lengthBytes,
-      range.firstOffset,
-      range.recordCount,
-      segment,
-    );
+    return new SegmentLease(range, range.copied === undefined ? segment : undefined);
   }
 
   /** The visible record with the largest timestamp, the earliest of several (PartitionLog). */

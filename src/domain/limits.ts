@@ -181,6 +181,20 @@ export const FETCH_RESPONSE_BYTES_MAX = 64 * 1024 * 1024;
  * KAFKA_FETCH_BUFFER_BYTES_MAX.
  */
 export const COPY_FETCH_ARENA_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * On the native sendfile path (`--fetch-path sendfile`, the default), a FETCH answer whose records
+ * take fewer bytes than this is read, every entry CRC-checked, and written with its header in one
+ * socket write, as on the copy path; from this size on the records leave from the segment file
+ * with sendfile. Why: a small answer sent from the file costs a header write, a `pread` of its first
+ * entry (checked before it is sent) and a `sendfile`: two TCP segments, which wake the consumer
+ * twice. With perf and a CPU profile of a broker answering a consumer that follows a topic at 50 K
+ * records/s of 100 B (one 5.5 KB batch per answer, 2026-12-02), `sendfile` and the socket writes
+ * were half of the broker's main-thread samples; with those answers copied the broker's main
+ * thread ran 113-122 ms/s against 119-142 and the consumer's waited 14-16 ms/s for a CPU against
+ * 13-33 (bench/latency-attribution.ts, four runs each, interleaved; docs/benchmarks.md). The same
+ * bound as KAFKA_SENDFILE_BATCH_BYTES_MIN, where kcat read small batches faster copied.
+ */
+export const FETCH_SENDFILE_ANSWER_BYTES_MIN = 64 * 1024;
 
 // --- Connections and requests ----------------------------------------------------------------------
 

@@ -92,6 +92,7 @@ import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
 import { type PartitionOpenReport, recoverSegments, removeLeftoverSegments } from "./log-recovery.ts";
 import { LOG_START_FILE, readLogStart, writeLogStartNow } from "./log-start.ts";
 import {
+  type CopyBelow,
   type FileRange,
   type ReadArena,
   type RecordsRead,
@@ -795,22 +796,24 @@ export class PartitionLog {
   /**
    * Zero-copy read: the file range of whole entries from the one containing `offset` on within one
    * segment, at most `maxBytes` (but always the first entry). Returns the segment, acquired: the
-   * caller sends
-   * `out.fd` and then calls `release()` on it, so retention cannot close the descriptor under it.
-   * Returns undefined at the end of the log.
+   * caller sends `out.fd` and then calls `release()` on it, so retention cannot close the
+   * descriptor under it. A range below `copyBelow`'s bound comes back read and checked in
+   * `out.copied` (Segment.fileRange), and the segment is not acquired: nothing is left to send
+   * from it. Returns undefined at the end of the log.
    */
   fileRange(
     offset: number,
     maxBytes: number,
     out: FileRange,
     endOffset: number = this.nextOffset,
+    copyBelow?: CopyBelow,
   ): Segment | undefined {
     const end = Math.min(endOffset, this.nextOffset);
     this.checkReadable(offset, end);
     if (offset === end) return undefined;
     const segment = this.segmentFor(offset);
-    segment.fileRange(offset, maxBytes, out, end);
-    segment.acquire();
+    segment.fileRange(offset, maxBytes, out, end, copyBelow);
+    if (out.copied === undefined) segment.acquire();
     return segment;
   }
 

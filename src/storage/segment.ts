@@ -177,10 +177,22 @@ export interface FileRange {
   lengthBytes: number;
   firstOffset: number;
   recordCount: number;
+  /**
+   * Set when the range was below the caller's copy bound: its bytes, read and checked (a view of
+   * the caller's arena, or a buffer of its own), and `lengthBytes` is their length. Nothing is
+   * then to be sent from `fd`.
+   */
+  copied: Uint8Array | undefined;
 }
 
 export function newFileRange(): FileRange {
-  return { fd: -1, position: 0, lengthBytes: 0, firstOffset: 0, recordCount: 0 };
+  return { fd: -1, position: 0, lengthBytes: 0, firstOffset: 0, recordCount: 0, copied: undefined };
+}
+
+/** A zero-copy read's bound below which the range is read and checked instead (Segment.fileRange). */
+export interface CopyBelow {
+  bytes: number;
+  arena: ReadArena;
 }
 
 /**
@@ -1083,15 +1095,19 @@ export class Segment implements ReadDescriptorHolder {
   /**
    * Zero-copy read: the file range holding whole entries from the one containing `offset` on, at
    * most `maxBytes` (but always the whole first entry). The range ends on an entry boundary, found
-   * through the index with a short walk, so a consumer never receives a partial batch. Bytes are
-   * not checked here: the consumer checks every CRC. The caller must hold `acquire()` while it uses
-   * `out.fd`.
+   * through the index with a short walk, so a consumer never receives a partial batch. Bytes past
+   * the first entry are not checked here: the consumer checks every CRC. The caller must hold
+   * `acquire()` while it uses `out.fd`. With `copyBelow`, a range of fewer bytes than its bound is
+   * read into its arena instead and every entry checked, as `read` does (`out.copied`): for a small
+   * answer one write of header and records costs less than a header write and a sendfile
+   * (FETCH_SENDFILE_ANSWER_BYTES_MIN).
    */
   fileRange(
     offset: number,
     maxBytes: number,
     out: FileRange,
     endOffset: number = this.publishedNextOffset,
+    copyBelow?: CopyBelow,
   ): FileRange {
     const fd = this.ensureReadFd();
     const first = this.locate(offset);
@@ -1099,10 +1115,7 @@ export class Segment implements ReadDescriptorHolder {
     const firstOffset = first.baseOffset;
     const firstEnd = position + first.entryBytes;
     const firstNext = first.nextOffset;
-    // The first entry is checked (frame CRC) before it is sent: a consumer that met damage further
-    // on in an earlier response asks again from the damaged entry, and only the broker can name its
-    // file and file position (issue 15). One entry per FETCH: the rest stay unread (zero copy).
-    this.checkEntry(fd, position, first.entryBytes, firstOffset);
+    const firstBytes = first.entryBytes;
     const boundary = this.endBoundary(Math.min(endOffset, this.publishedNextOffset));
     const sizeBytes = boundary.position;
     let end: number;
@@ -1132,6 +1145,44 @@ export class Segment implements ReadDescriptorHolder {
         endNext = firstNext;
       }
     }
+    out.copied = undefined;
+    if (copyBelow !== undefined && end > position && end - position < copyBelow.bytes) {
+      const length = end - position;
+      const arena = copyBelow.arena;
+      const inArena = arena.bytes.length - arena.used >= length;
+      const records = inArena
+        ? arena.bytes.subarray(arena.used, arena.used + length)
+        : new Uint8Array(length);
+      const got = disk.preadFull(fd, records, 0, length, position, this.path);
+      scanEntries(
+        records,
+        0,
+        got,
+        {
+          framing: "framed",
+          verifyCrc: true,
+          maxBatchBytes: this.config.maxPayloadBytes,
+          expectedBaseOffset: firstOffset,
+        },
+        readScan,
+      );
+      if (readScan.entryCount === 0)
+        throw this.damaged(position, firstOffset, `${readScan.stop}: ${readScan.detail}`);
+      // Only what was read and checked is handed out (a damaged entry further on ends the answer
+      // before it; the next FETCH starts there and gets its error).
+      if (inArena) arena.used += readScan.endPosition;
+      out.fd = fd;
+      out.position = position;
+      out.lengthBytes = readScan.endPosition;
+      out.firstOffset = firstOffset;
+      out.recordCount = readScan.nextOffset - firstOffset;
+      out.copied = records.subarray(0, readScan.endPosition);
+      return out;
+    }
+    // The first entry is checked (frame CRC) before it is sent: a consumer that met damage further
+    // on in an earlier response asks again from the damaged entry, and only the broker can name its
+    // file and file position (issue 15). One entry per FETCH: the rest stay unread (zero copy).
+    this.checkEntry(fd, position, firstBytes, firstOffset);
     out.fd = fd;
     out.position = position;
     out.lengthBytes = end - position;

@@ -35,7 +35,9 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     // One stored entry: its 8-byte frame, the 61-byte batch header, three records of 7 bytes
     // (Length, Attributes, TimestampDelta, OffsetDelta, KeyLength −1, ValueLength, HeaderCount) each
     // plus their values of 1, 2 and 3 bytes.
-    expect(metricValue(text, "booblik_fetch_sendfile_bytes_total")).toBe(8 + 61 + 3 * 7 + 6);
+    // An answer this small is copied, not sent with sendfile (FETCH_SENDFILE_ANSWER_BYTES_MIN).
+    expect(metricValue(text, "booblik_fetch_copied_bytes_total")).toBe(8 + 61 + 3 * 7 + 6);
+    expect(metricValue(text, "booblik_fetch_sendfile_bytes_total")).toBe(0);
     expect(metricValue(text, "booblik_connections")).toBe(1);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
