@@ -51,15 +51,26 @@ function flipByte(file: string, position: number): void {
 }
 
 const LINES = Array.from({ length: 400 }, (_, i) => `record ${i} ${"x".repeat(30)}`);
+/**
+ * Lines long enough that answers from the damaged entry on are 64 KiB and more, so the sendfile
+ * path sends them from the file (FETCH_SENDFILE_ANSWER_BYTES_MIN; smaller ones are copied): 22
+ * entries of about 40 KB in segments of 256 KiB, six to a segment, four in the newest.
+ */
+const LONG_LINES = Array.from({ length: 440 }, (_, i) => `record ${i} ${"x".repeat(2000)}`);
 
-/** Produces LINES in small runs (several entries per segment), then stops the broker cleanly. */
-async function prepare(dataDir: string, writeMode: string): Promise<string> {
+/** Produces `lines` in small runs (several entries per segment), then stops the broker cleanly. */
+async function prepare(
+  dataDir: string,
+  writeMode: string,
+  lines = LINES,
+  segmentSize = "8KiB",
+): Promise<string> {
   await using broker = await startBroker(dataDir, ["--write-mode", writeMode]);
   const at = ["--broker", `127.0.0.1:${broker.port}`];
-  expect((await runCli([...at, "topics", "create", "d", "--segment-size", "8KiB"])).exitCode).toBe(0);
-  for (let from = 0; from < LINES.length; from += 20) {
+  expect((await runCli([...at, "topics", "create", "d", "--segment-size", segmentSize])).exitCode).toBe(0);
+  for (let from = 0; from < lines.length; from += 20) {
     const produced = await runCli([...at, "produce", "d", "--partition", "0"], {
-      stdin: `${LINES.slice(from, from + 20).join("\n")}\n`,
+      stdin: `${lines.slice(from, from + 20).join("\n")}\n`,
     });
     expect(produced.exitCode).toBe(0);
   }
@@ -72,7 +83,13 @@ for (const fetchPath of ["sendfile", "copy"] as const) {
     test(`a flipped byte in the ${where} segment (fetch path ${fetchPath}): valid records, then an error naming file, position, offset and the next readable offset`, async () => {
       using dir = tempDir();
       const dataDir = dir.file("data");
-      const partitionDir = await prepare(dataDir, where === "newest" ? "file" : "mapped");
+      const lines = fetchPath === "sendfile" ? LONG_LINES : LINES;
+      const partitionDir = await prepare(
+        dataDir,
+        where === "newest" ? "file" : "mapped",
+        lines,
+        fetchPath === "sendfile" ? "256KiB" : "8KiB",
+      );
       const segments = fs
         .readdirSync(partitionDir)
         .filter((name) => name.endsWith(".log"))
@@ -87,14 +104,15 @@ for (const fetchPath of ["sendfile", "copy"] as const) {
       // A byte of a record's value: only the frame CRC (and the batch CRC) can tell.
       flipByte(file, damaged.position + damaged.bytes - 3);
 
-      await using broker = await startBroker(dataDir, ["--fetch-path", fetchPath]);
+      await using broker = await startBroker(dataDir, ["--fetch-path", fetchPath, "--metrics-port", "0"]);
       const at = ["--broker", `127.0.0.1:${broker.port}`];
       const from = entries[0]!.baseOffset;
       const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", String(from)]);
       expect(consumed.exitCode).toBe(1);
       // Every record before the damaged entry, nothing of it.
       expect(consumed.stdout).toBe(
-        LINES.slice(from, damaged.baseOffset)
+        lines
+          .slice(from, damaged.baseOffset)
           .map((line) => `${line}\n`)
           .join(""),
       );
@@ -116,10 +134,18 @@ for (const fetchPath of ["sendfile", "copy"] as const) {
       ]);
       expect(rest.exitCode).toBe(0);
       expect(rest.stdout).toBe(
-        LINES.slice(after.baseOffset)
+        lines
+          .slice(after.baseOffset)
           .map((line) => `${line}\n`)
           .join(""),
       );
+      // The sendfile variant sent its answers from the file (the copy path never does).
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)
+      ).text();
+      const sentFromFile = metricValue(metrics, "booblik_fetch_sendfile_bytes_total");
+      if (fetchPath === "sendfile") expect(sentFromFile).toBeGreaterThan(64 * 1024);
+      else expect(sentFromFile).toBe(0);
     });
   }
 }
