@@ -184,16 +184,22 @@ describe("the packed package installed into another project", () => {
     expect(answer.resolved).toEndWith("/node_modules/booblik/dist/client/src/client/index.js");
   });
 
-  test("under Node, the Bun-only main entry says so and names booblik/client", () => {
-    const result = Bun.spawnSync([NODE!, "--input-type=module", "-e", `await import("booblik");`], {
-      cwd: project.path,
-      stderr: "pipe",
-    });
-    expect(result.exitCode).not.toBe(0);
-    expect(result.stderr.toString()).toContain(
-      `"booblik" (the broker and the embedded Broker) runs on Bun only; on Node.js`,
-    );
-    expect(result.stderr.toString()).toContain(`import the client from "booblik/client"`);
+  test("under Node, the Bun-only main entry says so and names booblik/client, for a named import too", async () => {
+    // Every name the main entry exports under Bun, imported by name (the README's form): before
+    // src/not-on-node.js declared them, Node refused the import with "does not provide an export
+    // named …" and never showed the message.
+    const names = Object.keys(await import("../../src/index.ts")).sort();
+    for (const source of [`await import("booblik");`, `import { ${names.join(", ")} } from "booblik";`]) {
+      const result = Bun.spawnSync([NODE!, "--input-type=module", "-e", source], {
+        cwd: project.path,
+        stderr: "pipe",
+      });
+      expect(result.exitCode).not.toBe(0);
+      expect(result.stderr.toString()).toContain(
+        `"booblik" (the broker and the embedded Broker) runs on Bun only; on Node.js`,
+      );
+      expect(result.stderr.toString()).toContain(`import the client from "booblik/client"`);
+    }
   });
 
   test("forcing ISA-L under Node fails at load with the reason", () => {
