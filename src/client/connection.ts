@@ -99,6 +99,18 @@ export class TimeoutError extends BooblikError {
  */
 const HTTP_AS_FRAME_SIZE = 0x48545450;
 
+/**
+ * Whether a frame size is the first 4 bytes of a TLS record: content type alert (0x15) or handshake
+ * (0x16), then protocol version 3.x. A TLS port answers this client's first request, which it
+ * cannot parse as a ClientHello, with an alert (seen: 0x15 0x03 0x03 0x00, read as "a frame of
+ * impossible size 352518400", pointing booblik-cli without --tls-ca at a broker started with
+ * --tls-cert).
+ */
+function isTlsRecord(size: number): boolean {
+  const contentType = size >>> 24;
+  return (contentType === 0x15 || contentType === 0x16) && ((size >>> 16) & 0xff) === 0x03;
+}
+
 interface InFlight {
   correlationId: number;
   decode: (reader: ByteReader) => unknown;
@@ -366,7 +378,9 @@ export class BrokerConnection {
           new ConnectionError(
             size === HTTP_AS_FRAME_SIZE
               ? `${this.host}:${this.port} is an HTTP server, not a booblik broker (the metrics port speaks HTTP; the broker's port is usually ${BROKER_PORT_DEFAULT})`
-              : `broker sent a frame of impossible size ${size}`,
+              : isTlsRecord(size)
+                ? `${this.host}:${this.port} speaks TLS: connect with TLS (booblik-cli --tls-ca <CA file>; the client's \`tls\` option)`
+                : `broker sent a frame of impossible size ${size}`,
           ),
         );
         return;

@@ -13,6 +13,7 @@ import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { CLI, runCli, runCliPiped } from "../helpers/cli-process.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { makeCertificates } from "../helpers/tls-certs.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
@@ -432,6 +433,29 @@ describe("mistakes explained", () => {
     expect(run.stderr).toContain(`127.0.0.1:${metricsPort} is an HTTP server, not a booblik broker`);
     expect(run.stderr).toContain("the broker's port is usually 7979");
     expect(run.stderr).not.toContain("impossible size");
+  });
+
+  test("pointing the CLI at a TLS port without --tls-ca says the port speaks TLS", async () => {
+    using dir = tempDir();
+    const certificates = makeCertificates(dir.path);
+    await using broker = await startBroker(dir.file("data"), [
+      ...["--tls-cert", certificates.certFile, "--tls-key", certificates.keyFile, "--fetch-path", "copy"],
+    ]);
+    const run = await runCli(["--broker", `127.0.0.1:${broker.port}`, "health"]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain(
+      `127.0.0.1:${broker.port} speaks TLS: connect with TLS (booblik-cli --tls-ca`,
+    );
+    expect(run.stderr).not.toContain("impossible size");
+    // With the CA it is served.
+    const served = await runCli([
+      "--broker",
+      `127.0.0.1:${broker.port}`,
+      "--tls-ca",
+      certificates.caFile,
+      "health",
+    ]);
+    expect(served.exitCode).toBe(0);
   });
 
   test("progress from stdin shows records and bytes per second (a bar over no total stayed at 0 %)", async () => {
