@@ -92,7 +92,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   registry.register(
     "booblik_admin_requests_refused_total",
     "counter",
-    "Admin requests (topic create, delete, alter, partition additions, purges) refused by the per-address rate limit.",
+    "Admin requests (topic create, delete, alter, partition additions, purges, ACL changes) refused by the per-address rate limit.",
     perListener(
       (server) => server.adminRefusals,
       (kafka) => kafka.adminRefusals(),
