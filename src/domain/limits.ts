@@ -190,9 +190,10 @@ export const COPY_FETCH_ARENA_BYTES_MAX = 8 * 1024 * 1024;
  * twice. With perf and a CPU profile of a broker answering a consumer that follows a topic at 50 K
  * records/s of 100 B (one 5.5 KB batch per answer, 2026-12-02), `sendfile` and the socket writes
  * were half of the broker's main-thread samples; with those answers copied the broker's main
- * thread ran 113-122 ms/s against 119-142 and the consumer's waited 14-16 ms/s for a CPU against
- * 13-33 (bench/latency-attribution.ts, four runs each, interleaved; docs/benchmarks.md). The same
- * bound as KAFKA_SENDFILE_BATCH_BYTES_MIN, where kcat read small batches faster copied.
+ * thread ran 127 ms/s against 148 at the median and the consumer's 81 against 93
+ * (bench/latency-attribution.ts --runs=5 --baseline, interleaved; docs/benchmarks.md, "Small FETCH
+ * answers copied"). The same bound as KAFKA_SENDFILE_BATCH_BYTES_MIN, where kcat read small
+ * batches faster copied.
  */
 export const FETCH_SENDFILE_ANSWER_BYTES_MIN = 64 * 1024;
 
