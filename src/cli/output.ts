@@ -156,7 +156,12 @@ export class Output {
     while (this.queue.length > 0) {
       const chunk = this.queue.shift()!;
       this.queuedBytes -= chunk.length;
-      this.sink.write(chunk);
+      // write() returns a Promise when the write is pending (bun-types, FileSink.write), and that
+      // Promise is what settles once the pipe took the chunk, or rejects with EPIPE once the reader
+      // has gone. flush() meanwhile returns 0 at once (seen for every chunk of a few KiB or more):
+      // awaiting flush() alone neither waited for the pipe nor saw EPIPE, and the rejection nobody
+      // handled ended `consume <topic of several partitions> | head -1` with exit 1 and a stack trace.
+      await this.sink.write(chunk);
       await this.sink.flush();
     }
   }
