@@ -1071,6 +1071,12 @@ async function consume(parsed: Parsed): Promise<number> {
     ? watchStdoutReader(CLI_CLOSED_PIPE_CHECK_MS, () => process.exit(0))
     : () => undefined;
   const out = new Output();
+  // Set just before this command closes its client. The fetches still waiting then fail with CLOSED,
+  // which brokerLost() counts as a lost broker; without this flag, they started a reconnect and
+  // printed "lost the broker … (connection closed by the client)" while the command was ending (seen
+  // on every `consume <topic> --follow --max 3` to a file once the closing drain() waited for the
+  // write it started, which lets those failures run before the exit).
+  let closing = false;
   try {
     if (max === 0) return 0;
     const partitionCount = (await client.metadata([topic])).topics[0]!.partitions.length;
@@ -1114,7 +1120,7 @@ async function consume(parsed: Parsed): Promise<number> {
           }
           return;
         } catch (error) {
-          if (!follow || !brokerLost(error)) throw error;
+          if (!follow || closing || !brokerLost(error)) throw error;
           // The offset --from earliest|latest stood for, once resolved: resolving "latest" again
           // after the restart would skip what was produced in between.
           const resolved = consumer.position;
@@ -1134,6 +1140,7 @@ async function consume(parsed: Parsed): Promise<number> {
     } else for (const partition of partitions) await readPartition(partition);
   } finally {
     stopWatching();
+    closing = true;
     client.close();
     await out.drain();
   }
