@@ -141,6 +141,19 @@ export function planSegment(situation: SegmentSituation): SegmentPlan {
   return "scan";
 }
 
+/**
+ * Rule 4's split of a scanned segment: the file position below which the recovery point says its
+ * bytes were forced, `point.position` in the point's own segment, else the end of the header (no
+ * claim). Below it the scan skips CRCs (verified before) and an entry that fails is damage (stepped
+ * over, reported as durable data lost); at or after it every CRC is checked, and in the newest
+ * segment the first invalid entry ends the log as a torn write.
+ */
+export function forcedEnd(baseOffset: number, point: RecoveryPoint | undefined): number {
+  return point !== undefined && baseOffset === point.segmentBaseOffset
+    ? point.position
+    : SEGMENT_HEADER_BYTES;
+}
+
 export type ScanEnd = "whole" | "hole" | "overlap";
 
 /** Pass 4: where a scanned segment ends against the next segment's base offset. */
@@ -272,8 +285,7 @@ export function recoverSegments(
         return;
       }
       case "scan": {
-        const verifyFrom =
-          point !== undefined && base === point.segmentBaseOffset ? point.position : SEGMENT_HEADER_BYTES;
+        const verifyFrom = forcedEnd(base, point);
         const opened = isNewest
           ? Segment.openForAppend(filePath, config, verifyFrom)
           : Segment.openRecovered(filePath, config, verifyFrom, nextBase);
