@@ -4,14 +4,26 @@
  * Entries are walked by THE entry walker (`scanEntries`, src/record/entries.ts) and their records by
  * THE record walker (`forEachRecord`), the same checks recovery makes.
  *
- * Classification of what a walk finds after the last valid entry of a segment:
- * - nothing, or zeros (the end-of-log marker of an active or untrimmed segment): a clean end;
- * - in the newest segment of a partition, an incomplete or invalid tail: not damage by itself. It is
- *   a write in progress (when a broker runs) or a torn tail that recovery cuts (it was never
- *   acknowledged under `force`); reported as an unverified tail;
+ * Classification of what a walk finds after the last valid entry of a segment. A partition's newest
+ * segment is split by its checkpoint's recovery point as start-up recovery splits it (log-recovery.ts,
+ * `forcedEnd`: the point's position in the point's own segment, else the end of the header; a
+ * missing or unparsable checkpoint gives no point, as at a start):
+ * - nothing, or zeros (the end-of-log marker of an active or untrimmed segment): a clean end, unless
+ *   in the newest segment it comes before the recovery point (forced bytes are gone): damage;
+ * - in the newest segment, an incomplete or invalid tail at or after the recovery point: not damage
+ *   by itself. It is a write in progress (when a broker runs) or a torn tail that recovery cuts (it
+ *   was never acknowledged under `force`); reported as an unverified tail;
+ * - in the newest segment, an invalid entry before the recovery point: damage. Those bytes were
+ *   forced (the point moves only after a completed force, checkpoint.ts), so no crash tore them.
+ *   Recovery keeps them: its scan checks no CRC there (a flipped value byte is then found by the
+ *   read, which refuses the entry naming file, position and offset), and steps over an entry whose
+ *   framing fails, reporting durable data lost. This walk then resumes at the next valid entry as
+ *   recovery does, and classifies its next stop the same way;
  * - a newest segment with no header at all (empty, shorter than a header, or zeros where the header
- *   belongs): what a kill right after a roll leaves, which recovery removes (recovery.ts,
- *   `isTornCreation`, the same predicate); reported as a crash leftover, not damage;
+ *   belongs): what a kill right after a roll leaves, which recovery removes (log-recovery.ts,
+ *   `planSegment`, the same rule with the same `isTornCreation` predicate); reported as a crash
+ *   leftover, not damage. Unless the recovery point vouches for records in it: then recovery
+ *   refuses the partition, and it is damage;
  * - anywhere else (a sealed segment, or a gap between segments): damage.
  */
 import path from "node:path";
@@ -33,7 +45,9 @@ import {
   recordValue,
 } from "../record/batch.ts";
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
+import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
+import { forcedEnd, planSegment } from "./log-recovery.ts";
 import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
@@ -332,7 +346,10 @@ export interface VerifiedDamage {
   readableFromOffset: number | undefined;
 }
 
-/** Verifies every segment of a partition directory in offset order, and that they are contiguous. */
+/**
+ * Verifies every segment of a partition directory in offset order, and that they are contiguous.
+ * The newest segment is split by the checkpoint's recovery point as recovery splits it (header).
+ */
 export function verifyPartitionDirectory(
   directory: string,
   onProgress?: (bytesRead: number) => void,
@@ -342,6 +359,10 @@ export function verifyPartitionDirectory(
     .map((name) => parseSegmentFileName(name))
     .filter((base): base is Offset => base !== undefined)
     .sort((a, b) => a - b);
+  // Read as the start reads it (partition-log.ts, pass 2): missing or unparsable means no recovery
+  // point; a failed read (EIO, EACCES) throws, as it refuses the start.
+  const checkpoint = readCheckpoint(path.join(directory, CHECKPOINT_FILE));
+  const point = checkpoint?.recoveryPoint;
   const result: PartitionVerification = {
     directory,
     segments: bases.length,
@@ -359,10 +380,21 @@ export function verifyPartitionDirectory(
   };
   let expectedBase: number | undefined;
   for (let i = 0; i < bases.length; i++) {
-    const file = path.join(directory, segmentFileName(bases[i]!));
+    const base = bases[i]!;
+    const file = path.join(directory, segmentFileName(base));
     const newest = i === bases.length - 1;
-    if (newest && isTornCreation(file)) {
-      // Exactly what recovery removes (partition-log.ts). A sealed segment without a header is damage.
+    if (
+      newest &&
+      planSegment({
+        baseOffset: base,
+        isNewest: true,
+        point,
+        cleanShutdown: checkpoint?.cleanShutdown === true,
+        tornCreation: () => isTornCreation(file),
+      }) === "drop-torn-creation"
+    ) {
+      // Exactly what recovery removes. A sealed segment without a header is damage, and so is a
+      // newest one the recovery point vouches for (recovery refuses it): the walk below reports it.
       result.crashLeftover = { file, bytes: fileSizeOf(file) };
       break;
     }
@@ -374,7 +406,7 @@ export function verifyPartitionDirectory(
         found({
           file,
           position: 0,
-          offset: bases[i]!,
+          offset: base,
           reason: error.message,
           readableFromOffset: bases[i + 1],
         });
@@ -394,28 +426,23 @@ export function verifyPartitionDirectory(
     }
     result.records += walk.recordCount;
     result.bytes += walk.validEndBytes;
+    if (newest) {
+      verifyNewestEnd(walk, forcedEnd(base, point), result, found);
+      break;
+    }
     if (walk.end.kind === "invalid") {
-      if (newest) {
-        result.unverifiedTail = {
-          file,
-          position: walk.end.position,
-          bytes: walk.end.bytesAfter,
-          reason: walk.end.reason,
-        };
-      } else {
-        // Damage in a sealed segment: report it, then every later range of this file.
-        const nextBase = bases[i + 1]!;
-        result.records += verifyAfterDamage(
-          file,
-          walk.end.position,
-          walk.end.offset,
-          walk.end.reason,
-          nextBase,
-          found,
-        );
-        expectedBase = nextBase;
-        continue;
-      }
+      // Damage in a sealed segment: report it, then every later range of this file.
+      const nextBase = bases[i + 1]!;
+      result.records += verifyAfterDamage(
+        file,
+        walk.end.position,
+        walk.end.offset,
+        walk.end.reason,
+        nextBase,
+        found,
+      );
+      expectedBase = nextBase;
+      continue;
     }
     expectedBase = walk.baseOffset + walk.recordCount;
   }
@@ -432,6 +459,129 @@ export function verifyPartitionDirectory(
     });
   }
   return result;
+}
+
+/**
+ * The end of the newest segment's walk, against `forced` (where the bytes the recovery point says
+ * were forced end, `forcedEnd`). At or after it an invalid entry is an unverified tail (a write in
+ * progress, or a torn tail recovery cuts). Before it, forced bytes failed their check: damage, and
+ * from there on the walk does what recovery does in Segment.recover (segment.ts): a zero length ends
+ * the log there (recovery cuts the rest), anything else is stepped over to the next whole, valid
+ * entry, and the walk's next stop is classified the same way. A clean end before `forced` is damage
+ * too (recovery: `damageBeforeRecoveryPoint`): forced entries are missing.
+ */
+function verifyNewestEnd(
+  walk: SegmentWalk,
+  forced: number,
+  result: PartitionVerification,
+  found: (damage: VerifiedDamage) => void,
+): void {
+  const { file } = walk;
+  const belowPoint = (reason: string): string =>
+    `${reason} (before the recovery point at file position ${forced} in checkpoint.json: these bytes were forced, no crash tore them)`;
+  if (walk.end.kind === "clean") {
+    if (walk.validEndBytes < forced) {
+      found({
+        file,
+        position: walk.validEndBytes,
+        offset: walk.baseOffset + walk.recordCount,
+        reason: belowPoint(
+          walk.validEndBytes < walk.sizeBytes
+            ? `the entries end at file position ${walk.validEndBytes}, zeros follow`
+            : `the file ends at byte ${walk.sizeBytes}`,
+        ),
+        readableFromOffset: undefined,
+      });
+    }
+    return;
+  }
+  if (walk.end.position >= forced) {
+    result.unverifiedTail = {
+      file,
+      position: walk.end.position,
+      bytes: walk.end.bytesAfter,
+      reason: walk.end.reason,
+    };
+    return;
+  }
+  const fd = openFile(file, "read");
+  try {
+    const sizeBytes = fileSize(fd, file);
+    let { position, offset, reason } = walk.end;
+    for (;;) {
+      // A zero length in the newest segment ends recovery's walk even before the point
+      // (Segment.recover breaks on "zero-length" when no segment follows, then cuts there and
+      // reports the forced bytes lost), so nothing after it is readable.
+      const resume = zeroLengthAt(fd, file, position)
+        ? undefined
+        : findNextReadable(
+            fd,
+            file,
+            position,
+            offset,
+            sizeBytes,
+            RECORD_PAYLOAD_BYTES_LIMIT,
+            Number.MAX_SAFE_INTEGER,
+          );
+      found({ file, position, offset, reason: belowPoint(reason), readableFromOffset: resume?.offset });
+      if (resume === undefined) return;
+      const scan = scanSegmentFile(
+        fd,
+        file,
+        resume.position,
+        resume.offset,
+        sizeBytes,
+        RECORD_PAYLOAD_BYTES_LIMIT,
+        true,
+        undefined,
+      );
+      result.records += scan.recordCount;
+      const zerosToEnd = scan.stop === "zero-length" && allZero(fd, file, scan.endPosition, sizeBytes);
+      const stopReason =
+        scan.stop === "zero-length" && !zerosToEnd
+          ? "zero length followed by nonzero bytes"
+          : `${scan.stop}: ${scan.detail}`;
+      if (scan.endPosition >= forced) {
+        // At or after the point, as for the walk's first stop: a clean end, or a torn tail.
+        if (scan.stop !== "end" && !zerosToEnd) {
+          result.unverifiedTail = {
+            file,
+            position: scan.endPosition,
+            bytes: sizeBytes - scan.endPosition,
+            reason: stopReason,
+          };
+        }
+        return;
+      }
+      position = scan.endPosition;
+      offset = scan.nextOffset;
+      if (scan.stop === "end" || zerosToEnd) {
+        // Whole entries that end before the point: the forced ones after them are missing.
+        found({
+          file,
+          position,
+          offset,
+          reason: belowPoint(
+            zerosToEnd
+              ? `the entries end at file position ${position}, zeros follow`
+              : `the file ends at byte ${sizeBytes}`,
+          ),
+          readableFromOffset: undefined,
+        });
+        return;
+      }
+      reason = stopReason;
+    }
+  } finally {
+    closeFile(fd, file);
+  }
+}
+
+/** Whether the entry at `position` starts with a zero length: the scan's "zero-length" stop. */
+function zeroLengthAt(fd: number, file: string, position: number): boolean {
+  const length = new Uint8Array(4);
+  if (preadFull(fd, length, 0, 4, position, file) < 4) return false;
+  return length[0] === 0 && length[1] === 0 && length[2] === 0 && length[3] === 0;
 }
 
 /**

@@ -51,6 +51,10 @@
  * failed their check. That is reported as durable data lost (`durableBytesLost`,
  * `damageBeforeRecoveryPoint`), never as "torn bytes cut": a torn tail after the recovery point is
  * normal after a crash, damage before it is not.
+ *
+ * `booblik-cli segment verify` (inspect.ts) reads the same checkpoint and decides a newest segment
+ * with `planSegment` and `forcedEnd`, so what it calls damage, torn tail or crash leftover is what
+ * this recovery would treat as such.
  */
 import path from "node:path";
 import { BadSegmentFileError, type IoError } from "../domain/errors.ts";
@@ -146,7 +150,8 @@ export function planSegment(situation: SegmentSituation): SegmentPlan {
  * bytes were forced, `point.position` in the point's own segment, else the end of the header (no
  * claim). Below it the scan skips CRCs (verified before) and an entry that fails is damage (stepped
  * over, reported as durable data lost); at or after it every CRC is checked, and in the newest
- * segment the first invalid entry ends the log as a torn write.
+ * segment the first invalid entry ends the log as a torn write. `segment verify` splits the newest
+ * segment with it too (inspect.ts), so that it reports damage exactly where recovery sees it.
  */
 export function forcedEnd(baseOffset: number, point: RecoveryPoint | undefined): number {
   return point !== undefined && baseOffset === point.segmentBaseOffset

@@ -1,0 +1,315 @@
+/**
+ * `booblik-cli segment verify` splits a partition's newest segment where start-up recovery does: at
+ * the recovery point of its `checkpoint.json` (src/storage/log-recovery.ts, `forcedEnd`). Bytes
+ * before the point were forced, so a batch there that fails its check is damage (exit 3, naming
+ * file, file position, offset and reason), never a torn tail; after the point an invalid batch is
+ * still "ok (unverified tail)". A missing or unparsable checkpoint gives no point, as at a start.
+ * Every case runs on real files: a broker child process writes them, bytes are flipped by hand, and
+ * where recovery has something to say the broker is started on the same files to show it agrees.
+ */
+import { expect, setDefaultTimeout, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { startBroker } from "../helpers/broker-process.ts";
+import { runCli } from "../helpers/cli-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(90_000);
+
+interface Entry {
+  position: number;
+  baseOffset: number;
+  bytes: number;
+}
+
+/** The entries of a segment file, walked by their frames (docs/format.md). */
+function entriesOf(file: string): Entry[] {
+  const bytes = fs.readFileSync(file);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const entries: Entry[] = [];
+  let position = 32;
+  while (position + 8 <= bytes.length) {
+    const length = view.getUint32(position);
+    if (length === 0) break;
+    const baseOffset = view.getUint32(position + 8) * 2 ** 32 + view.getUint32(position + 12);
+    entries.push({ position, baseOffset, bytes: 8 + length });
+    position += 8 + length;
+  }
+  return entries;
+}
+
+function flipByte(file: string, position: number): void {
+  const fd = fs.openSync(file, "r+");
+  try {
+    const byte = new Uint8Array(1);
+    fs.readSync(fd, byte, 0, 1, position);
+    byte[0]! ^= 0x10;
+    fs.writeSync(fd, byte, 0, 1, position);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function zeroBytes(file: string, position: number, count: number): void {
+  const fd = fs.openSync(file, "r+");
+  try {
+    fs.writeSync(fd, new Uint8Array(count), 0, count, position);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** One produce per line: one batch (entry) each. */
+const LINES = Array.from({ length: 5 }, (_, i) => `order ${i} shipped to 221B Baker Street, London NW1 6XE`);
+
+/**
+ * Topic `orders` with 10 partitions under `force`, `lineCount` lines produced to partition 9 one
+ * batch each, a clean stop: the checkpoint's recovery point is then the end of the only segment.
+ */
+async function prepare(dataDir: string, lineCount: number): Promise<{ partitionDir: string; file: string }> {
+  {
+    await using broker = await startBroker(dataDir);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const created = await runCli([
+      ...at,
+      "topics",
+      "create",
+      "orders",
+      "--partitions",
+      "10",
+      "--durability",
+      "force",
+    ]);
+    expect(created.exitCode).toBe(0);
+    for (const line of LINES.slice(0, lineCount)) {
+      const produced = await runCli([...at, "produce", "orders", "--partition", "9"], { stdin: `${line}\n` });
+      expect(produced.exitCode).toBe(0);
+    }
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const partitionDir = path.join(dataDir, "orders-9");
+  const file = path.join(partitionDir, "00000000000000000000.log");
+  expect(fs.readdirSync(partitionDir).filter((name) => name.endsWith(".log"))).toEqual([
+    "00000000000000000000.log",
+  ]);
+  return { partitionDir, file };
+}
+
+function readCheckpointFile(partitionDir: string): {
+  cleanShutdown: boolean;
+  recoveryPoint: { segmentBaseOffset: number; position: number; nextOffset: number };
+} {
+  return JSON.parse(fs.readFileSync(path.join(partitionDir, "checkpoint.json"), "utf8"));
+}
+
+/** What a crash leaves when the last force covered the bytes before `position`. */
+function writeCheckpointFile(partitionDir: string, position: number, nextOffset: number): void {
+  fs.writeFileSync(
+    path.join(partitionDir, "checkpoint.json"),
+    `${JSON.stringify({
+      version: 1,
+      cleanShutdown: false,
+      recoveryPoint: { segmentBaseOffset: 0, position, nextOffset },
+    })}\n`,
+  );
+}
+
+function statusOf(stdout: string, partition: string): string | undefined {
+  return new RegExp(`^${partition}\\s+\\d+\\s+\\d+\\s+\\S+ \\S+\\s+(.+)$`, "m").exec(stdout)?.[1]?.trim();
+}
+
+test("a flipped byte before the recovery point of the only segment is damage (exit 3), as reads and recovery treat it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 1);
+  const [entry] = entriesOf(file);
+  expect(entry!.position).toBe(32);
+  // The reviewer's case: every record forced, the recovery point at the end of the file.
+  expect(readCheckpointFile(partitionDir).recoveryPoint.position).toBe(fs.statSync(file).size);
+  // A byte of the record's value: only the CRC can tell.
+  flipByte(file, entry!.position + entry!.bytes - 3);
+
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.stderr).toBe("");
+  expect(verify.exitCode).toBe(3);
+  expect(statusOf(verify.stdout, "orders-9")).toBe("DAMAGED");
+  expect(verify.stdout).toContain(`damage: ${file} at file position 32 (offset 0): crc-mismatch: `);
+  expect(verify.stdout).not.toContain("unverified tail");
+  expect(verify.stdout).toContain("1 damaged");
+  const json = JSON.parse(
+    (await runCli(["--json", "segment", "verify", path.join(dataDir, "orders-9")])).stdout,
+  );
+  expect(json.ok).toBe(false);
+  expect(json.partitions[0].unverifiedTail).toBeUndefined();
+  expect(json.partitions[0].damages).toEqual([
+    {
+      file,
+      position: 32,
+      offset: 0,
+      reason: expect.stringContaining("crc-mismatch"),
+    },
+  ]);
+
+  // The broker agrees: the start keeps the forced batch, the read refuses it naming the same place.
+  await using broker = await startBroker(dataDir);
+  const consumed = await runCli([
+    "--broker",
+    `127.0.0.1:${broker.port}`,
+    "consume",
+    "orders",
+    "--partition",
+    "9",
+    "--from",
+    "0",
+  ]);
+  expect(consumed.exitCode).toBe(1);
+  expect(consumed.stderr).toContain("<data-dir>/orders-9/00000000000000000000.log at file position 32");
+  expect(consumed.stderr).toContain("crc-mismatch");
+});
+
+test("in the newest segment, damage before the recovery point is stepped over and reported; an invalid batch after it is an unverified tail", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 5);
+  const entries = entriesOf(file);
+  expect(entries.length).toBe(5);
+  const [, second, third, fourth] = entries as [Entry, Entry, Entry, Entry, Entry];
+  // A crash after the force that covered the first three batches: the last two were never forced.
+  writeCheckpointFile(partitionDir, fourth.position, fourth.baseOffset);
+  // The second batch's length field (before the point: forced bytes), a value byte of the fourth
+  // (after it: a torn write, as far as anyone can tell).
+  flipByte(file, second.position + 2);
+  flipByte(file, fourth.position + fourth.bytes - 3);
+
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(statusOf(verify.stdout, "orders-9")).toBe("DAMAGED");
+  const damages = verify.stdout.split("\n").filter((line) => line.startsWith("damage: "));
+  expect(damages.length).toBe(1);
+  expect(damages[0]).toStartWith(
+    `damage: ${file} at file position ${second.position} (offset ${second.baseOffset}): `,
+  );
+  expect(damages[0]).toEndWith(`; readable again from offset ${third.baseOffset}`);
+  expect(verify.stdout).toContain(
+    `note: ${file} ends with ${fs.statSync(file).size - fourth.position} bytes after its last whole record (at byte ${fourth.position}: crc-mismatch: `,
+  );
+  const json = JSON.parse((await runCli(["--json", "segment", "verify", dataDir])).stdout);
+  const partition = json.partitions.find((p: { directory: string }) => p.directory === partitionDir);
+  expect(partition.damages.map((d: { position: number }) => d.position)).toEqual([second.position]);
+  expect(partition.unverifiedTail).toMatchObject({ file, position: fourth.position });
+  // The first and third batches: one record each.
+  expect(partition.records).toBe(2);
+
+  // Recovery draws the same line: the damaged range kept in place and reported as durable data
+  // lost, the invalid batch after the point cut (the valid one after it quarantined).
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("DATA LOSS");
+  expect(broker.startLine).toContain(
+    `${file} at file position ${second.position}: offsets ${second.baseOffset}..${third.baseOffset - 1} unreadable`,
+  );
+  expect(broker.startLine).toContain(`readable again from offset ${third.baseOffset}`);
+  expect(broker.startLine).toContain(`cut and kept in ${file}.quarantine-${fourth.position}`);
+});
+
+test("damage after the recovery point of the newest segment is still an unverified tail (exit 0)", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 3);
+  const [, , third] = entriesOf(file) as [Entry, Entry, Entry];
+  // Forced up to the third batch, which starts exactly at the point: the boundary is after it.
+  writeCheckpointFile(partitionDir, third.position, third.baseOffset);
+  flipByte(file, third.position + third.bytes - 3);
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(0);
+  expect(statusOf(verify.stdout, "orders-9")).toBe("ok (unverified tail)");
+  expect(verify.stdout).not.toContain("damage: ");
+  expect(verify.stdout).toContain(
+    `note: ${file} ends with ${fs.statSync(file).size - third.position} bytes after its last whole record (at byte ${third.position}: crc-mismatch: `,
+  );
+  expect(verify.stdout).toContain("verified 10 partitions: no damage");
+});
+
+test("without a checkpoint, or with one that does not parse, there is no recovery point: the same damage is an unverified tail, as recovery cuts it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 1);
+  const [entry] = entriesOf(file);
+  flipByte(file, entry!.position + entry!.bytes - 3);
+  const checkpoint = path.join(partitionDir, "checkpoint.json");
+  for (const contents of ["{ not json", undefined]) {
+    if (contents === undefined) fs.rmSync(checkpoint);
+    else fs.writeFileSync(checkpoint, contents);
+    const verify = await runCli(["segment", "verify", dataDir]);
+    expect(verify.exitCode).toBe(0);
+    expect(statusOf(verify.stdout, "orders-9")).toBe("ok (unverified tail)");
+    expect(verify.stdout).toContain(
+      `note: ${file} ends with ${entry!.bytes} bytes after its last whole record (at byte 32: crc-mismatch: `,
+    );
+  }
+  // And recovery, which has no point either, cuts it as a torn tail.
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain(`${entry!.bytes} torn bytes cut`);
+  expect(broker.startLine).not.toContain("DATA LOSS");
+});
+
+test("a newest segment cut short before the recovery point is damage: forced batches are missing", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { file } = await prepare(dataDir, 3);
+  const [, , third] = entriesOf(file) as [Entry, Entry, Entry];
+  // The file ends on a batch boundary before the point: the forced third batch is gone.
+  fs.truncateSync(file, third.position);
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(verify.stdout).toContain(
+    `damage: ${file} at file position ${third.position} (offset ${third.baseOffset}): the file ends at byte ${third.position} (before the recovery point`,
+  );
+  // Recovery sees the same: durable data lost (its report's damageBeforeRecoveryPoint).
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("DATA LOSS");
+  expect(broker.startLine).toContain("orders-9");
+});
+
+test("a zero length before the recovery point of the newest segment is damage, with nothing readable after it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 3);
+  const [, second] = entriesOf(file) as [Entry, Entry, Entry];
+  // After a crash (the point at the end of the file, not a clean stop, so the start scans).
+  writeCheckpointFile(partitionDir, fs.statSync(file).size, 3);
+  zeroBytes(file, second.position, 4);
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(verify.stdout).toContain(
+    `damage: ${file} at file position ${second.position} (offset ${second.baseOffset}): zero length followed by nonzero bytes (before the recovery point`,
+  );
+  expect(verify.stdout).not.toContain("readable again");
+  // A zero length ends recovery's scan of a newest segment: it cuts there and reports the forced
+  // bytes after it as lost.
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("DATA LOSS");
+  expect(broker.startLine).toContain("orders-9");
+});
+
+test("a newest segment with a zeroed header is damage when the recovery point vouches for it, a crash leftover when nothing does", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 3);
+  // A torn creation, unless the point says records in it were forced (their force carried the
+  // header): recovery then refuses the partition.
+  zeroBytes(file, 0, 32);
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(verify.stdout).toContain(
+    `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
+  );
+  expect(verify.stdout).not.toContain("crash leftover");
+  await expect(startBroker(dataDir)).rejects.toThrow(
+    `refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
+  );
+  // Without a checkpoint nothing vouches for it: a crash leftover, which recovery removes.
+  fs.rmSync(path.join(partitionDir, "checkpoint.json"));
+  const leftover = await runCli(["segment", "verify", dataDir]);
+  expect(leftover.exitCode).toBe(0);
+  expect(statusOf(leftover.stdout, "orders-9")).toBe("ok (crash leftover)");
+});
