@@ -998,6 +998,23 @@ export class Segment implements ReadDescriptorHolder {
     if (end.position <= position || (!firstWhole && firstBytes > maxBytes))
       return { records: new Uint8Array(0), firstOffset: offset, recordCount: 0 };
     const length = Math.max(firstBytes, Math.min(maxBytes, end.position - position));
+    const records = this.readChecked(fd, position, length, firstOffset, arena);
+    return { records, firstOffset, recordCount: readScan.recordCount };
+  }
+
+  /**
+   * Reads `length` bytes of entries at `position` (the first at `firstOffset`) into `arena` when
+   * they fit (else a buffer of their own) and checks them (lengths, offsets, frame CRC) into the
+   * shared `readScan`: returns the whole entries before the first bad one. Throws the damage error
+   * when the first entry itself is bad.
+   */
+  private readChecked(
+    fd: number,
+    position: number,
+    length: number,
+    firstOffset: number,
+    arena: ReadArena | undefined,
+  ): Uint8Array {
     const inArena = arena !== undefined && arena.bytes.length - arena.used >= length;
     const records = inArena ? arena.bytes.subarray(arena.used, arena.used + length) : new Uint8Array(length);
     const got = disk.preadFull(fd, records, 0, length, position, this.path);
@@ -1018,11 +1035,7 @@ export class Segment implements ReadDescriptorHolder {
     // Only what was read and checked is handed out: an arena's bytes beyond it are an earlier
     // read's, and a view never reaches them.
     if (inArena) arena.used += readScan.endPosition;
-    return {
-      records: records.subarray(0, readScan.endPosition),
-      firstOffset,
-      recordCount: readScan.recordCount,
-    };
+    return records.subarray(0, readScan.endPosition);
   }
 
   /** The damaged range that starts at `position`, if any. */
@@ -1147,36 +1160,15 @@ export class Segment implements ReadDescriptorHolder {
     }
     out.copied = undefined;
     if (copyBelow !== undefined && end > position && end - position < copyBelow.bytes) {
-      const length = end - position;
-      const arena = copyBelow.arena;
-      const inArena = arena.bytes.length - arena.used >= length;
-      const records = inArena
-        ? arena.bytes.subarray(arena.used, arena.used + length)
-        : new Uint8Array(length);
-      const got = disk.preadFull(fd, records, 0, length, position, this.path);
-      scanEntries(
-        records,
-        0,
-        got,
-        {
-          framing: "framed",
-          verifyCrc: true,
-          maxBatchBytes: this.config.maxPayloadBytes,
-          expectedBaseOffset: firstOffset,
-        },
-        readScan,
-      );
-      if (readScan.entryCount === 0)
-        throw this.damaged(position, firstOffset, `${readScan.stop}: ${readScan.detail}`);
-      // Only what was read and checked is handed out (a damaged entry further on ends the answer
-      // before it; the next FETCH starts there and gets its error).
-      if (inArena) arena.used += readScan.endPosition;
+      // A damaged entry after the first ends the answer before it; the next FETCH starts there and
+      // gets its error.
+      const records = this.readChecked(fd, position, end - position, firstOffset, copyBelow.arena);
       out.fd = fd;
       out.position = position;
-      out.lengthBytes = readScan.endPosition;
+      out.lengthBytes = records.length;
       out.firstOffset = firstOffset;
       out.recordCount = readScan.nextOffset - firstOffset;
-      out.copied = records.subarray(0, readScan.endPosition);
+      out.copied = records;
       return out;
     }
     // The first entry is checked (frame CRC) before it is sent: a consumer that met damage further

@@ -12,43 +12,10 @@ import path from "node:path";
 import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
+import { entriesOf, flipByte } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
-
-interface Entry {
-  position: number;
-  baseOffset: number;
-  bytes: number;
-}
-
-/** The entries of a segment file, walked by their frames (docs/format.md). */
-function entriesOf(file: string): Entry[] {
-  const bytes = fs.readFileSync(file);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const entries: Entry[] = [];
-  let position = 32;
-  while (position + 8 <= bytes.length) {
-    const length = view.getUint32(position);
-    if (length === 0) break;
-    const baseOffset = view.getUint32(position + 8) * 2 ** 32 + view.getUint32(position + 12);
-    entries.push({ position, baseOffset, bytes: 8 + length });
-    position += 8 + length;
-  }
-  return entries;
-}
-
-function flipByte(file: string, position: number): void {
-  const fd = fs.openSync(file, "r+");
-  try {
-    const byte = new Uint8Array(1);
-    fs.readSync(fd, byte, 0, 1, position);
-    byte[0]! ^= 0x10;
-    fs.writeSync(fd, byte, 0, 1, position);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 const LINES = Array.from({ length: 400 }, (_, i) => `record ${i} ${"x".repeat(30)}`);
 /**

@@ -29,34 +29,10 @@ import { WRITE_MODES } from "../../src/storage/segment-writer.ts";
 import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
+import { entriesOf, flipByte } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
-
-/** Entry frames of a segment file (docs/format.md): position, base offset, bytes. */
-function entriesOf(file: string): { position: number; baseOffset: number; bytes: number }[] {
-  const bytes = fs.readFileSync(file);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const entries = [];
-  let position = 32;
-  while (position + 8 <= bytes.length) {
-    const length = view.getUint32(position);
-    if (length === 0) break;
-    entries.push({
-      position,
-      baseOffset: view.getUint32(position + 8) * 2 ** 32 + view.getUint32(position + 12),
-      bytes: 8 + length,
-    });
-    position += 8 + length;
-  }
-  return entries;
-}
-
-function flipByte(file: string, position: number): void {
-  const bytes = fs.readFileSync(file);
-  bytes[position]! ^= 0x10;
-  fs.writeFileSync(file, bytes);
-}
 
 const LINES = Array.from({ length: 300 }, (_, i) => `record ${i} ${"x".repeat(30)}`);
 

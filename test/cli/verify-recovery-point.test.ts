@@ -12,43 +12,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
+import { entriesOf, flipByte, type SegmentEntry } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
-
-interface Entry {
-  position: number;
-  baseOffset: number;
-  bytes: number;
-}
-
-/** The entries of a segment file, walked by their frames (docs/format.md). */
-function entriesOf(file: string): Entry[] {
-  const bytes = fs.readFileSync(file);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const entries: Entry[] = [];
-  let position = 32;
-  while (position + 8 <= bytes.length) {
-    const length = view.getUint32(position);
-    if (length === 0) break;
-    const baseOffset = view.getUint32(position + 8) * 2 ** 32 + view.getUint32(position + 12);
-    entries.push({ position, baseOffset, bytes: 8 + length });
-    position += 8 + length;
-  }
-  return entries;
-}
-
-function flipByte(file: string, position: number): void {
-  const fd = fs.openSync(file, "r+");
-  try {
-    const byte = new Uint8Array(1);
-    fs.readSync(fd, byte, 0, 1, position);
-    byte[0]! ^= 0x10;
-    fs.writeSync(fd, byte, 0, 1, position);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 function zeroBytes(file: string, position: number, count: number): void {
   const fd = fs.openSync(file, "r+");
@@ -173,7 +140,13 @@ test("in the newest segment, damage before the recovery point is stepped over an
   const { partitionDir, file } = await prepare(dataDir, 5);
   const entries = entriesOf(file);
   expect(entries.length).toBe(5);
-  const [, second, third, fourth] = entries as [Entry, Entry, Entry, Entry, Entry];
+  const [, second, third, fourth] = entries as [
+    SegmentEntry,
+    SegmentEntry,
+    SegmentEntry,
+    SegmentEntry,
+    SegmentEntry,
+  ];
   // A crash after the force that covered the first three batches: the last two were never forced.
   writeCheckpointFile(partitionDir, fourth.position, fourth.baseOffset);
   // The second batch's length field (before the point: forced bytes), a value byte of the fourth
@@ -215,7 +188,7 @@ test("damage after the recovery point of the newest segment is still an unverifi
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { partitionDir, file } = await prepare(dataDir, 3);
-  const [, , third] = entriesOf(file) as [Entry, Entry, Entry];
+  const [, , third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // Forced up to the third batch, which starts exactly at the point: the boundary is after it.
   writeCheckpointFile(partitionDir, third.position, third.baseOffset);
   flipByte(file, third.position + third.bytes - 3);
@@ -256,7 +229,7 @@ test("a newest segment cut short before the recovery point is damage: forced bat
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { file } = await prepare(dataDir, 3);
-  const [, , third] = entriesOf(file) as [Entry, Entry, Entry];
+  const [, , third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // The file ends on a batch boundary before the point: the forced third batch is gone.
   fs.truncateSync(file, third.position);
   const verify = await runCli(["segment", "verify", dataDir]);
@@ -274,7 +247,7 @@ test("a zero length before the recovery point of the newest segment is damage, w
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { partitionDir, file } = await prepare(dataDir, 3);
-  const [, second] = entriesOf(file) as [Entry, Entry, Entry];
+  const [, second] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // After a crash (the point at the end of the file, not a clean stop, so the start scans).
   writeCheckpointFile(partitionDir, fs.statSync(file).size, 3);
   zeroBytes(file, second.position, 4);
