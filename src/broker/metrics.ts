@@ -2,6 +2,11 @@
  * Metrics in the Prometheus text format (version 0.0.4): counters, gauges read when scraped, and
  * histograms with fixed buckets. No dependency; the HTTP side is src/server/metrics-http.ts.
  *
+ * Owns: histograms and the registry of metric families, each family a name, help, type and a
+ * function read at scrape time. Invariants: a scrape reads every value at that moment (nothing is
+ * cached between scrapes); families are written in registration order; a histogram's buckets are
+ * cumulative and its count is the `+Inf` bucket.
+ *
  * Cost on hot paths: an observation is a bucket search over ~15 bounds and three number updates; no
  * allocation. Labels are fixed when a series is created, never per observation.
  */

@@ -23,9 +23,10 @@
  *   that arrive meanwhile wait for the next one (GroupCommit). A coalesced group that is the only
  *   forced group of its event-loop turn is forced on the event loop right after its pwrite and
  *   answered at once (the Redis way; why, with the measurements: src/storage/group-commit.ts);
- *   groups of several partitions in one turn are forced in parallel on the thread pool, as is every
- *   other force, and so is every force while the loop backs off after a slow one (until a force
- *   on the pool is fast again, FORCE_ON_LOOP_BACKOFF_MS at most).
+ *   groups of several partitions in one turn are forced in parallel on the thread pool, and so is
+ *   every force while the loop backs off after a slow one (until a force on the pool is fast again,
+ *   FORCE_ON_LOOP_BACKOFF_MS at most). Waiters queued behind a force on the pool are forced on the
+ *   loop once it completes, when no other force is on the pool (GroupCommit.drain).
  * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
  *   unforced.
  *

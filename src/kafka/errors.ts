@@ -1,6 +1,10 @@
 /**
  * booblik's errors as Kafka error codes (Errors.java), for the handler and the record paths. The
  * message travels where a response has a field for it (CreateTopics v1+, Produce v8+).
+ *
+ * Owns: the one mapping from a booblik error code to a Kafka one. Invariants: every error maps to a
+ * code a Kafka client knows (an unknown or non-booblik error is UNKNOWN_SERVER_ERROR, never a
+ * thrown exception), and the message is passed on unchanged.
  */
 import { BooblikError, InternalTopicError } from "../domain/errors.ts";
 import { KAFKA_ERROR } from "./apis.ts";

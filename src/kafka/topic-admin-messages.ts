@@ -1,6 +1,7 @@
 /**
  * Kafka's CreatePartitions (37), versions 0-1 (the non-flexible ones; v2 is flexible), decoded and
- * encoded for the listener: the Kafka face of booblik's ADD_PARTITIONS. Sans I/O.
+ * encoded for the listener: the Kafka face of booblik's ADD_PARTITIONS; and IncrementalAlterConfigs
+ * (44), version 0, the face of ALTER_TOPIC (below). Sans I/O.
  *
  * Layout (apache/kafka `CreatePartitionsRequest.json` / `CreatePartitionsResponse.json`; v1 only
  * changed the quota behaviour, not the bytes):

@@ -9,8 +9,9 @@
  * descriptors of ffi/file.ts, plain numbers owned by the caller.
  *
  * Invariants:
- * - Storage files (src/storage/*.ts) import file calls from here, never from ffi/file.ts; the only
- *   exception is inspect.ts, the offline verifier, which reads files directly.
+ * - Storage files (src/storage/*.ts) import file calls from here, never from ffi/file.ts; the
+ *   exceptions are the offline tools, inspect.ts (the verifier) and migrate-format1.ts (the format
+ *   migration), which read and write files directly.
  * - The current disk changes only through `useDisk`, and only between operations (tests): a log
  *   opened over one disk and closed over another would mix them.
  * - What cannot be intercepted: stores through the mapped writer's shared mapping (and its mmap,

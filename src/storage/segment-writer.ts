@@ -1,6 +1,6 @@
 /**
  * The one interface behind which both write paths live (DESIGN invariant 8: nothing above it can tell
- * them apart; test/storage/segment.suite.ts runs the same assertions over both).
+ * them apart; test/storage/segment.test.ts runs the same assertions over both, `describe.each(WRITE_MODES)`).
  *
  * What a writer owns: the write descriptor (and, for the mapped path, the mapping) of one segment file,
  * the published size, and the sticky failure state. What it does not own: offsets, the index, the

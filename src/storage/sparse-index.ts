@@ -16,7 +16,9 @@
  *   timestamps are non-decreasing (each is a running maximum).
  * - Entries are only added for entries whose bytes are completely written.
  *
- * Storage: one Int32Array of interleaved pairs that starts at INDEX_INITIAL_ENTRIES and doubles.
+ * Storage: one Int32Array of interleaved pairs (relative offset, position) and one Float64Array of
+ * the running timestamp maximum per stored entry, both starting at INDEX_INITIAL_ENTRIES and
+ * doubling together.
  * A fixed large array per segment once killed a 64 MiB predecessor broker with many small segments,
  * and capacity / interval is no upper bound because a record can be larger than the interval.
  * Relative offsets and positions both fit int32 because a segment stays below 2^31 bytes.
