@@ -165,7 +165,15 @@ public class Compat {
       createTopic("compat-main", 2, Map.of());
       createTopic("compat-admin", 3, Map.of("retention.ms", "3600000", "max.message.bytes", "100000"));
       try (Admin admin = admin()) {
+        // Kafka answers CreateTopics once its controller created the topics; its broker's metadata
+        // can lag behind by a moment (a run on 2026-12-02 listed only compat-main right after), so
+        // the listing is asked for until both are there, for 10 s at most.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         Set<String> names = admin.listTopics().names().get(20, TimeUnit.SECONDS);
+        while (!names.containsAll(Set.of("compat-main", "compat-admin")) && System.nanoTime() < deadline) {
+          Thread.sleep(100);
+          names = admin.listTopics().names().get(20, TimeUnit.SECONDS);
+        }
         require(names.containsAll(Set.of("compat-main", "compat-admin")), "listTopics: " + names);
         TopicDescription description =
             admin.describeTopics(List.of("compat-admin")).allTopicNames().get(20, TimeUnit.SECONDS).get("compat-admin");
