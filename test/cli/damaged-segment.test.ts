@@ -13,6 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
+import { flipByte } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
@@ -21,15 +22,7 @@ setDefaultTimeout(60_000);
 const HEADER_BYTE = 20;
 
 function flipHeaderByte(file: string): void {
-  const fd = fs.openSync(file, "r+");
-  try {
-    const byte = new Uint8Array(1);
-    fs.readSync(fd, byte, 0, 1, HEADER_BYTE);
-    byte[0]! ^= 0x01;
-    fs.writeSync(fd, byte, 0, 1, HEADER_BYTE);
-  } finally {
-    fs.closeSync(fd);
-  }
+  flipByte(file, HEADER_BYTE, 0x01);
 }
 
 test("a damaged header: a sealed segment's reads are refused and the rest served; the newest one stops the start", async () => {

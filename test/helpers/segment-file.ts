@@ -28,13 +28,13 @@ export function entriesOf(file: string): SegmentEntry[] {
   return entries;
 }
 
-/** Flips bit 4 of the byte at `position`, in place (the rest of the file untouched). */
-export function flipByte(file: string, position: number): void {
+/** Flips the bits of `mask` (bit 4 unless told) in the byte at `position`, in place. */
+export function flipByte(file: string, position: number, mask = 0x10): void {
   const fd = fs.openSync(file, "r+");
   try {
     const byte = new Uint8Array(1);
     fs.readSync(fd, byte, 0, 1, position);
-    byte[0]! ^= 0x10;
+    byte[0]! ^= mask;
     fs.writeSync(fd, byte, 0, 1, position);
   } finally {
     fs.closeSync(fd);
