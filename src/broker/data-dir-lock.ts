@@ -5,7 +5,11 @@
  *
  * `<dataDir>/.lock` holds an flock(LOCK_EX) for as long as the broker runs; the kernel drops it when
  * the process dies, however it dies, so a SIGKILL never leaves a stale lock. The file's content (pid,
- * host, start time) only serves the error message.
+ * host, start time) only serves the error message, so it never stops a start: it is overwritten in
+ * place and then cut to its length (cutting first, then writing, needed a free block: on a full ext4
+ * the start failed with `pwrite failed: ENOSPC on <data-dir>/.lock`, found by an operator's
+ * disk-full run, 2026-12-02; the freed block is not reusable until the journal commits), and on a
+ * full disk a content that cannot be written is left as it was.
  */
 import os from "node:os";
 import path from "node:path";
@@ -17,7 +21,7 @@ import {
   truncateFile,
   tryLockExclusive,
 } from "../../ffi/file.ts";
-import { DataDirLockedError } from "../domain/errors.ts";
+import { DataDirLockedError, isDiskFull } from "../domain/errors.ts";
 
 export const LOCK_FILE = ".lock";
 
@@ -46,8 +50,12 @@ export class DataDirLock {
       const text = new TextEncoder().encode(
         `pid ${process.pid} on ${os.hostname()}, since ${new Date().toISOString()}\n`,
       );
-      truncateFile(fd, 0, lockPath);
-      pwriteAll(fd, text, 0, text.length, 0, lockPath);
+      try {
+        pwriteAll(fd, text, 0, text.length, 0, lockPath);
+        truncateFile(fd, text.length, lockPath);
+      } catch (error) {
+        if (!isDiskFull(error)) throw error;
+      }
     } catch (error) {
       closeFile(fd, lockPath);
       throw error;
