@@ -47,7 +47,7 @@ import {
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
-import { forcedEnd, planSegment } from "./log-recovery.ts";
+import { forcedEnd, missingPointSegment, planSegment } from "./log-recovery.ts";
 import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
@@ -378,6 +378,17 @@ export function verifyPartitionDirectory(
     result.damages.push(damage);
     result.damage ??= damage;
   };
+  // The segment the recovery point lies in is gone: what the start refuses (log-recovery.ts).
+  const missing = missingPointSegment(bases, point);
+  if (missing !== undefined) {
+    found({
+      file: path.join(directory, segmentFileName(point!.segmentBaseOffset as Offset)),
+      position: 0,
+      offset: point!.segmentBaseOffset,
+      reason: missing,
+      readableFromOffset: undefined,
+    });
+  }
   let expectedBase: number | undefined;
   for (let i = 0; i < bases.length; i++) {
     const base = bases[i]!;

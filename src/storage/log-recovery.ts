@@ -159,6 +159,23 @@ export function forcedEnd(baseOffset: number, point: RecoveryPoint | undefined):
     : SEGMENT_HEADER_BYTES;
 }
 
+/**
+ * Pass 3's first check: why the segment files cannot hold what the recovery point says was forced,
+ * or undefined. The point names the segment it lies in; when that file is gone and every remaining
+ * one starts below it, the records it vouches for are gone with it (a newest segment removed by
+ * hand while the broker was stopped: before this check the open took the last remaining segment's
+ * end as the log's end, said nothing, and handed the lost offsets out again to new records, found by
+ * an operator's fault run, 2026-12-02). Refusing keeps every file for `segment verify` and
+ * `segment repair`, which accepts the loss on purpose. A point at a segment's header vouches for
+ * nothing; no segment file at all is a new log started at the point's offset (kept as it was).
+ */
+export function missingPointSegment(bases: Offset[], point: RecoveryPoint | undefined): string | undefined {
+  if (point === undefined || bases.length === 0 || point.position <= SEGMENT_HEADER_BYTES) return undefined;
+  const newest = bases[bases.length - 1]!;
+  if (newest >= point.segmentBaseOffset) return undefined;
+  return `the recovery point in checkpoint.json lies in segment ${segmentFileName(point.segmentBaseOffset as Offset)}, which is missing: records up to offset ${point.nextOffset - 1} were forced there, and the remaining segments start at ${bases[0]} and end before ${point.segmentBaseOffset}; restore the file, or accept the loss with booblik-cli segment repair`;
+}
+
 export type ScanEnd = "whole" | "hole" | "overlap";
 
 /** Pass 4: where a scanned segment ends against the next segment's base offset. */
@@ -246,6 +263,13 @@ export function recoverSegments(
 ): void {
   const point = checkpoint?.recoveryPoint;
   const cleanShutdown = checkpoint?.cleanShutdown === true;
+  const missing = missingPointSegment(bases, point);
+  if (missing !== undefined) {
+    throw new BadSegmentFileError(
+      path.join(directory, segmentFileName(point!.segmentBaseOffset as Offset)),
+      missing,
+    );
+  }
   for (let i = 0; i < bases.length; i++) {
     const base = bases[i]!;
     const filePath = path.join(directory, segmentFileName(base));

@@ -10,7 +10,7 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { startBroker } from "../helpers/broker-process.ts";
+import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { entriesOf, flipByte, type SegmentEntry } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -285,4 +285,61 @@ test("a newest segment with a zeroed header is damage when the recovery point vo
   const leftover = await runCli(["segment", "verify", dataDir]);
   expect(leftover.exitCode).toBe(0);
   expect(statusOf(leftover.stdout, "orders-9")).toBe("ok (crash leftover)");
+});
+
+test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  {
+    await using broker = await startBroker(dataDir);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const created = await runCli([
+      ...at,
+      "topics",
+      "create",
+      "rolled",
+      "--durability",
+      "force",
+      "--segment-size",
+      "8KiB",
+    ]);
+    expect(created.exitCode).toBe(0);
+    for (let from = 0; from < 400; from += 40) {
+      const lines = Array.from({ length: 40 }, (_, i) => `record ${from + i} ${"x".repeat(60)}`);
+      const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], {
+        stdin: `${lines.join("\n")}\n`,
+      });
+      expect(produced.exitCode).toBe(0);
+    }
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const partitionDir = path.join(dataDir, "rolled-0");
+  const segments = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+  expect(segments.length).toBeGreaterThanOrEqual(3);
+  const point = readCheckpointFile(partitionDir).recoveryPoint;
+  expect(point.nextOffset).toBe(400);
+  const newest = segments.at(-1)!;
+  expect(Number(newest.slice(0, 20))).toBe(point.segmentBaseOffset);
+  // An operator's fault run removed the newest segment by hand: the broker used to start without a
+  // word, its log ending at that segment's base offset, and hand those offsets out again.
+  fs.unlinkSync(path.join(partitionDir, newest));
+
+  const refused = await runBrokerExpectingFailure(["--data-dir", dataDir, "--port", "0"]);
+  expect(refused.exitCode).toBe(1);
+  expect(refused.stderr).toContain(`${newest}, which is missing: records up to offset 399 were forced there`);
+  expect(refused.stderr).toContain("booblik-cli segment repair");
+
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(verify.stdout).toContain(`${newest}, which is missing`);
+
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode).toBe(0);
+  await using broker = await startBroker(dataDir);
+  const client = await runCli(["--broker", `127.0.0.1:${broker.port}`, "offsets", "rolled"]);
+  expect(client.exitCode).toBe(0);
+  expect(client.stdout).toContain(String(point.segmentBaseOffset));
 });
