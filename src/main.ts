@@ -716,6 +716,23 @@ async function main(): Promise<number> {
     metricsTls = files;
     return 1;
   };
+  // Signals that arrive while the data directory opens (a recovery can take minutes: the mapped
+  // starts in operations.md): without a handler, SIGTERM, SIGINT and SIGHUP ended the process on the
+  // spot and silently (exit 143, 130 and 129 in an operator's run, 2026-12-02, 2 s into a 5 s
+  // start). They are remembered and acted on once the broker serves: SIGHUP rereads, SIGTERM or
+  // SIGINT stops it cleanly.
+  const startSignals: NodeJS.Signals[] = [];
+  const startHandlers = (["SIGTERM", "SIGINT", "SIGHUP"] as const).map((signal) => {
+    const handler = () => {
+      if (startSignals.includes(signal)) return;
+      startSignals.push(signal);
+      console.log(
+        `booblik: ${signal} during the start: ${signal === "SIGHUP" ? "rereading" : "stopping"} once the data directory is open and the listeners serve`,
+      );
+    };
+    process.on(signal, handler);
+    return [signal, handler] as const;
+  });
   if (metricsPort !== undefined) {
     try {
       metrics = startMetricsServer(metricsHost, metricsPort, targets, metricsOptions(tls));
@@ -901,7 +918,7 @@ async function main(): Promise<number> {
       process.exit(1);
     }
   };
-  process.on("SIGHUP", () => {
+  const onHangUp = () => {
     if (usersFile !== undefined) {
       try {
         const reloaded = readUsersFile(usersFile);
@@ -914,7 +931,8 @@ async function main(): Promise<number> {
     }
     // Not while stopping: the listeners it would bind again are closing.
     if (tls !== undefined && !stopping) reloadTls();
-  });
+  };
+  process.on("SIGHUP", onHangUp);
   /**
    * SIGHUP: the certificate, key and CA read again and checked as at start (readTlsFiles) and by
    * Bun (checkTlsContext); then every TLS listener is bound again with them (the native and Kafka
@@ -959,6 +977,7 @@ async function main(): Promise<number> {
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+  for (const [signal, handler] of startHandlers) process.off(signal, handler);
   const metricsNote =
     metrics === undefined
       ? ""
@@ -1029,6 +1048,10 @@ async function main(): Promise<number> {
       `booblik: WARNING: no authentication (--allow-anonymous yes): anyone who can reach ${reachable.length > 0 ? reachable.join(" or ") : anonymousReach.join(" or ")} can create, read, write and delete every topic`,
     );
   }
+  // What the start signals asked for, now that the broker serves.
+  if (startSignals.includes("SIGHUP")) onHangUp();
+  const stopSignal = startSignals.find((signal) => signal !== "SIGHUP");
+  if (stopSignal !== undefined) void shutdown(stopSignal);
   return -1; // keep running
 }
 

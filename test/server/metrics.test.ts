@@ -58,10 +58,9 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
   }
 });
 
-test("/ready is 503 with the recovery progress while the data directory opens, then 200", async () => {
-  using dir = tempDir();
-  // Many partitions, closed uncleanly: opening takes a while (a scan and a checkpoint each).
-  const setup = Broker.open({ dataDir: dir.path });
+/** Many partitions, closed uncleanly: opening them takes a while (a scan and a checkpoint each). */
+async function slowToOpen(dataDir: string): Promise<void> {
+  const setup = Broker.open({ dataDir });
   setup.createTopic("wide", { partitions: 400, durability: "append" });
   for (let p = 0; p < 400; p++) await setup.append("wide", p, batchOfValues([`record in ${p}`]));
   for (const topic of setup.listTopics())
@@ -70,12 +69,22 @@ test("/ready is 503 with the recovery progress while the data directory opens, t
   // The logs are closed already (uncleanly): this releases the lock for the broker child below. A
   // failure here fails the setup rather than leaving the directory locked.
   await setup.close();
-  const port = await new Promise<number>((resolve) => {
+}
+
+/** A port free now, for a metrics listener whose port must be known before the start line. */
+function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
     const probe = net.createServer().listen(0, "127.0.0.1", () => {
       const chosen = (probe.address() as net.AddressInfo).port;
       probe.close(() => resolve(chosen));
     });
   });
+}
+
+test("/ready is 503 with the recovery progress while the data directory opens, then 200", async () => {
+  using dir = tempDir();
+  await slowToOpen(dir.path);
+  const port = await freePort();
   const child = Bun.spawn(
     [
       process.execPath,
@@ -125,3 +134,59 @@ test("/ready is 503 with the recovery progress while the data directory opens, t
     await child.exited;
   }
 });
+
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+  test(`${signal} while the data directory opens is acted on once the broker serves, not the end of the process`, async () => {
+    using dir = tempDir();
+    await slowToOpen(dir.path);
+    const port = await freePort();
+    const child = Bun.spawn(
+      [
+        ...[process.execPath, MAIN, "--data-dir", dir.path, "--host", "127.0.0.1", "--port", "0"],
+        ...["--metrics-port", String(port), "--kafka-port", "off"],
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    try {
+      // Still opening: /ready answers 503 with the progress.
+      await waitUntil(
+        async () => {
+          if (child.exitCode !== null || child.signalCode !== null)
+            throw new Error("the broker exited early");
+          const status = await fetch(`http://127.0.0.1:${port}/ready`).then(
+            (response) => response.status,
+            () => undefined,
+          );
+          return status === 503;
+        },
+        "/ready to answer 503 while opening",
+        45_000,
+        0,
+      );
+      child.kill(signal);
+      if (signal === "SIGHUP") {
+        // Before, SIGHUP ended the process (exit 129): now it is reread once serving, and the
+        // broker goes on until told to stop.
+        await waitUntil(
+          async () =>
+            (await fetch(`http://127.0.0.1:${port}/ready`).then(
+              (r) => r.status,
+              () => 0,
+            )) === 200,
+          "/ready to answer 200",
+          45_000,
+          0,
+        );
+        child.kill("SIGTERM");
+      }
+      const [stdout, exitCode] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+      // Before, SIGTERM and SIGINT ended it by the signal, silently (exit 143 and 130).
+      expect({ exitCode, signalCode: child.signalCode }).toEqual({ exitCode: 0, signalCode: null });
+      expect(stdout).toContain(`booblik: ${signal} during the start: `);
+      expect(stdout).toContain("booblik: stopped cleanly");
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+      await child.exited;
+    }
+  });
+}
