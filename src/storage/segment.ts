@@ -1492,6 +1492,26 @@ export class Segment implements ReadDescriptorHolder {
         endBytes = scan.endPosition;
         break;
       }
+      if (
+        this.writer === undefined &&
+        scan.stop === "end" &&
+        scan.endPosition === sizeBytes &&
+        endOffset < this.publishedNextOffset
+      ) {
+        // A whole file that ends short of the next segment's base offset: the offsets between are in
+        // no file (a segment removed by hand while the broker was stopped; an operator's fault run,
+        // 2026-12-02). A range at the end, as damage in the middle is: this segment's records stay
+        // readable, and a read in the gap names it and where reading can go on. Before, every read
+        // of this segment failed with "segment holds entries of …, expected …" naming no offset.
+        this.damages.push({
+          position: scan.endPosition,
+          offset: endOffset,
+          reason: `the file ends at offset ${endOffset} but the next segment starts at ${this.publishedNextOffset}: offsets ${endOffset}..${this.publishedNextOffset - 1} are in no segment file`,
+          resumePosition: sizeBytes,
+          resumeOffset: this.publishedNextOffset,
+        });
+        break;
+      }
       if (scan.endPosition >= sizeBytes || endOffset >= this.publishedNextOffset) {
         throw new CorruptRecordError(
           `segment holds entries of ${endOffset - this.baseOffset} offsets up to byte ${scan.endPosition} of ${sizeBytes}, ` +

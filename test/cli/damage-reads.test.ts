@@ -349,3 +349,41 @@ test("segment repair: refused while the broker holds the lock; then reports what
       .join(""),
   );
 });
+
+test("a middle segment removed while the broker was stopped: the records around it are served, a read in the gap names the offsets and where reading goes on", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const partitionDir = await prepare(dataDir, "file");
+  const segments = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+  expect(segments.length).toBeGreaterThanOrEqual(3);
+  const before = entriesOf(path.join(partitionDir, segments[0]!));
+  const gapStart = Number(segments[1]!.slice(0, 20));
+  const gapEnd = Number(segments[2]!.slice(0, 20));
+  expect(before.at(-1)!.baseOffset).toBeLessThan(gapStart);
+  fs.unlinkSync(path.join(partitionDir, segments[1]!));
+
+  await using broker = await startBroker(dataDir);
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
+  expect(consumed.exitCode).toBe(1);
+  // Every record of the first segment (before, its reads failed too), then the gap named.
+  expect(consumed.stdout).toBe(
+    LINES.slice(0, gapStart)
+      .map((line) => `${line}\n`)
+      .join(""),
+  );
+  expect(consumed.stderr).toContain(`<data-dir>/d-0/${segments[0]}`);
+  expect(consumed.stderr).toContain(
+    `offsets ${gapStart}..${gapEnd - 1} are in no segment file); no readable entry follows in this segment; the next segment starts at offset ${gapEnd}`,
+  );
+  const rest = await runCli([...at, "consume", "d", "--partition", "0", "--from", String(gapEnd)]);
+  expect(rest.exitCode).toBe(0);
+  expect(rest.stdout).toBe(
+    LINES.slice(gapEnd)
+      .map((line) => `${line}\n`)
+      .join(""),
+  );
+});
