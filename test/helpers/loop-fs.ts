@@ -35,8 +35,8 @@ function run(command: string, args: string[], env?: Record<string, string>): str
   ).trim();
 }
 
-function makeFileSystem(kind: LoopFileSystemKind, image: string): string | undefined {
-  if (kind === "ext4") return run("mkfs.ext4", ["-q", "-F", image]);
+function makeFileSystem(kind: LoopFileSystemKind, image: string, ext4Options: string[]): string | undefined {
+  if (kind === "ext4") return run("mkfs.ext4", ["-q", "-F", ...ext4Options, image]);
   // mkfs.xfs refuses file systems below 300 MB unless it runs under fstests, which it recognises by
   // these variables (xfsprogs 6.1); a 32 MiB XFS mounts and works.
   return run("mkfs.xfs", ["-q", "-f", image], { TEST_DIR: "1", TEST_DEV: "1", QA_CHECK_FS: "1" });
@@ -54,8 +54,15 @@ function unmount(target: string): void {
   if (run("umount", [target]) !== undefined) run("umount", ["-l", target]);
 }
 
-/** Creates, formats and mounts a `sizeBytes` image; throws with the failing command's message. */
-export function mountLoopFileSystem(kind: LoopFileSystemKind, sizeBytes: number): LoopFileSystem {
+/**
+ * Creates, formats and mounts a `sizeBytes` image; throws with the failing command's message.
+ * `ext4Options` go to mkfs.ext4 (e.g. `-m 0`: no blocks reserved for root).
+ */
+export function mountLoopFileSystem(
+  kind: LoopFileSystemKind,
+  sizeBytes: number,
+  ext4Options: string[] = [],
+): LoopFileSystem {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), `booblik-${kind}-`));
   const image = path.join(root, "image");
   const target = path.join(root, "mnt");
@@ -69,7 +76,7 @@ export function mountLoopFileSystem(kind: LoopFileSystemKind, sizeBytes: number)
     fs.mkdirSync(target);
     fs.writeFileSync(image, "");
     fs.truncateSync(image, sizeBytes);
-    const formatFailure = makeFileSystem(kind, image);
+    const formatFailure = makeFileSystem(kind, image, ext4Options);
     if (formatFailure !== undefined) throw new Error(`mkfs (${kind}) failed: ${formatFailure}`);
     const mountFailure = run("mount", ["-o", "loop", "-t", kind, image, target]);
     if (mountFailure !== undefined) throw new Error(`mount (${kind}) failed: ${mountFailure}`);
