@@ -536,16 +536,7 @@ function verifyNewestEnd(
           );
       found({ file, position, offset, reason: belowPoint(reason), readableFromOffset: resume?.offset });
       if (resume === undefined) return;
-      const scan = scanSegmentFile(
-        fd,
-        file,
-        resume.position,
-        resume.offset,
-        sizeBytes,
-        RECORD_PAYLOAD_BYTES_LIMIT,
-        true,
-        undefined,
-      );
+      const scan = verifiedScanFrom(fd, file, resume, sizeBytes);
       result.records += scan.recordCount;
       const zerosToEnd = scan.stop === "zero-length" && allZero(fd, file, scan.endPosition, sizeBytes);
       const stopReason =
@@ -588,6 +579,25 @@ function verifyNewestEnd(
   }
 }
 
+/** Scans with every CRC checked from a readable entry found after damage to where the walk stops. */
+function verifiedScanFrom(
+  fd: number,
+  file: string,
+  from: { position: number; offset: number },
+  sizeBytes: number,
+): ReturnType<typeof scanSegmentFile> {
+  return scanSegmentFile(
+    fd,
+    file,
+    from.position,
+    from.offset,
+    sizeBytes,
+    RECORD_PAYLOAD_BYTES_LIMIT,
+    true,
+    undefined,
+  );
+}
+
 /** Whether the entry at `position` starts with a zero length: the scan's "zero-length" stop. */
 function zeroLengthAt(fd: number, file: string, position: number): boolean {
   const length = new Uint8Array(4);
@@ -624,16 +634,7 @@ function verifyAfterDamage(
       );
       found({ file, position, offset, reason, readableFromOffset: resume?.offset ?? nextBase });
       if (resume === undefined) return records;
-      const scan = scanSegmentFile(
-        fd,
-        file,
-        resume.position,
-        resume.offset,
-        sizeBytes,
-        RECORD_PAYLOAD_BYTES_LIMIT,
-        true,
-        undefined,
-      );
+      const scan = verifiedScanFrom(fd, file, resume, sizeBytes);
       records += scan.recordCount;
       if (scan.stop === "end" || (scan.stop === "zero-length" && scan.nextOffset === nextBase))
         return records;

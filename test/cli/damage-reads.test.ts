@@ -25,6 +25,11 @@ const LINES = Array.from({ length: 400 }, (_, i) => `record ${i} ${"x".repeat(30
  */
 const LONG_LINES = Array.from({ length: 440 }, (_, i) => `record ${i} ${"x".repeat(2000)}`);
 
+/** What `consume` prints for these lines: each with its newline. */
+function linesText(lines: string[]): string {
+  return lines.map((line) => `${line}\n`).join("");
+}
+
 /** Produces `lines` in small runs (several entries per segment), then stops the broker cleanly. */
 async function prepare(
   dataDir: string,
@@ -77,12 +82,7 @@ for (const fetchPath of ["sendfile", "copy"] as const) {
       const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", String(from)]);
       expect(consumed.exitCode).toBe(1);
       // Every record before the damaged entry, nothing of it.
-      expect(consumed.stdout).toBe(
-        lines
-          .slice(from, damaged.baseOffset)
-          .map((line) => `${line}\n`)
-          .join(""),
-      );
+      expect(consumed.stdout).toBe(linesText(lines.slice(from, damaged.baseOffset)));
       expect(consumed.stderr).toContain(`<data-dir>/d-0/${segment}`);
       expect(consumed.stderr).toContain(`file position ${damaged.position}`);
       expect(consumed.stderr).toContain(`the entry at offset ${damaged.baseOffset} is damaged`);
@@ -100,12 +100,7 @@ for (const fetchPath of ["sendfile", "copy"] as const) {
         String(after.baseOffset),
       ]);
       expect(rest.exitCode).toBe(0);
-      expect(rest.stdout).toBe(
-        lines
-          .slice(after.baseOffset)
-          .map((line) => `${line}\n`)
-          .join(""),
-      );
+      expect(rest.stdout).toBe(linesText(lines.slice(after.baseOffset)));
       // The sendfile variant sent its answers from the file (the copy path never does).
       const metrics = await (
         await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)
@@ -134,11 +129,7 @@ test("a flipped byte in an entry's length field: the next readable offset is fou
   const at = ["--broker", `127.0.0.1:${broker.port}`];
   const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
   expect(consumed.exitCode).toBe(1);
-  expect(consumed.stdout).toBe(
-    LINES.slice(0, damaged.baseOffset)
-      .map((line) => `${line}\n`)
-      .join(""),
-  );
+  expect(consumed.stdout).toBe(linesText(LINES.slice(0, damaged.baseOffset)));
   expect(consumed.stderr).toContain(`<data-dir>/d-0/${segment} at file position ${damaged.position}`);
   expect(consumed.stderr).toContain(`the entry at offset ${damaged.baseOffset} is damaged`);
   expect(consumed.stderr).toContain(
@@ -190,11 +181,7 @@ for (const writeMode of ["file", "mapped"] as const) {
     const at = ["--broker", `127.0.0.1:${broker.port}`];
     const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
     expect(consumed.exitCode).toBe(1);
-    expect(consumed.stdout).toBe(
-      LINES.slice(0, damaged.baseOffset)
-        .map((line) => `${line}\n`)
-        .join(""),
-    );
+    expect(consumed.stdout).toBe(linesText(LINES.slice(0, damaged.baseOffset)));
     expect(consumed.stderr).toContain(`the next readable offset is ${after.baseOffset}`);
     const rest = await runCli([
       ...at,
@@ -206,11 +193,7 @@ for (const writeMode of ["file", "mapped"] as const) {
       String(after.baseOffset),
     ]);
     expect(rest.exitCode).toBe(0);
-    expect(rest.stdout).toBe(
-      LINES.slice(after.baseOffset)
-        .map((line) => `${line}\n`)
-        .join(""),
-    );
+    expect(rest.stdout).toBe(linesText(LINES.slice(after.baseOffset)));
   });
 }
 
@@ -242,11 +225,7 @@ for (const writeMode of ["file", "mapped"] as const) {
     const at = ["--broker", `127.0.0.1:${broker.port}`];
     const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
     expect(consumed.exitCode).toBe(0);
-    expect(consumed.stdout).toBe(
-      LINES.slice(0, damaged.baseOffset)
-        .map((line) => `${line}\n`)
-        .join(""),
-    );
+    expect(consumed.stdout).toBe(linesText(LINES.slice(0, damaged.baseOffset)));
   });
 }
 
@@ -343,11 +322,7 @@ test("segment repair: refused while the broker holds the lock; then reports what
     String(rotAfter.baseOffset),
   ]);
   expect(rest.exitCode).toBe(0);
-  expect(rest.stdout).toBe(
-    LINES.slice(rotAfter.baseOffset, torn.baseOffset)
-      .map((line) => `${line}\n`)
-      .join(""),
-  );
+  expect(rest.stdout).toBe(linesText(LINES.slice(rotAfter.baseOffset, torn.baseOffset)));
 });
 
 test("a middle segment removed while the broker was stopped: the records around it are served, a read in the gap names the offsets and where reading goes on", async () => {
@@ -370,20 +345,12 @@ test("a middle segment removed while the broker was stopped: the records around 
   const consumed = await runCli([...at, "consume", "d", "--partition", "0", "--from", "0"]);
   expect(consumed.exitCode).toBe(1);
   // Every record of the first segment (before, its reads failed too), then the gap named.
-  expect(consumed.stdout).toBe(
-    LINES.slice(0, gapStart)
-      .map((line) => `${line}\n`)
-      .join(""),
-  );
+  expect(consumed.stdout).toBe(linesText(LINES.slice(0, gapStart)));
   expect(consumed.stderr).toContain(`<data-dir>/d-0/${segments[0]}`);
   expect(consumed.stderr).toContain(
     `offsets ${gapStart}..${gapEnd - 1} are in no segment file); no readable entry follows in this segment; the next segment starts at offset ${gapEnd}`,
   );
   const rest = await runCli([...at, "consume", "d", "--partition", "0", "--from", String(gapEnd)]);
   expect(rest.exitCode).toBe(0);
-  expect(rest.stdout).toBe(
-    LINES.slice(gapEnd)
-      .map((line) => `${line}\n`)
-      .join(""),
-  );
+  expect(rest.stdout).toBe(linesText(LINES.slice(gapEnd)));
 });

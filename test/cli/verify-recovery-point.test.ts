@@ -81,6 +81,21 @@ function writeCheckpointFile(partitionDir: string, position: number, nextOffset:
   );
 }
 
+/** `segment verify` of the whole data directory: exit 3 and `reported` in its output. */
+async function expectDamageReported(dataDir: string, reported: string): Promise<string> {
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.exitCode).toBe(3);
+  expect(verify.stdout).toContain(reported);
+  return verify.stdout;
+}
+
+/** Start-up recovery on the same files agrees: it reports forced bytes lost in orders-9. */
+async function expectStartReportsLoss(dataDir: string): Promise<void> {
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("DATA LOSS");
+  expect(broker.startLine).toContain("orders-9");
+}
+
 function statusOf(stdout: string, partition: string): string | undefined {
   return new RegExp(`^${partition}\\s+\\d+\\s+\\d+\\s+\\S+ \\S+\\s+(.+)$`, "m").exec(stdout)?.[1]?.trim();
 }
@@ -232,15 +247,12 @@ test("a newest segment cut short before the recovery point is damage: forced bat
   const [, , third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // The file ends on a batch boundary before the point: the forced third batch is gone.
   fs.truncateSync(file, third.position);
-  const verify = await runCli(["segment", "verify", dataDir]);
-  expect(verify.exitCode).toBe(3);
-  expect(verify.stdout).toContain(
+  await expectDamageReported(
+    dataDir,
     `damage: ${file} at file position ${third.position} (offset ${third.baseOffset}): the file ends at byte ${third.position} (before the recovery point`,
   );
   // Recovery sees the same: durable data lost (its report's damageBeforeRecoveryPoint).
-  await using broker = await startBroker(dataDir);
-  expect(broker.startLine).toContain("DATA LOSS");
-  expect(broker.startLine).toContain("orders-9");
+  await expectStartReportsLoss(dataDir);
 });
 
 test("a zero length before the recovery point of the newest segment is damage, with nothing readable after it", async () => {
@@ -251,17 +263,14 @@ test("a zero length before the recovery point of the newest segment is damage, w
   // After a crash (the point at the end of the file, not a clean stop, so the start scans).
   writeCheckpointFile(partitionDir, fs.statSync(file).size, 3);
   zeroBytes(file, second.position, 4);
-  const verify = await runCli(["segment", "verify", dataDir]);
-  expect(verify.exitCode).toBe(3);
-  expect(verify.stdout).toContain(
+  const reported = await expectDamageReported(
+    dataDir,
     `damage: ${file} at file position ${second.position} (offset ${second.baseOffset}): zero length followed by nonzero bytes (before the recovery point`,
   );
-  expect(verify.stdout).not.toContain("readable again");
+  expect(reported).not.toContain("readable again");
   // A zero length ends recovery's scan of a newest segment: it cuts there and reports the forced
   // bytes after it as lost.
-  await using broker = await startBroker(dataDir);
-  expect(broker.startLine).toContain("DATA LOSS");
-  expect(broker.startLine).toContain("orders-9");
+  await expectStartReportsLoss(dataDir);
 });
 
 test("a newest segment with a zeroed header is damage when the recovery point vouches for it, a crash leftover when nothing does", async () => {
@@ -271,12 +280,11 @@ test("a newest segment with a zeroed header is damage when the recovery point vo
   // A torn creation, unless the point says records in it were forced (their force carried the
   // header): recovery then refuses the partition.
   zeroBytes(file, 0, 32);
-  const verify = await runCli(["segment", "verify", dataDir]);
-  expect(verify.exitCode).toBe(3);
-  expect(verify.stdout).toContain(
+  const reported = await expectDamageReported(
+    dataDir,
     `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
   );
-  expect(verify.stdout).not.toContain("crash leftover");
+  expect(reported).not.toContain("crash leftover");
   await expect(startBroker(dataDir)).rejects.toThrow(
     `refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
   );
@@ -332,9 +340,7 @@ test("the segment the recovery point lies in removed while the broker was stoppe
   expect(refused.stderr).toContain(`${newest}, which is missing: records up to offset 399 were forced there`);
   expect(refused.stderr).toContain("booblik-cli segment repair");
 
-  const verify = await runCli(["segment", "verify", dataDir]);
-  expect(verify.exitCode).toBe(3);
-  expect(verify.stdout).toContain(`${newest}, which is missing`);
+  await expectDamageReported(dataDir, `${newest}, which is missing`);
 
   const repaired = await runCli(["segment", "repair", dataDir]);
   expect(repaired.exitCode).toBe(0);
