@@ -420,13 +420,13 @@ function describeOpen(report: Broker["openReport"]): string {
   const scanned =
     report.segmentsScanned === 0
       ? "nothing scanned"
-      : `${report.segmentsScanned} segments scanned (${(report.bytesScanned / 2 ** 20).toFixed(1)} MiB)`;
+      : `${plural(report.segmentsScanned, "segment")} scanned (${(report.bytesScanned / 2 ** 20).toFixed(1)} MiB)`;
   const shutdown =
     report.partitions === 0 ? "new" : report.cleanShutdown ? "clean shutdown" : "recovered after a crash";
   const cut = report.bytesCut > 0 ? `, ${report.bytesCut} torn bytes cut` : "";
   const lost =
     report.partitionsWithDurableLoss.length > 0
-      ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced failed their checks (cut, or kept in place as damaged ranges) in ${report.partitionsWithDurableLoss.join(", ")}`
+      ? `; DATA LOSS: ${report.durableBytesLost} bytes that had been forced are missing or failed their checks (cut, or kept in place as damaged ranges) in ${report.partitionsWithDurableLoss.join(", ")}`
       : "";
   const damaged =
     report.damagedRanges.length > 0
@@ -450,7 +450,7 @@ function describeOpen(report: Broker["openReport"]): string {
       : "";
   const logStart =
     report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
-  return `${report.topics} topics, ${report.partitions} partitions, ${report.segments} segments (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${quarantineKept}${logStart}`;
+  return `${plural(report.topics, "topic")}, ${plural(report.partitions, "partition")}, ${plural(report.segments, "segment")} (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${quarantineKept}${logStart}`;
 }
 
 /** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */

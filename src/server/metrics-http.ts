@@ -455,7 +455,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   quarantineGauge("booblik_quarantine_bytes", "Bytes in quarantine files on disk.", (t) => t.bytes);
   openGauge(
     "booblik_open_durable_bytes_lost",
-    "Bytes before a recovery point (forced) that failed their checks at the last open.",
+    "Bytes before a recovery point (forced) that were missing or failed their checks at the last open.",
     (report) => report.durableBytesLost,
   );
   registry.register(

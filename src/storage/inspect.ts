@@ -476,9 +476,9 @@ export function verifyPartitionDirectory(
  * The end of the newest segment's walk, against `forced` (where the bytes the recovery point says
  * were forced end, `forcedEnd`). At or after it an invalid entry is an unverified tail (a write in
  * progress, or a torn tail recovery cuts). Before it, forced bytes failed their check: damage, and
- * from there on the walk does what recovery does in Segment.recover (segment.ts): a zero length ends
- * the log there (recovery cuts the rest), anything else is stepped over to the next whole, valid
- * entry, and the walk's next stop is classified the same way. A clean end before `forced` is damage
+ * from there on the walk does what recovery does in Segment.recover (segment.ts): the bad entry, a
+ * zero length included, is stepped over to the next whole, valid entry, and the walk's next stop is
+ * classified the same way. A clean end before `forced` is damage
  * too (recovery: `damageBeforeRecoveryPoint`): forced entries are missing.
  */
 function verifyNewestEnd(
@@ -520,20 +520,16 @@ function verifyNewestEnd(
     const sizeBytes = fileSize(fd, file);
     let { position, offset, reason } = walk.end;
     for (;;) {
-      // A zero length in the newest segment ends recovery's walk even before the point
-      // (Segment.recover breaks on "zero-length" when no segment follows, then cuts there and
-      // reports the forced bytes lost), so nothing after it is readable.
-      const resume = zeroLengthAt(fd, file, position)
-        ? undefined
-        : findNextReadable(
-            fd,
-            file,
-            position,
-            offset,
-            sizeBytes,
-            RECORD_PAYLOAD_BYTES_LIMIT,
-            Number.MAX_SAFE_INTEGER,
-          );
+      // A zero length before the point is stepped over like any damage, as Segment.recover does.
+      const resume = findNextReadable(
+        fd,
+        file,
+        position,
+        offset,
+        sizeBytes,
+        RECORD_PAYLOAD_BYTES_LIMIT,
+        Number.MAX_SAFE_INTEGER,
+      );
       found({ file, position, offset, reason: belowPoint(reason), readableFromOffset: resume?.offset });
       if (resume === undefined) return;
       const scan = verifiedScanFrom(fd, file, resume, sizeBytes);
@@ -596,13 +592,6 @@ function verifiedScanFrom(
     true,
     undefined,
   );
-}
-
-/** Whether the entry at `position` starts with a zero length: the scan's "zero-length" stop. */
-function zeroLengthAt(fd: number, file: string, position: number): boolean {
-  const length = new Uint8Array(4);
-  if (preadFull(fd, length, 0, 4, position, file) < 4) return false;
-  return length[0] === 0 && length[1] === 0 && length[2] === 0 && length[3] === 0;
 }
 
 /**

@@ -39,7 +39,8 @@
  * |                                                         |                              | segment's offsets stand on their own           |
  * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
  *
- * In the newest segment a damaged entry before the recovery point is stepped over the same way;
+ * In the newest segment a damaged entry before the recovery point (a zero length included: forced
+ * bytes are never zeros) is stepped over the same way;
  * after it, the first invalid entry ends the log (a torn write), and cut bytes that hold whole,
  * valid entries are first copied into `<segment>.log.quarantine-<position>` (`quarantined`).
  * (Since Segment.recover keeps the range of a segment that a later one follows, `scanEnd` no longer
@@ -81,8 +82,9 @@ export interface PartitionOpenReport {
    */
   bytesCut: number;
   /**
-   * Bytes before the recovery point that failed their check and were cut: entries that had been
-   * forced (acknowledged under `force`) are gone. Not normal: a disk that lost or damaged data.
+   * Bytes before the recovery point that failed their check (cut, or kept as damaged ranges) or
+   * that the file no longer has (cut short): entries that had been forced (acknowledged under
+   * `force`) are gone. Not normal: a disk that lost or damaged data.
    */
   durableBytesLost: number;
   /**
@@ -237,10 +239,10 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
       `${q.bytes} bytes from ${scanned.path} at file position ${q.position} (entries from offset ${q.offset} on) cut and kept in ${q.file}`,
     );
   }
-  const lost = Math.max(
-    0,
-    Math.min(verifiedFrom, scanned.validEndBytes + scanned.cutBytes) - scanned.validEndBytes,
-  );
+  // Everything from the end of the valid entries to the point was forced: bytes cut, and bytes the
+  // file no longer has (a file cut short on a batch boundary counted 0 here, and the start line
+  // said "DATA LOSS: 0 bytes", an operator's fault run).
+  const lost = Math.max(0, verifiedFrom - scanned.validEndBytes);
   if (scanned.validEndBytes < verifiedFrom) report.damageBeforeRecoveryPoint = true;
   report.durableBytesLost += lost;
   // The zeros reserved ahead of the writer (a mapped file's capacity, a `file` writer's window under

@@ -498,15 +498,20 @@ export class Segment implements ReadDescriptorHolder {
       // Damage in the middle (issue 15): the walk resumes at the next whole, valid entry after it
       // (each entry carries its BaseOffset, so what follows the damage keeps its offsets), and
       // every damaged range is recorded. What has no valid entry after it is a torn tail. A zero
-      // length is the end of a mapped file's entries and is searched past only in a segment that a
-      // later one follows (searching a mapped active segment's zeroed capacity at every recovery
-      // would read up to a whole segment).
+      // length is the end of a mapped file's entries and is searched past only where entries must
+      // follow it: in a segment that a later one follows, below that one's base offset, and in the
+      // newest segment before the recovery point (forced bytes are never zeros; stopping there cut
+      // the intact forced batches after a zeroed one, an operator's fault run of 2026-12-02).
+      // Searching a mapped active segment's zeroed capacity after its point at every recovery
+      // would read up to a whole segment.
       const damages: SegmentDamage[] = [];
       let validNext = baseOffset + recordCount;
       for (;;) {
         if (scan.stop === "end") break;
-        if (scan.stop === "zero-length" && (sealedNextOffset === undefined || validNext >= sealedNextOffset))
-          break;
+        const entriesFollow = forAppend
+          ? scan.endPosition < trustedEnd
+          : sealedNextOffset !== undefined && validNext < sealedNextOffset;
+        if (scan.stop === "zero-length" && !entriesFollow) break;
         // In the newest segment, only damage before the recovery point is stepped over: after it a
         // valid entry behind an invalid one is what a crash leaves (the page cache writes back in
         // any order), never acknowledged under `force`, and cut as a torn tail (quarantined below).

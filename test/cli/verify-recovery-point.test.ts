@@ -89,13 +89,6 @@ async function expectDamageReported(dataDir: string, reported: string): Promise<
   return verify.stdout;
 }
 
-/** Start-up recovery on the same files agrees: it reports forced bytes lost in orders-9. */
-async function expectStartReportsLoss(dataDir: string): Promise<void> {
-  await using broker = await startBroker(dataDir);
-  expect(broker.startLine).toContain("DATA LOSS");
-  expect(broker.startLine).toContain("orders-9");
-}
-
 function statusOf(stdout: string, partition: string): string | undefined {
   return new RegExp(`^${partition}\\s+\\d+\\s+\\d+\\s+\\S+ \\S+\\s+(.+)$`, "m").exec(stdout)?.[1]?.trim();
 }
@@ -240,7 +233,7 @@ test("without a checkpoint, or with one that does not parse, there is no recover
   expect(broker.startLine).not.toContain("DATA LOSS");
 });
 
-test("a newest segment cut short before the recovery point is damage: forced batches are missing", async () => {
+test("a newest segment cut short before the recovery point is damage: forced batches are missing, and the start counts their bytes", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { file } = await prepare(dataDir, 3);
@@ -251,15 +244,24 @@ test("a newest segment cut short before the recovery point is damage: forced bat
     dataDir,
     `damage: ${file} at file position ${third.position} (offset ${third.baseOffset}): the file ends at byte ${third.position} (before the recovery point`,
   );
-  // Recovery sees the same: durable data lost (its report's damageBeforeRecoveryPoint).
-  await expectStartReportsLoss(dataDir);
+  // Recovery sees the same, and says how many forced bytes are gone: the start line said "DATA
+  // LOSS: 0 bytes" here (an operator's fault run), counting only the bytes still in the file.
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain(
+    `DATA LOSS: ${third.bytes} bytes that had been forced are missing or failed`,
+  );
+  expect(broker.startLine).toContain("orders-9");
+  // Counts in the singular where they are one ("1 topics, 1 segments scanned" before).
+  expect(broker.startLine).toContain(
+    "opened 1 topic, 10 partitions, 10 segments (clean shutdown, 1 segment scanned",
+  );
 });
 
-test("a zero length before the recovery point of the newest segment is damage, with nothing readable after it", async () => {
+test("a zero length before the recovery point of the newest segment is damage: the forced batch after it stays readable", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { partitionDir, file } = await prepare(dataDir, 3);
-  const [, second] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
+  const [, second, third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // After a crash (the point at the end of the file, not a clean stop, so the start scans).
   writeCheckpointFile(partitionDir, fs.statSync(file).size, 3);
   zeroBytes(file, second.position, 4);
@@ -267,10 +269,54 @@ test("a zero length before the recovery point of the newest segment is damage, w
     dataDir,
     `damage: ${file} at file position ${second.position} (offset ${second.baseOffset}): zero length followed by nonzero bytes (before the recovery point`,
   );
+  expect(reported).toContain(`readable again from offset ${third.baseOffset}`);
+  // The start steps over the zeroed batch as over any damage before the point. It used to stop its
+  // walk at the zero length, cut the file there, and so destroy the intact forced third batch
+  // (an operator's fault run); the next produce then got its offset again.
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("DATA LOSS");
+  expect(broker.startLine).toContain(
+    `${file} at file position ${second.position}: offsets ${second.baseOffset}..${third.baseOffset - 1} unreadable`,
+  );
+  expect(broker.startLine).not.toContain("QUARANTINED");
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const thirdRead = await runCli([
+    ...at,
+    "consume",
+    "orders",
+    "--partition",
+    "9",
+    "--from",
+    String(third.baseOffset),
+  ]);
+  expect(thirdRead.exitCode).toBe(0);
+  expect(thirdRead.stdout).toBe(`${LINES[2]}\n`);
+  const produced = await runCli([...at, "produce", "orders", "--partition", "9"], {
+    stdin: "after the damage\n",
+  });
+  expect(produced.exitCode).toBe(0);
+  const offsets = await runCli([...at, "--json", "offsets", "orders"]);
+  expect(offsets.exitCode).toBe(0);
+  const partitions: { partition: number; nextOffset: number }[] = JSON.parse(offsets.stdout);
+  expect(partitions.find((p) => p.partition === 9)?.nextOffset).toBe(third.baseOffset + 2);
+});
+
+test("zeros from a batch before the recovery point to the end of the newest segment: forced bytes lost, counted, nothing left to read", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 3);
+  const [, second] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
+  const sizeBytes = fs.statSync(file).size;
+  writeCheckpointFile(partitionDir, sizeBytes, 3);
+  // What a disk that lost the last two forced batches of a mapped file would show.
+  zeroBytes(file, second.position, sizeBytes - second.position);
+  const reported = await expectDamageReported(
+    dataDir,
+    `damage: ${file} at file position ${second.position} (offset ${second.baseOffset}): the entries end at file position ${second.position}, zeros follow (before the recovery point`,
+  );
   expect(reported).not.toContain("readable again");
-  // A zero length ends recovery's scan of a newest segment: it cuts there and reports the forced
-  // bytes after it as lost.
-  await expectStartReportsLoss(dataDir);
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain(`DATA LOSS: ${sizeBytes - second.position} bytes that had been forced`);
 });
 
 test("a newest segment with a zeroed header is damage when the recovery point vouches for it, a crash leftover when nothing does", async () => {
