@@ -51,7 +51,10 @@
  * `point.position` in `point`'s segment means entries that were forced (acknowledged under `force`)
  * failed their check. That is reported as durable data lost (`durableBytesLost`,
  * `damageBeforeRecoveryPoint`), never as "torn bytes cut": a torn tail after the recovery point is
- * normal after a crash, damage before it is not.
+ * normal after a crash, damage before it is not. When those missing entries are the newest
+ * segment's last (its file cut short, or its forced end damaged), their offsets up to
+ * `point.nextOffset` are not handed out again: the segment is sealed with them as a damaged range at
+ * its end, and the log goes on in a new segment (`continueAfterMissingOffsets`).
  *
  * `booblik-cli segment verify` (inspect.ts) reads the same checkpoint and decides a newest segment
  * with `planSegment` and `forcedEnd`, so what it calls damage, torn tail or crash leftover is what
@@ -252,6 +255,20 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
 }
 
 /**
+ * The newest segment came back sealed from Segment.openForAppend: offsets the recovery point says
+ * were forced were missing at its end, and stay its own as a damaged range. The log goes on after
+ * them in a new segment, whose header and directory entry are forced now: a crash that tore them
+ * would make the next start drop it as a torn creation (rule 2) and reopen the sealed one for
+ * append, handing the missing offsets out again.
+ */
+function continueAfterMissingOffsets(directory: string, config: SegmentConfig, segments: Segment[]): void {
+  const next = Segment.create(directory, segments.at(-1)!.nextOffset, config);
+  segments.push(next);
+  next.forceNow();
+  disk.fsyncDirectory(directory);
+}
+
+/**
  * Passes 3 and 4: opens the segments of `bases` in order into `segments` following the tables
  * above. On a throw the caller closes what was opened.
  */
@@ -313,15 +330,22 @@ export function recoverSegments(
         );
         if (trusted.report.scannedBytes > 0) account(report, trusted.report, point!.position);
         segments.push(trusted.segment);
+        if (!trusted.segment.isActive) continueAfterMissingOffsets(directory, config, segments);
         return;
       }
       case "scan": {
         const verifyFrom = forcedEnd(base, point);
+        const forcedNext =
+          point !== undefined && base === point.segmentBaseOffset ? point.nextOffset : undefined;
         const opened = isNewest
-          ? Segment.openForAppend(filePath, config, verifyFrom)
+          ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
           : Segment.openRecovered(filePath, config, verifyFrom, nextBase);
         account(report, opened.report, verifyFrom);
         segments.push(opened.segment);
+        if (isNewest && !opened.segment.isActive) {
+          continueAfterMissingOffsets(directory, config, segments);
+          return;
+        }
         const end = scanEnd(opened.segment.nextOffset, nextBase);
         if (end === "overlap") {
           throw new BadSegmentFileError(

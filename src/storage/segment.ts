@@ -378,19 +378,27 @@ export class Segment implements ReadDescriptorHolder {
    *
    * `verifyCrcFrom`: entries that start before this position were verified before (a recovery point)
    * and are walked without computing their CRCs; the default checks every CRC.
+   *
+   * `forcedNextOffset`: the offset the recovery point says every offset below was forced. When the
+   * valid entries end below it (the file was cut short, or its forced end is damaged), the missing
+   * offsets stay this segment's as a damaged range at its end and the segment comes back sealed
+   * (`isActive` false): the caller starts the next segment at `forcedNextOffset`, so that those
+   * offsets are never handed out again to new records.
    */
   static openForAppend(
     filePath: string,
     config: SegmentConfig,
     verifyCrcFrom: number = SEGMENT_HEADER_BYTES,
+    forcedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
-    return Segment.recover(filePath, config, verifyCrcFrom, true);
+    return Segment.recover(filePath, config, verifyCrcFrom, true, undefined, forcedNextOffset);
   }
 
   /**
    * Opens the newest segment for append after a clean shutdown, without a scan: the checkpoint
    * vouches for its size and record count. The index is built on first use (read or append). Falls
-   * back to `openForAppend` (a scan) when the file does not match what the checkpoint says.
+   * back to `openForAppend` (a scan, `nextOffset` as its `forcedNextOffset`: the segment may come
+   * back sealed) when the file does not match what the checkpoint says.
    */
   static openActiveTrusted(
     filePath: string,
@@ -406,7 +414,7 @@ export class Segment implements ReadDescriptorHolder {
       if (sizeOnDisk !== sizeBytes || nextOffset < baseOffset || sizeBytes < SEGMENT_HEADER_BYTES) {
         disk.closeFile(fd, filePath);
         fdOwned = false;
-        return Segment.openForAppend(filePath, config, sizeBytes);
+        return Segment.openForAppend(filePath, config, sizeBytes, nextOffset);
       }
       fdOwned = false;
       const writer = createWriter(
@@ -455,6 +463,7 @@ export class Segment implements ReadDescriptorHolder {
     verifyCrcFrom: number,
     forAppend: boolean,
     sealedNextOffset?: Offset,
+    forcedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
     const fd = disk.openFile(filePath, "readWrite");
     let writer: SegmentWriter | undefined;
@@ -625,9 +634,26 @@ export class Segment implements ReadDescriptorHolder {
       // Also force what the scan accepted: after a process crash, records can be readable from the
       // page cache without being on disk yet, and the caller is about to treat them as durable.
       disk.datasyncNow(fd, filePath);
+      // Offsets the recovery point says were forced, missing at the end (a file cut short, or its
+      // forced end damaged): they stay this segment's, a damaged range at its end as a removed
+      // middle segment leaves, and the segment is sealed so the next one starts after them. Recovery
+      // used to end the log at the valid entries and hand those offsets out again: a consumer that
+      // had read them got other records under the same offsets, and one that had committed past
+      // them skipped new records (an operator's fault run, 2026-12-02).
+      const forcedMissing = forAppend && forcedNextOffset !== undefined && validNext < forcedNextOffset;
+      if (forcedMissing) {
+        damages.push({
+          position: validEnd,
+          offset: validNext,
+          reason: `the forced records of offsets ${validNext}..${forcedNextOffset - 1} are missing: the readable entries end at file position ${validEnd}, and the recovery point in checkpoint.json says offsets below ${forcedNextOffset} were forced`,
+          resumePosition: validEnd,
+          resumeOffset: forcedNextOffset,
+        });
+        validNext = forcedNextOffset;
+      }
       const nextOffset = validNext as Offset;
       let segment: Segment;
-      if (forAppend) {
+      if (forAppend && !forcedMissing) {
         const capacity = Math.max(config.segmentBytes, validEnd);
         fdOwned = false; // the writer owns it from here, also when its constructor throws
         writer = createWriter(config.writeMode, filePath, fd, validEnd, capacity);

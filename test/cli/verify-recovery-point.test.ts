@@ -251,11 +251,72 @@ test("a newest segment cut short before the recovery point is damage: forced bat
     `DATA LOSS: ${third.bytes} bytes that had been forced are missing or failed`,
   );
   expect(broker.startLine).toContain("orders-9");
-  // Counts in the singular where they are one ("1 topics, 1 segments scanned" before).
+  // Counts in the singular where they are one ("1 topics, 1 segments scanned" before); the 11th
+  // segment is the one the log goes on in, after the missing offsets.
   expect(broker.startLine).toContain(
-    "opened 1 topic, 10 partitions, 10 segments (clean shutdown, 1 segment scanned",
+    "opened 1 topic, 10 partitions, 11 segments (clean shutdown, 1 segment scanned",
   );
+  await expectMissingOffsetsReserved(broker, dataDir, file, third.baseOffset, 3);
 });
+
+/**
+ * After a start that found the forced batches of offsets `missing`..`forcedNext` - 1 gone from the
+ * end of the newest segment `file`: those offsets are not handed out again (recovery used to end
+ * the log at `missing`, and the next records got them), a read of them names the loss, the records
+ * before them and after the next produce are served, and a crash and a restart keep all of that.
+ */
+async function expectMissingOffsetsReserved(
+  broker: Awaited<ReturnType<typeof startBroker>>,
+  dataDir: string,
+  file: string,
+  missing: number,
+  sealedNext: number,
+): Promise<void> {
+  const partitionDir = path.dirname(file);
+  const newSegment = path.join(partitionDir, `${String(sealedNext).padStart(20, "0")}.log`);
+  expect(fs.existsSync(newSegment)).toBe(true);
+  const first = ["--broker", `127.0.0.1:${broker.port}`];
+  const named = await runCli([...first, "consume", "orders", "--partition", "9", "--from", String(missing)]);
+  expect(named.exitCode).toBe(1);
+  expect(named.stderr).toContain(`the forced records of offsets ${missing}..${sealedNext - 1} are missing`);
+  const produced = await runCli([...first, "produce", "orders", "--partition", "9"], {
+    stdin: "after the loss\n",
+  });
+  expect(produced.exitCode).toBe(0);
+  await broker.stop("SIGKILL");
+  await using again = await startBroker(dataDir);
+  const at = ["--broker", `127.0.0.1:${again.port}`];
+  const offsets = await runCli([...at, "--json", "offsets", "orders"]);
+  const partitions: { partition: number; nextOffset: number }[] = JSON.parse(offsets.stdout);
+  expect(partitions.find((p) => p.partition === 9)?.nextOffset).toBe(sealedNext + 1);
+  const gap = await runCli([...at, "consume", "orders", "--partition", "9", "--from", String(missing)]);
+  expect(gap.exitCode).toBe(1);
+  // The restart opens the sealed segment without a scan; its first read finds the same range.
+  expect(gap.stderr).toContain(`offsets ${missing}..${sealedNext - 1} are in no segment file`);
+  expect(gap.stderr).toContain(`the next segment starts at offset ${sealedNext}`);
+  const before = await runCli([
+    ...at,
+    "consume",
+    "orders",
+    "--partition",
+    "9",
+    "--from",
+    "0",
+    "--max",
+    String(missing),
+  ]);
+  expect(before.exitCode).toBe(0);
+  expect(before.stdout.split("\n").filter((line) => line !== "").length).toBe(missing);
+  const after = await runCli([...at, "consume", "orders", "--partition", "9", "--from", String(sealedNext)]);
+  expect(after.exitCode).toBe(0);
+  expect(after.stdout).toBe("after the loss\n");
+  expect(await again.stop("SIGTERM")).toBe(0);
+  // Offline, the missing offsets are a gap between the two segments: damage.
+  await expectDamageReported(
+    dataDir,
+    `damage: ${newSegment} at file position 0 (offset ${missing}): the previous segment ends at offset ${missing} but this one starts at ${sealedNext}; readable again from offset ${sealedNext}`,
+  );
+}
 
 test("a zero length before the recovery point of the newest segment is damage: the forced batch after it stays readable", async () => {
   using dir = tempDir();
@@ -317,6 +378,7 @@ test("zeros from a batch before the recovery point to the end of the newest segm
   expect(reported).not.toContain("readable again");
   await using broker = await startBroker(dataDir);
   expect(broker.startLine).toContain(`DATA LOSS: ${sizeBytes - second.position} bytes that had been forced`);
+  await expectMissingOffsetsReserved(broker, dataDir, file, second.baseOffset, 3);
 });
 
 test("a newest segment with a zeroed header is damage when the recovery point vouches for it, a crash leftover when nothing does", async () => {
