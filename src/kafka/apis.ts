@@ -86,7 +86,9 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.HEARTBEAT]: { min: 0, max: 3 },
   [KAFKA_API.LEAVE_GROUP]: { min: 0, max: 3 },
   [KAFKA_API.SYNC_GROUP]: { min: 0, max: 3 },
-  [KAFKA_API.DESCRIBE_GROUPS]: { min: 0, max: 4 },
+  // v6 (flexible from v5) answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x does to the
+  // Java client 4.x, which asks for v6 (KIP-1043).
+  [KAFKA_API.DESCRIBE_GROUPS]: { min: 0, max: 6 },
   [KAFKA_API.LIST_GROUPS]: { min: 0, max: 2 },
   [KAFKA_API.API_VERSIONS]: { min: 0, max: 3 },
   [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },

@@ -356,6 +356,12 @@ export class KafkaWriter {
     return this.raw(value);
   }
 
+  /** COMPACT_BYTES (unsigned varint length + 1). */
+  compactBytes(value: Uint8Array): this {
+    this.uvarint(value.length + 1);
+    return this.raw(value);
+  }
+
   arrayCount(count: number): this {
     return this.int32(count);
   }

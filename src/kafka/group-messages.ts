@@ -1,19 +1,30 @@
 /**
  * Request decoders and response encoders of the Kafka group APIs booblik's listener speaks, sans
  * I/O: OffsetCommit (8) 0-7, OffsetFetch (9) 0-5, JoinGroup (11) 0-5, Heartbeat (12) 0-3,
- * LeaveGroup (13) 0-3, SyncGroup (14) 0-3, DescribeGroups (15) 0-4, ListGroups (16) 0-2: the
+ * LeaveGroup (13) 0-3, SyncGroup (14) 0-3, DescribeGroups (15) 0-6, ListGroups (16) 0-2: the
  * non-flexible versions, which cover what kcat (librdkafka 2.0.2) and kafkajs 2.2.4 send
- * (kafka-wire.md §1.2). FindCoordinator is in messages.ts. Field lists follow apache/kafka's
+ * (kafka-wire.md §1.2), and DescribeGroups' flexible v5-6: at v6 an unknown group is
+ * GROUP_ID_NOT_FOUND (KIP-1043), the answer the Java client 4.x turns into
+ * GroupIdNotFoundException as Kafka 4.x gives it (the differential run, docs/kafka.md). FindCoordinator is in messages.ts. Field lists follow apache/kafka's
  * message JSON files (clients/src/main/resources/common/message/<Name>Request.json and
  * <Name>Response.json); "(vN+)" marks a field that exists from version N on.
  *
  * Invariants: as messages.ts (a decoder reads exactly its request or throws KafkaProtocolError with
  * the byte position; byte fields are views into the frame; an encoder writes a whole frame).
  */
-import { beginResponse, endResponse, KAFKA_API, type KafkaApiKey, responseHeaderVersion } from "./apis.ts";
+import {
+  beginResponse,
+  endResponse,
+  isFlexible,
+  KAFKA_API,
+  type KafkaApiKey,
+  responseHeaderVersion,
+} from "./apis.ts";
 import type { KafkaReader, KafkaWriter } from "./codec.ts";
 
 const STRING_BYTES_MIN = 2;
+/** A compact string's length varint (1 byte at least). */
+const COMPACT_STRING_BYTES_MIN = 1;
 const INT32_BYTES = 4;
 const BYTES_MIN = 4;
 const EMPTY = new Uint8Array(0);
@@ -356,16 +367,23 @@ export function encodeListGroupsResponse(
 // --- DescribeGroups (15) -------------------------------------------------------------------------
 
 export function decodeDescribeGroupsRequest(reader: KafkaReader, version: number): { groups: string[] } {
-  const count = reader.arrayCount("groups", STRING_BYTES_MIN);
+  const flexible = isFlexible(KAFKA_API.DESCRIBE_GROUPS, version);
+  const count = flexible
+    ? reader.compactArrayCount("groups", COMPACT_STRING_BYTES_MIN)
+    : reader.arrayCount("groups", STRING_BYTES_MIN);
   const groups: string[] = [];
-  for (let i = 0; i < count; i++) groups.push(reader.string("group id"));
+  for (let i = 0; i < count; i++)
+    groups.push(flexible ? reader.compactString("group id") : reader.string("group id"));
   if (version >= 3) reader.boolean("include_authorized_operations");
+  if (flexible) reader.skipTaggedFields("DescribeGroups request");
   reader.expectEnd("DescribeGroups request");
   return { groups };
 }
 
 export interface DescribedGroup {
   errorCode: number;
+  /** (v6+) Words for `errorCode`, null when none. */
+  errorMessage: string | null;
   groupId: string;
   state: string;
   protocolType: string;
@@ -390,20 +408,35 @@ export function encodeDescribeGroupsResponse(
   correlationId: number,
   groups: readonly DescribedGroup[],
 ): void {
+  const flexible = isFlexible(KAFKA_API.DESCRIBE_GROUPS, version);
+  const text = (value: string) => (flexible ? writer.compactString(value) : writer.string(value));
+  const nullableText = (value: string | null) =>
+    flexible ? writer.compactNullableString(value) : writer.nullableString(value);
+  const data = (value: Uint8Array) => (flexible ? writer.compactBytes(value) : writer.nullableBytes(value));
+  const count = (n: number) => (flexible ? writer.compactArrayCount(n) : writer.arrayCount(n));
   const start = begin(writer, KAFKA_API.DESCRIBE_GROUPS, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.arrayCount(groups.length);
+  count(groups.length);
   for (const group of groups) {
-    writer.errorCode(group.errorCode).string(group.groupId).string(group.state);
-    writer.string(group.protocolType).string(group.protocolData);
-    writer.arrayCount(group.members.length);
+    writer.errorCode(group.errorCode);
+    if (version >= 6) nullableText(group.errorMessage);
+    text(group.groupId);
+    text(group.state);
+    text(group.protocolType);
+    text(group.protocolData);
+    count(group.members.length);
     for (const member of group.members) {
-      writer.string(member.memberId);
-      if (version >= 4) writer.nullableString(member.groupInstanceId);
-      writer.string(member.clientId).string(member.clientHost);
-      writer.nullableBytes(member.metadata).nullableBytes(member.assignment);
+      text(member.memberId);
+      if (version >= 4) nullableText(member.groupInstanceId);
+      text(member.clientId);
+      text(member.clientHost);
+      data(member.metadata);
+      data(member.assignment);
+      if (flexible) writer.emptyTaggedFields();
     }
     if (version >= 3) writer.int32(AUTHORIZED_OPERATIONS_OMITTED);
+    if (flexible) writer.emptyTaggedFields();
   }
+  if (flexible) writer.emptyTaggedFields();
   endResponse(writer, start);
 }

@@ -689,9 +689,10 @@ export class KafkaHandler {
           const request = decodeDescribeGroupsRequest(reader, apiVersion);
           const described = request.groups.map((groupId): DescribedGroup => {
             const refusal = this.refused(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, groupId);
-            if (refusal === undefined) return this.describeGroup(groupId);
+            if (refusal === undefined) return this.describeGroup(groupId, apiVersion);
             return {
               errorCode: refusal.code,
+              errorMessage: null,
               groupId,
               state: "",
               protocolType: "",
@@ -959,11 +960,12 @@ export class KafkaHandler {
     );
   }
 
-  private describeGroup(groupId: string): DescribedGroup {
+  private describeGroup(groupId: string, version: number): DescribedGroup {
     const group = this.groups.describe(groupId);
     if (group !== undefined) {
       return {
         errorCode: KAFKA_ERROR.NONE,
+        errorMessage: null,
         groupId,
         state: group.state,
         protocolType: group.protocolType,
@@ -971,10 +973,13 @@ export class KafkaHandler {
         members: group.members,
       };
     }
-    // No members: Empty when it has committed offsets, Dead otherwise (Kafka's answers, error NONE).
+    // No members: Empty when it has committed offsets, Dead otherwise. A Dead group is error NONE
+    // up to v5 and GROUP_ID_NOT_FOUND from v6 on (KIP-1043), with Kafka 4.x's message.
     const hasOffsets = this.broker.offsets.committedOf(groupId).length > 0;
+    const notFound = !hasOffsets && version >= 6;
     return {
-      errorCode: KAFKA_ERROR.NONE,
+      errorCode: notFound ? KAFKA_ERROR.GROUP_ID_NOT_FOUND : KAFKA_ERROR.NONE,
+      errorMessage: notFound ? `Group ${groupId} not found.` : null,
       groupId,
       state: hasOffsets ? "Empty" : "Dead",
       protocolType: "",

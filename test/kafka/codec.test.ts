@@ -741,7 +741,7 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, DescribeLogDirs and ElectLeaders", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, DescribeGroups, DescribeLogDirs and ElectLeaders", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
@@ -754,7 +754,7 @@ describe("responses match Kafka's layouts field by field", () => {
       12: { min: 0, max: 3 },
       13: { min: 0, max: 3 },
       14: { min: 0, max: 3 },
-      15: { min: 0, max: 4 },
+      15: { min: 0, max: 6 },
       16: { min: 0, max: 2 },
       18: { min: 0, max: 3 },
       19: { min: 0, max: 4 },
@@ -783,10 +783,12 @@ describe("responses match Kafka's layouts field by field", () => {
       // (flexible) when advertised, and the Java client bumps an idempotent producer's epoch only
       // through v3+. ListOffsets: the Java client and kafka-python ask for the largest timestamp
       // (KIP-734) only at v7+. DescribeLogDirs: v4 carries the volume sizes kafka-log-dirs.sh prints.
-      // ElectLeaders: the Java AdminClient's newest, v2, as for DescribeLogDirs.
+      // ElectLeaders: the Java AdminClient's newest, v2, as for DescribeLogDirs. DescribeGroups:
+      // v6 answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x answers the Java client.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
         apiKey === KAFKA_API.API_VERSIONS ||
+          apiKey === KAFKA_API.DESCRIBE_GROUPS ||
           apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
           apiKey === KAFKA_API.INIT_PRODUCER_ID ||
           apiKey === KAFKA_API.LIST_OFFSETS ||
@@ -865,6 +867,7 @@ describe("static membership fields (KIP-345)", () => {
     ).toEqual(leave.frame());
     const group = {
       errorCode: 0,
+      errorMessage: null,
       groupId: "g",
       state: "Stable",
       protocolType: "consumer",
@@ -886,6 +889,59 @@ describe("static membership fields (KIP-345)", () => {
       if (version >= 4) d.str("i-1");
       d.str("c").str("/127.0.0.1").i32(1).i8(1).i32(1).i8(3).i32(-2147483648);
       expect(encoded((w) => encodeDescribeGroupsResponse(w, version, 7, [group]))).toEqual(d.frame());
+    }
+  });
+
+  test("DescribeGroups v5-6 (flexible): compact fields and tag buffers; v6 adds each group's error message", () => {
+    const request = requestHeader(KAFKA_API.DESCRIBE_GROUPS, 5)
+      .uvarint(3)
+      .cstr("a")
+      .cstr("b")
+      .i8(1)
+      .uvarint(0);
+    expect(decode(request.body()).body).toEqual({ groups: ["a", "b"] });
+    const group = {
+      errorCode: 0,
+      errorMessage: null,
+      groupId: "g",
+      state: "Stable",
+      protocolType: "consumer",
+      protocolData: "range",
+      members: [
+        {
+          memberId: "m",
+          groupInstanceId: null,
+          clientId: "c",
+          clientHost: "/127.0.0.1",
+          metadata: Uint8Array.of(1),
+          assignment: Uint8Array.of(3, 4),
+        },
+      ],
+    };
+    const unknown = {
+      errorCode: 69,
+      errorMessage: "Group x not found.",
+      groupId: "x",
+      state: "Dead",
+      protocolType: "",
+      protocolData: "",
+      members: [],
+    };
+    for (const version of [5, 6]) {
+      // Response header v1: correlation id and a tag buffer.
+      const d = new Expect().i32(7).uvarint(0).i32(0).uvarint(3);
+      d.i16(0);
+      if (version >= 6) d.cstr(null);
+      d.cstr("g").cstr("Stable").cstr("consumer").cstr("range").uvarint(2);
+      d.cstr("m").cstr(null).cstr("c").cstr("/127.0.0.1").uvarint(2).i8(1).uvarint(3).i8(3).i8(4).uvarint(0);
+      d.i32(-2147483648).uvarint(0);
+      d.i16(69);
+      if (version >= 6) d.cstr("Group x not found.");
+      d.cstr("x").cstr("Dead").cstr("").cstr("").uvarint(1).i32(-2147483648).uvarint(0);
+      d.uvarint(0);
+      expect(encoded((w) => encodeDescribeGroupsResponse(w, version, 7, [group, unknown]))).toEqual(
+        d.frame(),
+      );
     }
   });
 });
