@@ -9,19 +9,15 @@
  * place and then cut to its length (cutting first, then writing, needed a free block: on a full ext4
  * the start failed with `pwrite failed: ENOSPC on <data-dir>/.lock`, found by an operator's
  * disk-full run, 2026-12-02; the freed block is not reusable until the journal commits), and on a
- * full disk a content that cannot be written is left as it was.
+ * full disk a content that cannot be written is left as it was. Its file calls go through the Disk
+ * seam (src/storage/disk.ts), so a test can give it a full disk that reuses no freed block
+ * (test/broker/data-dir-lock.test.ts); the flock itself is the operating system's.
  */
 import os from "node:os";
 import path from "node:path";
-import {
-  closeFile,
-  openFile,
-  pwriteAll,
-  readTextFile,
-  truncateFile,
-  tryLockExclusive,
-} from "../../ffi/file.ts";
+import { tryLockExclusive } from "../../ffi/file.ts";
 import { DataDirLockedError, isDiskFull } from "../domain/errors.ts";
+import { disk } from "../storage/disk.ts";
 
 export const LOCK_FILE = ".lock";
 
@@ -38,26 +34,26 @@ export class DataDirLock {
     const lockPath = path.join(dataDir, LOCK_FILE);
     let fd: number;
     try {
-      fd = openFile(lockPath, "createNew");
+      fd = disk.openFile(lockPath, "createNew");
     } catch {
-      fd = openFile(lockPath, "readWrite");
+      fd = disk.openFile(lockPath, "readWrite");
     }
     try {
       if (!tryLockExclusive(fd, lockPath)) {
-        const holder = readTextFile(lockPath)?.trim() || "another process";
+        const holder = disk.readTextFile(lockPath)?.trim() || "another process";
         throw new DataDirLockedError(dataDir, holder);
       }
       const text = new TextEncoder().encode(
         `pid ${process.pid} on ${os.hostname()}, since ${new Date().toISOString()}\n`,
       );
       try {
-        pwriteAll(fd, text, 0, text.length, 0, lockPath);
-        truncateFile(fd, text.length, lockPath);
+        disk.pwriteAll(fd, text, 0, text.length, 0, lockPath);
+        disk.truncateFile(fd, text.length, lockPath);
       } catch (error) {
         if (!isDiskFull(error)) throw error;
       }
     } catch (error) {
-      closeFile(fd, lockPath);
+      disk.closeFile(fd, lockPath);
       throw error;
     }
     return new DataDirLock(fd, lockPath);
@@ -67,6 +63,6 @@ export class DataDirLock {
     if (this.fd < 0) return;
     const fd = this.fd;
     this.fd = -1;
-    closeFile(fd, this.path);
+    disk.closeFile(fd, this.path);
   }
 }
