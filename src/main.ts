@@ -433,6 +433,8 @@ function describeOpen(report: Broker["openReport"]): string {
       ? `; DAMAGE: ${report.offsetsLost} offsets unreadable in ${plural(report.damagedRanges.length, "damaged range")}, kept in place (later segments kept): ${report.damagedRanges.join("; ")}`
       : "";
   const quarantined = report.quarantined.length > 0 ? `; QUARANTINED: ${report.quarantined.join("; ")}` : "";
+  const rewritten =
+    report.headersRewritten.length > 0 ? `; HEADER REWRITTEN: ${report.headersRewritten.join("; ")}` : "";
   const quarantineKept =
     report.quarantineFiles > 0 || report.quarantineFilesRemoved > 0
       ? `; ${plural(report.quarantineFiles, "quarantine file")} on disk (${report.quarantineBytes} bytes; removed with their segments; booblik-cli segment verify lists them)` +
@@ -450,7 +452,7 @@ function describeOpen(report: Broker["openReport"]): string {
       : "";
   const logStart =
     report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
-  return `${plural(report.topics, "topic")}, ${plural(report.partitions, "partition")}, ${plural(report.segments, "segment")} (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${quarantineKept}${logStart}`;
+  return `${plural(report.topics, "topic")}, ${plural(report.partitions, "partition")}, ${plural(report.segments, "segment")} (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${rewritten}${quarantineKept}${logStart}`;
 }
 
 /** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */

@@ -128,6 +128,8 @@ export interface BrokerOpenReport {
   damagedRanges: string[];
   /** Cut bytes holding valid entries, copied aside into quarantine files (PartitionOpenReport). */
   quarantined: string[];
+  /** Zeroed segment headers written again, records kept (PartitionOpenReport.headersRewritten). */
+  headersRewritten: string[];
   /** Quarantine files on disk after the open, from this open and earlier ones, and their bytes. */
   quarantineFiles: number;
   quarantineBytes: number;
@@ -229,6 +231,7 @@ export class Broker {
       offsetsLost: 0,
       damagedRanges: [],
       quarantined: [],
+      headersRewritten: [],
       quarantineFiles: 0,
       quarantineBytes: 0,
       quarantineFilesRemoved: 0,
@@ -396,6 +399,7 @@ export class Broker {
         report.offsetsLost += opened.offsetsLost;
         report.damagedRanges.push(...opened.damagedRanges);
         report.quarantined.push(...opened.quarantined);
+        report.headersRewritten.push(...opened.headersRewritten);
         report.quarantineFiles += opened.quarantineFiles;
         report.quarantineBytes += opened.quarantineBytes;
         report.quarantineFilesRemoved += opened.quarantineFilesRemoved;

@@ -1198,6 +1198,7 @@ async function segment(parsed: Parsed): Promise<number> {
         );
         for (const range of r.damagedRanges) out.push(`  damaged, kept: ${range}`);
         for (const q of r.quarantined) out.push(`  quarantined: ${q}`);
+        for (const h of r.headersRewritten) out.push(`  header rewritten: ${h}`);
       }
       return out.join("\n");
     });

@@ -32,6 +32,8 @@ export interface PartitionRepair {
   offsetsUnreadable: number;
   /** Cut bytes that held valid entries, copied into quarantine files first. */
   quarantined: string[];
+  /** Zeroed segment headers written again from the file name, their records kept. */
+  headersRewritten: string[];
   /** Bytes cut at segment ends (torn tails, and the quarantined bytes). */
   bytesCut: number;
   /** Segment files removed (crash leftovers without entries, a newest segment's torn creation). */
@@ -77,6 +79,7 @@ export function repairDataDirectory(dataDir: string): PartitionRepair[] {
           damagedRanges: report.damagedRanges,
           offsetsUnreadable: report.offsetsLost,
           quarantined: report.quarantined,
+          headersRewritten: report.headersRewritten,
           bytesCut: report.bytesCut,
           segmentsDropped: report.segmentsDropped,
           quarantineFilesRemoved: report.quarantineFilesRemoved,

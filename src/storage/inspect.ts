@@ -48,7 +48,7 @@ import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/en
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
 import { forcedEnd, missingPointSegment, planSegment } from "./log-recovery.ts";
-import { isTornCreation, scanSegmentFile } from "./recovery.ts";
+import { headerZeroedBeforeEntries, isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
   decodeSegmentHeader,
@@ -414,12 +414,17 @@ export function verifyPartitionDirectory(
       walk = walkSegmentFile(file, undefined, onProgress);
     } catch (error) {
       if (error instanceof BadSegmentFileError) {
+        // A newest segment whose header is zeros over records: a start writes it again and keeps
+        // them (log-recovery.ts, rewriteHeader).
+        const rewritten = newest && headerZeroedBeforeEntries(file);
         found({
           file,
           position: 0,
           offset: base,
-          reason: error.message,
-          readableFromOffset: bases[i + 1],
+          reason: rewritten
+            ? `the header is zeros, but records from offset ${base} follow: a start writes the header again from the file name and keeps them`
+            : error.message,
+          readableFromOffset: rewritten ? base : bases[i + 1],
         });
         expectedBase = bases[i + 1];
         continue;

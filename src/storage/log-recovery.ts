@@ -66,9 +66,9 @@ import type { Offset } from "../domain/ids.ts";
 import { SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import type { Checkpoint, RecoveryPoint } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { isTornCreation } from "./recovery.ts";
+import { headerZeroedBeforeEntries, isTornCreation } from "./recovery.ts";
 import { Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
-import { segmentFileName } from "./segment-header.ts";
+import { encodeSegmentHeader, segmentFileName } from "./segment-header.ts";
 
 /** What opening a partition found and did. */
 export interface PartitionOpenReport {
@@ -107,6 +107,11 @@ export interface PartitionOpenReport {
   damagedRanges: string[];
   /** Cut bytes that held whole, valid entries, copied aside first: quarantine file, offsets. */
   quarantined: string[];
+  /**
+   * Newest segments whose header was zeros while valid entries followed, written again from the file
+   * name (`headerZeroedBeforeEntries`): each file, and the offset its entries start at.
+   */
+  headersRewritten: string[];
   /** Quarantine files next to the segments after the open (written by this or earlier opens). */
   quarantineFiles: number;
   quarantineBytes: number;
@@ -255,6 +260,27 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
 }
 
 /**
+ * Writes the header of a newest segment whose header is zeros while a valid entry with the file
+ * name's base offset follows (`headerZeroedBeforeEntries`), and forces it. Zeros over a header that
+ * was there (bit rot, a zeroed range): the records after it are kept and the walk goes on as for any
+ * segment. Taken for a torn creation (rule 2), the file was deleted with every record in it, and
+ * their offsets were handed out again (a reviewer's fault harness, 2026-12-02). The header holds
+ * nothing but the base offset and the format version, so the file name says all of it.
+ */
+function rewriteHeader(filePath: string, baseOffset: Offset, report: PartitionOpenReport): void {
+  const fd = disk.openFile(filePath, "readWrite");
+  try {
+    disk.pwriteAll(fd, encodeSegmentHeader(baseOffset), 0, SEGMENT_HEADER_BYTES, 0, filePath);
+    disk.datasyncNow(fd, filePath);
+  } finally {
+    disk.closeFile(fd, filePath);
+  }
+  report.headersRewritten.push(
+    `${filePath} (its ${SEGMENT_HEADER_BYTES} header bytes were zeros; records from offset ${baseOffset} follow, kept)`,
+  );
+}
+
+/**
  * The newest segment came back sealed from Segment.openForAppend: offsets the recovery point says
  * were forced were missing at its end, and stay its own as a damaged range. The log goes on after
  * them in a new segment, whose header and directory entry are forced now: a crash that tore them
@@ -294,6 +320,7 @@ export function recoverSegments(
     const filePath = path.join(directory, segmentFileName(base));
     const isNewest = i === bases.length - 1;
     const nextBase = isNewest ? undefined : bases[i + 1]!;
+    if (isNewest && headerZeroedBeforeEntries(filePath)) rewriteHeader(filePath, base, report);
     const plan = planSegment({
       baseOffset: base,
       isNewest,
@@ -313,8 +340,16 @@ export function recoverSegments(
         if (segments.length > 0) {
           const previous = segments.pop()!;
           previous.close();
-          const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes);
+          // The offsets the recovery point says were forced in it stay its own even when its end
+          // was lost too (a reviewer's fault harness, 2026-12-02: without them the log went on at
+          // the end of its readable entries, below offsets acknowledged under force).
+          const forcedNext =
+            point !== undefined && point.segmentBaseOffset === previous.baseOffset
+              ? (point.nextOffset as Offset)
+              : undefined;
+          const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes, forcedNext);
           segments.push(reopened.segment);
+          if (!reopened.segment.isActive) continueAfterMissingOffsets(directory, config, segments);
         }
         return;
       }

@@ -243,6 +243,7 @@ export class PartitionLog {
       offsetsLost: 0,
       damagedRanges: [],
       quarantined: [],
+      headersRewritten: [],
       quarantineFiles: 0,
       quarantineBytes: 0,
       quarantineFilesRemoved: 0,

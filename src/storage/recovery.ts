@@ -18,8 +18,11 @@
  * its stamped BaseOffset continues the previous entry exactly. What to do with the rest (cut it,
  * refuse, report) is the caller's decision.
  */
+import path from "node:path";
 import {
   ENTRY_HEADER_BYTES,
+  RECORD_BATCH_OVERHEAD_BYTES,
+  RECORD_PAYLOAD_BYTES_LIMIT,
   RECOVERY_CHUNK_BYTES,
   RECOVERY_FIRST_READ_BYTES,
   RECOVERY_READAHEAD_BYTES,
@@ -28,6 +31,7 @@ import {
 import { type EntryStop, type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "./disk.ts";
 import { entryLengthAt } from "./entry-framer.ts";
+import { parseSegmentFileName } from "./segment-header.ts";
 import type { SparseIndex } from "./sparse-index.ts";
 
 export interface SegmentScan {
@@ -148,26 +152,63 @@ export function scanSegmentFile(
 }
 
 /**
- * A file shorter than a header, or whose header is all zeros: the header never reached the disk (a
- * crash or power cut right after a roll). Whatever follows the header does not matter: after a
- * power cut in the force that follows a roll, the directory entry (synced in parallel) may be on
- * disk while the segment's fdatasync never ran, and the disk may have kept part of a later unforced
- * write but not the header (test/power-loss/volatile-fs.c tears last writes this way; the broker then
- * refused to start with "not a booblik segment (magic 0x00000000)"). No record in such a file was
- * acknowledged under force: that takes an fdatasync of the file, which carries the header written
- * before any record. Recovery removes it unless the recovery point vouches for records in it
- * (partition-log.ts), and `segment verify` reports it as a crash leftover (inspect.ts): one
- * predicate for both.
+ * A file shorter than a header, or whose header is all zeros with no valid entry after it: the
+ * header never reached the disk (a crash or power cut right after a roll). Garbage after the header
+ * does not matter: after a power cut in the force that follows a roll, the directory entry (synced
+ * in parallel) may be on disk while the segment's fdatasync never ran, and the disk may have kept
+ * part of a later unforced write but not the header (test/power-loss/volatile-fs.c tears last writes
+ * this way; the broker then refused to start with "not a booblik segment (magic 0x00000000)"). No
+ * record in such a file was acknowledged under force: that takes an fdatasync of the file, which
+ * carries the header written before any record. Recovery removes it unless the recovery point
+ * vouches for records in it (partition-log.ts), and `segment verify` reports it as a crash leftover
+ * (inspect.ts): one predicate for both.
+ *
+ * A zeroed header followed by a whole, valid entry whose BaseOffset is the file name's is not that
+ * (`headerZeroedBeforeEntries`): zeros over a header that was there, and records a start keeps by
+ * writing the header again (log-recovery.ts). Treated as a torn creation, the file was deleted with
+ * every record in it, and their offsets handed out again (a reviewer's fault harness, 2026-12-02).
  */
 export function isTornCreation(filePath: string): boolean {
+  return headerState(filePath) === "torn";
+}
+
+/** Whether the file's header is zeros while a valid entry with the file name's base offset follows. */
+export function headerZeroedBeforeEntries(filePath: string): boolean {
+  return headerState(filePath) === "zeroed-before-entries";
+}
+
+function headerState(filePath: string): "whole" | "torn" | "zeroed-before-entries" {
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
-    if (size < SEGMENT_HEADER_BYTES) return true;
+    if (size < SEGMENT_HEADER_BYTES) return "torn";
     const header = new Uint8Array(SEGMENT_HEADER_BYTES);
     const got = disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
-    for (let i = 0; i < got; i++) if (header[i] !== 0) return false;
-    return true;
+    for (let i = 0; i < got; i++) if (header[i] !== 0) return "whole";
+    const baseOffset = parseSegmentFileName(path.basename(filePath));
+    if (baseOffset === undefined || size < SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES) return "torn";
+    const frame = new Uint8Array(ENTRY_HEADER_BYTES);
+    disk.preadFull(fd, frame, 0, ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES, filePath);
+    // The entry's length field counts what follows the frame; one entry is read, at most one batch.
+    const entryBytes = ENTRY_HEADER_BYTES + entryLengthAt(frame, 0);
+    if (entryBytes > ENTRY_HEADER_BYTES + RECORD_PAYLOAD_BYTES_LIMIT + RECORD_BATCH_OVERHEAD_BYTES)
+      return "torn";
+    const entry = new Uint8Array(Math.min(entryBytes, size - SEGMENT_HEADER_BYTES));
+    const read = disk.preadFull(fd, entry, 0, entry.length, SEGMENT_HEADER_BYTES, filePath);
+    const scan = newEntryScanResult();
+    scanEntries(
+      entry,
+      0,
+      read,
+      {
+        framing: "framed",
+        verifyCrc: true,
+        maxBatchBytes: RECORD_PAYLOAD_BYTES_LIMIT,
+        expectedBaseOffset: baseOffset,
+      },
+      scan,
+    );
+    return scan.entryCount === 1 ? "zeroed-before-entries" : "torn";
   } finally {
     disk.closeFile(fd, filePath);
   }

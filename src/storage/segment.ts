@@ -471,8 +471,11 @@ export class Segment implements ReadDescriptorHolder {
     try {
       const baseOffset = readHeader(fd, filePath);
       const sizeOnDisk = disk.fileSize(fd, filePath);
-      const index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
-      const indexing: ScanIndexing = { index, segmentBaseOffset: baseOffset, maxTimestampMs: -1 };
+      const indexing: ScanIndexing = {
+        index: new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES),
+        segmentBaseOffset: baseOffset,
+        maxTimestampMs: -1,
+      };
       const { maxPayloadBytes } = config;
       // No CRCs up to the recovery point (verified before), everything after it.
       const trustedEnd = Math.min(Math.max(verifyCrcFrom, SEGMENT_HEADER_BYTES), sizeOnDisk);
@@ -502,6 +505,26 @@ export class Segment implements ReadDescriptorHolder {
           indexing,
         );
         recordCount += scan.recordCount;
+        scannedBytes += scan.scannedBytes;
+      } else {
+        // The walk without CRCs stopped before the trusted end. The entry it blames may be intact and
+        // the one before it damaged in a field only its CRC covers: a flipped bit in a batch's
+        // LastOffsetDelta made the next, intact batch an offset gap, the search past it started from
+        // the damaged field's offsets, and the cut destroyed the later forced batches (a reviewer's
+        // fault harness, 2026-12-02). Walked again with every CRC, the damaged entry is the one named.
+        indexing.index = new SparseIndex(config.indexIntervalBytes, SEGMENT_HEADER_BYTES);
+        indexing.maxTimestampMs = -1;
+        scan = scanSegmentFile(
+          fd,
+          filePath,
+          SEGMENT_HEADER_BYTES,
+          baseOffset,
+          sizeOnDisk,
+          maxPayloadBytes,
+          true,
+          indexing,
+        );
+        recordCount = scan.recordCount;
         scannedBytes += scan.scannedBytes;
       }
       // Damage in the middle (issue 15): the walk resumes at the next whole, valid entry after it
@@ -665,7 +688,7 @@ export class Segment implements ReadDescriptorHolder {
         segment.readFd = fd; // positional reads only: a read-write descriptor serves reading as well
         sealedReadDescriptors.opened(segment);
       }
-      segment.index = index;
+      segment.index = indexing.index;
       segment.maxTimestampMs = indexing.maxTimestampMs;
       segment.damages.push(...damages);
       const report: SegmentRecoveryReport = {
@@ -1500,7 +1523,8 @@ export class Segment implements ReadDescriptorHolder {
     let fromOffset = this.baseOffset + this.indexedRecords;
     let endBytes = sizeBytes;
     for (;;) {
-      const scan = scanSegmentFile(
+      const maxTimestampBefore = indexing.maxTimestampMs;
+      let scan = scanSegmentFile(
         fd,
         this.path,
         from,
@@ -1510,8 +1534,30 @@ export class Segment implements ReadDescriptorHolder {
         false,
         indexing,
       );
-      const endOffset = fromOffset + scan.recordCount;
+      let endOffset = fromOffset + scan.recordCount;
       if (scan.endPosition === sizeBytes && endOffset === this.publishedNextOffset) break;
+      if (
+        !(this.writer === undefined && scan.stop === "zero-length" && endOffset === this.publishedNextOffset)
+      ) {
+        // Not a clean end: the walk, without CRCs, may blame an intact entry for damage in a field
+        // of the one before it that only its CRC covers (a flipped LastOffsetDelta failed every read
+        // of the segment: "segment holds entries of 67109464 offsets …", a reviewer's fault harness,
+        // 2026-12-02). Walked again with CRCs, the damaged entry is the one named. Entries already
+        // offered to the index are offered again and ignored (the index only grows).
+        indexing.maxTimestampMs = maxTimestampBefore;
+        scan = scanSegmentFile(
+          fd,
+          this.path,
+          from,
+          fromOffset,
+          sizeBytes,
+          this.config.maxPayloadBytes,
+          true,
+          indexing,
+        );
+        endOffset = fromOffset + scan.recordCount;
+        if (scan.endPosition === sizeBytes && endOffset === this.publishedNextOffset) break;
+      }
       if (
         this.writer === undefined &&
         scan.stop === "zero-length" &&

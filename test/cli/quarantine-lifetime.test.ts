@@ -250,13 +250,14 @@ test("a quarantine file whose newest segment recovery drops as a torn creation (
   }
   expect(fs.existsSync(quarantine)).toBe(true);
   // The newest segment now holds its header and one entry. A header of zeros with no checkpoint
-  // to vouch for it is what a power cut right after a roll leaves (recovery.ts isTornCreation):
+  // to vouch for it and no valid entry after it is what a power cut right after a roll leaves
+  // (recovery.ts isTornCreation; the entry's length is zeroed too, or the header is written again):
   // the next start deletes the segment (log-recovery.ts, rule 2), and its quarantine file must go.
   const segments = segmentsOf(partitionDir);
   const newest = path.join(partitionDir, segments.at(-1)!);
   expect(fs.statSync(newest).size).toBeGreaterThan(SEGMENT_HEADER_BYTES);
   const bytes = fs.readFileSync(newest);
-  bytes.fill(0, 0, SEGMENT_HEADER_BYTES);
+  bytes.fill(0, 0, SEGMENT_HEADER_BYTES + 4);
   fs.writeFileSync(newest, bytes);
   fs.rmSync(path.join(partitionDir, "checkpoint.json"));
   {

@@ -386,8 +386,9 @@ test("a newest segment with a zeroed header is damage when the recovery point vo
   const dataDir = dir.file("data");
   const { partitionDir, file } = await prepare(dataDir, 3);
   // A torn creation, unless the point says records in it were forced (their force carried the
-  // header): recovery then refuses the partition.
-  zeroBytes(file, 0, 32);
+  // header): recovery then refuses the partition. No valid entry follows the header (the first
+  // one's length is zeroed too): with one, the header is written again (the next test).
+  zeroBytes(file, 0, 36);
   const reported = await expectDamageReported(
     dataDir,
     `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
@@ -401,6 +402,108 @@ test("a newest segment with a zeroed header is damage when the recovery point vo
   const leftover = await runCli(["segment", "verify", dataDir]);
   expect(leftover.exitCode).toBe(0);
   expect(statusOf(leftover.stdout, "orders-9")).toBe("ok (crash leftover)");
+});
+
+test("a newest segment with a zeroed header over intact records: the start writes the header again and keeps them, with or without a recovery point", async () => {
+  for (const checkpoint of ["kept", "removed"]) {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const { partitionDir, file } = await prepare(dataDir, 3);
+    // Zeros over the 32 header bytes only: bit rot, or a zeroed range. The start used to take it
+    // for a torn creation without a recovery point, delete the file with its records and give
+    // their offsets to new ones (a reviewer's fault harness, 2026-12-02); with one, it refused.
+    zeroBytes(file, 0, 32);
+    if (checkpoint === "removed") fs.rmSync(path.join(partitionDir, "checkpoint.json"));
+    await expectDamageReported(
+      dataDir,
+      `damage: ${file} at file position 0 (offset 0): the header is zeros, but records from offset 0 follow: a start writes the header again from the file name and keeps them`,
+    );
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(
+      `HEADER REWRITTEN: ${file} (its 32 header bytes were zeros; records from offset 0 follow, kept)`,
+    );
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const consumed = await runCli([...at, "consume", "orders", "--partition", "9", "--from", "0"]);
+    expect(consumed.exitCode).toBe(0);
+    expect(consumed.stdout).toBe(`${LINES.slice(0, 3).join("\n")}\n`);
+    const produced = await runCli([...at, "produce", "orders", "--partition", "9"], { stdin: "next\n" });
+    expect(produced.stdout).toContain("partition 9 offset 3");
+    expect(await broker.stop("SIGTERM")).toBe(0);
+    const verify = await runCli(["segment", "verify", dataDir]);
+    expect(verify.exitCode).toBe(0);
+  }
+});
+
+test("a newest segment torn at creation, after a segment whose forced end was lost: the offsets the recovery point vouches for are not handed out again", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  {
+    await using broker = await startBroker(dataDir);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const created = await runCli([
+      ...at,
+      "topics",
+      "create",
+      "rolled",
+      "--durability",
+      "force",
+      "--segment-size",
+      "8KiB",
+    ]);
+    expect(created.exitCode).toBe(0);
+    for (let from = 0; from < 160; from += 40) {
+      const lines = Array.from({ length: 40 }, (_, i) => `record ${from + i} ${"x".repeat(60)}`);
+      const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], {
+        stdin: `${lines.join("\n")}\n`,
+      });
+      expect(produced.exitCode).toBe(0);
+    }
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const partitionDir = path.join(dataDir, "rolled-0");
+  const names = fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+  expect(names.length).toBeGreaterThanOrEqual(2);
+  const previous = path.join(partitionDir, names.at(-2)!);
+  const newest = path.join(partitionDir, names.at(-1)!);
+  const newestBase = Number(names.at(-1)!.slice(0, 20));
+  // The recovery point at the end of the previous segment: everything in it was forced. Then a
+  // disk that lost that segment's last batch and tore the newest one's header and first entry.
+  fs.writeFileSync(
+    path.join(partitionDir, "checkpoint.json"),
+    JSON.stringify({
+      version: 1,
+      cleanShutdown: false,
+      recoveryPoint: {
+        segmentBaseOffset: Number(names.at(-2)!.slice(0, 20)),
+        position: fs.statSync(previous).size,
+        nextOffset: newestBase,
+      },
+    }),
+  );
+  const lastOfPrevious = entriesOf(previous).at(-1)!;
+  fs.truncateSync(previous, lastOfPrevious.position);
+  zeroBytes(newest, 0, 36);
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain("DATA LOSS");
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+  expect(produced.exitCode).toBe(0);
+  // Before: the log went on at the lost batch's first offset.
+  expect(produced.stdout).toContain(`partition 0 offset ${newestBase}`);
+  const gap = await runCli([
+    ...at,
+    "consume",
+    "rolled",
+    "--partition",
+    "0",
+    "--from",
+    String(lastOfPrevious.baseOffset),
+  ]);
+  expect(gap.exitCode).toBe(1);
+  expect(gap.stderr).toContain(`the next segment starts at offset ${newestBase}`);
 });
 
 test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {

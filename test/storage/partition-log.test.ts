@@ -750,7 +750,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       }
     });
 
-    test("a zeroed header is damage, not a torn creation, when the recovery point vouches for records in it", () => {
+    test("a zeroed header is written again when records follow it; without records it is damage, not a torn creation, when the recovery point vouches for records in it", () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 2048 });
       const log = PartitionLog.open(dir.path, config);
@@ -765,9 +765,26 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       // Reopened and closed without a clean mark: the checkpoint now says "not clean", with a
       // recovery point at the end of `active`, so the records there were forced.
       PartitionLog.open(dir.path, config).close(false);
-      const fd = fs.openSync(path.join(dir.path, active), "r+");
-      fs.writeSync(fd, new Uint8Array(SEGMENT_HEADER_BYTES), 0, SEGMENT_HEADER_BYTES, 0);
-      fs.closeSync(fd);
+      const zero = (bytes: number) => {
+        const fd = fs.openSync(path.join(dir.path, active), "r+");
+        fs.writeSync(fd, new Uint8Array(bytes), 0, bytes, 0);
+        fs.closeSync(fd);
+      };
+      // Zeros over the header only: its records are intact, and the open writes it again.
+      zero(SEGMENT_HEADER_BYTES);
+      const healed = PartitionLog.open(dir.path, config);
+      try {
+        expect(healed.openReport.headersRewritten).toEqual([
+          expect.stringContaining(`${path.join(dir.path, active)} (its 32 header bytes were zeros`),
+        ]);
+        expect<number>(healed.nextOffset).toBe(100);
+        expectAll(healed, 0, 100);
+      } finally {
+        healed.close(false);
+      }
+      // Zeros over the header and the first entry's length: no record follows to vouch for the
+      // header, the recovery point does, and the open refuses it.
+      zero(SEGMENT_HEADER_BYTES + 4);
       expect(() => PartitionLog.open(dir.path, config)).toThrow(/not a booblik segment/);
       expect(fs.existsSync(path.join(dir.path, active))).toBe(true);
     });
