@@ -87,6 +87,17 @@ export interface GroupProtocol {
   metadata: Uint8Array;
 }
 
+/**
+ * A copy of a JoinGroup's protocols that the group can keep: the request's metadata are views into
+ * the connection's inbound buffer (kafka/group-messages.ts), which its next request overwrites. Kept
+ * as views, the member's SyncGroup alone turned them into pieces of other requests (a reviewer's
+ * run, 2026-12-02): DescribeGroups answered garbage, a rejoin with unchanged metadata rebalanced
+ * the group, and OffsetDelete's subscription check read the wrong topics.
+ */
+function ownedProtocols(protocols: readonly GroupProtocol[]): GroupProtocol[] {
+  return protocols.map((p) => ({ name: p.name, metadata: p.metadata.slice() }));
+}
+
 export interface JoinRequest {
   groupId: string;
   /** "" for a member joining for the first time. */
@@ -329,7 +340,7 @@ export class GroupCoordinator {
       sessionTimeoutMs: request.sessionTimeoutMs,
       rebalanceTimeoutMs: request.rebalanceTimeoutMs,
       protocolType: request.protocolType,
-      protocols: request.protocols,
+      protocols: ownedProtocols(request.protocols),
       assignment: EMPTY,
       parkedJoin: undefined,
       parkedSync: undefined,
@@ -348,7 +359,7 @@ export class GroupCoordinator {
 
   private rejoin(group: Group, member: Member, request: JoinRequest): Promise<JoinResult> {
     const changed = !sameProtocols(member.protocols, request.protocols);
-    member.protocols = request.protocols;
+    member.protocols = ownedProtocols(request.protocols);
     member.sessionTimeoutMs = request.sessionTimeoutMs;
     member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
     switch (group.state) {
@@ -399,7 +410,7 @@ export class GroupCoordinator {
     group.staticMembers.set(member.instanceId!, newId);
     if (group.leaderId === oldId) group.leaderId = newId;
     // The client id and host stay the first incarnation's, as Kafka's replaceStaticMember keeps them.
-    member.protocols = request.protocols;
+    member.protocols = ownedProtocols(request.protocols);
     member.sessionTimeoutMs = request.sessionTimeoutMs;
     member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
     if (group.state === "Stable" && this.selectProtocol(group) === group.protocol) {

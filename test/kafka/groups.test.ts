@@ -9,7 +9,7 @@
  * skipped, with the reason printed, where kcat is not installed.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
+import { AssignerProtocol, type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
 import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { LineReader } from "../helpers/process.ts";
@@ -350,6 +350,14 @@ describe("kafkajs consumer group", () => {
     await waitUntil(() => received.length >= 1, "the record after the commits", 60_000);
     const describedLive = await admin.describeGroups(["billing"]);
     expect(describedLive.groups[0]!.members).toHaveLength(1);
+    // The member's subscription as it sent it in its JoinGroup. The coordinator kept a view into
+    // the connection's reused inbound buffer, and the member's next request (its SyncGroup, its
+    // heartbeats) wrote over it (a reviewer's run, 2026-12-02): DescribeGroups answered garbage, a
+    // rejoin with unchanged metadata rebalanced, and OffsetDelete read the subscription wrong.
+    const subscription = AssignerProtocol.MemberMetadata.decode(
+      describedLive.groups[0]!.members[0]!.memberMetadata,
+    );
+    expect(subscription?.topics).toEqual(["orders"]);
     await three.disconnect();
     expect(received.map((r) => r.value)).toEqual(["x0"]);
   });
