@@ -329,6 +329,17 @@ const TOPIC_CONFIG_KEYS: Record<string, keyof TopicConfig> = {
   "booblik.write.mode": "writeMode",
 };
 
+/**
+ * A refusal of Broker.alterTopic, which starts with booblik's setting name ("maxRecordBytes can only
+ * increase …"), with the Kafka config name the client sent instead ("max.message.bytes can only
+ * increase …"): the client knows no other (a reviewer's run, 2026-12-02).
+ */
+function withKafkaConfigName(message: string): string {
+  for (const [kafkaName, key] of Object.entries(TOPIC_CONFIG_KEYS))
+    if (message.startsWith(`${key} `)) return `${kafkaName}${message.slice(key.length)}`;
+  return message;
+}
+
 /** What DescribeConfigs answers for each setting of TOPIC_CONFIGS: Kafka's type and a line of text. */
 const DESCRIBED_CONFIGS: Record<string, { configType: number; documentation: string }> = {
   "retention.ms": {
@@ -1519,10 +1530,11 @@ export class KafkaHandler {
         result(KAFKA_ERROR.NONE, null);
       } catch (error) {
         const mapped = kafkaErrorOf(error);
-        this.audit(who, `alter topic ${JSON.stringify(resource.resourceName)} refused: ${mapped.message}`);
+        const message = withKafkaConfigName(mapped.message);
+        this.audit(who, `alter topic ${JSON.stringify(resource.resourceName)} refused: ${message}`);
         result(
           mapped.code === KAFKA_ERROR.INVALID_REQUEST ? KAFKA_ERROR.INVALID_CONFIG : mapped.code,
-          mapped.message,
+          message,
         );
       }
     }
