@@ -4,8 +4,14 @@
  *
  * - The broker must be stopped: the data directory lock is taken first, and a held lock refuses the
  *   command (DATA_DIR_LOCKED) before anything is touched.
- * - Per partition: the checkpoint is removed (so recovery scans and checks every entry, CRC
- *   included), the partition is opened by the broker's own recovery (src/storage/log-recovery.ts:
+ * - Per partition: the partition is opened by the broker's own recovery with every segment scanned
+ *   and every CRC checked (`verifyEveryCrc`), the checkpoint's recovery point kept: it still says
+ *   which offsets were forced, so offsets a start kept from being handed out again (a segment
+ *   sealed with its lost forced end as a damaged range, the log going on in a new, empty segment)
+ *   stay kept. Removing the checkpoint, as the repair once did, made that empty segment a crash
+ *   leftover and gave those offsets to new records (a reviewer's fault harness, 2026-12-02). The
+ *   one exception: when the segment the point lies in is missing (the start refuses that), the
+ *   checkpoint is removed, which accepts the loss. The open goes on (src/storage/log-recovery.ts:
  *   damage in the middle of the log is kept in place and stepped over, later segments are kept,
  *   cut bytes that hold valid entries are copied into a quarantine file first) and closed cleanly
  *   (a new checkpoint), and what the open did is reported.
@@ -16,10 +22,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { DataDirLock } from "../broker/data-dir-lock.ts";
 import { BooblikError, DataDirLockedError } from "../domain/errors.ts";
+import type { Offset } from "../domain/ids.ts";
 import { RECORD_PAYLOAD_BYTES_LIMIT } from "../domain/limits.ts";
-import { CHECKPOINT_FILE } from "../storage/checkpoint.ts";
+import { CHECKPOINT_FILE, readCheckpoint } from "../storage/checkpoint.ts";
+import { missingPointSegment } from "../storage/log-recovery.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
 import { segmentConfig } from "../storage/segment.ts";
+import { parseSegmentFileName } from "../storage/segment-header.ts";
 
 /** What the repair found and did in one partition. */
 export interface PartitionRepair {
@@ -64,10 +73,17 @@ export function repairDataDirectory(dataDir: string): PartitionRepair[] {
   try {
     // Every batch size a topic may have allowed is recognised (a smaller bound would call valid
     // large batches damage); the write mode only matters for appends, which the repair makes none of.
-    const config = segmentConfig({ maxPayloadBytes: RECORD_PAYLOAD_BYTES_LIMIT });
+    const config = segmentConfig({ maxPayloadBytes: RECORD_PAYLOAD_BYTES_LIMIT, verifyEveryCrc: true });
     const repairs: PartitionRepair[] = [];
     for (const directory of partitionDirectories(dataDir)) {
-      fs.rmSync(path.join(directory, CHECKPOINT_FILE), { force: true });
+      const checkpointPath = path.join(directory, CHECKPOINT_FILE);
+      const bases = fs
+        .readdirSync(directory)
+        .map((name) => parseSegmentFileName(name))
+        .filter((base): base is Offset => base !== undefined)
+        .sort((a, b) => a - b);
+      const point = readCheckpoint(checkpointPath)?.recoveryPoint;
+      if (missingPointSegment(bases, point) !== undefined) fs.rmSync(checkpointPath, { force: true });
       const log = PartitionLog.open(directory, config);
       try {
         const report = log.openReport;

@@ -402,6 +402,7 @@ export function verifyPartitionDirectory(
         point,
         cleanShutdown: checkpoint?.cleanShutdown === true,
         tornCreation: () => isTornCreation(file),
+        scanAll: false,
       }) === "drop-torn-creation"
     ) {
       // Exactly what recovery removes. A sealed segment without a header is damage, and so is a

@@ -135,22 +135,24 @@ export interface SegmentSituation {
   cleanShutdown: boolean;
   /** Whether the file's header never reached the disk (asked only when the rules need it). */
   tornCreation: () => boolean;
+  /** Every segment is scanned (`segment repair`): rules 1 and 3 do not apply. */
+  scanAll: boolean;
 }
 
 /** Pass 3: the rule table of the header comment, in its order. */
 export function planSegment(situation: SegmentSituation): SegmentPlan {
-  const { baseOffset, isNewest, point, cleanShutdown } = situation;
+  const { baseOffset, isNewest, point, cleanShutdown, scanAll } = situation;
   const beforePoint = point !== undefined && baseOffset < point.segmentBaseOffset;
   const atPoint = point !== undefined && baseOffset === point.segmentBaseOffset;
   // Rule 1.
-  if (!isNewest && beforePoint) return "open-sealed";
+  if (!isNewest && beforePoint && !scanAll) return "open-sealed";
   // Rule 2. `vouched`: the recovery point says entries of this segment were forced, so its header
   // was forced too; a zeroed header there is damage, and the scan (rule 4) refuses it.
   const trusted = beforePoint || (cleanShutdown && atPoint);
   const vouched = atPoint && point.position > SEGMENT_HEADER_BYTES;
   if (isNewest && !trusted && !vouched && situation.tornCreation()) return "drop-torn-creation";
   // Rule 3.
-  if (isNewest && cleanShutdown && atPoint) return "open-trusted";
+  if (isNewest && cleanShutdown && atPoint && !scanAll) return "open-trusted";
   // Rule 4.
   return "scan";
 }
@@ -327,6 +329,7 @@ export function recoverSegments(
       point,
       cleanShutdown,
       tornCreation: () => isTornCreation(filePath),
+      scanAll: config.verifyEveryCrc,
     });
     switch (plan) {
       case "open-sealed":

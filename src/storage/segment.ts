@@ -88,6 +88,11 @@ export interface SegmentConfig {
    */
   maxPayloadBytes: number;
   indexIntervalBytes: number;
+  /**
+   * Recovery computes every CRC, also of bytes a recovery point says were verified before, and
+   * scans every segment (`segment repair`). The recovery point still says what was forced.
+   */
+  verifyEveryCrc: boolean;
 }
 
 export const DEFAULT_SEGMENT_CONFIG: Readonly<SegmentConfig> = {
@@ -99,6 +104,7 @@ export const DEFAULT_SEGMENT_CONFIG: Readonly<SegmentConfig> = {
   segmentBytes: SEGMENT_BYTES_DEFAULT,
   maxPayloadBytes: RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
   indexIntervalBytes: INDEX_INTERVAL_BYTES_DEFAULT,
+  verifyEveryCrc: false,
 };
 
 /** Fills in defaults and refuses impossible values with a clear message. */
@@ -486,7 +492,7 @@ export class Segment implements ReadDescriptorHolder {
         baseOffset,
         trustedEnd,
         maxPayloadBytes,
-        false,
+        config.verifyEveryCrc,
         indexing,
       );
       let recordCount = scan.recordCount;
@@ -506,7 +512,7 @@ export class Segment implements ReadDescriptorHolder {
         );
         recordCount += scan.recordCount;
         scannedBytes += scan.scannedBytes;
-      } else {
+      } else if (!config.verifyEveryCrc) {
         // The walk without CRCs stopped before the trusted end. The entry it blames may be intact and
         // the one before it damaged in a field only its CRC covers: a flipped bit in a batch's
         // LastOffsetDelta made the next, intact batch an offset gap, the search past it started from

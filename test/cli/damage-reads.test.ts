@@ -288,6 +288,7 @@ test("segment repair: refused while the broker holds the lock; then reports what
   const torn = newestEntries[1]!;
   const newestLast = newestEntries.at(-1)!;
   flipByte(newest, torn.position + torn.bytes - 3);
+
   {
     await using broker = await startBroker(dataDir);
     const refused = await runCli(["segment", "repair", dataDir]);
@@ -296,6 +297,21 @@ test("segment repair: refused while the broker holds the lock; then reports what
     expect(fs.existsSync(`${newest}.quarantine-${torn.position}`)).toBe(false);
     expect(await broker.stop("SIGTERM")).toBe(0);
   }
+  // A crash whose last force covered the newest segment up to `torn`: the damage there is a torn
+  // tail, which the repair cuts (quarantining the valid entries after it). Before the recovery
+  // point it would be stepped over and kept, as the start does (the repair keeps the point).
+  fs.writeFileSync(
+    path.join(partitionDir, "checkpoint.json"),
+    JSON.stringify({
+      version: 1,
+      cleanShutdown: false,
+      recoveryPoint: {
+        segmentBaseOffset: Number(segments.at(-1)!.slice(0, 20)),
+        position: torn.position,
+        nextOffset: torn.baseOffset,
+      },
+    }),
+  );
   const repaired = await runCli(["segment", "repair", dataDir]);
   expect(repaired.exitCode).toBe(0);
   const quarantine = `${newest}.quarantine-${torn.position}`;

@@ -201,8 +201,10 @@ test("a quarantine file whose segment recovery removed (the newest, or one in th
   expect(fs.statSync(newest).size).toBe(SEGMENT_HEADER_BYTES);
   expect(fs.existsSync(quarantine)).toBe(true);
 
-  // segment repair opens without a checkpoint: the header-only newest segment is an empty leftover
-  // (log-recovery.ts pass 2) and goes; its quarantine file must go with it.
+  // Without a checkpoint (lost; segment repair keeps one that is there) the header-only newest
+  // segment is an empty leftover (log-recovery.ts pass 2) and goes; its quarantine file must go with
+  // it.
+  fs.rmSync(path.join(partitionDir, "checkpoint.json"));
   const repaired = await runCli(["segment", "repair", dataDir]);
   expect(repaired.exitCode).toBe(0);
   expect(repaired.stdout).toContain(

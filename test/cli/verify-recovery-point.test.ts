@@ -316,7 +316,41 @@ async function expectMissingOffsetsReserved(
     dataDir,
     `damage: ${newSegment} at file position 0 (offset ${missing}): the previous segment ends at offset ${missing} but this one starts at ${sealedNext}; readable again from offset ${sealedNext}`,
   );
+  // And `segment repair` keeps them so: it removed the checkpoint, the empty segment the log went
+  // on in became a crash leftover, and the next record got offset `missing` (a reviewer's fault
+  // harness, 2026-12-02). Here the segment holds a record; the harness's case, where it held none,
+  // is the start's own (the next test).
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode).toBe(0);
+  await using third = await startBroker(dataDir);
+  const afterRepair = await runCli(["--broker", `127.0.0.1:${third.port}`, "--json", "offsets", "orders"]);
+  const repairedPartitions: { partition: number; nextOffset: number }[] = JSON.parse(afterRepair.stdout);
+  expect(repairedPartitions.find((p) => p.partition === 9)?.nextOffset).toBe(sealedNext + 1);
 }
+
+test("segment repair after a start that sealed a segment with missing forced offsets: the empty segment the log went on in stays, and so do the offsets", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { file } = await prepare(dataDir, 3);
+  const [, , third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
+  fs.truncateSync(file, third.position);
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain("DATA LOSS");
+    await broker.stop("SIGKILL");
+  }
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode).toBe(0);
+  expect(repaired.stdout).not.toContain("left by a crash");
+  await using broker = await startBroker(dataDir);
+  const produced = await runCli(
+    ["--broker", `127.0.0.1:${broker.port}`, "produce", "orders", "--partition", "9"],
+    {
+      stdin: "after the repair\n",
+    },
+  );
+  expect(produced.stdout).toContain(`partition 9 offset ${third.baseOffset + 1}`);
+});
 
 test("a zero length before the recovery point of the newest segment is damage: the forced batch after it stays readable", async () => {
   using dir = tempDir();
