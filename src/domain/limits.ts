@@ -766,3 +766,10 @@ export const FETCH_CHECK_BUFFER_MAX_BYTES = 1024 * 1024 + 8;
 export const LOGIN_FAILURE_ADDRESSES_MAX = 10_000;
 /** A SASL PLAIN message longer than this is malformed (authzid, user and password are short). */
 export const SASL_PLAIN_MESSAGE_BYTES_MAX = 4096;
+
+/**
+ * A partition writes its checkpoint (the recovery point) after a force at most this often, and once
+ * more this long after the last write when forces came in between (partition-log.ts): a restart
+ * after a crash scans what follows the point, and recovery trusts what precedes it as forced.
+ */
+export const CHECKPOINT_INTERVAL_MS_DEFAULT = 5000;

@@ -78,7 +78,12 @@ import {
   RecordTooLargeError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
-import { ENTRY_HEADER_BYTES, FETCH_BYTES_DEFAULT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import {
+  CHECKPOINT_INTERVAL_MS_DEFAULT,
+  ENTRY_HEADER_BYTES,
+  FETCH_BYTES_DEFAULT,
+  SEGMENT_HEADER_BYTES,
+} from "../domain/limits.ts";
 import { type DecodedRecord, forEachRecord, recordHeaders, recordKey, recordValue } from "../record/batch.ts";
 import {
   CHECKPOINT_FILE,
@@ -184,7 +189,9 @@ export class PartitionLog {
   private durablePoint: RecoveryPoint;
   private writtenPoint: RecoveryPoint | undefined;
   private checkpointInFlight: Promise<void> | undefined;
-  private lastCheckpointMs = 0;
+  private lastCheckpointMs = Number.NEGATIVE_INFINITY;
+  /** Set while a skipped checkpoint write waits for the interval to pass (maybeCheckpoint). */
+  private checkpointTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly checkpointIntervalMs: number;
   private readonly appendListeners = new Set<() => void>();
   private readonly forceListeners = new Set<() => void>();
@@ -206,7 +213,7 @@ export class PartitionLog {
     this.segments = segments;
     this.durablePoint = durablePoint;
     this.openReport = report;
-    this.checkpointIntervalMs = options.checkpointIntervalMs ?? 5000;
+    this.checkpointIntervalMs = options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS_DEFAULT;
   }
 
   /** Opens (or creates) the partition in `directory`. See the passes in the header comment. */
@@ -633,13 +640,30 @@ export class PartitionLog {
     if (this.forceListeners.size > 0) for (const listener of [...this.forceListeners]) listener();
   }
 
-  /** Writes the checkpoint in the background when it is stale and none is being written. */
+  /**
+   * Writes the checkpoint in the background when it is stale and none is being written. A write the
+   * interval holds back is made when the interval has passed: before, a burst of forces within it
+   * (the first 5 s after a start among them, the clock having started at 0) left the point where it
+   * was until the next force after the interval, which an idle partition never makes, so a
+   * reviewer's fault harness (2026-12-02) often found the point of the start's first checkpoint
+   * after minutes of acknowledged appends.
+   */
   private maybeCheckpoint(): void {
     const nowMs = performance.now();
-    if (this.checkpointInFlight !== undefined || this.closed) return;
-    if (nowMs - this.lastCheckpointMs < this.checkpointIntervalMs) return;
+    if (this.closed) return;
     const point = this.durablePoint;
     if (this.writtenPoint !== undefined && this.writtenPoint.nextOffset === point.nextOffset) return;
+    if (this.checkpointInFlight !== undefined || nowMs - this.lastCheckpointMs < this.checkpointIntervalMs) {
+      if (this.checkpointTimer === undefined) {
+        const waitMs = Math.max(1, this.lastCheckpointMs + this.checkpointIntervalMs - nowMs);
+        this.checkpointTimer = setTimeout(() => {
+          this.checkpointTimer = undefined;
+          this.maybeCheckpoint();
+        }, waitMs);
+        this.checkpointTimer.unref?.();
+      }
+      return;
+    }
     this.lastCheckpointMs = nowMs;
     // Once the log is closed, the clean checkpoint of the close is the last word: a background write
     // that finishes later must not put an older, unclean one back.
@@ -1007,6 +1031,8 @@ export class PartitionLog {
    */
   close(clean = true, batch?: AtomicWriteBatch): void {
     if (this.closed) return;
+    if (this.checkpointTimer !== undefined) clearTimeout(this.checkpointTimer);
+    this.checkpointTimer = undefined;
     let closeError: unknown;
     if (clean && this.failureCause === undefined) {
       try {

@@ -480,6 +480,31 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       expect(fs.readdirSync(dir.path).filter((name) => name.endsWith(".tmp"))).toEqual([]);
     });
 
+    test("forces within the checkpoint interval move the checkpoint once the interval has passed, with no force after them", async () => {
+      using dir = tempDir();
+      const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
+      const log = PartitionLog.open(dir.path, config, { checkpointIntervalMs: 200 });
+      try {
+        const checkpointPath = path.join(dir.path, CHECKPOINT_FILE);
+        const pointInFile = () =>
+          JSON.parse(fs.readFileSync(checkpointPath, "utf8")).recoveryPoint.nextOffset;
+        fill(log, 10);
+        await log.force(); // the first write: nothing was written before
+        await waitUntil(() => pointInFile() === 10, "the checkpoint at offset 10", 10_000, 0);
+        fill(log, 20);
+        await log.force(); // within the interval: held back
+        // Then nothing: the held-back write is made when the interval has passed. Before, it waited
+        // for a next force, so an idle partition's point stayed at offset 10 for good.
+        await waitUntil(
+          () => pointInFile() === 20,
+          "the checkpoint at offset 20 without another force",
+          10_000,
+        );
+      } finally {
+        log.close();
+      }
+    });
+
     test("unclean restart scans only from the recovery point on", async () => {
       using dir = tempDir();
       const config = segmentConfig({ writeMode: mode, segmentBytes: 4096 });
