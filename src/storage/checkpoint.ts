@@ -21,6 +21,7 @@
  * The checkpoint is an optimisation: a missing or unreadable one means "scan everything".
  */
 import type { AtomicWriteBatch } from "../../ffi/file.ts";
+import { SEGMENT_BYTES_MAX } from "../domain/limits.ts";
 import { disk } from "./disk.ts";
 
 export const CHECKPOINT_FILE = "checkpoint.json";
@@ -63,7 +64,14 @@ export function readCheckpoint(path: string): Checkpoint | undefined {
     point === undefined ||
     !isCount(point.segmentBaseOffset) ||
     !isCount(point.position) ||
-    !isCount(point.nextOffset)
+    !isCount(point.nextOffset) ||
+    // A point no segment can hold is damage, read as no checkpoint (a full scan): a position beyond
+    // the largest segment, or more offsets than bytes before it (each record takes several bytes).
+    // A position of 1e15 was believed, and the start line said "DATA LOSS: 999999999942348 bytes"
+    // (a reviewer's fault harness, 2026-12-02).
+    point.position > SEGMENT_BYTES_MAX ||
+    point.nextOffset < point.segmentBaseOffset ||
+    point.nextOffset - point.segmentBaseOffset > point.position
   ) {
     return undefined;
   }

@@ -210,14 +210,19 @@ test("damage after the recovery point of the newest segment is still an unverifi
   expect(verify.stdout).toContain("verified 10 partitions: no damage");
 });
 
-test("without a checkpoint, or with one that does not parse, there is no recovery point: the same damage is an unverified tail, as recovery cuts it", async () => {
+test("without a checkpoint, or with one that does not parse or that no segment can hold, there is no recovery point: the same damage is an unverified tail, as recovery cuts it", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { partitionDir, file } = await prepare(dataDir, 1);
   const [entry] = entriesOf(file);
   flipByte(file, entry!.position + entry!.bytes - 3);
   const checkpoint = path.join(partitionDir, "checkpoint.json");
-  for (const contents of ["{ not json", undefined]) {
+  const impossible = JSON.stringify({
+    version: 1,
+    cleanShutdown: false,
+    recoveryPoint: { segmentBaseOffset: 0, position: 1e15, nextOffset: 1 },
+  });
+  for (const contents of ["{ not json", impossible, undefined]) {
     if (contents === undefined) fs.rmSync(checkpoint);
     else fs.writeFileSync(checkpoint, contents);
     const verify = await runCli(["segment", "verify", dataDir]);
