@@ -66,12 +66,12 @@ export function readCheckpoint(path: string): Checkpoint | undefined {
     !isCount(point.position) ||
     !isCount(point.nextOffset) ||
     // A point no segment can hold is damage, read as no checkpoint (a full scan): a position beyond
-    // the largest segment, or more offsets than bytes before it (each record takes several bytes).
-    // A position of 1e15 was believed, and the start line said "DATA LOSS: 999999999942348 bytes"
-    // (a reviewer's fault harness, 2026-12-02).
+    // the largest segment, or a next offset below the segment's base. (Not "more offsets than bytes":
+    // a compressed batch can hold more records than it has bytes.) A position of 1e15 was believed,
+    // and the start line said "DATA LOSS: 999999999942348 bytes" (a reviewer's fault harness,
+    // 2026-12-02).
     point.position > SEGMENT_BYTES_MAX ||
-    point.nextOffset < point.segmentBaseOffset ||
-    point.nextOffset - point.segmentBaseOffset > point.position
+    point.nextOffset < point.segmentBaseOffset
   ) {
     return undefined;
   }
