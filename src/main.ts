@@ -435,6 +435,10 @@ function describeOpen(report: Broker["openReport"]): string {
   const quarantined = report.quarantined.length > 0 ? `; QUARANTINED: ${report.quarantined.join("; ")}` : "";
   const rewritten =
     report.headersRewritten.length > 0 ? `; HEADER REWRITTEN: ${report.headersRewritten.join("; ")}` : "";
+  const missing =
+    report.partitionDirectoriesMissing.length > 0
+      ? `; PARTITION DIRECTORY MISSING: ${report.partitionDirectoriesMissing.join(", ")} (created again, empty: a crash while it was being created, or removed by hand, its records then gone)`
+      : "";
   const quarantineKept =
     report.quarantineFiles > 0 || report.quarantineFilesRemoved > 0
       ? `; ${plural(report.quarantineFiles, "quarantine file")} on disk (${report.quarantineBytes} bytes; removed with their segments; booblik-cli segment verify lists them)` +
@@ -452,7 +456,7 @@ function describeOpen(report: Broker["openReport"]): string {
       : "";
   const logStart =
     report.logStartProblems.length > 0 ? `; LOG START LOST: ${report.logStartProblems.join("; ")}` : "";
-  return `${plural(report.topics, "topic")}, ${plural(report.partitions, "partition")}, ${plural(report.segments, "segment")} (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${rewritten}${quarantineKept}${logStart}`;
+  return `${plural(report.topics, "topic")}, ${plural(report.partitions, "partition")}, ${plural(report.segments, "segment")} (${shutdown}, ${scanned}${cut}${dropped}) in ${report.durationMs.toFixed(1)} ms${readOnly}${lost}${damaged}${quarantined}${rewritten}${missing}${quarantineKept}${logStart}`;
 }
 
 /** --tls-cert, --tls-key and --tls-ca, read and checked; undefined without --tls-cert. */

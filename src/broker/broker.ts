@@ -130,6 +130,12 @@ export interface BrokerOpenReport {
   quarantined: string[];
   /** Zeroed segment headers written again, records kept (PartitionOpenReport.headersRewritten). */
   headersRewritten: string[];
+  /**
+   * Partitions of a topic file whose directory was missing at the start, created again empty: a
+   * crash while the partition was being created, or a directory removed by hand (its records are
+   * gone). Before, the start said nothing (a reviewer's fault harness, 2026-12-02).
+   */
+  partitionDirectoriesMissing: string[];
   /** Quarantine files on disk after the open, from this open and earlier ones, and their bytes. */
   quarantineFiles: number;
   quarantineBytes: number;
@@ -232,6 +238,7 @@ export class Broker {
       damagedRanges: [],
       quarantined: [],
       headersRewritten: [],
+      partitionDirectoriesMissing: [],
       quarantineFiles: 0,
       quarantineBytes: 0,
       quarantineFilesRemoved: 0,
@@ -379,6 +386,8 @@ export class Broker {
       const partitions: Partition[] = [];
       this.topics.set(topicName, { name: topicName, config, partitions });
       for (let id = 0; id < config.partitions; id++) {
+        if (!pathExists(partitionDirectory(this.dataDir, topicName, id)))
+          this.openReport.partitionDirectoriesMissing.push(`${topicName}-${id}`);
         partitions.push(this.openPartition(topicName, id, config));
         this.recoveryProgress.partitionsOpened++;
         yield;

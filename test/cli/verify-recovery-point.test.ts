@@ -599,3 +599,16 @@ test("the segment the recovery point lies in removed while the broker was stoppe
   expect(client.exitCode).toBe(0);
   expect(client.stdout).toContain(String(point.segmentBaseOffset));
 });
+
+test("a partition directory removed while the broker was stopped: the start says so and creates it again empty", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir } = await prepare(dataDir, 2);
+  fs.rmSync(partitionDir, { recursive: true });
+  // Before, the partition started again at offset 0 without a word.
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain(
+    "; PARTITION DIRECTORY MISSING: orders-9 (created again, empty: a crash while it was being created, or removed by hand, its records then gone)",
+  );
+  expect(fs.existsSync(partitionDir)).toBe(true);
+});
