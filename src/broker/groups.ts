@@ -171,6 +171,12 @@ export interface CoordinatorOptions {
    * as every member has joined.
    */
   initialRebalanceDelayMs?: number;
+  /**
+   * Whether the group has committed offsets. A group that empties is forgotten; one with commits
+   * keeps its generation count for its next member, as Kafka keeps such a group (state Empty) and
+   * its generation. Without it, every group starts again at generation 1.
+   */
+  hasCommittedOffsets?: (groupId: string) => boolean;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -244,12 +250,19 @@ export class GroupCoordinator {
   private readonly sessionTimeoutMsMin: number;
   private readonly sessionTimeoutMsMax: number;
   private readonly initialRebalanceDelayMs: number;
+  private readonly hasCommittedOffsets: (groupId: string) => boolean;
+  /**
+   * The generation of each forgotten group that had committed offsets (forgetIfEmpty), for its next
+   * member; at most GROUPS_MAX, the oldest dropped first (that group then starts at 1 again).
+   */
+  private readonly emptiedGenerations = new Map<string, number>();
   private closed = false;
 
   constructor(options: CoordinatorOptions = {}) {
     this.sessionTimeoutMsMin = options.sessionTimeoutMsMin ?? GROUP_SESSION_TIMEOUT_MS_MIN;
     this.sessionTimeoutMsMax = options.sessionTimeoutMsMax ?? GROUP_SESSION_TIMEOUT_MS_MAX;
     this.initialRebalanceDelayMs = options.initialRebalanceDelayMs ?? 0;
+    this.hasCommittedOffsets = options.hasCommittedOffsets ?? (() => false);
   }
 
   // --- JoinGroup ---------------------------------------------------------------------------------
@@ -273,6 +286,14 @@ export class GroupCoordinator {
       if (this.groups.size >= GROUPS_MAX)
         return Promise.resolve(failedJoin("COORDINATOR_NOT_AVAILABLE", request.memberId));
       group = new Group(request.groupId);
+      // Kafka keeps a group with commits, Empty, and counts its generations on: a consumer group
+      // that empties and comes back continues at the next generation there (its commits deleted
+      // meanwhile, it starts afresh).
+      const emptied = this.emptiedGenerations.get(group.id);
+      if (emptied !== undefined) {
+        this.emptiedGenerations.delete(group.id);
+        if (this.hasCommittedOffsets(group.id)) group.generationId = emptied;
+      }
       this.groups.set(group.id, group);
     }
     const instanceId = request.groupInstanceId;
@@ -870,7 +891,14 @@ export class GroupCoordinator {
     ) {
       if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
       this.stopAwaitingSyncs(group);
-      if (this.groups.get(group.id) === group) this.groups.delete(group.id);
+      if (this.groups.get(group.id) === group) {
+        this.groups.delete(group.id);
+        if (group.generationId > 0 && this.hasCommittedOffsets(group.id)) {
+          if (this.emptiedGenerations.size >= GROUPS_MAX)
+            this.emptiedGenerations.delete(this.emptiedGenerations.keys().next().value!);
+          this.emptiedGenerations.set(group.id, group.generationId);
+        }
+      }
     }
   }
 

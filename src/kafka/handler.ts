@@ -447,7 +447,12 @@ export class KafkaHandler {
   constructor(broker: Broker, options: KafkaHandlerOptions) {
     this.broker = broker;
     this.options = options;
-    this.groups = options.sharedGroups ?? new GroupCoordinator(options.groups);
+    this.groups =
+      options.sharedGroups ??
+      new GroupCoordinator({
+        ...options.groups,
+        hasCommittedOffsets: (groupId) => broker.offsets.committedOf(groupId).length > 0,
+      });
     this.fetchBuffers = options.fetchBuffers ?? new FetchBufferPool();
     this.stopSignal = {
       stopped: false,
