@@ -1528,18 +1528,20 @@ export class Segment implements ReadDescriptorHolder {
     let from = this.indexedEndBytes;
     let fromOffset = this.baseOffset + this.indexedRecords;
     let endBytes = sizeBytes;
-    for (;;) {
-      const maxTimestampBefore = indexing.maxTimestampMs;
-      let scan = scanSegmentFile(
+    const walk = (verifyCrc: boolean) =>
+      scanSegmentFile(
         fd,
         this.path,
         from,
         fromOffset,
         sizeBytes,
         this.config.maxPayloadBytes,
-        false,
+        verifyCrc,
         indexing,
       );
+    for (;;) {
+      const maxTimestampBefore = indexing.maxTimestampMs;
+      let scan = walk(false);
       let endOffset = fromOffset + scan.recordCount;
       if (scan.endPosition === sizeBytes && endOffset === this.publishedNextOffset) break;
       if (
@@ -1551,16 +1553,7 @@ export class Segment implements ReadDescriptorHolder {
         // 2026-12-02). Walked again with CRCs, the damaged entry is the one named. Entries already
         // offered to the index are offered again and ignored (the index only grows).
         indexing.maxTimestampMs = maxTimestampBefore;
-        scan = scanSegmentFile(
-          fd,
-          this.path,
-          from,
-          fromOffset,
-          sizeBytes,
-          this.config.maxPayloadBytes,
-          true,
-          indexing,
-        );
+        scan = walk(true);
         endOffset = fromOffset + scan.recordCount;
         if (scan.endPosition === sizeBytes && endOffset === this.publishedNextOffset) break;
       }

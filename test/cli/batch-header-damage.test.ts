@@ -16,7 +16,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
-import { entriesOf, flipByte, type SegmentEntry } from "../helpers/segment-file.ts";
+import { entriesOf, flipByte, type SegmentEntry, writeCheckpointFile } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
@@ -74,14 +74,12 @@ for (const bit of [0, 26]) {
     const entries = entriesOf(file);
     expect(entries.map((e) => e.baseOffset)).toEqual([0, 1, 2, 3, 4, 5]);
     // A crash after every batch was forced: the start scans, trusting the forced bytes' CRCs.
-    fs.writeFileSync(
-      path.join(partitionDir, "checkpoint.json"),
-      JSON.stringify({
-        version: 1,
-        cleanShutdown: false,
-        recoveryPoint: { segmentBaseOffset: 0, position: fs.statSync(file).size, nextOffset: 6 },
-      }),
-    );
+    writeCheckpointFile(partitionDir, {
+      segmentBaseOffset: 0,
+      position: fs.statSync(file).size,
+      nextOffset: 6,
+    });
+
     flipLastOffsetDelta(file, entries[1]!, bit);
 
     await using broker = await startBroker(dataDir);

@@ -12,7 +12,7 @@ import path from "node:path";
 import { metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
-import { entriesOf, flipByte } from "../helpers/segment-file.ts";
+import { entriesOf, flipByte, writeCheckpointFile } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
@@ -300,18 +300,12 @@ test("segment repair: refused while the broker holds the lock; then reports what
   // A crash whose last force covered the newest segment up to `torn`: the damage there is a torn
   // tail, which the repair cuts (quarantining the valid entries after it). Before the recovery
   // point it would be stepped over and kept, as the start does (the repair keeps the point).
-  fs.writeFileSync(
-    path.join(partitionDir, "checkpoint.json"),
-    JSON.stringify({
-      version: 1,
-      cleanShutdown: false,
-      recoveryPoint: {
-        segmentBaseOffset: Number(segments.at(-1)!.slice(0, 20)),
-        position: torn.position,
-        nextOffset: torn.baseOffset,
-      },
-    }),
-  );
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: Number(segments.at(-1)!.slice(0, 20)),
+    position: torn.position,
+    nextOffset: torn.baseOffset,
+  });
+
   const repaired = await runCli(["segment", "repair", dataDir]);
   expect(repaired.exitCode).toBe(0);
   const quarantine = `${newest}.quarantine-${torn.position}`;

@@ -12,7 +12,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
-import { entriesOf, flipByte, type SegmentEntry } from "../helpers/segment-file.ts";
+import { entriesOf, flipByte, type SegmentEntry, writeCheckpointFile } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(90_000);
@@ -62,23 +62,48 @@ async function prepare(dataDir: string, lineCount: number): Promise<{ partitionD
   return { partitionDir, file };
 }
 
+/**
+ * Topic `rolled` under `force` with segments of 8 KiB, `records` records of 70 bytes produced to
+ * partition 0 in batches of 40, a clean stop: several segments, the recovery point at the end.
+ */
+async function prepareRolled(dataDir: string, records: number): Promise<{ partitionDir: string }> {
+  await using broker = await startBroker(dataDir);
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const created = await runCli([
+    ...at,
+    "topics",
+    "create",
+    "rolled",
+    "--durability",
+    "force",
+    "--segment-size",
+    "8KiB",
+  ]);
+  expect(created.exitCode).toBe(0);
+  for (let from = 0; from < records; from += 40) {
+    const lines = Array.from({ length: 40 }, (_, i) => `record ${from + i} ${"x".repeat(60)}`);
+    const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], {
+      stdin: `${lines.join("\n")}\n`,
+    });
+    expect(produced.exitCode).toBe(0);
+  }
+  expect(await broker.stop("SIGTERM")).toBe(0);
+  return { partitionDir: path.join(dataDir, "rolled-0") };
+}
+
+/** The segment files of a partition directory, in offset order. */
+function segmentNames(partitionDir: string): string[] {
+  return fs
+    .readdirSync(partitionDir)
+    .filter((name) => name.endsWith(".log"))
+    .sort();
+}
+
 function readCheckpointFile(partitionDir: string): {
   cleanShutdown: boolean;
   recoveryPoint: { segmentBaseOffset: number; position: number; nextOffset: number };
 } {
   return JSON.parse(fs.readFileSync(path.join(partitionDir, "checkpoint.json"), "utf8"));
-}
-
-/** What a crash leaves when the last force covered the bytes before `position`. */
-function writeCheckpointFile(partitionDir: string, position: number, nextOffset: number): void {
-  fs.writeFileSync(
-    path.join(partitionDir, "checkpoint.json"),
-    `${JSON.stringify({
-      version: 1,
-      cleanShutdown: false,
-      recoveryPoint: { segmentBaseOffset: 0, position, nextOffset },
-    })}\n`,
-  );
 }
 
 /** `segment verify` of the whole data directory: exit 3 and `reported` in its output. */
@@ -156,7 +181,11 @@ test("in the newest segment, damage before the recovery point is stepped over an
     SegmentEntry,
   ];
   // A crash after the force that covered the first three batches: the last two were never forced.
-  writeCheckpointFile(partitionDir, fourth.position, fourth.baseOffset);
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: fourth.position,
+    nextOffset: fourth.baseOffset,
+  });
   // The second batch's length field (before the point: forced bytes), a value byte of the fourth
   // (after it: a torn write, as far as anyone can tell).
   flipByte(file, second.position + 2);
@@ -198,7 +227,11 @@ test("damage after the recovery point of the newest segment is still an unverifi
   const { partitionDir, file } = await prepare(dataDir, 3);
   const [, , third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // Forced up to the third batch, which starts exactly at the point: the boundary is after it.
-  writeCheckpointFile(partitionDir, third.position, third.baseOffset);
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: third.position,
+    nextOffset: third.baseOffset,
+  });
   flipByte(file, third.position + third.bytes - 3);
   const verify = await runCli(["segment", "verify", dataDir]);
   expect(verify.exitCode).toBe(0);
@@ -363,7 +396,11 @@ test("a zero length before the recovery point of the newest segment is damage: t
   const { partitionDir, file } = await prepare(dataDir, 3);
   const [, second, third] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   // After a crash (the point at the end of the file, not a clean stop, so the start scans).
-  writeCheckpointFile(partitionDir, fs.statSync(file).size, 3);
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: fs.statSync(file).size,
+    nextOffset: 3,
+  });
   zeroBytes(file, second.position, 4);
   const reported = await expectDamageReported(
     dataDir,
@@ -407,7 +444,7 @@ test("zeros from a batch before the recovery point to the end of the newest segm
   const { partitionDir, file } = await prepare(dataDir, 3);
   const [, second] = entriesOf(file) as [SegmentEntry, SegmentEntry, SegmentEntry];
   const sizeBytes = fs.statSync(file).size;
-  writeCheckpointFile(partitionDir, sizeBytes, 3);
+  writeCheckpointFile(partitionDir, { segmentBaseOffset: 0, position: sizeBytes, nextOffset: 3 });
   // What a disk that lost the last two forced batches of a mapped file would show.
   zeroBytes(file, second.position, sizeBytes - second.position);
   const reported = await expectDamageReported(
@@ -476,52 +513,20 @@ test("a newest segment with a zeroed header over intact records: the start write
 test("a newest segment torn at creation, after a segment whose forced end was lost: the offsets the recovery point vouches for are not handed out again", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
-  {
-    await using broker = await startBroker(dataDir);
-    const at = ["--broker", `127.0.0.1:${broker.port}`];
-    const created = await runCli([
-      ...at,
-      "topics",
-      "create",
-      "rolled",
-      "--durability",
-      "force",
-      "--segment-size",
-      "8KiB",
-    ]);
-    expect(created.exitCode).toBe(0);
-    for (let from = 0; from < 160; from += 40) {
-      const lines = Array.from({ length: 40 }, (_, i) => `record ${from + i} ${"x".repeat(60)}`);
-      const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], {
-        stdin: `${lines.join("\n")}\n`,
-      });
-      expect(produced.exitCode).toBe(0);
-    }
-    expect(await broker.stop("SIGTERM")).toBe(0);
-  }
-  const partitionDir = path.join(dataDir, "rolled-0");
-  const names = fs
-    .readdirSync(partitionDir)
-    .filter((name) => name.endsWith(".log"))
-    .sort();
+  const { partitionDir } = await prepareRolled(dataDir, 160);
+  const names = segmentNames(partitionDir);
   expect(names.length).toBeGreaterThanOrEqual(2);
   const previous = path.join(partitionDir, names.at(-2)!);
   const newest = path.join(partitionDir, names.at(-1)!);
   const newestBase = Number(names.at(-1)!.slice(0, 20));
   // The recovery point at the end of the previous segment: everything in it was forced. Then a
   // disk that lost that segment's last batch and tore the newest one's header and first entry.
-  fs.writeFileSync(
-    path.join(partitionDir, "checkpoint.json"),
-    JSON.stringify({
-      version: 1,
-      cleanShutdown: false,
-      recoveryPoint: {
-        segmentBaseOffset: Number(names.at(-2)!.slice(0, 20)),
-        position: fs.statSync(previous).size,
-        nextOffset: newestBase,
-      },
-    }),
-  );
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: Number(names.at(-2)!.slice(0, 20)),
+    position: fs.statSync(previous).size,
+    nextOffset: newestBase,
+  });
+
   const lastOfPrevious = entriesOf(previous).at(-1)!;
   fs.truncateSync(previous, lastOfPrevious.position);
   zeroBytes(newest, 0, 36);
@@ -548,34 +553,8 @@ test("a newest segment torn at creation, after a segment whose forced end was lo
 test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
-  {
-    await using broker = await startBroker(dataDir);
-    const at = ["--broker", `127.0.0.1:${broker.port}`];
-    const created = await runCli([
-      ...at,
-      "topics",
-      "create",
-      "rolled",
-      "--durability",
-      "force",
-      "--segment-size",
-      "8KiB",
-    ]);
-    expect(created.exitCode).toBe(0);
-    for (let from = 0; from < 400; from += 40) {
-      const lines = Array.from({ length: 40 }, (_, i) => `record ${from + i} ${"x".repeat(60)}`);
-      const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], {
-        stdin: `${lines.join("\n")}\n`,
-      });
-      expect(produced.exitCode).toBe(0);
-    }
-    expect(await broker.stop("SIGTERM")).toBe(0);
-  }
-  const partitionDir = path.join(dataDir, "rolled-0");
-  const segments = fs
-    .readdirSync(partitionDir)
-    .filter((name) => name.endsWith(".log"))
-    .sort();
+  const { partitionDir } = await prepareRolled(dataDir, 400);
+  const segments = segmentNames(partitionDir);
   expect(segments.length).toBeGreaterThanOrEqual(3);
   const point = readCheckpointFile(partitionDir).recoveryPoint;
   expect(point.nextOffset).toBe(400);

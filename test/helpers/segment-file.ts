@@ -4,6 +4,7 @@
  * the layout is docs/format.md's, read here independently of src/storage.
  */
 import fs from "node:fs";
+import path from "node:path";
 
 /** One entry of a segment file: where its frame starts, its batch's BaseOffset, frame included bytes. */
 export interface SegmentEntry {
@@ -39,4 +40,19 @@ export function flipByte(file: string, position: number, mask = 0x10): void {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/**
+ * What a crash leaves in `<partitionDir>/checkpoint.json` when the last force covered the bytes of
+ * segment `segmentBaseOffset` before `position` (the entries before `nextOffset`): not a clean stop,
+ * so a start scans from there.
+ */
+export function writeCheckpointFile(
+  partitionDir: string,
+  point: { segmentBaseOffset: number; position: number; nextOffset: number },
+): void {
+  fs.writeFileSync(
+    path.join(partitionDir, "checkpoint.json"),
+    `${JSON.stringify({ version: 1, cleanShutdown: false, recoveryPoint: point })}\n`,
+  );
 }
