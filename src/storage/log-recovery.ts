@@ -377,7 +377,7 @@ export function recoverSegments(
           point !== undefined && base === point.segmentBaseOffset ? point.nextOffset : undefined;
         const opened = isNewest
           ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
-          : Segment.openRecovered(filePath, config, verifyFrom, nextBase);
+          : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined);
         account(report, opened.report, verifyFrom);
         segments.push(opened.segment);
         if (isNewest && !opened.segment.isActive) {

@@ -459,8 +459,9 @@ export class Segment implements ReadDescriptorHolder {
     config: SegmentConfig,
     verifyCrcFrom: number = SEGMENT_HEADER_BYTES,
     sealedNextOffset?: Offset,
+    forcedNextOffset?: Offset,
   ): { segment: Segment; report: SegmentRecoveryReport } {
-    return Segment.recover(filePath, config, verifyCrcFrom, false, sealedNextOffset);
+    return Segment.recover(filePath, config, verifyCrcFrom, false, sealedNextOffset, forcedNextOffset);
   }
 
   private static recover(
@@ -497,7 +498,17 @@ export class Segment implements ReadDescriptorHolder {
       );
       let recordCount = scan.recordCount;
       let scannedBytes = scan.scannedBytes;
-      if (scan.stop === "end" || (scan.stop === "truncated" && scan.endPosition < trustedEnd)) {
+      // An entry straddling the trusted end continues in the verified part.
+      const straddles = scan.stop === "truncated" && scan.endPosition < trustedEnd;
+      // A walk that reaches the recovery point must reach its offset too: a flipped LastOffsetDelta
+      // in the last forced batch would otherwise set the log's end (2^26 too far for bit 26).
+      const endsWrong =
+        scan.stop === "end" &&
+        forcedNextOffset !== undefined &&
+        trustedEnd === verifyCrcFrom &&
+        scan.nextOffset !== forcedNextOffset;
+      const suspect = !config.verifyEveryCrc && (endsWrong || !(scan.stop === "end" || straddles));
+      if (!suspect && (scan.stop === "end" || straddles)) {
         // An entry straddling the trusted end continues in the verified part: rescan from its start.
         const from = scan.endPosition;
         scan = scanSegmentFile(
@@ -512,8 +523,9 @@ export class Segment implements ReadDescriptorHolder {
         );
         recordCount += scan.recordCount;
         scannedBytes += scan.scannedBytes;
-      } else if (!config.verifyEveryCrc) {
-        // The walk without CRCs stopped before the trusted end. The entry it blames may be intact and
+      } else if (suspect) {
+        // The walk without CRCs stopped before the trusted end, or reached it at another offset than
+        // the recovery point's. The entry it blames may be intact and
         // the one before it damaged in a field only its CRC covers: a flipped bit in a batch's
         // LastOffsetDelta made the next, intact batch an offset gap, the search past it started from
         // the damaged field's offsets, and the cut destroyed the later forced batches (a reviewer's

@@ -97,6 +97,39 @@ for (const bit of [0, 26]) {
     expect(damaged.stderr).toContain("the next readable offset is 2");
   });
 
+  test(`newest segment, the last forced batch: bit ${bit} of its LastOffsetDelta loses that batch only, and the log goes on at the recovery point's offset`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    {
+      await using broker = await startBroker(dataDir);
+      await produceBatches(broker.port, "parcels", ["--durability", "force"], LINES);
+      expect(await broker.stop("SIGTERM")).toBe(0);
+    }
+    const partitionDir = path.join(dataDir, "parcels-0");
+    const file = path.join(partitionDir, "00000000000000000000.log");
+    const entries = entriesOf(file);
+    writeCheckpointFile(partitionDir, {
+      segmentBaseOffset: 0,
+      position: fs.statSync(file).size,
+      nextOffset: 6,
+    });
+    // The walk to the recovery point reaches it, at the offset the damaged field says: the log's
+    // end was taken from it (67,108,869 for bit 26).
+    flipLastOffsetDelta(file, entries[5]!, bit);
+
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain("DATA LOSS");
+    expect(broker.startLine).toContain(
+      `${file} at file position ${entries[5]!.position}: offsets 5..5 unreadable`,
+    );
+    expect(await nextOffset(broker.port, "parcels")).toBe(6);
+    const before = await consume(broker.port, "parcels", 0, 5);
+    expect(before.stdout).toBe(`${LINES.slice(0, 5).join("\n")}\n`);
+    const damaged = await consume(broker.port, "parcels", 5, 1);
+    expect(damaged.exitCode).toBe(1);
+    expect(damaged.stderr).toContain("the next segment starts at offset 6");
+  });
+
   test(`sealed segment: bit ${bit} of a batch's LastOffsetDelta loses that batch only, on the first read`, async () => {
     using dir = tempDir();
     const dataDir = dir.file("data");
