@@ -346,11 +346,20 @@ export function recoverSegments(
           // The offsets the recovery point says were forced in it stay its own even when its end
           // was lost too (a reviewer's fault harness, 2026-12-02: without them the log went on at
           // the end of its readable entries, below offsets acknowledged under force).
+          // A point in the dropped segment itself (at its header: nothing in it was forced) says
+          // every offset below its base was (a second review of the harness, 2026-12-02).
           const forcedNext =
-            point !== undefined && point.segmentBaseOffset === previous.baseOffset
-              ? (point.nextOffset as Offset)
-              : undefined;
+            point === undefined
+              ? undefined
+              : point.segmentBaseOffset === previous.baseOffset
+                ? (point.nextOffset as Offset)
+                : point.segmentBaseOffset === base
+                  ? base
+                  : undefined;
           const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes, forcedNext);
+          // Opened sealed without a scan before (rule 1), so this walk is the one that reports it.
+          if (point !== undefined && point.segmentBaseOffset === base)
+            account(report, reopened.report, previous.sizeBytes);
           segments.push(reopened.segment);
           if (!reopened.segment.isActive) continueAfterMissingOffsets(directory, config, segments);
         }

@@ -510,45 +510,56 @@ test("a newest segment with a zeroed header over intact records: the start write
   }
 });
 
-test("a newest segment torn at creation, after a segment whose forced end was lost: the offsets the recovery point vouches for are not handed out again", async () => {
-  using dir = tempDir();
-  const dataDir = dir.file("data");
-  const { partitionDir } = await prepareRolled(dataDir, 160);
-  const names = segmentNames(partitionDir);
-  expect(names.length).toBeGreaterThanOrEqual(2);
-  const previous = path.join(partitionDir, names.at(-2)!);
-  const newest = path.join(partitionDir, names.at(-1)!);
-  const newestBase = Number(names.at(-1)!.slice(0, 20));
-  // The recovery point at the end of the previous segment: everything in it was forced. Then a
-  // disk that lost that segment's last batch and tore the newest one's header and first entry.
-  writeCheckpointFile(partitionDir, {
-    segmentBaseOffset: Number(names.at(-2)!.slice(0, 20)),
-    position: fs.statSync(previous).size,
-    nextOffset: newestBase,
-  });
+for (const pointAt of ["the end of the previous segment", "the newest segment's header"] as const) {
+  test(`a newest segment torn at creation, after a segment whose forced end was lost, the recovery point at ${pointAt}: the offsets it vouches for are not handed out again`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const { partitionDir } = await prepareRolled(dataDir, 160);
+    const names = segmentNames(partitionDir);
+    expect(names.length).toBeGreaterThanOrEqual(2);
+    const previous = path.join(partitionDir, names.at(-2)!);
+    const newest = path.join(partitionDir, names.at(-1)!);
+    const newestBase = Number(names.at(-1)!.slice(0, 20));
+    // Either point says everything in the previous segment was forced (one at the newest segment's
+    // header is what a force after the roll writes). Then a disk that lost that segment's last batch
+    // and tore the newest one's header and first entry. The second case handed the lost batch's
+    // offsets out again (a second review of the harness, 2026-12-02).
+    writeCheckpointFile(
+      partitionDir,
+      pointAt === "the end of the previous segment"
+        ? {
+            segmentBaseOffset: Number(names.at(-2)!.slice(0, 20)),
+            position: fs.statSync(previous).size,
+            nextOffset: newestBase,
+          }
+        : { segmentBaseOffset: newestBase, position: 32, nextOffset: newestBase },
+    );
 
-  const lastOfPrevious = entriesOf(previous).at(-1)!;
-  fs.truncateSync(previous, lastOfPrevious.position);
-  zeroBytes(newest, 0, 36);
-  await using broker = await startBroker(dataDir);
-  expect(broker.startLine).toContain("DATA LOSS");
-  const at = ["--broker", `127.0.0.1:${broker.port}`];
-  const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
-  expect(produced.exitCode).toBe(0);
-  // Before: the log went on at the lost batch's first offset.
-  expect(produced.stdout).toContain(`partition 0 offset ${newestBase}`);
-  const gap = await runCli([
-    ...at,
-    "consume",
-    "rolled",
-    "--partition",
-    "0",
-    "--from",
-    String(lastOfPrevious.baseOffset),
-  ]);
-  expect(gap.exitCode).toBe(1);
-  expect(gap.stderr).toContain(`the next segment starts at offset ${newestBase}`);
-});
+    const lastOfPrevious = entriesOf(previous).at(-1)!;
+    fs.truncateSync(previous, lastOfPrevious.position);
+    zeroBytes(newest, 0, 36);
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(
+      `offsets ${lastOfPrevious.baseOffset}..${newestBase - 1} unreadable`,
+    );
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+    expect(produced.exitCode).toBe(0);
+    // Before: the log went on at the lost batch's first offset.
+    expect(produced.stdout).toContain(`partition 0 offset ${newestBase}`);
+    const gap = await runCli([
+      ...at,
+      "consume",
+      "rolled",
+      "--partition",
+      "0",
+      "--from",
+      String(lastOfPrevious.baseOffset),
+    ]);
+    expect(gap.exitCode).toBe(1);
+    expect(gap.stderr).toContain(`the next segment starts at offset ${newestBase}`);
+  });
+}
 
 test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {
   using dir = tempDir();
