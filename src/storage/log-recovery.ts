@@ -12,6 +12,9 @@
  * file remains and the recovery point does not lie in it, is deleted (a failed roll's leftover, or a
  * newest segment whose header a crash tore; see `removeLeftoverSegments`).
  *
+ * Before pass 3, a newest segment whose header is zeros while a valid entry with its file name's
+ * base offset follows has its header written again (`rewriteHeader`): not a torn creation.
+ *
  * Pass 3, one decision per segment (`planSegment`), rules tried in this order:
  *
  * | rule | segment                                | condition                                    | action                                              |

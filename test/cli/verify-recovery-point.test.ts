@@ -539,9 +539,7 @@ for (const pointAt of ["the end of the previous segment", "the newest segment's 
     fs.truncateSync(previous, lastOfPrevious.position);
     zeroBytes(newest, 0, 36);
     await using broker = await startBroker(dataDir);
-    expect(broker.startLine).toContain(
-      `offsets ${lastOfPrevious.baseOffset}..${newestBase - 1} unreadable`,
-    );
+    expect(broker.startLine).toContain(`offsets ${lastOfPrevious.baseOffset}..${newestBase - 1} unreadable`);
     const at = ["--broker", `127.0.0.1:${broker.port}`];
     const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
     expect(produced.exitCode).toBe(0);
