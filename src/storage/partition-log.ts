@@ -653,7 +653,10 @@ export class PartitionLog {
     if (this.closed) return;
     const point = this.durablePoint;
     if (this.writtenPoint !== undefined && this.writtenPoint.nextOffset === point.nextOffset) return;
-    if (this.checkpointInFlight !== undefined || nowMs - this.lastCheckpointMs < this.checkpointIntervalMs) {
+    // A write in flight looks again when it ends (below): a timer here would fire every 1 ms while a
+    // stalled write outlived the interval (a reviewer's reading, 2026-12-02).
+    if (this.checkpointInFlight !== undefined) return;
+    if (nowMs - this.lastCheckpointMs < this.checkpointIntervalMs) {
       if (this.checkpointTimer === undefined) {
         const waitMs = Math.max(1, this.lastCheckpointMs + this.checkpointIntervalMs - nowMs);
         this.checkpointTimer = setTimeout(() => {
@@ -680,6 +683,10 @@ export class PartitionLog {
       })
       .finally(() => {
         this.checkpointInFlight = undefined;
+        // Forces while it was written: look again (a timer if the interval has not passed). Not
+        // after a failed write: with an interval of 0 that retried at once, for as long as the disk
+        // failed; the next force retries it, as before.
+        if (this.writtenPoint === point && this.durablePoint !== point) this.maybeCheckpoint();
       });
   }
 
