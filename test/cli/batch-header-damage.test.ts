@@ -60,19 +60,30 @@ async function nextOffset(port: number, topic: string): Promise<number> {
 
 const LINES = Array.from({ length: 6 }, (_, i) => `parcel ${i} left the depot at 0${i}:00`);
 
+/**
+ * Topic `parcels` under `force`, LINES produced to partition 0 one batch each, a clean stop: one
+ * segment of six one-record batches.
+ */
+async function prepareParcels(
+  dataDir: string,
+): Promise<{ partitionDir: string; file: string; entries: SegmentEntry[] }> {
+  {
+    await using broker = await startBroker(dataDir);
+    await produceBatches(broker.port, "parcels", ["--durability", "force"], LINES);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  const partitionDir = path.join(dataDir, "parcels-0");
+  const file = path.join(partitionDir, "00000000000000000000.log");
+  const entries = entriesOf(file);
+  expect(entries.map((e) => e.baseOffset)).toEqual([0, 1, 2, 3, 4, 5]);
+  return { partitionDir, file, entries };
+}
+
 for (const bit of [0, 26]) {
   test(`newest segment, before the recovery point: bit ${bit} of a batch's LastOffsetDelta loses that batch only`, async () => {
     using dir = tempDir();
     const dataDir = dir.file("data");
-    {
-      await using broker = await startBroker(dataDir);
-      await produceBatches(broker.port, "parcels", ["--durability", "force"], LINES);
-      expect(await broker.stop("SIGTERM")).toBe(0);
-    }
-    const partitionDir = path.join(dataDir, "parcels-0");
-    const file = path.join(partitionDir, "00000000000000000000.log");
-    const entries = entriesOf(file);
-    expect(entries.map((e) => e.baseOffset)).toEqual([0, 1, 2, 3, 4, 5]);
+    const { partitionDir, file, entries } = await prepareParcels(dataDir);
     // A crash after every batch was forced: the start scans, trusting the forced bytes' CRCs.
     writeCheckpointFile(partitionDir, {
       segmentBaseOffset: 0,
@@ -100,14 +111,7 @@ for (const bit of [0, 26]) {
   test(`newest segment, the last forced batch: bit ${bit} of its LastOffsetDelta loses that batch only, and the log goes on at the recovery point's offset`, async () => {
     using dir = tempDir();
     const dataDir = dir.file("data");
-    {
-      await using broker = await startBroker(dataDir);
-      await produceBatches(broker.port, "parcels", ["--durability", "force"], LINES);
-      expect(await broker.stop("SIGTERM")).toBe(0);
-    }
-    const partitionDir = path.join(dataDir, "parcels-0");
-    const file = path.join(partitionDir, "00000000000000000000.log");
-    const entries = entriesOf(file);
+    const { partitionDir, file, entries } = await prepareParcels(dataDir);
     writeCheckpointFile(partitionDir, {
       segmentBaseOffset: 0,
       position: fs.statSync(file).size,
