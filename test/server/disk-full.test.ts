@@ -23,6 +23,7 @@ import {
 } from "../helpers/loop-fs.ts";
 import { valuesOf } from "../helpers/records.ts";
 import { mountSmallFileSystem, smallFileSystemUnavailable } from "../helpers/small-fs.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -133,6 +134,13 @@ describe("disk full under a running broker", () => {
         });
         for (let p = 0; p < 2; p++) await client.produce("kept", p, batchOfValues([0, 1, 2].map(record)));
         client.close();
+        // The checkpoint a force writes in the background must land before the fill: one still in
+        // flight frees the old file's block after it, and both clean marks then fit (seen once in
+        // CI after the first write stopped being held back for 5 s).
+        const pointOf = (p: number) =>
+          JSON.parse(fs.readFileSync(path.join(dataDir, `kept-${p}`, "checkpoint.json"), "utf8"))
+            .recoveryPoint.nextOffset;
+        await waitUntil(() => pointOf(0) === 3 && pointOf(1) === 3, "both checkpoints at offset 3");
         fillTheDisk();
         expect(await broker.stop("SIGTERM")).toBe(0);
         const said = await broker.lines.rest();
