@@ -61,8 +61,9 @@ async function nextOffset(port: number, topic: string): Promise<number> {
 const LINES = Array.from({ length: 6 }, (_, i) => `parcel ${i} left the depot at 0${i}:00`);
 
 /**
- * Topic `parcels` under `force`, LINES produced to partition 0 one batch each, a clean stop: one
- * segment of six one-record batches.
+ * Topic `parcels` under `force`, LINES produced to partition 0 one batch each, then the checkpoint of
+ * a crash after every batch was forced: one segment of six one-record batches, which the start scans
+ * trusting the forced bytes' CRCs.
  */
 async function prepareParcels(
   dataDir: string,
@@ -76,6 +77,11 @@ async function prepareParcels(
   const file = path.join(partitionDir, "00000000000000000000.log");
   const entries = entriesOf(file);
   expect(entries.map((e) => e.baseOffset)).toEqual([0, 1, 2, 3, 4, 5]);
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: fs.statSync(file).size,
+    nextOffset: 6,
+  });
   return { partitionDir, file, entries };
 }
 
@@ -83,13 +89,7 @@ for (const bit of [0, 26]) {
   test(`newest segment, before the recovery point: bit ${bit} of a batch's LastOffsetDelta loses that batch only`, async () => {
     using dir = tempDir();
     const dataDir = dir.file("data");
-    const { partitionDir, file, entries } = await prepareParcels(dataDir);
-    // A crash after every batch was forced: the start scans, trusting the forced bytes' CRCs.
-    writeCheckpointFile(partitionDir, {
-      segmentBaseOffset: 0,
-      position: fs.statSync(file).size,
-      nextOffset: 6,
-    });
+    const { file, entries } = await prepareParcels(dataDir);
 
     flipLastOffsetDelta(file, entries[1]!, bit);
 
@@ -111,12 +111,7 @@ for (const bit of [0, 26]) {
   test(`newest segment, the last forced batch: bit ${bit} of its LastOffsetDelta loses that batch only, and the log goes on at the recovery point's offset`, async () => {
     using dir = tempDir();
     const dataDir = dir.file("data");
-    const { partitionDir, file, entries } = await prepareParcels(dataDir);
-    writeCheckpointFile(partitionDir, {
-      segmentBaseOffset: 0,
-      position: fs.statSync(file).size,
-      nextOffset: 6,
-    });
+    const { file, entries } = await prepareParcels(dataDir);
     // The walk to the recovery point reaches it, at the offset the damaged field says: the log's
     // end was taken from it (67,108,869 for bit 26).
     flipLastOffsetDelta(file, entries[5]!, bit);
