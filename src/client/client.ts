@@ -120,7 +120,24 @@ export interface FetchOptions {
   maxWaitMs?: number;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A request waiting for a reconnection round (BooblikClient.withRetries). */
+interface RetryWaiter {
+  /** Order in which requests were first made. */
+  ticket: number;
+  retries: number;
+  failures: number;
+  resume: (connection: BrokerConnection) => void;
+  fail: (error: unknown) => void;
+}
+
+const noConnection = () => {};
+
+function isConnectionFailure(error: unknown): boolean {
+  return (
+    error instanceof BooblikError &&
+    (error.code === "CONNECTION_ERROR" || error.code === "TIMEOUT" || error.code === "TOO_MANY_CONNECTIONS")
+  );
+}
 
 export class BooblikClient {
   readonly options: ClientOptions;
@@ -129,9 +146,16 @@ export class BooblikClient {
   private closed = false;
   /** Connections opened so far (1 + reconnects). */
   connectionsOpened = 0;
+  private nextTicket = 0;
+  /** Requests waiting for the next reconnection round, by ticket (withRetries). */
+  private retryQueue: RetryWaiter[] = [];
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private roundRunning = false;
+  private retryBackoffMs: number;
 
   private constructor(options: ClientOptions) {
     this.options = options;
+    this.retryBackoffMs = options.backoffMs ?? 100;
   }
 
   /** Connects (with the same retries as requests) and returns the client. */
@@ -165,27 +189,104 @@ export class BooblikClient {
     return this.connecting;
   }
 
-  /** Runs `call` on a live connection; on a retriable connection failure reconnects and tries again. */
+  /**
+   * Runs `call` on a live connection; on a retriable connection failure reconnects and tries again.
+   *
+   * Order: a request that failed with its connection waits in `retryQueue`, in the order requests
+   * were first made, for the next reconnection round, and so does every request made while any is
+   * waiting. A round, one backoff after the last, connects once and hands the connection to all
+   * of them in that order, so they are written in the order they were made. Each request used to
+   * retry on its own backoff: a batch made during an outage (short backoff) then reached the broker
+   * before an earlier batch of the same partition that had failed more often (long backoff) — a
+   * sequence gap the broker refuses for good (idempotence.test.ts, "resume in the order they were
+   * made"), or, for plain batches, records stored out of order.
+   */
   private async withRetries<T>(
     repeatable: boolean,
     call: (connection: BrokerConnection) => Promise<T>,
   ): Promise<T> {
-    const retries = repeatable ? (this.options.retries ?? 5) : 0;
-    let backoffMs = this.options.backoffMs ?? 100;
-    for (let attempt = 0; ; attempt++) {
+    const waiter: RetryWaiter = {
+      ticket: this.nextTicket++,
+      retries: repeatable ? (this.options.retries ?? 5) : 0,
+      failures: 0,
+      resume: noConnection,
+      fail: noConnection,
+    };
+    let first = true;
+    for (;;) {
+      let connection: BrokerConnection | undefined;
+      if (first && this.retryQueue.length === 0 && !this.roundRunning) {
+        try {
+          connection = await this.current();
+        } catch (error) {
+          this.countFailure(waiter, error);
+        }
+      }
+      first = false;
+      // Checked again after the connect: requests that failed meanwhile go first.
+      if (connection === undefined || this.retryQueue.length > 0) {
+        connection = await this.joinRound(waiter);
+      }
       try {
-        return await call(await this.current());
+        const result = await call(connection);
+        this.retryBackoffMs = this.options.backoffMs ?? 100;
+        return result;
       } catch (error) {
-        const connectionLevel =
-          error instanceof BooblikError &&
-          (error.code === "CONNECTION_ERROR" ||
-            error.code === "TIMEOUT" ||
-            error.code === "TOO_MANY_CONNECTIONS");
-        if (!connectionLevel || attempt >= retries || this.closed) throw error;
-        await sleep(backoffMs);
-        backoffMs = Math.min(backoffMs * 2, this.options.maxBackoffMs ?? 5000);
+        this.countFailure(waiter, error);
       }
     }
+  }
+
+  /** Rethrows what is not a retriable connection failure, or the failure past the last retry. */
+  private countFailure(waiter: RetryWaiter, error: unknown): void {
+    if (!isConnectionFailure(error) || this.closed) throw error;
+    waiter.failures++;
+    if (waiter.failures > waiter.retries) throw error;
+  }
+
+  private joinRound(waiter: RetryWaiter): Promise<BrokerConnection> {
+    const queue = this.retryQueue;
+    let at = queue.length;
+    while (at > 0 && queue[at - 1]!.ticket > waiter.ticket) at--;
+    queue.splice(at, 0, waiter);
+    const connection = new Promise<BrokerConnection>((resolve, reject) => {
+      waiter.resume = resolve;
+      waiter.fail = reject;
+    });
+    this.scheduleRound();
+    return connection;
+  }
+
+  private scheduleRound(): void {
+    if (this.retryTimer !== undefined || this.roundRunning || this.retryQueue.length === 0) return;
+    this.retryTimer = setTimeout(() => void this.runRound(), this.retryBackoffMs);
+  }
+
+  private async runRound(): Promise<void> {
+    this.retryTimer = undefined;
+    this.roundRunning = true;
+    this.retryBackoffMs = Math.min(this.retryBackoffMs * 2, this.options.maxBackoffMs ?? 5000);
+    let connection: BrokerConnection | undefined;
+    let failure: unknown;
+    try {
+      connection = await this.current();
+    } catch (error) {
+      failure = error;
+    }
+    this.roundRunning = false;
+    if (connection !== undefined) {
+      // Resolved in ticket order: each continuation writes its request before the next one runs.
+      for (const waiter of this.retryQueue.splice(0)) waiter.resume(connection);
+      return;
+    }
+    const final = !isConnectionFailure(failure) || this.closed;
+    this.retryQueue = this.retryQueue.filter((waiter) => {
+      waiter.failures++;
+      if (!final && waiter.failures <= waiter.retries) return true;
+      waiter.fail(failure);
+      return false;
+    });
+    this.scheduleRound();
   }
 
   private request<T>(
@@ -477,6 +578,10 @@ export class BooblikClient {
   close(): void {
     this.closed = true;
     this.connection?.close();
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    const closed = new BooblikError("CLOSED", "client is closed");
+    for (const waiter of this.retryQueue.splice(0)) waiter.fail(closed);
   }
 }
 

@@ -230,10 +230,18 @@ interface LinkData {
 /**
  * A TCP proxy on 127.0.0.1:0 to `target.port` (changeable: a restarted broker). `dropNextAnswer()`
  * makes the next bytes from the broker vanish and both sides of that connection close: a request
- * that was delivered (and appended) whose answer the client never sees.
+ * that was delivered (and appended) whose answer the client never sees. `refuse()` is an outage:
+ * connections open and close at once, counted in `state.refused`.
  */
 function startProxy(initialTargetPort: number) {
-  const state = { targetPort: initialTargetPort, dropArmed: false, dropped: 0, links: new Set<Link>() };
+  const state = {
+    targetPort: initialTargetPort,
+    dropArmed: false,
+    dropped: 0,
+    refusing: false,
+    refused: 0,
+    links: new Set<Link>(),
+  };
   const flush = (socket: Socket<LinkData> | undefined, queue: Uint8Array[]) => {
     if (socket === undefined) return;
     while (queue.length > 0) {
@@ -259,6 +267,11 @@ function startProxy(initialTargetPort: number) {
     socket: {
       binaryType: "uint8array",
       open(socket) {
+        if (state.refusing) {
+          state.refused++;
+          socket.end();
+          return;
+        }
         const link: Link = {
           client: socket,
           upstream: undefined,
@@ -304,19 +317,24 @@ function startProxy(initialTargetPort: number) {
           },
         }).catch(() => closeLink(link));
       },
+      // A refused socket has no link (socket.data is undefined): nothing to forward or close.
       data(socket, chunk) {
-        const link = socket.data.link;
+        const link = socket.data?.link;
+        if (link === undefined) return;
         link.toUpstream.push(chunk.slice());
         flush(link.upstream, link.toUpstream);
       },
       drain(socket) {
-        flush(socket, socket.data.link.toClient);
+        const link = socket.data?.link;
+        if (link !== undefined) flush(socket, link.toClient);
       },
       close(socket) {
-        closeLink(socket.data.link);
+        const link = socket.data?.link;
+        if (link !== undefined) closeLink(link);
       },
       error(socket) {
-        closeLink(socket.data.link);
+        const link = socket.data?.link;
+        if (link !== undefined) closeLink(link);
       },
     },
   });
@@ -328,6 +346,14 @@ function startProxy(initialTargetPort: number) {
     },
     dropNextAnswer() {
       state.dropArmed = true;
+    },
+    /** Closes every connection and, until `accept()`, each new one as soon as it opens. */
+    refuse() {
+      state.refusing = true;
+      for (const link of [...state.links]) closeLink(link);
+    },
+    accept() {
+      state.refusing = false;
     },
     stop() {
       for (const link of [...state.links]) closeLink(link);
@@ -368,6 +394,36 @@ describe("the client library's Producer resends without duplicates", () => {
     expect(await producer.send("t", "second", { partition: 0 })).toMatchObject({ offset: 2 });
     await producer.close();
     expect(text(await readValues(client, "t", 0, 0, 3))).toEqual(["first", "second", "second"]);
+  });
+
+  test("batches retried across an outage resume in the order they were made: a later batch that failed later does not reach the broker first", async () => {
+    // The race behind a CI failure: each request used to retry on its own backoff, so a batch made
+    // during the outage (short backoff) reached the broker before an earlier one that had failed
+    // more often (long backoff), and was refused as a sequence gap.
+    const process = await broker(dataDir());
+    const proxy = startProxy(process.port);
+    const client = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: proxy.port,
+      retries: 1_000,
+      backoffMs: 20,
+      maxBackoffMs: 1_000,
+    });
+    cleanups.push(() => client.close());
+    await client.createTopic("o");
+    const pid = (await client.initProducerId()).producerId;
+    expect(await client.produce("o", 0, batch(pid, 0, 0, ["x"]), true)).toMatchObject({ firstOffset: 0 });
+    proxy.refuse();
+    const earlier = client.produce("o", 0, batch(pid, 0, 1, ["a"]), true);
+    // Six failures: its backoff has grown to 640 ms.
+    await waitUntil(() => proxy.state.refused >= 6, "six failed attempts of the earlier batch");
+    const later = client.produce("o", 0, batch(pid, 0, 2, ["b"]), true);
+    const refusedBeforeLater = proxy.state.refused;
+    await waitUntil(() => proxy.state.refused > refusedBeforeLater, "one more failed attempt");
+    proxy.accept();
+    expect(await earlier).toMatchObject({ firstOffset: 1, recordCount: 1 });
+    expect(await later).toMatchObject({ firstOffset: 2, recordCount: 1 });
+    expect(text(await readValues(client, "o", 0, 0, 3))).toEqual(["x", "a", "b"]);
   });
 
   test("kill -9 of a `force` broker with pipelined batches in flight: after the restart every record is in the log exactly once", async () => {
