@@ -8,9 +8,10 @@
  * segment before `point.segmentBaseOffset` is complete and forced; in that segment the bytes before
  * `point.position` are), and whether the last close was clean (then `point` is the exact end).
  *
- * Pass 2, leftovers (before anything is opened): a segment file of at most a header, while another
- * file remains and the recovery point does not lie in it, is deleted (a failed roll's leftover, or a
- * newest segment whose header a crash tore; see `removeLeftoverSegments`).
+ * Pass 2, leftovers (before anything is opened): a segment file of at most a header, followed by
+ * another file, that the recovery point does not lie in, is deleted (a failed roll's leftover; see
+ * `removeLeftoverSegments`). The newest such file is left to rules 2 and 4, and to pass 4 when the
+ * segment before it overlaps it.
  *
  * Before pass 3, a newest segment whose header is zeros while a valid entry with its file name's
  * base offset follows has its header written again (`rewriteHeader`): not a torn creation.
@@ -40,7 +41,9 @@
  * |                                                         |                              | in `offsetsLost` and `damagedRanges`. Each     |
  * |                                                         |                              | batch carries its BaseOffset, so a later       |
  * |                                                         |                              | segment's offsets stand on their own           |
- * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
+ * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE), but   |
+ * |                                                         |                              | for a next file that is the newest and holds   |
+ * |                                                         |                              | no entry: delete it, open this one as newest   |
  *
  * In the newest segment a damaged entry before the recovery point (a zero length included: forced
  * bytes are never zeros) is stepped over the same way;
@@ -96,7 +99,7 @@ export interface PartitionOpenReport {
   /**
    * Segment files removed as crash leftovers, none holding an entry acknowledged under `force`: a
    * newest segment whose header never reached the disk (rule 2), and files of at most a header
-   * (pass 2: removeLeftoverSegments).
+   * (pass 2: removeLeftoverSegments; pass 4 for a newest one the segment before it overlaps).
    */
   segmentsDropped: number;
   /** True when entries that the recovery point said were durable failed their check. */
@@ -200,19 +203,25 @@ export function scanEnd(nextOffset: number, nextBaseOffset: number | undefined):
 }
 
 /**
- * Pass 2: removes from `bases` (and the directory) every segment file that holds no entry, at
- * most a header, while another segment file remains, unless the recovery point lies in it. Returns
- * how many.
+ * Pass 2: removes from `bases` (and the directory) every segment file but the newest that holds no
+ * entry, at most a header, unless the recovery point lies in it. Returns how many.
  *
  * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
  * roll stopped the log in that case, the log went on appending past the file's base offset; fault
- * simulation, seed 925210251), or a newest segment whose header a crash right after a roll tore.
- * Kept, a leftover ends the previous segment at its own base offset, below that segment's real end:
- * the open refused the whole partition, or trusted the wrong end and failed reads. It holds
- * nothing: a roll never leaves an empty segment behind (an empty segment fits any append a segment
- * can take), and a newest empty segment removed here is created again by the next roll. The
- * recovery point's own segment is kept even when empty: there an empty file can be a segment
- * whose unforced entries a power loss took, and passes 3 and 4 must find that hole.
+ * simulation, seed 925210251). Kept, a leftover ends the previous segment at its own base offset,
+ * below that segment's real end: the open refused the whole partition, or trusted the wrong end and
+ * failed reads. It holds nothing: a roll never leaves an empty segment behind (an empty segment fits
+ * any append a segment can take). The recovery point's own segment is kept even when empty: there
+ * an empty file can be a segment whose unforced entries a power loss took, and passes 3 and 4 must
+ * find that hole.
+ *
+ * The newest file is left to pass 3 (rule 2 drops it when its header never reached the disk; a whole
+ * header is an empty active segment): it says the segment before it was sealed by a roll at its base
+ * offset, so damage there is damage in the middle of the log, stepped over, not a torn tail. Removed
+ * here, the segment before it became the newest and was cut at a flipped byte like a torn tail: its
+ * later, intact records were quarantined and their offsets handed out again (a reviewer's fault
+ * harness, 2026-12-02, seed 881). A leftover the segment before it grew past is still removed, in
+ * pass 4 (`recoverSegments`).
  */
 export function removeLeftoverSegments(
   directory: string,
@@ -220,7 +229,7 @@ export function removeLeftoverSegments(
   checkpoint: Checkpoint | undefined,
 ): number {
   let removed = 0;
-  for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
+  for (let i = bases.length - 2; i >= 0; i--) {
     const base = bases[i]!;
     if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
     const filePath = path.join(directory, segmentFileName(base));
@@ -230,6 +239,10 @@ export function removeLeftoverSegments(
     removed++;
   }
   return removed;
+}
+
+function holdsNoEntry(directory: string, base: Offset): boolean {
+  return disk.statFile(path.join(directory, segmentFileName(base))).sizeBytes <= SEGMENT_HEADER_BYTES;
 }
 
 /** Adds one opened segment's scan to the report, telling durable loss from a torn tail (rule 8). */
@@ -390,13 +403,24 @@ export function recoverSegments(
         const opened = isNewest
           ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
           : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined);
+        const end = scanEnd(opened.segment.nextOffset, nextBase);
+        if (end === "overlap" && i === bases.length - 2 && holdsNoEntry(directory, nextBase!)) {
+          // An empty newest file this segment grew past: the leftover of a roll whose create and
+          // cleanup both failed, written before the roll stopped the log then (pass 2). Removed,
+          // and this segment opened again as the newest.
+          opened.segment.close();
+          disk.unlinkFile(path.join(directory, segmentFileName(nextBase!)));
+          report.segmentsDropped++;
+          bases.pop();
+          i--;
+          continue;
+        }
         account(report, opened.report, verifyFrom);
         segments.push(opened.segment);
         if (isNewest && !opened.segment.isActive) {
           continueAfterMissingOffsets(directory, config, segments);
           return;
         }
-        const end = scanEnd(opened.segment.nextOffset, nextBase);
         if (end === "overlap") {
           throw new BadSegmentFileError(
             filePath,

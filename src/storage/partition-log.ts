@@ -18,9 +18,10 @@
  * log-recovery.ts):
  * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
- *    Delete every segment file that holds no entry while another remains (unless the recovery
- *    point lies in it): the leftover of a roll whose create and cleanup both failed, or a newest
- *    segment whose header a crash tore (removeLeftoverSegments).
+ *    Delete every segment file but the newest that holds no entry (unless the recovery point lies
+ *    in it): the leftover of a roll whose create and cleanup both failed (removeLeftoverSegments).
+ *    The newest is left to passes 3 and 4: a torn header is rule 2's, an empty file that the
+ *    segment before it grew past is removed in pass 4.
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
  *    on first use). The segment holding the recovery point and every later one are scanned: no
  *    CRCs up to the recovery point, everything after it; invalid tails are cut. After a clean
@@ -48,9 +49,8 @@
  *    entries; segment-header.ts) are listed and counted. One whose segment is not among the opened
  *    segments is removed: below the first segment (deleted by retention or a purge before such
  *    files were removed with it, or by pass 6), or in the middle or at the end (a file of at most a
- *    header removed by pass 2, e.g. a newest segment whose every entry a cut quarantined, opened
- *    later without a checkpoint naming it, as `segment repair` does; a newest segment dropped by
- *    rule 2 of pass 3). Kept, such a file would outlive its segment for good, and a later roll to
+ *    header removed by pass 2 by an older broker, which removed the newest one too, e.g. a newest
+ *    segment whose every entry a cut quarantined; a newest segment dropped by rule 2 of pass 3). Kept, such a file would outlive its segment for good, and a later roll to
  *    the same base offset would make it look like the new segment's.
  *
  * Quarantine files live as long as their segment: retention and purges remove them right after the

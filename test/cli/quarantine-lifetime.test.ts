@@ -172,7 +172,7 @@ test("a quarantine file whose segment is gone is removed at the next start, whic
   expect(fs.existsSync(partitionDir)).toBe(false);
 });
 
-test("a quarantine file whose segment recovery removed (the newest, or one in the middle) is removed too: segment repair, then a start", async () => {
+test("a quarantine file of a newest segment cut to its header stays with it; one whose segment was in the middle of the log is removed: segment repair, then a start", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
   {
@@ -202,19 +202,18 @@ test("a quarantine file whose segment recovery removed (the newest, or one in th
   expect(fs.existsSync(quarantine)).toBe(true);
 
   // Without a checkpoint (lost; segment repair keeps one that is there) the header-only newest
-  // segment is an empty leftover (log-recovery.ts pass 2) and goes; its quarantine file must go with
-  // it.
+  // segment is the empty active segment it is: pass 2 leaves the newest file to pass 3
+  // (log-recovery.ts), which opens a whole header for append. It stays, and its quarantine file with it.
   fs.rmSync(path.join(partitionDir, "checkpoint.json"));
   const repaired = await runCli(["segment", "repair", dataDir]);
   expect(repaired.exitCode).toBe(0);
-  expect(repaired.stdout).toContain(
-    ", removed 1 segment files left by a crash (empty, or a header that never reached the disk), removed 1 quarantine files of deleted segments",
-  );
-  expect(fs.existsSync(newest)).toBe(false);
-  expect(fs.existsSync(quarantine)).toBe(false);
+  expect(repaired.stdout).not.toContain("quarantine files of deleted segments");
+  expect(fs.statSync(newest).size).toBe(SEGMENT_HEADER_BYTES);
+  expect(fs.existsSync(quarantine)).toBe(true);
+  const quarantineBytes = fs.statSync(quarantine).size;
   const verify = await runCli(["segment", "verify", partitionDir]);
   expect(verify.exitCode).toBe(0);
-  expect(verify.stdout).not.toContain("quarantine");
+  expect(verify.stdout).toContain(`quarantine: ${quarantine}`);
 
   // One whose segment was in the middle of the log (the next segment starts after its base): left
   // by a pass-2 removal of an older broker. The start removes it, and says so.
@@ -230,15 +229,15 @@ test("a quarantine file whose segment recovery removed (the newest, or one in th
   expect(before.stdout).toContain(" is gone: the broker's next start removes it)");
   {
     await using broker = await startBroker(dataDir, ["--metrics-port", "0"]);
-    expect(broker.startLine).toContain("; 0 quarantine files on disk (0 bytes;");
+    expect(broker.startLine).toContain(`; 1 quarantine file on disk (${quarantineBytes} bytes;`);
     expect(broker.startLine).toContain(", 1 quarantine file of deleted segments removed");
     expect(fs.existsSync(orphan)).toBe(false);
     const scrape = await metrics(broker.startLine);
-    expect(metricValue(scrape, "booblik_quarantine_files")).toBe(0);
-    expect(metricValue(scrape, "booblik_quarantine_bytes")).toBe(0);
+    expect(metricValue(scrape, "booblik_quarantine_files")).toBe(1);
+    expect(metricValue(scrape, "booblik_quarantine_bytes")).toBe(quarantineBytes);
     expect(await broker.stop("SIGTERM")).toBe(0);
   }
-  expect((await runCli(["segment", "verify", partitionDir])).stdout).not.toContain("quarantine");
+  expect((await runCli(["segment", "verify", partitionDir])).stdout).not.toContain(orphan);
 });
 
 test("a quarantine file whose newest segment recovery drops as a torn creation (rule 2 of pass 3) is removed with it", async () => {

@@ -10,6 +10,8 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import type { Offset } from "../../src/domain/ids.ts";
+import { encodeSegmentHeader, segmentFileName } from "../../src/storage/segment-header.ts";
 import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { entriesOf, flipByte, type SegmentEntry, writeCheckpointFile } from "../helpers/segment-file.ts";
@@ -558,6 +560,57 @@ for (const pointAt of ["the end of the previous segment", "the newest segment's 
     expect(gap.stderr).toContain(`the next segment starts at offset ${newestBase}`);
   });
 }
+
+test("an empty newest segment (a crash right after a roll), bit rot in the segment before it, the recovery point older: the records after the damage are served and no offset is handed out again", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir } = await prepareRolled(dataDir, 400);
+  const names = segmentNames(partitionDir);
+  expect(names.length).toBeGreaterThanOrEqual(3);
+  const sealed = path.join(partitionDir, names.at(-1)!);
+  const entries = entriesOf(sealed);
+  expect(entries.length).toBeGreaterThanOrEqual(2);
+  // The roll to offset 400 created the next segment, and the crash came before its first append.
+  fs.writeFileSync(
+    path.join(partitionDir, segmentFileName(400 as Offset)),
+    encodeSegmentHeader(400 as Offset),
+  );
+  // The last checkpoint written lies in the first segment: the later forces were not yet recorded.
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: fs.statSync(path.join(partitionDir, names[0]!)).size,
+    nextOffset: Number(names[1]!.slice(0, 20)),
+  });
+  const [damaged, intact] = entries;
+  flipByte(sealed, damaged!.position + damaged!.bytes - 3);
+
+  // Before: the empty file was removed first, the damaged segment became the newest and was cut at
+  // the damage like a torn tail, its intact batch quarantined and its offsets handed out again (a
+  // reviewer's fault harness, seed 881).
+  await expectDamageReported(dataDir, `offset ${damaged!.baseOffset}`);
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).toContain(
+    `${sealed} at file position ${damaged!.position}: offsets ${damaged!.baseOffset}..${intact!.baseOffset - 1} unreadable`,
+  );
+  expect(broker.startLine).not.toContain("quarantine");
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+  expect(produced.exitCode).toBe(0);
+  expect(produced.stdout).toContain("partition 0 offset 400");
+  const read = await runCli([
+    ...at,
+    "consume",
+    "rolled",
+    "--partition",
+    "0",
+    "--from",
+    String(intact!.baseOffset),
+    "--max",
+    "1",
+  ]);
+  expect(read.exitCode).toBe(0);
+  expect(read.stdout).toContain(`record ${intact!.baseOffset} `);
+});
 
 test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {
   using dir = tempDir();

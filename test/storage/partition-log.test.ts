@@ -17,7 +17,7 @@ import { CHECKPOINT_FILE } from "../../src/storage/checkpoint.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { PartitionLog } from "../../src/storage/partition-log.ts";
 import { newFileRange, segmentConfig } from "../../src/storage/segment.ts";
-import { segmentFileName } from "../../src/storage/segment-header.ts";
+import { encodeSegmentHeader, segmentFileName } from "../../src/storage/segment-header.ts";
 import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts";
 import { descriptorsUnder } from "../helpers/proc.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
@@ -268,6 +268,43 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
             expect(reopened.openReport.segmentsDropped).toBe(1);
             expect(reopened.segmentBaseOffsets).toEqual(bases);
             expectAll(reopened, 0, 60);
+          } finally {
+            reopened.close();
+          }
+        }
+      }
+    });
+
+    test("an empty leftover newest segment that the segment before it grew past is removed at open", () => {
+      // The same leftover as the newest file. Pass 2 leaves the newest file to pass 3 (it says where
+      // a roll sealed the segment before it), so pass 4 removes it when that segment overlaps it.
+      for (const leftover of ["empty", "zeroed header", "whole header"] as const) {
+        for (const withCheckpoint of [true, false]) {
+          using dir = tempDir();
+          const config = segmentConfig({ writeMode: mode, segmentBytes: 1024 });
+          const log = PartitionLog.open(dir.path, config);
+          fill(log, 60);
+          const bases = log.segmentBaseOffsets;
+          log.close();
+          const inside = Math.floor((bases.at(-1)! + 60) / 2) as Offset;
+          expect(inside).toBeGreaterThan(bases.at(-1)!);
+          const file = path.join(dir.path, segmentFileName(inside));
+          fs.writeFileSync(
+            file,
+            leftover === "empty"
+              ? new Uint8Array(0)
+              : leftover === "zeroed header"
+                ? new Uint8Array(SEGMENT_HEADER_BYTES)
+                : encodeSegmentHeader(inside),
+          );
+          if (!withCheckpoint) fs.rmSync(path.join(dir.path, CHECKPOINT_FILE));
+          const reopened = PartitionLog.open(dir.path, config);
+          try {
+            expect(fs.existsSync(file)).toBe(false);
+            expect(reopened.openReport.segmentsDropped).toBe(1);
+            expect(reopened.segmentBaseOffsets).toEqual(bases);
+            expectAll(reopened, 0, 60);
+            expect<number>(reopened.append(batchOfValues([payloadForOffset(60, 200)]))).toBe(60);
           } finally {
             reopened.close();
           }
