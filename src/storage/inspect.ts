@@ -48,7 +48,7 @@ import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/en
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
 import { forcedEnd, missingPointSegment, planSegment } from "./log-recovery.ts";
-import { headerZeroedBeforeEntries, isTornCreation, scanSegmentFile } from "./recovery.ts";
+import { headerDamagedBeforeEntries, isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
   decodeSegmentHeader,
@@ -415,15 +415,17 @@ export function verifyPartitionDirectory(
       walk = walkSegmentFile(file, undefined, onProgress);
     } catch (error) {
       if (error instanceof BadSegmentFileError) {
-        // A newest segment whose header is zeros over records: a start writes it again and keeps
-        // them (log-recovery.ts, rewriteHeader).
-        const rewritten = newest && headerZeroedBeforeEntries(file);
+        // A header that is zeros or fails its check over intact records: the open that scans the
+        // segment writes it again and keeps them (log-recovery.ts, openRewritingHeader). A start
+        // scans the newest segment and those from the recovery point's on; `segment repair` all.
+        const rewritten = headerDamagedBeforeEntries(file);
+        const byStart = newest || point === undefined || base >= point.segmentBaseOffset;
         found({
           file,
           position: 0,
           offset: base,
           reason: rewritten
-            ? `the header is zeros, but records from offset ${base} follow: a start writes the header again from the file name and keeps them`
+            ? `${error.message}, but records from offset ${base} follow: ${byStart ? "a start" : "booblik-cli segment repair (a start does not scan this segment; reads of it fail until then)"} writes the header again from the file name and keeps them`
             : error.message,
           readableFromOffset: rewritten ? base : bases[i + 1],
         });

@@ -13,8 +13,9 @@
  * `removeLeftoverSegments`). The newest such file is left to rules 2 and 4, and to pass 4 when the
  * segment before it overlaps it.
  *
- * Before pass 3, a newest segment whose header is zeros while a valid entry with its file name's
- * base offset follows has its header written again (`rewriteHeader`): not a torn creation.
+ * In passes 3 and 4, a segment whose open fails on a header that is zeros or fails its magic or
+ * checksum, while a valid entry with its file name's base offset follows, has its header written
+ * again (`openRewritingHeader`): not a torn creation, and not a reason to refuse the partition.
  *
  * Pass 3, one decision per segment (`planSegment`), rules tried in this order:
  *
@@ -72,7 +73,7 @@ import type { Offset } from "../domain/ids.ts";
 import { SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import type { Checkpoint, RecoveryPoint } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { headerZeroedBeforeEntries, isTornCreation } from "./recovery.ts";
+import { headerDamagedBeforeEntries, isTornCreation } from "./recovery.ts";
 import { Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
 import { encodeSegmentHeader, segmentFileName } from "./segment-header.ts";
 
@@ -114,8 +115,8 @@ export interface PartitionOpenReport {
   /** Cut bytes that held whole, valid entries, copied aside first: quarantine file, offsets. */
   quarantined: string[];
   /**
-   * Newest segments whose header was zeros while valid entries followed, written again from the file
-   * name (`headerZeroedBeforeEntries`): each file, and the offset its entries start at.
+   * Segments whose header was zeros or failed its check while valid entries followed, written again
+   * from the file name (`openRewritingHeader`): each file, and the offset its entries start at.
    */
   headersRewritten: string[];
   /** Quarantine files next to the segments after the open (written by this or earlier opens). */
@@ -278,14 +279,27 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
 }
 
 /**
- * Writes the header of a newest segment whose header is zeros while a valid entry with the file
- * name's base offset follows (`headerZeroedBeforeEntries`), and forces it. Zeros over a header that
- * was there (bit rot, a zeroed range): the records after it are kept and the walk goes on as for any
- * segment. Taken for a torn creation (rule 2), the file was deleted with every record in it, and
- * their offsets were handed out again (a reviewer's fault harness, 2026-12-02). The header holds
- * nothing but the base offset and the format version, so the file name says all of it.
+ * Opens a segment with `open`; when that fails on a header that is zeros or fails its magic or
+ * checksum while a valid entry with the file name's base offset follows
+ * (`headerDamagedBeforeEntries`), writes the header again from the file name, forces it, and opens
+ * again. Bit rot or a zeroed range over a header that was there: the records after it are kept and
+ * the walk goes on as for any segment. Taken for a torn creation (rule 2), a newest file was deleted
+ * with every record in it, and their offsets handed out again; a sealed one made the start and
+ * `segment repair` refuse the whole partition (reviewers' fault harnesses, 2026-12-02). The header
+ * holds nothing but the base offset and the format version, so the file name says all of it.
+ * Checked only after a failed open: a start reads no header twice.
  */
-function rewriteHeader(filePath: string, baseOffset: Offset, report: PartitionOpenReport): void {
+function openRewritingHeader<T>(
+  filePath: string,
+  baseOffset: Offset,
+  report: PartitionOpenReport,
+  open: () => T,
+): T {
+  try {
+    return open();
+  } catch (error) {
+    if (!(error instanceof BadSegmentFileError) || !headerDamagedBeforeEntries(filePath)) throw error;
+  }
   const fd = disk.openFile(filePath, "readWrite");
   try {
     disk.pwriteAll(fd, encodeSegmentHeader(baseOffset), 0, SEGMENT_HEADER_BYTES, 0, filePath);
@@ -294,8 +308,9 @@ function rewriteHeader(filePath: string, baseOffset: Offset, report: PartitionOp
     disk.closeFile(fd, filePath);
   }
   report.headersRewritten.push(
-    `${filePath} (its ${SEGMENT_HEADER_BYTES} header bytes were zeros; records from offset ${baseOffset} follow, kept)`,
+    `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; records from offset ${baseOffset} follow, kept)`,
   );
+  return open();
 }
 
 /**
@@ -338,7 +353,6 @@ export function recoverSegments(
     const filePath = path.join(directory, segmentFileName(base));
     const isNewest = i === bases.length - 1;
     const nextBase = isNewest ? undefined : bases[i + 1]!;
-    if (isNewest && headerZeroedBeforeEntries(filePath)) rewriteHeader(filePath, base, report);
     const plan = planSegment({
       baseOffset: base,
       isNewest,
@@ -385,11 +399,8 @@ export function recoverSegments(
         // After a clean shutdown the checkpoint holds the exact end: no scan at all (the index is
         // built on first use), so a clean restart costs the same for 1 GiB or 1 TiB of data. A file
         // that does not match the checkpoint is scanned after all (openActiveTrusted falls back).
-        const trusted = Segment.openActiveTrusted(
-          filePath,
-          config,
-          point!.position,
-          point!.nextOffset as Offset,
+        const trusted = openRewritingHeader(filePath, base, report, () =>
+          Segment.openActiveTrusted(filePath, config, point!.position, point!.nextOffset as Offset),
         );
         if (trusted.report.scannedBytes > 0) account(report, trusted.report, point!.position);
         segments.push(trusted.segment);
@@ -400,9 +411,11 @@ export function recoverSegments(
         const verifyFrom = forcedEnd(base, point);
         const forcedNext =
           point !== undefined && base === point.segmentBaseOffset ? point.nextOffset : undefined;
-        const opened = isNewest
-          ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
-          : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined);
+        const opened = openRewritingHeader(filePath, base, report, () =>
+          isNewest
+            ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
+            : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined),
+        );
         const end = scanEnd(opened.segment.nextOffset, nextBase);
         if (end === "overlap" && i === bases.length - 2 && holdsNoEntry(directory, nextBase!)) {
           // An empty newest file this segment grew past: the leftover of a roll whose create and

@@ -31,7 +31,7 @@ import {
 import { type EntryStop, type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { disk } from "./disk.ts";
 import { entryLengthAt } from "./entry-framer.ts";
-import { parseSegmentFileName } from "./segment-header.ts";
+import { parseSegmentFileName, segmentHeaderIntact } from "./segment-header.ts";
 import type { SparseIndex } from "./sparse-index.ts";
 
 export interface SegmentScan {
@@ -163,36 +163,44 @@ export function scanSegmentFile(
  * vouches for records in it (partition-log.ts), and `segment verify` reports it as a crash leftover
  * (inspect.ts): one predicate for both.
  *
- * A zeroed header followed by a whole, valid entry whose BaseOffset is the file name's is not that
- * (`headerZeroedBeforeEntries`): zeros over a header that was there, and records a start keeps by
- * writing the header again (log-recovery.ts). Treated as a torn creation, the file was deleted with
- * every record in it, and their offsets handed out again (a reviewer's fault harness, 2026-12-02).
+ * A damaged header followed by a whole, valid entry whose BaseOffset is the file name's is not that
+ * (`headerDamagedBeforeEntries`): zeros over a header that was there, or a header whose magic or
+ * checksum fails, while the records after it are intact. A start writes the header again
+ * (log-recovery.ts) and keeps them. Treated as a torn creation, the file was deleted with every
+ * record in it, and their offsets handed out again (a reviewer's fault harness, 2026-12-02); in a
+ * sealed segment the whole partition was refused, `segment repair` included.
  */
 export function isTornCreation(filePath: string): boolean {
   return headerState(filePath) === "torn";
 }
 
-/** Whether the file's header is zeros while a valid entry with the file name's base offset follows. */
-export function headerZeroedBeforeEntries(filePath: string): boolean {
-  return headerState(filePath) === "zeroed-before-entries";
+/**
+ * Whether the file's header is zeros or fails its magic or checksum while a valid entry with the
+ * file name's base offset follows.
+ */
+export function headerDamagedBeforeEntries(filePath: string): boolean {
+  return headerState(filePath) === "damaged-before-entries";
 }
 
-function headerState(filePath: string): "whole" | "torn" | "zeroed-before-entries" {
+function headerState(filePath: string): "whole" | "torn" | "damaged-before-entries" {
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
     if (size < SEGMENT_HEADER_BYTES) return "torn";
     const header = new Uint8Array(SEGMENT_HEADER_BYTES);
-    const got = disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
-    for (let i = 0; i < got; i++) if (header[i] !== 0) return "whole";
+    disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
+    const zeros = header.every((byte) => byte === 0);
+    // A header that fails without a valid entry after it is left to the open, which names why.
+    const otherwise = zeros ? "torn" : "whole";
+    if (!zeros && segmentHeaderIntact(header)) return "whole";
     const baseOffset = parseSegmentFileName(path.basename(filePath));
-    if (baseOffset === undefined || size < SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES) return "torn";
+    if (baseOffset === undefined || size < SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES) return otherwise;
     const frame = new Uint8Array(ENTRY_HEADER_BYTES);
     disk.preadFull(fd, frame, 0, ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES, filePath);
     // The entry's length field counts what follows the frame; one entry is read, at most one batch.
     const entryBytes = ENTRY_HEADER_BYTES + entryLengthAt(frame, 0);
     if (entryBytes > ENTRY_HEADER_BYTES + RECORD_PAYLOAD_BYTES_LIMIT + RECORD_BATCH_OVERHEAD_BYTES)
-      return "torn";
+      return otherwise;
     const entry = new Uint8Array(Math.min(entryBytes, size - SEGMENT_HEADER_BYTES));
     const read = disk.preadFull(fd, entry, 0, entry.length, SEGMENT_HEADER_BYTES, filePath);
     const scan = newEntryScanResult();
@@ -208,7 +216,7 @@ function headerState(filePath: string): "whole" | "torn" | "zeroed-before-entrie
       },
       scan,
     );
-    return scan.entryCount === 1 ? "zeroed-before-entries" : "torn";
+    return scan.entryCount === 1 ? "damaged-before-entries" : otherwise;
   } finally {
     disk.closeFile(fd, filePath);
   }

@@ -90,6 +90,18 @@ export function encodeSegmentHeader(baseOffset: Offset, formatVersion = SEGMENT_
 }
 
 /**
+ * Whether a header's magic and checksum hold (whatever its version and base offset say): a header
+ * that fails either is damaged, not a file of another format or another name.
+ */
+export function segmentHeaderIntact(bytes: Uint8Array): boolean {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, SEGMENT_HEADER_BYTES);
+  return (
+    view.getUint32(MAGIC_OFFSET, false) === SEGMENT_MAGIC &&
+    view.getUint32(HEADER_CRC_OFFSET, false) === crc32c(bytes, 0, HEADER_CRC_OFFSET)
+  );
+}
+
+/**
  * Checks a header read from `path` and returns its base offset. `expectedBaseOffset` is what the file
  * name says; a mismatch means the file was renamed or copied and is refused. A header of another
  * format version than `formatVersion` (the current one unless `booblik-cli migrate` reads an old

@@ -11,7 +11,7 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { runBrokerExpectingFailure, startBroker } from "../helpers/broker-process.ts";
+import { startBroker } from "../helpers/broker-process.ts";
 import { runCli } from "../helpers/cli-process.ts";
 import { flipByte } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -25,7 +25,7 @@ function flipHeaderByte(file: string): void {
   flipByte(file, HEADER_BYTE, 0x01);
 }
 
-test("a damaged header: a sealed segment's reads are refused and the rest served; the newest one stops the start", async () => {
+test("a damaged header over intact records: a sealed segment's reads are refused and the rest served until segment repair writes it again; the newest one's the start writes again", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
   const lines = Array.from({ length: 300 }, (_, i) => `record ${i} ${"x".repeat(30)}`);
@@ -77,20 +77,37 @@ test("a damaged header: a sealed segment's reads are refused and the rest served
   expect(verify.exitCode).toBe(3);
   expect(verify.stdout).toContain(`damage: ${path.join(partitionDir, segments[0]!)}`);
 
+  // The newest one: its records are intact, so the start writes its header again from the file
+  // name (before, the start refused the partition, and so did `segment repair`).
   const newest = path.join(partitionDir, segments.at(-1)!);
+  const newestBase = Number.parseInt(segments.at(-1)!, 10);
   flipHeaderByte(newest);
-  const before = fs.readFileSync(newest);
-  const start = await runBrokerExpectingFailure([
-    "--data-dir",
-    dataDir,
-    "--host",
-    "127.0.0.1",
-    "--port",
-    "0",
-  ]);
-  expect(start.exitCode).toBe(1);
-  expect(start.stderr).toContain(`refusing segment ${newest}`);
-  expect(fs.readFileSync(newest).equals(before)).toBe(true);
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(`HEADER REWRITTEN: ${newest} (`);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const served = await runCli([
+      ...at,
+      "consume",
+      "h",
+      "--partition",
+      "0",
+      "--from",
+      String(newestBase),
+      "--max",
+      "1",
+    ]);
+    expect(served.stdout).toBe(`${lines[newestBase]}\n`);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  // The sealed one: `segment repair` scans every segment and writes its header again.
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode).toBe(0);
+  expect((await runCli(["segment", "verify", dataDir])).exitCode).toBe(0);
+  await using broker = await startBroker(dataDir);
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const all = await runCli([...at, "consume", "h", "--partition", "0"]);
+  expect(all.stdout).toBe(`${lines.join("\n")}\n`);
   expect(
     fs
       .readdirSync(partitionDir)

@@ -494,11 +494,11 @@ test("a newest segment with a zeroed header over intact records: the start write
     if (checkpoint === "removed") fs.rmSync(path.join(partitionDir, "checkpoint.json"));
     await expectDamageReported(
       dataDir,
-      `damage: ${file} at file position 0 (offset 0): the header is zeros, but records from offset 0 follow: a start writes the header again from the file name and keeps them`,
+      `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000), but records from offset 0 follow: a start writes the header again from the file name and keeps them`,
     );
     await using broker = await startBroker(dataDir);
     expect(broker.startLine).toContain(
-      `HEADER REWRITTEN: ${file} (its 32 header bytes were zeros; records from offset 0 follow, kept)`,
+      `HEADER REWRITTEN: ${file} (its 32-byte header was zeros or failed its check; records from offset 0 follow, kept)`,
     );
     const at = ["--broker", `127.0.0.1:${broker.port}`];
     const consumed = await runCli([...at, "consume", "orders", "--partition", "9", "--from", "0"]);
@@ -611,6 +611,86 @@ test("an empty newest segment (a crash right after a roll), bit rot in the segme
   expect(read.exitCode).toBe(0);
   expect(read.stdout).toContain(`record ${intact!.baseOffset} `);
 });
+
+for (const damage of ["zeros", "a flipped bit"] as const) {
+  test(`a sealed segment's header with ${damage} over intact records: a start that scans it writes it again, so does segment repair for one it does not scan`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const { partitionDir } = await prepareRolled(dataDir, 400);
+    const names = segmentNames(partitionDir);
+    expect(names.length).toBeGreaterThanOrEqual(4);
+    const damageHeader = (file: string) => (damage === "zeros" ? zeroBytes(file, 0, 32) : flipByte(file, 10));
+    // Scanned by a start: the segment the recovery point lies in (the point is at its first entry's
+    // end, so the crash checkpoint leaves the segments from there to be scanned).
+    const scanned = path.join(partitionDir, names.at(-2)!);
+    const scannedBase = Number(names.at(-2)!.slice(0, 20));
+    const scannedEntries = entriesOf(scanned);
+    expect(scannedEntries.length).toBeGreaterThanOrEqual(2);
+    writeCheckpointFile(partitionDir, {
+      segmentBaseOffset: scannedBase,
+      position: scannedEntries[1]!.position,
+      nextOffset: scannedEntries[1]!.baseOffset,
+    });
+    damageHeader(scanned);
+    // Not scanned by a start: a segment before the point's.
+    const sealed = path.join(partitionDir, names[1]!);
+    const sealedBase = Number(names[1]!.slice(0, 20));
+    damageHeader(sealed);
+
+    // Before: the start refused the whole partition ("not a booblik segment", "header checksum
+    // mismatch"), and so did segment repair: nothing but a hand edit opened it again.
+    await expectDamageReported(
+      dataDir,
+      `but records from offset ${scannedBase} follow: a start writes the header again from the file name and keeps them`,
+    );
+    await expectDamageReported(
+      dataDir,
+      `but records from offset ${sealedBase} follow: booblik-cli segment repair (a start does not scan this segment; reads of it fail until then) writes the header again`,
+    );
+    {
+      await using broker = await startBroker(dataDir);
+      expect(broker.startLine).toContain(
+        `HEADER REWRITTEN: ${scanned} (its 32-byte header was zeros or failed its check; records from offset ${scannedBase} follow, kept)`,
+      );
+      const at = ["--broker", `127.0.0.1:${broker.port}`];
+      const read = await runCli([
+        ...at,
+        "consume",
+        "rolled",
+        "--partition",
+        "0",
+        "--from",
+        String(scannedBase),
+        "--max",
+        "1",
+      ]);
+      expect(read.exitCode).toBe(0);
+      expect(read.stdout).toContain(`record ${scannedBase} `);
+      const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+      expect(produced.stdout).toContain("partition 0 offset 400");
+      expect(await broker.stop("SIGTERM")).toBe(0);
+    }
+    const repaired = await runCli(["segment", "repair", dataDir]);
+    expect(repaired.exitCode).toBe(0);
+    await using broker = await startBroker(dataDir);
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const read = await runCli([
+      ...at,
+      "consume",
+      "rolled",
+      "--partition",
+      "0",
+      "--from",
+      String(sealedBase),
+      "--max",
+      "1",
+    ]);
+    expect(read.exitCode).toBe(0);
+    expect(read.stdout).toContain(`record ${sealedBase} `);
+    const verify = await runCli(["segment", "verify", dataDir]);
+    expect(verify.exitCode).toBe(0);
+  });
+}
 
 test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {
   using dir = tempDir();
