@@ -47,8 +47,8 @@ import {
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
-import { forcedEnd, missingPointSegment, planSegment } from "./log-recovery.ts";
-import { headerDamagedBeforeEntries, isTornCreation, scanSegmentFile } from "./recovery.ts";
+import { forcedEnd, headerRewritable, missingPointSegment, planSegment } from "./log-recovery.ts";
+import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
   decodeSegmentHeader,
@@ -418,14 +418,14 @@ export function verifyPartitionDirectory(
         // A header that is zeros or fails its check over intact records: the open that scans the
         // segment writes it again and keeps them (log-recovery.ts, openRewritingHeader). A start
         // scans the newest segment and those from the recovery point's on; `segment repair` all.
-        const rewritten = headerDamagedBeforeEntries(file);
+        const rewritten = headerRewritable(file, base, bases[i + 1] ?? Number.MAX_SAFE_INTEGER);
         const byStart = newest || point === undefined || base >= point.segmentBaseOffset;
         found({
           file,
           position: 0,
           offset: base,
           reason: rewritten
-            ? `${error.message}, but records from offset ${base} follow: ${byStart ? "a start" : "booblik-cli segment repair (a start does not scan this segment; reads of it fail until then)"} writes the header again from the file name and keeps them`
+            ? `${error.message}, but intact records follow: ${byStart ? "a start" : "booblik-cli segment repair (a start does not scan this segment; reads of it fail until then)"} writes the header again from the file name and keeps them`
             : error.message,
           readableFromOffset: rewritten ? base : bases[i + 1],
         });

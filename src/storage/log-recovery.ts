@@ -70,11 +70,11 @@
 import path from "node:path";
 import { BadSegmentFileError, type IoError } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
-import { SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
+import { RECORD_PAYLOAD_BYTES_LIMIT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import type { Checkpoint, RecoveryPoint } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { headerDamagedBeforeEntries, isTornCreation } from "./recovery.ts";
-import { Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
+import { isTornCreation, segmentHeaderState } from "./recovery.ts";
+import { findNextReadable, Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
 import { encodeSegmentHeader, segmentFileName } from "./segment-header.ts";
 
 /** What opening a partition found and did. */
@@ -279,10 +279,41 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
 }
 
 /**
+ * Whether a segment's header is zeros or fails its magic or checksum while a whole, valid entry with
+ * a BaseOffset in [`baseOffset`, `upperOffset`) follows it: right after the header, or further on
+ * when the first entry is damaged too (found by `findNextReadable`'s search, which reads the file
+ * once; run only for a header that failed). Asked only for a file recovery opens: a newest file
+ * whose zeroed header and first entry no recovery point vouches for is a torn creation (rule 2),
+ * dropped before any open, since a power cut right after a roll leaves the same bytes (the header
+ * and the first entry share the file's first page).
+ */
+export function headerRewritable(filePath: string, baseOffset: Offset, upperOffset: number): boolean {
+  const state = segmentHeaderState(filePath);
+  if (state === "damaged-before-entries") return true;
+  if (state === "whole") return false;
+  const fd = disk.openFile(filePath, "read");
+  try {
+    const size = disk.fileSize(fd, filePath);
+    return (
+      findNextReadable(
+        fd,
+        filePath,
+        SEGMENT_HEADER_BYTES - 1,
+        baseOffset - 1,
+        size,
+        RECORD_PAYLOAD_BYTES_LIMIT,
+        upperOffset,
+      ) !== undefined
+    );
+  } finally {
+    disk.closeFile(fd, filePath);
+  }
+}
+
+/**
  * Opens a segment with `open`; when that fails on a header that is zeros or fails its magic or
- * checksum while a valid entry with the file name's base offset follows
- * (`headerDamagedBeforeEntries`), writes the header again from the file name, forces it, and opens
- * again. Bit rot or a zeroed range over a header that was there: the records after it are kept and
+ * checksum while valid entries follow (`headerRewritable`), writes the header again from the file
+ * name, forces it, and opens again. Bit rot or a zeroed range over a header that was there: the records after it are kept and
  * the walk goes on as for any segment. Taken for a torn creation (rule 2), a newest file was deleted
  * with every record in it, and their offsets handed out again; a sealed one made the start and
  * `segment repair` refuse the whole partition (reviewers' fault harnesses, 2026-12-02). The header
@@ -292,13 +323,15 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
 function openRewritingHeader<T>(
   filePath: string,
   baseOffset: Offset,
+  upperOffset: number,
   report: PartitionOpenReport,
   open: () => T,
 ): T {
   try {
     return open();
   } catch (error) {
-    if (!(error instanceof BadSegmentFileError) || !headerDamagedBeforeEntries(filePath)) throw error;
+    if (!(error instanceof BadSegmentFileError) || !headerRewritable(filePath, baseOffset, upperOffset))
+      throw error;
   }
   const fd = disk.openFile(filePath, "readWrite");
   try {
@@ -308,7 +341,7 @@ function openRewritingHeader<T>(
     disk.closeFile(fd, filePath);
   }
   report.headersRewritten.push(
-    `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; records from offset ${baseOffset} follow, kept)`,
+    `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; the records after it are kept)`,
   );
   return open();
 }
@@ -399,7 +432,7 @@ export function recoverSegments(
         // After a clean shutdown the checkpoint holds the exact end: no scan at all (the index is
         // built on first use), so a clean restart costs the same for 1 GiB or 1 TiB of data. A file
         // that does not match the checkpoint is scanned after all (openActiveTrusted falls back).
-        const trusted = openRewritingHeader(filePath, base, report, () =>
+        const trusted = openRewritingHeader(filePath, base, Number.MAX_SAFE_INTEGER, report, () =>
           Segment.openActiveTrusted(filePath, config, point!.position, point!.nextOffset as Offset),
         );
         if (trusted.report.scannedBytes > 0) account(report, trusted.report, point!.position);
@@ -411,7 +444,7 @@ export function recoverSegments(
         const verifyFrom = forcedEnd(base, point);
         const forcedNext =
           point !== undefined && base === point.segmentBaseOffset ? point.nextOffset : undefined;
-        const opened = openRewritingHeader(filePath, base, report, () =>
+        const opened = openRewritingHeader(filePath, base, nextBase ?? Number.MAX_SAFE_INTEGER, report, () =>
           isNewest
             ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
             : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined),

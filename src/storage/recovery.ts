@@ -164,25 +164,24 @@ export function scanSegmentFile(
  * (inspect.ts): one predicate for both.
  *
  * A damaged header followed by a whole, valid entry whose BaseOffset is the file name's is not that
- * (`headerDamagedBeforeEntries`): zeros over a header that was there, or a header whose magic or
+ * ("damaged-before-entries"): zeros over a header that was there, or a header whose magic or
  * checksum fails, while the records after it are intact. A start writes the header again
  * (log-recovery.ts) and keeps them. Treated as a torn creation, the file was deleted with every
  * record in it, and their offsets handed out again (a reviewer's fault harness, 2026-12-02); in a
  * sealed segment the whole partition was refused, `segment repair` included.
  */
 export function isTornCreation(filePath: string): boolean {
-  return headerState(filePath) === "torn";
+  return segmentHeaderState(filePath) === "torn";
 }
 
 /**
- * Whether the file's header is zeros or fails its magic or checksum while a valid entry with the
- * file name's base offset follows.
+ * A segment file's header: intact ("whole"), torn at creation (`isTornCreation`), zeros or failing
+ * its magic or checksum while a valid entry with the file name's base offset follows right after it
+ * ("damaged-before-entries"), or failing them with no such entry ("damaged").
  */
-export function headerDamagedBeforeEntries(filePath: string): boolean {
-  return headerState(filePath) === "damaged-before-entries";
-}
+export type SegmentHeaderState = "whole" | "torn" | "damaged" | "damaged-before-entries";
 
-function headerState(filePath: string): "whole" | "torn" | "damaged-before-entries" {
+export function segmentHeaderState(filePath: string): SegmentHeaderState {
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
@@ -191,7 +190,7 @@ function headerState(filePath: string): "whole" | "torn" | "damaged-before-entri
     disk.preadFull(fd, header, 0, SEGMENT_HEADER_BYTES, 0, filePath);
     const zeros = header.every((byte) => byte === 0);
     // A header that fails without a valid entry after it is left to the open, which names why.
-    const otherwise = zeros ? "torn" : "whole";
+    const otherwise = zeros ? "torn" : "damaged";
     if (!zeros && segmentHeaderIntact(header)) return "whole";
     const baseOffset = parseSegmentFileName(path.basename(filePath));
     if (baseOffset === undefined || size < SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES) return otherwise;

@@ -459,27 +459,66 @@ test("zeros from a batch before the recovery point to the end of the newest segm
   await expectMissingOffsetsReserved(broker, dataDir, file, second.baseOffset, 3);
 });
 
-test("a newest segment with a zeroed header is damage when the recovery point vouches for it, a crash leftover when nothing does", async () => {
+test("a newest segment with a zeroed header and first batch is damage when the recovery point vouches for it, a crash leftover when nothing does", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
   const { partitionDir, file } = await prepare(dataDir, 3);
   // A torn creation, unless the point says records in it were forced (their force carried the
-  // header): recovery then refuses the partition. No valid entry follows the header (the first
-  // one's length is zeroed too): with one, the header is written again (the next test).
+  // header): then damage, and the start writes the header again (the next test). No valid entry
+  // follows the header directly (the first one's length is zeroed too).
   zeroBytes(file, 0, 36);
   const reported = await expectDamageReported(
     dataDir,
-    `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
+    `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000), but intact records follow: a start writes the header again`,
   );
   expect(reported).not.toContain("crash leftover");
-  await expect(startBroker(dataDir)).rejects.toThrow(
-    `refusing segment ${file}: not a booblik segment (magic 0x00000000)`,
-  );
   // Without a checkpoint nothing vouches for it: a crash leftover, which recovery removes.
   fs.rmSync(path.join(partitionDir, "checkpoint.json"));
   const leftover = await runCli(["segment", "verify", dataDir]);
   expect(leftover.exitCode).toBe(0);
   expect(statusOf(leftover.stdout, "orders-9")).toBe("ok (crash leftover)");
+});
+
+test("zeros over a newest segment's header and its first batch, the recovery point past them: the start and segment repair write the header again, lose that batch only, and serve the rest", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir, file } = await prepare(dataDir, 3);
+  const entries = entriesOf(file);
+  // A crash's recovery point that vouches for all three batches. Not a torn creation then (that
+  // needs no point past the header): damage. Before, the start refused the partition because the
+  // header failed, and `segment repair` did the same (a reviewer's fault harness, 2026-12-02).
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: fs.statSync(file).size,
+    nextOffset: 3,
+  });
+  zeroBytes(file, 0, entries[0]!.position + 12);
+  const copy = dir.file("copy");
+  fs.cpSync(dataDir, copy, { recursive: true });
+  const repaired = await runCli(["segment", "repair", copy]);
+  expect(repaired.stderr).toBe("");
+  expect(repaired.exitCode).toBe(0);
+  // The damaged batch stays in place, reported; the header is whole again.
+  const afterRepair = await runCli(["segment", "verify", copy]);
+  expect(afterRepair.stdout).toContain("at file position 32 (offset 0)");
+  expect(afterRepair.stdout).not.toContain("at file position 0 ");
+  const verified = await expectDamageReported(
+    dataDir,
+    "but intact records follow: a start writes the header again",
+  );
+  expect(verified).toContain(`damage: ${file} at file position 0 (offset 0)`);
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain(`HEADER REWRITTEN: ${file} (`);
+    expect(broker.startLine).toContain(`${file} at file position 32: offsets 0..0 unreadable`);
+    expect(broker.startLine).toContain("DATA LOSS");
+    const at = ["--broker", `127.0.0.1:${broker.port}`];
+    const consumed = await runCli([...at, "consume", "orders", "--partition", "9", "--from", "1"]);
+    expect(consumed.stdout).toBe(`${LINES[1]}\n${LINES[2]}\n`);
+    const produced = await runCli([...at, "produce", "orders", "--partition", "9"], { stdin: "next\n" });
+    expect(produced.stdout).toContain("partition 9 offset 3");
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
 });
 
 test("a newest segment with a zeroed header over intact records: the start writes the header again and keeps them, with or without a recovery point", async () => {
@@ -494,11 +533,11 @@ test("a newest segment with a zeroed header over intact records: the start write
     if (checkpoint === "removed") fs.rmSync(path.join(partitionDir, "checkpoint.json"));
     await expectDamageReported(
       dataDir,
-      `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000), but records from offset 0 follow: a start writes the header again from the file name and keeps them`,
+      `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000), but intact records follow: a start writes the header again from the file name and keeps them`,
     );
     await using broker = await startBroker(dataDir);
     expect(broker.startLine).toContain(
-      `HEADER REWRITTEN: ${file} (its 32-byte header was zeros or failed its check; records from offset 0 follow, kept)`,
+      `HEADER REWRITTEN: ${file} (its 32-byte header was zeros or failed its check; the records after it are kept)`,
     );
     const at = ["--broker", `127.0.0.1:${broker.port}`];
     const consumed = await runCli([...at, "consume", "orders", "--partition", "9", "--from", "0"]);
@@ -639,18 +678,19 @@ for (const damage of ["zeros", "a flipped bit"] as const) {
 
     // Before: the start refused the whole partition ("not a booblik segment", "header checksum
     // mismatch"), and so did segment repair: nothing but a hand edit opened it again.
-    await expectDamageReported(
-      dataDir,
-      `but records from offset ${scannedBase} follow: a start writes the header again from the file name and keeps them`,
+    const verified = await expectDamageReported(dataDir, `damage: ${scanned} at file position 0`);
+    const lineOf = (file: string) =>
+      verified.split("\n").find((line) => line.startsWith(`damage: ${file} at file position 0`));
+    expect(lineOf(scanned)).toContain(
+      "but intact records follow: a start writes the header again from the file name and keeps them",
     );
-    await expectDamageReported(
-      dataDir,
-      `but records from offset ${sealedBase} follow: booblik-cli segment repair (a start does not scan this segment; reads of it fail until then) writes the header again`,
+    expect(lineOf(sealed)).toContain(
+      "but intact records follow: booblik-cli segment repair (a start does not scan this segment; reads of it fail until then) writes the header again",
     );
     {
       await using broker = await startBroker(dataDir);
       expect(broker.startLine).toContain(
-        `HEADER REWRITTEN: ${scanned} (its 32-byte header was zeros or failed its check; records from offset ${scannedBase} follow, kept)`,
+        `HEADER REWRITTEN: ${scanned} (its 32-byte header was zeros or failed its check; the records after it are kept)`,
       );
       const at = ["--broker", `127.0.0.1:${broker.port}`];
       const read = await runCli([

@@ -22,6 +22,7 @@ import { WRITE_MODES, type WriteMode } from "../../src/storage/segment-writer.ts
 import { descriptorsUnder } from "../helpers/proc.ts";
 import { payloadForOffset, Random, testSeed } from "../helpers/random.ts";
 import { readFileRange } from "../helpers/read-range.ts";
+import { entriesOf } from "../helpers/segment-file.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -846,9 +847,28 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       } finally {
         healed.close(false);
       }
-      // Zeros over the header and the first entry's length: no record follows to vouch for the
-      // header, the recovery point does, and the open refuses it.
+      // Zeros over the header and the first entry's length: the recovery point vouches for the
+      // segment, so not a torn creation but damage; the header is written again, the first entry is
+      // lost and the later ones are served (before, the open refused the partition).
+      const entries = entriesOf(path.join(dir.path, active));
+      expect(entries.length).toBeGreaterThanOrEqual(2);
       zero(SEGMENT_HEADER_BYTES + 4);
+      const stepped = PartitionLog.open(dir.path, config);
+      try {
+        expect(stepped.openReport.headersRewritten.length).toBe(1);
+        expect(stepped.openReport.damageBeforeRecoveryPoint).toBe(true);
+        expect(stepped.openReport.damagedRanges).toEqual([
+          expect.stringContaining(
+            `offsets ${entries[0]!.baseOffset}..${entries[1]!.baseOffset - 1} unreadable`,
+          ),
+        ]);
+        expect<number>(stepped.nextOffset).toBe(100);
+        expectAll(stepped, entries[1]!.baseOffset, 100);
+      } finally {
+        stepped.close(false);
+      }
+      // Nothing valid left after the header: the open refuses it.
+      zero(fs.statSync(path.join(dir.path, active)).size);
       expect(() => PartitionLog.open(dir.path, config)).toThrow(/not a booblik segment/);
       expect(fs.existsSync(path.join(dir.path, active))).toBe(true);
     });
