@@ -37,6 +37,7 @@ import {
   DamagedEntryError,
   InvalidArgumentError,
   OffsetOutOfRangeError,
+  SegmentFormatVersionError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
@@ -1514,6 +1515,14 @@ export class Segment implements ReadDescriptorHolder {
         readHeader(fd, this.path);
       } catch (error) {
         disk.closeFile(fd, this.path);
+        // Say what is lost and where reading goes on, as for damage inside a segment; before, the
+        // error named neither (a reviewer's fault harness, 2026-12-02).
+        if (error instanceof BadSegmentFileError && !(error instanceof SegmentFormatVersionError)) {
+          throw new BadSegmentFileError(
+            this.path,
+            `${error.message.slice(`refusing segment ${this.path}: `.length)}; offsets ${this.baseOffset}..${this.publishedNextOffset - 1} are unreadable until \`booblik-cli segment repair\` writes the header again (it does when intact records follow), readable again from offset ${this.publishedNextOffset}`,
+          );
+        }
         throw error;
       }
       this.headerUnchecked = false;

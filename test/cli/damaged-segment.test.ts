@@ -57,6 +57,9 @@ test("a damaged header over intact records: a sealed segment's reads are refused
     const error = JSON.parse(refused.stderr).error;
     expect(error.code).toBe("STORAGE_ERROR");
     expect(error.message).toContain(`refusing segment <data-dir>/h-0/${segments[0]}`);
+    expect(error.message).toContain(
+      `; offsets 0..${secondBase - 1} are unreadable until \`booblik-cli segment repair\` writes the header again (it does when intact records follow), readable again from offset ${secondBase}`,
+    );
     // The segments after it are served, with their records.
     const served = await runCli([
       ...at,
