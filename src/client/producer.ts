@@ -63,6 +63,7 @@ import {
 } from "../domain/errors.ts";
 import {
   ENTRY_HEADER_BYTES,
+  PRODUCER_BATCHES_RETAINED,
   PRODUCER_CLOCK_REUSE_RECORDS_MAX,
   PRODUCER_METADATA_MAX_AGE_MS_DEFAULT,
   RECORD_BATCH_BYTES_LIMIT,
@@ -82,7 +83,10 @@ export interface ProducerOptions {
   lingerMs?: number;
   /** Most framed bytes waiting or in flight before accept() waits and write() returns false. */
   bufferBytes?: number;
-  /** Most PRODUCE requests in flight per partition. */
+  /**
+   * Most PRODUCE requests in flight per partition (default 4). At most 5 with `idempotent`: the
+   * broker remembers a producer's last 5 batches per partition (PRODUCER_BATCHES_RETAINED).
+   */
   maxInFlightBatches?: number;
   /** Resend a batch whose connection failed (at-least-once). */
   retryOnConnectionFailure?: boolean;
@@ -471,6 +475,19 @@ export class Producer {
     if (!(this.metadataMaxAgeMs >= 0))
       throw new InvalidArgumentError(`metadataMaxAgeMs must be a number ≥ 0, got ${this.metadataMaxAgeMs}`);
     this.idempotent = options.idempotent ?? true;
+    if (!(Number.isInteger(this.maxInFlightBatches) && this.maxInFlightBatches >= 1))
+      throw new InvalidArgumentError(
+        `maxInFlightBatches must be an integer ≥ 1, got ${this.maxInFlightBatches}`,
+      );
+    // The broker remembers a producer's last PRODUCER_BATCHES_RETAINED batches per partition: with
+    // more in flight, the resends after a lost connection of the oldest ones were refused as
+    // sequence gaps though the broker had stored them (reported failed, stored once; a helper's
+    // stress run, 2026-12-02). Kafka refuses max.in.flight.requests.per.connection > 5 with
+    // idempotence the same way.
+    if (this.idempotent && this.maxInFlightBatches > PRODUCER_BATCHES_RETAINED)
+      throw new InvalidArgumentError(
+        `maxInFlightBatches ${this.maxInFlightBatches} is above ${PRODUCER_BATCHES_RETAINED}, the batches per partition the broker remembers of an idempotent producer: a resend of an older one after a lost connection would be refused; use at most ${PRODUCER_BATCHES_RETAINED}, or idempotent: false`,
+      );
     if (!["none", "gzip", "zstd"].includes(this.compression))
       throw new InvalidArgumentError(
         `compression ${JSON.stringify(this.compression)} is not one of none, gzip, zstd`,

@@ -13,8 +13,14 @@ import { PositionFile } from "../../src/client/position-file.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { CorruptRecordError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import { ByteWriter } from "../../src/protocol/buffer.ts";
+import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
 import { API, peekFrameSize, readRequestHeader, SIZE_BYTES } from "../../src/protocol/frame.ts";
-import { encodeFetchResponseHeader, encodeListOffsetsResponse } from "../../src/protocol/messages.ts";
+import {
+  encodeErrorResponse,
+  encodeFetchResponseHeader,
+  encodeListOffsetsResponse,
+  encodeProduceResponse,
+} from "../../src/protocol/messages.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { partitionForKey } from "../../src/record/partitioner.ts";
 import { startBroker } from "../helpers/broker-process.ts";
@@ -463,6 +469,79 @@ describe("connections", () => {
       });
     } finally {
       client.close();
+    }
+  });
+});
+
+describe("a request the broker answers BROKER_SHUTTING_DOWN ('not applied')", () => {
+  test("is sent again on the next connection, like a lost connection, and a producer's batch then succeeds", async () => {
+    // A fake broker on 127.0.0.1:0: its first connection answers every PRODUCE the way a broker that
+    // drains for a graceful stop does (BROKER_SHUTTING_DOWN, "this request was not applied") and
+    // closes; later connections append. The client took that answer for final (a helper's stress
+    // run, 2026-12-02: a SIGTERM restart failed idempotent batches and the batches behind them).
+    let connections = 0;
+    const produced: number[] = [];
+    const listener = Bun.listen<{ index: number; inbound: Uint8Array }>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        binaryType: "uint8array",
+        open(socket) {
+          socket.data = { index: connections++, inbound: new Uint8Array(0) };
+        },
+        data(socket, chunk) {
+          const joined = new Uint8Array(socket.data.inbound.length + chunk.length);
+          joined.set(socket.data.inbound);
+          joined.set(chunk, socket.data.inbound.length);
+          const writer = new ByteWriter();
+          let at = 0;
+          let draining = false;
+          for (;;) {
+            const size = peekFrameSize(joined, at, joined.length);
+            if (size < 0 || at + SIZE_BYTES + size > joined.length) break;
+            const { apiKey, correlationId } = readRequestHeader(joined, at, {
+              apiKey: 0,
+              apiVersion: 0,
+              correlationId: 0,
+            });
+            at += SIZE_BYTES + size;
+            expect(apiKey).toBe(API.PRODUCE);
+            if (socket.data.index === 0) {
+              encodeErrorResponse(writer, correlationId, WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN, {
+                retriable: true,
+                message: "the broker is shutting down: this request was not applied",
+              });
+              draining = true;
+            } else {
+              produced.push(correlationId);
+              encodeProduceResponse(writer, correlationId, {
+                firstOffset: 0,
+                recordCount: 1,
+                durability: "appended",
+                logAppendTimeMs: -1,
+              });
+            }
+          }
+          socket.data.inbound = joined.slice(at);
+          socket.write(writer.written().slice());
+          if (draining) socket.end();
+        },
+      },
+    });
+    const client = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: listener.port,
+      retries: 3,
+      backoffMs: 10,
+    });
+    try {
+      const answer = await client.produce("t", 0, batchOfValues([new TextEncoder().encode("v")]), true);
+      expect(answer.firstOffset).toBe(0);
+      expect(connections).toBe(2);
+      expect(produced.length).toBe(1);
+    } finally {
+      client.close();
+      listener.stop(true);
     }
   });
 });
