@@ -116,6 +116,11 @@ async function expectDamageReported(dataDir: string, reported: string): Promise<
   return verify.stdout;
 }
 
+/** `consume` of the record at `offset` of partition 0 of `rolled`: the CLI's exit code and output. */
+function consumeRolledAt(at: string[], offset: number) {
+  return runCli([...at, "consume", "rolled", "--partition", "0", "--from", String(offset), "--max", "1"]);
+}
+
 function statusOf(stdout: string, partition: string): string | undefined {
   return new RegExp(`^${partition}\\s+\\d+\\s+\\d+\\s+\\S+ \\S+\\s+(.+)$`, "m").exec(stdout)?.[1]?.trim();
 }
@@ -636,17 +641,7 @@ test("an empty newest segment (a crash right after a roll), bit rot in the segme
   const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
   expect(produced.exitCode).toBe(0);
   expect(produced.stdout).toContain("partition 0 offset 400");
-  const read = await runCli([
-    ...at,
-    "consume",
-    "rolled",
-    "--partition",
-    "0",
-    "--from",
-    String(intact!.baseOffset),
-    "--max",
-    "1",
-  ]);
+  const read = await consumeRolledAt(at, intact!.baseOffset);
   expect(read.exitCode).toBe(0);
   expect(read.stdout).toContain(`record ${intact!.baseOffset} `);
 });
@@ -693,17 +688,7 @@ for (const damage of ["zeros", "a flipped bit"] as const) {
         `HEADER REWRITTEN: ${scanned} (its 32-byte header was zeros or failed its check; the records after it are kept)`,
       );
       const at = ["--broker", `127.0.0.1:${broker.port}`];
-      const read = await runCli([
-        ...at,
-        "consume",
-        "rolled",
-        "--partition",
-        "0",
-        "--from",
-        String(scannedBase),
-        "--max",
-        "1",
-      ]);
+      const read = await consumeRolledAt(at, scannedBase);
       expect(read.exitCode).toBe(0);
       expect(read.stdout).toContain(`record ${scannedBase} `);
       const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
@@ -714,17 +699,7 @@ for (const damage of ["zeros", "a flipped bit"] as const) {
     expect(repaired.exitCode).toBe(0);
     await using broker = await startBroker(dataDir);
     const at = ["--broker", `127.0.0.1:${broker.port}`];
-    const read = await runCli([
-      ...at,
-      "consume",
-      "rolled",
-      "--partition",
-      "0",
-      "--from",
-      String(sealedBase),
-      "--max",
-      "1",
-    ]);
+    const read = await consumeRolledAt(at, sealedBase);
     expect(read.exitCode).toBe(0);
     expect(read.stdout).toContain(`record ${sealedBase} `);
     const verify = await runCli(["segment", "verify", dataDir]);
