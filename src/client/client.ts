@@ -277,6 +277,9 @@ export class BooblikClient {
     this.retryTimer = undefined;
     this.roundRunning = true;
     this.retryBackoffMs = Math.min(this.retryBackoffMs * 2, this.options.maxBackoffMs ?? 5000);
+    // A request that joins during the connect may have failed on this very connect already (its
+    // own first attempt shared it): only the waiters the round started with count its failure.
+    const attempting = new Set(this.retryQueue);
     let connection: BrokerConnection | undefined;
     let failure: unknown;
     try {
@@ -292,7 +295,7 @@ export class BooblikClient {
     }
     const final = !isConnectionFailure(failure) || this.closed;
     this.retryQueue = this.retryQueue.filter((waiter) => {
-      waiter.failures++;
+      if (attempting.has(waiter)) waiter.failures++;
       if (!final && waiter.failures <= waiter.retries) return true;
       waiter.fail(failure);
       return false;
