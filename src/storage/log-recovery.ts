@@ -8,10 +8,10 @@
  * segment before `point.segmentBaseOffset` is complete and forced; in that segment the bytes before
  * `point.position` are), and whether the last close was clean (then `point` is the exact end).
  *
- * Pass 2, leftovers (before anything is opened): a segment file of at most a header, followed by
- * another file, that the recovery point does not lie in, is deleted (a failed roll's leftover; see
- * `removeLeftoverSegments`). The newest such file is left to rules 2 and 4, and to pass 4 when the
- * segment before it overlaps it.
+ * Pass 2, leftovers (before anything is opened): a segment file of at most a header, while another
+ * file remains and the recovery point does not lie in it, is deleted (a failed roll's leftover; see
+ * `removeLeftoverSegments`); the newest such file only when the segment before it grew past its
+ * base offset, else it is left to rules 2 and 4.
  *
  * In passes 3 and 4, a segment whose open fails on a header that is zeros or fails its magic or
  * checksum, while a valid entry with its file name's base offset follows, has its header written
@@ -42,9 +42,7 @@
  * |                                                         |                              | in `offsetsLost` and `damagedRanges`. Each     |
  * |                                                         |                              | batch carries its BaseOffset, so a later       |
  * |                                                         |                              | segment's offsets stand on their own           |
- * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE), but   |
- * |                                                         |                              | for a next file that is the newest and holds   |
- * |                                                         |                              | no entry: delete it, open this one as newest   |
+ * | after it                                                | segments overlap             | refuse the partition (BAD_SEGMENT_FILE)        |
  *
  * In the newest segment a damaged entry before the recovery point (a zero length included: forced
  * bytes are never zeros) is stepped over the same way;
@@ -73,7 +71,7 @@ import type { Offset } from "../domain/ids.ts";
 import { RECORD_PAYLOAD_BYTES_LIMIT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import type { Checkpoint, RecoveryPoint } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { isTornCreation, segmentHeaderState } from "./recovery.ts";
+import { isTornCreation, scanSegmentFile, segmentHeaderState } from "./recovery.ts";
 import { findNextReadable, Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
 import { encodeSegmentHeader, segmentFileName } from "./segment-header.ts";
 
@@ -100,7 +98,7 @@ export interface PartitionOpenReport {
   /**
    * Segment files removed as crash leftovers, none holding an entry acknowledged under `force`: a
    * newest segment whose header never reached the disk (rule 2), and files of at most a header
-   * (pass 2: removeLeftoverSegments; pass 4 for a newest one the segment before it overlaps).
+   * (pass 2: removeLeftoverSegments).
    */
   segmentsDropped: number;
   /** True when entries that the recovery point said were durable failed their check. */
@@ -204,8 +202,9 @@ export function scanEnd(nextOffset: number, nextBaseOffset: number | undefined):
 }
 
 /**
- * Pass 2: removes from `bases` (and the directory) every segment file but the newest that holds no
- * entry, at most a header, unless the recovery point lies in it. Returns how many.
+ * Pass 2: removes from `bases` (and the directory) every segment file that holds no entry, at most a
+ * header, unless the recovery point lies in it; the newest such file only when the segment before
+ * it holds a valid entry at or past its base offset. Returns how many.
  *
  * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
  * roll stopped the log in that case, the log went on appending past the file's base offset; fault
@@ -216,13 +215,16 @@ export function scanEnd(nextOffset: number, nextBaseOffset: number | undefined):
  * an empty file can be a segment whose unforced entries a power loss took, and passes 3 and 4 must
  * find that hole.
  *
- * The newest file is left to pass 3 (rule 2 drops it when its header never reached the disk; a whole
- * header is an empty active segment): it says the segment before it was sealed by a roll at its base
- * offset, so damage there is damage in the middle of the log, stepped over, not a torn tail. Removed
- * here, the segment before it became the newest and was cut at a flipped byte like a torn tail: its
- * later, intact records were quarantined and their offsets handed out again (a reviewer's fault
- * harness, 2026-12-02, seed 881). A leftover the segment before it grew past is still removed, in
- * pass 4 (`recoverSegments`).
+ * The newest file is that leftover only when the segment before it grew past its base offset
+ * (`grewPast`: a search of that segment, run only for such a file). Otherwise it is what a crash
+ * right after a roll leaves, and it says the segment before it was sealed at its base offset: kept
+ * (rule 2 drops it when its header never reached the disk; a whole header is an empty active
+ * segment), so damage in the segment before it is damage in the middle of the log, stepped over,
+ * not a torn tail. Removed, that segment became the newest and was cut at a flipped byte like a torn
+ * tail: its later, intact records were quarantined and their offsets handed out again (a reviewer's
+ * fault harness, 2026-12-02, seed 881). Deciding this after opening that segment instead (with the
+ * file as its next base) cut or hid the records past the file's base offset when it was damaged too
+ * (the same harness, on the first fix).
  */
 export function removeLeftoverSegments(
   directory: string,
@@ -230,16 +232,55 @@ export function removeLeftoverSegments(
   checkpoint: Checkpoint | undefined,
 ): number {
   let removed = 0;
-  for (let i = bases.length - 2; i >= 0; i--) {
+  for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
     const base = bases[i]!;
     if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
-    const filePath = path.join(directory, segmentFileName(base));
-    if (disk.statFile(filePath).sizeBytes > SEGMENT_HEADER_BYTES) continue;
-    disk.unlinkFile(filePath);
+    if (!holdsNoEntry(directory, base)) continue;
+    const previous = bases[i - 1]!;
+    if (i === bases.length - 1 && !grewPast(path.join(directory, segmentFileName(previous)), previous, base))
+      continue;
+    disk.unlinkFile(path.join(directory, segmentFileName(base)));
     bases.splice(i, 1);
     removed++;
   }
   return removed;
+}
+
+/**
+ * Whether the segment file `filePath` (base offset `baseOffset`) holds records at or past `offset`:
+ * its valid entries, walked with their CRCs, reach past it, or after where that walk stops a whole,
+ * valid entry starts at or past it (damage in between).
+ */
+function grewPast(filePath: string, baseOffset: Offset, offset: Offset): boolean {
+  const fd = disk.openFile(filePath, "read");
+  try {
+    const size = disk.fileSize(fd, filePath);
+    const walk = scanSegmentFile(
+      fd,
+      filePath,
+      SEGMENT_HEADER_BYTES,
+      baseOffset,
+      size,
+      RECORD_PAYLOAD_BYTES_LIMIT,
+      true,
+      undefined,
+    );
+    if (walk.nextOffset > offset) return true;
+    if (walk.stop === "end") return false;
+    return (
+      findNextReadable(
+        fd,
+        filePath,
+        walk.endPosition,
+        offset - 1,
+        size,
+        RECORD_PAYLOAD_BYTES_LIMIT,
+        Number.MAX_SAFE_INTEGER,
+      ) !== undefined
+    );
+  } finally {
+    disk.closeFile(fd, filePath);
+  }
 }
 
 function holdsNoEntry(directory: string, base: Offset): boolean {
@@ -381,19 +422,32 @@ export function recoverSegments(
       missing,
     );
   }
-  for (let i = 0; i < bases.length; i++) {
-    const base = bases[i]!;
-    const filePath = path.join(directory, segmentFileName(base));
-    const isNewest = i === bases.length - 1;
-    const nextBase = isNewest ? undefined : bases[i + 1]!;
-    const plan = planSegment({
-      baseOffset: base,
-      isNewest,
+  const planOf = (i: number): SegmentPlan => {
+    const filePath = path.join(directory, segmentFileName(bases[i]!));
+    return planSegment({
+      baseOffset: bases[i]!,
+      isNewest: i === bases.length - 1,
       point,
       cleanShutdown,
       tornCreation: () => isTornCreation(filePath),
       scanAll: config.verifyEveryCrc,
     });
+  };
+  // Known before the segment before the newest is opened: when rule 2 drops the newest, that
+  // segment's reopen for append is what reports it (its first open may report damage kept in place
+  // that the reopen then cuts as a torn tail; the start line said "kept" for offsets it handed out
+  // again, a reviewer's fault harness, 2026-12-02).
+  const newestPlan = bases.length > 0 ? planOf(bases.length - 1) : undefined;
+  const newestDropped = newestPlan === "drop-torn-creation";
+  // The scan of the segment before a dropped newest one, and where its forced bytes end: reported
+  // with what its reopen cut (see the drop below).
+  let deferred: { report: SegmentRecoveryReport; verifyFrom: number } | undefined;
+  for (let i = 0; i < bases.length; i++) {
+    const base = bases[i]!;
+    const filePath = path.join(directory, segmentFileName(base));
+    const isNewest = i === bases.length - 1;
+    const nextBase = isNewest ? undefined : bases[i + 1]!;
+    const plan = isNewest ? newestPlan! : planOf(i);
     switch (plan) {
       case "open-sealed":
         segments.push(Segment.openSealed(filePath, config, nextBase!));
@@ -420,9 +474,29 @@ export function recoverSegments(
                   ? base
                   : undefined;
           const reopened = Segment.openForAppend(previous.path, config, previous.sizeBytes, forcedNext);
-          // Opened sealed without a scan before (rule 1), so this walk is the one that reports it.
-          if (point !== undefined && point.segmentBaseOffset === base)
+          if (deferred !== undefined) {
+            // Scanned as a segment a later one follows, it reported its damage kept in place up to
+            // the dropped file's base offset; the reopen steps over what valid entries follow and
+            // cuts the rest as a torn tail. Reported as the reopen left it: the start line said
+            // "kept … readable again from" offsets it then handed out again (a reviewer's fault
+            // harness, 2026-12-02).
+            const end = reopened.segment.nextOffset;
+            const merged: SegmentRecoveryReport = {
+              ...deferred.report,
+              damages: deferred.report.damages.filter((damage) => damage.resumeOffset <= end),
+              validEndBytes: reopened.report.validEndBytes,
+              cutBytes: reopened.report.cutBytes,
+              tornBytes: reopened.report.tornBytes,
+            };
+            delete merged.quarantine;
+            if (reopened.report.quarantine !== undefined) merged.quarantine = reopened.report.quarantine;
+            const vouchedAll = point !== undefined && point.segmentBaseOffset === base;
+            account(report, merged, vouchedAll ? previous.sizeBytes : deferred.verifyFrom);
+          } else if (point !== undefined && point.segmentBaseOffset === base) {
+            // Opened sealed without a scan before (rule 1), so this walk is the one that reports
+            // it; a point at the dropped file's header vouches for every byte of it.
             account(report, reopened.report, previous.sizeBytes);
+          }
           segments.push(reopened.segment);
           if (!reopened.segment.isActive) continueAfterMissingOffsets(directory, config, segments);
         }
@@ -449,24 +523,15 @@ export function recoverSegments(
             ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
             : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined),
         );
-        const end = scanEnd(opened.segment.nextOffset, nextBase);
-        if (end === "overlap" && i === bases.length - 2 && holdsNoEntry(directory, nextBase!)) {
-          // An empty newest file this segment grew past: the leftover of a roll whose create and
-          // cleanup both failed, written before the roll stopped the log then (pass 2). Removed,
-          // and this segment opened again as the newest.
-          opened.segment.close();
-          disk.unlinkFile(path.join(directory, segmentFileName(nextBase!)));
-          report.segmentsDropped++;
-          bases.pop();
-          i--;
-          continue;
-        }
-        account(report, opened.report, verifyFrom);
+        // A newest file rule 2 drops makes this segment the newest: reported with its reopen.
+        if (i === bases.length - 2 && newestDropped) deferred = { report: opened.report, verifyFrom };
+        else account(report, opened.report, verifyFrom);
         segments.push(opened.segment);
         if (isNewest && !opened.segment.isActive) {
           continueAfterMissingOffsets(directory, config, segments);
           return;
         }
+        const end = scanEnd(opened.segment.nextOffset, nextBase);
         if (end === "overlap") {
           throw new BadSegmentFileError(
             filePath,

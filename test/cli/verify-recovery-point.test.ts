@@ -707,6 +707,35 @@ for (const damage of ["zeros", "a flipped bit"] as const) {
   });
 }
 
+test("a newest segment torn at creation after a segment whose last batch is damaged, the recovery point older: the start line says that batch was cut, not kept", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir } = await prepareRolled(dataDir, 400);
+  const names = segmentNames(partitionDir);
+  const sealed = path.join(partitionDir, names.at(-1)!);
+  const last = entriesOf(sealed).at(-1)!;
+  // What a kill right at a roll leaves (the new file created, its header not yet written), and a
+  // flipped bit in the length of the last batch of the segment before it.
+  fs.writeFileSync(path.join(partitionDir, segmentFileName(400 as Offset)), new Uint8Array(0));
+  writeCheckpointFile(partitionDir, {
+    segmentBaseOffset: 0,
+    position: fs.statSync(path.join(partitionDir, names[0]!)).size,
+    nextOffset: Number(names[1]!.slice(0, 20)),
+  });
+  flipByte(sealed, last.position, 0x40);
+  await using broker = await startBroker(dataDir);
+  // Before: "DAMAGE: … offsets <last>..399 unreadable …, kept in place …, readable again from offset
+  // 400", while the reopen as the newest segment cut that batch and the log went on at its first
+  // offset (a reviewer's fault harness, 2026-12-02). Past the recovery point, unvouched: cut, as a
+  // torn tail is.
+  expect(broker.startLine).not.toContain("unreadable");
+  expect(broker.startLine).toContain(`${last.bytes} torn bytes cut`);
+  expect(broker.startLine).toContain("1 segment file left by a crash removed");
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+  expect(produced.stdout).toContain(`partition 0 offset ${last.baseOffset}`);
+});
+
 test("the segment the recovery point lies in removed while the broker was stopped: the start refuses, verify reports it, repair accepts the loss", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");

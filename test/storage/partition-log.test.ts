@@ -277,8 +277,8 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
     });
 
     test("an empty leftover newest segment that the segment before it grew past is removed at open", () => {
-      // The same leftover as the newest file. Pass 2 leaves the newest file to pass 3 (it says where
-      // a roll sealed the segment before it), so pass 4 removes it when that segment overlaps it.
+      // The same leftover as the newest file: pass 2 removes it when the segment before it holds a
+      // valid entry at or past its base offset (else it is what a crash right after a roll leaves).
       for (const leftover of ["empty", "zeroed header", "whole header"] as const) {
         for (const withCheckpoint of [true, false]) {
           using dir = tempDir();
@@ -309,6 +309,47 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
           } finally {
             reopened.close();
           }
+        }
+      }
+    });
+
+    test("an empty leftover newest segment inside a damaged segment's range: the records the recovery point vouches for stay, and the log goes on after them", () => {
+      // Deciding after the scan of the segment before it (the first fix of seed 881) cut or hid the
+      // forced records past the leftover's base offset: damage just below it made that segment end
+      // there, the leftover became the active segment, and offsets 30..59 were handed out again
+      // (a reviewer's fault harness, 2026-12-02).
+      for (const where of ["below", "above"] as const) {
+        using dir = tempDir();
+        const config = segmentConfig({ writeMode: mode, segmentBytes: 1 << 16 });
+        const log = PartitionLog.open(dir.path, config);
+        fill(log, 60);
+        expect(log.segmentBaseOffsets).toEqual([0]);
+        log.close(true);
+        // Reopened and closed without a clean mark: a crash's checkpoint, its point at the end.
+        PartitionLog.open(dir.path, config).close(false);
+        const segment = path.join(dir.path, segmentFileName(0 as Offset));
+        const entries = entriesOf(segment);
+        expect(entries.length).toBe(12);
+        const inside = entries[6]!.baseOffset as Offset;
+        fs.writeFileSync(path.join(dir.path, segmentFileName(inside)), encodeSegmentHeader(inside));
+        const damaged = where === "below" ? entries[5]! : entries[8]!;
+        const next = where === "below" ? entries[6]! : entries[9]!;
+        const fd = fs.openSync(segment, "r+");
+        fs.writeSync(fd, new Uint8Array([0x40]), 0, 1, damaged.position);
+        fs.closeSync(fd);
+        const reopened = PartitionLog.open(dir.path, config);
+        try {
+          expect(reopened.openReport.segmentsDropped).toBe(1);
+          expect(reopened.segmentBaseOffsets).toEqual([0]);
+          expect(reopened.openReport.damagedRanges).toEqual([
+            expect.stringContaining(`offsets ${damaged.baseOffset}..${next.baseOffset - 1} unreadable`),
+          ]);
+          expect<number>(reopened.nextOffset).toBe(60);
+          expectAll(reopened, 0, damaged.baseOffset);
+          expectAll(reopened, next.baseOffset, 60);
+          expect<number>(reopened.append(batchOfValues([payloadForOffset(60, 200)]))).toBe(60);
+        } finally {
+          reopened.close();
         }
       }
     });
