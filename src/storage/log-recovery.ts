@@ -10,8 +10,8 @@
  *
  * Pass 2, leftovers (before anything is opened): a segment file of at most a header, while another
  * file remains and the recovery point does not lie in it, is deleted (a failed roll's leftover; see
- * `removeLeftoverSegments`); the newest such file only when the segment before it grew past its
- * base offset, else it is left to rules 2 and 4.
+ * `removeLeftoverSegments`), only when the segment before it grew past its base offset; else a
+ * middle one stays a hole, and the newest is left to rules 2 and 4.
  *
  * In passes 3 and 4, a segment whose open fails on a header that is zeros or fails its magic or
  * checksum, while a valid entry with its file name's base offset follows, has its header written
@@ -203,8 +203,8 @@ export function scanEnd(nextOffset: number, nextBaseOffset: number | undefined):
 
 /**
  * Pass 2: removes from `bases` (and the directory) every segment file that holds no entry, at most a
- * header, unless the recovery point lies in it; the newest such file only when the segment before
- * it holds a valid entry at or past its base offset. Returns how many.
+ * header, while another remains, unless the recovery point lies in it or the segment before it does
+ * not hold records at or past its base offset. Returns how many.
  *
  * Such a file is what a roll leaves whose create failed and whose cleanup failed too (before the
  * roll stopped the log in that case, the log went on appending past the file's base offset; fault
@@ -215,9 +215,12 @@ export function scanEnd(nextOffset: number, nextBaseOffset: number | undefined):
  * an empty file can be a segment whose unforced entries a power loss took, and passes 3 and 4 must
  * find that hole.
  *
- * The newest file is that leftover only when the segment before it grew past its base offset
- * (`grewPast`: a search of that segment, run only for such a file). Otherwise it is what a crash
- * right after a roll leaves, and it says the segment before it was sealed at its base offset: kept
+ * A file is that leftover only when the segment before it grew past its base offset (`grewPast`: a
+ * walk and search of that segment, run only for such a file). A segment in the middle that lost
+ * its records otherwise stays a hole, reported by the reads and `segment verify`: removed once a
+ * clean stop had moved the recovery point out of it, it vanished from every report (the same
+ * harness, F5). A newest one otherwise is what a crash right after a roll leaves, and it says the
+ * segment before it was sealed at its base offset: kept
  * (rule 2 drops it when its header never reached the disk; a whole header is an empty active
  * segment), so damage in the segment before it is damage in the middle of the log, stepped over,
  * not a torn tail. Removed, that segment became the newest and was cut at a flipped byte like a torn
@@ -236,8 +239,8 @@ export function removeLeftoverSegments(
     const base = bases[i]!;
     if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
     if (!holdsNoEntry(directory, base)) continue;
-    const previous = bases[i - 1]!;
-    if (i === bases.length - 1 && !grewPast(path.join(directory, segmentFileName(previous)), previous, base))
+    const previous = bases[i - 1];
+    if (previous !== undefined && !grewPast(path.join(directory, segmentFileName(previous)), previous, base))
       continue;
     disk.unlinkFile(path.join(directory, segmentFileName(base)));
     bases.splice(i, 1);

@@ -19,9 +19,9 @@
  * 1. List the directory; delete temporary files; parse segment names and sort them by offset.
  * 2. Read the checkpoint: after a clean shutdown the recovery point is the exact end of the log.
  *    Delete every segment file that holds no entry while another remains (unless the recovery
- *    point lies in it): the leftover of a roll whose create and cleanup both failed; the newest one
- *    only when the segment before it grew past its base offset, else it is left to pass 3
- *    (removeLeftoverSegments).
+ *    point lies in it) and that the segment before it grew past: the leftover of a roll whose
+ *    create and cleanup both failed (removeLeftoverSegments). Other such files stay: a hole in the
+ *    middle, or the newest, left to pass 3.
  * 3. Segments before the recovery point's segment are opened without a scan (their index is built
  *    on first use). The segment holding the recovery point and every later one are scanned: no
  *    CRCs up to the recovery point, everything after it; invalid tails are cut. After a clean

@@ -385,6 +385,19 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       } finally {
         reopened.close();
       }
+      // A clean stop moved the recovery point to the end. The next open used to remove the empty
+      // segment as a leftover (pass 2), and the range was gone from every report; the previous
+      // segment did not grow past its base offset, so it stays a hole (a reviewer's fault harness,
+      // 2026-12-02, F5).
+      const again = PartitionLog.open(dir.path, config);
+      try {
+        expect(again.openReport.segmentsDropped).toBe(0);
+        expect(again.segmentBaseOffsets).toEqual(bases);
+        expect(() => again.read(second, 100)).toThrow(`offset ${second}`);
+        expectAll(again, bases[2]!, 60);
+      } finally {
+        again.close();
+      }
     });
 
     test("retention keeps every segment at or above keepFromOffset (the visible end under force)", () => {
