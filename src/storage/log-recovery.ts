@@ -240,7 +240,16 @@ export function removeLeftoverSegments(
     if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
     if (!holdsNoEntry(directory, base)) continue;
     const previous = bases[i - 1];
-    if (previous !== undefined && !grewPast(path.join(directory, segmentFileName(previous)), previous, base))
+    // The recovery point in an earlier segment past this base offset says so without a look: a
+    // damaged batch at the base hid it from `grewPast`, and the partition was refused (a reviewer's
+    // fault harness, 2026-12-02, N1).
+    const point = checkpoint?.recoveryPoint;
+    const vouchedPast = point !== undefined && point.segmentBaseOffset < base && point.nextOffset > base;
+    if (
+      previous !== undefined &&
+      !vouchedPast &&
+      !grewPast(path.join(directory, segmentFileName(previous)), previous, base)
+    )
       continue;
     disk.unlinkFile(path.join(directory, segmentFileName(base)));
     bases.splice(i, 1);
@@ -385,7 +394,7 @@ function openRewritingHeader<T>(
     disk.closeFile(fd, filePath);
   }
   report.headersRewritten.push(
-    `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; the records after it are kept)`,
+    `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; written again from the file name, then recovered like any other segment)`,
   );
   return open();
 }

@@ -542,7 +542,7 @@ test("a newest segment with a zeroed header over intact records: the start write
     );
     await using broker = await startBroker(dataDir);
     expect(broker.startLine).toContain(
-      `HEADER REWRITTEN: ${file} (its 32-byte header was zeros or failed its check; the records after it are kept)`,
+      `HEADER REWRITTEN: ${file} (its 32-byte header was zeros or failed its check; written again from the file name, then recovered like any other segment)`,
     );
     const at = ["--broker", `127.0.0.1:${broker.port}`];
     const consumed = await runCli([...at, "consume", "orders", "--partition", "9", "--from", "0"]);
@@ -685,7 +685,7 @@ for (const damage of ["zeros", "a flipped bit"] as const) {
     {
       await using broker = await startBroker(dataDir);
       expect(broker.startLine).toContain(
-        `HEADER REWRITTEN: ${scanned} (its 32-byte header was zeros or failed its check; the records after it are kept)`,
+        `HEADER REWRITTEN: ${scanned} (its 32-byte header was zeros or failed its check; written again from the file name, then recovered like any other segment)`,
       );
       const at = ["--broker", `127.0.0.1:${broker.port}`];
       const read = await consumeRolledAt(at, scannedBase);

@@ -318,7 +318,7 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
       // forced records past the leftover's base offset: damage just below it made that segment end
       // there, the leftover became the active segment, and offsets 30..59 were handed out again
       // (a reviewer's fault harness, 2026-12-02).
-      for (const where of ["below", "above"] as const) {
+      for (const where of ["below", "at", "above"] as const) {
         using dir = tempDir();
         const config = segmentConfig({ writeMode: mode, segmentBytes: 1 << 16 });
         const log = PartitionLog.open(dir.path, config);
@@ -330,23 +330,30 @@ describe.each(WRITE_MODES.map((mode) => [mode]))(
         const segment = path.join(dir.path, segmentFileName(0 as Offset));
         const entries = entriesOf(segment);
         expect(entries.length).toBe(12);
-        const inside = entries[6]!.baseOffset as Offset;
+        // "at": the leftover's base is the last batch's, which is damaged, so no walk or search of
+        // the segment sees a record at or past it; the recovery point does (the harness's N1: the
+        // start refused the partition).
+        const insideIndex = where === "at" ? 11 : 6;
+        const inside = entries[insideIndex]!.baseOffset as Offset;
         fs.writeFileSync(path.join(dir.path, segmentFileName(inside)), encodeSegmentHeader(inside));
-        const damaged = where === "below" ? entries[5]! : entries[8]!;
-        const next = where === "below" ? entries[6]! : entries[9]!;
+        const damagedIndex = { below: 5, at: 11, above: 8 }[where];
+        const damaged = entries[damagedIndex]!;
+        const nextOffset = entries[damagedIndex + 1]?.baseOffset ?? 60;
         const fd = fs.openSync(segment, "r+");
         fs.writeSync(fd, new Uint8Array([0x40]), 0, 1, damaged.position);
         fs.closeSync(fd);
         const reopened = PartitionLog.open(dir.path, config);
         try {
           expect(reopened.openReport.segmentsDropped).toBe(1);
-          expect(reopened.segmentBaseOffsets).toEqual([0]);
+          // Forced offsets missing at the end: the segment is sealed with them, the log goes on in
+          // a new one at the recovery point's offset.
+          expect(reopened.segmentBaseOffsets).toEqual(where === "at" ? [0, 60] : [0]);
           expect(reopened.openReport.damagedRanges).toEqual([
-            expect.stringContaining(`offsets ${damaged.baseOffset}..${next.baseOffset - 1} unreadable`),
+            expect.stringContaining(`offsets ${damaged.baseOffset}..${nextOffset - 1} unreadable`),
           ]);
           expect<number>(reopened.nextOffset).toBe(60);
           expectAll(reopened, 0, damaged.baseOffset);
-          expectAll(reopened, next.baseOffset, 60);
+          expectAll(reopened, nextOffset, 60);
           expect<number>(reopened.append(batchOfValues([payloadForOffset(60, 200)]))).toBe(60);
         } finally {
           reopened.close();
