@@ -8,6 +8,7 @@
  */
 import type { BooblikClient } from "../client/client.ts";
 import { BooblikError } from "../domain/errors.ts";
+import { COMMIT_OFFSETS_PER_REQUEST_MAX } from "../domain/limits.ts";
 import { table } from "./output.ts";
 
 export const GROUPS_HELP = `  groups list                           consumer groups: committed partitions, Kafka members
@@ -144,7 +145,18 @@ export async function groupsCommand(cli: GroupsCli): Promise<number> {
           return { topic: topic!, partition: p.partition, offset };
         }),
       );
-      await client.commitOffsets(group, offsets);
+      // One OFFSET_COMMIT holds at most COMMIT_OFFSETS_PER_REQUEST_MAX partitions and a topic may
+      // have more: a topic of 300 partitions failed whole (a helper's stress run, 2026-12-02). Each
+      // request is whole or nothing; a failure says how far the reset got.
+      for (let start = 0; start < offsets.length; start += COMMIT_OFFSETS_PER_REQUEST_MAX) {
+        try {
+          await client.commitOffsets(group, offsets.slice(start, start + COMMIT_OFFSETS_PER_REQUEST_MAX));
+        } catch (error) {
+          if (start > 0 && error instanceof Error)
+            error.message = `${error.message} (partitions 0-${start - 1} of ${topic} were reset, the others not)`;
+          throw error;
+        }
+      }
       cli.print({ group, reset: offsets }, () =>
         [
           `group ${group}: offsets of ${topic} reset`,

@@ -99,6 +99,19 @@ describe("booblik-cli groups", () => {
     expect(unknown.stderr.trim()).toBe("booblik-cli: group billing has no committed offsets");
   });
 
+  test("reset-offsets of a topic with more partitions than one OFFSET_COMMIT holds (256)", async () => {
+    // It sent them all in one request and failed whole ("at most 256 fit one request").
+    const { broker, client } = await setUp();
+    await client.createTopic("wide", { partitions: 300 });
+    const reset = await cli(broker, ["reset-offsets", "wide-readers", "--topic", "wide", "--to-latest"]);
+    expect(reset.stderr).toBe("");
+    expect(reset.exitCode).toBe(0);
+    const fetched = await client.fetchOffsets("wide-readers", [{ topic: "wide" }]);
+    expect(fetched.map((o) => o.partition).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 300 }, (_, i) => i),
+    );
+  });
+
   test("usage errors exit 2 before connecting", async () => {
     const port = "127.0.0.1:1"; // nothing listens: a usage error must not get as far as connecting
     const cases: [string[], string][] = [
