@@ -130,7 +130,8 @@ interface RetryWaiter {
   fail: (error: unknown) => void;
 }
 
-const noConnection = () => {};
+/** What `resume` and `fail` are until the waiter joins a round. */
+const notWaiting = () => {};
 
 /**
  * Failures a request is retried after, on a new connection: the connection's own, and the broker's
@@ -220,8 +221,8 @@ export class BooblikClient {
       ticket: this.nextTicket++,
       retries: repeatable ? (this.options.retries ?? 5) : 0,
       failures: 0,
-      resume: noConnection,
-      fail: noConnection,
+      resume: notWaiting,
+      fail: notWaiting,
     };
     let first = true;
     for (;;) {

@@ -125,9 +125,12 @@ export class DamagedEntryError extends CorruptRecordError {
 /** A segment file whose header is missing, foreign, or disagrees with its name. */
 export class BadSegmentFileError extends BooblikError {
   readonly file: string;
+  /** Why, without the file: what a caller that adds to the message builds on. */
+  readonly reason: string;
   constructor(file: string, reason: string) {
     super("BAD_SEGMENT_FILE", `refusing segment ${file}: ${reason}`);
     this.file = file;
+    this.reason = reason;
   }
 }
 

@@ -278,21 +278,37 @@ function grewPast(filePath: string, baseOffset: Offset, offset: Offset): boolean
       undefined,
     );
     if (walk.nextOffset > offset) return true;
-    if (walk.stop === "end") return false;
     return (
-      findNextReadable(
-        fd,
-        filePath,
-        walk.endPosition,
-        offset - 1,
-        size,
-        RECORD_PAYLOAD_BYTES_LIMIT,
-        Number.MAX_SAFE_INTEGER,
-      ) !== undefined
+      walk.stop !== "end" &&
+      entryFollows(fd, filePath, walk.endPosition, size, offset, Number.MAX_SAFE_INTEGER)
     );
   } finally {
     disk.closeFile(fd, filePath);
   }
+}
+
+/**
+ * Whether a whole, valid entry with a BaseOffset in [`fromOffset`, `upperOffset`) starts after file
+ * position `afterPosition` and before `endBytes` of the open file `fd` (`findNextReadable`'s search).
+ */
+function entryFollows(
+  fd: number,
+  filePath: string,
+  afterPosition: number,
+  endBytes: number,
+  fromOffset: number,
+  upperOffset: number,
+): boolean {
+  const found = findNextReadable(
+    fd,
+    filePath,
+    afterPosition,
+    fromOffset - 1,
+    endBytes,
+    RECORD_PAYLOAD_BYTES_LIMIT,
+    upperOffset,
+  );
+  return found !== undefined;
 }
 
 function holdsNoEntry(directory: string, base: Offset): boolean {
@@ -347,17 +363,7 @@ export function headerRewritable(filePath: string, baseOffset: Offset, upperOffs
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
-    return (
-      findNextReadable(
-        fd,
-        filePath,
-        SEGMENT_HEADER_BYTES - 1,
-        baseOffset - 1,
-        size,
-        RECORD_PAYLOAD_BYTES_LIMIT,
-        upperOffset,
-      ) !== undefined
-    );
+    return entryFollows(fd, filePath, SEGMENT_HEADER_BYTES - 1, size, baseOffset, upperOffset);
   } finally {
     disk.closeFile(fd, filePath);
   }

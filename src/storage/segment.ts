@@ -1520,7 +1520,7 @@ export class Segment implements ReadDescriptorHolder {
         if (error instanceof BadSegmentFileError && !(error instanceof SegmentFormatVersionError)) {
           throw new BadSegmentFileError(
             this.path,
-            `${error.message.slice(`refusing segment ${this.path}: `.length)}; offsets ${this.baseOffset}..${this.publishedNextOffset - 1} are unreadable until \`booblik-cli segment repair\` writes the header again (it does when intact records follow), readable again from offset ${this.publishedNextOffset}`,
+            `${error.reason}; offsets ${this.baseOffset}..${this.publishedNextOffset - 1} are unreadable until \`booblik-cli segment repair\` writes the header again (it does when intact records follow), readable again from offset ${this.publishedNextOffset}`,
           );
         }
         throw error;

@@ -21,6 +21,11 @@ setDefaultTimeout(60_000);
 /** A byte inside the segment header (its first 32 bytes), past the magic: only its checksum can tell. */
 const HEADER_BYTE = 20;
 
+/** `consume` of `max` records of partition 0 of `h` from `offset`. */
+function consumeH(at: string[], offset: number, max: number) {
+  return runCli([...at, "consume", "h", "--partition", "0", "--from", String(offset), "--max", String(max)]);
+}
+
 function flipHeaderByte(file: string): void {
   flipByte(file, HEADER_BYTE, 0x01);
 }
@@ -61,17 +66,7 @@ test("a damaged header over intact records: a sealed segment's reads are refused
       `; offsets 0..${secondBase - 1} are unreadable until \`booblik-cli segment repair\` writes the header again (it does when intact records follow), readable again from offset ${secondBase}`,
     );
     // The segments after it are served, with their records.
-    const served = await runCli([
-      ...at,
-      "consume",
-      "h",
-      "--partition",
-      "0",
-      "--from",
-      String(secondBase),
-      "--max",
-      "2",
-    ]);
+    const served = await consumeH(at, secondBase, 2);
     expect(served.exitCode).toBe(0);
     expect(served.stdout).toBe(`${lines[secondBase]}\n${lines[secondBase + 1]}\n`);
     expect(await broker.stop("SIGTERM")).toBe(0);
@@ -89,17 +84,7 @@ test("a damaged header over intact records: a sealed segment's reads are refused
     await using broker = await startBroker(dataDir);
     expect(broker.startLine).toContain(`HEADER REWRITTEN: ${newest} (`);
     const at = ["--broker", `127.0.0.1:${broker.port}`];
-    const served = await runCli([
-      ...at,
-      "consume",
-      "h",
-      "--partition",
-      "0",
-      "--from",
-      String(newestBase),
-      "--max",
-      "1",
-    ]);
+    const served = await consumeH(at, newestBase, 1);
     expect(served.stdout).toBe(`${lines[newestBase]}\n`);
     expect(await broker.stop("SIGTERM")).toBe(0);
   }
