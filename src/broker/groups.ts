@@ -8,10 +8,20 @@
  *   CompletingRebalance ──leader's SyncGroup──▶ Stable ──join of a new member, of the leader, or with
  *   changed protocols; a leave; a session expiry──▶ PreparingRebalance
  *
- * Owns: groups with members (in memory only: after a restart members get UNKNOWN_MEMBER_ID and
- * rejoin, as Kafka's clients do), generations, leader election, protocol selection, the session
- * timer of each member and the rebalance timer of each group. Committed offsets are the broker's
+ * Owns: groups with members, generations, leader election, protocol selection, the session timer of
+ * each member and the rebalance timer of each group. Committed offsets are the broker's
  * OffsetsStore (durable); this module only checks who may commit.
+ *
+ * Membership survives a restart, as Kafka's does (its GroupMetadataValue records in
+ * __consumer_offsets, reloaded by GroupMetadataManager.onLoaded): with a GroupStore, each completed
+ * rebalance is stored (generation, protocol, leader, members with their protocols and assignments)
+ * before the SyncGroup answers go out, a static member's replacement without a rebalance before its
+ * JoinGroup answer, and a group that empties with its generation. At start the stored groups come
+ * back Stable, with every member's session timer started afresh: members that reconnect within
+ * their session carry on with the same member id and generation, without a rebalance; those that do
+ * not are removed when their session ends. A store that fails is logged and does not stop the group
+ * (the previous record stays; after a restart it names an older generation, and members that are
+ * past it get ILLEGAL_GENERATION and rejoin).
  *
  * Rules:
  * - A JoinGroup is parked until every known member has rejoined and every id handed out with
@@ -160,6 +170,36 @@ export interface GroupDescription extends GroupSummary {
   }[];
 }
 
+/** One member as stored (Kafka's GroupMetadataValue.MemberMetadata). */
+export interface StoredMember {
+  memberId: string;
+  groupInstanceId: string | null;
+  clientId: string;
+  clientHost: string;
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  protocols: GroupProtocol[];
+  assignment: Uint8Array;
+}
+
+/** A group as stored after a completed rebalance (members) or once it emptied (no members). */
+export interface StoredGroup {
+  protocolType: string;
+  /** The chosen protocol; "" for a group without members. */
+  protocol: string;
+  generationId: number;
+  leaderId: string;
+  members: StoredMember[];
+}
+
+/** Where groups are kept across restarts (the broker's OffsetsStore). */
+export interface GroupStore {
+  /** The groups stored before this start, by group id. */
+  storedGroups(): ReadonlyMap<string, StoredGroup>;
+  /** Stores a group's record (null: deletes the record, if there is one); resolves once forced. */
+  storeGroup(groupId: string, group: StoredGroup | null): Promise<void>;
+}
+
 export interface CoordinatorOptions {
   /** Kafka's group.min/max.session.timeout.ms; tests lower the minimum. */
   sessionTimeoutMsMin?: number;
@@ -177,6 +217,8 @@ export interface CoordinatorOptions {
    * its generation. Without it, every group starts again at generation 1.
    */
   hasCommittedOffsets?: (groupId: string) => boolean;
+  /** Keeps groups across restarts; without one they live in memory only (unit tests). */
+  store?: GroupStore;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -224,6 +266,8 @@ class Group {
   initialDelay = false;
   /** A new member joined during the current window of the initial delay. */
   newMemberAdded = false;
+  /** The generation whose assignment is being stored (the leader's SyncGroup waits on it); −1: none. */
+  storingGeneration = -1;
 
   constructor(id: string) {
     this.id = id;
@@ -256,6 +300,9 @@ export class GroupCoordinator {
    * member; at most GROUPS_MAX, the oldest dropped first (that group then starts at 1 again).
    */
   private readonly emptiedGenerations = new Map<string, number>();
+  private readonly store: GroupStore | undefined;
+  /** Groups restored from the store at construction (for the start line and tests). */
+  readonly restoredGroups: number;
   private closed = false;
 
   constructor(options: CoordinatorOptions = {}) {
@@ -263,6 +310,87 @@ export class GroupCoordinator {
     this.sessionTimeoutMsMax = options.sessionTimeoutMsMax ?? GROUP_SESSION_TIMEOUT_MS_MAX;
     this.initialRebalanceDelayMs = options.initialRebalanceDelayMs ?? 0;
     this.hasCommittedOffsets = options.hasCommittedOffsets ?? (() => false);
+    this.store = options.store;
+    this.restoredGroups = this.store === undefined ? 0 : this.restore(this.store.storedGroups());
+  }
+
+  /**
+   * Rebuilds the stored groups: one with members comes back Stable in its stored generation, each
+   * member's session timer started now (Kafka's onLoaded reschedules every member's heartbeat); one
+   * without members keeps its generation count for its next member. At most GROUPS_MAX groups with
+   * members come back; members of the others rejoin (UNKNOWN_MEMBER_ID).
+   */
+  private restore(stored: ReadonlyMap<string, StoredGroup>): number {
+    let restored = 0;
+    for (const [groupId, record] of stored) {
+      if (record.members.length === 0) {
+        if (record.generationId > 0 && this.emptiedGenerations.size < GROUPS_MAX)
+          this.emptiedGenerations.set(groupId, record.generationId);
+        continue;
+      }
+      if (this.groups.size >= GROUPS_MAX) continue;
+      const group = new Group(groupId);
+      group.state = "Stable";
+      group.generationId = record.generationId;
+      group.protocolType = record.protocolType;
+      group.protocol = record.protocol;
+      for (const stored of record.members) {
+        const member: Member = {
+          id: stored.memberId,
+          instanceId: stored.groupInstanceId,
+          clientId: stored.clientId,
+          clientHost: stored.clientHost,
+          sessionTimeoutMs: stored.sessionTimeoutMs,
+          rebalanceTimeoutMs: stored.rebalanceTimeoutMs,
+          protocolType: record.protocolType,
+          protocols: stored.protocols,
+          assignment: stored.assignment,
+          parkedJoin: undefined,
+          parkedSync: undefined,
+          sessionTimer: undefined,
+        };
+        group.members.set(member.id, member);
+        if (member.instanceId !== null) group.staticMembers.set(member.instanceId, member.id);
+      }
+      group.leaderId = group.members.has(record.leaderId)
+        ? record.leaderId
+        : group.members.keys().next().value!;
+      for (const member of group.members.values()) this.restartSession(group, member);
+      this.groups.set(groupId, group);
+      restored++;
+    }
+    return restored;
+  }
+
+  /** The record of a group with members, with `assignments` (member id → bytes) where given. */
+  private storedOf(group: Group, assignments?: ReadonlyMap<string, Uint8Array>): StoredGroup {
+    return {
+      protocolType: group.protocolType,
+      protocol: group.protocol,
+      generationId: group.generationId,
+      leaderId: group.leaderId,
+      members: [...group.members.values()].map((m) => ({
+        memberId: m.id,
+        groupInstanceId: m.instanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        sessionTimeoutMs: m.sessionTimeoutMs,
+        rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+        protocols: [...m.protocols],
+        assignment: assignments === undefined ? m.assignment : (assignments.get(m.id) ?? EMPTY),
+      })),
+    };
+  }
+
+  /** Stores a group's record; a failure is logged, not thrown (see the header). */
+  private persist(groupId: string, record: StoredGroup | null): Promise<void> {
+    if (this.store === undefined) return Promise.resolve();
+    return this.store.storeGroup(groupId, record).catch((error: unknown) => {
+      if (this.closed) return;
+      console.error(
+        `booblik: storing group ${JSON.stringify(groupId)} failed (its members carry on; after a restart they may rejoin): ${(error as Error).message}`,
+      );
+    });
   }
 
   // --- JoinGroup ---------------------------------------------------------------------------------
@@ -438,14 +566,17 @@ export class GroupCoordinator {
       // No rebalance: the previous leader id is answered even when this member was the leader, so
       // that it does not compute an assignment a Stable group would never hand out.
       this.restartSession(group, member);
-      return Promise.resolve({
+      const answer: JoinResult = {
         error: "NONE",
         generationId: group.generationId,
         protocolName: group.protocol,
         leaderId: leaderBefore,
         memberId: newId,
         members: [],
-      });
+      };
+      // Stored before the answer, as Kafka does: after a restart the instance's member must be
+      // this id, or the new incarnation would be fenced (FENCED_INSTANCE_ID) by the old one's.
+      return this.persist(group.id, this.storedOf(group)).then(() => answer);
     }
     // Stable with another protocol to choose, or CompletingRebalance (the leader may be assigning
     // to the old id): a rebalance. PreparingRebalance: the new incarnation waits in its place.
@@ -607,6 +738,7 @@ export class GroupCoordinator {
       group.state = "Empty";
       group.protocol = "";
       group.leaderId = "";
+      this.storeEmptied(group);
       this.forgetIfEmpty(group);
       return;
     }
@@ -705,20 +837,44 @@ export class GroupCoordinator {
     const parked = new Promise<SyncResult>((resolve) => {
       member.parkedSync = resolve;
     });
-    if (member.id === group.leaderId) {
-      for (const m of group.members.values()) m.assignment = EMPTY;
-      for (const { memberId: id, assignment } of assignments) {
-        const target = group.members.get(id);
-        if (target !== undefined) target.assignment = assignment.slice();
+    if (member.id === group.leaderId && group.storingGeneration !== group.generationId) {
+      const owned = new Map<string, Uint8Array>();
+      for (const { memberId: id, assignment } of assignments)
+        if (group.members.has(id)) owned.set(id, assignment.slice());
+      if (this.store === undefined) {
+        this.completeSync(group, owned);
+        return parked;
       }
-      group.state = "Stable";
-      for (const m of group.members.values()) {
-        const sync = m.parkedSync;
-        m.parkedSync = undefined;
-        sync?.({ error: "NONE", assignment: m.assignment });
-      }
+      // As Kafka's: the assignment is stored before anyone is told it, so a member that learns
+      // generation G finds G after a crash. Meanwhile the group stays CompletingRebalance (followers
+      // park); a rebalance or a stop in between wins, and the stored record then names a
+      // generation that no member holds any more (its members rejoin after a restart).
+      const generationId = group.generationId;
+      group.storingGeneration = generationId;
+      void this.persist(group.id, this.storedOf(group, owned)).then(() => {
+        if (group.storingGeneration === generationId) group.storingGeneration = -1;
+        if (
+          this.closed ||
+          this.groups.get(group.id) !== group ||
+          group.generationId !== generationId ||
+          group.state !== "CompletingRebalance"
+        )
+          return;
+        this.completeSync(group, owned);
+      });
     }
     return parked;
+  }
+
+  /** The leader's assignment takes effect: the group is Stable and every parked SyncGroup answered. */
+  private completeSync(group: Group, assignments: ReadonlyMap<string, Uint8Array>): void {
+    for (const m of group.members.values()) m.assignment = assignments.get(m.id) ?? EMPTY;
+    group.state = "Stable";
+    for (const m of group.members.values()) {
+      const sync = m.parkedSync;
+      m.parkedSync = undefined;
+      sync?.({ error: "NONE", assignment: m.assignment });
+    }
   }
 
   heartbeat(
@@ -881,6 +1037,27 @@ export class GroupCoordinator {
     member.parkedSync = undefined;
     sync?.({ error: "UNKNOWN_MEMBER_ID", assignment: EMPTY });
     if (group.leaderId === member.id) group.leaderId = group.members.keys().next().value ?? "";
+  }
+
+  /**
+   * A group that emptied: its record keeps the generation count while it has committed offsets
+   * (as Kafka keeps such a group, Empty), otherwise it goes. Nobody waits on it.
+   */
+  private storeEmptied(group: Group): void {
+    if (this.store === undefined) return;
+    const keep = group.generationId > 0 && this.hasCommittedOffsets(group.id);
+    void this.persist(
+      group.id,
+      keep
+        ? {
+            protocolType: group.protocolType,
+            protocol: "",
+            generationId: group.generationId,
+            leaderId: "",
+            members: [],
+          }
+        : null,
+    );
   }
 
   private forgetIfEmpty(group: Group): void {

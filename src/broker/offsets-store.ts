@@ -12,6 +12,16 @@
  *           or null: a tombstone, the commit of that key is deleted.
  * Later records win (replay in offset order). The record's timestamp is the commit time.
  *
+ * Group records (the group coordinator's membership, groups.ts; Kafka's GroupMetadataValue):
+ *   key   = UTF-8 `group` alone (no NUL, so it cannot be an offset's key);
+ *   value = UTF-8 JSON `{"protocolType":s,"protocol":s,"generationId":n,"leaderId":s,"members":[
+ *           {"memberId":s,"groupInstanceId":s|null,"clientId":s,"clientHost":s,"sessionTimeoutMs":n,
+ *           "rebalanceTimeoutMs":n,"protocols":[{"name":s,"metadata":base64}],"assignment":base64}]}`,
+ *           or null: the group's record is deleted.
+ *   A group record that does not parse is skipped at replay and counted (groupRecordsSkipped): it only
+ *   saves members a rejoin, and losing it costs one rebalance, not data. A broker older than group
+ *   records refuses to start on an offsets topic that holds one (it finds a key without NULs).
+ *
  * Invariants:
  * - A commit resolves only after a force covered its records (the topic's `force` policy: Partition
  *   resolves an append after GroupCommit's fdatasync). Only then does the map change, so OffsetFetch
@@ -43,11 +53,13 @@ import {
   COMMIT_RECORDS_PER_BATCH_MAX,
   FETCH_BYTES_DEFAULT,
   GROUP_ID_BYTES_MAX,
+  GROUP_RECORD_BYTES_MAX,
   OFFSETS_TOPIC_NAME,
 } from "../domain/limits.ts";
 import { encodeBatch, forEachRecord, type RecordInput, recordKey, recordValue } from "../record/batch.ts";
 import { newEntryScanResult, scanEntries } from "../record/entries.ts";
 import type { RecordsRead } from "../storage/segment.ts";
+import type { GroupProtocol, GroupStore, StoredGroup, StoredMember } from "./groups.ts";
 import type { Partition } from "./partition.ts";
 
 /** One committed offset, as OffsetFetch answers it. */
@@ -97,9 +109,15 @@ function keyOf(group: string, topic: string, partition: number): string {
   return `${group}${SEPARATOR}${topic}${SEPARATOR}${partition}`;
 }
 
-export class OffsetsStore {
+export class OffsetsStore implements GroupStore {
   /** group → "topic\0partition" → committed offset. */
   private readonly groups = new Map<string, Map<string, StoredOffset>>();
+  /** group → its coordinator's record (membership, generation) and that record's log offset. */
+  private readonly groupRecords = new Map<string, { group: StoredGroup; logOffset: number }>();
+  /** Group records the replay could not parse (skipped: their members rejoin). */
+  groupRecordsSkipped = 0;
+  /** Group records not stored because they exceed GROUP_RECORD_BYTES_MAX (the old one is deleted). */
+  groupRecordsTooLarge = 0;
   private readonly partitionOf: () => Partition;
   /** Records replayed at open (for tests and the open report). */
   readonly replayedRecords: number;
@@ -184,6 +202,10 @@ export class OffsetsStore {
       throw new CorruptRecordError(`${OFFSETS_TOPIC_NAME}: record ${logOffset} has no key`, 0);
     const text = DECODER.decode(key);
     const first = text.indexOf(SEPARATOR);
+    if (first < 0) {
+      this.applyGroupRecord(text, value, logOffset);
+      return;
+    }
     const second = text.indexOf(SEPARATOR, first + 1);
     if (first < 1 || second < 0)
       throw new CorruptRecordError(
@@ -219,6 +241,46 @@ export class OffsetsStore {
     });
   }
 
+  private applyGroupRecord(group: string, value: Uint8Array | null, logOffset: number): void {
+    const existing = this.groupRecords.get(group);
+    if (existing !== undefined && existing.logOffset > logOffset) return;
+    if (value === null) {
+      this.groupRecords.delete(group);
+      return;
+    }
+    const parsed = parseStoredGroup(value);
+    if (parsed === undefined) {
+      this.groupRecordsSkipped++;
+      this.groupRecords.delete(group);
+      return;
+    }
+    this.groupRecords.set(group, { group: parsed, logOffset });
+  }
+
+  /** GroupStore: the groups whose records are in the log and forced. */
+  storedGroups(): ReadonlyMap<string, StoredGroup> {
+    const groups = new Map<string, StoredGroup>();
+    for (const [id, { group }] of this.groupRecords) groups.set(id, group);
+    return groups;
+  }
+
+  /**
+   * GroupStore: appends a group's record (null: a tombstone, only when it has a record or one is in
+   * flight); resolves after the force. A record above GROUP_RECORD_BYTES_MAX is not stored: the
+   * old one is deleted instead, so that a restart never brings back members the group no longer
+   * has; that group's members rejoin after a restart.
+   */
+  async storeGroup(group: string, record: StoredGroup | null): Promise<void> {
+    let value: Uint8Array | null =
+      record === null ? null : ENCODER.encode(JSON.stringify(jsonOfGroup(record)));
+    if (value !== null && value.length > GROUP_RECORD_BYTES_MAX) {
+      this.groupRecordsTooLarge++;
+      value = null;
+    }
+    if (value === null && !this.groupRecords.has(group) && !this.inFlightKeys.has(group)) return;
+    await this.appendRecords([{ key: ENCODER.encode(group), value, timestamp: Date.now() }]);
+  }
+
   /**
    * Stores the commits of one group; resolves after a force covered them (then OffsetFetch answers
    * them). Whole request or nothing. Callers check group ids and metadata first (groupIdProblem,
@@ -246,18 +308,21 @@ export class OffsetsStore {
     await this.appendRecords(records);
   }
 
-  /** Deletes every committed offset of a group (tombstones); resolves after the force. */
+  /**
+   * Deletes every committed offset of a group and its coordinator's record (tombstones); resolves
+   * after the force.
+   */
   async deleteGroup(group: string): Promise<void> {
     const offsets = this.groups.get(group);
-    if (offsets === undefined) return;
     const nowMs = Date.now();
-    await this.appendRecords(
-      [...offsets.keys()].map((partitionKey) => ({
-        key: ENCODER.encode(`${group}${SEPARATOR}${partitionKey}`),
-        value: null,
-        timestamp: nowMs,
-      })),
-    );
+    const records: RecordInput[] = [...(offsets?.keys() ?? [])].map((partitionKey) => ({
+      key: ENCODER.encode(`${group}${SEPARATOR}${partitionKey}`),
+      value: null,
+      timestamp: nowMs,
+    }));
+    if (this.groupRecords.has(group) || this.inFlightKeys.has(group))
+      records.push({ key: ENCODER.encode(group), value: null, timestamp: nowMs });
+    if (records.length > 0) await this.appendRecords(records);
   }
 
   /**
@@ -311,7 +376,7 @@ export class OffsetsStore {
   }
 
   private liveCount(): number {
-    let count = 0;
+    let count = this.groupRecords.size;
     for (const offsets of this.groups.values()) count += offsets.size;
     return count;
   }
@@ -331,6 +396,14 @@ export class OffsetsStore {
           timestamp: stored.commitTimestampMs,
         });
       }
+    }
+    for (const [group, { group: record }] of this.groupRecords) {
+      if (this.inFlightKeys.has(group)) continue;
+      records.push({
+        key: ENCODER.encode(group),
+        value: ENCODER.encode(JSON.stringify(jsonOfGroup(record))),
+        timestamp: Date.now(),
+      });
     }
     this.compacting = true;
     // K: below the snapshot, and below every commit not yet in the map.
@@ -402,6 +475,80 @@ export class OffsetsStore {
   groupIds(): string[] {
     return [...this.groups.keys()].sort();
   }
+}
+
+function base64Of(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+}
+
+function jsonOfGroup(group: StoredGroup): unknown {
+  return {
+    protocolType: group.protocolType,
+    protocol: group.protocol,
+    generationId: group.generationId,
+    leaderId: group.leaderId,
+    members: group.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      sessionTimeoutMs: m.sessionTimeoutMs,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      protocols: m.protocols.map((p) => ({ name: p.name, metadata: base64Of(p.metadata) })),
+      assignment: base64Of(m.assignment),
+    })),
+  };
+}
+
+const isString = (x: unknown): x is string => typeof x === "string";
+const isCount = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+
+/** A group record's value, or undefined when any field is missing or of the wrong type. */
+function parseStoredGroup(value: Uint8Array): StoredGroup | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(DECODER.decode(value));
+  } catch {
+    return undefined;
+  }
+  if (typeof json !== "object" || json === null) return undefined;
+  const g = json as Record<string, unknown>;
+  if (!isString(g.protocolType) || !isString(g.protocol) || !isString(g.leaderId)) return undefined;
+  if (!isCount(g.generationId) || !Array.isArray(g.members)) return undefined;
+  const members: StoredMember[] = [];
+  for (const item of g.members as unknown[]) {
+    if (typeof item !== "object" || item === null) return undefined;
+    const m = item as Record<string, unknown>;
+    if (!isString(m.memberId) || !isString(m.clientId) || !isString(m.clientHost)) return undefined;
+    if (m.groupInstanceId !== null && !isString(m.groupInstanceId)) return undefined;
+    if (!isCount(m.sessionTimeoutMs) || !isCount(m.rebalanceTimeoutMs) || !isString(m.assignment))
+      return undefined;
+    if (!Array.isArray(m.protocols)) return undefined;
+    const protocols: GroupProtocol[] = [];
+    for (const p of m.protocols as unknown[]) {
+      if (typeof p !== "object" || p === null) return undefined;
+      const { name, metadata } = p as Record<string, unknown>;
+      if (!isString(name) || !isString(metadata)) return undefined;
+      protocols.push({ name, metadata: new Uint8Array(Buffer.from(metadata, "base64")) });
+    }
+    members.push({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      sessionTimeoutMs: m.sessionTimeoutMs,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      protocols,
+      assignment: new Uint8Array(Buffer.from(m.assignment, "base64")),
+    });
+  }
+  return {
+    protocolType: g.protocolType,
+    protocol: g.protocol,
+    generationId: g.generationId,
+    leaderId: g.leaderId,
+    members,
+  };
 }
 
 function publicOf(stored: StoredOffset): CommittedOffset {

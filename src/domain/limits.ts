@@ -633,6 +633,14 @@ export const GROUP_INITIAL_REBALANCE_DELAY_MS_MAX = 300_000;
 export const GROUP_MEMBERS_MAX = 1_000;
 /** Groups with members at once (Empty groups are forgotten; their offsets stay in the store). */
 export const GROUPS_MAX = 10_000;
+/**
+ * The largest group record (a group's members, their protocols and assignments as JSON,
+ * offsets-store.ts) that is stored: one record in one batch of the offsets topic, whose batch limit
+ * is RECORD_PAYLOAD_BYTES_DEFAULT_MAX; 16 KiB are left for the key (≤ GROUP_ID_BYTES_MAX) and the
+ * batch and record headers. A larger group is kept in memory only: its members rejoin after a
+ * restart.
+ */
+export const GROUP_RECORD_BYTES_MAX = RECORD_PAYLOAD_BYTES_DEFAULT_MAX - 16 * 1024;
 
 assert(
   COMMIT_RECORDS_PER_BATCH_MAX *

@@ -439,7 +439,7 @@ export class KafkaHandler {
   private readonly fetchBuffers: FetchBufferPool;
   private readonly stopSignal: { stopped: boolean; promise: Promise<void> };
   private resolveStop!: () => void;
-  /** Groups and their members (in memory; committed offsets are the broker's OffsetsStore). */
+  /** Groups and their members (kept across restarts in the broker's OffsetsStore, with the commits). */
   readonly groups: GroupCoordinator;
   /** Records and bytes this port's clients produced and fetched (the listener sums its ports). */
   readonly traffic: KafkaTraffic = newKafkaTraffic();
@@ -451,7 +451,8 @@ export class KafkaHandler {
       options.sharedGroups ??
       new GroupCoordinator({
         ...options.groups,
-        hasCommittedOffsets: (groupId) => broker.offsets.committedOf(groupId).length > 0,
+        hasCommittedOffsets: (groupId) => broker.offsets.hasCommits(groupId),
+        store: broker.offsets,
       });
     this.fetchBuffers = options.fetchBuffers ?? new FetchBufferPool();
     this.stopSignal = {

@@ -393,7 +393,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "Records a consumer group has not committed yet: the partition's next offset minus the committed offset (0 when the commit is beyond it).",
     (committed, nextOffset) => Math.max(0, nextOffset - committed),
   );
-  // Live consumer groups of the Kafka listener (broker/groups.ts, in memory): a generation that keeps
+  // Live consumer groups of the Kafka listener (broker/groups.ts; restored at start): a generation that keeps
   // growing is a group that keeps rebalancing.
   const liveGroupGauge = (name: string, help: string, read: (group: GroupDescription) => number) =>
     registry.register(name, "gauge", help, () => {

@@ -7,7 +7,9 @@
  * test; the tests wait for the outcome, never for a fixed time.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { Broker } from "../../src/broker/broker.ts";
 import { GroupCoordinator, type JoinRequest } from "../../src/broker/groups.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
 const coordinators: GroupCoordinator[] = [];
@@ -674,5 +676,129 @@ describe("the initial rebalance delay (Kafka's group.initial.rebalance.delay.ms)
     expect(groups.leave("g", [dynamic(pending)])).toEqual(["NONE"]);
     expect((await aJoin).error).toBe("UNKNOWN_MEMBER_ID");
     expect(groups.describe("g")).toBeUndefined();
+  });
+});
+
+describe("the group coordinator across a restart (its groups kept in the broker's offsets topic)", () => {
+  /** A broker on a fresh directory, and a coordinator that stores its groups there. */
+  function brokerAt(dir: string): { broker: Broker; groups: GroupCoordinator } {
+    const broker = Broker.open({ dataDir: dir });
+    const groups = new GroupCoordinator({
+      sessionTimeoutMsMin: 1,
+      store: broker.offsets,
+      hasCommittedOffsets: (id) => broker.offsets.hasCommits(id),
+    });
+    coordinators.push(groups);
+    return { broker, groups };
+  }
+
+  async function restart(dir: string, before: { broker: Broker; groups: GroupCoordinator }) {
+    before.groups.close();
+    await before.broker.close();
+    return brokerAt(dir);
+  }
+
+  test("members carry on with their ids, generation and assignments, without a rebalance; a member that does not come back is removed when its session ends", async () => {
+    using dir = tempDir();
+    let at = brokerAt(dir.path);
+    try {
+      const a = await at.groups.join(join({ sessionTimeoutMs: 60_000 }));
+      await at.groups.sync("g", 1, a.memberId, [{ memberId: a.memberId, assignment: bytes("a:0,1") }]);
+      const bJoin = at.groups.join(join({ clientId: "b", sessionTimeoutMs: 300 }));
+      await at.groups.join(join({ memberId: a.memberId, sessionTimeoutMs: 60_000 }));
+      const b = await bJoin;
+      const bSync = at.groups.sync("g", 2, b.memberId, []);
+      // The leader's SyncGroup is answered once its generation is stored.
+      const aSync = await at.groups.sync("g", 2, a.memberId, [
+        { memberId: a.memberId, assignment: bytes("a:0") },
+        { memberId: b.memberId, assignment: bytes("b:1") },
+      ]);
+      expect([text(aSync.assignment), text((await bSync).assignment)]).toEqual(["a:0", "b:1"]);
+      expect(at.broker.offsets.storedGroups().get("g")?.generationId).toBe(2);
+
+      at = await restart(dir.path, at);
+      expect(at.groups.restoredGroups).toBe(1);
+      const described = at.groups.describe("g");
+      expect(described).toMatchObject({ state: "Stable", generationId: 2, protocol: "range" });
+      expect(described?.members.map((m) => [m.memberId, text(m.assignment)]).sort()).toEqual(
+        [
+          [a.memberId, "a:0"],
+          [b.memberId, "b:1"],
+        ].sort(),
+      );
+      // The same member id and generation are good: no UNKNOWN_MEMBER_ID, no rebalance.
+      expect(at.groups.heartbeat("g", 2, a.memberId)).toBe("NONE");
+      expect(at.groups.checkCommit("g", 2, a.memberId)).toBe("NONE");
+      expect(text((await at.groups.sync("g", 2, a.memberId, [])).assignment)).toBe("a:0");
+      const rejoined = await at.groups.join(
+        join({ clientId: "b", memberId: b.memberId, sessionTimeoutMs: 300 }),
+      );
+      expect(rejoined).toMatchObject({ error: "NONE", generationId: 2, leaderId: a.memberId });
+      // b goes silent: its session (300 ms) ends, and a is told to rejoin for generation 3.
+      await waitUntil(() => at.groups.heartbeat("g", 2, a.memberId) === "REBALANCE_IN_PROGRESS", "b removed");
+      const alone = await at.groups.join(join({ memberId: a.memberId, sessionTimeoutMs: 60_000 }));
+      expect([alone.generationId, alone.members.map((m) => m.memberId)]).toEqual([3, [a.memberId]]);
+    } finally {
+      at.groups.close();
+      await at.broker.close();
+    }
+  });
+
+  test("a static member's replacement is stored before its answer, so after a restart its new id is the one that counts", async () => {
+    using dir = tempDir();
+    let at = brokerAt(dir.path);
+    try {
+      const first = await at.groups.join(join({ groupInstanceId: "one" }));
+      await at.groups.sync("g", 1, first.memberId, [{ memberId: first.memberId, assignment: bytes("p0") }]);
+      const second = await at.groups.join(join({ groupInstanceId: "one" }));
+      expect(second).toMatchObject({ error: "NONE", generationId: 1 });
+      expect(second.memberId).not.toBe(first.memberId);
+      at = await restart(dir.path, at);
+      expect(at.groups.heartbeat("g", 1, second.memberId, "one")).toBe("NONE");
+      expect(at.groups.heartbeat("g", 1, first.memberId, "one")).toBe("FENCED_INSTANCE_ID");
+      expect(text((await at.groups.sync("g", 1, second.memberId, [], "one")).assignment)).toBe("p0");
+    } finally {
+      at.groups.close();
+      await at.broker.close();
+    }
+  });
+
+  test("a group that emptied keeps counting generations after a restart while it has commits; deleting it starts it again at 1", async () => {
+    using dir = tempDir();
+    let at = brokerAt(dir.path);
+    try {
+      const a = await at.groups.join(join());
+      await at.groups.sync("g", 1, a.memberId, [{ memberId: a.memberId, assignment: bytes("p0") }]);
+      await at.broker.offsets.commit("g", [
+        { topic: "t", partition: 0, offset: 5, leaderEpoch: -1, metadata: null },
+      ]);
+      expect(at.groups.leave("g", [dynamic(a.memberId)])).toEqual(["NONE"]);
+      // The rebalance that empties the group counts one (Kafka's): generation 2, stored without members.
+      await waitUntil(
+        () => at.broker.offsets.storedGroups().get("g")?.members.length === 0,
+        "the emptied record",
+      );
+      at = await restart(dir.path, at);
+      expect(at.groups.describe("g")).toBeUndefined();
+      expect((await at.groups.join(join())).generationId).toBe(3);
+      at.groups.close();
+      at = await restart(dir.path, at);
+      // Closed while CompletingRebalance: generation 3 never synced, so the stored record is still
+      // the emptied one; the next member continues from it.
+      const b = await at.groups.join(join());
+      expect(b.generationId).toBe(3);
+      expect(at.groups.leave("g", [dynamic(b.memberId)])).toEqual(["NONE"]);
+      await waitUntil(
+        () => at.broker.offsets.storedGroups().get("g")?.generationId === 4,
+        "the emptied record",
+      );
+      await at.broker.offsets.deleteGroup("g");
+      expect(at.broker.offsets.storedGroups().has("g")).toBe(false);
+      at = await restart(dir.path, at);
+      expect((await at.groups.join(join())).generationId).toBe(1);
+    } finally {
+      at.groups.close();
+      await at.broker.close();
+    }
   });
 });

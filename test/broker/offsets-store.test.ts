@@ -8,7 +8,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
-import { OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
+import { GROUP_RECORD_BYTES_MAX, OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -154,6 +154,92 @@ describe("committed offsets", () => {
           seen.set(`${group}/${c.partition}`, c.committed.offset);
       expect(seen).toEqual(latest);
       expect(broker.offsets.committed("g0", "t", 0)?.metadata).toBe(`r${latest.get("g0/0")! / 10}`);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("group records: stored, replaced, deleted with the group, kept through compaction, and back after a restart", async () => {
+    using dir = tempDir();
+    const member = (id: string, assignment: number[]) => ({
+      memberId: id,
+      groupInstanceId: id === "m1" ? "static-1" : null,
+      clientId: "client",
+      clientHost: "/127.0.0.1",
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 20_000,
+      protocols: [{ name: "range", metadata: new Uint8Array([0, 1, 2, 255]) }],
+      assignment: new Uint8Array(assignment),
+    });
+    const record = (generationId: number, members: ReturnType<typeof member>[]) => ({
+      protocolType: "consumer",
+      protocol: members.length === 0 ? "" : "range",
+      generationId,
+      leaderId: members[0]?.memberId ?? "",
+      members,
+    });
+    let broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    await broker.offsets.storeGroup("g", record(1, [member("m1", [7])]));
+    await broker.offsets.storeGroup("g", record(2, [member("m1", [1]), member("m2", [2, 3])]));
+    await broker.offsets.storeGroup("emptied", record(5, []));
+    await broker.offsets.commit("gone", [entry("t", 0, 1)]);
+    await broker.offsets.storeGroup("gone", record(3, [member("x", [])]));
+    await broker.offsets.deleteGroup("gone");
+    // A tombstone is written only for a group that has a record.
+    const before = broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset;
+    await broker.offsets.storeGroup("never-stored", null);
+    expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset).toBe(before);
+    // Enough commits for snapshots: the group records must be in them.
+    for (let round = 0; round < 150; round++)
+      await broker.offsets.commit("busy", [entry("t", round % 2, round, "x".repeat(64))]);
+    expect(broker.offsets.compactions).toBeGreaterThan(0);
+    expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.logStartOffset).toBeGreaterThan(before);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    try {
+      const stored = broker.offsets.storedGroups();
+      expect([...stored.keys()].sort()).toEqual(["emptied", "g"]);
+      expect(stored.get("g")).toEqual(record(2, [member("m1", [1]), member("m2", [2, 3])]));
+      expect(stored.get("emptied")).toEqual(record(5, []));
+      expect(broker.offsets.groupRecordsSkipped).toBe(0);
+      // A group record is not a commit: the offsets of "g" are none.
+      expect(broker.offsets.hasCommits("g")).toBe(false);
+      expect(broker.offsets.groupIds()).toEqual(["busy"]);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a group record too large to store deletes the old one instead", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path });
+    const record = (metadataBytes: number) => ({
+      protocolType: "consumer",
+      protocol: "range",
+      generationId: 4,
+      leaderId: "m",
+      members: [
+        {
+          memberId: "m",
+          groupInstanceId: null,
+          clientId: "c",
+          clientHost: "/127.0.0.1",
+          sessionTimeoutMs: 10_000,
+          rebalanceTimeoutMs: 10_000,
+          protocols: [{ name: "range", metadata: new Uint8Array(metadataBytes) }],
+          assignment: new Uint8Array(0),
+        },
+      ],
+    });
+    await broker.offsets.storeGroup("g", record(10));
+    expect(broker.offsets.storedGroups().has("g")).toBe(true);
+    await broker.offsets.storeGroup("g", record(GROUP_RECORD_BYTES_MAX));
+    expect(broker.offsets.groupRecordsTooLarge).toBe(1);
+    expect(broker.offsets.storedGroups().has("g")).toBe(false);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path });
+    try {
+      expect(broker.offsets.storedGroups().has("g")).toBe(false);
     } finally {
       await broker.close();
     }

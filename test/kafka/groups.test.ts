@@ -10,11 +10,14 @@
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { AssignerProtocol, type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
+import { KafkaReader } from "../../src/kafka/codec.ts";
 import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { LineReader } from "../helpers/process.ts";
+import { type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
+import { Expect } from "./bytes.ts";
 
 // Rebalances take a few heartbeats, and the clients are child processes on a busy 2-core machine.
 setDefaultTimeout(90_000);
@@ -166,6 +169,93 @@ describe.skipIf(KCAT === null)("kcat -G, two members", () => {
     expect(
       assigned(await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one alone again")),
     ).toBe("jobs [0], jobs [1]");
+  });
+});
+
+/**
+ * One request on a raw connection (JoinGroup, SyncGroup, Heartbeat, OffsetCommit, non-flexible
+ * versions), its answer's body after the correlation id. kcat cannot be used here: it exits when all
+ * its broker connections are down at once, as a single broker's restart makes them.
+ */
+async function ask(socket: RawSocket, apiKey: number, version: number, body: (e: Expect) => void) {
+  const request = new Expect().i16(apiKey).i16(version).i32(apiKey).str("raw-member");
+  body(request);
+  const before = socket.received().length;
+  socket.write(request.frame());
+  const size = new DataView((await socket.waitForBytes(before + 4)).buffer).getInt32(before, false);
+  const bytes = await socket.waitForBytes(before + 4 + size);
+  const reader = new KafkaReader(bytes.slice(before + 4, before + 4 + size));
+  expect(reader.int32("correlation_id")).toBe(apiKey);
+  return reader;
+}
+
+describe("a group across a SIGKILL of the broker", () => {
+  test("its member carries on with its id, generation and assignment: heartbeats, SyncGroup and commits are accepted, no rejoin", async () => {
+    const dir = dataDir();
+    let { broker, kafkaPort } = await brokerProcess(dir.path);
+    await createTopic(kafkaPort, "jobs", 1);
+    let socket = await rawConnect(kafkaPort);
+    const metadata = new Expect().i16(0).i32(1).str("jobs").i32(-1).body();
+    const joined = await ask(socket, 11, 0, (e) =>
+      e
+        .str("survivors")
+        .i32(30_000)
+        .str("")
+        .str("consumer")
+        .i32(1)
+        .str("range")
+        .i32(metadata.length)
+        .raw(metadata),
+    );
+    expect(joined.int16("error_code")).toBe(0);
+    const generation = joined.int32("generation_id");
+    joined.string("protocol_name");
+    joined.string("leader");
+    const memberId = joined.string("member_id");
+    const assignment = new Expect().i16(0).i32(1).str("jobs").i32(1).i32(0).i32(-1).body();
+    const synced = await ask(socket, 14, 0, (e) =>
+      e
+        .str("survivors")
+        .i32(generation)
+        .str(memberId)
+        .i32(1)
+        .str(memberId)
+        .i32(assignment.length)
+        .raw(assignment),
+    );
+    expect(synced.int16("error_code")).toBe(0);
+    socket.close();
+
+    await broker.stop("SIGKILL");
+    ({ broker, kafkaPort } = await brokerProcess(dir.path));
+    socket = await rawConnect(kafkaPort);
+    cleanups.push(() => socket.close());
+    // Before the group was stored, the restarted broker knew no such member: UNKNOWN_MEMBER_ID (25)
+    // to each of these, and the member had to rejoin into a new group from generation 1.
+    const heartbeat = await ask(socket, 12, 0, (e) => e.str("survivors").i32(generation).str(memberId));
+    expect(heartbeat.int16("error_code")).toBe(0);
+    const again = await ask(socket, 14, 0, (e) => e.str("survivors").i32(generation).str(memberId).i32(0));
+    expect(again.int16("error_code")).toBe(0);
+    expect([...(again.nullableBytes("assignment") ?? [])]).toEqual([...assignment]);
+    const commit = await ask(socket, 8, 2, (e) =>
+      e
+        .str("survivors")
+        .i32(generation)
+        .str(memberId)
+        .i64(-1)
+        .i32(1)
+        .str("jobs")
+        .i32(1)
+        .i32(0)
+        .i64(0)
+        .str(null),
+    );
+    expect([commit.int32("topics"), commit.string("name"), commit.int32("partitions")]).toEqual([
+      1,
+      "jobs",
+      1,
+    ]);
+    expect([commit.int32("partition_index"), commit.int16("error_code")]).toEqual([0, 0]);
   });
 });
 

@@ -4,12 +4,12 @@
  * recovery progress while a large data directory opens, then 200.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
-import net from "node:net";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { Producer } from "../../src/client/producer.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { MAIN, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
+import { freePort } from "../helpers/free-port.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -69,16 +69,6 @@ async function slowToOpen(dataDir: string): Promise<void> {
   // The logs are closed already (uncleanly): this releases the lock for the broker child below. A
   // failure here fails the setup rather than leaving the directory locked.
   await setup.close();
-}
-
-/** A port free now, for a metrics listener whose port must be known before the start line. */
-function freePort(): Promise<number> {
-  return new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, "127.0.0.1", () => {
-      const chosen = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(chosen));
-    });
-  });
 }
 
 test("/ready is 503 with the recovery progress while the data directory opens, then 200", async () => {

@@ -62,6 +62,7 @@ import { KafkaReader } from "../../src/kafka/codec.ts";
 import { decodeProduceRequest } from "../../src/kafka/messages.ts";
 import { newEntryScanResult, scanEntries } from "../../src/record/entries.ts";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { freePort } from "../helpers/free-port.ts";
 import { LineReader } from "../helpers/process.ts";
 import { Random } from "../helpers/random.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -559,14 +560,6 @@ interface ProducerChild {
   acked: number;
   failed: number;
   done: Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 export async function runKafkaTorture(options: KafkaTortureOptions): Promise<KafkaTortureResult> {

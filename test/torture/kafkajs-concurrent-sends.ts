@@ -27,7 +27,8 @@ import os from "node:os";
 import path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { startBroker } from "../helpers/broker-process.ts";
-import { freePort, TracingProxy } from "./kafka-torture.ts";
+import { freePort } from "../helpers/free-port.ts";
+import { TracingProxy } from "./kafka-torture.ts";
 
 const TOPIC = "concurrent";
 
