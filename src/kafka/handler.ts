@@ -907,7 +907,12 @@ export class KafkaHandler {
       try {
         await this.broker.offsets.commit(request.groupId, entries);
       } catch (error) {
-        const code = kafkaErrorOf(error).code;
+        // A commit larger than the offsets topic takes is INVALID_COMMIT_OFFSET_SIZE, as Kafka
+        // before 4.0 answered it (GroupMetadataManager mapped its append's MESSAGE_TOO_LARGE so);
+        // the Java client raises it to the application as such. Kafka 4.x's new coordinator answers
+        // UNKNOWN_SERVER_ERROR there, which says less.
+        let code = kafkaErrorOf(error).code;
+        if (code === KAFKA_ERROR.MESSAGE_TOO_LARGE) code = KAFKA_ERROR.INVALID_COMMIT_OFFSET_SIZE;
         for (const answer of pending) answer.errorCode = code;
       }
     }

@@ -431,6 +431,41 @@ describe("DeleteGroups and OffsetDelete", () => {
   });
 });
 
+describe("OffsetCommit too large for the offsets topic", () => {
+  test("is refused whole with INVALID_COMMIT_OFFSET_SIZE (28), the code Kafka's clients raise to the user for it", async () => {
+    // A broker whose offsets topic has 4 KiB segments: two partitions with 4000 bytes of metadata
+    // each cannot be one append there.
+    handler.stop();
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 4096 });
+    handler = new KafkaHandler(broker, { advertisedHost: "127.0.0.1", advertisedPort: 9092 });
+    broker.createTopic("t", { partitions: 2 });
+    const commit = async (metadataBytes: number) => {
+      const reader = await ask(8, 2, (e) => {
+        e.str("big").i32(-1).str("").i64(-1).i32(1).str("t").i32(2);
+        for (const partition of [0, 1]) e.i32(partition).i64(5).str("m".repeat(metadataBytes));
+      });
+      expect([reader.int32("topics"), reader.string("name"), reader.int32("partitions")]).toEqual([
+        1,
+        "t",
+        2,
+      ]);
+      const codes = [0, 1].map(() => [reader.int32("partition_index"), reader.int16("error_code")]);
+      reader.expectEnd("OffsetCommit response");
+      return codes;
+    };
+    expect(await commit(4000)).toEqual([
+      [0, KAFKA_ERROR.INVALID_COMMIT_OFFSET_SIZE],
+      [1, KAFKA_ERROR.INVALID_COMMIT_OFFSET_SIZE],
+    ]);
+    expect(broker.offsets.committedOf("big")).toEqual([]);
+    expect(await commit(10)).toEqual([
+      [0, KAFKA_ERROR.NONE],
+      [1, KAFKA_ERROR.NONE],
+    ]);
+  });
+});
+
 describe("OffsetForLeaderEpoch", () => {
   test("v0-3: epoch −1 and 0 end at the high watermark, a later epoch is unknown (−1, −1)", async () => {
     broker.createTopic("t", { partitions: 2 });
