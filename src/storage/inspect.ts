@@ -47,7 +47,7 @@ import {
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
-import { forcedEnd, headerRewritable, missingPointSegment, planSegment } from "./log-recovery.ts";
+import { allZero, forcedEnd, headerRewrite, missingPointSegment, planSegment } from "./log-recovery.ts";
 import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
@@ -300,17 +300,6 @@ export function* walkSegmentChunks(
   }
 }
 
-function allZero(fd: number, file: string, from: number, to: number): boolean {
-  const buffer = new Uint8Array(64 * 1024);
-  for (let at = from; at < to; ) {
-    const read = preadFull(fd, buffer, 0, Math.min(buffer.length, to - at), at, file);
-    for (let i = 0; i < read; i++) if (buffer[i] !== 0) return false;
-    if (read === 0) break;
-    at += read;
-  }
-  return true;
-}
-
 export interface PartitionVerification {
   directory: string;
   segments: number;
@@ -418,16 +407,22 @@ export function verifyPartitionDirectory(
         // A header that is zeros or fails its check over intact records: the open that scans the
         // segment writes it again and keeps them (log-recovery.ts, openRewritingHeader). A start
         // scans the newest segment and those from the recovery point's on; `segment repair` all.
-        const rewritten = headerRewritable(file, base, bases[i + 1] ?? Number.MAX_SAFE_INTEGER);
+        const rewrite = headerRewrite(file, base, bases[i + 1] ?? Number.MAX_SAFE_INTEGER);
         const byStart = newest || point === undefined || base >= point.segmentBaseOffset;
+        const who = byStart
+          ? "a start"
+          : "booblik-cli segment repair (a start does not scan this segment; reads of it fail until then)";
         found({
           file,
           position: 0,
           offset: base,
-          reason: rewritten
-            ? `${error.message}, but intact records follow: ${byStart ? "a start" : "booblik-cli segment repair (a start does not scan this segment; reads of it fail until then)"} writes the header again from the file name and keeps them`
-            : error.message,
-          readableFromOffset: rewritten ? base : bases[i + 1],
+          reason:
+            rewrite === "records-follow"
+              ? `${error.message}, but intact records follow: ${who} writes the header again from the file name and recovers the records after it like any other segment's`
+              : rewrite === "nothing-follows"
+                ? `${error.message}, over a segment that holds no record (nothing but zeros after it): ${who} writes the header again from the file name; no record is lost`
+                : error.message,
+          readableFromOffset: rewrite !== undefined ? base : bases[i + 1],
         });
         expectedBase = bases[i + 1];
         continue;

@@ -14,8 +14,9 @@
  * middle one stays a hole, and the newest is left to rules 2 and 4.
  *
  * In passes 3 and 4, a segment whose open fails on a header that is zeros or fails its magic or
- * checksum, while a valid entry with its file name's base offset follows, has its header written
- * again (`openRewritingHeader`): not a torn creation, and not a reason to refuse the partition.
+ * checksum, while a valid entry with its file name's base offset follows, or (a header that is not
+ * zeros) nothing but zeros, has its header written again (`openRewritingHeader`): not a torn
+ * creation, and not a reason to refuse the partition.
  *
  * Pass 3, one decision per segment (`planSegment`), rules tried in this order:
  *
@@ -347,23 +348,53 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
   report.bytesCut += Math.max(0, scanned.tornBytes - lost);
 }
 
+/** Whether the bytes [`from`, `to`) of an open file are all zeros (read in 64 KiB pieces). */
+export function allZero(fd: number, filePath: string, from: number, to: number): boolean {
+  const buffer = new Uint8Array(64 * 1024);
+  for (let at = from; at < to; ) {
+    const read = disk.preadFull(fd, buffer, 0, Math.min(buffer.length, to - at), at, filePath);
+    for (let i = 0; i < read; i++) if (buffer[i] !== 0) return false;
+    if (read === 0) break;
+    at += read;
+  }
+  return true;
+}
+
 /**
- * Whether a segment's header is zeros or fails its magic or checksum while a whole, valid entry with
- * a BaseOffset in [`baseOffset`, `upperOffset`) follows it: right after the header, or further on
- * when the first entry is damaged too (found by `findNextReadable`'s search, which reads the file
- * once; run only for a header that failed). Asked only for a file recovery opens: a newest file
- * whose zeroed header and first entry no recovery point vouches for is a torn creation (rule 2),
- * dropped before any open, since a power cut right after a roll leaves the same bytes (the header
- * and the first entry share the file's first page).
+ * Why a segment's header that is zeros or fails its magic or checksum can be written again from the
+ * file name, or undefined (then the open's error stands):
+ * - "records-follow": a whole, valid entry with a BaseOffset in [`baseOffset`, `upperOffset`)
+ *   follows it: right after the header, or further on when the first entry is damaged too (found by
+ *   `findNextReadable`'s search, which reads the file once);
+ * - "nothing-follows": the header is not zeros and nothing but zeros follows it (an empty segment,
+ *   or one whose reserved capacity was never written): bit rot over the header of a segment that
+ *   holds no record. Writing it again loses nothing; refusing made the start and `segment repair`
+ *   refuse the partition until the file was deleted by hand. Not for a zeroed header: over nothing,
+ *   that is what a crash right after a roll leaves, which rule 2 drops as a newest file; where it
+ *   does not (the recovery point vouches for records in the file), the open's refusal stands.
+ * Run only for a header that failed. Asked only for a file recovery opens: a newest file whose zeroed
+ * header and first entry no recovery point vouches for is a torn creation (rule 2), dropped before
+ * any open, since a power cut right after a roll leaves the same bytes (the header and the first
+ * entry share the file's first page).
  */
-export function headerRewritable(filePath: string, baseOffset: Offset, upperOffset: number): boolean {
+export function headerRewrite(
+  filePath: string,
+  baseOffset: Offset,
+  upperOffset: number,
+): "records-follow" | "nothing-follows" | undefined {
   const state = segmentHeaderState(filePath);
-  if (state === "damaged-before-entries") return true;
-  if (state === "whole") return false;
+  if (state === "damaged-before-entries") return "records-follow";
+  if (state === "whole") return undefined;
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
-    return entryFollows(fd, filePath, SEGMENT_HEADER_BYTES - 1, size, baseOffset, upperOffset);
+    if (entryFollows(fd, filePath, SEGMENT_HEADER_BYTES - 1, size, baseOffset, upperOffset))
+      return "records-follow";
+    // A zeroed header over nothing stays the open's refusal where rule 2 did not drop it (the
+    // recovery point vouches for records there: all of them are gone).
+    return state === "damaged" && allZero(fd, filePath, SEGMENT_HEADER_BYTES, size)
+      ? "nothing-follows"
+      : undefined;
   } finally {
     disk.closeFile(fd, filePath);
   }
@@ -371,8 +402,8 @@ export function headerRewritable(filePath: string, baseOffset: Offset, upperOffs
 
 /**
  * Opens a segment with `open`; when that fails on a header that is zeros or fails its magic or
- * checksum while valid entries follow (`headerRewritable`), writes the header again from the file
- * name, forces it, and opens again. Bit rot or a zeroed range over a header that was there: the records after it are kept and
+ * checksum while valid entries follow, or nothing but zeros (`headerRewrite`), writes the header
+ * again from the file name, forces it, and opens again. Bit rot or a zeroed range over a header that was there: the records after it are kept and
  * the walk goes on as for any segment. Taken for a torn creation (rule 2), a newest file was deleted
  * with every record in it, and their offsets handed out again; a sealed one made the start and
  * `segment repair` refuse the whole partition (reviewers' fault harnesses, 2026-12-02). The header
@@ -386,11 +417,13 @@ function openRewritingHeader<T>(
   report: PartitionOpenReport,
   open: () => T,
 ): T {
+  let rewrite: ReturnType<typeof headerRewrite>;
   try {
     return open();
   } catch (error) {
-    if (!(error instanceof BadSegmentFileError) || !headerRewritable(filePath, baseOffset, upperOffset))
-      throw error;
+    if (!(error instanceof BadSegmentFileError)) throw error;
+    rewrite = headerRewrite(filePath, baseOffset, upperOffset);
+    if (rewrite === undefined) throw error;
   }
   const fd = disk.openFile(filePath, "readWrite");
   try {
@@ -400,7 +433,9 @@ function openRewritingHeader<T>(
     disk.closeFile(fd, filePath);
   }
   report.headersRewritten.push(
-    `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; written again from the file name, then recovered like any other segment)`,
+    rewrite === "records-follow"
+      ? `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header was zeros or failed its check; written again from the file name, then recovered like any other segment)`
+      : `${filePath} (its ${SEGMENT_HEADER_BYTES}-byte header failed its check over a segment that holds no record; written again from the file name)`,
   );
   return open();
 }

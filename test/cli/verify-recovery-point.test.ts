@@ -538,7 +538,7 @@ test("a newest segment with a zeroed header over intact records: the start write
     if (checkpoint === "removed") fs.rmSync(path.join(partitionDir, "checkpoint.json"));
     await expectDamageReported(
       dataDir,
-      `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000), but intact records follow: a start writes the header again from the file name and keeps them`,
+      `damage: ${file} at file position 0 (offset 0): refusing segment ${file}: not a booblik segment (magic 0x00000000), but intact records follow: a start writes the header again from the file name and recovers the records after it like any other segment's`,
     );
     await using broker = await startBroker(dataDir);
     expect(broker.startLine).toContain(
@@ -646,6 +646,59 @@ test("an empty newest segment (a crash right after a roll), bit rot in the segme
   expect(read.stdout).toContain(`record ${intact!.baseOffset} `);
 });
 
+for (const zerosAfterBytes of [0, 4096]) {
+  test(`a flipped bit in the header of an empty newest segment (${zerosAfterBytes} bytes of zeros after it): verify says no record is lost, the start writes the header again and appends there`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const { partitionDir } = await prepareRolled(dataDir, 400);
+    // A roll to offset 400 made the next segment; nothing was appended to it before the stop
+    // (a mapped one would have its capacity of zeros after the header), then its header rotted.
+    const empty = path.join(partitionDir, segmentFileName(400 as Offset));
+    fs.writeFileSync(
+      empty,
+      Buffer.concat([encodeSegmentHeader(400 as Offset), Buffer.alloc(zerosAfterBytes)]),
+    );
+    flipByte(empty, 10);
+
+    // Before: the start and segment repair both refused the partition ("header checksum mismatch")
+    // until the file was deleted by hand.
+    const verified = await expectDamageReported(dataDir, `damage: ${empty} at file position 0`);
+    expect(verified).toContain(
+      "over a segment that holds no record (nothing but zeros after it): a start writes the header again from the file name; no record is lost",
+    );
+    {
+      await using broker = await startBroker(dataDir);
+      expect(broker.startLine).toContain(
+        `HEADER REWRITTEN: ${empty} (its 32-byte header failed its check over a segment that holds no record; written again from the file name)`,
+      );
+      const at = ["--broker", `127.0.0.1:${broker.port}`];
+      const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+      expect(produced.stdout).toContain("partition 0 offset 400");
+      const read = await consumeRolledAt(at, 399);
+      expect(read.stdout).toContain("record 399 ");
+      expect(await broker.stop("SIGTERM")).toBe(0);
+    }
+    expect((await runCli(["segment", "verify", dataDir])).exitCode).toBe(0);
+  });
+}
+
+test("segment repair writes the header of an empty newest segment again too", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir } = await prepareRolled(dataDir, 400);
+  const empty = path.join(partitionDir, segmentFileName(400 as Offset));
+  fs.writeFileSync(empty, encodeSegmentHeader(400 as Offset));
+  flipByte(empty, 10);
+  const repaired = await runCli(["segment", "repair", dataDir]);
+  expect(repaired.exitCode, repaired.stderr).toBe(0);
+  expect((await runCli(["segment", "verify", dataDir])).exitCode).toBe(0);
+  await using broker = await startBroker(dataDir);
+  expect(broker.startLine).not.toContain("HEADER REWRITTEN");
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const produced = await runCli([...at, "produce", "rolled", "--partition", "0"], { stdin: "next\n" });
+  expect(produced.stdout).toContain("partition 0 offset 400");
+});
+
 for (const damage of ["zeros", "a flipped bit"] as const) {
   test(`a sealed segment's header with ${damage} over intact records: a start that scans it writes it again, so does segment repair for one it does not scan`, async () => {
     using dir = tempDir();
@@ -677,7 +730,7 @@ for (const damage of ["zeros", "a flipped bit"] as const) {
     const lineOf = (file: string) =>
       verified.split("\n").find((line) => line.startsWith(`damage: ${file} at file position 0`));
     expect(lineOf(scanned)).toContain(
-      "but intact records follow: a start writes the header again from the file name and keeps them",
+      "but intact records follow: a start writes the header again from the file name and recovers the records after it like any other segment's",
     );
     expect(lineOf(sealed)).toContain(
       "but intact records follow: booblik-cli segment repair (a start does not scan this segment; reads of it fail until then) writes the header again",
