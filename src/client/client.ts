@@ -163,11 +163,9 @@ export class BooblikClient {
   private retryQueue: RetryWaiter[] = [];
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private roundRunning = false;
-  private retryBackoffMs: number;
 
   private constructor(options: ClientOptions) {
     this.options = options;
-    this.retryBackoffMs = options.backoffMs ?? 100;
   }
 
   /** Connects (with the same retries as requests) and returns the client. */
@@ -240,9 +238,7 @@ export class BooblikClient {
         connection = await this.joinRound(waiter);
       }
       try {
-        const result = await call(connection);
-        this.retryBackoffMs = this.options.backoffMs ?? 100;
-        return result;
+        return await call(connection);
       } catch (error) {
         this.countFailure(waiter, error);
       }
@@ -269,15 +265,28 @@ export class BooblikClient {
     return connection;
   }
 
+  /**
+   * The next round comes one backoff after the last, the backoff of the waiter that failed least
+   * often: `backoffMs` doubled per failure after its first, up to `maxBackoffMs`. A backoff of the
+   * client's own, doubled per round and reset only by a success, made every request during an
+   * outage wait eight times longer than the one before it (3 retries), up to `retries` ×
+   * `maxBackoffMs` (client.test.ts, "while the broker stays down"). Waiters that failed more often
+   * are tried as often as the newest: a connect attempt is cheap, and their retries still count.
+   */
   private scheduleRound(): void {
     if (this.retryTimer !== undefined || this.roundRunning || this.retryQueue.length === 0) return;
-    this.retryTimer = setTimeout(() => void this.runRound(), this.retryBackoffMs);
+    let failures = Number.MAX_SAFE_INTEGER;
+    for (const waiter of this.retryQueue) failures = Math.min(failures, waiter.failures);
+    const backoffMs = Math.min(
+      (this.options.backoffMs ?? 100) * 2 ** Math.min(Math.max(failures - 1, 0), 30),
+      this.options.maxBackoffMs ?? 5000,
+    );
+    this.retryTimer = setTimeout(() => void this.runRound(), backoffMs);
   }
 
   private async runRound(): Promise<void> {
     this.retryTimer = undefined;
     this.roundRunning = true;
-    this.retryBackoffMs = Math.min(this.retryBackoffMs * 2, this.options.maxBackoffMs ?? 5000);
     // A request that joins during the connect may have failed on this very connect already (its
     // own first attempt shared it): only the waiters the round started with count its failure.
     const attempting = new Set(this.retryQueue);

@@ -473,6 +473,33 @@ describe("connections", () => {
   });
 });
 
+describe("while the broker stays down", () => {
+  test("each request fails after its own retries, however many failed before it (the backoff grows per request, not per client)", async () => {
+    using dir = tempDir();
+    const broker = await startBroker(dir.path);
+    const client = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: broker.port,
+      retries: 3,
+      backoffMs: 10,
+      maxBackoffMs: 60_000,
+    });
+    try {
+      await broker.stop("SIGKILL");
+      // Before: the client's one backoff kept doubling across requests and was reset only by a
+      // success, so during an outage each request waited 8 times longer than the one before it:
+      // about 0.07, 0.56, 4.5 and 36 s here. Now each waits 10 + 20 + 40 ms.
+      for (let request = 0; request < 4; request++) {
+        const startedMs = performance.now();
+        await expect(client.listOffsets("nope", 0)).rejects.toMatchObject({ code: "CONNECTION_ERROR" });
+        expect(performance.now() - startedMs).toBeLessThan(3000);
+      }
+    } finally {
+      client.close();
+    }
+  });
+});
+
 describe("a request the broker answers BROKER_SHUTTING_DOWN ('not applied')", () => {
   test("is sent again on the next connection, like a lost connection, and a producer's batch then succeeds", async () => {
     // A fake broker on 127.0.0.1:0: its first connection answers every PRODUCE the way a broker that
