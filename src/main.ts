@@ -41,6 +41,7 @@ import {
   KAFKA_PORT_DEFAULT,
   KAFKA_SENDFILE_BATCH_BYTES_MIN,
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+  OFFSETS_TOPIC_NAME,
   PARTITIONS_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
@@ -824,6 +825,7 @@ async function main(): Promise<number> {
   }
   let kafka: KafkaListener | undefined;
   let kafkaAddress: ReturnType<KafkaListener["listen"]> | undefined;
+  let restoredGroups = 0;
   let kafkaTlsAddress: ReturnType<KafkaListener["listen"]> | undefined;
   const kafkaAdminRate = new AdminRateLimiter(
     maxAdminRequestsPerSecond,
@@ -877,6 +879,7 @@ async function main(): Promise<number> {
       kafkaAddress = kafka.listen();
       if (kafkaTlsPort !== undefined) kafkaTlsAddress = kafka.listenTls();
       const groups = kafka.handler.groups;
+      restoredGroups = groups.restoredGroups;
       targets.groups = groups;
       server.kafkaGroups = {
         members: (group) => groups.describe(group)?.members.length ?? 0,
@@ -1012,6 +1015,9 @@ async function main(): Promise<number> {
       `booblik: Kafka protocol on ${kafkaAddress.hostname}:${kafkaAddress.port}, advertised to clients as ${kafkaAddress.advertisedHost.includes(":") ? `[${kafkaAddress.advertisedHost}]` : kafkaAddress.advertisedHost}:${kafkaAddress.advertisedPort}` +
         (kafkaFetchPath === "sendfile"
           ? `; Fetch sends batches of ${KAFKA_SENDFILE_BATCH_BYTES_MIN / 1024} KiB and more with sendfile, unchecked (--kafka-fetch-path)`
+          : "") +
+        (restoredGroups > 0
+          ? `; ${plural(restoredGroups, "consumer group")} with members restored from ${OFFSETS_TOPIC_NAME}`
           : ""),
     );
     const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);

@@ -21,7 +21,11 @@
  * their session carry on with the same member id and generation, without a rebalance; those that do
  * not are removed when their session ends. A store that fails is logged and does not stop the group
  * (the previous record stays; after a restart it names an older generation, and members that are
- * past it get ILLEGAL_GENERATION and rejoin).
+ * past it get ILLEGAL_GENERATION and rejoin, or, for a static member replaced since, FENCED_INSTANCE_ID
+ * until the old incarnation's session ends: Kafka reverts a replacement whose store failed).
+ * A rebalance under way at a stop is not stored (as in Kafka): its new dynamic members get
+ * UNKNOWN_MEMBER_ID after the restart and rejoin, and a static member replaced during it is fenced
+ * the same way.
  *
  * Rules:
  * - A JoinGroup is parked until every known member has rejoined and every id handed out with
@@ -63,8 +67,9 @@
  * - A follower that rejoins a Stable group with unchanged metadata gets the current generation back
  *   without a rebalance (in CompletingRebalance, the leader too, with the members); the leader
  *   rejoining a Stable group, or anyone with changed metadata, starts one (Kafka's rules).
- * - An Empty group is forgotten (its committed offsets stay in the OffsetsStore): generations start
- *   again from 0, which is safe because member ids are never reused.
+ * - An Empty group is forgotten (its committed offsets stay in the OffsetsStore). While it has
+ *   commits its generation count is kept (in memory and in its stored record) for its next member;
+ *   otherwise generations start again from 0, which is safe because member ids are never reused.
  */
 import { randomUUID } from "node:crypto";
 import {

@@ -32,8 +32,9 @@
  * - The map entry of a key remembers the log offset of its record; an older record never overwrites
  *   a newer one, whatever order forces resolve in.
  * - Compaction by snapshot: once the topic has at least two sealed segments and at least as many
- *   records were written since the last snapshot as there are live commits, every live commit of
- *   the map is appended again (one append, at offsets ≥ S), and after the force that covers it the
+ *   records were written since the last snapshot as there are live records, every live commit of
+ *   the map and every group record is appended again (appends of batches that each fit the topic's
+ *   batch limit, all started in one synchronous step, at offsets ≥ S), and after the force that covers it the
  *   sealed segments wholly below K are deleted (PartitionLog.applyRetention, keepFromOffset K),
  *   where K = min(S, the first offset of every commit appended but not yet forced when the snapshot
  *   was taken). The snapshot leaves out every key with a commit in flight: the map still holds that
@@ -55,6 +56,8 @@ import {
   GROUP_ID_BYTES_MAX,
   GROUP_RECORD_BYTES_MAX,
   OFFSETS_TOPIC_NAME,
+  RECORD_BATCH_OVERHEAD_BYTES,
+  RECORD_V2_OVERHEAD_BYTES_MAX,
 } from "../domain/limits.ts";
 import { encodeBatch, forEachRecord, type RecordInput, recordKey, recordValue } from "../record/batch.ts";
 import { newEntryScanResult, scanEntries } from "../record/entries.ts";
@@ -126,7 +129,8 @@ export class OffsetsStore implements GroupStore {
   /** First log offset of every commit appended and not yet in the map (compaction keeps them). */
   private readonly inFlight = new Set<number>();
   /**
-   * Keys ("group\0topic\0partition") of those commits, with how many are in flight: a snapshot
+   * Keys of those records ("group\0topic\0partition" for a commit, "group" for a group record),
+   * with how many are in flight: a snapshot
    * leaves them out, since the map still holds their older value and repeating it after the newer
    * record would make the older one win (the newer record is ≥ K, so it stays).
    */
@@ -275,6 +279,9 @@ export class OffsetsStore implements GroupStore {
       record === null ? null : ENCODER.encode(JSON.stringify(jsonOfGroup(record)));
     if (value !== null && value.length > GROUP_RECORD_BYTES_MAX) {
       this.groupRecordsTooLarge++;
+      console.error(
+        `booblik: group ${JSON.stringify(group)} is not stored: its members' metadata take ${value.length} bytes, more than ${GROUP_RECORD_BYTES_MAX}; its members rejoin after a restart of the broker`,
+      );
       value = null;
     }
     if (value === null && !this.groupRecords.has(group) && !this.inFlightKeys.has(group)) return;
@@ -417,8 +424,7 @@ export class OffsetsStore implements GroupStore {
       // One append per batch, all started in this synchronous step: a snapshot larger than a
       // segment still fits (one append must fit one segment), and they share the next force.
       const appends: Promise<void>[] = [];
-      for (let start = 0; start < records.length; start += COMMIT_RECORDS_PER_BATCH_MAX) {
-        const chunk = records.slice(start, start + COMMIT_RECORDS_PER_BATCH_MAX);
+      for (const chunk of snapshotChunks(records, partition.maxRecordBytes)) {
         appends.push(
           partition.appendInternal(encodeBatch(chunk)).then((ack) => {
             let logOffset = ack.firstOffset;
@@ -475,6 +481,33 @@ export class OffsetsStore implements GroupStore {
   groupIds(): string[] {
     return [...this.groups.keys()].sort();
   }
+}
+
+/**
+ * The snapshot's records in batches that each fit the offsets topic's batch limit: at most
+ * COMMIT_RECORDS_PER_BATCH_MAX records, and at most `maxBatchBytes` by a bound that is never below
+ * the encoded size (key, value, and RECORD_V2_OVERHEAD_BYTES_MAX per record for its varints, plus
+ * the batch header). Counting records alone was sized for commits (≤ ~26 KiB each); group records
+ * are up to GROUP_RECORD_BYTES_MAX, and 32 of 40 KiB made a batch over 1 MiB that the append
+ * refused, at every try, so the topic was never compacted again (a reviewer's run, 2026-12-03).
+ * A record too large for a batch of its own gets one, and its append fails as it would have.
+ */
+function snapshotChunks(records: readonly RecordInput[], maxBatchBytes: number): RecordInput[][] {
+  const chunks: RecordInput[][] = [];
+  let chunk: RecordInput[] = [];
+  let bytes = RECORD_BATCH_OVERHEAD_BYTES;
+  for (const record of records) {
+    const size = (record.key?.length ?? 0) + (record.value?.length ?? 0) + RECORD_V2_OVERHEAD_BYTES_MAX;
+    if (chunk.length > 0 && (chunk.length >= COMMIT_RECORDS_PER_BATCH_MAX || bytes + size > maxBatchBytes)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = RECORD_BATCH_OVERHEAD_BYTES;
+    }
+    chunk.push(record);
+    bytes += size;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 function base64Of(bytes: Uint8Array): string {

@@ -507,6 +507,11 @@ export class Partition {
     return this.config.timestampType;
   }
 
+  /** The largest batch an append takes (the topic's `max.message.bytes`). */
+  get maxRecordBytes(): number {
+    return this.config.maxRecordBytes;
+  }
+
   private startTimer(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;

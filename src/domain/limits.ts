@@ -34,6 +34,12 @@ export const RECORD_PAYLOAD_BYTES_LIMIT = 64 * 1024 * 1024;
  */
 export const RECORD_BATCH_OVERHEAD_BYTES = 61;
 /**
+ * Bytes of one record v2 besides its key, value and headers, at most: length, attributes, timestamp
+ * delta, offset delta, key length, value length and header count as varints (5 + 1 + 10 + 5 + 5 + 5
+ * + 1). A bound for sizing batches before encoding them (offsets-store.ts's snapshot).
+ */
+export const RECORD_V2_OVERHEAD_BYTES_MAX = 32;
+/**
  * Largest batch the codec accepts, whole (header included): the hard record limit, because a batch
  * becomes the payload of one storage frame. Brokers pass their configured, smaller maximum.
  */

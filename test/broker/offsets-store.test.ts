@@ -12,6 +12,7 @@ import { GROUP_RECORD_BYTES_MAX, OFFSETS_TOPIC_NAME } from "../../src/domain/lim
 import { batchOfValues } from "../../src/record/entries.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(30_000);
 
@@ -205,6 +206,46 @@ describe("committed offsets", () => {
       // A group record is not a commit: the offsets of "g" are none.
       expect(broker.offsets.hasCommits("g")).toBe(false);
       expect(broker.offsets.groupIds()).toEqual(["busy"]);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("compaction with group records of 40 KiB: the snapshot is split into batches by bytes, so it succeeds", async () => {
+    using dir = tempDir();
+    // 30 members with 600 B of subscription and 300 B of assignment each: about 40 KiB of JSON.
+    const record = (generationId: number) => {
+      const members = Array.from({ length: 30 }, (_, i) => ({
+        memberId: `consumer-${i}-${"0".repeat(34)}`,
+        groupInstanceId: null,
+        clientId: "consumer",
+        clientHost: "/10.0.0.1",
+        sessionTimeoutMs: 45_000,
+        rebalanceTimeoutMs: 300_000,
+        protocols: [{ name: "range", metadata: new Uint8Array(600).fill(i) }],
+        assignment: new Uint8Array(300).fill(generationId),
+      }));
+      return {
+        protocolType: "consumer",
+        protocol: "range",
+        generationId,
+        leaderId: members[0]!.memberId,
+        members,
+      };
+    };
+    let broker = Broker.open({ dataDir: dir.path });
+    // Before: 32 such records made one snapshot batch over the 1 MiB batch limit, refused at every
+    // try: no compaction ever, and the offsets topic grew without bound.
+    for (let generation = 1; generation <= 14; generation++)
+      for (let g = 0; g < 40; g++) await broker.offsets.storeGroup(`group-${g}`, record(generation));
+    await waitUntil(() => broker.offsets.compactions > 0, "a compaction");
+    expect(broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.logStartOffset).toBeGreaterThan(0);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path });
+    try {
+      const stored = broker.offsets.storedGroups();
+      expect(stored.size).toBe(40);
+      expect(stored.get("group-7")).toEqual(record(14));
     } finally {
       await broker.close();
     }

@@ -41,11 +41,15 @@ function dataDir(): TempDir {
 async function brokerProcess(
   dir: string,
   extra: string[] = [],
-): Promise<{ broker: BrokerProcess; kafkaPort: number }> {
+): Promise<{ broker: BrokerProcess; kafkaPort: number; kafkaLine: string }> {
   const broker = await startBroker(dir, ["--kafka-port", "0", ...extra]);
   cleanups.push(() => broker.stop("SIGKILL"));
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  return { broker, kafkaPort: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]) };
+  return {
+    broker,
+    kafkaPort: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]),
+    kafkaLine: line,
+  };
 }
 
 async function kcat(port: number, args: string[], input?: string) {
@@ -227,7 +231,9 @@ describe("a group across a SIGKILL of the broker", () => {
     socket.close();
 
     await broker.stop("SIGKILL");
-    ({ broker, kafkaPort } = await brokerProcess(dir.path));
+    const restarted = await brokerProcess(dir.path);
+    ({ broker, kafkaPort } = restarted);
+    expect(restarted.kafkaLine).toContain("; 1 consumer group with members restored from __consumer_offsets");
     socket = await rawConnect(kafkaPort);
     cleanups.push(() => socket.close());
     // Before the group was stored, the restarted broker knew no such member: UNKNOWN_MEMBER_ID (25)
