@@ -270,7 +270,11 @@ export function* walkSegmentChunks(
       const needed =
         remaining >= 4 ? ENTRY_HEADER_BYTES + entryLengthAt(buffer, scan.endPosition) : ENTRY_HEADER_BYTES;
       if (position + needed > sizeBytes) {
-        end = invalid(`entry cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
+        // Fewer than an entry header's bytes, all zeros: the end-of-log marker cut short, a clean
+        // end as longer runs of zeros are (segment.ts reads such a sealed segment the same way;
+        // both refused it before: a helper's fault run, F4).
+        if (!allZero(fd, file, position, sizeBytes))
+          end = invalid(`entry cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
         return finish();
       }
       if (scan.endPosition === 0) {

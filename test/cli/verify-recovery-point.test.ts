@@ -682,6 +682,26 @@ for (const zerosAfterBytes of [0, 4096]) {
   });
 }
 
+test("a sealed segment with 1-3 zero bytes after its last batch: verify calls it a clean end and its records are read (before, verify said damage and every read of it failed)", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir } = await prepareRolled(dataDir, 200);
+  const names = segmentNames(partitionDir);
+  expect(names.length).toBeGreaterThanOrEqual(3);
+  // A trim that stopped a few bytes past the last entry: zeros shorter than an entry header.
+  fs.appendFileSync(path.join(partitionDir, names[1]!), Buffer.alloc(3));
+  // Before: exit 3, "entry cut short: 3 bytes left, 8 needed" (4 to 7 zeros read as a zero length:
+  // clean), and every read of the segment failed ("segment holds entries of 80 offsets … truncated").
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.stdout).not.toContain("cut short");
+  expect(verify.exitCode, verify.stdout).toBe(0);
+  await using broker = await startBroker(dataDir);
+  const at = ["--broker", `127.0.0.1:${broker.port}`];
+  const read = await consumeRolledAt(at, Number(names[1]!.slice(0, 20)));
+  expect(read.exitCode, read.stderr).toBe(0);
+  expect(read.stdout).toContain(`record ${Number(names[1]!.slice(0, 20))} `);
+});
+
 test("segment repair writes the header of an empty newest segment again too", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
