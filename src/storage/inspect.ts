@@ -22,7 +22,8 @@
  * - a newest segment with no header at all (empty, shorter than a header, or zeros where the header
  *   belongs): what a kill right after a roll leaves, which recovery removes (log-recovery.ts,
  *   `planSegment`, the same rule with the same `isTornCreation` predicate); reported as a crash
- *   leftover, not damage. Unless the recovery point vouches for records in it: then recovery
+ *   leftover, not damage, and the segment before it is classified as the newest, as the start
+ *   reopens it for append. Unless the recovery point vouches for records in it: then recovery
  *   refuses the partition, and it is damage;
  * - anywhere else (a sealed segment, or a gap between segments): damage.
  */
@@ -382,27 +383,33 @@ export function verifyPartitionDirectory(
       readableFromOffset: undefined,
     });
   }
+  // A newest file torn at creation: exactly what recovery removes (rule 2). A sealed segment without
+  // a header is damage, and so is a newest one the recovery point vouches for (recovery refuses
+  // it): the walk below reports those. The segment before a removed one is the newest for the
+  // start (reopened for append, its tail split at the recovery point): so it is here, or verify
+  // called an invalid last batch past the point damage kept in place while the start cut it as a
+  // torn tail (a helper's fault run, F1).
+  let walked = bases.length;
+  if (bases.length > 0) {
+    const lastFile = path.join(directory, segmentFileName(bases[bases.length - 1]!));
+    const plan = planSegment({
+      baseOffset: bases[bases.length - 1]!,
+      isNewest: true,
+      point,
+      cleanShutdown: checkpoint?.cleanShutdown === true,
+      tornCreation: () => isTornCreation(lastFile),
+      scanAll: false,
+    });
+    if (plan === "drop-torn-creation") {
+      result.crashLeftover = { file: lastFile, bytes: fileSizeOf(lastFile) };
+      walked--;
+    }
+  }
   let expectedBase: number | undefined;
-  for (let i = 0; i < bases.length; i++) {
+  for (let i = 0; i < walked; i++) {
     const base = bases[i]!;
     const file = path.join(directory, segmentFileName(base));
-    const newest = i === bases.length - 1;
-    if (
-      newest &&
-      planSegment({
-        baseOffset: base,
-        isNewest: true,
-        point,
-        cleanShutdown: checkpoint?.cleanShutdown === true,
-        tornCreation: () => isTornCreation(file),
-        scanAll: false,
-      }) === "drop-torn-creation"
-    ) {
-      // Exactly what recovery removes. A sealed segment without a header is damage, and so is a
-      // newest one the recovery point vouches for (recovery refuses it): the walk below reports it.
-      result.crashLeftover = { file, bytes: fileSizeOf(file) };
-      break;
-    }
+    const newest = i === walked - 1;
     let walk: SegmentWalk;
     try {
       walk = walkSegmentFile(file, undefined, onProgress);

@@ -796,6 +796,16 @@ test("a newest segment torn at creation after a segment whose last batch is dama
     nextOffset: Number(names[1]!.slice(0, 20)),
   });
   flipByte(sealed, last.position, 0x40);
+  // Verify says what the start then does: the segment before the dropped file is the newest one, so
+  // its invalid last batch, past the recovery point, is an unverified tail (before: damage kept in
+  // place, exit 3, the last note's F1).
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.stdout).not.toContain("damage:");
+  expect(verify.stdout).toContain("crash leftover");
+  expect(verify.stdout).toContain(
+    `note: ${sealed} ends with ${last.bytes} bytes after its last whole record`,
+  );
+  expect(verify.exitCode, verify.stdout).toBe(0);
   await using broker = await startBroker(dataDir);
   // Before: "DAMAGE: … offsets <last>..399 unreadable …, kept in place …, readable again from offset
   // 400", while the reopen as the newest segment cut that batch and the log went on at its first
