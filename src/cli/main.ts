@@ -1234,6 +1234,7 @@ async function segment(parsed: Parsed): Promise<number> {
           : { damage: undefined, damages: [] }),
         unverifiedTail: undefined,
         crashLeftover: undefined,
+        leftovers: [],
         quarantine: [],
       });
     }
@@ -1257,7 +1258,7 @@ async function segment(parsed: Parsed): Promise<number> {
             formatBytes(result.bytes),
             result.damage !== undefined
               ? "DAMAGED"
-              : result.crashLeftover !== undefined
+              : result.crashLeftover !== undefined || result.leftovers.length > 0
                 ? "ok (crash leftover)"
                 : result.unverifiedTail !== undefined
                   ? "ok (unverified tail)"
@@ -1287,6 +1288,10 @@ async function segment(parsed: Parsed): Promise<number> {
             `note: ${file} ${what}: a crash right after a roll left it, with no record in it; recovery removes it`,
           );
         }
+        for (const { file, bytes } of result.leftovers)
+          out.push(
+            `note: ${file} holds no record (${bytes} bytes) and the segment before it already holds offsets past its base: the leftover of a failed roll; recovery removes it`,
+          );
         for (const q of result.quarantine) {
           out.push(
             q.segmentExists

@@ -48,7 +48,14 @@ import {
 import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/entries.ts";
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
-import { allZero, forcedEnd, headerRewrite, missingPointSegment, planSegment } from "./log-recovery.ts";
+import {
+  allZero,
+  forcedEnd,
+  headerRewrite,
+  leftoverSegments,
+  missingPointSegment,
+  planSegment,
+} from "./log-recovery.ts";
 import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
@@ -323,6 +330,11 @@ export interface PartitionVerification {
   /** A newest segment without a header (a kill right after a roll), which recovery removes. */
   crashLeftover: { file: string; bytes: number } | undefined;
   /**
+   * Files of at most a header whose offsets the segment before them already holds (the leftover of
+   * a failed roll), which the start removes first (log-recovery.ts, `leftoverSegments`).
+   */
+  leftovers: { file: string; bytes: number }[];
+  /**
    * Quarantine files next to the segments (bytes recovery cut that held valid entries; issue 15).
    * Not damage: listed so that they are never forgotten. `segmentExists` is false for one whose
    * segment is gone (the broker's next open removes it).
@@ -349,7 +361,7 @@ export function verifyPartitionDirectory(
   onProgress?: (bytesRead: number) => void,
 ): PartitionVerification {
   const names = listDirectory(directory);
-  const bases = names
+  const allBases = names
     .map((name) => parseSegmentFileName(name))
     .filter((base): base is Offset => base !== undefined)
     .sort((a, b) => a - b);
@@ -357,9 +369,16 @@ export function verifyPartitionDirectory(
   // point; a failed read (EIO, EACCES) throws, as it refuses the start.
   const checkpoint = readCheckpoint(path.join(directory, CHECKPOINT_FILE));
   const point = checkpoint?.recoveryPoint;
+  // Pass 2's leftovers of failed rolls: the start removes them before anything else looks.
+  const leftovers = leftoverSegments(directory, allBases, checkpoint);
+  const bases = allBases.filter((base) => !leftovers.includes(base));
   const result: PartitionVerification = {
     directory,
-    segments: bases.length,
+    segments: allBases.length,
+    leftovers: leftovers.map((base) => {
+      const file = path.join(directory, segmentFileName(base));
+      return { file, bytes: fileSizeOf(file) };
+    }),
     records: 0,
     bytes: 0,
     damage: undefined,

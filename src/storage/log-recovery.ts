@@ -235,8 +235,28 @@ export function removeLeftoverSegments(
   bases: Offset[],
   checkpoint: Checkpoint | undefined,
 ): number {
-  let removed = 0;
-  for (let i = bases.length - 1; i >= 0 && bases.length > 1; i--) {
+  const leftovers = leftoverSegments(directory, bases, checkpoint);
+  for (const base of leftovers) {
+    disk.unlinkFile(path.join(directory, segmentFileName(base)));
+    bases.splice(bases.indexOf(base), 1);
+  }
+  return leftovers.length;
+}
+
+/**
+ * The base offsets of the files `removeLeftoverSegments` removes, newest first, without removing
+ * them: `segment verify` notes them as the start will treat them (before, it reported the gap
+ * such a file makes in the offsets as damage, exit 3, the last note's F6).
+ */
+export function leftoverSegments(
+  directory: string,
+  bases: readonly Offset[],
+  checkpoint: Checkpoint | undefined,
+): Offset[] {
+  const leftovers: Offset[] = [];
+  // At least one file stays. Going from the newest down, a removal never changes the file before
+  // the one being decided.
+  for (let i = bases.length - 1; i >= 0 && bases.length - leftovers.length > 1; i--) {
     const base = bases[i]!;
     if (checkpoint !== undefined && base === checkpoint.recoveryPoint.segmentBaseOffset) continue;
     if (!holdsNoEntry(directory, base)) continue;
@@ -252,11 +272,9 @@ export function removeLeftoverSegments(
       !grewPast(path.join(directory, segmentFileName(previous)), previous, base)
     )
       continue;
-    disk.unlinkFile(path.join(directory, segmentFileName(base)));
-    bases.splice(i, 1);
-    removed++;
+    leftovers.push(base);
   }
-  return removed;
+  return leftovers;
 }
 
 /**

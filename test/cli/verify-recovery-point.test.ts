@@ -702,6 +702,34 @@ test("a sealed segment with 1-3 zero bytes after its last batch: verify calls it
   expect(read.stdout).toContain(`record ${Number(names[1]!.slice(0, 20))} `);
 });
 
+test("an empty file inside the offsets the segment before it holds (a failed roll's leftover): verify notes it, as the start removes it", async () => {
+  using dir = tempDir();
+  const dataDir = dir.file("data");
+  const { partitionDir } = await prepareRolled(dataDir, 400);
+  const names = segmentNames(partitionDir);
+  const second = Number(names[1]!.slice(0, 20));
+  const third = Number(names[2]!.slice(0, 20));
+  const inside = (second + 5) as Offset;
+  expect(inside).toBeLessThan(third);
+  const leftover = path.join(partitionDir, segmentFileName(inside));
+  fs.writeFileSync(leftover, encodeSegmentHeader(inside));
+  // Before: exit 3, "the previous segment ends at offset <third> but this one starts at <inside>",
+  // and the next segment's base reported as a gap too.
+  const verify = await runCli(["segment", "verify", dataDir]);
+  expect(verify.stdout).not.toContain("damage:");
+  expect(verify.stdout).toContain(`note: ${leftover} holds no record (32 bytes)`);
+  expect(verify.exitCode, verify.stdout).toBe(0);
+  {
+    await using broker = await startBroker(dataDir);
+    expect(broker.startLine).toContain("1 segment file left by a crash removed");
+    const read = await consumeRolledAt(["--broker", `127.0.0.1:${broker.port}`], inside);
+    expect(read.stdout).toContain(`record ${inside} `);
+    expect(await broker.stop("SIGTERM")).toBe(0);
+  }
+  expect(fs.existsSync(leftover)).toBe(false);
+  expect((await runCli(["segment", "verify", dataDir])).stdout).not.toContain("note:");
+});
+
 test("segment repair writes the header of an empty newest segment again too", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
