@@ -126,6 +126,13 @@ interface RetryWaiter {
   ticket: number;
   retries: number;
   failures: number;
+  /** When its own backoff allows its next attempt (performance.now() ms); set as it joins a round. */
+  dueAtMs: number;
+  /**
+   * Resumed by a round that came before `dueAtMs` (for another waiter): a connection failure of
+   * that attempt does not count against it, and its due time stays.
+   */
+  early: boolean;
   resume: (connection: BrokerConnection) => void;
   fail: (error: unknown) => void;
 }
@@ -162,6 +169,8 @@ export class BooblikClient {
   /** Requests waiting for the next reconnection round, by ticket (withRetries). */
   private retryQueue: RetryWaiter[] = [];
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When `retryTimer` fires (performance.now() ms). */
+  private retryTimerAtMs = 0;
   private roundRunning = false;
 
   private constructor(options: ClientOptions) {
@@ -219,6 +228,8 @@ export class BooblikClient {
       ticket: this.nextTicket++,
       retries: repeatable ? (this.options.retries ?? 5) : 0,
       failures: 0,
+      dueAtMs: 0,
+      early: false,
       resume: notWaiting,
       fail: notWaiting,
     };
@@ -248,6 +259,7 @@ export class BooblikClient {
   /** Rethrows what is not a retriable connection failure, or the failure past the last retry. */
   private countFailure(waiter: RetryWaiter, error: unknown): void {
     if (!isConnectionFailure(error) || this.closed) throw error;
+    if (waiter.early) return;
     waiter.failures++;
     if (waiter.failures > waiter.retries) throw error;
   }
@@ -257,6 +269,8 @@ export class BooblikClient {
     let at = queue.length;
     while (at > 0 && queue[at - 1]!.ticket > waiter.ticket) at--;
     queue.splice(at, 0, waiter);
+    if (!waiter.early) waiter.dueAtMs = performance.now() + this.backoffMs(waiter.failures);
+    waiter.early = false;
     const connection = new Promise<BrokerConnection>((resolve, reject) => {
       waiter.resume = resolve;
       waiter.fail = reject;
@@ -265,28 +279,43 @@ export class BooblikClient {
     return connection;
   }
 
-  /**
-   * The next round comes one backoff after the last, the backoff of the waiter that failed least
-   * often: `backoffMs` doubled per failure after its first, up to `maxBackoffMs`. A backoff of the
-   * client's own, doubled per round and reset only by a success, made every request during an
-   * outage wait eight times longer than the one before it (3 retries), up to `retries` ×
-   * `maxBackoffMs` (client.test.ts, "while the broker stays down"). Waiters that failed more often
-   * are tried as often as the newest: a connect attempt is cheap, and their retries still count.
-   */
-  private scheduleRound(): void {
-    if (this.retryTimer !== undefined || this.roundRunning || this.retryQueue.length === 0) return;
-    let failures = Number.MAX_SAFE_INTEGER;
-    for (const waiter of this.retryQueue) failures = Math.min(failures, waiter.failures);
-    const backoffMs = Math.min(
+  /** `backoffMs` doubled per failure after the first, up to `maxBackoffMs`. */
+  private backoffMs(failures: number): number {
+    return Math.min(
       (this.options.backoffMs ?? 100) * 2 ** Math.min(Math.max(failures - 1, 0), 30),
       this.options.maxBackoffMs ?? 5000,
     );
-    this.retryTimer = setTimeout(() => void this.runRound(), backoffMs);
+  }
+
+  /**
+   * The next round comes when the earliest waiter's own backoff ends (`dueAtMs`), and a failed round
+   * counts only against the waiters that were due: each request fails after its own `retries`
+   * attempts on its own schedule, about `backoffMs` × (2^`retries` − 1), whatever else waits.
+   * - One backoff of the client's, doubled per round and reset only by a success, made every
+   *   request during an outage wait eight times longer than the one before it (client.test.ts,
+   *   "while the broker stays down").
+   * - Rounds timed by the least-failed waiter but counted against every waiter let a steady flow
+   *   of new requests use up an old one's retries at the first backoff: a 1.5 s outage failed a
+   *   request that survived it alone (a reviewer's run; idempotence.test.ts).
+   */
+  private scheduleRound(): void {
+    if (this.roundRunning || this.retryQueue.length === 0) return;
+    let dueAtMs = Number.POSITIVE_INFINITY;
+    for (const waiter of this.retryQueue) dueAtMs = Math.min(dueAtMs, waiter.dueAtMs);
+    // A waiter that joins with an earlier due time than the timer's brings the round forward.
+    if (this.retryTimer !== undefined) {
+      if (this.retryTimerAtMs <= dueAtMs) return;
+      clearTimeout(this.retryTimer);
+    }
+    this.retryTimerAtMs = dueAtMs;
+    this.retryTimer = setTimeout(() => void this.runRound(), Math.max(0, dueAtMs - performance.now()));
   }
 
   private async runRound(): Promise<void> {
     this.retryTimer = undefined;
     this.roundRunning = true;
+    // A timer may fire a little before its time by performance.now(): 1 ms of slack.
+    const startedAtMs = performance.now() + 1;
     // A request that joins during the connect may have failed on this very connect already (its
     // own first attempt shared it): only the waiters the round started with count its failure.
     const attempting = new Set(this.retryQueue);
@@ -300,12 +329,19 @@ export class BooblikClient {
     this.roundRunning = false;
     if (connection !== undefined) {
       // Resolved in ticket order: each continuation writes its request before the next one runs.
-      for (const waiter of this.retryQueue.splice(0)) waiter.resume(connection);
+      for (const waiter of this.retryQueue.splice(0)) {
+        waiter.early = waiter.dueAtMs > startedAtMs;
+        waiter.resume(connection);
+      }
       return;
     }
     const final = !isConnectionFailure(failure) || this.closed;
+    const nowMs = performance.now();
     this.retryQueue = this.retryQueue.filter((waiter) => {
-      if (attempting.has(waiter)) waiter.failures++;
+      if (attempting.has(waiter) && waiter.dueAtMs <= startedAtMs) {
+        waiter.failures++;
+        waiter.dueAtMs = nowMs + this.backoffMs(waiter.failures);
+      }
       if (!final && waiter.failures <= waiter.retries) return true;
       waiter.fail(failure);
       return false;

@@ -426,6 +426,35 @@ describe("the client library's Producer resends without duplicates", () => {
     expect(text(await readValues(client, "o", 0, 0, 3))).toEqual(["x", "a", "b"]);
   });
 
+  test("a steady flow of later requests during an outage does not use up an earlier one's retries: each is counted on its own backoff", async () => {
+    const process = await broker(dataDir());
+    const proxy = startProxy(process.port);
+    const client = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: proxy.port,
+      retries: 5,
+      backoffMs: 50,
+      maxBackoffMs: 10_000,
+    });
+    cleanups.push(() => client.close());
+    await client.createTopic("f");
+    proxy.refuse();
+    // Its own attempts are due about 50, 150, 350, 750 and 1550 ms after its first failure.
+    const earlier = client.listOffsets("f", 0);
+    // Eight failed reconnections, each followed by a new request (a poll loop, other batches).
+    // Before: rounds came at the newest request's 50 ms backoff, each counted against every
+    // waiting request, so the earlier one failed at the fifth ("connection … is closed").
+    const later: Promise<unknown>[] = [];
+    while (proxy.state.refused < 8) {
+      const refused = proxy.state.refused;
+      later.push(client.listOffsets("f", 0).catch((error: unknown) => error));
+      await waitUntil(() => proxy.state.refused > refused, "one more failed reconnection");
+    }
+    proxy.accept();
+    expect(await earlier).toMatchObject({ nextOffset: 0 });
+    for (const outcome of await Promise.all(later)) expect(outcome).toMatchObject({ nextOffset: 0 });
+  });
+
   test("a graceful stop of the broker with pipelined batches of 4 partitions in flight: the requests it answered 'not applied' are sent again, every record is in the log once", async () => {
     // The broker answers requests it reads while draining BROKER_SHUTTING_DOWN ("this request was
     // not applied"); the client took that answer for final, so those batches failed and the batches
