@@ -55,6 +55,7 @@ import {
   leftoverSegments,
   missingPointSegment,
   planSegment,
+  segmentMayHoldNothing,
 } from "./log-recovery.ts";
 import { isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
@@ -92,7 +93,19 @@ export interface InspectedRecord {
 
 export type SegmentEnd =
   | { kind: "clean" }
-  | { kind: "invalid"; position: number; offset: number; reason: string; bytesAfter: number };
+  | {
+      kind: "invalid";
+      position: number;
+      offset: number;
+      reason: string;
+      bytesAfter: number;
+      /**
+       * Fewer bytes than an entry frame's header, all zeros: a sealed segment whose entries reach
+       * the next one's base offset ends there (segment.ts reads it so); anywhere else they are what
+       * they look like (a tail cut inside a length field, whose first bytes are zeros).
+       */
+      zerosOnly?: boolean;
+    };
 
 export interface SegmentWalk {
   file: string;
@@ -278,11 +291,10 @@ export function* walkSegmentChunks(
       const needed =
         remaining >= 4 ? ENTRY_HEADER_BYTES + entryLengthAt(buffer, scan.endPosition) : ENTRY_HEADER_BYTES;
       if (position + needed > sizeBytes) {
-        // Fewer than an entry header's bytes, all zeros: the end-of-log marker cut short, a clean
-        // end as longer runs of zeros are (segment.ts reads such a sealed segment the same way;
-        // both refused it before: a helper's fault run, F4).
-        if (!allZero(fd, file, position, sizeBytes))
-          end = invalid(`entry cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
+        const cutShort = invalid(`entry cut short: ${sizeBytes - position} bytes left, ${needed} needed`);
+        if (cutShort.kind === "invalid" && sizeBytes - position < ENTRY_HEADER_BYTES)
+          cutShort.zerosOnly = allZero(fd, file, position, sizeBytes);
+        end = cutShort;
         return finish();
       }
       if (scan.endPosition === 0) {
@@ -437,7 +449,12 @@ export function verifyPartitionDirectory(
         // A header that is zeros or fails its check over intact records: the open that scans the
         // segment writes it again and keeps them (log-recovery.ts, openRewritingHeader). A start
         // scans the newest segment and those from the recovery point's on; `segment repair` all.
-        const rewrite = headerRewrite(file, base, bases[i + 1] ?? Number.MAX_SAFE_INTEGER);
+        const rewrite = headerRewrite(
+          file,
+          base,
+          bases[i + 1] ?? Number.MAX_SAFE_INTEGER,
+          segmentMayHoldNothing(base, newest, point),
+        );
         const byStart = newest || point === undefined || base >= point.segmentBaseOffset;
         const who = byStart
           ? "a start"
@@ -474,9 +491,15 @@ export function verifyPartitionDirectory(
       verifyNewestEnd(walk, forcedEnd(base, point), result, found);
       break;
     }
-    if (walk.end.kind === "invalid") {
+    const nextBase = bases[i + 1]!;
+    // 1-3 zero bytes after the entries of a sealed segment that reach the next base: its end
+    // (segment.ts reads it so; both refused it before, a helper's fault run, F4).
+    const endsInZeros =
+      walk.end.kind === "invalid" &&
+      walk.end.zerosOnly === true &&
+      walk.baseOffset + walk.recordCount === nextBase;
+    if (walk.end.kind === "invalid" && !endsInZeros) {
       // Damage in a sealed segment: report it, then every later range of this file.
-      const nextBase = bases[i + 1]!;
       result.records += verifyAfterDamage(
         file,
         walk.end.position,

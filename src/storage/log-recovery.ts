@@ -390,6 +390,11 @@ export function allZero(fd: number, filePath: string, from: number, to: number):
  *   refuse the partition until the file was deleted by hand. Not for a zeroed header: over nothing,
  *   that is what a crash right after a roll leaves, which rule 2 drops as a newest file; where it
  *   does not (the recovery point vouches for records in the file), the open's refusal stands.
+ *   Only where the file may hold nothing (`mayHoldNothing`, `segmentMayHoldNothing`): the newest
+ *   segment, with no recovery point vouching for records in it. A sealed segment held the offsets
+ *   up to the next one's base, and a vouched newest one held what the point says: zeros there are
+ *   lost records, and calling the rewrite lossless hid them (a reviewer's run: the start line said
+ *   "holds no record" beside DATA LOSS, and after a clean stop said nothing else).
  * Run only for a header that failed. Asked only for a file recovery opens: a newest file whose zeroed
  * header and first entry no recovery point vouches for is a torn creation (rule 2), dropped before
  * any open, since a power cut right after a roll leaves the same bytes (the header and the first
@@ -399,6 +404,7 @@ export function headerRewrite(
   filePath: string,
   baseOffset: Offset,
   upperOffset: number,
+  mayHoldNothing: boolean,
 ): "records-follow" | "nothing-follows" | undefined {
   const state = segmentHeaderState(filePath);
   if (state === "damaged-before-entries") return "records-follow";
@@ -410,12 +416,23 @@ export function headerRewrite(
       return "records-follow";
     // A zeroed header over nothing stays the open's refusal where rule 2 did not drop it (the
     // recovery point vouches for records there: all of them are gone).
-    return state === "damaged" && allZero(fd, filePath, SEGMENT_HEADER_BYTES, size)
+    return mayHoldNothing && state === "damaged" && allZero(fd, filePath, SEGMENT_HEADER_BYTES, size)
       ? "nothing-follows"
       : undefined;
   } finally {
     disk.closeFile(fd, filePath);
   }
+}
+
+/** Whether a segment may hold no record: the newest one, when the recovery point vouches for none in it. */
+export function segmentMayHoldNothing(
+  baseOffset: Offset,
+  isNewest: boolean,
+  point: RecoveryPoint | undefined,
+): boolean {
+  const vouched =
+    point !== undefined && point.segmentBaseOffset === baseOffset && point.position > SEGMENT_HEADER_BYTES;
+  return isNewest && !vouched;
 }
 
 /**
@@ -432,6 +449,7 @@ function openRewritingHeader<T>(
   filePath: string,
   baseOffset: Offset,
   upperOffset: number,
+  mayHoldNothing: boolean,
   report: PartitionOpenReport,
   open: () => T,
 ): T {
@@ -440,7 +458,7 @@ function openRewritingHeader<T>(
     return open();
   } catch (error) {
     if (!(error instanceof BadSegmentFileError)) throw error;
-    rewrite = headerRewrite(filePath, baseOffset, upperOffset);
+    rewrite = headerRewrite(filePath, baseOffset, upperOffset, mayHoldNothing);
     if (rewrite === undefined) throw error;
   }
   const fd = disk.openFile(filePath, "readWrite");
@@ -577,8 +595,13 @@ export function recoverSegments(
         // After a clean shutdown the checkpoint holds the exact end: no scan at all (the index is
         // built on first use), so a clean restart costs the same for 1 GiB or 1 TiB of data. A file
         // that does not match the checkpoint is scanned after all (openActiveTrusted falls back).
-        const trusted = openRewritingHeader(filePath, base, Number.MAX_SAFE_INTEGER, report, () =>
-          Segment.openActiveTrusted(filePath, config, point!.position, point!.nextOffset as Offset),
+        const trusted = openRewritingHeader(
+          filePath,
+          base,
+          Number.MAX_SAFE_INTEGER,
+          segmentMayHoldNothing(base, isNewest, point),
+          report,
+          () => Segment.openActiveTrusted(filePath, config, point!.position, point!.nextOffset as Offset),
         );
         if (trusted.report.scannedBytes > 0) account(report, trusted.report, point!.position);
         segments.push(trusted.segment);
@@ -589,10 +612,22 @@ export function recoverSegments(
         const verifyFrom = forcedEnd(base, point);
         const forcedNext =
           point !== undefined && base === point.segmentBaseOffset ? point.nextOffset : undefined;
-        const opened = openRewritingHeader(filePath, base, nextBase ?? Number.MAX_SAFE_INTEGER, report, () =>
-          isNewest
-            ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
-            : Segment.openRecovered(filePath, config, verifyFrom, nextBase, forcedNext as Offset | undefined),
+        const opened = openRewritingHeader(
+          filePath,
+          base,
+          nextBase ?? Number.MAX_SAFE_INTEGER,
+          segmentMayHoldNothing(base, isNewest, point),
+          report,
+          () =>
+            isNewest
+              ? Segment.openForAppend(filePath, config, verifyFrom, forcedNext as Offset | undefined)
+              : Segment.openRecovered(
+                  filePath,
+                  config,
+                  verifyFrom,
+                  nextBase,
+                  forcedNext as Offset | undefined,
+                ),
         );
         // A newest file rule 2 drops makes this segment the newest: reported with its reopen.
         if (i === bases.length - 2 && newestDropped) deferred = { report: opened.report, verifyFrom };
