@@ -455,6 +455,30 @@ describe("the client library's Producer resends without duplicates", () => {
     for (const outcome of await Promise.all(later)) expect(outcome).toMatchObject({ nextOffset: 0 });
   });
 
+  test("during an outage, a request that is not retried fails after one backoff, not after the next attempt of an older request that failed often", async () => {
+    const process = await broker(dataDir());
+    const proxy = startProxy(process.port);
+    const client = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: proxy.port,
+      retries: 20,
+      backoffMs: 10,
+      maxBackoffMs: 60_000,
+    });
+    cleanups.push(() => client.close());
+    proxy.refuse();
+    const older = client.listOffsets("nope", 0).catch((error: unknown) => error);
+    // Eight failed attempts: its next one is 10 × 2^7 = 1.28 s away.
+    await waitUntil(() => proxy.state.refused >= 8, "eight failed attempts");
+    // createTopic is never resent (it is not safe to repeat). Before, it waited behind the older
+    // request for that request's next round, up to `maxBackoffMs`.
+    const startedMs = performance.now();
+    await expect(client.createTopic("t")).rejects.toMatchObject({ code: "CONNECTION_ERROR" });
+    expect(performance.now() - startedMs).toBeLessThan(600);
+    client.close();
+    expect(await older).toMatchObject({ code: "CLOSED" });
+  });
+
   test("a graceful stop of the broker with pipelined batches of 4 partitions in flight: the requests it answered 'not applied' are sent again, every record is in the log once", async () => {
     // The broker answers requests it reads while draining BROKER_SHUTTING_DOWN ("this request was
     // not applied"); the client took that answer for final, so those batches failed and the batches
