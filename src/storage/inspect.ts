@@ -49,7 +49,6 @@ import { type EntryVisitor, newEntryScanResult, scanEntries } from "../record/en
 import { CHECKPOINT_FILE, readCheckpoint } from "./checkpoint.ts";
 import { entryLengthAt } from "./entry-framer.ts";
 import {
-  allZero,
   forcedEnd,
   headerRewrite,
   leftoverSegments,
@@ -57,7 +56,7 @@ import {
   planSegment,
   segmentMayHoldNothing,
 } from "./log-recovery.ts";
-import { isTornCreation, scanSegmentFile } from "./recovery.ts";
+import { allZero, isTornCreation, scanSegmentFile } from "./recovery.ts";
 import { findNextReadable } from "./segment.ts";
 import {
   decodeSegmentHeader,

@@ -72,7 +72,7 @@ import type { Offset } from "../domain/ids.ts";
 import { RECORD_PAYLOAD_BYTES_LIMIT, SEGMENT_HEADER_BYTES } from "../domain/limits.ts";
 import type { Checkpoint, RecoveryPoint } from "./checkpoint.ts";
 import { disk } from "./disk.ts";
-import { isTornCreation, scanSegmentFile, segmentHeaderState } from "./recovery.ts";
+import { allZero, isTornCreation, scanSegmentFile, segmentHeaderState } from "./recovery.ts";
 import { findNextReadable, Segment, type SegmentConfig, type SegmentRecoveryReport } from "./segment.ts";
 import { encodeSegmentHeader, segmentFileName } from "./segment-header.ts";
 
@@ -366,18 +366,6 @@ function account(report: PartitionOpenReport, scanned: SegmentRecoveryReport, ve
   report.bytesCut += Math.max(0, scanned.tornBytes - lost);
 }
 
-/** Whether the bytes [`from`, `to`) of an open file are all zeros (read in 64 KiB pieces). */
-export function allZero(fd: number, filePath: string, from: number, to: number): boolean {
-  const buffer = new Uint8Array(64 * 1024);
-  for (let at = from; at < to; ) {
-    const read = disk.preadFull(fd, buffer, 0, Math.min(buffer.length, to - at), at, filePath);
-    for (let i = 0; i < read; i++) if (buffer[i] !== 0) return false;
-    if (read === 0) break;
-    at += read;
-  }
-  return true;
-}
-
 /**
  * Why a segment's header that is zeros or fails its magic or checksum can be written again from the
  * file name, or undefined (then the open's error stands):
@@ -412,12 +400,13 @@ export function headerRewrite(
   const fd = disk.openFile(filePath, "read");
   try {
     const size = disk.fileSize(fd, filePath);
-    if (entryFollows(fd, filePath, SEGMENT_HEADER_BYTES - 1, size, baseOffset, upperOffset))
-      return "records-follow";
     // A zeroed header over nothing stays the open's refusal where rule 2 did not drop it (the
-    // recovery point vouches for records there: all of them are gone).
-    return mayHoldNothing && state === "damaged" && allZero(fd, filePath, SEGMENT_HEADER_BYTES, size)
-      ? "nothing-follows"
+    // recovery point vouches for records there: all of them are gone). Zeros are checked first: the
+    // check stops at the first byte that is not, and a file of zeros holds no entry to search for.
+    if (mayHoldNothing && state === "damaged" && allZero(fd, filePath, SEGMENT_HEADER_BYTES, size))
+      return "nothing-follows";
+    return entryFollows(fd, filePath, SEGMENT_HEADER_BYTES - 1, size, baseOffset, upperOffset)
+      ? "records-follow"
       : undefined;
   } finally {
     disk.closeFile(fd, filePath);

@@ -151,6 +151,18 @@ export function scanSegmentFile(
   return { endPosition: position, recordCount, entryCount, nextOffset: expected, stop, detail, scannedBytes };
 }
 
+/** Whether the bytes [`from`, `to`) of an open file are all zeros (read in 64 KiB pieces). */
+export function allZero(fd: number, filePath: string, from: number, to: number): boolean {
+  const buffer = new Uint8Array(Math.min(64 * 1024, Math.max(to - from, 0)));
+  for (let at = from; at < to; ) {
+    const read = disk.preadFull(fd, buffer, 0, Math.min(buffer.length, to - at), at, filePath);
+    for (let i = 0; i < read; i++) if (buffer[i] !== 0) return false;
+    if (read === 0) break;
+    at += read;
+  }
+  return true;
+}
+
 /**
  * A file shorter than a header, or whose header is all zeros with no valid entry after it: the
  * header never reached the disk (a crash or power cut right after a roll). Garbage after the header

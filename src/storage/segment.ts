@@ -69,7 +69,7 @@ import { EntryFramer, entryLengthAt } from "./entry-framer.ts";
 import { FileSegmentWriter } from "./file-segment-writer.ts";
 import { MappedSegmentWriter } from "./mapped-segment-writer.ts";
 import { type ReadDescriptorHolder, sealedReadDescriptors } from "./read-descriptors.ts";
-import { type ScanIndexing, scanSegmentFile } from "./recovery.ts";
+import { allZero, type ScanIndexing, scanSegmentFile } from "./recovery.ts";
 import {
   decodeSegmentHeader,
   encodeSegmentHeader,
@@ -1582,7 +1582,9 @@ export class Segment implements ReadDescriptorHolder {
         this.writer === undefined &&
         endOffset === this.publishedNextOffset &&
         (scan.stop === "zero-length" ||
-          (scan.stop === "truncated" && zerosShorterThanFrame(fd, this.path, scan.endPosition, sizeBytes)))
+          (scan.stop === "truncated" &&
+            sizeBytes - scan.endPosition < ENTRY_HEADER_BYTES &&
+            allZero(fd, this.path, scan.endPosition, sizeBytes)))
       ) {
         // A mapped segment whose trim did not reach the disk before a crash: every entry is there,
         // followed by the zeros of its preallocated capacity. The entries end here. So do 1-3 zero
@@ -1772,12 +1774,4 @@ function quarantineBytes(
   const file = `${filePath}.quarantine-${from}`;
   disk.writeFileAtomicallyNow(file, bytes.subarray(0, got));
   return { file, position: from, bytes: got, offset };
-}
-
-/** Whether [`from`, `to`) is shorter than an entry frame's header and holds only zeros. */
-function zerosShorterThanFrame(fd: number, filePath: string, from: number, to: number): boolean {
-  if (to - from >= ENTRY_HEADER_BYTES || to <= from) return false;
-  const bytes = new Uint8Array(to - from);
-  disk.preadFull(fd, bytes, 0, bytes.length, from, filePath);
-  return bytes.every((byte) => byte === 0);
 }
