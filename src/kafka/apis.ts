@@ -68,7 +68,7 @@ export interface VersionRange {
 /**
  * Versions the codec decodes and encodes. Every maximum is the last non-flexible version except
  * ApiVersions (v3 is what librdkafka sends first), ListOffsets (v7: the first version at which the
- * Java client and kafka-python ask for MAX_TIMESTAMP, KIP-734) and the APIs noted below:
+ * Java client and kafka-python ask for MAX_TIMESTAMP, KIP-734; up to v10, below) and the APIs noted below:
  * kafkajs 2.2.4 never uses a flexible version, and librdkafka 2.0.2 only for ApiVersions
  * (kafka-wire.md §0.3). Minimums are 0: librdkafka enables
  * RecordBatch v2 only when Produce 3 and Fetch 4 lie inside the advertised ranges (§0.2).
@@ -76,8 +76,10 @@ export interface VersionRange {
 export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.PRODUCE]: { min: 0, max: 8 },
   [KAFKA_API.FETCH]: { min: 0, max: 11 },
-  // v6 is flexible; v7 is what the Java client and kafka-python need for MAX_TIMESTAMP (−3).
-  [KAFKA_API.LIST_OFFSETS]: { min: 0, max: 7 },
+  // v6 is flexible; v7 is what the Java client and kafka-python need for MAX_TIMESTAMP (−3), v8 and
+  // v9 what the Java client needs for EARLIEST_LOCAL (−4) and LATEST_TIERED (−5)
+  // (`kafka-get-offsets.sh --time -4`); v10 adds a timeout the request does not need here.
+  [KAFKA_API.LIST_OFFSETS]: { min: 0, max: 10 },
   [KAFKA_API.METADATA]: { min: 0, max: 8 },
   [KAFKA_API.OFFSET_COMMIT]: { min: 0, max: 7 },
   [KAFKA_API.OFFSET_FETCH]: { min: 0, max: 5 },

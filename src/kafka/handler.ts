@@ -147,7 +147,9 @@ import {
   type FetchResponse,
   type FileCut,
   LIST_OFFSETS_EARLIEST,
+  LIST_OFFSETS_EARLIEST_LOCAL,
   LIST_OFFSETS_LATEST,
+  LIST_OFFSETS_LATEST_TIERED,
   LIST_OFFSETS_MAX_TIMESTAMP,
   type ListOffsetsPartitionResponse,
   type MetadataTopic,
@@ -1158,7 +1160,11 @@ export class KafkaHandler {
           if (refusal !== undefined) return answer;
           try {
             const partition = this.broker.partition(topic.name, asked.partition);
-            if (asked.timestamp === LIST_OFFSETS_EARLIEST) answer.offset = partition.logStartOffset;
+            // Every record is on the broker's own disk (no tiered storage): the earliest local offset
+            // is the log start, and nothing was ever tiered (−1 and −1, Kafka's answer for such a log).
+            if (asked.timestamp === LIST_OFFSETS_EARLIEST || asked.timestamp === LIST_OFFSETS_EARLIEST_LOCAL)
+              answer.offset = partition.logStartOffset;
+            else if (asked.timestamp === LIST_OFFSETS_LATEST_TIERED) answer.offset = -1;
             // read_committed and read_uncommitted agree: no transactions, so the last stable offset is
             // the high watermark (the visible end).
             else if (asked.timestamp === LIST_OFFSETS_LATEST) answer.offset = partition.visibleNextOffset;

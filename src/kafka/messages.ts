@@ -439,6 +439,16 @@ export const LIST_OFFSETS_LATEST = -1;
 export const LIST_OFFSETS_EARLIEST = -2;
 /** The record with the largest timestamp (KIP-734; Kafka's clients send it from v7, librdkafka at any). */
 export const LIST_OFFSETS_MAX_TIMESTAMP = -3;
+/**
+ * The start of the log kept on the broker's own disk (KIP-405; Kafka's clients send it from v8). Without
+ * tiered storage that is the log start, and Kafka answers it so (UnifiedLog.fetchOffsetByTimestamp).
+ */
+export const LIST_OFFSETS_EARLIEST_LOCAL = -4;
+/**
+ * The last offset copied to tiered storage (KIP-1005; from v9). Kafka answers a log without tiered
+ * storage with offset −1, timestamp −1 and leader epoch −1.
+ */
+export const LIST_OFFSETS_LATEST_TIERED = -5;
 
 export interface ListOffsetsPartitionRequest {
   partition: number;
@@ -453,9 +463,9 @@ export interface ListOffsetsRequest {
 }
 
 /**
- * v0-7. v6 is flexible (compact strings and arrays, tagged fields after each partition, topic and
- * the request); v7 only allows the MAX_TIMESTAMP timestamp (−3), which booblik answers at every
- * version from 1.
+ * v0-10. v6 is flexible (compact strings and arrays, tagged fields after each partition, topic and
+ * the request); v7, v8 and v9 only allow the timestamps −3, −4 and −5 (which booblik answers at every
+ * version from 1, as Kafka does); v10 adds `timeout_ms` (for reads from tiered storage: not used).
  */
 export function decodeListOffsetsRequest(reader: KafkaReader, version: number): ListOffsetsRequest {
   const flexible = isFlexible(KAFKA_API.LIST_OFFSETS, version);
@@ -483,6 +493,7 @@ export function decodeListOffsetsRequest(reader: KafkaReader, version: number): 
     if (flexible) reader.skipTaggedFields("ListOffsets topic");
     topics.push({ name, partitions });
   }
+  if (version >= 10) reader.int32("timeout_ms");
   if (flexible) reader.skipTaggedFields("ListOffsets request");
   reader.expectEnd("ListOffsets request");
   return { isolationLevel, topics };

@@ -745,7 +745,7 @@ describe("responses match Kafka's layouts field by field", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
-      2: { min: 0, max: 7 },
+      2: { min: 0, max: 10 },
       3: { min: 0, max: 8 },
       8: { min: 0, max: 7 },
       9: { min: 0, max: 5 },
@@ -782,7 +782,7 @@ describe("responses match Kafka's layouts field by field", () => {
       // DescribeCluster has no non-flexible version. InitProducerId: librdkafka ≥ 1.x sends v2+
       // (flexible) when advertised, and the Java client bumps an idempotent producer's epoch only
       // through v3+. ListOffsets: the Java client and kafka-python ask for the largest timestamp
-      // (KIP-734) only at v7+. DescribeLogDirs: v4 carries the volume sizes kafka-log-dirs.sh prints.
+      // (KIP-734) only at v7+, the Java client for earliest local and latest tiered at v8+ and v9+. DescribeLogDirs: v4 carries the volume sizes kafka-log-dirs.sh prints.
       // ElectLeaders: the Java AdminClient's newest, v2, as for DescribeLogDirs. DescribeGroups:
       // v6 answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x answers the Java client.
       expect([apiKey, flexibleMax]).toEqual([

@@ -80,13 +80,13 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-7, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), DescribeGroups up to 6, CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-10, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), DescribeGroups up to 6, CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 3],
       [0, 0, 8],
       [1, 0, 11],
       [3, 0, 8],
-      [2, 0, 7],
+      [2, 0, 10],
       [19, 0, 4],
       [20, 0, 3],
       [10, 0, 2],
@@ -463,7 +463,7 @@ describe("Metadata and ListOffsets", () => {
     expect(results(unknownType)).toEqual([["t", 0, KAFKA_ERROR.INVALID_REQUEST, "Unknown election type 7"]]);
   });
 
-  test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), the largest timestamp (−3), unknown partitions", async () => {
+  test("ListOffsets: earliest (−2), latest (−1), by timestamp (first record at or after it), the largest timestamp (−3), earliest local (−4), latest tiered (−5), unknown partitions", async () => {
     broker.createTopic("o", { partitions: 1 });
     const at = (value: string, timestamp: number) => ({
       key: null,
@@ -482,6 +482,9 @@ describe("Metadata and ListOffsets", () => {
       [0, 9_999],
       [0, -3],
       [0, -4],
+      [0, -5],
+      [9, -4],
+      [0, -6],
     ];
     const request = header(2, 2).i32(-1).i8(1).i32(1).str("o").i32(asked.length);
     for (const [partition, timestamp] of asked) request.i32(partition).i64(timestamp);
@@ -509,6 +512,12 @@ describe("Metadata and ListOffsets", () => {
       [0, 0, -1, -1],
       // The largest timestamp (KIP-734): its first record, not the later one with the same time.
       [0, 0, 5_000, 3],
+      // Earliest local (KIP-405): every record is local, so the log start; latest tiered (KIP-1005):
+      // nothing was tiered, −1 and −1, as Kafka answers a log without tiered storage. Kafka's clients
+      // ask for them from v8 and v9; like −3 they are answered at any version.
+      [0, 0, -1, 0],
+      [0, 0, -1, -1],
+      [9, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, -1, -1],
       // Other negative values mean nothing.
       [0, KAFKA_ERROR.INVALID_REQUEST, -1, -1],
     ]);
@@ -561,6 +570,50 @@ describe("Metadata and ListOffsets", () => {
     ]);
     expect([reader.uvarint("topic tags"), reader.uvarint("tags")]).toEqual([0, 0]);
     reader.expectEnd("response");
+  });
+
+  test("ListOffsets v8-v10: earliest local (−4) is the log start, latest tiered (−5) is −1; v10's timeout_ms is read, and a request cut before it is refused", async () => {
+    broker.createTopic("tiered", { partitions: 1 });
+    const at = (value: string) => ({ key: null, value: new TextEncoder().encode(value), timestamp: 1_000 });
+    await broker.produce("tiered", 0, [at("a"), at("b"), at("c")]);
+    await broker.purge("tiered", 0, 2);
+    const ask = (version: number, timestamp: number, withTimeout: boolean) => {
+      const request = header(2, version).uvarint(0).i32(-1).i8(0).uvarint(2).cstr("tiered").uvarint(2);
+      request.i32(0).i32(-1).i64(timestamp).uvarint(0).uvarint(0);
+      if (withTimeout) request.i32(30_000);
+      return request.uvarint(0);
+    };
+    const row = async (request: Expect) => {
+      const reader = await answer(request);
+      expect([reader.uvarint("header tags"), reader.int32("throttle")]).toEqual([0, 0]);
+      expect([
+        reader.uvarint("topics + 1"),
+        reader.compactString("name"),
+        reader.uvarint("partitions + 1"),
+      ]).toEqual([2, "tiered", 2]);
+      const fields = [
+        reader.int32("p"),
+        reader.int16("e"),
+        reader.int64("timestamp"),
+        reader.int64("offset"),
+        reader.int32("leader epoch"),
+      ];
+      expect([
+        reader.uvarint("partition tags"),
+        reader.uvarint("topic tags"),
+        reader.uvarint("tags"),
+      ]).toEqual([0, 0, 0]);
+      reader.expectEnd("response");
+      return fields;
+    };
+    // After the purge the log starts at 2: the earliest local offset follows it.
+    expect(await row(ask(8, -4, false))).toEqual([0, 0, -1, 2, -1]);
+    expect(await row(ask(9, -5, false))).toEqual([0, 0, -1, -1, -1]);
+    expect(await row(ask(10, -4, true))).toEqual([0, 0, -1, 2, -1]);
+    expect(await row(ask(10, -2, true))).toEqual([0, 0, -1, 2, -1]);
+    // v10 without its timeout_ms: the request is cut short, and the connection is closed.
+    const outcome = await handler.handle(ask(10, -4, false).body());
+    expect(outcome.kind).toBe("close");
   });
 });
 

@@ -508,6 +508,18 @@ public class Compat {
           return info;
         };
         observe("listOffsets.maxTimestamp", errorOf(max));
+        // ListOffsets v8 (earliest local, KIP-405) and v9 (latest tiered, KIP-1005) on a broker
+        // without tiered storage.
+        for (Map.Entry<String, OffsetSpec> spec : Map.of("earliestLocal", OffsetSpec.earliestLocal(),
+            "latestTiered", OffsetSpec.latestTiered()).entrySet()) {
+          Call call = () -> {
+            ListOffsetsResult.ListOffsetsResultInfo info =
+                admin.listOffsets(Map.of(gzip, spec.getValue())).partitionResult(gzip).get(20, TimeUnit.SECONDS);
+            observe("listOffsets." + spec.getKey() + ".answer", info.offset() + " " + info.timestamp() + " " + info.leaderEpoch());
+            return info;
+          };
+          observe("listOffsets." + spec.getKey(), errorOf(call));
+        }
       }
       createTopic("compat-small", 1, Map.of("max.message.bytes", "1000"));
       try (KafkaProducer<String, String> producer = producer(Map.of("enable.idempotence", "false"))) {
