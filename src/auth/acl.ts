@@ -24,6 +24,22 @@
 import { BooblikError } from "../domain/errors.ts";
 import { ACL_FIELD_BYTES_MAX } from "../domain/limits.ts";
 
+/**
+ * A client's address as ACL hosts, audit lines and per-address limits name it: an IPv4 address
+ * mapped into IPv6 (`::ffff:127.0.0.1`, what a listener bound to `::` sees for every IPv4 client)
+ * becomes the plain IPv4 address. Without this a DENY for host `127.0.0.1` never matched a client
+ * of a `::` listener (and an ALLOW for it never allowed one). Anything else is returned unchanged.
+ */
+export function clientHost(address: string): string {
+  return IPV4_MAPPED.test(address) ? address.slice(7) : address;
+}
+const IPV4_MAPPED = /^::ffff:\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i;
+
+/** Does an ACL's host apply to a client at `host` (already `clientHost`)? */
+function hostApplies(aclHost: string, host: string): boolean {
+  return aclHost === host || aclHost === WILDCARD || clientHost(aclHost) === host;
+}
+
 /** Kafka's ResourceType codes (org.apache.kafka.common.resource.ResourceType). */
 export const RESOURCE_TYPE = {
   UNKNOWN: 0,
@@ -412,7 +428,7 @@ export class AclSet {
     let allowed = false;
     for (const list of this.candidates(principal)) {
       for (const acl of list) {
-        if (acl.host !== host && acl.host !== WILDCARD) continue;
+        if (!hostApplies(acl.host, host)) continue;
         if (!AclSet.patternApplies(acl, resource)) continue;
         if (acl.permission === ACL_PERMISSION.DENY) {
           if (acl.operation === operation || acl.operation === ACL_OPERATION.ALL) return false;
@@ -440,7 +456,7 @@ export class AclSet {
     for (const list of this.candidates(principal)) {
       for (const acl of list) {
         if (acl.resourceType !== type) continue;
-        if (acl.host !== host && acl.host !== WILDCARD) continue;
+        if (!hostApplies(acl.host, host)) continue;
         const literal = acl.patternType === PATTERN_TYPE.LITERAL;
         if (acl.permission === ACL_PERMISSION.DENY) {
           if (acl.operation !== operation && acl.operation !== ACL_OPERATION.ALL) continue;

@@ -21,6 +21,7 @@ import {
   type AclResourceType,
   ANONYMOUS_PRINCIPAL,
   CLUSTER_RESOURCE_NAME,
+  clientHost,
   RESOURCE_TYPE,
 } from "../auth/acl.ts";
 import {
@@ -126,7 +127,7 @@ export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = {
     handle(request, server) {
       const url = new URL(request.url);
       if (!url.pathname.startsWith("/console/api/")) return undefined;
-      const peer = server.requestIP(request)?.address ?? "";
+      const peer = clientHost(server.requestIP(request)?.address ?? "");
       const local = isLoopbackAddress(peer) && isLoopbackHost(request.headers.get("host"));
       if (!local && !(access.tls && access.auth !== undefined)) {
         return problem(

@@ -31,6 +31,7 @@
  */
 import type { Socket } from "bun";
 import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep } from "../../ffi/file-send.ts";
+import { clientHost } from "../auth/acl.ts";
 import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
@@ -181,7 +182,7 @@ class KafkaConnection {
 
   constructor(socket: Socket<KafkaConnection>, listener: KafkaListener, handler: KafkaHandler, tls: boolean) {
     this.socket = socket;
-    this.remoteAddress = socket.remoteAddress;
+    this.remoteAddress = clientHost(socket.remoteAddress);
     this.listener = listener;
     this.handler = handler;
     this.tls = tls;

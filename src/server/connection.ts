@@ -54,6 +54,7 @@
 import type { Socket } from "bun";
 import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep, socketFd } from "../../ffi/file-send.ts";
 import { peerHungUp } from "../../ffi/socket.ts";
+import { clientHost } from "../auth/acl.ts";
 import type { FileLease } from "../broker/partition.ts";
 import {
   CLOSE_LINGER_MS,
@@ -236,7 +237,7 @@ export class Connection implements BudgetWaiter {
     this.socket = socket;
     this.host = host;
     this.tls = tls;
-    this.remoteAddress = socket.remoteAddress;
+    this.remoteAddress = clientHost(socket.remoteAddress);
   }
 
   /** Response bytes held for this connection: completed but not yet queued, queued, and staged. */

@@ -11,6 +11,7 @@ import {
   type Acl,
   type AclFilter,
   AclSet,
+  clientHost,
   filterMatches,
   MATCH_ALL_ACLS,
   ACL_OPERATION as OP,
@@ -105,6 +106,19 @@ describe("the decision", () => {
     expect(set.allows("User:alice", HOST, OP.READ, group("other"))).toBe(false);
     expect(set.allows("User:alice", HOST, OP.READ, topic("audit"))).toBe(false);
     expect(set.allows("User:alice", "10.0.0.8", OP.READ, topic("audit"))).toBe(true);
+  });
+
+  test("hosts: an IPv4 address mapped into IPv6 is the IPv4 address, for clients and for stored ACLs", () => {
+    expect(clientHost("::ffff:10.0.0.8")).toBe("10.0.0.8");
+    expect(clientHost("::FFFF:127.0.0.1")).toBe("127.0.0.1");
+    for (const unchanged of ["10.0.0.8", "::1", "fe80::1", "::ffff:abcd", "::ffff:10.0.0"])
+      expect(clientHost(unchanged)).toBe(unchanged);
+    const set = new AclSet([
+      acl({ resourceName: "audit", host: "::ffff:10.0.0.8" }),
+      acl({ resourceName: "audit", host: "10.0.0.9", permission: ACL_PERMISSION.DENY }),
+    ]);
+    expect(set.allows("User:alice", "10.0.0.8", OP.READ, topic("audit"))).toBe(true);
+    expect(set.allows("User:alice", "10.0.0.7", OP.READ, topic("audit"))).toBe(false);
   });
 
   test("an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka ≥ 2.8)", () => {

@@ -24,6 +24,7 @@ import {
 import { readUsersFileOrEmpty, setUser, writeUsersFile } from "../../src/broker/users-file.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
 import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { runCli } from "../helpers/cli-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -621,3 +622,60 @@ function decodeResults(bytes: Uint8Array, count: number): [number, string | null
   expect(at).toBe(bytes.length);
   return out;
 }
+
+describe("ACL hosts of IPv4 clients on an IPv6 socket", () => {
+  test("a listener on an IPv6 socket sees IPv4 clients as ::ffff:a.b.c.d: a DENY for host 127.0.0.1 still refuses them, on both protocols (before, it never matched)", async () => {
+    using dir = tempDir();
+    // The IPv4-mapped loopback: an IPv6 socket, reached by IPv4 clients of 127.0.0.1 only, as a
+    // listener on `::` is reached by every IPv4 client.
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile(dir.file("users.json")),
+      "--authorizer",
+      "acl",
+      "--super-users",
+      "User:admin",
+      "--host",
+      "::ffff:127.0.0.1",
+      "--kafka-port",
+      "0",
+    ]);
+    const port = await kafkaPortOf(broker);
+    const cli = (user: keyof typeof PASSWORDS, args: string[], stdin?: string) =>
+      runCli(["--broker", `127.0.0.1:${broker.port}`, "--user", user, ...args], {
+        env: { BOOBLIK_PASSWORD: PASSWORDS[user] },
+        ...(stdin === undefined ? {} : { stdin }),
+      });
+    const created = await cli("admin", ["topics", "create", "orders"]);
+    expect(created.stderr).toBe("");
+    expect(created.exitCode).toBe(0);
+    expect((await cli("admin", ["produce", "orders"], "kept\n")).exitCode).toBe(0);
+    const grant = [
+      "acl",
+      "add",
+      "--principal",
+      "User:alice",
+      "--operation",
+      "read",
+      "--topic",
+      "orders",
+      "--prefixed",
+    ];
+    expect((await cli("admin", grant)).exitCode).toBe(0);
+    // Allowed from any host: both protocols read the record.
+    expect((await cli("alice", ["consume", "orders", "--max", "1"])).stdout).toContain("kept");
+    const read = () => kcat(port, "alice", ["-C", "-t", "orders", "-p", "0", "-o", "beginning", "-e", "-q"]);
+    expect((await read()).stdout).toBe("kept\n");
+    const deny = [
+      ...["acl", "add", "--principal", "User:alice", "--operation", "read", "--deny"],
+      ...["--topic", "orders", "--host", "127.0.0.1"],
+    ];
+    expect((await cli("admin", deny)).exitCode).toBe(0);
+    const nativeRefused = await cli("alice", ["consume", "orders", "--max", "1"]);
+    expect(nativeRefused.exitCode).toBe(1);
+    expect(nativeRefused.stderr).toContain("User:alice (from 127.0.0.1) is not authorized to READ");
+    const kafkaRefused = await read();
+    expect(kafkaRefused.stdout).toBe("");
+    expect(kafkaRefused.stderr).toContain("Topic authorization failed");
+  });
+});
