@@ -599,6 +599,35 @@ export class Segment implements ReadDescriptorHolder {
         validNext = resume.offset + scan.recordCount;
       }
       let validEnd = scan.endPosition;
+      // The newest segment's last forced entries damaged, with no whole entry after them before the
+      // recovery point: those bytes were forced, so this is damage (a bad disk, bit rot), not a torn
+      // write. They stay in place up to the point as a damaged range, as damage followed by a valid
+      // entry does, and the segment is sealed after them (below). They used to be cut without a
+      // quarantine copy while `segment repair` reported "cut 0 bytes", and when they were the
+      // segment's only entries, the header-only file left was removed by the next start as a crash
+      // leftover and the log start jumped past them (a docs audit helper's run, 2026-12-03).
+      // A zero length is not kept: zeros hold nothing to keep (the forced offsets are still reported
+      // missing below).
+      const forcedDamageEnd =
+        forAppend &&
+        forcedNextOffset !== undefined &&
+        validNext < forcedNextOffset &&
+        scan.stop !== "end" &&
+        scan.stop !== "zero-length" &&
+        validEnd < trustedEnd
+          ? trustedEnd
+          : undefined;
+      if (forcedDamageEnd !== undefined && forcedNextOffset !== undefined) {
+        damages.push({
+          position: validEnd,
+          offset: validNext,
+          reason: `${scan.stop}: ${scan.detail}`,
+          resumePosition: forcedDamageEnd,
+          resumeOffset: forcedNextOffset,
+        });
+        validEnd = forcedDamageEnd;
+        validNext = forcedNextOffset;
+      }
       // A segment that a later one follows keeps a damaged tail in place (its offsets up to the next
       // segment's base stay its own, reported as unreadable): cutting it once erased every later
       // segment. The newest segment's tail after its last valid entry is cut as a torn tail.
@@ -695,7 +724,7 @@ export class Segment implements ReadDescriptorHolder {
       }
       const nextOffset = validNext as Offset;
       let segment: Segment;
-      if (forAppend && !forcedMissing) {
+      if (forAppend && !forcedMissing && forcedDamageEnd === undefined) {
         const capacity = Math.max(config.segmentBytes, validEnd);
         fdOwned = false; // the writer owns it from here, also when its constructor throws
         writer = createWriter(config.writeMode, filePath, fd, validEnd, capacity);

@@ -445,6 +445,62 @@ test("a zero length before the recovery point of the newest segment is damage: t
   expect(partitions.find((p) => p.partition === 9)?.nextOffset).toBe(third.baseOffset + 2);
 });
 
+for (const damaged of ["the last batch", "every batch"] as const) {
+  test(`a flipped byte in ${damaged} before the recovery point of the newest segment: segment repair and the start keep the bytes in place, report them, and give none of their offsets again`, async () => {
+    using dir = tempDir();
+    const dataDir = dir.file("data");
+    const lineCount = damaged === "every batch" ? 1 : 5;
+    const { partitionDir, file } = await prepare(dataDir, lineCount);
+    const entries = entriesOf(file);
+    const last = entries[entries.length - 1]!;
+    const sizeBytes = fs.statSync(file).size;
+    flipByte(file, last.position + last.bytes - 3);
+    const damage = `damage: ${file} at file position ${last.position} (offset ${last.baseOffset}): crc-mismatch`;
+    await expectDamageReported(dataDir, damage);
+    // Repair: it used to cut the batch without a quarantine copy while reporting "cut 0 bytes"; the
+    // file of the single damaged batch was left a bare header, which the next start removed as a
+    // crash leftover, moving the log start past the damaged offsets.
+    const repaired = await runCli(["segment", "repair", dataDir]);
+    expect(repaired.exitCode).toBe(0);
+    expect(repaired.stdout).toContain(
+      `${file} at file position ${last.position}: offsets ${last.baseOffset}..${last.baseOffset} unreadable (crc-mismatch`,
+    );
+    expect(repaired.stdout).toContain("cut 0 bytes");
+    expect(fs.statSync(file).size).toBe(sizeBytes);
+    expect(fs.readdirSync(partitionDir).filter((name) => name.includes("quarantine"))).toEqual([]);
+    await expectDamageReported(dataDir, damage);
+    // Unclean again (the point at the end of the file), so the start scans the segment as well.
+    writeCheckpointFile(partitionDir, { segmentBaseOffset: 0, position: sizeBytes, nextOffset: lineCount });
+    {
+      await using broker = await startBroker(dataDir);
+      expect(broker.startLine).not.toContain("left by a crash removed");
+      const at = ["--broker", `127.0.0.1:${broker.port}`];
+      const refused = await runCli([
+        ...at,
+        "consume",
+        "orders",
+        "--partition",
+        "9",
+        "--from",
+        String(last.baseOffset),
+      ]);
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stderr).toContain(
+        `orders-9/00000000000000000000.log at file position ${last.position}: the entry at offset ${last.baseOffset} is damaged (crc-mismatch`,
+      );
+      const produced = await runCli([...at, "produce", "orders", "--partition", "9"], {
+        stdin: "after the damage\n",
+      });
+      expect(produced.exitCode).toBe(0);
+      const offsets = JSON.parse((await runCli([...at, "--json", "offsets", "orders"])).stdout);
+      const partition = offsets.find((p: { partition: number }) => p.partition === 9);
+      expect([partition.logStartOffset, partition.nextOffset]).toEqual([0, lineCount + 1]);
+      expect(await broker.stop("SIGTERM")).toBe(0);
+    }
+    expect(fs.statSync(file).size).toBe(sizeBytes);
+  });
+}
+
 test("zeros from a batch before the recovery point to the end of the newest segment: forced bytes lost, counted, nothing left to read", async () => {
   using dir = tempDir();
   const dataDir = dir.file("data");
