@@ -78,6 +78,7 @@ import {
   GROUP_SESSION_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MIN,
   GROUPS_MAX,
+  MEMBER_ID_PREFIX_CHARS_MAX,
 } from "../domain/limits.ts";
 import { groupIdProblem } from "./offsets-store.ts";
 
@@ -100,6 +101,11 @@ export type GroupError =
 export interface GroupProtocol {
   name: string;
   metadata: Uint8Array;
+}
+
+/** A new member id: its client's (or instance's) id, at most MEMBER_ID_PREFIX_CHARS_MAX of it, and a UUID. */
+function newMemberId(prefix: string): string {
+  return `${prefix.slice(0, MEMBER_ID_PREFIX_CHARS_MAX)}-${randomUUID()}`;
 }
 
 /**
@@ -469,7 +475,7 @@ export class GroupCoordinator {
     if (group.members.size + group.pendingMemberIds.size >= GROUP_MEMBERS_MAX)
       return Promise.resolve(failedJoin("GROUP_MAX_SIZE_REACHED", ""));
     // Kafka names a static member's ids after its instance, a dynamic one's after its client.
-    const memberId = `${request.groupInstanceId ?? request.clientId}-${randomUUID()}`;
+    const memberId = newMemberId(request.groupInstanceId ?? request.clientId);
     if (request.requireKnownMemberId && request.groupInstanceId === null) {
       // KIP-394: the member learns its id first, so a client that retries a lost JoinGroup does not
       // leave a ghost member behind. The id is good for one session timeout.
@@ -548,7 +554,8 @@ export class GroupCoordinator {
    */
   private replaceStaticMember(group: Group, member: Member, request: JoinRequest): Promise<JoinResult> {
     const oldId = member.id;
-    const newId = `${member.instanceId}-${randomUUID()}`;
+    // Only static members are replaced, so the instance id is there; the client id only satisfies the type.
+    const newId = newMemberId(member.instanceId ?? request.clientId);
     const leaderBefore = group.leaderId;
     const join = member.parkedJoin;
     member.parkedJoin = undefined;

@@ -637,6 +637,16 @@ export const GROUP_REBALANCE_TIMEOUT_MS_MAX = 2_147_483_647;
 export const GROUP_INITIAL_REBALANCE_DELAY_MS_MAX = 300_000;
 /** Members of one group: a JoinGroup beyond it is refused (Kafka's group.max.size default is unbounded; 1000 keeps memory bounded). */
 export const GROUP_MEMBERS_MAX = 1_000;
+/** The longest STRING or NULLABLE_STRING of the Kafka protocol: its length is an int16. */
+export const STRING_BYTES_MAX = 32_767;
+/**
+ * The characters of a client id or group instance id that start a member id (Kafka names a member
+ * `<client id>-<UUID>`). A client id may be 32,767 bytes; the id built from it then no longer fit
+ * the int16 length of a STRING, and every JoinGroup and DescribeGroups answer naming that member
+ * carried a wrapped, negative length (a hostile-input helper's run, 2026-12-03: other members'
+ * clients failed to parse them). 255 characters are at most 765 bytes of UTF-8.
+ */
+export const MEMBER_ID_PREFIX_CHARS_MAX = 255;
 /** Groups with members at once (Empty groups are forgotten; their offsets stay in the store). */
 export const GROUPS_MAX = 10_000;
 /**

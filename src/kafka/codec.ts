@@ -30,6 +30,7 @@
  * - Byte fields are views into the frame (no copies); they are valid as long as the frame is.
  */
 import { BooblikError } from "../domain/errors.ts";
+import { STRING_BYTES_MAX } from "../domain/limits.ts";
 
 /** A request that breaks Kafka's layout: the listener answers nothing and closes the connection. */
 export class KafkaProtocolError extends BooblikError {
@@ -324,11 +325,20 @@ export class KafkaWriter {
     return this;
   }
 
-  /** STRING / NULLABLE_STRING (int16 length). */
+  /**
+   * STRING / NULLABLE_STRING (int16 length). A value over STRING_BYTES_MAX bytes of UTF-8 is cut at
+   * the last whole character that fits (`encodeInto` writes only whole characters): the length
+   * used to wrap to a negative int16 and the frame became garbage for whoever read it. Only a
+   * string the broker composes can be that long (a request's own strings have an int16 length);
+   * the composers bound theirs (member ids: MEMBER_ID_PREFIX_CHARS_MAX), so this cuts at most an
+   * error message that quotes a long name.
+   */
   nullableString(value: string | null): this {
     if (value === null) return this.int16(-1);
-    this.ensure(2 + value.length * 3);
-    const { written } = ENCODER.encodeInto(value, this.bytes.subarray(this.position + 2));
+    const room = Math.min(value.length * 3, STRING_BYTES_MAX);
+    this.ensure(2 + room);
+    const start = this.position + 2;
+    const { written } = ENCODER.encodeInto(value, this.bytes.subarray(start, start + room));
     this.view.setInt16(this.position, written, false);
     this.position += 2 + written;
     return this;

@@ -320,6 +320,18 @@ describe("primitives", () => {
     }
   });
 
+  test("a STRING longer than 32,767 bytes is cut at the last whole character that fits; its length never wraps", () => {
+    const fits = "a".repeat(32_767);
+    const ascii = new KafkaWriter(1).string(`${fits}bcd`).int8(9);
+    const asciiReader = new KafkaReader(ascii.written());
+    expect(asciiReader.string("s")).toBe(fits);
+    expect(asciiReader.int8("after")).toBe(9);
+    // "é" is 2 bytes: 16,383 of them are 32,766 bytes, and the next one would cross the limit.
+    const accented = new KafkaReader(new KafkaWriter(1).nullableString("é".repeat(20_000)).written());
+    expect(accented.nullableString("s")).toBe("é".repeat(16_383));
+    accented.expectEnd("string");
+  });
+
   test("a varint of six bytes, or beyond 2^32 − 1, is refused with its position", () => {
     const six = Uint8Array.of(0x80, 0x80, 0x80, 0x80, 0x80, 0x01);
     expect(() => new KafkaReader(six).uvarint("count")).toThrow(

@@ -700,6 +700,63 @@ describe("groups and committed offsets over bytes", () => {
     }
   });
 
+  test("a client id of 32,767 bytes starts its member id with only 255 characters of it: JoinGroup and DescribeGroups answers stay well-formed (before, the id's int16 length wrapped negative)", async () => {
+    const clientId = "c".repeat(32_767);
+    const join = (version: number, memberId: string) =>
+      new Expect()
+        .i16(11)
+        .i16(version)
+        .i32(7)
+        .str(clientId)
+        .str("big")
+        .i32(10_000)
+        .i32(10_000)
+        .str(memberId)
+        .str("consumer")
+        .i32(1)
+        .str("range")
+        .i32(0);
+    const joined = (reader: KafkaReader) => {
+      expect(reader.int32("throttle")).toBe(0);
+      const fields = {
+        error: reader.int16("error"),
+        generation: reader.int32("generation"),
+        protocol: reader.string("protocol"),
+        leader: reader.string("leader"),
+        memberId: reader.string("member_id"),
+      };
+      const members = reader.int32("members");
+      for (let i = 0; i < members; i++) [reader.string("member"), reader.nullableBytes("metadata")];
+      reader.expectEnd("response");
+      return { ...fields, members };
+    };
+    // v4: the member learns its id first (KIP-394), then joins with it and leads.
+    const first = joined(await answer(join(4, "")));
+    expect(first.error).toBe(KAFKA_ERROR.MEMBER_ID_REQUIRED);
+    expect(first.memberId).toMatch(/^c{255}-[0-9a-f-]{36}$/);
+    const second = joined(await answer(join(4, first.memberId)));
+    expect([second.error, second.leader, second.memberId, second.members]).toEqual([
+      0,
+      first.memberId,
+      first.memberId,
+      1,
+    ]);
+    // DescribeGroups v0 names the member and echoes its whole client id (32,767 bytes fit).
+    const described = await answer(header(15, 0).i32(1).str("big"));
+    expect([described.int32("groups"), described.int16("error"), described.string("group")]).toEqual([
+      1,
+      0,
+      "big",
+    ]);
+    expect([described.string("state"), described.string("type"), described.string("protocol")]).toEqual([
+      "CompletingRebalance",
+      "consumer",
+      "range",
+    ]);
+    expect(described.int32("members")).toBe(1);
+    expect([described.string("member"), described.string("client")]).toEqual([first.memberId, clientId]);
+  });
+
   test("OffsetCommit: a simple commit (generation −1, no member) is stored and OffsetFetch v1 answers it; −1 where none", async () => {
     broker.createTopic("t", { partitions: 2 });
     expect(await commitErrors(commit("g", -1, "", "t", 1, "meta"))).toEqual([0]);
