@@ -190,9 +190,16 @@ export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = {
         return problem(503, "the data directory is still opening");
       }
       try {
+        // A group's committed offsets (and the lag and counts made of them) only for the topics the
+        // principal may DESCRIBE, as OffsetFetch answers on both protocols. The group page showed
+        // every topic's offsets and log end to anyone with DESCRIBE on the group (a security
+        // helper's run, 2026-12-03).
+        const visible = (topic: string) => may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.TOPIC, topic);
         if (route === "groups") {
           return json(
-            sampler.groupRows().filter((row) => may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, row.group)),
+            sampler
+              .groupRows(visible)
+              .filter((row) => may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, row.group)),
           );
         }
         if (route === "group") {
@@ -201,9 +208,11 @@ export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = {
           if (!may(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group)) {
             return denied(ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group);
           }
-          const detail = sampler.groupDetail(group);
+          const detail = sampler.groupDetail(group, visible);
           if (detail === null) return problem(404, `no consumer group ${JSON.stringify(group)}`);
-          return json({ ...detail, lagHistory: sampler.lagHistoryOf(group) });
+          // The lag history sums every committed topic: shown only when nothing was left out.
+          const whole = sampler.groupDetail(group)?.offsets.length === detail.offsets.length;
+          return json({ ...detail, lagHistory: whole ? sampler.lagHistoryOf(group) : [] });
         }
         if (route === "topic-names") {
           return json(

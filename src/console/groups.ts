@@ -72,9 +72,22 @@ function nextOffsetOf(broker: Broker, topic: string, partition: number): number 
   }
 }
 
-/** A group's committed offsets with their lag, sorted by topic and partition. */
-export function groupOffsets(broker: Broker, group: string): GroupOffsetRow[] {
-  return broker.offsets.committedOf(group).map(({ topic, partition, committed }) => {
+/**
+ * Which topics a reader may see (topic DESCRIBE, as OffsetFetch filters a group's offsets on both
+ * protocols); every topic when no ACLs apply.
+ */
+export type TopicVisible = (topic: string) => boolean;
+const EVERY_TOPIC: TopicVisible = () => true;
+
+/** A group's committed offsets with their lag, sorted by topic and partition; only visible topics. */
+export function groupOffsets(
+  broker: Broker,
+  group: string,
+  visible: TopicVisible = EVERY_TOPIC,
+): GroupOffsetRow[] {
+  const committed = broker.offsets.committedOf(group);
+  const shown = visible === EVERY_TOPIC ? committed : committed.filter(({ topic }) => visible(topic));
+  return shown.map(({ topic, partition, committed }) => {
     const nextOffset = nextOffsetOf(broker, topic, partition);
     return {
       topic,
@@ -126,12 +139,16 @@ export function groupLags(
 }
 
 /** Every group the coordinator or the offsets store knows, sorted by name. */
-export function groupRows(broker: Broker, coordinator: ConsoleGroupsView | undefined): GroupRow[] {
+export function groupRows(
+  broker: Broker,
+  coordinator: ConsoleGroupsView | undefined,
+  visible: TopicVisible = EVERY_TOPIC,
+): GroupRow[] {
   const live = new Map<string, GroupSummary>();
   for (const summary of coordinator?.list() ?? []) live.set(summary.groupId, summary);
   return groupNames(broker, coordinator).map((group) => {
     const summary = live.get(group);
-    const offsets = groupOffsets(broker, group);
+    const offsets = groupOffsets(broker, group, visible);
     return {
       group,
       state: summary?.state ?? "Empty",
@@ -148,9 +165,10 @@ export function groupDetail(
   broker: Broker,
   coordinator: ConsoleGroupsView | undefined,
   group: string,
+  visible: TopicVisible = EVERY_TOPIC,
 ): GroupDetail | undefined {
   const description = coordinator?.describe(group);
-  const offsets = groupOffsets(broker, group);
+  const offsets = groupOffsets(broker, group, visible);
   if (description === undefined && offsets.length === 0) return undefined;
   const consumer = description?.protocolType === "consumer";
   return {

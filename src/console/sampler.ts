@@ -32,7 +32,7 @@ import type {
   LagPoint,
   TopicRow,
 } from "./api-types.ts";
-import { type ConsoleGroupsView, groupDetail, groupLags, groupRows } from "./groups.ts";
+import { type ConsoleGroupsView, groupDetail, groupLags, groupRows, type TopicVisible } from "./groups.ts";
 
 /** What the console reads of the TCP server (src/server/server.ts BrokerServer has all of it). */
 export interface ConsoleServerView {
@@ -258,17 +258,21 @@ export class ConsoleSampler {
   }
 
   /** Every consumer group with its state, members and total lag (empty while the broker opens). */
-  groupRows(): GroupRow[] {
+  groupRows(visible?: TopicVisible): GroupRow[] {
     const broker = this.targets.broker;
     if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return [];
-    return groupRows(broker, this.targets.groups);
+    return groupRows(broker, this.targets.groups, visible);
   }
 
-  /** One group's members, offsets and lag, or null when no such group exists (now). */
-  groupDetail(group: string): GroupDetail | null {
+  /**
+   * One group's members, offsets and lag, or null when no such group exists (now). `visible`
+   * leaves out the offsets of topics the reader may not see (the live streams show everything:
+   * they need DESCRIBE on the cluster).
+   */
+  groupDetail(group: string, visible?: TopicVisible): GroupDetail | null {
     const broker = this.targets.broker;
     if (broker === undefined || broker.isClosed || !broker.recoveryProgress.done) return null;
-    return groupDetail(broker, this.targets.groups, group) ?? null;
+    return groupDetail(broker, this.targets.groups, group, visible) ?? null;
   }
 
   private send(stream: Stream, chunks: Uint8Array[]): void {

@@ -287,12 +287,55 @@ describe("the console under ACLs (--authorizer acl)", () => {
     });
     expect((await get("stream?view=topics", bob)).status).toBe(403);
     expect((await get("group?group=billing", bob)).status).toBe(403);
+    // With DESCRIBE on the group, its page and the groups list show only the offsets of topics bob
+    // may see (as OffsetFetch answers him): "secret"'s offset and log end used to be there too.
+    const granting = await BooblikClient.connect({
+      host: "127.0.0.1",
+      port: broker.port,
+      retries: 0,
+      user: "alice",
+      password: "correct horse",
+    });
+    try {
+      await granting.commitOffsets("billing", [
+        { topic: "shared", partition: 0, offset: 0 },
+        { topic: "secret", partition: 0, offset: 0 },
+      ]);
+      await granting.createAcls([
+        {
+          resourceType: RESOURCE_TYPE.GROUP,
+          resourceName: "billing",
+          patternType: PATTERN_TYPE.LITERAL,
+          principal: "User:bob",
+          host: "*",
+          operation: ACL_OPERATION.DESCRIBE,
+          permission: ACL_PERMISSION.ALLOW,
+        },
+      ]);
+    } finally {
+      granting.close();
+    }
+    const billing = (await (await get("group?group=billing", bob)).json()) as {
+      offsets: { topic: string }[];
+      lagHistory: unknown[];
+    };
+    expect(billing.offsets.map((row) => row.topic)).toEqual(["shared"]);
+    expect(billing.lagHistory).toEqual([]);
+    const listed = (await (await get("groups", bob)).json()) as {
+      group: string;
+      committedPartitions: number;
+    }[];
+    expect(listed.map((row) => [row.group, row.committedPartitions])).toEqual([["billing", 1]]);
 
     // The super user sees everything.
     const alice = await cookieOf("alice", "correct horse");
     expect(((await (await get("topic-names", alice)).json()) as unknown[]).length).toBe(2);
     expect((await get("overview", alice)).status).toBe(200);
     expect((await get("records?topic=secret", alice)).status).toBe(200);
+    const whole = (await (await get("group?group=billing", alice)).json()) as {
+      offsets: { topic: string }[];
+    };
+    expect(whole.offsets.map((row) => row.topic)).toEqual(["secret", "shared"]);
 
     const scrape = await (await fetch(`${base}/metrics`)).text();
     expect(metricValue(scrape, 'booblik_authorization_denials_total{listener="console"}')).toBe(5);
