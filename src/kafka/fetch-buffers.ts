@@ -18,6 +18,16 @@
  * - A lent buffer holds an earlier owner's bytes. Owners hand out views of what they wrote or read
  *   into it, never of the whole buffer (KafkaWriter.written, Segment.read's result).
  * - Requests below one step, or above the largest size, are allocated as before and are not kept.
+ *
+ * Also owns the count of Fetch answer bytes held for their connections (encoded, not yet written
+ * whole: a client that reads slowly or not at all keeps its answer here), against a limit, the
+ * broker's `--max-inbound-memory`. A Fetch round reads no records while the held bytes are at the
+ * limit, and reads at most the room left otherwise (its first batch whole, as always), so all
+ * answers together stay within the limit plus one batch. Without it, connections that asked for
+ * 64 MiB and never read held 64 MiB each until the idle timeout (a hostile-input helper's run,
+ * 2026-12-03: 25 such connections, 1.5 GiB of RSS).
+ * Invariant: `heldBytes` is the sum of `hold` minus the sum of `unhold`; each answer's bytes are
+ * held once when encoded and unheld once when written whole or when its connection closes.
  */
 import { assert } from "../domain/assert.ts";
 import {
@@ -30,6 +40,34 @@ export class FetchBufferPool {
   private readonly free = new Map<number, Uint8Array[]>();
   private readonly freeSet = new Set<Uint8Array>();
   private freeBytes = 0;
+  /** Fetch answer bytes encoded and not yet written whole. */
+  heldBytes = 0;
+  /** Highest `heldBytes` seen, and Fetch rounds that found no room (for /metrics). */
+  heldPeakBytes = 0;
+  roundsWithoutRoom = 0;
+  readonly heldBytesMax: number;
+
+  /** `heldBytesMax`: the limit of answer bytes held (the broker's `--max-inbound-memory`). */
+  constructor(heldBytesMax = Number.MAX_SAFE_INTEGER) {
+    this.heldBytesMax = heldBytesMax;
+  }
+
+  /** Bytes a Fetch round may still read (0 or less: none). */
+  roomBytes(): number {
+    return this.heldBytesMax - this.heldBytes;
+  }
+
+  /** An answer of `bytes` is now held for its connection. */
+  hold(bytes: number): void {
+    this.heldBytes += bytes;
+    if (this.heldBytes > this.heldPeakBytes) this.heldPeakBytes = this.heldBytes;
+  }
+
+  /** An answer held with `hold` was written whole, or its connection closed. */
+  unhold(bytes: number): void {
+    this.heldBytes -= bytes;
+    assert(this.heldBytes >= 0, "more fetch answer bytes unheld than held");
+  }
 
   /** A buffer of at least `minBytes`: a free one of its size if there is one. */
   acquire(minBytes: number): Uint8Array {

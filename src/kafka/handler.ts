@@ -545,17 +545,18 @@ export class KafkaHandler {
               // correct either way): the pooled one holds nothing the answer needs.
               const pooled = writer.bytes === buffer;
               if (!pooled) this.fetchBuffers.release(buffer);
-              const outcome: Extract<KafkaOutcome, { kind: "respond" }> = {
-                kind: "respond",
-                bytes: writer.written(),
-              };
+              const bytes = writer.written();
+              const outcome: Extract<KafkaOutcome, { kind: "respond" }> = { kind: "respond", bytes };
               if (writer.errorCodes.length > 0) outcome.errorCodes = writer.errorCodes;
               if (files.length > 0) outcome.files = files;
-              if (pooled || leases.length > 0)
-                outcome.release = () => {
-                  if (pooled) this.fetchBuffers.release(buffer);
-                  for (const lease of leases) lease.release();
-                };
+              // Held until written whole or its connection closes (the listener calls `release`
+              // once, either way), against the room later Fetch rounds read into.
+              this.fetchBuffers.hold(bytes.length);
+              outcome.release = () => {
+                this.fetchBuffers.unhold(bytes.length);
+                if (pooled) this.fetchBuffers.release(buffer);
+                for (const lease of leases) lease.release();
+              };
               return outcome;
             },
             this.options.fetchSendfile === true,

@@ -56,6 +56,8 @@ import { type KafkaSasl, SaslSession } from "./sasl.ts";
 
 /** The broker-wide budget for inbound bytes (server/inbound-budget.ts has the implementation). */
 export interface InboundBudgetLike {
+  /** `--max-inbound-memory`; also the limit of Fetch answers held for slow readers (fetch-buffers.ts). */
+  readonly limitBytes: number;
   tryReserve(waiter: { retryBudget(): boolean }, bytes: number): boolean;
   force(bytes: number): void;
   release(bytes: number): void;
@@ -634,6 +636,7 @@ export class KafkaListener {
   constructor(broker: Broker, options: KafkaListenerOptions) {
     this.broker = broker;
     this.options = options;
+    this.fetchBuffers = new FetchBufferPool(options.inboundBudget.limitBytes);
     const listener = this;
     this.ports = new ListeningPorts<KafkaConnection, { handler: KafkaHandler }>({
       clientPrincipal: options.clientPrincipal ?? "dn",
@@ -707,7 +710,12 @@ export class KafkaListener {
   }
 
   /** The Fetch buffers of both ports (plain and TLS): one pool per listener. */
-  private readonly fetchBuffers = new FetchBufferPool();
+  private readonly fetchBuffers: FetchBufferPool;
+
+  /** The Fetch answers held for readers (/metrics). */
+  get fetchHeld(): Pick<FetchBufferPool, "heldBytes" | "heldPeakBytes" | "roundsWithoutRoom"> {
+    return this.fetchBuffers;
+  }
 
   /** Creates a handler for one port (set by listen). */
   private makeHandler:

@@ -311,7 +311,13 @@ function readRound(
   refusals: ReadonlyMap<string, KafkaError | undefined>,
   reads: RoundReads,
 ): FetchRound {
-  let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX);
+  // The answers held for slow readers leave this much room (fetch-buffers.ts): none, no records
+  // this round (the Fetch waits as for records, and answers empty at its deadline); some, at most
+  // that many bytes (the first batch whole, as always).
+  const roomBytes = reads.buffers.roomBytes();
+  const full = roomBytes <= 0;
+  if (full) reads.buffers.roundsWithoutRoom++;
+  let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX, roomBytes);
   let bytes = 0;
   let anyError = false;
   const partitions: Partition[] = [];
@@ -355,7 +361,7 @@ function readRound(
       }
       // Nothing at the high watermark, and nothing more once the response is full (but the first
       // batch of the response is always sent whole).
-      if (offset === highWatermark || (bytes > 0 && remaining <= 0)) return answer;
+      if (offset === highWatermark || full || (bytes > 0 && remaining <= 0)) return answer;
       const limit = Math.max(1, Math.min(asked.partitionMaxBytes, remaining));
       try {
         let pieces: FetchRecordPiece[] | undefined = reads.sendfile

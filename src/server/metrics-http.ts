@@ -50,6 +50,12 @@ export interface KafkaListenerMetrics {
     readonly produceBytes: number;
     readonly fetchBytes: number;
   };
+  /** Fetch answers held for connections that have not read them yet (kafka/fetch-buffers.ts). */
+  readonly fetchHeld: {
+    readonly heldBytes: number;
+    readonly heldPeakBytes: number;
+    readonly roundsWithoutRoom: number;
+  };
 }
 
 export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
@@ -323,6 +329,24 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     "counter",
     "Record bytes Kafka Fetch sent from segment files with sendfile (--kafka-fetch-path sendfile).",
     kafkaSeries((listener) => listener.counters.sendfileBytes),
+  );
+  registry.register(
+    "booblik_kafka_fetch_held_bytes",
+    "gauge",
+    "Kafka Fetch answer bytes encoded and not yet written to their connections (slow or stalled readers); at most --max-inbound-memory plus one batch.",
+    kafkaSeries((listener) => listener.fetchHeld.heldBytes),
+  );
+  registry.register(
+    "booblik_kafka_fetch_held_peak_bytes",
+    "gauge",
+    "Highest booblik_kafka_fetch_held_bytes since the start.",
+    kafkaSeries((listener) => listener.fetchHeld.heldPeakBytes),
+  );
+  registry.register(
+    "booblik_kafka_fetch_rounds_without_room_total",
+    "counter",
+    "Kafka Fetch rounds that read no records because the answers held for slow readers had reached --max-inbound-memory.",
+    kafkaSeries((listener) => listener.fetchHeld.roundsWithoutRoom),
   );
   registry.registerHistograms(
     "booblik_kafka_request_duration_seconds",

@@ -42,7 +42,7 @@ export async function startBroker(
     child.kill("SIGKILL");
     throw new Error(`broker did not start: ${stderr.trim() || (error as Error).message}`);
   }
-  const port = Number(/listening on \S+:(\d+),/.exec(startLine)?.[1]);
+  const port = Number(/listening on \S+:(\d+)/.exec(startLine)?.[1]);
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return child.exited;
@@ -79,7 +79,7 @@ function childEnvironment(changes: Record<string, string | undefined>): Record<s
  */
 export async function kafkaPortOf(broker: BrokerProcess): Promise<number> {
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
-  const port = Number(/Kafka protocol on \S+:(\d+),/.exec(line)?.[1]);
+  const port = Number(/Kafka protocol on \S+:(\d+)/.exec(line)?.[1]);
   if (!Number.isInteger(port) || port === 0) throw new Error(`no Kafka port in: ${line}`);
   return port;
 }

@@ -1,0 +1,155 @@
+/**
+ * Fetch answers held for readers that do not read them: all of them together stay within
+ * `--max-inbound-memory` (plus one batch), against a broker child process over real sockets, and
+ * through the handler with a pool whose room a stalled reader has taken (kafka/fetch-buffers.ts).
+ * Before, each answer was as large as its request asked (up to 64 MiB) whatever the others held:
+ * 25 connections that asked for 64 MiB and never read held 1.5 GiB (a hostile-input helper's run).
+ */
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import net from "node:net";
+import { Broker } from "../../src/broker/broker.ts";
+import { BooblikClient } from "../../src/client/client.ts";
+import { FetchBufferPool } from "../../src/kafka/fetch-buffers.ts";
+import { KafkaHandler } from "../../src/kafka/handler.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
+import { kafkaPortOf, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
+import { metricValue } from "../helpers/metrics.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
+import { Expect } from "./bytes.ts";
+
+setDefaultTimeout(60_000);
+
+const MIB = 1024 * 1024;
+
+/** Fetch v4 of partition 0 of `topic` from offset 0, asking for up to 64 MiB. */
+function fetchRequest(topic: string, maxWaitMs: number, correlationId = 7): Expect {
+  return new Expect()
+    .i16(1)
+    .i16(4)
+    .i32(correlationId)
+    .str("held")
+    .i32(-1)
+    .i32(maxWaitMs)
+    .i32(1)
+    .i32(64 * MIB)
+    .i8(0)
+    .i32(1)
+    .str(topic)
+    .i32(1)
+    .i32(0)
+    .i64(0)
+    .i32(64 * MIB);
+}
+
+/** A connection that sends one request and reads nothing until `resume` (then the whole answer). */
+function stalledReader(port: number, request: Uint8Array) {
+  const socket = net.connect(port, "127.0.0.1");
+  socket.pause();
+  socket.write(request);
+  const chunks: Buffer[] = [];
+  return {
+    /** The answer's size prefix plus 4: the whole frame's bytes. */
+    async resume(): Promise<number> {
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      socket.resume();
+      const received = () => chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+      await waitUntil(() => received() >= 4, "the answer's size");
+      const frameBytes = Buffer.concat(chunks).readInt32BE(0) + 4;
+      await waitUntil(() => received() >= frameBytes, "the whole answer");
+      socket.destroy();
+      return frameBytes;
+    },
+  };
+}
+
+describe("Fetch answers held for readers", () => {
+  test("answers to connections that do not read stay within --max-inbound-memory plus one batch, and are whole once read", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      ...["--kafka-port", "0", "--metrics-port", "0", "--durability", "append"],
+      ...["--max-frame-size", "1MiB", "--max-inbound-memory", "1MiB"],
+    ]);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+    // 8 MiB in batches of 64 × 1,000 B.
+    await client.createTopic("wide");
+    const value = "v".repeat(1000);
+    for (let i = 0; i < 128; i++) await client.produce("wide", 0, batchOfValues(Array(64).fill(value)));
+    client.close();
+    const port = await kafkaPortOf(broker);
+    const metrics = async () =>
+      await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
+    const readers = [0, 1, 2].map(() => stalledReader(port, fetchRequest("wide", 0).frame()));
+    await waitUntil(
+      async () => metricValue(await metrics(), "booblik_kafka_requests_total") >= 3,
+      "three Fetches answered",
+    );
+    const batchBytes = 64 * 1000 + 64 * 16 + 128;
+    const limit = MIB + batchBytes;
+    for (const reader of readers) {
+      const answerBytes = await reader.resume();
+      // Records were read: at least one batch, and no more than the limit (before: 8 MiB each).
+      expect(answerBytes).toBeGreaterThan(batchBytes);
+      expect(answerBytes).toBeLessThanOrEqual(limit);
+    }
+    expect(metricValue(await metrics(), "booblik_kafka_fetch_held_peak_bytes")).toBeLessThanOrEqual(limit);
+    await waitUntil(
+      async () => metricValue(await metrics(), "booblik_kafka_fetch_held_bytes") === 0,
+      "every answer written",
+    );
+  });
+});
+
+describe("a Fetch round with no room", () => {
+  let dir: TempDir;
+  let broker: Broker;
+  beforeEach(() => {
+    dir = tempDir("fetch-held");
+    broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
+  });
+  afterEach(async () => {
+    await broker.close();
+    dir[Symbol.dispose]();
+  });
+
+  test("reads no records while held answers fill the limit, waits its max_wait, and reads once room is back; an answer is held until released", async () => {
+    const pool = new FetchBufferPool(64 * 1024);
+    const handler = new KafkaHandler(broker, {
+      advertisedHost: "127.0.0.1",
+      advertisedPort: 9092,
+      fetchBuffers: pool,
+    });
+    broker.createTopic("slow", { partitions: 1 });
+    await broker.produce("slow", 0, [
+      { key: null, value: new Uint8Array(1000), timestamp: 1 },
+      { key: null, value: new Uint8Array(1000), timestamp: 2 },
+    ]);
+    /** The record bytes of partition 0 in a Fetch v4 answer. */
+    const recordBytes = (answer: Uint8Array): number => {
+      // size, correlation id, throttle, topics (1), name, partitions (1), partition, error, high
+      // watermark, last stable offset, aborted transactions (-1 or 0), records size.
+      const view = new DataView(answer.buffer, answer.byteOffset, answer.byteLength);
+      const nameBytes = view.getInt16(16);
+      const at = 18 + nameBytes + 4 + 4 + 2 + 8 + 8;
+      const aborted = view.getInt32(at);
+      return view.getInt32(at + 4 + Math.max(aborted, 0) * 12);
+    };
+    // A stalled reader holds the whole room.
+    pool.hold(64 * 1024);
+    const startedMs = performance.now();
+    const full = await handler.handle(fetchRequest("slow", 200).body());
+    if (full.kind !== "respond") throw new Error(`expected an answer, got ${full.kind}`);
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(150);
+    expect(recordBytes(full.bytes)).toBe(0);
+    expect(pool.roundsWithoutRoom).toBeGreaterThan(0);
+    full.release?.();
+    pool.unhold(64 * 1024);
+    expect(pool.heldBytes).toBe(0);
+    const served = await handler.handle(fetchRequest("slow", 200).body());
+    if (served.kind !== "respond") throw new Error(`expected an answer, got ${served.kind}`);
+    expect(recordBytes(served.bytes)).toBeGreaterThan(2000);
+    expect(pool.heldBytes).toBe(served.bytes.length);
+    served.release?.();
+    expect(pool.heldBytes).toBe(0);
+  });
+});
