@@ -226,6 +226,15 @@ export const INBOUND_FREE_BYTES = 128 * 1024;
 export const INBOUND_INITIAL_BYTES = 64 * 1024;
 /** How far past its need an inbound buffer may grow at once (see protocol/inbound-buffer.ts). */
 export const INBOUND_GROWTH_SLACK_BYTES = 64 * 1024;
+/**
+ * The largest request frame before a login, on a broker with users (both listeners): the requests
+ * allowed then (ApiVersions, SaslHandshake, SaslAuthenticate, the native AUTHENTICATE) are a few
+ * hundred bytes. Within INBOUND_FREE_BYTES, so a connection that never logs in takes nothing of the
+ * shared budget: 17 such connections announcing 16 MiB frames had reserved all 256 MiB of it and
+ * stalled every logged-in user's large request (a security helper's run, 2026-12-03). Kafka caps
+ * the same at 512 KiB (`sasl.server.max.receive.size`).
+ */
+export const PRE_LOGIN_FRAME_BYTES_MAX = 64 * 1024;
 /** Default broker-wide budget for inbound bytes beyond the free allowance (`--max-inbound-memory`). */
 export const INBOUND_BUDGET_BYTES_DEFAULT = 256 * 1024 * 1024;
 /**
@@ -511,6 +520,7 @@ export const CONSOLE_LOGIN_BODY_BYTES_MAX = 4096;
 // --- Relationships -------------------------------------------------------------------------------
 
 assert(SEGMENT_BYTES_MAX <= 2 ** 31 - 1, "positions are int32: a segment must stay below 2 GiB");
+assert(PRE_LOGIN_FRAME_BYTES_MAX <= INBOUND_FREE_BYTES, "a frame before a login takes nothing of the budget");
 assert(
   SEGMENT_BYTES_MIN >= SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES + RECORD_BATCH_BYTES_MIN,
   "a minimal segment holds one entry of one record",

@@ -44,6 +44,7 @@ import {
   KAFKA_PIPELINED_BYTES_MAX,
   KAFKA_SHUTDOWN_DRAIN_MS,
   KAFKA_SPARE_BUFFER_BYTES_MAX,
+  PRE_LOGIN_FRAME_BYTES_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
 } from "../domain/limits.ts";
 import { KAFKA_API_NAMES, KAFKA_ERROR_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
@@ -258,12 +259,17 @@ class KafkaConnection {
       this.partialSinceMs = this.end > this.start ? (this.partialSinceMs ?? performance.now()) : undefined;
       return true;
     }
-    const max = this.listener.options.maxFrameBytes;
+    const beforeLogin = this.listener.options.sasl !== undefined && this.sasl.principal === undefined;
+    const max = beforeLogin
+      ? Math.min(PRE_LOGIN_FRAME_BYTES_MAX, this.listener.options.maxFrameBytes)
+      : this.listener.options.maxFrameBytes;
     if (size > max || size < REQUEST_HEADER_FIXED_BYTES) {
       this.close(
-        size > max
-          ? `request frame of ${size} bytes is larger than the maximum frame of ${max} bytes (--max-frame-size)`
-          : `request frame of ${size} bytes cannot hold the ${REQUEST_HEADER_FIXED_BYTES}-byte request header`,
+        size < REQUEST_HEADER_FIXED_BYTES
+          ? `request frame of ${size} bytes cannot hold the ${REQUEST_HEADER_FIXED_BYTES}-byte request header`
+          : beforeLogin
+            ? `request frame of ${size} bytes is larger than the ${max} bytes allowed before a SASL login`
+            : `request frame of ${size} bytes is larger than the maximum frame of ${max} bytes (--max-frame-size)`,
       );
       return false;
     }

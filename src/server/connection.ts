@@ -132,6 +132,11 @@ export type ConnectionCounters = FileSendCounters;
 
 export interface ConnectionHost {
   readonly maxFrameBytes: number;
+  /**
+   * The largest frame of a connection that has not logged in: PRE_LOGIN_FRAME_BYTES_MAX when the
+   * broker has users, else `maxFrameBytes` (then everyone is anonymous and may send any request).
+   */
+  readonly preLoginFrameBytesMax: number;
   readonly counters: ConnectionCounters;
   readonly inboundBudget: InboundBudget;
   /**
@@ -331,13 +336,16 @@ export class Connection implements BudgetWaiter {
       if (size < 0) break;
       // Check the size before waiting for (or buffering) the payload: a garbage length must not make
       // us hold gigabytes, and a short one cannot even carry a header.
-      if (size < REQUEST_SIZE_MIN || size > this.host.maxFrameBytes) {
+      const max = this.principal === undefined ? this.host.preLoginFrameBytesMax : this.host.maxFrameBytes;
+      if (size < REQUEST_SIZE_MIN || size > max) {
         this.inFrameLoop = false;
         this.host.protocolViolation(
           this,
           size < REQUEST_SIZE_MIN
             ? `frame size ${size} is smaller than a request header (${REQUEST_SIZE_MIN})`
-            : `frame size ${size} exceeds the maximum of ${this.host.maxFrameBytes} bytes`,
+            : max < this.host.maxFrameBytes
+              ? `frame size ${size} exceeds the ${max} bytes allowed before a login`
+              : `frame size ${size} exceeds the maximum of ${max} bytes`,
         );
         return end;
       }

@@ -40,6 +40,7 @@ import {
   ADMIN_REQUESTS_PER_SECOND_DEFAULT,
   COPY_FETCH_ARENA_BYTES_MAX,
   FETCH_SENDFILE_ANSWER_BYTES_MIN,
+  PRE_LOGIN_FRAME_BYTES_MAX,
   PRODUCE_WAITERS_KEPT,
   REFUSED_LINGERING_MAX,
   SCRAM_MESSAGE_BYTES_MAX,
@@ -402,6 +403,12 @@ export class BrokerServer implements ConnectionHost {
 
   get maxFrameBytes(): number {
     return this.options.maxFrameBytes;
+  }
+
+  get preLoginFrameBytesMax(): number {
+    return this.users === undefined
+      ? this.options.maxFrameBytes
+      : Math.min(PRE_LOGIN_FRAME_BYTES_MAX, this.options.maxFrameBytes);
   }
 
   /**
