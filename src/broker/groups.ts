@@ -77,6 +77,7 @@ import {
   GROUP_REBALANCE_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MIN,
+  GROUPS_HELD_BYTES_MAX,
   GROUPS_MAX,
   MEMBER_ID_PREFIX_CHARS_MAX,
 } from "../domain/limits.ts";
@@ -101,6 +102,17 @@ export type GroupError =
 export interface GroupProtocol {
   name: string;
   metadata: Uint8Array;
+}
+
+/** The bytes of a member's protocol metadata (names are at most a STRING each; counted too). */
+function protocolBytes(protocols: readonly GroupProtocol[]): number {
+  let bytes = 0;
+  for (const protocol of protocols) bytes += protocol.name.length + protocol.metadata.length;
+  return bytes;
+}
+
+function memberBytes(protocols: readonly GroupProtocol[], assignment: Uint8Array): number {
+  return protocolBytes(protocols) + assignment.length;
 }
 
 /** A new member id: its client's (or instance's) id, at most MEMBER_ID_PREFIX_CHARS_MAX of it, and a UUID. */
@@ -230,6 +242,8 @@ export interface CoordinatorOptions {
   hasCommittedOffsets?: (groupId: string) => boolean;
   /** Keeps groups across restarts; without one they live in memory only (unit tests). */
   store?: GroupStore;
+  /** The bound of `heldBytes` (GROUPS_HELD_BYTES_MAX; tests lower it). */
+  heldBytesMax?: number;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -315,6 +329,12 @@ export class GroupCoordinator {
   /** Groups restored from the store at construction (for the start line and tests). */
   readonly restoredGroups: number;
   private closed = false;
+  /**
+   * Bytes of every member's protocol metadata and assignment, all groups together: what members
+   * make the coordinator hold, bounded by GROUPS_HELD_BYTES_MAX (see `join` and `sync`).
+   */
+  heldBytes = 0;
+  private readonly heldBytesMax: number;
 
   constructor(options: CoordinatorOptions = {}) {
     this.sessionTimeoutMsMin = options.sessionTimeoutMsMin ?? GROUP_SESSION_TIMEOUT_MS_MIN;
@@ -322,6 +342,7 @@ export class GroupCoordinator {
     this.initialRebalanceDelayMs = options.initialRebalanceDelayMs ?? 0;
     this.hasCommittedOffsets = options.hasCommittedOffsets ?? (() => false);
     this.store = options.store;
+    this.heldBytesMax = options.heldBytesMax ?? GROUPS_HELD_BYTES_MAX;
     this.restoredGroups = this.store === undefined ? 0 : this.restore(this.store.storedGroups());
   }
 
@@ -361,6 +382,7 @@ export class GroupCoordinator {
           sessionTimer: undefined,
         };
         group.members.set(member.id, member);
+        this.heldBytes += memberBytes(member.protocols, member.assignment);
         if (member.instanceId !== null) group.staticMembers.set(member.instanceId, member.id);
       }
       group.leaderId = group.members.has(record.leaderId)
@@ -443,6 +465,15 @@ export class GroupCoordinator {
       this.forgetIfEmpty(group);
       return Promise.resolve(failedJoin("INCONSISTENT_GROUP_PROTOCOL", request.memberId));
     }
+    // Members' metadata and assignments, all groups together, stay within GROUPS_HELD_BYTES_MAX: 30
+    // members of 15 MiB of metadata each took a broker from 67 MiB to 1.4 GiB of RSS, and nothing
+    // but the member and group counts bounded it (a security helper's run, 2026-12-03).
+    const before = group.members.get(replaced ?? request.memberId);
+    const growth = protocolBytes(request.protocols) - (before === undefined ? 0 : protocolBytes(before.protocols));
+    if (growth > 0 && this.heldBytes + growth > this.heldBytesMax) {
+      this.forgetIfEmpty(group);
+      return Promise.resolve(failedJoin("GROUP_MAX_SIZE_REACHED", request.memberId));
+    }
     if (replaced !== undefined) return this.replaceStaticMember(group, group.members.get(replaced)!, request);
     if (current !== undefined && current !== request.memberId)
       return Promise.resolve(failedJoin("FENCED_INSTANCE_ID", request.memberId));
@@ -508,6 +539,7 @@ export class GroupCoordinator {
     };
     if (group.members.size === 0) group.protocolType = request.protocolType;
     group.members.set(memberId, member);
+    this.heldBytes += memberBytes(member.protocols, EMPTY);
     if (member.instanceId !== null) group.staticMembers.set(member.instanceId, memberId);
     if (group.leaderId === "") group.leaderId = memberId;
     if (group.initialDelay) group.newMemberAdded = true;
@@ -519,7 +551,7 @@ export class GroupCoordinator {
 
   private rejoin(group: Group, member: Member, request: JoinRequest): Promise<JoinResult> {
     const changed = !sameProtocols(member.protocols, request.protocols);
-    member.protocols = ownedProtocols(request.protocols);
+    this.setProtocols(member, request.protocols);
     member.sessionTimeoutMs = request.sessionTimeoutMs;
     member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
     switch (group.state) {
@@ -571,7 +603,7 @@ export class GroupCoordinator {
     group.staticMembers.set(member.instanceId!, newId);
     if (group.leaderId === oldId) group.leaderId = newId;
     // The client id and host stay the first incarnation's, as Kafka's replaceStaticMember keeps them.
-    member.protocols = ownedProtocols(request.protocols);
+    this.setProtocols(member, request.protocols);
     member.sessionTimeoutMs = request.sessionTimeoutMs;
     member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
     if (group.state === "Stable" && this.selectProtocol(group) === group.protocol) {
@@ -670,13 +702,13 @@ export class GroupCoordinator {
     if (group.state === "CompletingRebalance") {
       // Assignments of the generation that did not complete: parked followers must rejoin.
       for (const member of group.members.values()) {
-        member.assignment = EMPTY;
+        this.setAssignment(member, EMPTY);
         const sync = member.parkedSync;
         member.parkedSync = undefined;
         sync?.({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
       }
     }
-    if (group.state === "Stable") for (const member of group.members.values()) member.assignment = EMPTY;
+    if (group.state === "Stable") for (const member of group.members.values()) this.setAssignment(member, EMPTY);
     this.stopAwaitingSyncs(group);
     if (group.state === "Empty" && this.initialRebalanceDelayMs > 0) {
       group.state = "PreparingRebalance";
@@ -851,8 +883,19 @@ export class GroupCoordinator {
     });
     if (member.id === group.leaderId && group.storingGeneration !== group.generationId) {
       const owned = new Map<string, Uint8Array>();
-      for (const { memberId: id, assignment } of assignments)
-        if (group.members.has(id)) owned.set(id, assignment.slice());
+      let growth = 0;
+      for (const { memberId: id, assignment } of assignments) {
+        const assigned = group.members.get(id);
+        if (assigned === undefined) continue;
+        owned.set(id, assignment.slice());
+        growth += assignment.length - assigned.assignment.length;
+      }
+      if (growth > 0 && this.heldBytes + growth > this.heldBytesMax) {
+        // Assignments the coordinator cannot hold: the generation does not complete, and the
+        // members rejoin (REBALANCE_IN_PROGRESS, which every client handles by rejoining).
+        this.prepareRebalance(group);
+        return parked;
+      }
       if (this.store === undefined) {
         this.completeSync(group, owned);
         return parked;
@@ -880,7 +923,7 @@ export class GroupCoordinator {
 
   /** The leader's assignment takes effect: the group is Stable and every parked SyncGroup answered. */
   private completeSync(group: Group, assignments: ReadonlyMap<string, Uint8Array>): void {
-    for (const m of group.members.values()) m.assignment = assignments.get(m.id) ?? EMPTY;
+    for (const m of group.members.values()) this.setAssignment(m, assignments.get(m.id) ?? EMPTY);
     group.state = "Stable";
     for (const m of group.members.values()) {
       const sync = m.parkedSync;
@@ -1037,6 +1080,7 @@ export class GroupCoordinator {
   /** Takes a member out, answering what it has parked; no state change. */
   private dropMember(group: Group, member: Member): void {
     group.members.delete(member.id);
+    this.heldBytes -= memberBytes(member.protocols, member.assignment);
     group.pendingSync.delete(member.id);
     if (member.instanceId !== null && group.staticMembers.get(member.instanceId) === member.id)
       group.staticMembers.delete(member.instanceId);
@@ -1124,9 +1168,30 @@ export class GroupCoordinator {
   }
 
   /** Answers every parked request COORDINATOR_NOT_AVAILABLE and stops every timer (broker stop). */
+  /** `heldBytes` counted afresh from every member (tests check the running count against it). */
+  countHeldBytes(): number {
+    let bytes = 0;
+    for (const group of this.groups.values())
+      for (const member of group.members.values()) bytes += memberBytes(member.protocols, member.assignment);
+    return bytes;
+  }
+
+  /** A member's protocols from its latest JoinGroup (owned copies), counted in `heldBytes`. */
+  private setProtocols(member: Member, protocols: readonly GroupProtocol[]): void {
+    this.heldBytes += protocolBytes(protocols) - protocolBytes(member.protocols);
+    member.protocols = ownedProtocols(protocols);
+  }
+
+  /** A member's assignment, counted in `heldBytes`. */
+  private setAssignment(member: Member, assignment: Uint8Array): void {
+    this.heldBytes += assignment.length - member.assignment.length;
+    member.assignment = assignment;
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.heldBytes = 0;
     for (const group of this.groups.values()) {
       if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
       this.stopAwaitingSyncs(group);

@@ -657,6 +657,13 @@ export const STRING_BYTES_MAX = 32_767;
  * clients failed to parse them). 255 characters are at most 765 bytes of UTF-8.
  */
 export const MEMBER_ID_PREFIX_CHARS_MAX = 255;
+/**
+ * The Kafka group coordinator's members' protocol metadata and assignments, all groups together
+ * (GroupCoordinator.heldBytes). A JoinGroup that would pass it gets GROUP_MAX_SIZE_REACHED; a
+ * leader's SyncGroup whose assignments would, makes its group rebalance. Ordinary consumers send
+ * well under 1 KiB of each: 256 MiB hold some 100,000 such members.
+ */
+export const GROUPS_HELD_BYTES_MAX = 256 * 1024 * 1024;
 /** Groups with members at once (Empty groups are forgotten; their offsets stay in the store). */
 export const GROUPS_MAX = 10_000;
 /**

@@ -14,7 +14,11 @@ import { waitUntil } from "../helpers/wait.ts";
 
 const coordinators: GroupCoordinator[] = [];
 afterEach(() => {
-  for (const coordinator of coordinators.splice(0)) coordinator.close();
+  for (const coordinator of coordinators.splice(0)) {
+    // The running count of members' bytes agrees with a recount, whatever the test did.
+    expect(coordinator.heldBytes).toBe(coordinator.countHeldBytes());
+    coordinator.close();
+  }
 });
 
 function coordinator(initialRebalanceDelayMs = 0): GroupCoordinator {
@@ -260,6 +264,41 @@ async function stableStaticPair(
   expect([a.generationId, a.leaderId, groups.describe("g")?.state]).toEqual([2, a.memberId, "Stable"]);
   return { a, b: bJoined };
 }
+
+describe("the memory members make the coordinator hold", () => {
+  test("metadata and assignments, all groups together, stay within heldBytesMax: a JoinGroup past it gets GROUP_MAX_SIZE_REACHED, a SyncGroup past it makes the group rebalance; leaving gives the bytes back", async () => {
+    const groups = new GroupCoordinator({ sessionTimeoutMsMin: 1, heldBytesMax: 10_000 });
+    coordinators.push(groups);
+    const metadata = (size: number) => [{ name: "range", metadata: new Uint8Array(size) }];
+    const a = await groups.join(join({ groupId: "a", protocols: metadata(4_000) }));
+    expect(a.error).toBe("NONE");
+    expect(groups.heldBytes).toBe(4_005);
+    // 4,005 + 6,005 would pass 10,000: refused, and the group it would have made is not kept.
+    const b = await groups.join(join({ groupId: "b", protocols: metadata(6_000) }));
+    expect(b.error).toBe("GROUP_MAX_SIZE_REACHED");
+    expect(groups.describe("b")?.state ?? "Dead").toBe("Dead");
+    expect(groups.heldBytes).toBe(4_005);
+    // An assignment that does not fit: no Stable generation, the member is told to rejoin.
+    const synced = await groups.sync("a", a.generationId, a.memberId, [
+      { memberId: a.memberId, assignment: new Uint8Array(7_000) },
+    ]);
+    expect(synced.error).toBe("REBALANCE_IN_PROGRESS");
+    expect(groups.describe("a")?.state).toBe("PreparingRebalance");
+    expect(groups.heldBytes).toBe(4_005);
+    // A smaller rejoin and an assignment that fits.
+    const again = await groups.join(join({ groupId: "a", memberId: a.memberId, protocols: metadata(1_000) }));
+    expect([again.error, groups.heldBytes]).toEqual(["NONE", 1_005]);
+    const fits = await groups.sync("a", again.generationId, a.memberId, [
+      { memberId: a.memberId, assignment: new Uint8Array(2_000) },
+    ]);
+    expect([fits.error, groups.heldBytes]).toEqual(["NONE", 3_005]);
+    expect((await groups.join(join({ groupId: "b", protocols: metadata(6_000) }))).error).toBe("NONE");
+    expect(groups.heldBytes).toBe(9_010);
+    // Leaving gives everything back.
+    groups.leave("a", [dynamic(a.memberId)]);
+    expect(groups.heldBytes).toBe(6_005);
+  });
+});
 
 describe("static membership (KIP-345)", () => {
   test("a static member joins in one step (no MEMBER_ID_REQUIRED) with an id named after its instance; the leader and DescribeGroups see the instance ids", async () => {

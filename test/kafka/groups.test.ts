@@ -170,9 +170,14 @@ describe.skipIf(KCAT === null)("kcat -G, two members", () => {
     two.child.kill("SIGKILL");
     await two.child.exited;
     // No LeaveGroup: the coordinator notices when two's 6 s session ends.
-    expect(
-      assigned(await one.lines.waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one alone again")),
-    ).toBe("jobs [0], jobs [1]");
+    const alone = await one.lines
+      .waitFor((l) => assigned(l) === "jobs [0], jobs [1]", "one alone again")
+      .catch(async (error: Error) => {
+        // kcat itself ended (seen twice in full runs on a busy machine, never alone): say how.
+        await one.child.exited;
+        throw new Error(`${error.message}: kcat exit ${one.child.exitCode}, signal ${one.child.signalCode}`);
+      });
+    expect(assigned(alone)).toBe("jobs [0], jobs [1]");
   });
 });
 
