@@ -469,7 +469,8 @@ export class GroupCoordinator {
     // members of 15 MiB of metadata each took a broker from 67 MiB to 1.4 GiB of RSS, and nothing
     // but the member and group counts bounded it (a security helper's run, 2026-12-03).
     const before = group.members.get(replaced ?? request.memberId);
-    const growth = protocolBytes(request.protocols) - (before === undefined ? 0 : protocolBytes(before.protocols));
+    const growth =
+      protocolBytes(request.protocols) - (before === undefined ? 0 : protocolBytes(before.protocols));
     if (growth > 0 && this.heldBytes + growth > this.heldBytesMax) {
       this.forgetIfEmpty(group);
       return Promise.resolve(failedJoin("GROUP_MAX_SIZE_REACHED", request.memberId));
@@ -708,7 +709,8 @@ export class GroupCoordinator {
         sync?.({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
       }
     }
-    if (group.state === "Stable") for (const member of group.members.values()) this.setAssignment(member, EMPTY);
+    if (group.state === "Stable")
+      for (const member of group.members.values()) this.setAssignment(member, EMPTY);
     this.stopAwaitingSyncs(group);
     if (group.state === "Empty" && this.initialRebalanceDelayMs > 0) {
       group.state = "PreparingRebalance";
