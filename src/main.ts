@@ -142,7 +142,7 @@ const OPTIONS = {
     flag: "--max-record-size",
     env: "BOOBLIK_MAX_RECORD_SIZE",
     fallback: "1MiB",
-    help: "default largest record payload of new topics (at most what fits a segment)",
+    help: "default largest record batch of new topics, whole (a record's value plus its batch's headers; at most what fits a segment)",
   },
   maxFrameBytes: {
     flag: "--max-frame-size",

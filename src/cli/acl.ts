@@ -10,6 +10,7 @@ import {
   type AclFilter,
   aclToJson,
   CLUSTER_RESOURCE_NAME,
+  InvalidAclError,
   operationName,
   PATTERN_TYPE,
   parseOperation,
@@ -17,6 +18,7 @@ import {
   permissionName,
   RESOURCE_TYPE,
   resourceTypeName,
+  validateAcl,
 } from "../auth/acl.ts";
 import type { BooblikClient } from "../client/client.ts";
 import { table } from "./output.ts";
@@ -112,6 +114,16 @@ export async function aclCommand(cli: AclCli): Promise<number> {
       operation,
       permission: cli.flags.has("deny") ? ACL_PERMISSION.DENY : ACL_PERMISSION.ALLOW,
     }));
+    // Checked before connecting, as every other value: an ACL that cannot be stored (a principal
+    // not User:<name>, say) is the command line's fault, exit 2 (it was the broker's refusal, exit 1).
+    for (const acl of acls) {
+      try {
+        validateAcl(acl);
+      } catch (error) {
+        if (error instanceof InvalidAclError) throw cli.usage(error.message);
+        throw error;
+      }
+    }
     const client = await cli.connect();
     try {
       await client.createAcls(acls);

@@ -81,7 +81,8 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
 
   health                                exit 0 when the broker answers METADATA in time
   topics list                           topics with partitions and offsets
-  topics create <name> [--partitions N] [--durability append|force|interval] [--if-not-exists]
+  topics create <name> [--partitions N] [--durability append|force|interval] [--flush-interval 1s]
+                [--if-not-exists]
                 [--write-mode file|mapped] [--segment-size 128MiB] [--retention-size 10GiB]
                 [--retention-time 7d] [--max-record-size 1MiB]
                 [--timestamp-type CreateTime|LogAppendTime]
@@ -155,6 +156,8 @@ ${USERS_HELP}
 ${LOGIN_HELP}
   --local              the broker of this machine or container, from its own settings
                        (BOOBLIK_HOST, a wildcard meaning loopback; BOOBLIK_PORT); the Docker health check
+  --timeout D          how long to wait for the broker to accept the connection and for each
+                       answer (default 5s; 500ms, 30s, 2m)
   --json               machine-readable output, and errors as one JSON object on stderr
   --progress           draw progress even when stderr is not a terminal
   --version            print the version`;
@@ -319,6 +322,9 @@ async function connect(parsed: Parsed): Promise<BooblikClient> {
     parseHostPort(parsed.flags.has("local") ? "--local (BOOBLIK_HOST, BOOBLIK_PORT)" : "--broker", broker),
   );
   const timeoutMs = flagValue(parsed, "timeout", parseDurationMs) ?? 5000;
+  // 0 made every command fail at once with a timeout that read like the broker's fault.
+  if (timeoutMs <= 0)
+    throw new UsageError(`--timeout must be more than 0, got ${parsed.flags.get("timeout")}`);
   const login = loginOptions(parsed, (message) => new UsageError(message));
   const tls = tlsOptions(parsed);
   return BooblikClient.connect({
@@ -371,6 +377,7 @@ async function topics(parsed: Parsed): Promise<number> {
       ? [
           "partitions",
           "durability",
+          "flush-interval",
           "write-mode",
           "segment-size",
           "retention-size",
@@ -470,6 +477,7 @@ function topicConfig(parsed: Parsed): Record<string, unknown> {
   // Checked here like every other value: a bad one is the command line's fault (exit 2), not a
   // refusal by the broker (it was exit 1 while only the broker checked it).
   set("durability", choiceFlag(parsed, "durability", DURABILITY_POLICIES));
+  set("flushIntervalMs", flagValue(parsed, "flush-interval", parseDurationMs));
   set("writeMode", choiceFlag(parsed, "write-mode", WRITE_MODES));
   set("segmentBytes", flagValue(parsed, "segment-size", parseBytes));
   set("maxRecordBytes", flagValue(parsed, "max-record-size", parseBytes));
@@ -958,7 +966,10 @@ async function produce(parsed: Parsed): Promise<number> {
         stoppedAt !== undefined
           ? `line ${stoppedAt.line} of ${where} ${stoppedAt.reason}; stopped there (--skip-invalid skips such lines)`
           : `failed after line ${lineNumber} of ${where}: ${(failure as Error).message}`;
-      const report = `${acknowledged} of the records before it were written: ${describeWritten(written())}`;
+      const report =
+        acknowledged === 0
+          ? "nothing was written"
+          : `${acknowledged} of the records before it were written: ${describeWritten(written())}`;
       if (parsed.flags.has("json")) {
         throw new ReportedFailure(reason, { produced: acknowledged, partitions: written() }, failure);
       }
@@ -1191,7 +1202,7 @@ async function segment(parsed: Parsed): Promise<number> {
       const out: string[] = [];
       for (const r of repairs) {
         out.push(
-          `${path.basename(r.directory)}: kept ${r.segments} segments, offsets ${r.logStartOffset}..${r.nextOffset - 1}` +
+          `${path.basename(r.directory)}: kept ${r.segments} segments, ${r.nextOffset > r.logStartOffset ? `offsets ${r.logStartOffset}..${r.nextOffset - 1}` : `no records (next offset ${r.nextOffset})`}` +
             `${r.offsetsUnreadable > 0 ? ` (${r.offsetsUnreadable} of them unreadable, kept in place)` : ""}; ` +
             `cut ${r.bytesCut} bytes${r.segmentsDropped > 0 ? `, removed ${r.segmentsDropped} segment files left by a crash (empty, or a header that never reached the disk)` : ""}` +
             `${r.quarantineFilesRemoved > 0 ? `, removed ${r.quarantineFilesRemoved} quarantine files of deleted segments` : ""}`,

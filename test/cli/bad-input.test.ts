@@ -68,12 +68,20 @@ describe("booblik-cli: command-line values", () => {
     [["topics", "create", "t", "--retention-time", "soon"], "--retention-time: cannot read"],
     [["topics", "create", "t", "--max-record-size="], "--max-record-size: cannot read"],
     [["health", "--timeout", "soon"], "--timeout: cannot read"],
+    [["health", "--timeout", "0"], "--timeout must be more than 0, got 0"],
     // Was exit 1: only the broker checked these two.
     [
       ["topics", "create", "t", "--durability", "sometimes"],
       "--durability must be one of append, force, interval",
     ],
     [["topics", "create", "t", "--write-mode", "quill"], "--write-mode must be one of mapped, file"],
+    [["topics", "create", "t", "--flush-interval", "often"], "--flush-interval: cannot read"],
+    // Was exit 1 (the broker's refusal), where operations.md promises exit 2 for a value that does
+    // not parse.
+    [
+      ["acl", "add", "--principal", "carol", "--operation", "read", "--topic", "t"],
+      'principal "carol" is not of the form User:<name> (User:* for everyone)',
+    ],
   ])("%p is a usage error", async (args, message) => {
     expectOneLineError(await run(CLI, ["--broker", NOWHERE, ...args]), 2, message);
   });

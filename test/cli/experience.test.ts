@@ -460,6 +460,13 @@ describe("produce: a line too large", () => {
     );
     expect(stopped.stderr).toContain("2 of the records before it were written: partition 0 offsets 0..1");
     expect(stopped.stderr).not.toContain("    at ");
+    // Stopped at its first line: it says nothing was written (it said "0 of the records before it
+    // were written: nothing").
+    const first = dir.file("first.txt");
+    fs.writeFileSync(first, ["x".repeat(101), "two"].join("\n"));
+    const stoppedFirst = await runCli([...at, "produce", "small", "--file", first]);
+    expect(stoppedFirst.exitCode).toBe(1);
+    expect(stoppedFirst.stderr).toEndWith("nothing was written\n");
     const stoppedJson = await runCli([...at, "produce", "small", "--file", file, "--json"]);
     expect(stoppedJson.exitCode).toBe(1);
     expect(JSON.parse(stoppedJson.stderr).error).toMatchObject({

@@ -25,6 +25,22 @@ test("topics alter changes live settings; topics add-partitions raises the count
   expect(
     (await runCli([...at, "topics", "create", "t", "--partitions", "2", "--retention-time", "7d"])).exitCode,
   ).toBe(0);
+  // topics create takes --flush-interval too, as operations.md says (it was a usage error, exit 2).
+  const interval = await runCli([
+    ...at,
+    "--json",
+    "topics",
+    "create",
+    "ticking",
+    "--durability",
+    "interval",
+    "--flush-interval",
+    "2s",
+  ]);
+  expect(interval.stderr).toBe("");
+  expect(interval.exitCode).toBe(0);
+  const ticking = await runCli([...at, "--json", "topics", "describe", "ticking"]);
+  expect(JSON.parse(ticking.stdout).config).toMatchObject({ durability: "interval", flushIntervalMs: 2000 });
 
   const altered = await runCli([
     ...at,

@@ -466,6 +466,8 @@ for (const damaged of ["the last batch", "every batch"] as const) {
       `${file} at file position ${last.position}: offsets ${last.baseOffset}..${last.baseOffset} unreadable (crc-mismatch`,
     );
     expect(repaired.stdout).toContain("cut 0 bytes");
+    // An empty partition: "no records", where the line said "offsets 0..-1".
+    expect(repaired.stdout).toContain("orders-0: kept 1 segments, no records (next offset 0); cut 0 bytes");
     expect(fs.statSync(file).size).toBe(sizeBytes);
     expect(fs.readdirSync(partitionDir).filter((name) => name.includes("quarantine"))).toEqual([]);
     await expectDamageReported(dataDir, damage);
