@@ -115,6 +115,31 @@ function memberBytes(protocols: readonly GroupProtocol[], assignment: Uint8Array
   return protocolBytes(protocols) + assignment.length;
 }
 
+/** Java's String.hashCode (UTF-16 code units, int32 arithmetic). */
+function javaStringHash(text: string): number {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
+  return hash;
+}
+
+/**
+ * The order a java.util.HashMap (default capacity 16, load factor 0.75) iterates `keys` put in this
+ * order: by bucket (the spread hash masked to the table size the map has grown to; a resize keeps
+ * each bucket's order), then by insertion within a bucket.
+ */
+function javaHashMapOrder(keys: readonly string[]): string[] {
+  let capacity = 16;
+  while (keys.length > capacity * 0.75) capacity *= 2;
+  const bucketOf = (key: string) => {
+    const hash = javaStringHash(key);
+    return (hash ^ (hash >>> 16)) & (capacity - 1);
+  };
+  return keys
+    .map((key, inserted) => ({ key, inserted, bucket: bucketOf(key) }))
+    .sort((a, b) => a.bucket - b.bucket || a.inserted - b.inserted)
+    .map((entry) => entry.key);
+}
+
 /** A new member id: its client's (or instance's) id, at most MEMBER_ID_PREFIX_CHARS_MAX of it, and a UUID. */
 function newMemberId(prefix: string): string {
   return `${prefix.slice(0, MEMBER_ID_PREFIX_CHARS_MAX)}-${randomUUID()}`;
@@ -835,8 +860,12 @@ export class GroupCoordinator {
 
   /**
    * The protocol every member supports, chosen by vote: each member votes for the first of its own
-   * protocols (in its order of preference) that all support; most votes wins, ties go to the
-   * leader's preference (Kafka's GroupMetadata.selectProtocol).
+   * protocols (in its order of preference) that all support; most votes wins. A tie goes where
+   * Kafka 4.1.1's ClassicGroup.selectProtocol sends it (read in its bytecode): the votes are a
+   * java.util.HashMap and `stream().max` keeps the first maximum, so the first in that map's
+   * iteration order (`javaHashMapOrder`) wins: "range" before "roundrobin", whatever the leader
+   * prefers. (booblik gave ties to the leader's preference until 2026-12-03, and a group of a Java
+   * member and a kcat member chose another assignor than Kafka: a mixed-client helper's run.)
    */
   private selectProtocol(group: Group): string {
     const members = [...group.members.values()];
@@ -848,17 +877,16 @@ export class GroupCoordinator {
       const choice = member.protocols.find((p) => candidates.includes(p.name));
       if (choice !== undefined) votes.set(choice.name, (votes.get(choice.name) ?? 0) + 1);
     }
-    const leader = group.members.get(group.leaderId) ?? members[0]!;
-    let best = "";
-    let bestVotes = -1;
-    for (const protocol of leader.protocols) {
-      const count = votes.get(protocol.name) ?? -1;
+    let best = candidates[0] ?? "";
+    let bestVotes = 0;
+    for (const name of javaHashMapOrder([...votes.keys()])) {
+      const count = votes.get(name)!;
       if (count > bestVotes) {
-        best = protocol.name;
+        best = name;
         bestVotes = count;
       }
     }
-    return bestVotes > 0 ? best : (candidates[0] ?? "");
+    return best;
   }
 
   // --- SyncGroup, Heartbeat, LeaveGroup ----------------------------------------------------------

@@ -172,6 +172,9 @@ import {
 export const KAFKA_NODE_ID = 1;
 /** Kafka's "no leader epoch": booblik stamps −1 into every batch (common.md §2). */
 export const NO_LEADER_EPOCH = -1;
+/** A member's metadata in DescribeGroups while its group rebalances: none, as Kafka answers. */
+const NO_METADATA = new Uint8Array(0);
+
 /** MetadataResponse cluster_id (v2+): a constant, there is one node. */
 export const KAFKA_CLUSTER_ID = "booblik";
 
@@ -988,14 +991,20 @@ export class KafkaHandler {
   private describeGroup(groupId: string, version: number): DescribedGroup {
     const group = this.groups.describe(groupId);
     if (group !== undefined) {
+      // Only a Stable group names its protocol and its members' metadata, as Kafka 4.1.1 answers
+      // (GroupMetadataManager.describeGroups and ClassicGroupMember.describeNoMetadata, read in its
+      // bytecode): during a rebalance the protocol is "" and the metadata empty.
+      const stable = group.state === "Stable";
       return {
         errorCode: KAFKA_ERROR.NONE,
         errorMessage: null,
         groupId,
         state: group.state,
         protocolType: group.protocolType,
-        protocolData: group.protocol,
-        members: group.members,
+        protocolData: stable ? group.protocol : "",
+        members: stable
+          ? group.members
+          : group.members.map((member) => ({ ...member, metadata: NO_METADATA })),
       };
     }
     // No members: Empty when it has committed offsets, Dead otherwise. A Dead group is error NONE

@@ -171,6 +171,30 @@ describe("the group coordinator", () => {
     expect(groups.heartbeat("g", 2, a.memberId)).toBe("UNKNOWN_MEMBER_ID");
   });
 
+  test("a tied vote goes where Kafka 4.1.1 sends it (the first in its HashMap's order: range before roundrobin), not to the leader's preference", async () => {
+    const meta = bytes("");
+    const offering = (...names: string[]) => names.map((name) => ({ name, metadata: meta }));
+    for (const [leaderPrefers, otherPrefers] of [
+      [
+        ["roundrobin", "range"],
+        ["range", "roundrobin"],
+      ],
+      [
+        ["range", "roundrobin"],
+        ["roundrobin", "range"],
+      ],
+    ]) {
+      const groups = coordinator();
+      const a = await groups.join(join({ protocols: offering(...leaderPrefers!) }));
+      const bJoin = groups.join(join({ protocols: offering(...otherPrefers!) }));
+      const aJoin = await groups.join(join({ memberId: a.memberId, protocols: offering(...leaderPrefers!) }));
+      expect(aJoin.leaderId).toBe(a.memberId);
+      // One vote each. Kafka chose range for a Java leader preferring roundrobin and a kcat
+      // member preferring range (a mixed-client helper's run); booblik chose roundrobin then.
+      expect([aJoin.protocolName, (await bJoin).protocolName]).toEqual(["range", "range"]);
+    }
+  });
+
   test("protocol selection: the one every member supports, by vote; none in common is INCONSISTENT_GROUP_PROTOCOL", async () => {
     const groups = coordinator();
     const meta = bytes("");

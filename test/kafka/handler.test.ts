@@ -748,13 +748,38 @@ describe("groups and committed offsets over bytes", () => {
       0,
       "big",
     ]);
+    // During the rebalance no protocol and no metadata, as Kafka 4.1.1 answers.
     expect([described.string("state"), described.string("type"), described.string("protocol")]).toEqual([
       "CompletingRebalance",
       "consumer",
-      "range",
+      "",
     ]);
     expect(described.int32("members")).toBe(1);
     expect([described.string("member"), described.string("client")]).toEqual([first.memberId, clientId]);
+    expect([described.string("host"), described.nullableBytes("metadata")?.length]).toEqual([
+      "/",
+      0,
+    ]);
+    // Synced, the group is Stable: its protocol and the member's metadata (empty here) and assignment.
+    const synced = await answer(
+      header(14, 0)
+        .str("big")
+        .i32(second.generation)
+        .str(first.memberId)
+        .i32(1)
+        .str(first.memberId)
+        .i32(2)
+        .raw([1, 2]),
+    );
+    expect(synced.int16("error")).toBe(0);
+    const stable = await answer(header(15, 0).i32(1).str("big"));
+    expect([
+      stable.int32("groups"),
+      stable.int16("error"),
+      stable.string("group"),
+      stable.string("state"),
+    ]).toEqual([1, 0, "big", "Stable"]);
+    expect([stable.string("type"), stable.string("protocol")]).toEqual(["consumer", "range"]);
   });
 
   test("OffsetCommit: a simple commit (generation −1, no member) is stored and OffsetFetch v1 answers it; −1 where none", async () => {
