@@ -756,10 +756,7 @@ describe("groups and committed offsets over bytes", () => {
     ]);
     expect(described.int32("members")).toBe(1);
     expect([described.string("member"), described.string("client")]).toEqual([first.memberId, clientId]);
-    expect([described.string("host"), described.nullableBytes("metadata")?.length]).toEqual([
-      "/",
-      0,
-    ]);
+    expect([described.string("host"), described.nullableBytes("metadata")?.length]).toEqual(["/", 0]);
     // Synced, the group is Stable: its protocol and the member's metadata (empty here) and assignment.
     const synced = await answer(
       header(14, 0)
