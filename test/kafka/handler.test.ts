@@ -24,6 +24,9 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
+  // Its group coordinator first: a member's session timer that fired after the broker closed threw
+  // ClosedError into whichever test ran 10 s later.
+  handler.stop();
   await broker.close();
   dir[Symbol.dispose]();
 });
