@@ -227,6 +227,15 @@ export const INBOUND_INITIAL_BYTES = 64 * 1024;
 /** How far past its need an inbound buffer may grow at once (see protocol/inbound-buffer.ts). */
 export const INBOUND_GROWTH_SLACK_BYTES = 64 * 1024;
 /**
+ * Fetch answer bytes a connection gets whatever the answers held for other connections add up to
+ * (both listeners' copying fetch paths): beyond it, an answer takes only the room left under
+ * `--max-inbound-memory`. Without it, clients that asked for large answers and never read them
+ * took all the room, and every other consumer got empty answers until they disconnected (a
+ * helper's run, 2026-12-03). So the answers held are at most the budget plus this (or one batch,
+ * which is always sent whole) per connection.
+ */
+export const FETCH_ANSWER_FREE_BYTES = 256 * 1024;
+/**
  * The largest request frame before a login, on a broker with users (both listeners): the requests
  * allowed then (ApiVersions, SaslHandshake, SaslAuthenticate, the native AUTHENTICATE) are a few
  * hundred bytes. Within INBOUND_FREE_BYTES, so a connection that never logs in takes nothing of the

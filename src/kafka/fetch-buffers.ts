@@ -21,11 +21,12 @@
  *
  * Also owns the count of Fetch answer bytes held for their connections (encoded, not yet written
  * whole: a client that reads slowly or not at all keeps its answer here), against a limit, the
- * broker's `--max-inbound-memory`. A Fetch round reads no records while the held bytes are at the
- * limit, and reads at most the room left otherwise (its first batch whole, as always), so all
- * answers together stay within the limit plus one batch. Without it, connections that asked for
- * 64 MiB and never read held 64 MiB each until the idle timeout (a hostile-input helper's run,
- * 2026-12-03: 25 such connections, 1.5 GiB of RSS).
+ * broker's `--max-inbound-memory`. A Fetch round reads at most the room left, and never less than
+ * FETCH_ANSWER_FREE_BYTES (its first batch whole, as always), so all answers together stay within
+ * the limit plus that allowance (or one batch) per connection, and a reader is never starved by
+ * others that do not read. Without the count, connections that asked for 64 MiB and never read held
+ * 64 MiB each until the idle timeout (a hostile-input helper's run, 2026-12-03: 25 such
+ * connections, 1.5 GiB of RSS); without the allowance, such readers starved every consumer.
  * Invariant: `heldBytes` is the sum of `hold` minus the sum of `unhold`; each answer's bytes are
  * held once when encoded and unheld once when written whole or when its connection closes.
  */
@@ -42,7 +43,7 @@ export class FetchBufferPool {
   private freeBytes = 0;
   /** Fetch answer bytes encoded and not yet written whole. */
   heldBytes = 0;
-  /** Highest `heldBytes` seen, and Fetch rounds that found no room (for /metrics). */
+  /** Highest `heldBytes` seen, and Fetch rounds held to the free allowance (for /metrics). */
   heldPeakBytes = 0;
   roundsWithoutRoom = 0;
   readonly heldBytesMax: number;

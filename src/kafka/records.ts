@@ -30,6 +30,7 @@ import type { Broker } from "../broker/broker.ts";
 import type { FileLease, Partition, ReadArena } from "../broker/partition.ts";
 import {
   ENTRY_HEADER_BYTES,
+  FETCH_ANSWER_FREE_BYTES,
   FETCH_RESPONSE_BYTES_MAX,
   KAFKA_FETCH_BUFFER_BYTES_MAX,
   KAFKA_FETCH_BUFFER_STEP_BYTES,
@@ -311,13 +312,16 @@ function readRound(
   refusals: ReadonlyMap<string, KafkaError | undefined>,
   reads: RoundReads,
 ): FetchRound {
-  // The answers held for slow readers leave this much room (fetch-buffers.ts): none, no records
-  // this round (the Fetch waits as for records, and answers empty at its deadline); some, at most
-  // that many bytes (the first batch whole, as always).
+  // The answers held for slow readers leave this much room (fetch-buffers.ts); a round reads at
+  // most that, and never less than FETCH_ANSWER_FREE_BYTES (the first batch whole, as always), so
+  // that readers who never read cannot starve the others.
   const roomBytes = reads.buffers.roomBytes();
-  const full = roomBytes <= 0;
-  if (full) reads.buffers.roundsWithoutRoom++;
-  let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX, roomBytes);
+  if (roomBytes < FETCH_ANSWER_FREE_BYTES) reads.buffers.roundsWithoutRoom++;
+  let remaining = Math.min(
+    Math.max(request.maxBytes, 0),
+    FETCH_RESPONSE_BYTES_MAX,
+    Math.max(roomBytes, FETCH_ANSWER_FREE_BYTES),
+  );
   let bytes = 0;
   let anyError = false;
   const partitions: Partition[] = [];
@@ -361,7 +365,7 @@ function readRound(
       }
       // Nothing at the high watermark, and nothing more once the response is full (but the first
       // batch of the response is always sent whole).
-      if (offset === highWatermark || full || (bytes > 0 && remaining <= 0)) return answer;
+      if (offset === highWatermark || (bytes > 0 && remaining <= 0)) return answer;
       const limit = Math.max(1, Math.min(asked.partitionMaxBytes, remaining));
       try {
         let pieces: FetchRecordPiece[] | undefined = reads.sendfile

@@ -39,6 +39,7 @@ import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
   ADMIN_REQUESTS_PER_SECOND_DEFAULT,
   COPY_FETCH_ARENA_BYTES_MAX,
+  FETCH_ANSWER_FREE_BYTES,
   FETCH_SENDFILE_ANSWER_BYTES_MIN,
   PRE_LOGIN_FRAME_BYTES_MAX,
   PRODUCE_WAITERS_KEPT,
@@ -192,6 +193,8 @@ export interface ServerCounters extends ConnectionCounters {
   fetchRecords: number;
   fetchBytes: number;
   copiedFetchBytes: number;
+  /** Copying FETCHes held to FETCH_ANSWER_FREE_BYTES: the connections' held answers had reached --max-inbound-memory. */
+  copiedFetchesHeldToFreeBytes: number;
   fetchWaits: number;
 }
 
@@ -298,6 +301,7 @@ export class BrokerServer implements ConnectionHost {
     fetchRecords: 0,
     fetchBytes: 0,
     copiedFetchBytes: 0,
+    copiedFetchesHeldToFreeBytes: 0,
     fetchWaits: 0,
   };
   readonly inboundBudget: InboundBudget;
@@ -1462,13 +1466,20 @@ export class BrokerServer implements ConnectionHost {
     }
     // Per connection: sendfile would bypass a TLS connection's encryption (auth/tls.ts).
     if (this.fetchPath === "copy" || connection.tls) {
+      // A copied answer is held until its connection takes it. All connections' held answers stay
+      // within --max-inbound-memory: this one reads at most the room left, but never less than
+      // FETCH_ANSWER_FREE_BYTES (its first entry whole). Before, 30 connections that asked for a
+      // 38 MiB partition and never read held 2.2 GiB (a helper's run, 2026-12-03).
+      const roomBytes = this.inboundBudget.limitBytes - this.heldResponseBytes();
+      if (roomBytes < FETCH_ANSWER_FREE_BYTES) this.counters.copiedFetchesHeldToFreeBytes++;
+      const copyBytes = Math.min(maxBytes, Math.max(roomBytes, FETCH_ANSWER_FREE_BYTES));
       const arena = this.copyArena;
-      if (arena.bytes.length < maxBytes && maxBytes <= COPY_FETCH_ARENA_BYTES_MAX)
-        arena.bytes = new Uint8Array(maxBytes);
+      if (arena.bytes.length < copyBytes && copyBytes <= COPY_FETCH_ARENA_BYTES_MAX)
+        arena.bytes = new Uint8Array(copyBytes);
       arena.used = 0;
-      // In the arena when it fits (a first entry above maxBytes, or above the arena's bound, gets
+      // In the arena when it fits (a first entry above copyBytes, or above the arena's bound, gets
       // a buffer of its own); either way a view valid until the next copying FETCH.
-      const read = partition.read(offset, maxBytes, true, arena);
+      const read = partition.read(offset, copyBytes, true, arena);
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset,
         nextOffset: visible,
@@ -1499,6 +1510,16 @@ export class BrokerServer implements ConnectionHost {
       return;
     }
     connection.completeWithFile(slot, this.writer.written().slice(), lease);
+  }
+
+  /**
+   * Response bytes every connection holds (completed, queued or staged, not yet taken by its
+   * socket). Walks the connections (at most --max-connections): only the copying FETCH asks.
+   */
+  private heldResponseBytes(): number {
+    let bytes = 0;
+    for (const connection of this.connections) bytes += connection.queuedBytes;
+    return bytes;
   }
 
   /**
