@@ -169,7 +169,9 @@ export function groupDetail(
 ): GroupDetail | undefined {
   const description = coordinator?.describe(group);
   const offsets = groupOffsets(broker, group, visible);
-  if (description === undefined && offsets.length === 0) return undefined;
+  // A group whose commits are all of hidden topics still exists (the groups list shows it).
+  if (description === undefined && offsets.length === 0 && broker.offsets.committedOf(group).length === 0)
+    return undefined;
   const consumer = description?.protocolType === "consumer";
   return {
     group,

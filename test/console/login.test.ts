@@ -301,11 +301,12 @@ describe("the console under ACLs (--authorizer acl)", () => {
         { topic: "shared", partition: 0, offset: 0 },
         { topic: "secret", partition: 0, offset: 0 },
       ]);
+      await granting.commitOffsets("billing-hidden", [{ topic: "secret", partition: 0, offset: 0 }]);
       await granting.createAcls([
         {
           resourceType: RESOURCE_TYPE.GROUP,
           resourceName: "billing",
-          patternType: PATTERN_TYPE.LITERAL,
+          patternType: PATTERN_TYPE.PREFIXED,
           principal: "User:bob",
           host: "*",
           operation: ACL_OPERATION.DESCRIBE,
@@ -325,7 +326,15 @@ describe("the console under ACLs (--authorizer acl)", () => {
       group: string;
       committedPartitions: number;
     }[];
-    expect(listed.map((row) => [row.group, row.committedPartitions])).toEqual([["billing", 1]]);
+    expect(listed.map((row) => [row.group, row.committedPartitions])).toEqual([
+      ["billing", 1],
+      ["billing-hidden", 0],
+    ]);
+    // A group whose only commits are of topics bob may not see is listed, and its page answers
+    // (with no offsets): it was a 404 while the list showed it.
+    const hidden = await get("group?group=billing-hidden", bob);
+    expect(hidden.status).toBe(200);
+    expect(((await hidden.json()) as { offsets: unknown[] }).offsets).toEqual([]);
 
     // The super user sees everything.
     const alice = await cookieOf("alice", "correct horse");
