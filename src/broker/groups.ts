@@ -74,6 +74,8 @@
 import { randomUUID } from "node:crypto";
 import {
   GROUP_MEMBERS_MAX,
+  GROUP_PENDING_MEMBERS_MAX,
+  GROUP_PENDING_SCAN_MAX,
   GROUP_REBALANCE_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MIN,
@@ -360,6 +362,11 @@ export class GroupCoordinator {
    */
   heldBytes = 0;
   private readonly heldBytesMax: number;
+  /**
+   * Every pending member id (KIP-394: told its id, not joined yet), oldest first, with its group:
+   * at most GROUP_PENDING_MEMBERS_MAX, the oldest dropped first (`addPending`).
+   */
+  private readonly pendingIds = new Map<string, Group>();
 
   constructor(options: CoordinatorOptions = {}) {
     this.sessionTimeoutMsMin = options.sessionTimeoutMsMin ?? GROUP_SESSION_TIMEOUT_MS_MIN;
@@ -469,7 +476,7 @@ export class GroupCoordinator {
     let group = this.groups.get(request.groupId);
     if (group === undefined) {
       if (request.memberId !== "") return Promise.resolve(failedJoin("UNKNOWN_MEMBER_ID", request.memberId));
-      if (this.groups.size >= GROUPS_MAX)
+      if (this.groups.size >= GROUPS_MAX && !this.dropPendingOnlyGroup())
         return Promise.resolve(failedJoin("COORDINATOR_NOT_AVAILABLE", request.memberId));
       group = new Group(request.groupId);
       // Kafka keeps a group with commits, Empty, and counts its generations on: a consumer group
@@ -504,10 +511,8 @@ export class GroupCoordinator {
     if (current !== undefined && current !== request.memberId)
       return Promise.resolve(failedJoin("FENCED_INSTANCE_ID", request.memberId));
     if (request.memberId === "") return this.joinNew(group, request);
-    const pending = group.pendingMemberIds.get(request.memberId);
-    if (pending !== undefined) {
-      clearTimeout(pending);
-      group.pendingMemberIds.delete(request.memberId);
+    if (group.pendingMemberIds.has(request.memberId)) {
+      this.dropPending(group, request.memberId);
       return this.addMemberAndRebalance(group, request, request.memberId);
     }
     const member = group.members.get(request.memberId);
@@ -536,13 +541,7 @@ export class GroupCoordinator {
     if (request.requireKnownMemberId && request.groupInstanceId === null) {
       // KIP-394: the member learns its id first, so a client that retries a lost JoinGroup does not
       // leave a ghost member behind. The id is good for one session timeout.
-      const timer = setTimeout(() => {
-        group.pendingMemberIds.delete(memberId);
-        this.tryCompleteJoin(group);
-        this.forgetIfEmpty(group);
-      }, request.sessionTimeoutMs);
-      timer.unref();
-      group.pendingMemberIds.set(memberId, timer);
+      this.addPending(group, memberId, request.sessionTimeoutMs);
       return Promise.resolve(failedJoin("MEMBER_ID_REQUIRED", memberId));
     }
     return this.addMemberAndRebalance(group, request, memberId);
@@ -991,10 +990,8 @@ export class GroupCoordinator {
         this.removeMember(group, member);
         return "NONE";
       }
-      const pending = group.pendingMemberIds.get(memberId);
-      if (pending !== undefined) {
-        clearTimeout(pending);
-        group.pendingMemberIds.delete(memberId);
+      if (group.pendingMemberIds.has(memberId)) {
+        this.dropPending(group, memberId);
         // As any leave in Kafka (classicGroupLeave): a rebalance waiting for this id completes
         // without it; a Stable or CompletingRebalance group rebalances.
         this.rebalanceAfterRemoval(group);
@@ -1198,6 +1195,55 @@ export class GroupCoordinator {
   }
 
   /** Answers every parked request COORDINATOR_NOT_AVAILABLE and stops every timer (broker stop). */
+  /**
+   * A pending member id, good for one session timeout. Beyond GROUP_PENDING_MEMBERS_MAX the oldest
+   * pending id is dropped (a client that still comes with it gets UNKNOWN_MEMBER_ID and joins
+   * again): pending ids cost memory and a timer each, and each group's cap of 1,000 members left
+   * 10 million of them possible (1.2 million took a broker to 2.9 GiB, a helper's run, 2026-12-03).
+   * A real client comes back with its id within milliseconds.
+   */
+  private addPending(group: Group, memberId: string, sessionTimeoutMs: number): void {
+    if (this.pendingIds.size >= GROUP_PENDING_MEMBERS_MAX) {
+      const [oldestId, oldestGroup] = this.pendingIds.entries().next().value!;
+      this.dropPending(oldestGroup, oldestId);
+      this.tryCompleteJoin(oldestGroup);
+      this.forgetIfEmpty(oldestGroup);
+    }
+    const timer = setTimeout(() => {
+      this.dropPending(group, memberId);
+      this.tryCompleteJoin(group);
+      this.forgetIfEmpty(group);
+    }, sessionTimeoutMs);
+    timer.unref();
+    group.pendingMemberIds.set(memberId, timer);
+    this.pendingIds.set(memberId, group);
+  }
+
+  private dropPending(group: Group, memberId: string): void {
+    const timer = group.pendingMemberIds.get(memberId);
+    if (timer !== undefined) clearTimeout(timer);
+    group.pendingMemberIds.delete(memberId);
+    this.pendingIds.delete(memberId);
+  }
+
+  /**
+   * With GROUPS_MAX groups, a new group may take the place of one that has nothing but pending ids
+   * (the oldest of those): otherwise 10,000 JoinGroups that never came back with their ids kept
+   * every new group out for their session timeout, up to 30 minutes (a helper's run). Looks at the
+   * oldest GROUP_PENDING_SCAN_MAX pending ids only; returns whether a group was dropped.
+   */
+  private dropPendingOnlyGroup(): boolean {
+    let looked = 0;
+    for (const group of this.pendingIds.values()) {
+      if (++looked > GROUP_PENDING_SCAN_MAX) return false;
+      if (group.members.size > 0 || group.state === "PreparingRebalance") continue;
+      for (const id of [...group.pendingMemberIds.keys()]) this.dropPending(group, id);
+      this.forgetIfEmpty(group);
+      return this.groups.get(group.id) !== group;
+    }
+    return false;
+  }
+
   /** `heldBytes` counted afresh from every member (tests check the running count against it). */
   countHeldBytes(): number {
     let bytes = 0;
@@ -1222,10 +1268,12 @@ export class GroupCoordinator {
     if (this.closed) return;
     this.closed = true;
     this.heldBytes = 0;
+    this.pendingIds.clear();
     for (const group of this.groups.values()) {
       if (group.rebalanceTimer !== undefined) clearTimeout(group.rebalanceTimer);
       this.stopAwaitingSyncs(group);
       for (const timer of group.pendingMemberIds.values()) clearTimeout(timer);
+      group.pendingMemberIds.clear();
       for (const member of group.members.values()) {
         if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
         member.parkedJoin?.(failedJoin("COORDINATOR_NOT_AVAILABLE", member.id));

@@ -673,6 +673,13 @@ export const MEMBER_ID_PREFIX_CHARS_MAX = 255;
  * well under 1 KiB of each: 256 MiB hold some 100,000 such members.
  */
 export const GROUPS_HELD_BYTES_MAX = 256 * 1024 * 1024;
+/**
+ * Pending member ids (KIP-394: a JoinGroup told MEMBER_ID_REQUIRED and its id, that has not come
+ * back with it yet), all groups together; beyond it the oldest is dropped (groups.ts addPending).
+ */
+export const GROUP_PENDING_MEMBERS_MAX = 10_000;
+/** How many of the oldest pending ids a new group looks through for a group to replace. */
+export const GROUP_PENDING_SCAN_MAX = 100;
 /** Groups with members at once (Empty groups are forgotten; their offsets stay in the store). */
 export const GROUPS_MAX = 10_000;
 /**

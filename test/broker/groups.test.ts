@@ -9,6 +9,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Broker } from "../../src/broker/broker.ts";
 import { GroupCoordinator, type JoinRequest } from "../../src/broker/groups.ts";
+import { GROUP_PENDING_MEMBERS_MAX, GROUPS_MAX } from "../../src/domain/limits.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 
@@ -321,6 +322,34 @@ describe("the memory members make the coordinator hold", () => {
     // Leaving gives everything back.
     groups.leave("a", [dynamic(a.memberId)]);
     expect(groups.heldBytes).toBe(6_005);
+  });
+});
+
+describe("pending member ids (KIP-394) under a flood", () => {
+  test(`at most ${GROUP_PENDING_MEMBERS_MAX} pending ids, the oldest dropped first; with ${GROUPS_MAX} groups of pending ids only, a new group takes the oldest one's place`, async () => {
+    const groups = coordinator();
+    const pending = async (groupId: string) => {
+      const answer = await groups.join(join({ groupId, requireKnownMemberId: true }));
+      expect(answer.error).toBe("MEMBER_ID_REQUIRED");
+      return answer.memberId;
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < GROUPS_MAX; i++) ids.push(await pending(`flood-${i}`));
+    // Every group slot is taken by a group that only has a pending id. A new group used to get
+    // COORDINATOR_NOT_AVAILABLE for as long as those ids lived (up to 30 minutes).
+    const fresh = await groups.join(join({ groupId: "fresh" }));
+    expect(fresh.error).toBe("NONE");
+    expect((await groups.join(join({ groupId: "flood-0", memberId: ids[0]! }))).error).toBe(
+      "UNKNOWN_MEMBER_ID",
+    );
+    // 9,999 pending ids now; two more in one group pass the cap: the oldest left (flood-1's) goes.
+    await pending("flood-9999");
+    await pending("flood-9999");
+    expect((await groups.join(join({ groupId: "flood-1", memberId: ids[1]! }))).error).toBe(
+      "UNKNOWN_MEMBER_ID",
+    );
+    // A younger pending id still joins.
+    expect((await groups.join(join({ groupId: "flood-2", memberId: ids[2]! }))).error).toBe("NONE");
   });
 });
 
