@@ -670,9 +670,11 @@ export const MEMBER_ID_PREFIX_CHARS_MAX = 255;
  * The Kafka group coordinator's members' protocol metadata and assignments, all groups together
  * (GroupCoordinator.heldBytes). A JoinGroup that would pass it gets GROUP_MAX_SIZE_REACHED; a
  * leader's SyncGroup whose assignments would, makes its group rebalance. Ordinary consumers send
- * well under 1 KiB of each: 256 MiB hold some 100,000 such members.
+ * well under 1 KiB of each: 64 MiB hold some 30,000 such members. Not more: the leader's JoinGroup
+ * answer carries its whole group's metadata, another copy of up to this much (at 256 MiB a helper's
+ * 30 members of 15 MiB each still took a broker to 1.27 GiB at peak).
  */
-export const GROUPS_HELD_BYTES_MAX = 256 * 1024 * 1024;
+export const GROUPS_HELD_BYTES_MAX = 64 * 1024 * 1024;
 /**
  * Pending member ids (KIP-394: a JoinGroup told MEMBER_ID_REQUIRED and its id, that has not come
  * back with it yet), all groups together; beyond it the oldest is dropped (groups.ts addPending).
