@@ -95,6 +95,8 @@ export interface BrokerOptions {
    * allowed and the ACL requests are refused (SECURITY_DISABLED), as before ACLs existed.
    */
   authorization?: AuthorizationOptions | undefined;
+  /** The memory bound of all committed offsets (COMMITTED_OFFSETS_BYTES_MAX; tests lower it). */
+  committedOffsetsBytesMax?: number;
 }
 
 export interface BrokerLimits {
@@ -307,6 +309,7 @@ export class Broker {
       this.offsetsStore = new OffsetsStore(
         () => this.offsetsPartition(),
         this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
+        options.committedOffsetsBytesMax,
       );
       this.producerIds = ProducerIdAllocator.open(this.dataDir);
       this.aclStore = AclStore.open(this.dataDir, options.authorization);

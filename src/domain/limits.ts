@@ -622,6 +622,15 @@ export const OFFSETS_TOPIC_NAME = "__consumer_offsets";
 export const OFFSETS_SEGMENT_BYTES_DEFAULT = 8 * 1024 * 1024;
 /** Kafka's `offset.metadata.max.bytes` default: longer commit metadata is OFFSET_METADATA_TOO_LARGE. */
 export const COMMIT_METADATA_BYTES_MAX = 4096;
+/**
+ * Memory of all live committed offsets together (offsets-store.ts commitBytes: key and metadata as
+ * strings plus COMMIT_ENTRY_OVERHEAD_BYTES each); a commit that would grow them past it is refused
+ * (LIMIT_EXCEEDED; Kafka's OffsetCommit: INVALID_COMMIT_OFFSET_SIZE). 256 MiB hold about 1.5 million
+ * commits without metadata. Kafka bounds them by time only (offsets.retention.minutes).
+ */
+export const COMMITTED_OFFSETS_BYTES_MAX = 256 * 1024 * 1024;
+/** The map entry, offset object and numbers of one live commit, besides its strings (estimated). */
+export const COMMIT_ENTRY_OVERHEAD_BYTES = 128;
 /** Kafka's group-id limit is none; booblik bounds it like a topic name's bytes, ×4 for UTF-8 margin. */
 export const GROUP_ID_BYTES_MAX = 1024;
 /**

@@ -917,8 +917,10 @@ export class KafkaHandler {
         // before 4.0 answered it (GroupMetadataManager mapped its append's MESSAGE_TOO_LARGE so);
         // the Java client raises it to the application as such. Kafka 4.x's new coordinator answers
         // UNKNOWN_SERVER_ERROR there, which says less.
+        // So is one the store refuses for the memory of all commits (COMMITTED_OFFSETS_BYTES_MAX).
         let code = kafkaErrorOf(error).code;
-        if (code === KAFKA_ERROR.MESSAGE_TOO_LARGE) code = KAFKA_ERROR.INVALID_COMMIT_OFFSET_SIZE;
+        if (code === KAFKA_ERROR.MESSAGE_TOO_LARGE || code === KAFKA_ERROR.POLICY_VIOLATION)
+          code = KAFKA_ERROR.INVALID_COMMIT_OFFSET_SIZE;
         for (const answer of pending) answer.errorCode = code;
       }
     }

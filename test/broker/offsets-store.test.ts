@@ -8,6 +8,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
+import type { BooblikError } from "../../src/domain/errors.ts";
 import { GROUP_RECORD_BYTES_MAX, OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
@@ -41,6 +42,43 @@ describe("committed offsets", () => {
       const internal = broker.describeTopic(OFFSETS_TOPIC_NAME);
       expect(internal.config.durability).toBe("force");
       expect(internal.partitions).toHaveLength(1);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("all live commits stay within their memory bound: a commit that would grow them past it is LIMIT_EXCEEDED, one that replaces as much goes through, deletes free room; a reopen counts the same", async () => {
+    using dir = tempDir();
+    const limit = 20_000;
+    const open = () => Broker.open({ dataDir: dir.path, committedOffsetsBytesMax: limit });
+    const metadata = "m".repeat(1000);
+    let broker = open();
+    try {
+      // Each commit of a 1,000-character metadata costs about 2 KiB (UTF-16): nine fit, a tenth not.
+      let group = 0;
+      for (; group < 20; group++) {
+        try {
+          await broker.offsets.commit(`g${group}`, [entry("orders", 0, 1, metadata)]);
+        } catch (error) {
+          expect((error as BooblikError).code).toBe("LIMIT_EXCEEDED");
+          expect((error as Error).message).toContain("COMMITTED_OFFSETS_BYTES_MAX");
+          break;
+        }
+      }
+      expect(group).toBeGreaterThan(5);
+      expect(group).toBeLessThan(20);
+      expect(broker.offsets.committed(`g${group}`, "orders", 0)).toBeUndefined();
+      expect(broker.offsets.liveBytes).toBeLessThanOrEqual(limit);
+      // The same key again with as much metadata: no growth, stored.
+      await broker.offsets.commit("g0", [entry("orders", 0, 2, metadata)]);
+      expect(broker.offsets.committed("g0", "orders", 0)?.offset).toBe(2);
+      // Deleting a group frees its share: the refused group now fits.
+      await broker.offsets.deleteGroup("g1");
+      await broker.offsets.commit(`g${group}`, [entry("orders", 0, 1, metadata)]);
+      const before = broker.offsets.liveBytes;
+      await broker.close();
+      broker = open();
+      expect(broker.offsets.liveBytes).toBe(before);
     } finally {
       await broker.close();
     }
