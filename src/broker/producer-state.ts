@@ -37,7 +37,11 @@
 import path from "node:path";
 import type { AtomicWriteBatch } from "../../ffi/file.ts";
 import { DamagedEntryError, InvalidProducerEpochError, OutOfOrderSequenceError } from "../domain/errors.ts";
-import { PRODUCER_BATCHES_RETAINED, PRODUCER_ID_EXPIRATION_MS } from "../domain/limits.ts";
+import {
+  PRODUCER_BATCHES_RETAINED,
+  PRODUCER_ID_EXPIRATION_MS,
+  PRODUCER_IDS_PER_PARTITION_MAX,
+} from "../domain/limits.ts";
 import {
   BASE_SEQUENCE_OFFSET,
   BATCH_LENGTH_EXCLUDED_BYTES,
@@ -267,11 +271,18 @@ export class ProducerStateTable {
     let entry = this.producers.get(producerId);
     if (entry === undefined) {
       entry = { epoch, batches: [], lastAppendMs: nowMs };
-      this.producers.set(producerId, entry);
-    } else if (epoch !== entry.epoch) {
-      entry.epoch = epoch;
-      entry.batches = [];
+      // The table stays in order of last append (oldest first): a new id beyond the bound forgets
+      // the producer idle longest. Replay applies the same rule in log order, so a rebuild agrees.
+      if (this.producers.size >= PRODUCER_IDS_PER_PARTITION_MAX)
+        this.producers.delete(this.producers.keys().next().value!);
+    } else {
+      this.producers.delete(producerId);
+      if (epoch !== entry.epoch) {
+        entry.epoch = epoch;
+        entry.batches = [];
+      }
     }
+    this.producers.set(producerId, entry);
     entry.lastAppendMs = nowMs;
     entry.batches.push({ firstSequence, lastSequence, firstOffset, lastOffset });
     if (entry.batches.length > PRODUCER_BATCHES_RETAINED) entry.batches.shift();
@@ -336,6 +347,11 @@ export class ProducerStateTable {
     // batches retention removed, which Kafka forgets and remembering only protects more.
     if (snapshot !== undefined && snapshot.nextOffset <= log.nextOffset) {
       for (const [producerId, entry] of snapshot.producers) table.producers.set(producerId, entry);
+      // A snapshot of an older broker may hold more (it had no bound): keep the latest.
+      for (const producerId of table.producers.keys()) {
+        if (table.producers.size <= PRODUCER_IDS_PER_PARTITION_MAX) break;
+        table.producers.delete(producerId);
+      }
       from = Math.max(from, snapshot.nextOffset);
     } else if (snapshot !== undefined) {
       // Removed for good before anything is appended: once the log grew past its offset again, it

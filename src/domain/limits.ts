@@ -740,6 +740,14 @@ export const PRODUCER_BATCHES_RETAINED = 5;
  */
 export const PRODUCER_ID_EXPIRATION_MS = 86_400_000;
 /**
+ * Producer ids one partition remembers; beyond it the one whose last append is oldest is forgotten
+ * (a later batch of it is then accepted as from a new producer, as after PRODUCER_ID_EXPIRATION_MS).
+ * A client may name any producer id at sequence 0 without InitProducerId (so may Kafka's): 1.1
+ * million made-up ids on one partition took a broker to 532 MiB and a 50 MB producer-state.json (a
+ * helper's run, 2026-12-03). About 500 bytes each: some 5 MiB per partition at most.
+ */
+export const PRODUCER_IDS_PER_PARTITION_MAX = 10_000;
+/**
  * Producer ids reserved per fsync of the allocator file: ids are unique across restarts because the
  * file always names the first id not yet handed out in a reserved block (a restart skips the rest of
  * the block). Ids are 63-bit in Kafka; 2^53 here (safe integers) is beyond any real use.

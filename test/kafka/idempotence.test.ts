@@ -10,7 +10,11 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import { PRODUCER_STATE_FILE } from "../../src/broker/producer-state.ts";
-import { PRODUCER_ID_BLOCK_SIZE, PRODUCER_ID_EXPIRATION_MS } from "../../src/domain/limits.ts";
+import {
+  PRODUCER_ID_BLOCK_SIZE,
+  PRODUCER_ID_EXPIRATION_MS,
+  PRODUCER_IDS_PER_PARTITION_MAX,
+} from "../../src/domain/limits.ts";
 import { KAFKA_ERROR } from "../../src/kafka/apis.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaHandler } from "../../src/kafka/handler.ts";
@@ -187,6 +191,22 @@ describe("Produce with a producer id", () => {
     expect(await produce(batch(8, 0, max, ["x", "y", "z"]))).toEqual([0, 5]);
     expect(await produce(batch(8, 0, max, ["x", "y", "z"]))).toEqual([0, 5]);
     expect(await produce(batch(8, 0, 2, ["w"]))).toEqual([0, 8]);
+  });
+
+  test(`a partition remembers at most ${PRODUCER_IDS_PER_PARTITION_MAX} producer ids: a new one beyond forgets the producer whose last append is oldest`, async () => {
+    expect(await produce(batch(1, 0, 0, ["a"]))).toEqual([0, 0]);
+    expect(await produce(batch(2, 0, 0, ["b"]))).toEqual([0, 1]);
+    for (let id = 3; id <= PRODUCER_IDS_PER_PARTITION_MAX; id++)
+      expect((await produce(batch(id, 0, 0, ["x"])))[0]).toBe(0);
+    // Producer 1 appends again: now producer 2's last append is the oldest.
+    expect((await produce(batch(1, 0, 1, ["a2"])))[0]).toBe(0);
+    const partition = broker.partition("t", 0);
+    expect(partition.producers.producerCount).toBe(PRODUCER_IDS_PER_PARTITION_MAX);
+    expect((await produce(batch(PRODUCER_IDS_PER_PARTITION_MAX + 1, 0, 0, ["new"])))[0]).toBe(0);
+    expect(partition.producers.producerCount).toBe(PRODUCER_IDS_PER_PARTITION_MAX);
+    // Producer 1 is still known (a gap is refused); producer 2 was forgotten (any sequence goes).
+    expect((await produce(batch(1, 0, 5, ["gap"])))[0]).toBe(KAFKA_ERROR.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect((await produce(batch(2, 0, 5, ["gap"])))[0]).toBe(0);
   });
 
   test("a producer idle for PRODUCER_ID_EXPIRATION_MS is forgotten at the next retention run: any sequence is then accepted", async () => {
