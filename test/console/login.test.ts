@@ -238,13 +238,16 @@ describe("the console under ACLs (--authorizer acl)", () => {
       "User:alice",
     ]);
     const base = `http://127.0.0.1:${metricsPortOf(broker.startLine)}`;
-    const admin = await BooblikClient.connect({
-      host: "127.0.0.1",
-      port: broker.port,
-      retries: 0,
-      user: "alice",
-      password: "correct horse",
-    });
+    /** A connection of the super user alice. */
+    const asAlice = () =>
+      BooblikClient.connect({
+        host: "127.0.0.1",
+        port: broker.port,
+        retries: 0,
+        user: "alice",
+        password: "correct horse",
+      });
+    const admin = await asAlice();
     try {
       await admin.createTopic("shared");
       await admin.createTopic("secret");
@@ -289,13 +292,7 @@ describe("the console under ACLs (--authorizer acl)", () => {
     expect((await get("group?group=billing", bob)).status).toBe(403);
     // With DESCRIBE on the group, its page and the groups list show only the offsets of topics bob
     // may see (as OffsetFetch answers him): "secret"'s offset and log end used to be there too.
-    const granting = await BooblikClient.connect({
-      host: "127.0.0.1",
-      port: broker.port,
-      retries: 0,
-      user: "alice",
-      password: "correct horse",
-    });
+    const granting = await asAlice();
     try {
       await granting.commitOffsets("billing", [
         { topic: "shared", partition: 0, offset: 0 },
