@@ -1194,7 +1194,6 @@ export class GroupCoordinator {
     };
   }
 
-  /** Answers every parked request COORDINATOR_NOT_AVAILABLE and stops every timer (broker stop). */
   /**
    * A pending member id, good for one session timeout. Beyond GROUP_PENDING_MEMBERS_MAX the oldest
    * pending id is dropped (a client that still comes with it gets UNKNOWN_MEMBER_ID and joins
@@ -1264,6 +1263,7 @@ export class GroupCoordinator {
     member.assignment = assignment;
   }
 
+  /** Answers every parked request COORDINATOR_NOT_AVAILABLE and stops every timer (broker stop). */
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -53,7 +53,7 @@ export class FetchBufferPool {
     this.heldBytesMax = heldBytesMax;
   }
 
-  /** Bytes a Fetch round may still read (0 or less: none). */
+  /** Bytes left under the limit (0 or less: none; a round still reads FETCH_ANSWER_FREE_BYTES). */
   roomBytes(): number {
     return this.heldBytesMax - this.heldBytes;
   }
