@@ -317,11 +317,8 @@ function readRound(
   // that readers who never read cannot starve the others.
   const roomBytes = reads.buffers.roomBytes();
   if (roomBytes < FETCH_ANSWER_FREE_BYTES) reads.buffers.roundsWithoutRoom++;
-  let remaining = Math.min(
-    Math.max(request.maxBytes, 0),
-    FETCH_RESPONSE_BYTES_MAX,
-    Math.max(roomBytes, FETCH_ANSWER_FREE_BYTES),
-  );
+  const allowedBytes = Math.max(roomBytes, FETCH_ANSWER_FREE_BYTES);
+  let remaining = Math.min(Math.max(request.maxBytes, 0), FETCH_RESPONSE_BYTES_MAX, allowedBytes);
   let bytes = 0;
   let anyError = false;
   const partitions: Partition[] = [];
@@ -379,6 +376,15 @@ function readRound(
         }
         let size = 0;
         for (const piece of pieces) size += pieceBytes(piece);
+        // A first batch larger than the room, when the room is down to the allowance, waits for
+        // room (no records this round): the "first batch whole" rule let 100 stalled connections
+        // hold a 15 MiB batch each, 1.5 GB (a helper's run, 2026-12-03).
+        if (bytes === 0 && size > allowedBytes) return answer;
+        // Only the response's first batch may go beyond the limits (Kafka's minOneMessage holds for
+        // the first non-empty partition alone): a later partition's batch that does not fit waits
+        // for the next Fetch. It was sent whole too, so a Fetch of 300 partitions could answer 300
+        // batches past its max_bytes.
+        if (bytes > 0 && size > limit) return answer;
         answer.records = pieces;
         bytes += size;
         remaining -= size;

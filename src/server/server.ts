@@ -120,6 +120,8 @@ export const BROKER_VERSION = BOOBLIK_VERSION;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();
+/** The records of a copying FETCH answered with none (its connection holds unread answers). */
+const NO_RECORDS = new Uint8Array(0);
 
 /** Where the process's memory is: the JS heap, buffers outside it, and the whole resident set. */
 function memoryStats(): Record<string, number> {
@@ -1467,28 +1469,40 @@ export class BrokerServer implements ConnectionHost {
     // Per connection: sendfile would bypass a TLS connection's encryption (auth/tls.ts).
     if (this.fetchPath === "copy" || connection.tls) {
       // A copied answer is held until its connection takes it. All connections' held answers stay
-      // within --max-inbound-memory: this one reads at most the room left, but never less than
-      // FETCH_ANSWER_FREE_BYTES (its first entry whole). Before, 30 connections that asked for a
-      // 38 MiB partition and never read held 2.2 GiB (a helper's run, 2026-12-03).
+      // within --max-inbound-memory: this one reads at most the room left. Beyond it, a connection
+      // that holds no unread answer still gets FETCH_ANSWER_FREE_BYTES (a consumer that reads is
+      // never starved by others that do not), and one that does gets no entry, not even its first:
+      // the allowance per pipelined FETCH let 200 connections hold 4 GiB (a helper's run,
+      // 2026-12-03), and 30 connections held 2.2 GiB before any bound.
       const roomBytes = this.inboundBudget.limitBytes - this.heldResponseBytes();
+      const allowedBytes =
+        roomBytes >= FETCH_ANSWER_FREE_BYTES
+          ? roomBytes
+          : connection.queuedBytes === 0
+            ? FETCH_ANSWER_FREE_BYTES
+            : 0;
       if (roomBytes < FETCH_ANSWER_FREE_BYTES) this.counters.copiedFetchesHeldToFreeBytes++;
-      const copyBytes = Math.min(maxBytes, Math.max(roomBytes, FETCH_ANSWER_FREE_BYTES));
+      const copyBytes = Math.min(maxBytes, allowedBytes);
       const arena = this.copyArena;
       if (arena.bytes.length < copyBytes && copyBytes <= COPY_FETCH_ARENA_BYTES_MAX)
         arena.bytes = new Uint8Array(copyBytes);
       arena.used = 0;
       // In the arena when it fits (a first entry above copyBytes, or above the arena's bound, gets
-      // a buffer of its own); either way a view valid until the next copying FETCH.
-      const read = partition.read(offset, copyBytes, true, arena);
+      // a buffer of its own); either way a view valid until the next copying FETCH. A first entry
+      // larger than the allowance is not sent either (the reader's next FETCH, once it has read,
+      // gets it).
+      const read = copyBytes === 0 ? undefined : partition.read(offset, copyBytes, true, arena);
+      const records = read === undefined || read.records.length > allowedBytes ? NO_RECORDS : read.records;
       encodeFetchResponseHeader(this.writer, correlationId, {
         logStartOffset,
         nextOffset: visible,
-        recordsBytes: read.records.length,
+        recordsBytes: records.length,
       });
-      this.counters.fetchRecords += read.recordCount;
-      this.counters.fetchBytes += read.records.length;
-      this.counters.copiedFetchBytes += read.records.length;
-      connection.completeParts(slot, this.writer.written(), read.records);
+      const recordCount = records === NO_RECORDS ? 0 : read!.recordCount;
+      this.counters.fetchRecords += recordCount;
+      this.counters.fetchBytes += records.length;
+      this.counters.copiedFetchBytes += records.length;
+      connection.completeParts(slot, this.writer.written(), records);
       return;
     }
     // An answer below FETCH_SENDFILE_ANSWER_BYTES_MIN comes back read and checked: one write with
@@ -1549,6 +1563,7 @@ export class BrokerServer implements ConnectionHost {
       waitingFetches: this.waiters.size,
       inboundBudgetLimitBytes: this.inboundBudget.limitBytes,
       inboundBudgetUsedBytes: this.inboundBudget.usedBytes,
+      heldResponseBytes: this.heldResponseBytes(),
       inboundBudgetPeakBytes: this.inboundBudget.peakBytes,
       inboundBudgetWaiting: this.inboundBudget.waitingCount,
       inboundBudgetWaits: this.inboundBudget.waits,

@@ -10,13 +10,14 @@ import net from "node:net";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { FETCH_ANSWER_FREE_BYTES } from "../../src/domain/limits.ts";
+import { KafkaReader } from "../../src/kafka/codec.ts";
 import { FetchBufferPool } from "../../src/kafka/fetch-buffers.ts";
 import { KafkaHandler } from "../../src/kafka/handler.ts";
 import { encodeFetchRequest } from "../../src/protocol/messages.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { kafkaPortOf, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
 import { metricValue } from "../helpers/metrics.ts";
-import { frame } from "../helpers/raw-socket.ts";
+import { frame, rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { Expect } from "./bytes.ts";
@@ -137,6 +138,56 @@ describe("native FETCH on the copying path", () => {
   });
 });
 
+describe("native FETCH on the copying path, pipelined", () => {
+  test("a connection that holds unread answers gets no more entries once the room is gone: 50 pipelined FETCHes stay within the limit plus one entry", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      ...["--kafka-port", "off", "--fetch-path", "copy", "--durability", "append"],
+      ...["--max-frame-size", "1MiB", "--max-inbound-memory", "1MiB"],
+    ]);
+    const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+    try {
+      await client.createTopic("wide");
+      const value = "v".repeat(1000);
+      for (let i = 0; i < 128; i++) await client.produce("wide", 0, batchOfValues(Array(64).fill(value)));
+      const stalled = await rawConnect(broker.port, { readPaused: true });
+      const pipelined = new Uint8Array(50 * 64);
+      let at = 0;
+      for (let i = 0; i < 50; i++) {
+        const request = frame((writer) =>
+          encodeFetchRequest(writer, i + 1, {
+            topic: "wide",
+            partition: 0,
+            offset: 0,
+            maxBytes: 64 * MIB,
+            maxWaitMs: 0,
+          }),
+        );
+        pipelined.set(request, at);
+        at += request.length;
+      }
+      stalled.write(pipelined.subarray(0, at));
+      // Once the room is gone (the socket's own buffers full), later FETCHes add no entries.
+      await waitUntil(
+        async () => Number((await client.stats()).copiedFetchesHeldToFreeBytes) > 0,
+        "a copying FETCH past the room",
+      );
+      await waitUntil(
+        async () => Number((await client.stats()).fetchRequests) >= 50,
+        "every FETCH answered",
+        20_000,
+      );
+      const entryBytes = 64 * 1000 + 64 * 16 + 128;
+      // Before, each pipelined FETCH got at least 256 KiB, so one connection held up to its 8 MiB
+      // of queued responses.
+      expect(Number((await client.stats()).heldResponseBytes)).toBeLessThanOrEqual(MIB + entryBytes);
+      stalled.close();
+    } finally {
+      client.close();
+    }
+  });
+});
+
 describe("a Fetch round with no room", () => {
   let dir: TempDir;
   let broker: Broker;
@@ -195,6 +246,78 @@ describe("a Fetch round with no room", () => {
     expect(recordBytes(served.bytes)).toBeGreaterThan(400_000);
     expect(pool.heldBytes).toBe(served.bytes.length);
     served.release?.();
+    expect(pool.heldBytes).toBe(0);
+  });
+
+  test("a first batch larger than the allowance waits for room when the room is gone; a later partition's batch beyond max_bytes waits for the next Fetch", async () => {
+    const pool = new FetchBufferPool(MIB);
+    const handler = new KafkaHandler(broker, {
+      advertisedHost: "127.0.0.1",
+      advertisedPort: 9092,
+      fetchBuffers: pool,
+    });
+    broker.createTopic("big", { partitions: 2 });
+    // One batch of 300 records of 1,000 B (about 305 KB, above the 256 KiB allowance) per partition.
+    for (const partition of [0, 1])
+      await broker.produce(
+        "big",
+        partition,
+        Array.from({ length: 300 }, (_, i) => ({ key: null, value: new Uint8Array(1000), timestamp: i })),
+      );
+    /** Fetch v4 of both partitions from 0: the record bytes of each. */
+    const fetchBoth = async (maxBytes: number): Promise<number[]> => {
+      const request = new Expect()
+        .i16(1)
+        .i16(4)
+        .i32(7)
+        .str("held")
+        .i32(-1)
+        .i32(0)
+        .i32(1)
+        .i32(maxBytes)
+        .i8(0)
+        .i32(1)
+        .str("big")
+        .i32(2);
+      for (const partition of [0, 1])
+        request
+          .i32(partition)
+          .i64(0)
+          .i32(64 * MIB);
+      const outcome = await handler.handle(request.body());
+      if (outcome.kind !== "respond") throw new Error(`expected an answer, got ${outcome.kind}`);
+      const reader = new KafkaReader(outcome.bytes);
+      reader.int32("size");
+      reader.int32("correlation id");
+      reader.int32("throttle");
+      expect([reader.int32("topics"), reader.string("name"), reader.int32("partitions")]).toEqual([
+        1,
+        "big",
+        2,
+      ]);
+      const sizes: number[] = [];
+      for (const _ of [0, 1]) {
+        reader.int32("partition");
+        reader.int16("error");
+        reader.int64("high watermark");
+        reader.int64("last stable offset");
+        reader.int32("aborted transactions");
+        const records = reader.nullableBytes("records");
+        sizes.push(records?.length ?? 0);
+      }
+      outcome.release?.();
+      return sizes;
+    };
+    // The room taken by others: not even the first batch (it is above the 256 KiB allowance).
+    pool.hold(MIB);
+    expect(await fetchBoth(64 * MIB)).toEqual([0, 0]);
+    pool.unhold(MIB);
+    // Room: the first partition's batch whole even beyond max_bytes; the second's does not fit what
+    // is left, so it waits (it used to be sent whole too).
+    const [first = 0, second] = await fetchBoth(1000);
+    expect(first).toBeGreaterThan(FETCH_ANSWER_FREE_BYTES);
+    expect(second).toBe(0);
+    expect(await fetchBoth(64 * MIB)).toEqual([first, first]);
     expect(pool.heldBytes).toBe(0);
   });
 });
