@@ -211,7 +211,7 @@ export function createConsole(targets: ConsoleTargets, access: ConsoleAccess = {
           const detail = sampler.groupDetail(group, visible);
           if (detail === null) return problem(404, `no consumer group ${JSON.stringify(group)}`);
           // The lag history sums every committed topic: shown only when nothing was left out.
-          const whole = sampler.groupDetail(group)?.offsets.length === detail.offsets.length;
+          const whole = broker.offsets.committedOf(group).length === detail.offsets.length;
           return json({ ...detail, lagHistory: whole ? sampler.lagHistoryOf(group) : [] });
         }
         if (route === "topic-names") {

@@ -231,8 +231,9 @@ export const INBOUND_GROWTH_SLACK_BYTES = 64 * 1024;
  * (both listeners' copying fetch paths): beyond it, an answer takes only the room left under
  * `--max-inbound-memory`. Without it, clients that asked for large answers and never read them
  * took all the room, and every other consumer got empty answers until they disconnected (a
- * helper's run, 2026-12-03). So the answers held are at most the budget plus this (or one batch,
- * which is always sent whole) per connection.
+ * helper's run, 2026-12-03). So the answers held are at most the budget plus this per connection
+ * (a first batch larger than an answer may take waits for room; on the native path a connection
+ * with unread answers gets no allowance).
  */
 export const FETCH_ANSWER_FREE_BYTES = 256 * 1024;
 /**

@@ -22,8 +22,8 @@
  * Also owns the count of Fetch answer bytes held for their connections (encoded, not yet written
  * whole: a client that reads slowly or not at all keeps its answer here), against a limit, the
  * broker's `--max-inbound-memory`. A Fetch round reads at most the room left, and never less than
- * FETCH_ANSWER_FREE_BYTES (its first batch whole, as always), so all answers together stay within
- * the limit plus that allowance (or one batch) per connection, and a reader is never starved by
+ * FETCH_ANSWER_FREE_BYTES (a first batch larger than that waits for room), so all answers together
+ * stay within the limit plus that allowance per connection, and a reader is never starved by
  * others that do not read. Without the count, connections that asked for 64 MiB and never read held
  * 64 MiB each until the idle timeout (a hostile-input helper's run, 2026-12-03: 25 such
  * connections, 1.5 GiB of RSS); without the allowance, such readers starved every consumer.

@@ -333,7 +333,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   registry.register(
     "booblik_kafka_fetch_held_bytes",
     "gauge",
-    "Kafka Fetch answer bytes encoded and not yet written to their connections (slow or stalled readers); at most --max-inbound-memory plus 256 KiB (or one batch) per connection.",
+    "Kafka Fetch answer bytes encoded and not yet written to their connections (slow or stalled readers); at most --max-inbound-memory plus 256 KiB per connection.",
     kafkaSeries((listener) => listener.fetchHeld.heldBytes),
   );
   registry.register(
@@ -345,7 +345,7 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
   registry.register(
     "booblik_kafka_fetch_rounds_without_room_total",
     "counter",
-    "Kafka Fetch rounds held to 256 KiB (or their first batch) because the answers held for slow readers had reached --max-inbound-memory.",
+    "Kafka Fetch rounds held to 256 KiB because the answers held for slow readers had reached --max-inbound-memory.",
     kafkaSeries((listener) => listener.fetchHeld.roundsWithoutRoom),
   );
   registry.registerHistograms(

@@ -372,6 +372,7 @@ export class BrokerServer implements ConnectionHost {
     );
     this.inboundBudget = new InboundBudget(options.maxInboundBytes);
     this.users = options.users;
+    this.preLoginFrameBytesMax = this.preLoginFrameBytesMaxOf(options.users);
     this.loginDelays = options.loginDelays ?? new LoginDelays();
     // sendfile would put clear text into the TLS stream (tls.ts): copy instead. Beside a plain
     // listener, the choice is made per connection (fetch).
@@ -411,8 +412,11 @@ export class BrokerServer implements ConnectionHost {
     return this.options.maxFrameBytes;
   }
 
-  get preLoginFrameBytesMax(): number {
-    return this.users === undefined
+  /** See ConnectionHost; a field, not a getter: every frame reads it (set with the users). */
+  preLoginFrameBytesMax: number;
+
+  private preLoginFrameBytesMaxOf(users: Users | undefined): number {
+    return users === undefined
       ? this.options.maxFrameBytes
       : Math.min(PRE_LOGIN_FRAME_BYTES_MAX, this.options.maxFrameBytes);
   }
@@ -1234,6 +1238,7 @@ export class BrokerServer implements ConnectionHost {
   /** Replaces the users (SIGHUP): new logins use them; connections logged in stay as they are. */
   setUsers(users: Users | undefined): void {
     this.users = users;
+    this.preLoginFrameBytesMax = this.preLoginFrameBytesMaxOf(users);
   }
 
   /**

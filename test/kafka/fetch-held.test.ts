@@ -6,7 +6,6 @@
  * 25 connections that asked for 64 MiB and never read held 1.5 GiB (a hostile-input helper's run).
  */
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import net from "node:net";
 import { Broker } from "../../src/broker/broker.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { FETCH_ANSWER_FREE_BYTES } from "../../src/domain/limits.ts";
@@ -47,24 +46,27 @@ function fetchRequest(topic: string, maxWaitMs: number, correlationId = 7): Expe
 }
 
 /** A connection that sends one request and reads nothing until `resume` (then the whole answer). */
-function stalledReader(port: number, request: Uint8Array) {
-  const socket = net.connect(port, "127.0.0.1");
-  socket.pause();
-  socket.write(request);
-  const chunks: Buffer[] = [];
+async function stalledReader(port: number, request: Uint8Array) {
+  const raw = await rawConnect(port, { readPaused: true });
+  raw.write(request);
   return {
     /** The answer's size prefix plus 4: the whole frame's bytes. */
     async resume(): Promise<number> {
-      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-      socket.resume();
-      const received = () => chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-      await waitUntil(() => received() >= 4, "the answer's size");
-      const frameBytes = Buffer.concat(chunks).readInt32BE(0) + 4;
-      await waitUntil(() => received() >= frameBytes, "the whole answer");
-      socket.destroy();
+      raw.socket.resume();
+      const head = await raw.waitForBytes(4);
+      const frameBytes = new DataView(head.buffer, head.byteOffset, 4).getInt32(0) + 4;
+      await raw.waitForBytes(frameBytes);
+      raw.close();
       return frameBytes;
     },
   };
+}
+
+/** Topic `wide`: 128 batches of 64 records of 1,000 B (8 MiB). */
+async function fillWide(client: BooblikClient): Promise<void> {
+  await client.createTopic("wide");
+  const value = "v".repeat(1000);
+  for (let i = 0; i < 128; i++) await client.produce("wide", 0, batchOfValues(Array(64).fill(value)));
 }
 
 describe("Fetch answers held for readers", () => {
@@ -75,15 +77,14 @@ describe("Fetch answers held for readers", () => {
       ...["--max-frame-size", "1MiB", "--max-inbound-memory", "1MiB"],
     ]);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
-    // 8 MiB in batches of 64 × 1,000 B.
-    await client.createTopic("wide");
-    const value = "v".repeat(1000);
-    for (let i = 0; i < 128; i++) await client.produce("wide", 0, batchOfValues(Array(64).fill(value)));
+    await fillWide(client);
     client.close();
     const port = await kafkaPortOf(broker);
     const metrics = async () =>
       await (await fetch(`http://127.0.0.1:${metricsPortOf(broker.startLine)}/metrics`)).text();
-    const readers = [0, 1, 2].map(() => stalledReader(port, fetchRequest("wide", 0).frame()));
+    const readers = await Promise.all(
+      [0, 1, 2].map(() => stalledReader(port, fetchRequest("wide", 0).frame())),
+    );
     await waitUntil(
       async () => metricValue(await metrics(), "booblik_kafka_requests_total") >= 3,
       "three Fetches answered",
@@ -112,9 +113,7 @@ describe("native FETCH on the copying path", () => {
       ...["--max-frame-size", "1MiB", "--max-inbound-memory", "1MiB"],
     ]);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
-    await client.createTopic("wide");
-    const value = "v".repeat(1000);
-    for (let i = 0; i < 128; i++) await client.produce("wide", 0, batchOfValues(Array(64).fill(value)));
+    await fillWide(client);
     const request = frame((writer) =>
       encodeFetchRequest(writer, 1, {
         topic: "wide",
@@ -124,7 +123,7 @@ describe("native FETCH on the copying path", () => {
         maxWaitMs: 0,
       }),
     );
-    const readers = [0, 1, 2].map(() => stalledReader(broker.port, request));
+    const readers = await Promise.all([0, 1, 2].map(() => stalledReader(broker.port, request)));
     const stats = async () => Number((await client.stats()).fetchRequests);
     await waitUntil(async () => (await stats()) >= 3, "three FETCHes answered");
     client.close();
@@ -147,9 +146,7 @@ describe("native FETCH on the copying path, pipelined", () => {
     ]);
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
     try {
-      await client.createTopic("wide");
-      const value = "v".repeat(1000);
-      for (let i = 0; i < 128; i++) await client.produce("wide", 0, batchOfValues(Array(64).fill(value)));
+      await fillWide(client);
       const stalled = await rawConnect(broker.port, { readPaused: true });
       const pipelined = new Uint8Array(50 * 64);
       let at = 0;
