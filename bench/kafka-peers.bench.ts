@@ -54,6 +54,7 @@ import {
   KAFKA_VERSION,
   kafkaClients,
   kcatConsume,
+  kcatOffsetRetry,
   kcatProduce,
   latencyProbe,
   type Policy,
@@ -324,6 +325,8 @@ interface Cell {
   produceKcat: Run;
   consumePerf: Run;
   consumeKcat: Run;
+  /** Why librdkafka waited 500 ms to query the start offset in the kcat consume run, if it did. */
+  kcatRetry: string | undefined;
   latency: { p50: number; p99: number; p999: number; max: number; cpu: number };
   peakRssMiB: number;
   rssMiB: number;
@@ -444,11 +447,18 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
       // The fetch time: from the group's assignment to the last record (the join is not counted).
       return { seconds: Number(fields[7]) / 1000, records };
     });
+    let kcatRetry: string | undefined;
     const consumeKcat = await measured(async () => {
       const offsets = path.join(dir.path, "kcat-offsets.txt");
       fs.rmSync(offsets, { force: true }); // Bun.file as stdout does not truncate
-      const { seconds } = await runTool(kcatConsume(clients, bootstrap, topics.kcatRead, count), offsets);
+      // `-d topic` (about 60 lines) tells whether librdkafka's start-up race cost this run 500 ms
+      // (kcatOffsetRetry); the same flag for both brokers.
+      const { seconds, errors } = await runTool(
+        kcatConsume(clients, bootstrap, topics.kcatRead, count, { debugTopic: true }),
+        offsets,
+      );
       checkKcatConsumed(fs.readFileSync(offsets, "utf8"), count);
+      kcatRetry = kcatOffsetRetry(errors);
       return { seconds, records: count };
     });
     spawnSync("sync");
@@ -473,6 +483,7 @@ async function measureCell(broker: Broker, policy: Policy, size: number): Promis
       produceKcat,
       consumePerf,
       consumeKcat,
+      kcatRetry,
       latency: {
         p50: Number(e2e[1]),
         p99: Number(e2e[2]),
@@ -535,7 +546,8 @@ for (let repeat = 0; repeat < REPEATS; repeat++) {
           cells.set(key(system, policy, size), list);
           console.log(
             `  ${size} B: produce perf ${cell.producePerf.mibPerSecond.toFixed(1)} MiB/s, kcat ${cell.produceKcat.mibPerSecond.toFixed(1)}; ` +
-              `consume perf ${cell.consumePerf.mibPerSecond.toFixed(1)}, kcat ${cell.consumeKcat.mibPerSecond.toFixed(1)}; ` +
+              `consume perf ${cell.consumePerf.mibPerSecond.toFixed(1)}, kcat ${cell.consumeKcat.mibPerSecond.toFixed(1)}` +
+              `${cell.kcatRetry === undefined ? "" : ` (librdkafka retried its offset query after 500 ms: ${cell.kcatRetry})`}; ` +
               `e2e p50/p99/p99.9 ${cell.latency.p50}/${cell.latency.p99}/${cell.latency.p999} us; ` +
               `RSS peak ${cell.peakRssMiB.toFixed(0)} MiB, now ${cell.rssMiB.toFixed(0)}; load ${cell.load1.map((l) => l.toFixed(1)).join(" ")}`,
           );
@@ -602,6 +614,24 @@ for (const policy of POLICIES) {
         `| ${policy} | ${size} B | ${label[system](policy)} | ${rate((c) => c.producePerf.recordsPerSecond)} | ${rate((c) => c.produceKcat.recordsPerSecond)} | ` +
           `${rate((c) => c.consumePerf.recordsPerSecond)} | ${rate((c) => c.consumeKcat.recordsPerSecond)} | ` +
           `${cpu((c) => c.producePerf.brokerCpuSeconds)} / ${cpu((c) => c.produceKcat.brokerCpuSeconds)} / ${cpu((c) => c.consumePerf.brokerCpuSeconds)} / ${cpu((c) => c.consumeKcat.brokerCpuSeconds)} / ${cpu((c) => c.latency.cpu)} |`,
+      );
+    }
+  }
+}
+console.log(
+  "\nkcat consume runs in which librdkafka 2.0.2 waited 500 ms before querying its start offset " +
+    "(a start-up race inside the client, kcatOffsetRetry in bench/lib/kafka-tools.ts):\n",
+);
+console.log("| policy | size | system | runs with the retry | reasons |");
+console.log("|---|---|---|---|---|");
+for (const policy of POLICIES) {
+  for (const size of SIZES) {
+    for (const system of ["booblik", "kafka"] as const) {
+      const list = cells.get(key(system, policy, size)) ?? [];
+      if (list.length === 0) continue;
+      const reasons = list.flatMap((c) => (c.kcatRetry === undefined ? [] : [c.kcatRetry]));
+      console.log(
+        `| ${policy} | ${size} B | ${label[system](policy)} | ${reasons.length} of ${list.length} | ${[...new Set(reasons)].join("; ") || "—"} |`,
       );
     }
   }

@@ -141,11 +141,26 @@ export function kcatConsume(
   bootstrap: string,
   topic: string,
   count: number,
+  options: { debugTopic?: boolean } = {},
 ): string[] {
   return [
     ...[clients.kcat, "-b", bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning"],
     ...["-c", String(count), "-e", "-q", "-f", "%o\\n"],
+    ...(options.debugTopic === true ? ["-d", "topic"] : []),
   ];
+}
+
+/**
+ * Whether a kcat run started with `debugTopic` waited for librdkafka's offset-query retry timer
+ * (500 ms in librdkafka 2.0.2, rdkafka_partition.c `rd_kafka_toppar_offset_retry`), and why. The
+ * usual reason is a start-up race inside librdkafka 2.0.2: the application's FETCH_START reaches the
+ * partition before its broker thread has taken the PARTITION_JOIN that the Metadata answer caused
+ * (`rktp_broker` is still unset: "no current leader for partition"). It happens against Kafka too.
+ */
+export function kcatOffsetRetry(stderr: string): string | undefined {
+  const line = stderr.split("\n").find((l) => l.includes("(re)starting offset query timer"));
+  if (line === undefined) return undefined;
+  return /\]: [^:]+ \[\d+\]: ([^:]+):/.exec(line)?.[1] ?? "retry";
 }
 
 /** Throws unless kcat -C's output (one offset a line) ends at offset count - 1. */
@@ -194,7 +209,7 @@ export function writeKcatInput(directory: string, sizeBytes: number, count: numb
 export async function runTool(
   command: string[],
   stdoutFile?: string,
-): Promise<{ output: string; seconds: number }> {
+): Promise<{ output: string; errors: string; seconds: number }> {
   const started = performance.now();
   const child = Bun.spawn(command, {
     stdout: stdoutFile === undefined ? "pipe" : Bun.file(stdoutFile),
@@ -209,5 +224,5 @@ export async function runTool(
   const seconds = (performance.now() - started) / 1000;
   clearTimeout(timer);
   if (code !== 0) throw new Error(`${command.join(" ")} exited ${code}\n${output}\n${errors}`);
-  return { output, seconds };
+  return { output, errors, seconds };
 }
