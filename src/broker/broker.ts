@@ -196,6 +196,8 @@ export class Broker {
    * directories (and records) to the delete resuming after its await.
    */
   private readonly deletions = new Map<string, Promise<void>>();
+  /** Names whose partition directories the open found without a topic file: stopped deletes or creates. */
+  private readonly interruptedTopicNames = new Set<string>();
   private readonly lock: DataDirLock;
   private readonly checkpointIntervalMs: number | undefined;
   readonly limits: Readonly<BrokerLimits>;
@@ -311,6 +313,15 @@ export class Broker {
         this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
         options.committedOffsetsBytesMax,
       );
+      // A delete stopped after its commit point leaves its partition directories (removed by
+      // loadTopics), and may have left its groups' committed offsets: forgetTopic finishes it.
+      for (const name of this.interruptedTopicNames) {
+        const count = this.offsetsStore.forgetInterrupted(name);
+        if (count > 0)
+          console.error(
+            `booblik: forgot ${count} committed offset(s) of topic ${name}, whose delete stopped before it removed them`,
+          );
+      }
       this.producerIds = ProducerIdAllocator.open(this.dataDir);
       this.aclStore = AclStore.open(this.dataDir, options.authorization);
     } catch (error) {
@@ -382,6 +393,7 @@ export class Broker {
       const match = /^(.+)-(\d+)$/.exec(name);
       if (match === null || name === TOPICS_DIRECTORY) continue;
       const count = partitionsOf.get(match[1]!);
+      if (count === undefined) this.interruptedTopicNames.add(match[1]!);
       if (count === undefined || Number(match[2]) >= count)
         removeDirectoryTree(path.join(this.dataDir, name));
     }
@@ -606,6 +618,18 @@ export class Broker {
     // The commit point first: after this, a restart will not bring the topic back.
     unlinkFile(topicFilePath(this.dataDir, topic.name));
     fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
+    // Then its groups' committed offsets: a topic created again under the name starts with none.
+    // The map forgets them now; should the tombstones fail, the next open forgets them again.
+    // Then its groups' committed offsets, before the partition directories go: a topic created
+    // again under the name starts with none. Until the tombstones are forced, the directories are
+    // what tells the next start (after a crash) to forget them (finishOpen).
+    try {
+      await this.offsetsStore?.forgetTopic(topic.name);
+    } catch (error) {
+      console.error(
+        `booblik: topic ${topic.name} deleted, but the tombstones of its committed offsets were not written: a topic created under the name after a restart would start its groups there: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
     for (const partition of topic.partitions) {
       await partition.close(false);
       partition.log.destroy();

@@ -519,6 +519,66 @@ export class OffsetsStore implements GroupStore {
   groupIds(): string[] {
     return [...this.groups.keys()].sort();
   }
+
+  /**
+   * Forgets every committed offset of `topic`, a topic just deleted: from the map at once (so
+   * OffsetFetch answers none from here on), and by tombstones in the log, commits still in flight
+   * included; resolves after the force that covers them. Kafka removes a deleted topic's offsets
+   * from every group too (GroupCoordinator `onPartitionsDeleted`). Without it, a topic created
+   * again under the name started each group at the old topic's offsets, and its consumers skipped
+   * the new topic's first records silently (a helper's run, 2026-12-03).
+   */
+  async forgetTopic(topic: string): Promise<void> {
+    await this.forget(topic).done;
+  }
+
+  /**
+   * At open, for a topic whose delete stopped after its commit point (its partition directories
+   * were left): `forgetTopic`, with the tombstones written in the background (a failure is logged;
+   * the directories are gone by then, so the map alone forgets them until a later delete of the
+   * name). Returns how many offsets it forgot.
+   */
+  forgetInterrupted(topic: string): number {
+    const forgotten = this.forget(topic);
+    forgotten.done.catch((error: unknown) =>
+      console.error(
+        `booblik: the committed offsets of the deleted topic ${topic} were not removed from the log: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
+    return forgotten.count;
+  }
+
+  private forget(topic: string): { count: number; done: Promise<void> } {
+    const keys = new Set<string>();
+    for (const [group, offsets] of this.groups) {
+      for (const [partitionKey, stored] of offsets) {
+        if (partitionKey.slice(0, partitionKey.lastIndexOf(SEPARATOR)) !== topic) continue;
+        const key = `${group}${SEPARATOR}${partitionKey}`;
+        keys.add(key);
+        this.liveBytes -= commitBytes(key, stored.metadata);
+        offsets.delete(partitionKey);
+      }
+      if (offsets.size === 0) this.groups.delete(group);
+    }
+    // A commit of the topic still in flight (appended, not yet forced) gets a tombstone after it in
+    // the log. Its force comes first (GroupCommit resolves waiters in the order they queued), so the map
+    // takes it and then the tombstone: gone in memory too (test/broker/offsets-store.test.ts).
+    for (const key of this.inFlightKeys.keys()) if (topicOfKey(key) === topic) keys.add(key);
+    const count = keys.size;
+    if (count === 0) return { count, done: Promise.resolve() };
+    const nowMs = Date.now();
+    const done = this.appendRecords(
+      [...keys].map((key) => ({ key: ENCODER.encode(key), value: null, timestamp: nowMs })),
+    );
+    return { count, done };
+  }
+}
+
+/** The topic of an offset's key ("group\0topic\0partition"), or undefined for a group record's key. */
+function topicOfKey(key: string): string | undefined {
+  const first = key.indexOf(SEPARATOR);
+  const last = key.lastIndexOf(SEPARATOR);
+  return first < 0 || last === first ? undefined : key.slice(first + 1, last);
 }
 
 /**

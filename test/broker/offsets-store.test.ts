@@ -365,6 +365,98 @@ describe("committed offsets", () => {
   });
 });
 
+describe("a deleted topic's committed offsets", () => {
+  const endOfOffsets = (broker: Broker) => broker.describeTopic(OFFSETS_TOPIC_NAME).partitions[0]!.nextOffset;
+
+  test("are forgotten by every group when the topic is deleted: a topic created again under the name starts with none, also after a restart; other topics' commits stay", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("orders", { partitions: 2 });
+      broker.createTopic("audit");
+      await broker.offsets.commit("billing", [
+        entry("orders", 0, 100),
+        entry("orders", 1, 7),
+        entry("audit", 0, 3),
+      ]);
+      await broker.offsets.commit("shipping", [entry("orders", 0, 40)]);
+      await broker.deleteTopic("orders");
+      expect(broker.offsets.committed("billing", "orders", 0)).toBeUndefined();
+      expect(broker.offsets.committedOf("billing").map((c) => c.topic)).toEqual(["audit"]);
+      expect(broker.offsets.hasCommits("shipping")).toBe(false);
+      broker.createTopic("orders", { partitions: 2 });
+      expect(broker.offsets.committed("billing", "orders", 0)).toBeUndefined();
+      expect(broker.offsets.committed("shipping", "orders", 0)).toBeUndefined();
+      await broker.close();
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.offsets.committed("billing", "orders", 0)).toBeUndefined();
+      expect(broker.offsets.committed("billing", "orders", 1)).toBeUndefined();
+      expect(broker.offsets.committed("shipping", "orders", 0)).toBeUndefined();
+      expect(broker.offsets.committed("billing", "audit", 0)).toMatchObject({ offset: 3 });
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a commit still in flight when its topic is deleted stays out, in memory and after a restart", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("orders");
+      await broker.offsets.commit("g", [entry("orders", 0, 5)]);
+      // Appended now, acknowledged after its force: the delete runs in between.
+      const inFlight = broker.offsets.commit("g", [entry("orders", 0, 9)]);
+      await broker.deleteTopic("orders");
+      await inFlight;
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      broker.createTopic("orders");
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      await broker.close();
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a delete stopped by a crash after its commit point: the next start forgets the topic's offsets (its directories tell), and writes the tombstones", async () => {
+    using dir = tempDir();
+    let broker = Broker.open({ dataDir: dir.path });
+    broker.createTopic("orders");
+    broker.createTopic("audit");
+    await broker.offsets.commit("g", [entry("orders", 0, 100), entry("audit", 0, 3)]);
+    await broker.close();
+    // What a delete leaves when it stops right after its commit point: the topic file removed, its
+    // partition directories not yet.
+    fs.rmSync(path.join(dir.path, "topics", "orders.json"));
+    const logged: string[] = [];
+    const originalError = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args.map(String).join(" "));
+    try {
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      expect(broker.offsets.committed("g", "audit", 0)).toMatchObject({ offset: 3 });
+      expect(
+        logged.some((line) =>
+          line.includes("forgot 1 committed offset(s) of topic orders, whose delete stopped"),
+        ),
+      ).toBe(true);
+      // The tombstone is appended in the background; once forced, the log says what the map says.
+      expect(endOfOffsets(broker)).toBe(2);
+      await waitUntil(() => endOfOffsets(broker) === 3, "the tombstone forced");
+      await broker.close();
+      logged.length = 0;
+      broker = Broker.open({ dataDir: dir.path });
+      expect(logged.filter((line) => line.includes("forgot"))).toEqual([]);
+      broker.createTopic("orders");
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+    } finally {
+      console.error = originalError;
+      await broker.close();
+    }
+  });
+});
+
 describe("a damaged batch in the offsets topic (issue 15)", () => {
   test("the broker still opens: the replay steps over the damaged commit, the later commits apply", async () => {
     using dir = tempDir();
