@@ -568,13 +568,28 @@ public class Compat {
 
     check("admin: deleteTopics", () -> {
       try (Admin admin = admin()) {
+        // A group's commit on the topic: Kafka deletes it with the topic (onPartitionsDeleted), so a
+        // topic created again under the name does not start the group at the old offset.
+        String committedGroup = "compat-deleted-topic-group";
+        TopicPartition first = new TopicPartition("compat-admin", 0);
+        admin.alterConsumerGroupOffsets(committedGroup, Map.of(first, new OffsetAndMetadata(0))).all()
+            .get(20, TimeUnit.SECONDS);
         admin.deleteTopics(List.of("compat-admin")).all().get(30, TimeUnit.SECONDS);
         long deadline = System.currentTimeMillis() + 10_000;
         Set<String> names;
         do names = admin.listTopics().names().get(20, TimeUnit.SECONDS);
         while (names.contains("compat-admin") && System.currentTimeMillis() < deadline);
         require(!names.contains("compat-admin"), "still listed");
-        return "gone from listTopics";
+        // Kafka removes them once the deletion reaches its coordinator: wait up to 10 s.
+        Map<TopicPartition, OffsetAndMetadata> left;
+        long commitDeadline = System.currentTimeMillis() + 10_000;
+        while (true) {
+          left = admin.listConsumerGroupOffsets(committedGroup).partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS);
+          if (!left.containsKey(first) || System.currentTimeMillis() > commitDeadline) break;
+          Thread.sleep(100);
+        }
+        observe("deleteTopics.committedOffsets", left.containsKey(first) ? "kept at " + left.get(first).offset() : "deleted");
+        return "gone from listTopics; the group's commit on it " + (left.containsKey(first) ? "kept" : "deleted");
       }
     });
 
