@@ -248,6 +248,8 @@ export interface GroupStore {
   storedGroups(): ReadonlyMap<string, StoredGroup>;
   /** Stores a group's record (null: deletes the record, if there is one); resolves once forced. */
   storeGroup(groupId: string, group: StoredGroup | null): Promise<void>;
+  /** Whether a record of the group is stored or being stored (DeleteGroups deletes it). */
+  hasGroupRecord?(groupId: string): boolean;
 }
 
 export interface CoordinatorOptions {
@@ -348,10 +350,14 @@ export class GroupCoordinator {
   private readonly initialRebalanceDelayMs: number;
   private readonly hasCommittedOffsets: (groupId: string) => boolean;
   /**
-   * The generation of each forgotten group that had committed offsets (forgetIfEmpty), for its next
-   * member; at most GROUPS_MAX, the oldest dropped first (that group then starts at 1 again).
+   * The generation and protocol type of each forgotten group that had committed offsets
+   * (forgetIfEmpty): the generation for its next member; the protocol type for ListGroups and
+   * DescribeGroups, where Kafka's Empty group keeps it ("consumer": the Java admin client's
+   * `isSimpleConsumerGroup()` is false; "" would make every idle consumer group look like one of
+   * manual assignment, a helper's differential run, 2026-12-03). At most GROUPS_MAX, the oldest
+   * dropped first (that group then starts at 1 again, and shows protocol type "").
    */
-  private readonly emptiedGenerations = new Map<string, number>();
+  private readonly emptiedGenerations = new Map<string, { generationId: number; protocolType: string }>();
   private readonly store: GroupStore | undefined;
   /** Groups restored from the store at construction (for the start line and tests). */
   readonly restoredGroups: number;
@@ -389,7 +395,10 @@ export class GroupCoordinator {
     for (const [groupId, record] of stored) {
       if (record.members.length === 0) {
         if (record.generationId > 0 && this.emptiedGenerations.size < GROUPS_MAX)
-          this.emptiedGenerations.set(groupId, record.generationId);
+          this.emptiedGenerations.set(groupId, {
+            generationId: record.generationId,
+            protocolType: record.protocolType,
+          });
         continue;
       }
       if (this.groups.size >= GROUPS_MAX) continue;
@@ -485,7 +494,7 @@ export class GroupCoordinator {
       const emptied = this.emptiedGenerations.get(group.id);
       if (emptied !== undefined) {
         this.emptiedGenerations.delete(group.id);
-        if (this.hasCommittedOffsets(group.id)) group.generationId = emptied;
+        if (this.hasCommittedOffsets(group.id)) group.generationId = emptied.generationId;
       }
       this.groups.set(group.id, group);
     }
@@ -1156,7 +1165,10 @@ export class GroupCoordinator {
         if (group.generationId > 0 && this.hasCommittedOffsets(group.id)) {
           if (this.emptiedGenerations.size >= GROUPS_MAX)
             this.emptiedGenerations.delete(this.emptiedGenerations.keys().next().value!);
-          this.emptiedGenerations.set(group.id, group.generationId);
+          this.emptiedGenerations.set(group.id, {
+            generationId: group.generationId,
+            protocolType: group.protocolType,
+          });
         }
       }
     }
@@ -1165,6 +1177,20 @@ export class GroupCoordinator {
   // --- Inspection ----------------------------------------------------------------------------------
 
   /** Groups with members (ListGroups adds the groups that only have committed offsets). */
+  /**
+   * The protocol type a group without members shows: the one its members had when it emptied
+   * (kept while its record is stored, across restarts too), else "" (a group that only ever had
+   * commits, as Kafka shows it).
+   */
+  emptiedProtocolType(groupId: string): string {
+    const emptied = this.emptiedGenerations.get(groupId);
+    if (emptied === undefined) return "";
+    // Deleted since (DeleteGroups, the native DELETE_GROUP: its record went with its commits): a
+    // group that commits again without members is a new one, of protocol type "" in Kafka.
+    if (this.store?.hasGroupRecord?.(groupId) === false) return "";
+    return emptied.protocolType;
+  }
+
   list(): GroupSummary[] {
     return [...this.groups.values()].map((group) => ({
       groupId: group.id,

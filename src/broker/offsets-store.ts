@@ -283,6 +283,10 @@ export class OffsetsStore implements GroupStore {
   }
 
   /** GroupStore: the groups whose records are in the log and forced. */
+  hasGroupRecord(group: string): boolean {
+    return this.groupRecords.has(group) || this.inFlightKeys.has(group);
+  }
+
   storedGroups(): ReadonlyMap<string, StoredGroup> {
     const groups = new Map<string, StoredGroup>();
     for (const [id, { group }] of this.groupRecords) groups.set(id, group);

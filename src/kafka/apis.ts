@@ -91,7 +91,9 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   // v6 (flexible from v5) answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x does to the
   // Java client 4.x, which asks for v6 (KIP-1043).
   [KAFKA_API.DESCRIBE_GROUPS]: { min: 0, max: 6 },
-  [KAFKA_API.LIST_GROUPS]: { min: 0, max: 2 },
+  // v3 is flexible; v4 (states filter, group state) is what the Java client needs to list groups by
+  // state (`kafka-consumer-groups.sh --list --state`); v5 adds the types filter and group type.
+  [KAFKA_API.LIST_GROUPS]: { min: 0, max: 5 },
   [KAFKA_API.API_VERSIONS]: { min: 0, max: 3 },
   [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },
   [KAFKA_API.DELETE_TOPICS]: { min: 0, max: 3 },

@@ -1,11 +1,13 @@
 /**
  * Request decoders and response encoders of the Kafka group APIs booblik's listener speaks, sans
  * I/O: OffsetCommit (8) 0-7, OffsetFetch (9) 0-5, JoinGroup (11) 0-5, Heartbeat (12) 0-3,
- * LeaveGroup (13) 0-3, SyncGroup (14) 0-3, DescribeGroups (15) 0-6, ListGroups (16) 0-2: the
+ * LeaveGroup (13) 0-3, SyncGroup (14) 0-3, DescribeGroups (15) 0-6, ListGroups (16) 0-5: the
  * non-flexible versions, which cover what kcat (librdkafka 2.0.2) and kafkajs 2.2.4 send
  * (kafka-wire.md §1.2), and DescribeGroups' flexible v5-6: at v6 an unknown group is
  * GROUP_ID_NOT_FOUND (KIP-1043), the answer the Java client 4.x turns into
- * GroupIdNotFoundException as Kafka 4.x gives it (the differential run, docs/kafka.md). FindCoordinator is in messages.ts. Field lists follow apache/kafka's
+ * GroupIdNotFoundException as Kafka 4.x gives it (the differential run, docs/kafka.md), and ListGroups'
+ * flexible v3-5: v4's states filter and group state, v5's types filter and group type, which the Java
+ * client needs to list groups by state (`kafka-consumer-groups.sh --list --state`). FindCoordinator is in messages.ts. Field lists follow apache/kafka's
  * message JSON files (clients/src/main/resources/common/message/<Name>Request.json and
  * <Name>Response.json); "(vN+)" marks a field that exists from version N on.
  *
@@ -346,23 +348,55 @@ export function encodeOffsetFetchResponse(
 
 // --- ListGroups (16) -----------------------------------------------------------------------------
 
-export function decodeListGroupsRequest(reader: KafkaReader, _version: number): Record<string, never> {
+export interface ListGroupsRequest {
+  /** v4+: only groups in these states (Kafka compares them ignoring case); empty: every state. */
+  statesFilter: string[];
+  /** v5+: only groups of these types ("classic", "consumer", …; ignoring case); empty: every type. */
+  typesFilter: string[];
+}
+
+export function decodeListGroupsRequest(reader: KafkaReader, version: number): ListGroupsRequest {
+  const flexible = isFlexible(KAFKA_API.LIST_GROUPS, version);
+  const strings = (field: string): string[] => {
+    const count = reader.compactArrayCount(field, COMPACT_STRING_BYTES_MIN);
+    const values: string[] = [];
+    for (let i = 0; i < count; i++) values.push(reader.compactString(field));
+    return values;
+  };
+  const statesFilter = version >= 4 ? strings("states_filter") : [];
+  const typesFilter = version >= 5 ? strings("types_filter") : [];
+  if (flexible) reader.skipTaggedFields("ListGroups request");
   reader.expectEnd("ListGroups request");
-  return {};
+  return { statesFilter, typesFilter };
 }
 
 export function encodeListGroupsResponse(
   writer: KafkaWriter,
   version: number,
   correlationId: number,
-  groups: readonly { groupId: string; protocolType: string }[],
+  groups: readonly { groupId: string; protocolType: string; state: string }[],
 ): void {
+  const flexible = isFlexible(KAFKA_API.LIST_GROUPS, version);
+  const text = (value: string) => (flexible ? writer.compactString(value) : writer.string(value));
   const start = begin(writer, KAFKA_API.LIST_GROUPS, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.int16(0).arrayCount(groups.length);
-  for (const group of groups) writer.string(group.groupId).string(group.protocolType);
+  writer.int16(0);
+  if (flexible) writer.compactArrayCount(groups.length);
+  else writer.arrayCount(groups.length);
+  for (const group of groups) {
+    text(group.groupId);
+    text(group.protocolType);
+    if (version >= 4) text(group.state); // group_state
+    // group_type (v5+): every group here is a classic one (no KIP-848 consumer groups).
+    if (version >= 5) text(CLASSIC_GROUP_TYPE);
+    if (flexible) writer.emptyTaggedFields();
+  }
+  if (flexible) writer.emptyTaggedFields();
   endResponse(writer, start);
 }
+
+/** ListGroups' group_type of a classic group (Kafka's `Group.GroupType.CLASSIC.toString()`). */
+export const CLASSIC_GROUP_TYPE = "classic";
 
 // --- DescribeGroups (15) -------------------------------------------------------------------------
 

@@ -100,6 +100,7 @@ import {
 import { type KafkaError, kafkaErrorOf } from "./errors.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import {
+  CLASSIC_GROUP_TYPE,
   type DescribedGroup,
   decodeDescribeGroupsRequest,
   decodeHeartbeatRequest,
@@ -686,12 +687,13 @@ export class KafkaHandler {
         case KAFKA_API.OFFSET_FETCH:
           return this.offsetFetch(reader, apiVersion, correlationId, who);
         case KAFKA_API.LIST_GROUPS: {
-          decodeListGroupsRequest(reader, apiVersion);
+          const request = decodeListGroupsRequest(reader, apiVersion);
           const all = this.groups.list();
           const known = new Set(all.map((group) => group.groupId));
           // Groups without members but with committed offsets exist too (Kafka lists them Empty).
           for (const groupId of this.broker.offsets.groupIds())
-            if (!known.has(groupId)) all.push({ groupId, protocolType: "", state: "Empty" });
+            if (!known.has(groupId))
+              all.push({ groupId, protocolType: this.groups.emptiedProtocolType(groupId), state: "Empty" });
           // Kafka's ListGroups: every group with DESCRIBE on the cluster, else those it may describe.
           const everyGroup = this.may(
             who,
@@ -699,11 +701,15 @@ export class KafkaHandler {
             RESOURCE_TYPE.CLUSTER,
             CLUSTER_RESOURCE_NAME,
           );
-          const groups = everyGroup
-            ? all
-            : all.filter((group) =>
-                this.may(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group.groupId),
-              );
+          // The filters compare ignoring case, as Kafka's GroupMetadataManager.listGroups does.
+          const states = new Set(request.statesFilter.map((state) => state.toLowerCase()));
+          const types = new Set(request.typesFilter.map((type) => type.toLowerCase()));
+          const groups = all.filter(
+            (group) =>
+              (states.size === 0 || states.has(group.state.toLowerCase())) &&
+              (types.size === 0 || types.has(CLASSIC_GROUP_TYPE)) &&
+              (everyGroup || this.may(who, ACL_OPERATION.DESCRIBE, RESOURCE_TYPE.GROUP, group.groupId)),
+          );
           return this.respond((writer) =>
             encodeListGroupsResponse(writer, apiVersion, correlationId, groups),
           );
@@ -1018,7 +1024,7 @@ export class KafkaHandler {
       errorMessage: notFound ? `Group ${groupId} not found.` : null,
       groupId,
       state: hasOffsets ? "Empty" : "Dead",
-      protocolType: "",
+      protocolType: hasOffsets ? this.groups.emptiedProtocolType(groupId) : "",
       protocolData: "",
       members: [],
     };

@@ -855,7 +855,7 @@ describe("the group coordinator across a restart (its groups kept in the broker'
     }
   });
 
-  test("a group that emptied keeps counting generations after a restart while it has commits; deleting it starts it again at 1", async () => {
+  test('a group that emptied keeps counting generations and its protocol type after a restart while it has commits; deleting it starts it again at 1, of protocol type ""', async () => {
     using dir = tempDir();
     let at = brokerAt(dir.path);
     try {
@@ -870,8 +870,11 @@ describe("the group coordinator across a restart (its groups kept in the broker'
         () => at.broker.offsets.storedGroups().get("g")?.members.length === 0,
         "the emptied record",
       );
+      // Empty, it is still a consumer group (ListGroups and DescribeGroups show it so, as Kafka).
+      expect(at.groups.emptiedProtocolType("g")).toBe("consumer");
       at = await restart(dir.path, at);
       expect(at.groups.describe("g")).toBeUndefined();
+      expect(at.groups.emptiedProtocolType("g")).toBe("consumer");
       expect((await at.groups.join(join())).generationId).toBe(3);
       at.groups.close();
       at = await restart(dir.path, at);
@@ -886,6 +889,11 @@ describe("the group coordinator across a restart (its groups kept in the broker'
       );
       await at.broker.offsets.deleteGroup("g");
       expect(at.broker.offsets.storedGroups().has("g")).toBe(false);
+      // Committed again without members after its delete: a new group of manual assignment.
+      await at.broker.offsets.commit("g", [
+        { topic: "t", partition: 0, offset: 6, leaderEpoch: -1, metadata: null },
+      ]);
+      expect(at.groups.emptiedProtocolType("g")).toBe("");
       at = await restart(dir.path, at);
       expect((await at.groups.join(join())).generationId).toBe(1);
     } finally {

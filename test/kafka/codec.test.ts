@@ -44,6 +44,7 @@ import {
   encodeDescribeGroupsResponse,
   encodeJoinGroupResponse,
   encodeLeaveGroupResponse,
+  encodeListGroupsResponse,
 } from "../../src/kafka/group-messages.ts";
 import {
   decodeDescribeLogDirsRequest,
@@ -753,7 +754,7 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, DescribeGroups, DescribeLogDirs and ElectLeaders", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, DescribeGroups, ListGroups, DescribeLogDirs and ElectLeaders", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
@@ -767,7 +768,7 @@ describe("responses match Kafka's layouts field by field", () => {
       13: { min: 0, max: 3 },
       14: { min: 0, max: 3 },
       15: { min: 0, max: 6 },
-      16: { min: 0, max: 2 },
+      16: { min: 0, max: 5 },
       18: { min: 0, max: 3 },
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },
@@ -797,10 +798,12 @@ describe("responses match Kafka's layouts field by field", () => {
       // (KIP-734) only at v7+, the Java client for earliest local and latest tiered at v8+ and v9+. DescribeLogDirs: v4 carries the volume sizes kafka-log-dirs.sh prints.
       // ElectLeaders: the Java AdminClient's newest, v2, as for DescribeLogDirs. DescribeGroups:
       // v6 answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x answers the Java client.
+      // ListGroups: v4's states filter is what `kafka-consumer-groups.sh --list --state` needs.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
         apiKey === KAFKA_API.API_VERSIONS ||
           apiKey === KAFKA_API.DESCRIBE_GROUPS ||
+          apiKey === KAFKA_API.LIST_GROUPS ||
           apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
           apiKey === KAFKA_API.INIT_PRODUCER_ID ||
           apiKey === KAFKA_API.LIST_OFFSETS ||
@@ -954,6 +957,32 @@ describe("static membership fields (KIP-345)", () => {
       expect(encoded((w) => encodeDescribeGroupsResponse(w, version, 7, [group, unknown]))).toEqual(
         d.frame(),
       );
+    }
+  });
+
+  test("ListGroups v3-5 (flexible): v4 adds the states filter and each group's state, v5 the types filter and type", () => {
+    expect(decode(requestHeader(KAFKA_API.LIST_GROUPS, 2).body()).body).toEqual({
+      statesFilter: [],
+      typesFilter: [],
+    });
+    expect(decode(requestHeader(KAFKA_API.LIST_GROUPS, 3).uvarint(0).body()).body).toEqual({
+      statesFilter: [],
+      typesFilter: [],
+    });
+    const v4 = requestHeader(KAFKA_API.LIST_GROUPS, 4).uvarint(3).cstr("Empty").cstr("stable").uvarint(0);
+    expect(decode(v4.body()).body).toEqual({ statesFilter: ["Empty", "stable"], typesFilter: [] });
+    const v5 = requestHeader(KAFKA_API.LIST_GROUPS, 5).uvarint(1).uvarint(2).cstr("classic").uvarint(0);
+    expect(decode(v5.body()).body).toEqual({ statesFilter: [], typesFilter: ["classic"] });
+    const groups = [{ groupId: "g", protocolType: "consumer", state: "Empty" }];
+    const v2 = new Expect().i32(7).i32(0).i16(0).i32(1).str("g").str("consumer");
+    expect(encoded((w) => encodeListGroupsResponse(w, 2, 7, groups))).toEqual(v2.frame());
+    for (const version of [3, 4, 5]) {
+      // Response header v1: correlation id and a tag buffer.
+      const d = new Expect().i32(7).uvarint(0).i32(0).i16(0).uvarint(2).cstr("g").cstr("consumer");
+      if (version >= 4) d.cstr("Empty");
+      if (version >= 5) d.cstr("classic");
+      d.uvarint(0).uvarint(0);
+      expect(encoded((w) => encodeListGroupsResponse(w, version, 7, groups))).toEqual(d.frame());
     }
   });
 });

@@ -479,10 +479,15 @@ describe("kafkajs consumer group", () => {
       [1, "13"],
       [2, "7"],
     ]);
+    // Empty, the group keeps its members' protocol type, as Kafka's does ("" made the Java admin
+    // client call every idle consumer group one of manual assignment, `isSimpleConsumerGroup()`).
     const groups = await admin.listGroups();
-    expect(groups.groups.map((g) => g.groupId)).toContain("billing");
+    expect(groups.groups.filter((g) => g.groupId === "billing")).toEqual([
+      { groupId: "billing", protocolType: "consumer" },
+    ]);
     const described = await admin.describeGroups(["billing"]);
     expect(described.groups[0]!.state).toBe("Empty");
+    expect(described.groups[0]!.protocolType).toBe("consumer");
     await send(["x0"]);
     received.length = 0;
     const three = await member("three");

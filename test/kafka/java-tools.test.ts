@@ -131,6 +131,17 @@ describe.skipIf(kafkaJavaUnavailable !== undefined)("Kafka's command-line tools"
       ]),
     ).toEqual(ends.map(([partition, offset]) => ["orders", partition, String(offset), String(offset), "0"]));
     expect((await groups(["--list"])).trim()).toBe("billing");
+    // By state: ListGroups v4+ (booblik served up to v2, and the tool failed with
+    // UnsupportedVersionException for a state filter and printed "Unknown" for every state).
+    const byState = async (state: string[]) =>
+      (await groups(["--list", "--state", ...state]))
+        .trim()
+        .split("\n")
+        .slice(1) // the header: GROUP STATE
+        .map((line) => line.trim().split(/\s+/));
+    expect(await byState([])).toEqual([["billing", "Empty"]]);
+    expect(await byState(["Empty"])).toEqual([["billing", "Empty"]]);
+    expect(await byState(["Stable,PreparingRebalance"])).toEqual([]);
     // An unknown group: the tool's DescribeGroups v6 gets GROUP_ID_NOT_FOUND, as from Kafka 4.x
     // (booblik answered up to v4, state Dead, and the tool went on as if the group existed).
     const unknown = await kafkaMain(`${TOOLS}.consumer.group.ConsumerGroupCommand`, [
