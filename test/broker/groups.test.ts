@@ -93,6 +93,18 @@ describe("the group coordinator", () => {
     const bJoin = groups.join(join({ clientId: "b" }));
     expect(await settled(bJoin)).toBe(false);
     expect(groups.heartbeat("g", 1, a.memberId)).toBe("REBALANCE_IN_PROGRESS");
+    // During the rebalance each member still shows its previous assignment (the new one none), as
+    // Kafka 4.1.1's DescribeGroups answers; booblik cleared them until 2026-12-03.
+    const assignments = () =>
+      groups
+        .describe("g")
+        ?.members.map((m) => [m.clientId, text(m.assignment)])
+        .sort();
+    expect(groups.describe("g")?.state).toBe("PreparingRebalance");
+    expect(assignments()).toEqual([
+      ["b", ""],
+      ["c", "a:0,1"],
+    ]);
     // An old-generation sync during the rebalance is refused; commits of generation 1 still pass.
     expect((await groups.sync("g", 1, a.memberId, [])).error).toBe("REBALANCE_IN_PROGRESS");
     expect(groups.checkCommit("g", 1, a.memberId)).toBe("NONE");
@@ -102,6 +114,10 @@ describe("the group coordinator", () => {
     expect(aJoin.leaderId).toBe(a.memberId);
     expect(aJoin.members.map((m) => m.memberId).sort()).toEqual([a.memberId, b.memberId].sort());
     expect(b.members).toEqual([]);
+    expect(assignments()).toEqual([
+      ["b", ""],
+      ["c", "a:0,1"],
+    ]);
     expect(groups.checkCommit("g", 2, b.memberId)).toBe("REBALANCE_IN_PROGRESS");
     expect(groups.heartbeat("g", 1, a.memberId)).toBe("ILLEGAL_GENERATION");
     const bSync = groups.sync("g", 2, b.memberId, []);
