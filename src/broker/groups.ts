@@ -743,8 +743,8 @@ export class GroupCoordinator {
       }
     }
     // From Stable the members keep their assignments until the next SyncGroup replaces them:
-    // DescribeGroups shows them during the rebalance, as Kafka 4.1.1 does (its ClassicGroup clears
-    // them only when a rebalance interrupts CompletingRebalance, above; a helper's differential run
+    // DescribeGroups shows them during the rebalance, as Kafka 4.1.1 does (its coordinator clears
+    // them only when a rebalance interrupts CompletingRebalance, above: GroupMetadataManager.prepareRebalance; a helper's differential run
     // of 2026-12-03 saw Kafka show each member's previous assignment where booblik showed none).
     this.stopAwaitingSyncs(group);
     if (group.state === "Empty" && this.initialRebalanceDelayMs > 0) {
