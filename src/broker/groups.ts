@@ -743,9 +743,10 @@ export class GroupCoordinator {
       }
     }
     // From Stable the members keep their assignments until the next SyncGroup replaces them:
-    // DescribeGroups shows them during the rebalance, as Kafka 4.1.1 does (its coordinator clears
-    // them only when a rebalance interrupts CompletingRebalance, above: GroupMetadataManager.prepareRebalance; a helper's differential run
-    // of 2026-12-03 saw Kafka show each member's previous assignment where booblik showed none).
+    // DescribeGroups shows them during the rebalance, as Kafka 4.1.1 does. Its coordinator clears
+    // them only when a rebalance interrupts CompletingRebalance, as above (GroupMetadataManager
+    // .prepareRebalance); a helper's differential run of 2026-12-03 saw Kafka show each member's
+    // previous assignment where booblik showed none.
     this.stopAwaitingSyncs(group);
     if (group.state === "Empty" && this.initialRebalanceDelayMs > 0) {
       group.state = "PreparingRebalance";
