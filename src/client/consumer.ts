@@ -17,14 +17,20 @@
  * - Connection failures are retried by the client (a fetch is safe to repeat), so a broker restart is
  *   a pause, not an error, within the client's retries.
  * - With a `group`, the start is the group's committed offset (else `from`), and the position is
- *   committed to the broker in batches: before a fetch, once `commitEveryRecords` records were
- *   handed out or `commitIntervalMs` passed since the last commit (what is committed was handed out
- *   and the application came back for more: at-least-once), and on `close()`. One commit in flight
- *   at a time, not awaited by the iteration; a failed commit ends the iteration with its error at
- *   the next fetch.
+ *   committed to the broker in batches, once `commitEveryRecords` records were handed out or
+ *   `commitIntervalMs` passed since the last commit (what is committed was handed out and the
+ *   application came back for more: at-least-once), and on `close()`. `for await` over the records
+ *   checks that every min(commitEveryRecords, COMMIT_CHECK_EVERY_RECORDS) records it hands out, and
+ *   before each fetch; `batches()` only before each fetch (what the application did with a batch's
+ *   records is not known until it asks for the next batch). Checking only before fetches left a
+ *   1 MiB fetch of small records (about 55,000) uncommitted until all were handed out: a consumer
+ *   killed every second or two never committed and read the same records forever (a helper's run,
+ *   2026-12-03). One commit in flight at a time, not awaited by the iteration; a failed commit ends
+ *   the iteration with its error at the next check.
  */
 import { OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
+  COMMIT_CHECK_EVERY_RECORDS,
   CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT,
   CONSUMER_COMMIT_INTERVAL_MS_DEFAULT,
 } from "../domain/limits.ts";
@@ -58,9 +64,16 @@ export interface ConsumerOptions {
    * and commit the position to the broker as records are consumed and on `close()`.
    */
   group?: string;
-  /** With `group`: commit at the latest after this many records. Default 1000. */
+  /**
+   * With `group`: commit once this many records were handed out since the last commit (checked
+   * every min(this, 64) records by `for await` over the records; before each fetch by `batches()`).
+   * Default 1000.
+   */
   commitEveryRecords?: number;
-  /** With `group`: commit at the latest this long after the last commit. Default 1000 ms. */
+  /**
+   * With `group`: commit once this long passed since the last commit (checked as above, and before
+   * each fetch, so also while the partition is idle). Default 1000 ms.
+   */
   commitIntervalMs?: number;
 }
 
@@ -102,6 +115,11 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   private readonly commitIntervalMs: number;
   /** Records fetched and handed out since the last commit started (counted per fetch). */
   private uncommittedRecords = 0;
+  /** The position the last commit started with (records since: the record iterator's count). */
+  private lastCommitStartPosition = -1;
+  /** Records the record iterator handed out since it last checked whether a commit is due. */
+  private handedOutSinceCheck = 0;
+  private readonly commitCheckEveryRecords: number;
   private lastCommitMs = 0;
   /** The position the broker acknowledged last (−1: none this session). */
   private committedPosition = -1;
@@ -122,6 +140,7 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
     this.group = options.group;
     this.commitEveryRecords = options.commitEveryRecords ?? CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT;
     this.commitIntervalMs = options.commitIntervalMs ?? CONSUMER_COMMIT_INTERVAL_MS_DEFAULT;
+    this.commitCheckEveryRecords = Math.max(1, Math.min(this.commitEveryRecords, COMMIT_CHECK_EVERY_RECORDS));
   }
 
   /** The position the broker last acknowledged as the group's committed offset; −1 before any. */
@@ -156,9 +175,10 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   }
 
   /** Starts a commit of the current position; remembers a failure for the iteration to throw. */
-  private startCommit(group: string): Promise<void> {
-    const position = this.next!;
+  private startCommit(group: string, position = this.next!): Promise<void> {
     this.uncommittedRecords = 0;
+    this.handedOutSinceCheck = 0;
+    this.lastCommitStartPosition = position;
     this.lastCommitMs = performance.now();
     const done = this.client
       .commitOffsets(group, [{ topic: this.topic, partition: this.partition, offset: position }])
@@ -192,6 +212,23 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
       performance.now() - this.lastCommitMs >= this.commitIntervalMs
     )
       void this.startCommit(group);
+  }
+
+  /**
+   * Called by the record iterator every `commitCheckEveryRecords` records, before it hands out the
+   * next one: `position` (the offset after the records handed out before) was processed. Commits
+   * when due (records since the last commit, or time) and none is in flight; throws a failed
+   * commit's error.
+   */
+  private maybeCommitAt(group: string, position: number): void {
+    this.handedOutSinceCheck = 0;
+    this.throwCommitError();
+    if (this.commitInFlight !== undefined || position === this.committedPosition) return;
+    if (
+      position - this.lastCommitStartPosition >= this.commitEveryRecords ||
+      performance.now() - this.lastCommitMs >= this.commitIntervalMs
+    )
+      void this.startCommit(group, position);
   }
 
   /**
@@ -269,7 +306,11 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
         bound += 2;
       }
     };
+    const group = this.group;
     const take = (view: RecordView): ConsumedRecord => {
+      // Back for this record: the ones handed out before it were processed (at-least-once).
+      if (group !== undefined && ++this.handedOutSinceCheck >= this.commitCheckEveryRecords)
+        this.maybeCommitAt(group, this.next!);
       this.next = view.offset + 1;
       return consumedRecord(topic, partition, view);
     };
@@ -314,6 +355,7 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   async *batches(): AsyncGenerator<ConsumedRecords> {
     let next = this.next ?? (await this.resolveStart(this.from));
     this.next = next;
+    if (this.lastCommitStartPosition < 0) this.lastCommitStartPosition = next;
     while (!this.stopped) {
       // Back for more: what was handed out before was processed. Checked per fetch, not per record
       // (nothing added to the per-record path); an empty long poll comes back here too, so the

@@ -653,6 +653,12 @@ export const COMMIT_OFFSETS_PER_REQUEST_MAX = 256;
  */
 export const CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT = 1000;
 export const CONSUMER_COMMIT_INTERVAL_MS_DEFAULT = 1000;
+/**
+ * The record iterator of a group consumer checks whether a commit is due every this many records
+ * it hands out (or every `commitEveryRecords`, when fewer): one clock read per 64 records keeps the
+ * per-record path as it was, and the interval is overshot by at most 64 records' processing time.
+ */
+export const COMMIT_CHECK_EVERY_RECORDS = 64;
 /** Kafka's `group.min.session.timeout.ms` and `group.max.session.timeout.ms` defaults. */
 export const GROUP_SESSION_TIMEOUT_MS_MIN = 6_000;
 export const GROUP_SESSION_TIMEOUT_MS_MAX = 1_800_000;

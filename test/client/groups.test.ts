@@ -13,6 +13,7 @@ import { BooblikError } from "../../src/domain/errors.ts";
 import { OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
 import { startBroker } from "../helpers/broker-process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -119,6 +120,52 @@ describe("Consumer with a group", () => {
       await fresh.close();
       expect(tail).toEqual(["e4998", "e4999"]);
       expect((await client.fetchOffsets("fresh"))[0]!.offset).toBe(RECORDS);
+    });
+  });
+
+  test("the record iterator commits within a fetch: after commitEveryRecords records, or commitIntervalMs, never past what was processed", async () => {
+    await withBroker(async (client) => {
+      const committedOf = async (group: string) =>
+        (await client.fetchOffsets(group, [{ topic: "events", partitions: [1] }]))[0]!.offset;
+      // One fetch (1 MiB) holds all 5,000 records: before 2026-12-03 nothing was committed until
+      // the iteration came back for a second fetch.
+      const byCount = new Consumer(client, {
+        topic: "events",
+        partition: 1,
+        group: "by-count",
+        commitEveryRecords: 1000,
+        commitIntervalMs: 60_000,
+      });
+      let seen = 0;
+      for await (const record of byCount) {
+        expect(textOf(record)).toBe(`e${seen}`);
+        seen++;
+        if (seen === 2500) {
+          await waitUntil(async () => (await committedOf("by-count")) >= 1000, "a commit within the fetch");
+          // Only what was handed out before the record in hand, which may still be being processed.
+          expect(await committedOf("by-count")).toBeLessThan(2500);
+          break;
+        }
+      }
+      await byCount.close();
+      const byTime = new Consumer(client, {
+        topic: "events",
+        partition: 1,
+        group: "by-time",
+        commitEveryRecords: 1_000_000,
+        commitIntervalMs: 50,
+      });
+      seen = 0;
+      for await (const _ of byTime) {
+        seen++;
+        if (seen === 300) await Bun.sleep(60); // processing that outlasts the interval
+        if (seen === 500) {
+          await waitUntil(async () => (await committedOf("by-time")) >= 300, "a commit after the interval");
+          expect(await committedOf("by-time")).toBeLessThan(500);
+          break;
+        }
+      }
+      await byTime.close();
     });
   });
 
