@@ -172,7 +172,12 @@ interface Topic {
   name: TopicName;
   config: TopicConfig;
   partitions: Partition[];
+  /** Which topic of this name this is, in this process: a topic created again gets a new one. */
+  incarnation: number;
 }
+
+/** Incarnations are unique within the process (nextTopicIncarnation++ per topic opened or made). */
+let nextTopicIncarnation = 1;
 
 const TOPICS_DIRECTORY = "topics";
 
@@ -399,7 +404,7 @@ export class Broker {
     }
     for (const { topicName, config } of found) {
       const partitions: Partition[] = [];
-      this.topics.set(topicName, { name: topicName, config, partitions });
+      this.topics.set(topicName, { name: topicName, config, partitions, incarnation: nextTopicIncarnation++ });
       for (let id = 0; id < config.partitions; id++) {
         if (!pathExists(partitionDirectory(this.dataDir, topicName, id)))
           this.openReport.partitionDirectoriesMissing.push(`${topicName}-${id}`);
@@ -589,7 +594,7 @@ export class Broker {
       for (const partition of partitions) partition.log.destroy();
       throw error;
     }
-    this.topics.set(topicName, { name: topicName, config, partitions });
+    this.topics.set(topicName, { name: topicName, config, partitions, incarnation: nextTopicIncarnation++ });
     return this.describeTopic(topicName);
   }
 
@@ -797,6 +802,16 @@ export class Broker {
   }
 
   /** The partition, or UnknownTopicOrPartitionError. */
+  /**
+   * The incarnation of a topic: equal for two calls only if no delete and create of the name came
+   * between them. The native server uses it to tell a consumer that the topic it fetched from was
+   * replaced (its positions mean nothing in the new one); throws for an unknown topic.
+   */
+  topicIncarnation(topic: string): number {
+    this.checkOpen();
+    return this.topicNamed(topic).incarnation;
+  }
+
   partition(topic: string, partition: number): Partition {
     this.checkOpen();
     const found = this.topicNamed(topic).partitions[partition];

@@ -28,7 +28,7 @@
  *   2026-12-03). One commit in flight at a time, not awaited by the iteration; a failed commit ends
  *   the iteration with its error at the next check.
  */
-import { OffsetOutOfRangeError } from "../domain/errors.ts";
+import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
   COMMIT_CHECK_EVERY_RECORDS,
   CONSUMER_COMMIT_EVERY_RECORDS_DEFAULT,
@@ -125,6 +125,8 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   private committedPosition = -1;
   private commitInFlight: Promise<void> | undefined;
   private commitError: unknown;
+  /** Set when a fetch found the topic gone or replaced: the position is not committed any more. */
+  private positionLost: BooblikError | undefined;
   /** Offsets reset because of OFFSET_OUT_OF_RANGE (for the application to notice). */
   resets = 0;
 
@@ -156,6 +158,7 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
     if (this.group === undefined) throw new TypeError("commit() needs the consumer option `group`");
     if (this.commitInFlight !== undefined) await this.commitInFlight;
     this.throwCommitError();
+    if (this.positionLost !== undefined) throw this.positionLost;
     if (this.next === undefined || this.next === this.committedPosition) return;
     await this.startCommit(this.group);
     this.throwCommitError();
@@ -164,7 +167,9 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   /** Stops the iteration and, with a `group`, commits the final position. */
   async close(): Promise<void> {
     this.stopped = true;
-    if (this.group !== undefined) await this.commit();
+    // A position of a topic that is gone or replaced is not committed (the iteration already ended
+    // with that error).
+    if (this.group !== undefined && this.positionLost === undefined) await this.commit();
   }
 
   private throwCommitError(): void {
@@ -188,6 +193,10 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
         },
         (error: unknown) => {
           this.commitError = error;
+          // Refused because the topic is gone or was replaced (server.ts checkNotReplaced): as after
+          // such a FETCH, the position is not committed again.
+          if (error instanceof BooblikError && error.code === "UNKNOWN_TOPIC_OR_PARTITION")
+            this.positionLost = error;
         },
       )
       .finally(() => {
@@ -368,6 +377,11 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
           maxWaitMs: this.stopAtEnd ? 0 : this.maxWaitMs,
         });
       } catch (error) {
+        // The topic is gone, or was deleted and created again since this consumer fetched from
+        // it: its position belongs to the old topic, and committing it (close(), commit()) would
+        // start the group past the new topic's first records.
+        if (error instanceof BooblikError && error.code === "UNKNOWN_TOPIC_OR_PARTITION")
+          this.positionLost = error;
         if (error instanceof OffsetOutOfRangeError && this.onOutOfRange !== "error") {
           this.resets++;
           next = this.onOutOfRange === "earliest" ? error.logStartOffset : error.nextOffset;

@@ -173,6 +173,12 @@ export class Connection implements BudgetWaiter {
   /** When the last request bytes arrived (or reading resumed after waiting for the budget). */
   lastActivityMs = performance.now();
   /**
+   * The incarnation (Broker.topicIncarnation) of each topic this connection fetched from: a FETCH
+   * of a topic deleted and created again since is refused once (server.ts `fetch`). At most one
+   * entry per topic of the broker.
+   */
+  readonly fetchedTopics = new Map<string, number>();
+  /**
    * When the chunk being framed arrived: the start of each request's latency. One clock read per
    * chunk (onData), not one per request: at 8 requests per chunk a `performance.now()` per request
    * was a visible share of `openSlot` in the CPU profile (issue 13).

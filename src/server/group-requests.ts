@@ -47,8 +47,15 @@ function checkGroup(api: string, group: string): void {
   if (problem !== undefined) throw new BooblikError("INVALID_REQUEST", `${api}: ${problem}`);
 }
 
-/** Checks an OFFSET_COMMIT and stores it; resolves after the force. */
-export function commitOffsets(broker: Broker, request: OffsetCommitRequest): Promise<void> {
+/**
+ * Checks an OFFSET_COMMIT and stores it; resolves after the force. `checkTopic` throws for a topic
+ * the committing connection may not commit (one replaced since it fetched from it: server.ts).
+ */
+export function commitOffsets(
+  broker: Broker,
+  request: OffsetCommitRequest,
+  checkTopic?: (topic: string, where: string) => void,
+): Promise<void> {
   checkGroup("OFFSET_COMMIT", request.group);
   if (request.offsets.length === 0)
     throw new BooblikError("INVALID_REQUEST", "OFFSET_COMMIT holds no offsets (at least one is needed)");
@@ -61,6 +68,7 @@ export function commitOffsets(broker: Broker, request: OffsetCommitRequest): Pro
     const where = `OFFSET_COMMIT offset ${index} (${item.topic}/${item.partition})`;
     if (item.topic === OFFSETS_TOPIC_NAME)
       throw new BooblikError("INVALID_REQUEST", `${where}: ${OFFSETS_TOPIC_NAME} is the broker's own topic`);
+    checkTopic?.(item.topic, where);
     try {
       broker.partition(item.topic, item.partition);
     } catch (error) {

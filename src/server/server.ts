@@ -783,7 +783,11 @@ export class BrokerServer implements ConnectionHost {
         this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.GROUP, request.group);
         for (const item of request.offsets)
           this.authorize(connection, ACL_OPERATION.READ, RESOURCE_TYPE.TOPIC, item.topic);
-        this.answerEmptyWhenDone(connection, slot, correlationId, () => commitOffsets(this.broker, request));
+        this.answerEmptyWhenDone(connection, slot, correlationId, () =>
+          commitOffsets(this.broker, request, (topic, where) =>
+            this.checkNotReplaced(connection, where, topic),
+          ),
+        );
         return;
       }
       case API.OFFSET_FETCH: {
@@ -1412,6 +1416,17 @@ export class BrokerServer implements ConnectionHost {
   ): void {
     this.counters.fetchRequests++;
     const partition = this.broker.partition(request.topic, request.partition);
+    // A consumer that fetched from a topic deleted and created again since would go on at its old
+    // position in the new log and skip the new records below it silently, Kafka's clients before
+    // topic ids alike (a helper's run, 2026-12-03: a group consumer read new-2000 on, never new-0 to
+    // new-1999, and committed past them). Told once on this connection; the next FETCH reads the
+    // new topic. A client that reconnected in between is not told: docs/protocol.md FETCH.
+    const incarnation = this.broker.topicIncarnation(request.topic);
+    const fetchedBefore = connection.fetchedTopics.get(request.topic);
+    if (fetchedBefore !== incarnation) {
+      connection.fetchedTopics.set(request.topic, incarnation);
+      if (fetchedBefore !== undefined) throw replacedTopicError("FETCH", request.topic);
+    }
     const { offset } = request;
     const visible = partition.checkFetchable(offset);
     if (offset < visible || request.maxWaitMs === 0 || this.stopping) {
@@ -1431,6 +1446,24 @@ export class BrokerServer implements ConnectionHost {
     // A waiting fetch has no effect to wait for: later requests of this connection (a PRODUCE that
     // brings what it waits for, say) apply now.
     connection.settle(slot);
+  }
+
+  /**
+   * An OFFSET_COMMIT of a topic this connection fetched from before it was deleted and created
+   * again is refused (the FETCH tells first): a group consumer's position in the old topic,
+   * committed into the new one, would start the group past the new topic's first records. The
+   * connection's record is left for its next FETCH to update.
+   */
+  private checkNotReplaced(connection: Connection, what: string, topic: string): void {
+    const fetchedBefore = connection.fetchedTopics.get(topic);
+    if (fetchedBefore === undefined) return;
+    let incarnation: number;
+    try {
+      incarnation = this.broker.topicIncarnation(topic);
+    } catch {
+      return; // an unknown topic: commitOffsets says so
+    }
+    if (fetchedBefore !== incarnation) throw replacedTopicError(what, topic);
   }
 
   /** A waiting FETCH is answered (data, the end of its wait, shutdown) or its connection closed. */
@@ -1600,4 +1633,12 @@ export class BrokerServer implements ConnectionHost {
     for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
     this.listeners.stop(true);
   }
+}
+
+/** The error of a FETCH or OFFSET_COMMIT of a topic replaced since the connection fetched from it. */
+function replacedTopicError(what: string, topic: string): BooblikError {
+  return new BooblikError(
+    "UNKNOWN_TOPIC_OR_PARTITION",
+    `${what}: topic ${JSON.stringify(topic)} was deleted and created again since this connection last fetched from it; positions in the old topic do not apply to the new one (fetch again to read the new topic)`,
+  );
 }

@@ -169,6 +169,51 @@ describe("Consumer with a group", () => {
     });
   });
 
+  test("a topic deleted and created again under a running group consumer: the iteration ends with a clear error, and the old position is not committed into the new topic", async () => {
+    await withBroker(async (client) => {
+      const consumer = new Consumer(client, { topic: "events", partition: 1, group: "across" });
+      let seen = 0;
+      let ended: unknown;
+      try {
+        for await (const _ of consumer) {
+          seen++;
+          if (seen === 10) {
+            // While the application works on record 10 (the rest of the 5,000 already fetched).
+            await client.deleteTopic("events");
+            await client.createTopic("events", { partitions: 2 });
+            const producer = new Producer(client, {});
+            for (let start = 0; start < 6000; start += 100)
+              await producer.send(
+                "events",
+                Array.from({ length: 100 }, (_, i) => `n${start + i}`),
+                { partition: 1 },
+              );
+            await producer.close();
+          }
+        }
+      } catch (error) {
+        ended = error;
+      }
+      // Before 2026-12-03 it went on at offset 5,000 of the new topic, skipping n0-n4999, and
+      // committed there.
+      expect(ended).toBeInstanceOf(BooblikError);
+      expect((ended as BooblikError).code).toBe("UNKNOWN_TOPIC_OR_PARTITION");
+      expect((ended as BooblikError).message).toContain("deleted and created again");
+      await consumer.close();
+      const [stored] = await client.fetchOffsets("across", [{ topic: "events", partitions: [1] }]);
+      expect(stored!.offset).toBe(-1);
+      // A new consumer of the group reads the new topic from its start.
+      const again = new Consumer(client, { topic: "events", partition: 1, group: "across", stopAtEnd: true });
+      const first: string[] = [];
+      for await (const record of again) {
+        first.push(textOf(record));
+        if (first.length === 3) break;
+      }
+      await again.close();
+      expect(first).toEqual(["n0", "n1", "n2"]);
+    });
+  });
+
   test("a group the broker refuses ends the iteration with the broker's error", async () => {
     await withBroker(async (client) => {
       const consumer = new Consumer(client, { topic: "events", group: "", stopAtEnd: true });
