@@ -404,7 +404,12 @@ export class Broker {
     }
     for (const { topicName, config } of found) {
       const partitions: Partition[] = [];
-      this.topics.set(topicName, { name: topicName, config, partitions, incarnation: nextTopicIncarnation++ });
+      this.topics.set(topicName, {
+        name: topicName,
+        config,
+        partitions,
+        incarnation: nextTopicIncarnation++,
+      });
       for (let id = 0; id < config.partitions; id++) {
         if (!pathExists(partitionDirectory(this.dataDir, topicName, id)))
           this.openReport.partitionDirectoriesMissing.push(`${topicName}-${id}`);
