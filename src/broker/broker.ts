@@ -628,8 +628,6 @@ export class Broker {
     // The commit point first: after this, a restart will not bring the topic back.
     unlinkFile(topicFilePath(this.dataDir, topic.name));
     fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
-    // Then its groups' committed offsets: a topic created again under the name starts with none.
-    // The map forgets them now; should the tombstones fail, the next open forgets them again.
     // Then its groups' committed offsets, before the partition directories go: a topic created
     // again under the name starts with none. Until the tombstones are forced, the directories are
     // what tells the next start (after a crash) to forget them (finishOpen).
@@ -806,7 +804,6 @@ export class Broker {
     return topic;
   }
 
-  /** The partition, or UnknownTopicOrPartitionError. */
   /**
    * The incarnation of a topic: equal for two calls only if no delete and create of the name came
    * between them. The native server uses it to tell a consumer that the topic it fetched from was
@@ -817,6 +814,7 @@ export class Broker {
     return this.topicNamed(topic).incarnation;
   }
 
+  /** The partition, or UnknownTopicOrPartitionError. */
   partition(topic: string, partition: number): Partition {
     this.checkOpen();
     const found = this.topicNamed(topic).partitions[partition];

@@ -1179,7 +1179,6 @@ export class GroupCoordinator {
 
   // --- Inspection ----------------------------------------------------------------------------------
 
-  /** Groups with members (ListGroups adds the groups that only have committed offsets). */
   /**
    * The protocol type a group without members shows: the one its members had when it emptied
    * (kept while its record is stored, across restarts too), else "" (a group that only ever had
@@ -1194,6 +1193,7 @@ export class GroupCoordinator {
     return emptied.protocolType;
   }
 
+  /** Groups with members (ListGroups adds the groups that only have committed offsets). */
   list(): GroupSummary[] {
     return [...this.groups.values()].map((group) => ({
       groupId: group.id,

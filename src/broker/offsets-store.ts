@@ -282,11 +282,12 @@ export class OffsetsStore implements GroupStore {
     this.groupRecords.set(group, { group: parsed, logOffset });
   }
 
-  /** GroupStore: the groups whose records are in the log and forced. */
+  /** GroupStore: whether the group has a record, forced or being appended. */
   hasGroupRecord(group: string): boolean {
     return this.groupRecords.has(group) || this.inFlightKeys.has(group);
   }
 
+  /** GroupStore: the groups whose records are in the log and forced. */
   storedGroups(): ReadonlyMap<string, StoredGroup> {
     const groups = new Map<string, StoredGroup>();
     for (const [id, { group }] of this.groupRecords) groups.set(id, group);

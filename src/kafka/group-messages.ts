@@ -5,10 +5,10 @@
  * non-flexible versions, which cover what kcat (librdkafka 2.0.2) and kafkajs 2.2.4 send
  * (kafka-wire.md §1.2), and DescribeGroups' flexible v5-6: at v6 an unknown group is
  * GROUP_ID_NOT_FOUND (KIP-1043), the answer the Java client 4.x turns into
- * GroupIdNotFoundException as Kafka 4.x gives it (the differential run, docs/kafka.md), and ListGroups'
- * flexible v3-5: v4's states filter and group state, v5's types filter and group type, which the Java
- * client needs to list groups by state (`kafka-consumer-groups.sh --list --state`). FindCoordinator is in messages.ts. Field lists follow apache/kafka's
- * message JSON files (clients/src/main/resources/common/message/<Name>Request.json and
+ * GroupIdNotFoundException as Kafka 4.x gives it (the differential run, docs/kafka.md), and
+ * ListGroups' flexible v3-5: v4's states filter and group state, v5's types filter and group type,
+ * which the Java client needs to list groups by state (`kafka-consumer-groups.sh --list --state`).
+ * FindCoordinator is in messages.ts. Field lists follow apache/kafka's message JSON files (clients/src/main/resources/common/message/<Name>Request.json and
  * <Name>Response.json); "(vN+)" marks a field that exists from version N on.
  *
  * Invariants: as messages.ts (a decoder reads exactly its request or throws KafkaProtocolError with
