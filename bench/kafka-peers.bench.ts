@@ -565,6 +565,16 @@ dir.remove();
 // ---------------------------------------------------------------------------------------------
 // The tables.
 
+/** Every measured cell's repeats, in the tables' order (policy, size, then booblik before Kafka). */
+function* measuredCells(): Generator<{ policy: Policy; size: number; system: System; list: Cell[] }> {
+  for (const policy of POLICIES)
+    for (const size of SIZES)
+      for (const system of ["booblik", "kafka"] as const) {
+        const list = cells.get(key(system, policy, size)) ?? [];
+        if (list.length > 0) yield { policy, size, system, list };
+      }
+}
+
 const digits = (value: number) => (value >= 100 ? 0 : value >= 10 ? 1 : 2);
 const figure = (values: number[]) => medianRange(values, digits(median(values)));
 const label: Record<System, (policy: Policy) => string> = {
@@ -579,44 +589,32 @@ console.log(
   "\n| policy | size | system | produce perf-test MiB/s | produce kcat MiB/s | consume perf-test MiB/s | consume kcat MiB/s | broker CPU s (all 4 runs) | e2e p50 µs | e2e p99 µs | e2e p99.9 µs | peak RSS MiB | RSS at end MiB | load 1 min |",
 );
 console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-for (const policy of POLICIES) {
-  for (const size of SIZES) {
-    for (const system of ["booblik", "kafka"] as const) {
-      const list = cells.get(key(system, policy, size)) ?? [];
-      if (list.length === 0) continue;
-      const of = (f: (cell: Cell) => number) => figure(list.map(f));
-      console.log(
-        `| ${policy} | ${size} B | ${label[system](policy)} | ${of((c) => c.producePerf.mibPerSecond)} | ${of((c) => c.produceKcat.mibPerSecond)} | ` +
-          `${of((c) => c.consumePerf.mibPerSecond)} | ${of((c) => c.consumeKcat.mibPerSecond)} | ` +
-          `${of((c) => c.producePerf.brokerCpuSeconds + c.produceKcat.brokerCpuSeconds + c.consumePerf.brokerCpuSeconds + c.consumeKcat.brokerCpuSeconds)} | ` +
-          `${of((c) => c.latency.p50)} | ${of((c) => c.latency.p99)} | ${of((c) => c.latency.p999)} | ` +
-          `${of((c) => c.peakRssMiB)} | ${of((c) => c.rssMiB)} | ${figure(list.flatMap((c) => c.load1))} |`,
-      );
-    }
-  }
+for (const { policy, size, system, list } of measuredCells()) {
+  const of = (f: (cell: Cell) => number) => figure(list.map(f));
+  console.log(
+    `| ${policy} | ${size} B | ${label[system](policy)} | ${of((c) => c.producePerf.mibPerSecond)} | ${of((c) => c.produceKcat.mibPerSecond)} | ` +
+      `${of((c) => c.consumePerf.mibPerSecond)} | ${of((c) => c.consumeKcat.mibPerSecond)} | ` +
+      `${of((c) => c.producePerf.brokerCpuSeconds + c.produceKcat.brokerCpuSeconds + c.consumePerf.brokerCpuSeconds + c.consumeKcat.brokerCpuSeconds)} | ` +
+      `${of((c) => c.latency.p50)} | ${of((c) => c.latency.p99)} | ${of((c) => c.latency.p999)} | ` +
+      `${of((c) => c.peakRssMiB)} | ${of((c) => c.rssMiB)} | ${figure(list.flatMap((c) => c.load1))} |`,
+  );
 }
 console.log("\nrecords per second (same runs):\n");
 console.log(
   "| policy | size | system | produce perf-test | produce kcat | consume perf-test | consume kcat | broker CPU s: perf-test produce / kcat produce / perf-test consume / kcat consume / e2e |",
 );
 console.log("|---|---|---|---|---|---|---|---|");
-for (const policy of POLICIES) {
-  for (const size of SIZES) {
-    for (const system of ["booblik", "kafka"] as const) {
-      const list = cells.get(key(system, policy, size)) ?? [];
-      if (list.length === 0) continue;
-      const rate = (f: (cell: Cell) => number) => {
-        const m = median(list.map(f));
-        return m >= 1e6 ? `${(m / 1e6).toFixed(2)} M` : `${(m / 1e3).toFixed(0)} K`;
-      };
-      const cpu = (f: (cell: Cell) => number) => median(list.map(f)).toFixed(2);
-      console.log(
-        `| ${policy} | ${size} B | ${label[system](policy)} | ${rate((c) => c.producePerf.recordsPerSecond)} | ${rate((c) => c.produceKcat.recordsPerSecond)} | ` +
-          `${rate((c) => c.consumePerf.recordsPerSecond)} | ${rate((c) => c.consumeKcat.recordsPerSecond)} | ` +
-          `${cpu((c) => c.producePerf.brokerCpuSeconds)} / ${cpu((c) => c.produceKcat.brokerCpuSeconds)} / ${cpu((c) => c.consumePerf.brokerCpuSeconds)} / ${cpu((c) => c.consumeKcat.brokerCpuSeconds)} / ${cpu((c) => c.latency.cpu)} |`,
-      );
-    }
-  }
+for (const { policy, size, system, list } of measuredCells()) {
+  const rate = (f: (cell: Cell) => number) => {
+    const m = median(list.map(f));
+    return m >= 1e6 ? `${(m / 1e6).toFixed(2)} M` : `${(m / 1e3).toFixed(0)} K`;
+  };
+  const cpu = (f: (cell: Cell) => number) => median(list.map(f)).toFixed(2);
+  console.log(
+    `| ${policy} | ${size} B | ${label[system](policy)} | ${rate((c) => c.producePerf.recordsPerSecond)} | ${rate((c) => c.produceKcat.recordsPerSecond)} | ` +
+      `${rate((c) => c.consumePerf.recordsPerSecond)} | ${rate((c) => c.consumeKcat.recordsPerSecond)} | ` +
+      `${cpu((c) => c.producePerf.brokerCpuSeconds)} / ${cpu((c) => c.produceKcat.brokerCpuSeconds)} / ${cpu((c) => c.consumePerf.brokerCpuSeconds)} / ${cpu((c) => c.consumeKcat.brokerCpuSeconds)} / ${cpu((c) => c.latency.cpu)} |`,
+  );
 }
 console.log(
   "\nkcat consume runs in which librdkafka 2.0.2 waited 500 ms before querying its start offset " +
@@ -624,17 +622,11 @@ console.log(
 );
 console.log("| policy | size | system | runs with the retry | reasons |");
 console.log("|---|---|---|---|---|");
-for (const policy of POLICIES) {
-  for (const size of SIZES) {
-    for (const system of ["booblik", "kafka"] as const) {
-      const list = cells.get(key(system, policy, size)) ?? [];
-      if (list.length === 0) continue;
-      const reasons = list.flatMap((c) => (c.kcatRetry === undefined ? [] : [c.kcatRetry]));
-      console.log(
-        `| ${policy} | ${size} B | ${label[system](policy)} | ${reasons.length} of ${list.length} | ${[...new Set(reasons)].join("; ") || "—"} |`,
-      );
-    }
-  }
+for (const { policy, size, system, list } of measuredCells()) {
+  const reasons = list.flatMap((c) => (c.kcatRetry === undefined ? [] : [c.kcatRetry]));
+  console.log(
+    `| ${policy} | ${size} B | ${label[system](policy)} | ${reasons.length} of ${list.length} | ${[...new Set(reasons)].join("; ") || "—"} |`,
+  );
 }
 console.log("\nstart-up on an empty data directory, ms after spawn (median (range)):\n");
 console.log(

@@ -404,16 +404,12 @@ export class Broker {
     }
     for (const { topicName, config } of found) {
       const partitions: Partition[] = [];
-      this.topics.set(topicName, {
-        name: topicName,
-        config,
-        partitions,
-        incarnation: nextTopicIncarnation++,
-      });
+      const incarnation = nextTopicIncarnation++;
+      this.topics.set(topicName, { name: topicName, config, partitions, incarnation });
       for (let id = 0; id < config.partitions; id++) {
         if (!pathExists(partitionDirectory(this.dataDir, topicName, id)))
           this.openReport.partitionDirectoriesMissing.push(`${topicName}-${id}`);
-        partitions.push(this.openPartition(topicName, id, config));
+        partitions.push(this.openPartition(topicName, id, config, incarnation));
         this.recoveryProgress.partitionsOpened++;
         yield;
       }
@@ -447,7 +443,7 @@ export class Broker {
     }
   }
 
-  private openPartition(topic: TopicName, id: number, config: TopicConfig): Partition {
+  private openPartition(topic: TopicName, id: number, config: TopicConfig, incarnation: number): Partition {
     let log: PartitionLog;
     try {
       log = PartitionLog.open(
@@ -468,6 +464,7 @@ export class Broker {
       config,
       (seconds) => this.forceLatency.observe(seconds),
       topic === OFFSETS_TOPIC_NAME,
+      incarnation,
     );
   }
 
@@ -579,12 +576,13 @@ export class Broker {
     // The offsets topic is the broker's own: it takes nothing from the limits clients are held to.
     if (topicName !== OFFSETS_TOPIC_NAME) this.checkLimits(topicName, config);
     const partitions: Partition[] = [];
+    const incarnation = nextTopicIncarnation++;
     try {
       for (let id = 0; id < config.partitions; id++) {
         const directory = partitionDirectory(this.dataDir, topicName, id);
         // A leftover directory of the same name (an interrupted delete) must not leak old records.
         if (pathExists(directory)) removeDirectoryTree(directory);
-        partitions.push(this.openPartition(topicName, id, config));
+        partitions.push(this.openPartition(topicName, id, config, incarnation));
       }
       fsyncDirectory(this.dataDir);
       // The commit point: the topic exists once this file does.
@@ -599,7 +597,7 @@ export class Broker {
       for (const partition of partitions) partition.log.destroy();
       throw error;
     }
-    this.topics.set(topicName, { name: topicName, config, partitions, incarnation: nextTopicIncarnation++ });
+    this.topics.set(topicName, { name: topicName, config, partitions, incarnation });
     return this.describeTopic(topicName);
   }
 
@@ -725,7 +723,7 @@ export class Broker {
       for (let id = current; id < partitions; id++) {
         const directory = partitionDirectory(this.dataDir, topic.name, id);
         if (pathExists(directory)) removeDirectoryTree(directory);
-        added.push(this.openPartition(topic.name, id, config));
+        added.push(this.openPartition(topic.name, id, config, topic.incarnation));
       }
       fsyncDirectory(this.dataDir);
       this.writeTopicFile(topic.name, config);
@@ -802,16 +800,6 @@ export class Broker {
     const topic = this.topics.get(name);
     if (topic === undefined) throw new UnknownTopicOrPartitionError(name);
     return topic;
-  }
-
-  /**
-   * The incarnation of a topic: equal for two calls only if no delete and create of the name came
-   * between them. The native server uses it to tell a consumer that the topic it fetched from was
-   * replaced (its positions mean nothing in the new one); throws for an unknown topic.
-   */
-  topicIncarnation(topic: string): number {
-    this.checkOpen();
-    return this.topicNamed(topic).incarnation;
   }
 
   /** The partition, or UnknownTopicOrPartitionError. */

@@ -408,6 +408,11 @@ export class Partition {
   readonly groupCommit: GroupCommit;
   /** A partition of an internal topic (the offsets topic): only the broker appends to it. */
   readonly internal: boolean;
+  /**
+   * Which topic of its name this partition belongs to, in this process (Broker: a topic created
+   * again under a name gets a new one): the native server refuses a FETCH of a replaced topic once.
+   */
+  readonly topicIncarnation: number;
   /** Replaced as a whole by `reconfigure` (Broker.alterTopic); read at each append and retention run. */
   private config: TopicConfig;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -465,8 +470,10 @@ export class Partition {
     config: TopicConfig,
     observeForceSeconds?: (seconds: number) => void,
     internal = false,
+    topicIncarnation = 0,
   ) {
     this.internal = internal;
+    this.topicIncarnation = topicIncarnation;
     this.topic = topic;
     this.id = id;
     this.log = log;

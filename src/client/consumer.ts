@@ -113,9 +113,10 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
   readonly group: string | undefined;
   private readonly commitEveryRecords: number;
   private readonly commitIntervalMs: number;
-  /** Records fetched and handed out since the last commit started (counted per fetch). */
-  private uncommittedRecords = 0;
-  /** The position the last commit started with (records since: the record iterator's count). */
+  /**
+   * The position the last commit started with (at the start: the start position, after an
+   * out-of-range reset: the new position): the records handed out since are the position minus it.
+   */
   private lastCommitStartPosition = -1;
   /** Records the record iterator handed out since it last checked whether a commit is due. */
   private handedOutSinceCheck = 0;
@@ -181,7 +182,6 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
 
   /** Starts a commit of the current position; remembers a failure for the iteration to throw. */
   private startCommit(group: string, position = this.next!): Promise<void> {
-    this.uncommittedRecords = 0;
     this.handedOutSinceCheck = 0;
     this.lastCommitStartPosition = position;
     this.lastCommitMs = performance.now();
@@ -217,7 +217,7 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
     if (this.commitInFlight !== undefined || this.next === undefined || this.next === this.committedPosition)
       return;
     if (
-      this.uncommittedRecords >= this.commitEveryRecords ||
+      this.next - this.lastCommitStartPosition >= this.commitEveryRecords ||
       performance.now() - this.lastCommitMs >= this.commitIntervalMs
     )
       void this.startCommit(group);
@@ -386,6 +386,7 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
           this.resets++;
           next = this.onOutOfRange === "earliest" ? error.logStartOffset : error.nextOffset;
           this.next = next;
+          this.lastCommitStartPosition = next;
           continue;
         }
         throw error;
@@ -405,7 +406,6 @@ export class Consumer implements AsyncIterable<ConsumedRecord> {
       next += result.recordCount;
       yield batch;
       this.next = Math.max(this.next ?? next, next);
-      this.uncommittedRecords += batch.count;
     }
   }
 }

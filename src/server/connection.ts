@@ -173,7 +173,7 @@ export class Connection implements BudgetWaiter {
   /** When the last request bytes arrived (or reading resumed after waiting for the budget). */
   lastActivityMs = performance.now();
   /**
-   * The incarnation (Broker.topicIncarnation) of each topic this connection fetched from: a FETCH
+   * The incarnation (Partition.topicIncarnation) of each topic this connection fetched from: a FETCH
    * of a topic deleted and created again since is refused once (server.ts `fetch`). At most one
    * entry per topic of the broker.
    */

@@ -1421,7 +1421,7 @@ export class BrokerServer implements ConnectionHost {
     // topic ids alike (a helper's run, 2026-12-03: a group consumer read new-2000 on, never new-0 to
     // new-1999, and committed past them). Told once on this connection; the next FETCH reads the
     // new topic. A client that reconnected in between is not told: docs/protocol.md FETCH.
-    const incarnation = this.broker.topicIncarnation(request.topic);
+    const incarnation = partition.topicIncarnation;
     const fetchedBefore = connection.fetchedTopics.get(request.topic);
     if (fetchedBefore !== incarnation) {
       connection.fetchedTopics.set(request.topic, incarnation);
@@ -1459,7 +1459,7 @@ export class BrokerServer implements ConnectionHost {
     if (fetchedBefore === undefined) return;
     let incarnation: number;
     try {
-      incarnation = this.broker.topicIncarnation(topic);
+      incarnation = this.broker.partition(topic, 0).topicIncarnation;
     } catch {
       return; // an unknown topic: commitOffsets says so
     }
