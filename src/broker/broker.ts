@@ -203,6 +203,14 @@ export class Broker {
   private readonly deletions = new Map<string, Promise<void>>();
   /** Names whose partition directories the open found without a topic file: stopped deletes or creates. */
   private readonly interruptedTopicNames = new Set<string>();
+  /**
+   * Deleted topics whose groups' committed offsets are not yet removed from the log (the tombstones'
+   * append or force failed, e.g. on a full disk), with why. Their partition directories stay until
+   * the tombstones are forced: they are what makes the next start forget those commits, and the
+   * name cannot be created again before (a restart would hand the old commits to the new topic).
+   * `deletion(name)` tries again.
+   */
+  private readonly unforgottenTopics = new Map<string, string>();
   private readonly lock: DataDirLock;
   private readonly checkpointIntervalMs: number | undefined;
   readonly limits: Readonly<BrokerLimits>;
@@ -318,14 +326,15 @@ export class Broker {
         this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
         options.committedOffsetsBytesMax,
       );
-      // A delete stopped after its commit point leaves its partition directories (removed by
-      // loadTopics), and may have left its groups' committed offsets: forgetTopic finishes it.
+      // A delete stopped after its commit point leaves its partition directories, and may have left
+      // its groups' committed offsets: finishDelete tombstones them, then removes the directories.
       for (const name of this.interruptedTopicNames) {
-        const count = this.offsetsStore.forgetInterrupted(name);
-        if (count > 0)
-          console.error(
-            `booblik: forgot ${count} committed offset(s) of topic ${name}, whose delete stopped before it removed them`,
-          );
+        if (!this.offsetsStore.holdsCommitsOf(name)) {
+          this.removeDirectoriesOf(name);
+          continue;
+        }
+        const deletion = this.finishDelete(name, "at start").finally(() => this.deletions.delete(name));
+        this.deletions.set(name, deletion);
       }
       this.producerIds = ProducerIdAllocator.open(this.dataDir);
       this.aclStore = AclStore.open(this.dataDir, options.authorization);
@@ -398,9 +407,9 @@ export class Broker {
       const match = /^(.+)-(\d+)$/.exec(name);
       if (match === null || name === TOPICS_DIRECTORY) continue;
       const count = partitionsOf.get(match[1]!);
+      // A stopped delete's directories stay until its groups' commits are forgotten (finishOpen).
       if (count === undefined) this.interruptedTopicNames.add(match[1]!);
-      if (count === undefined || Number(match[2]) >= count)
-        removeDirectoryTree(path.join(this.dataDir, name));
+      else if (Number(match[2]) >= count) removeDirectoryTree(path.join(this.dataDir, name));
     }
     for (const { topicName, config } of found) {
       const partitions: Partition[] = [];
@@ -572,6 +581,14 @@ export class Broker {
         { retriable: true },
       );
     }
+    const unforgotten = this.unforgottenTopics.get(topicName);
+    if (unforgotten !== undefined) {
+      throw new BooblikError(
+        "STORAGE_ERROR",
+        `topic ${JSON.stringify(topicName)} was deleted, but its groups' committed offsets could not be removed from the log yet (${unforgotten}); it cannot be created again before they are, or a restart would start its groups at the old topic's offsets. Each create of the name tries again, and so does the next start`,
+        { retriable: true },
+      );
+    }
     const config = validateTopicConfig(settings, this.topicDefaults, ceiling);
     // The offsets topic is the broker's own: it takes nothing from the limits clients are held to.
     if (topicName !== OFFSETS_TOPIC_NAME) this.checkLimits(topicName, config);
@@ -617,8 +634,16 @@ export class Broker {
     return deletion;
   }
 
-  /** The delete of `name` still running, if any: resolves (never rejects) once the name is free. */
+  /**
+   * The delete of `name` still running, if any: resolves (never rejects) once it ended. For a
+   * deleted topic whose groups' committed offsets could not be removed yet (`unforgottenTopics`),
+   * starts another try and returns it; the create that follows fails if that try did too.
+   */
   deletion(name: string): Promise<void> | undefined {
+    if (!this.deletions.has(name) && this.unforgottenTopics.has(name) && !this.closed) {
+      const retry = this.finishDelete(name, "again").finally(() => this.deletions.delete(name));
+      this.deletions.set(name, retry);
+    }
     return this.deletions.get(name)?.catch(() => undefined);
   }
 
@@ -629,16 +654,47 @@ export class Broker {
     // Then its groups' committed offsets, before the partition directories go: a topic created
     // again under the name starts with none. Until the tombstones are forced, the directories are
     // what tells the next start (after a crash) to forget them (finishOpen).
-    try {
-      await this.offsetsStore?.forgetTopic(topic.name);
-    } catch (error) {
-      console.error(
-        `booblik: topic ${topic.name} deleted, but the tombstones of its committed offsets were not written: a topic created under the name after a restart would start its groups there: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
+    const forgotten = await this.forgetCommitsOf(topic.name, "");
     for (const partition of topic.partitions) {
       await partition.close(false);
-      partition.log.destroy();
+      if (forgotten) partition.log.destroy();
+    }
+  }
+
+  /**
+   * Tombstones the committed offsets of the deleted topic `name` (forced); true when that is done,
+   * false when it failed: then the name is in `unforgottenTopics` with why, and logged.
+   */
+  private async forgetCommitsOf(name: string, when: string): Promise<boolean> {
+    try {
+      const count = (await this.offsetsStore?.forgetTopic(name)) ?? 0;
+      this.unforgottenTopics.delete(name);
+      if (count > 0 && when !== "")
+        console.error(`booblik: forgot ${count} committed offset(s) of the deleted topic ${name} (${when})`);
+      return true;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.unforgottenTopics.set(name, reason);
+      console.error(
+        `booblik: topic ${name} deleted, but its groups' committed offsets could not be removed from the log (${reason}); its partition directories stay until they are, so that a restart still forgets them, and the name cannot be created again before. Each create of the name tries again, and so does the next start`,
+      );
+      return false;
+    }
+  }
+
+  /**
+   * Finishes a delete past its commit point whose partitions are closed (found at open, or whose
+   * tombstones failed): the tombstones, then every directory of the name.
+   */
+  private async finishDelete(name: string, when: string): Promise<void> {
+    if (await this.forgetCommitsOf(name, when)) this.removeDirectoriesOf(name);
+  }
+
+  /** Removes every partition directory of the topic name (`<name>-<n>`). */
+  private removeDirectoriesOf(name: string): void {
+    for (const entry of listDirectory(this.dataDir)) {
+      const match = /^(.+)-(\d+)$/.exec(entry);
+      if (match?.[1] === name) removeDirectoryTree(path.join(this.dataDir, entry));
     }
   }
 

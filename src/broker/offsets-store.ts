@@ -145,6 +145,11 @@ export class OffsetsStore implements GroupStore {
    * record would make the older one win (the newer record is ≥ K, so it stays).
    */
   private readonly inFlightKeys = new Map<string, number>();
+  /**
+   * Keys of deleted topics' commits that are out of the map but whose tombstones are not forced yet
+   * (being appended, or their append failed), by topic: forgetTopic writes them again.
+   */
+  private readonly unforgotten = new Map<string, Set<string>>();
   private compacting = false;
   /** Records appended since the last snapshot (at open: every record replayed). */
   private recordsSinceSnapshot = 0;
@@ -532,50 +537,58 @@ export class OffsetsStore implements GroupStore {
    * from every group too (GroupCoordinator `onPartitionsDeleted`). Without it, a topic created
    * again under the name started each group at the old topic's offsets, and its consumers skipped
    * the new topic's first records silently (a helper's run, 2026-12-03).
+   *
+   * When the tombstones fail (a full disk, a failed force), the keys are kept and the next call for
+   * the topic writes them again: the map no longer holds them, but the log still does, and a
+   * restart would bring them back. Returns how many keys it tombstoned.
    */
-  async forgetTopic(topic: string): Promise<void> {
-    await this.forget(topic).done;
+  async forgetTopic(topic: string): Promise<number> {
+    const keys = this.keysOfTopic(topic);
+    if (keys.size === 0) return 0;
+    for (const key of keys) {
+      const at = key.indexOf(SEPARATOR);
+      const group = key.slice(0, at);
+      const offsets = this.groups.get(group);
+      const stored = offsets?.get(key.slice(at + 1));
+      if (offsets === undefined || stored === undefined) continue;
+      this.liveBytes -= commitBytes(key, stored.metadata);
+      offsets.delete(key.slice(at + 1));
+      if (offsets.size === 0) this.groups.delete(group);
+    }
+    // A copy: a later call's keys may join it, and a success below removes only this call's.
+    this.unforgotten.set(topic, new Set(keys));
+    const nowMs = Date.now();
+    await this.appendRecords(
+      [...keys].map((key) => ({ key: ENCODER.encode(key), value: null, timestamp: nowMs })),
+    );
+    // Only this call's keys are durable: a later call of the topic, failed, may have set others.
+    const left = this.unforgotten.get(topic);
+    if (left !== undefined) {
+      for (const key of keys) left.delete(key);
+      if (left.size === 0) this.unforgotten.delete(topic);
+    }
+    return keys.size;
+  }
+
+  /** Whether anything of `topic` is committed: in the map, in flight, or with tombstones not forced. */
+  holdsCommitsOf(topic: string): boolean {
+    return this.keysOfTopic(topic).size > 0;
   }
 
   /**
-   * At open, for a topic whose delete stopped after its commit point (its partition directories
-   * were left): `forgetTopic`, with the tombstones written in the background (a failure is logged;
-   * the directories are gone by then, so the map alone forgets them until a later delete of the
-   * name). Returns how many offsets it forgot.
+   * The keys of every commit of `topic`: in the map, in flight (a commit appended, not yet forced,
+   * gets a tombstone after it in the log; its force comes first, since GroupCommit resolves waiters
+   * in the order they queued, so the map takes it and then the tombstone:
+   * test/broker/offsets-store.test.ts), and those whose tombstones are not forced yet.
    */
-  forgetInterrupted(topic: string): number {
-    const forgotten = this.forget(topic);
-    forgotten.done.catch((error: unknown) =>
-      console.error(
-        `booblik: the committed offsets of the deleted topic ${topic} were not removed from the log: ${error instanceof Error ? error.message : String(error)}`,
-      ),
-    );
-    return forgotten.count;
-  }
-
-  private forget(topic: string): { count: number; done: Promise<void> } {
-    const keys = new Set<string>();
-    for (const [group, offsets] of this.groups) {
-      for (const [partitionKey, stored] of offsets) {
-        if (partitionKey.slice(0, partitionKey.lastIndexOf(SEPARATOR)) !== topic) continue;
-        const key = `${group}${SEPARATOR}${partitionKey}`;
-        keys.add(key);
-        this.liveBytes -= commitBytes(key, stored.metadata);
-        offsets.delete(partitionKey);
-      }
-      if (offsets.size === 0) this.groups.delete(group);
-    }
-    // A commit of the topic still in flight (appended, not yet forced) gets a tombstone after it in
-    // the log. Its force comes first (GroupCommit resolves waiters in the order they queued), so the map
-    // takes it and then the tombstone: gone in memory too (test/broker/offsets-store.test.ts).
+  private keysOfTopic(topic: string): Set<string> {
+    const keys = new Set(this.unforgotten.get(topic));
+    for (const [group, offsets] of this.groups)
+      for (const partitionKey of offsets.keys())
+        if (partitionKey.slice(0, partitionKey.lastIndexOf(SEPARATOR)) === topic)
+          keys.add(`${group}${SEPARATOR}${partitionKey}`);
     for (const key of this.inFlightKeys.keys()) if (topicOfKey(key) === topic) keys.add(key);
-    const count = keys.size;
-    if (count === 0) return { count, done: Promise.resolve() };
-    const nowMs = Date.now();
-    const done = this.appendRecords(
-      [...keys].map((key) => ({ key: ENCODER.encode(key), value: null, timestamp: nowMs })),
-    );
-    return { count, done };
+    return keys;
   }
 }
 

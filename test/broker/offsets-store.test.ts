@@ -7,10 +7,12 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { ioError } from "../../ffi/file.ts";
 import { Broker } from "../../src/broker/broker.ts";
 import type { BooblikError } from "../../src/domain/errors.ts";
 import { GROUP_RECORD_BYTES_MAX, OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
+import { type Disk, realDisk, useDisk } from "../../src/storage/disk.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -436,14 +438,18 @@ describe("a deleted topic's committed offsets", () => {
       broker = Broker.open({ dataDir: dir.path });
       expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
       expect(broker.offsets.committed("g", "audit", 0)).toMatchObject({ offset: 3 });
-      expect(
-        logged.some((line) =>
-          line.includes("forgot 1 committed offset(s) of topic orders, whose delete stopped"),
-        ),
-      ).toBe(true);
-      // The tombstone is appended in the background; once forced, the log says what the map says.
+      // The tombstone is appended in the background; once forced, the log says what the map says,
+      // and then the directories go.
       expect(endOfOffsets(broker)).toBe(2);
       await waitUntil(() => endOfOffsets(broker) === 3, "the tombstone forced");
+      await waitUntil(
+        () =>
+          logged.some((line) =>
+            line.includes("forgot 1 committed offset(s) of the deleted topic orders (at start)"),
+          ),
+        "the start's log of the forgotten commit",
+      );
+      await waitUntil(() => !fs.existsSync(path.join(dir.path, "orders-0")), "the directory removed");
       await broker.close();
       logged.length = 0;
       broker = Broker.open({ dataDir: dir.path });
@@ -453,6 +459,111 @@ describe("a deleted topic's committed offsets", () => {
     } finally {
       console.error = originalError;
       await broker.close();
+    }
+  });
+});
+
+/**
+ * A Disk whose writes to the offsets topic's files fail with ENOSPC while `full` is set (everything
+ * else is the real disk): the tombstones of a deleted topic's commits meet a full disk.
+ */
+function offsetsTopicDisk(): Disk & { full: boolean } {
+  const faulty = {
+    ...realDisk,
+    full: false,
+    pwriteAll(fd: number, source: Uint8Array, start: number, end: number, position: number, file?: string) {
+      if (faulty.full && file?.includes(OFFSETS_TOPIC_NAME)) throw ioError("pwrite", 28, file);
+      realDisk.pwriteAll(fd, source, start, end, position, file);
+    },
+  };
+  return faulty;
+}
+
+describe("a deleted topic's commits when their tombstones cannot be written (a full disk)", () => {
+  test("the partition directories stay, so a restart still forgets the commits, and writes the tombstones", async () => {
+    using dir = tempDir();
+    const faulty = offsetsTopicDisk();
+    const restore = useDisk(faulty);
+    const logged: string[] = [];
+    const originalError = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args.map(String).join(" "));
+    let broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("orders");
+      broker.createTopic("audit");
+      await broker.offsets.commit("g", [entry("orders", 0, 100), entry("audit", 0, 3)]);
+      faulty.full = true;
+      // The delete itself is done (its commit point is the topic file's removal); the failure is logged.
+      await broker.deleteTopic("orders");
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      expect(
+        logged.some((line) => line.includes("could not be removed from the log") && line.includes("ENOSPC")),
+      ).toBe(true);
+      expect(fs.existsSync(path.join(dir.path, "orders-0"))).toBe(true);
+      await broker.close();
+      // Before 2026-12-03 the directories were removed anyway, and this start gave the commit back.
+      faulty.full = false;
+      logged.length = 0;
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      expect(broker.offsets.committed("g", "audit", 0)).toMatchObject({ offset: 3 });
+      await waitUntil(() => !fs.existsSync(path.join(dir.path, "orders-0")), "the directory removed");
+      expect(
+        logged.some((line) => line.includes("forgot 1 committed offset(s) of the deleted topic orders")),
+      ).toBe(true);
+      await broker.close();
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      broker.createTopic("orders");
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+    } finally {
+      console.error = originalError;
+      await broker.close();
+      restore();
+    }
+  });
+
+  test("the name cannot be created again until they are written: refused with the reason while the disk is full, created once a retry wrote them", async () => {
+    using dir = tempDir();
+    const faulty = offsetsTopicDisk();
+    const restore = useDisk(faulty);
+    const originalError = console.error;
+    console.error = () => {};
+    let broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("orders");
+      await broker.offsets.commit("g", [entry("orders", 0, 100)]);
+      faulty.full = true;
+      await broker.deleteTopic("orders");
+      const refusal = (() => {
+        try {
+          broker.createTopic("orders");
+          return undefined;
+        } catch (error) {
+          return error as BooblikError;
+        }
+      })();
+      // Before 2026-12-03 this create succeeded, and a restart handed it the old topic's commit.
+      expect(refusal?.code).toBe("STORAGE_ERROR");
+      expect(refusal?.retriable).toBe(true);
+      expect(refusal?.message).toContain("committed offsets could not be removed from the log yet");
+      expect(refusal?.message).toContain("ENOSPC");
+      // A retry on a disk still full fails again, and the create after it is refused again.
+      await broker.deletion("orders");
+      expect(() => broker.createTopic("orders")).toThrow("could not be removed from the log yet");
+      faulty.full = false;
+      await broker.deletion("orders");
+      expect(fs.existsSync(path.join(dir.path, "orders-0"))).toBe(false);
+      broker.createTopic("orders");
+      await broker.append("orders", 0, ["new"]);
+      await broker.close();
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
+      expect(broker.describeTopic("orders").partitions[0]!.nextOffset).toBe(1);
+    } finally {
+      console.error = originalError;
+      await broker.close();
+      restore();
     }
   });
 });
