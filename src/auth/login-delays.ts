@@ -4,6 +4,9 @@
  * most AUTHENTICATION_FAILED_DELAY_MAX_MS. One instance serves both listeners (main.ts), so
  * guessing through the Kafka port is as slow as through the native one.
  *
+ * Checks of one address's logins are one at a time while it is held (`holdMs`): every listener
+ * asks before it checks credentials.
+ *
  * Invariant: the table holds at most LOGIN_FAILURE_ADDRESSES_MAX addresses, whatever addresses an
  * attacker brings (the oldest are forgotten first).
  */
@@ -15,9 +18,22 @@ import {
 } from "../domain/limits.ts";
 
 export class LoginDelays {
-  private readonly failures = new Map<string, { count: number; atMs: number }>();
+  private readonly failures = new Map<string, { count: number; atMs: number; heldUntilMs: number }>();
 
   constructor(private readonly nowMs: () => number = () => performance.now()) {}
+
+  /**
+   * How long a login of `address` must wait before its credentials are checked: until the delay of
+   * the address's last failure ran out. A caller waits that long and asks again (another check may
+   * have failed meanwhile), and checks only at 0, synchronously, so an address gets one check per
+   * delay however many connections it opens. Without it the delay slowed only each connection's own
+   * answer: an address guessed on up to CONNECTIONS_PER_ADDRESS_DEFAULT (256) connections at once,
+   * and a right guess was answered at once (test/server/authentication.test.ts).
+   */
+  holdMs(address: string): number {
+    const last = this.failures.get(address);
+    return last === undefined ? 0 : Math.max(0, last.heldUntilMs - this.nowMs());
+  }
 
   /** Remembers a failure of `address`; returns how long to wait before answering it. */
   failed(address: string): number {
@@ -25,18 +41,21 @@ export class LoginDelays {
     const last = this.failures.get(address);
     const count =
       last !== undefined && now - last.atMs < AUTHENTICATION_FAILURE_MEMORY_MS ? last.count + 1 : 1;
+    const delayMs = Math.min(
+      AUTHENTICATION_FAILED_DELAY_MIN_MS * 2 ** (count - 1),
+      AUTHENTICATION_FAILED_DELAY_MAX_MS,
+    );
+    // Checks that did not wait (two in one turn) queue their delays one after the other.
+    const heldUntilMs = Math.max(now, last?.heldUntilMs ?? 0) + delayMs;
     // Delete first so that Map order stays the order of the latest failure (oldest first).
     this.failures.delete(address);
-    this.failures.set(address, { count, atMs: now });
+    this.failures.set(address, { count, atMs: now, heldUntilMs });
     if (this.failures.size > LOGIN_FAILURE_ADDRESSES_MAX) {
       for (const key of this.failures.keys()) {
         this.failures.delete(key);
         if (this.failures.size <= LOGIN_FAILURE_ADDRESSES_MAX / 2) break;
       }
     }
-    return Math.min(
-      AUTHENTICATION_FAILED_DELAY_MIN_MS * 2 ** (count - 1),
-      AUTHENTICATION_FAILED_DELAY_MAX_MS,
-    );
+    return heldUntilMs - now;
   }
 }

@@ -62,6 +62,8 @@ export class ConsoleAuth {
   failures = 0;
   /** Map order is least recently used first: a use moves a session to the end. */
   private readonly sessions = new Map<string, Session>();
+  /** Per address, the end of its last login check (`check` chains them). */
+  private readonly checking = new Map<string, Promise<void>>();
   private readonly nowMs: () => number;
 
   constructor(private readonly options: ConsoleAuthOptions) {
@@ -81,8 +83,9 @@ export class ConsoleAuth {
     }
     const basic = basicCredentials(request.headers.get("authorization"));
     if (basic !== undefined) {
-      if (await this.check(basic.user, basic.password)) return { user: basic.user };
-      return { refusal: await this.failed(peer, basic.user, "HTTP Basic") };
+      const checked = await this.check(basic.user, basic.password, peer);
+      if (checked === true) return { user: basic.user };
+      return { refusal: await this.failed(peer, basic.user, "HTTP Basic", checked.delayMs) };
     }
     return {
       refusal: loginRequired(
@@ -133,7 +136,8 @@ export class ConsoleAuth {
     if (typeof user !== "string" || typeof password !== "string" || user === "") {
       return problem(400, 'a login is JSON: {"user": "…", "password": "…"}');
     }
-    if (!(await this.check(user, password))) return this.failed(peer, user, "login");
+    const checked = await this.check(user, password, peer);
+    if (checked !== true) return this.failed(peer, user, "login", checked.delayMs);
     const credentials = this.options.users().get(user)!;
     const token = randomBytes(32).toString("base64url");
     const now = this.nowMs();
@@ -160,16 +164,38 @@ export class ConsoleAuth {
     return new Response(null, { status: 204, headers: { "set-cookie": this.cookie("", 0) } });
   }
 
-  private async check(user: string, password: string): Promise<boolean> {
-    return verifyPassword(this.options.users().get(user), password);
+  /**
+   * Checks a login: true, or the failure's delay (the failure is remembered). One check at a time
+   * per address, each after the address's hold (LoginDelays.holdMs): the password check runs on the
+   * thread pool, so without the chain every login that waited would be checked at once when the
+   * hold ran out.
+   */
+  private check(user: string, password: string, peer: string): Promise<true | { delayMs: number }> {
+    const previous = this.checking.get(peer) ?? Promise.resolve();
+    const mine = previous.then(async (): Promise<true | { delayMs: number }> => {
+      for (let holdMs = this.options.loginDelays.holdMs(peer); holdMs > 0; ) {
+        await Bun.sleep(holdMs); // the address's login delay, not a wait for a condition
+        holdMs = this.options.loginDelays.holdMs(peer);
+      }
+      if (await verifyPassword(this.options.users().get(user), password)) return true;
+      return { delayMs: this.options.loginDelays.failed(peer) };
+    });
+    const settled = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.checking.set(peer, settled);
+    void settled.then(() => {
+      if (this.checking.get(peer) === settled) this.checking.delete(peer);
+    });
+    return mine;
   }
 
-  private async failed(peer: string, user: string, how: string): Promise<Response> {
+  private async failed(peer: string, user: string, how: string, delayMs: number): Promise<Response> {
     this.failures++;
     this.options.audit(
       `booblik: audit: from ${peer} (console): ${how} as ${JSON.stringify(user)} failed: unknown user or wrong password`,
     );
-    const delayMs = this.options.loginDelays.failed(peer);
     await Bun.sleep(delayMs); // the per-address delay of a failed login, not a wait for a condition
     return problem(401, "authentication failed: unknown user or wrong password", { login: true });
   }

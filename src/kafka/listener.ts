@@ -136,6 +136,13 @@ function answerOf(
   if (sasl === undefined || connection.sasl.principal !== undefined) {
     return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
   }
+  // While the address is held after a failed login, a SaslAuthenticate waits, then asks again
+  // (LoginDelays.holdMs). The frame stays valid: its buffer is kept while it is being answered.
+  const holdMs = sasl.holdMs(frame, connection.remoteAddress);
+  if (holdMs > 0)
+    return new Promise((resolve) => setTimeout(resolve, holdMs)).then(() =>
+      answerOf(connection, listener, frame),
+    );
   const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
   if (outcome.kind === "pass")
     return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);

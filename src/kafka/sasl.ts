@@ -103,6 +103,13 @@ export class KafkaSasl {
     return this.options.plain || session.overTls ? [...SCRAM_MECHANISMS, "PLAIN"] : [...SCRAM_MECHANISMS];
   }
 
+  /** How long a SaslAuthenticate from `clientAddress` must wait before it is taken (0: at once). */
+  holdMs(frame: Uint8Array, clientAddress: string): number {
+    // A frame too short for a header is closed by handle(); the API key is its first two bytes.
+    if (frame.length < 2 || ((frame[0]! << 8) | frame[1]!) !== SASL_AUTHENTICATE) return 0;
+    return this.options.loginDelays.holdMs(clientAddress);
+  }
+
   /**
    * Decides a request of a connection that has not logged in: "pass" (ApiVersions, to the handler),
    * an answer, or a close.

@@ -74,6 +74,7 @@ import {
   encodeOffsetFetchResponse,
 } from "../protocol/group-messages.ts";
 import {
+  type AuthenticateRequest,
   decodeAuthenticateRequest,
   decodeCreateTopicRequest,
   decodeDeleteTopicRequest,
@@ -1257,6 +1258,43 @@ export class BrokerServer implements ConnectionHost {
     reader: ByteReader,
   ): void {
     const request = decodeAuthenticateRequest(reader);
+    // While the address is held after a failure, the step waits (loginDelays.holdMs): a copy, since
+    // the frame's buffer is reused once this returns.
+    if (this.loginDelays.holdMs(connection.remoteAddress) > 0) {
+      this.holdAuthentication(connection, slot, correlationId, {
+        mechanism: request.mechanism,
+        authBytes: request.authBytes.slice(),
+      });
+      return;
+    }
+    this.authenticateStep(connection, slot, correlationId, request);
+  }
+
+  /** Waits until the address is no longer held (asking again after each wait), then takes the step. */
+  private holdAuthentication(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    request: AuthenticateRequest,
+  ): void {
+    const holdMs = this.loginDelays.holdMs(connection.remoteAddress);
+    if (holdMs > 0) {
+      setTimeout(() => this.holdAuthentication(connection, slot, correlationId, request), holdMs);
+      return;
+    }
+    try {
+      this.authenticateStep(connection, slot, correlationId, request);
+    } catch (error) {
+      this.fail(connection, slot, correlationId, error);
+    }
+  }
+
+  private authenticateStep(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    request: AuthenticateRequest,
+  ): void {
     let reply: string;
     try {
       const users = this.users;

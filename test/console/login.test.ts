@@ -385,3 +385,39 @@ describe.skipIf(!fs.existsSync(CHROMIUM))("the login page in a browser", () => {
     }
   });
 });
+
+describe("console logins of one address while it is held", () => {
+  test("are checked one at a time: parallel guesses wait for each other's delays, and so does the right password", async () => {
+    // A broker of its own: the address's failures here must not slow the other tests' logins.
+    await using broker = await startBroker(dir.file("held-data"), [
+      "--users-file",
+      usersFile,
+      "--metrics-port",
+      "0",
+    ]);
+    const base = `http://127.0.0.1:${metricsPortOf(broker.startLine)}`;
+    const attempt = async (password: string) => (await login(base, "alice", password)).status;
+    expect(await attempt("guess 1")).toBe(401);
+    // Checked one after another after delays of 200, 400 and 800 ms: the last answer at least 1,400
+    // ms after they began (before 2026-12-03 the checks ran at once, all answered within ~800 ms).
+    const began = performance.now();
+    const parallel = await Promise.all(
+      ["guess 2", "guess 3", "guess 4"].map((password) =>
+        attempt(password).then((status) => ({ status, ms: performance.now() - began })),
+      ),
+    );
+    expect(parallel.map((p) => p.status)).toEqual([401, 401, 401]);
+    expect(Math.max(...parallel.map((p) => p.ms))).toBeGreaterThanOrEqual(1_390);
+    // Failure 5 holds the address for 1,600 ms from its check, which comes after `fifthSent`.
+    const fifthSent = performance.now();
+    const fifth = attempt("guess 5");
+    let failuresLogged = 0;
+    await broker.lines.waitFor((line) => {
+      if (line.includes('(console): login as "alice" failed')) failuresLogged++;
+      return failuresLogged >= 5;
+    }, "the fifth failure's audit line");
+    expect(await attempt("correct horse")).toBe(200);
+    expect(performance.now() - fifthSent).toBeGreaterThanOrEqual(1_590);
+    expect(await fifth).toBe(401);
+  });
+});

@@ -175,6 +175,57 @@ describe("SASL on the Kafka listener", () => {
     );
   });
 
+  test("one address's logins are checked one at a time while it is held: parallel kafkajs guesses wait for each other's delays, and so does the right password", async () => {
+    using dir = tempDir();
+    await using broker = await startBroker(dir.file("data"), [
+      "--users-file",
+      usersFile(dir.file("users.json")),
+      "--kafka-port",
+      "0",
+    ]);
+    const { port } = await kafkaPortOf(broker);
+    const login = async (password: string) => {
+      const admin = new Kafka({
+        brokers: [`127.0.0.1:${port}`],
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+        sasl: { mechanism: "scram-sha-256", username: "alice", password },
+      }).admin();
+      try {
+        await admin.connect();
+        return "logged in";
+      } catch (error) {
+        return /SASL SCRAM SHA256 authentication failed|Authentication failed/.test(String(error))
+          ? "refused"
+          : String(error);
+      } finally {
+        await admin.disconnect();
+      }
+    };
+    expect(await login("guess 1")).toBe("refused");
+    // Checked one after another after delays of 200, 400 and 800 ms: the last answer at least 1,400
+    // ms after they began (before 2026-12-03: each after its own delay, all within about 800 ms).
+    const began = performance.now();
+    const parallel = await Promise.all(
+      ["guess 2", "guess 3", "guess 4"].map((password) =>
+        login(password).then((outcome) => ({ outcome, ms: performance.now() - began })),
+      ),
+    );
+    expect(parallel.map((p) => p.outcome)).toEqual(["refused", "refused", "refused"]);
+    expect(Math.max(...parallel.map((p) => p.ms))).toBeGreaterThanOrEqual(1_390);
+    // Failure 5 holds the address for 1,600 ms from its check, which comes after `fifthSent`.
+    const fifthSent = performance.now();
+    const fifth = login("guess 5");
+    let failuresLogged = 0;
+    await broker.lines.waitFor((line) => {
+      if (line.includes("(kafka): SASL authentication failed")) failuresLogged++; // the audit line
+      return failuresLogged >= 5;
+    }, "the fifth failure's audit line");
+    expect(await login("correct horse")).toBe("logged in");
+    expect(performance.now() - fifthSent).toBeGreaterThanOrEqual(1_590);
+    expect(await fifth).toBe("refused");
+  });
+
   test("PLAIN over SASL_SSL with kcat; PLAIN is not offered without TLS", async () => {
     using dir = tempDir();
     const certs = makeCertificates(dir.path);

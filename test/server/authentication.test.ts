@@ -109,6 +109,56 @@ describe("SCRAM logins", () => {
     expect(audit).toContain("booblik: audit: anonymous from 127.0.0.1: authentication failed");
   });
 
+  test("one address's logins are checked one at a time while it is held: parallel guesses wait for each other's delays, and so does the right password", async () => {
+    using dir = tempDir();
+    const file = usersFile(dir, [["alice", "correct horse"]]);
+    await using broker = await startBroker(dir.file("data"), ["--users-file", file]);
+    const login = (password: string) =>
+      BooblikClient.connect({
+        host: "127.0.0.1",
+        port: broker.port,
+        retries: 0,
+        user: "alice",
+        password,
+      }).then(
+        (client) => {
+          client.close();
+          return "logged in";
+        },
+        (error: { code?: string }) => error.code,
+      );
+    // Failure 1 holds the address for 100 ms; its answer comes when the hold ends.
+    expect(await login("guess 1")).toBe("AUTHENTICATION_FAILED");
+    // Three guesses at once: checked one after another, each after the last one's delay (200, 400,
+    // then 800 ms), so the last answer comes at least 1,400 ms after they began. Before 2026-12-03
+    // each waited for its own delay only, and all three were answered within about 800 ms.
+    const began = performance.now();
+    const parallel = await Promise.all(
+      ["guess 2", "guess 3", "guess 4"].map((password) =>
+        login(password).then((outcome) => ({ outcome, ms: performance.now() - began })),
+      ),
+    );
+    expect(parallel.map((p) => p.outcome)).toEqual([
+      "AUTHENTICATION_FAILED",
+      "AUTHENTICATION_FAILED",
+      "AUTHENTICATION_FAILED",
+    ]);
+    expect(Math.max(...parallel.map((p) => p.ms))).toBeGreaterThanOrEqual(1_390);
+    // Failure 5 (a delay of 1,600 ms) is checked after `fifthSent`; the right password, sent once
+    // the broker has logged that check, is answered only when the hold ends, not at once.
+    const fifthSent = performance.now();
+    const fifth = login("guess 5");
+    // The audit lines not yet read: one per failure so far (the five of this test).
+    let failuresLogged = 0;
+    await broker.lines.waitFor((line) => {
+      if (line.includes("audit: anonymous from 127.0.0.1: authentication failed")) failuresLogged++;
+      return failuresLogged >= 5;
+    }, "the fifth failure's audit line");
+    expect(await login("correct horse")).toBe("logged in");
+    expect(performance.now() - fifthSent).toBeGreaterThanOrEqual(1_590);
+    expect(await fifth).toBe("AUTHENTICATION_FAILED");
+  });
+
   test("nothing but AUTHENTICATE before a login: the request is refused and the connection ends", async () => {
     using dir = tempDir();
     const file = usersFile(dir, [["alice", "correct horse"]]);
