@@ -43,6 +43,8 @@ import {
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
   OFFSETS_TOPIC_NAME,
   PARTITIONS_MAX,
+  PRODUCER_IDS_BROKER_DEFAULT_MAX,
+  PRODUCER_IDS_PER_PARTITION_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
   REQUEST_TIMEOUT_MS_DEFAULT,
   SEALED_READ_DESCRIPTORS_MIN,
@@ -191,6 +193,12 @@ const OPTIONS = {
     env: "BOOBLIK_MAX_PARTITIONS",
     fallback: String(BROKER_PARTITIONS_DEFAULT_MAX),
     help: "partitions of all topics together; a create beyond is refused with LIMIT_EXCEEDED",
+  },
+  maxProducerIds: {
+    flag: "--max-producer-ids",
+    env: "BOOBLIK_MAX_PRODUCER_IDS",
+    fallback: String(PRODUCER_IDS_BROKER_DEFAULT_MAX),
+    help: `idempotent producer ids all partitions remember together (each also at most ${PRODUCER_IDS_PER_PARTITION_MAX}); beyond, a partition meeting a new producer forgets its own idle longest`,
   },
   maxMappedBytes: {
     flag: "--max-mapped-memory",
@@ -598,6 +606,7 @@ async function main(): Promise<number> {
     maxTopics: parseInteger("max topics", values.maxTopics, 1),
     maxPartitions: parseInteger("max partitions", values.maxPartitions, 1),
     maxMappedBytes: parseBytes("max mapped memory", values.maxMappedBytes),
+    maxProducerIds: parseInteger("max producer ids", values.maxProducerIds, 1),
   };
   const allowAnonymous = choice("--allow-anonymous", values.allowAnonymous, ["yes", "no"] as const) === "yes";
   const authorizer = choice("--authorizer", values.authorizer, ["none", "acl"] as const);

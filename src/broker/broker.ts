@@ -51,6 +51,7 @@ import {
   MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
   OFFSETS_SEGMENT_BYTES_DEFAULT,
   OFFSETS_TOPIC_NAME,
+  PRODUCER_IDS_BROKER_DEFAULT_MAX,
   RECORD_PAYLOAD_BYTES_DEFAULT_MAX,
   SEGMENT_HEADER_BYTES,
   TOPIC_FILE_SUFFIX,
@@ -68,6 +69,7 @@ import { Histogram } from "./metrics.ts";
 import { OffsetsStore } from "./offsets-store.ts";
 import { type AppendAck, Partition, type PurgeResult } from "./partition.ts";
 import { ProducerIdAllocator } from "./producer-ids.ts";
+import { ProducerIdBudget } from "./producer-state.ts";
 import {
   DEFAULT_TOPIC_CONFIG,
   decodeTopicFile,
@@ -104,6 +106,8 @@ export interface BrokerLimits {
   maxPartitions: number;
   /** Σ partitions × segmentBytes over `mapped` topics. */
   maxMappedBytes: number;
+  /** Idempotent producer ids all partitions remember together (producer-state.ts, Bounds). */
+  maxProducerIds: number;
 }
 
 export interface BrokerOpenReport {
@@ -226,6 +230,8 @@ export class Broker {
   readonly forceLatency = new Histogram();
   private offsetsStore: OffsetsStore | undefined;
   private producerIds: ProducerIdAllocator | undefined;
+  /** How many producer ids the partitions remember together, within limits.maxProducerIds. */
+  readonly producerIdBudget: ProducerIdBudget;
   private aclStore: AclStore | undefined;
   private readonly offsetsSegmentBytes: number;
 
@@ -239,7 +245,9 @@ export class Broker {
       maxTopics: options.limits?.maxTopics ?? BROKER_TOPICS_DEFAULT_MAX,
       maxPartitions: options.limits?.maxPartitions ?? BROKER_PARTITIONS_DEFAULT_MAX,
       maxMappedBytes: options.limits?.maxMappedBytes ?? MAPPED_ADDRESS_SPACE_BYTES_DEFAULT_MAX,
+      maxProducerIds: options.limits?.maxProducerIds ?? PRODUCER_IDS_BROKER_DEFAULT_MAX,
     };
+    this.producerIdBudget = new ProducerIdBudget(this.limits.maxProducerIds);
     this.openReport = {
       dataDir,
       topics: 0,
@@ -474,6 +482,7 @@ export class Broker {
       (seconds) => this.forceLatency.observe(seconds),
       topic === OFFSETS_TOPIC_NAME,
       incarnation,
+      this.producerIdBudget,
     );
   }
 

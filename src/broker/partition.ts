@@ -78,7 +78,12 @@ import {
   type Segment,
   type TimestampLookup,
 } from "../storage/segment.ts";
-import { hasProducerId, type ProducerCheck, ProducerStateTable } from "./producer-state.ts";
+import {
+  hasProducerId,
+  type ProducerCheck,
+  type ProducerIdBudget,
+  ProducerStateTable,
+} from "./producer-state.ts";
 
 /** The arena a copying read may land in (Segment.read), for the protocol layers above the broker. */
 export type { CopyBelow, ReadArena };
@@ -471,6 +476,8 @@ export class Partition {
     observeForceSeconds?: (seconds: number) => void,
     internal = false,
     topicIncarnation = 0,
+    /** The broker's count of remembered producer ids, shared by its partitions (producer-state.ts). */
+    producerIds?: ProducerIdBudget,
   ) {
     this.internal = internal;
     this.topicIncarnation = topicIncarnation;
@@ -483,8 +490,8 @@ export class Partition {
     let rebuilt: { table: ProducerStateTable; replayedFrom: number };
     try {
       rebuilt = internal
-        ? { table: new ProducerStateTable(), replayedFrom: log.nextOffset }
-        : ProducerStateTable.rebuild(log);
+        ? { table: new ProducerStateTable(producerIds), replayedFrom: log.nextOffset }
+        : ProducerStateTable.rebuild(log, producerIds);
     } catch (error) {
       // The caller handed over an open log and gets no partition to close it through.
       log.close(false);
@@ -1109,5 +1116,7 @@ export class Partition {
         // A full disk or a failed write only costs the next open a replay of the log.
       }
     }
+    // The snapshot's text was taken above: the broker's count of producer ids may forget them now.
+    this.producers.release();
   }
 }

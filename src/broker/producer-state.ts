@@ -33,6 +33,13 @@
  * (a power loss took an unforced tail it described) is deleted, durably, before anything is
  * appended, and the log is replayed from its start. So a clean restart reads nothing of the log, and
  * a restart after a crash about one segment (Kafka's bound: it snapshots at rolls too).
+ *
+ * Bounds (memory, about 500 bytes per remembered producer): PRODUCER_IDS_PER_PARTITION_MAX per
+ * partition, and all partitions of a broker together `ProducerIdBudget.max` (`--max-producer-ids`).
+ * Beyond either, a partition that meets a new producer forgets its own producer idle longest (a
+ * later batch of that one is accepted as from a new producer, as after expiry). The per-partition
+ * rule is replayed exactly by a rebuild; the broker-wide one depends on the order partitions meet
+ * producers, so after a restart near the bound a partition may remember others than before.
  */
 import path from "node:path";
 import type { AtomicWriteBatch } from "../../ffi/file.ts";
@@ -130,8 +137,23 @@ function producerIdAt(bytes: Uint8Array, at: number): number {
   return int32At(bytes, at) * 2 ** 32 + (int32At(bytes, at + 4) >>> 0);
 }
 
+/**
+ * The producer ids all partitions of one broker remember together (`count`), and their bound: a
+ * client may name any producer id at sequence 0, so without it 4,096 partitions
+ * (BROKER_PARTITIONS_DEFAULT_MAX) of PRODUCER_IDS_PER_PARTITION_MAX made-up ids took about 20 GiB.
+ */
+export class ProducerIdBudget {
+  count = 0;
+  constructor(readonly max: number = Number.POSITIVE_INFINITY) {}
+}
+
 export class ProducerStateTable {
   private readonly producers = new Map<number, ProducerEntry>();
+  private readonly budget: ProducerIdBudget;
+
+  constructor(budget: ProducerIdBudget = new ProducerIdBudget()) {
+    this.budget = budget;
+  }
 
   get producerCount(): number {
     return this.producers.size;
@@ -271,10 +293,10 @@ export class ProducerStateTable {
     let entry = this.producers.get(producerId);
     if (entry === undefined) {
       entry = { epoch, batches: [], lastAppendMs: nowMs };
-      // The table stays in order of last append (oldest first): a new id beyond the bound forgets
-      // the producer idle longest. Replay applies the same rule in log order, so a rebuild agrees.
-      if (this.producers.size >= PRODUCER_IDS_PER_PARTITION_MAX)
-        this.producers.delete(this.producers.keys().next().value!);
+      // The table stays in order of last append (oldest first): a new id beyond a bound forgets
+      // this partition's producer idle longest (the header's Bounds).
+      if (this.overBound()) this.forgetOldest();
+      this.budget.count++;
     } else {
       this.producers.delete(producerId);
       if (epoch !== entry.epoch) {
@@ -297,7 +319,27 @@ export class ProducerStateTable {
         removed++;
       }
     }
+    this.budget.count -= removed;
     return removed;
+  }
+
+  /** Whether a new producer must first forget one: this partition's bound, or the broker's. */
+  private overBound(): boolean {
+    return (
+      this.producers.size >= PRODUCER_IDS_PER_PARTITION_MAX ||
+      (this.budget.count >= this.budget.max && this.producers.size > 0)
+    );
+  }
+
+  private forgetOldest(): void {
+    this.producers.delete(this.producers.keys().next().value!);
+    this.budget.count--;
+  }
+
+  /** Gives the table's producers back to the broker's count (the partition closed or was deleted). */
+  release(): void {
+    this.budget.count -= this.producers.size;
+    this.producers.clear();
   }
 
   // --- Snapshot and rebuild ----------------------------------------------------------------------
@@ -337,8 +379,12 @@ export class ProducerStateTable {
   }
 
   /** The state of `log`: its snapshot (if usable) plus a replay of the batches after it. */
-  static rebuild(log: PartitionLog, nowMs = Date.now()): { table: ProducerStateTable; replayedFrom: number } {
-    const table = new ProducerStateTable();
+  static rebuild(
+    log: PartitionLog,
+    budget?: ProducerIdBudget,
+    nowMs = Date.now(),
+  ): { table: ProducerStateTable; replayedFrom: number } {
+    const table = new ProducerStateTable(budget);
     const snapshotFile = path.join(log.directory, PRODUCER_STATE_FILE);
     const snapshot = readSnapshot(snapshotFile);
     let from: number = log.logStartOffset;
@@ -346,11 +392,12 @@ export class ProducerStateTable {
     // unforced tail): unusable. One below the log start is fine: what it adds are producers whose
     // batches retention removed, which Kafka forgets and remembering only protects more.
     if (snapshot !== undefined && snapshot.nextOffset <= log.nextOffset) {
-      for (const [producerId, entry] of snapshot.producers) table.producers.set(producerId, entry);
-      // A snapshot of an older broker may hold more (it had no bound): keep the latest.
-      for (const producerId of table.producers.keys()) {
-        if (table.producers.size <= PRODUCER_IDS_PER_PARTITION_MAX) break;
-        table.producers.delete(producerId);
+      // In order of last append: beyond a bound (an older broker had none, or the broker's is
+      // lower now) the latest are kept.
+      for (const [producerId, entry] of snapshot.producers) {
+        if (table.overBound()) table.forgetOldest();
+        table.producers.set(producerId, entry);
+        table.budget.count++;
       }
       from = Math.max(from, snapshot.nextOffset);
     } else if (snapshot !== undefined) {

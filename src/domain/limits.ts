@@ -755,6 +755,13 @@ export const PRODUCER_ID_EXPIRATION_MS = 86_400_000;
  */
 export const PRODUCER_IDS_PER_PARTITION_MAX = 10_000;
 /**
+ * Producer ids all partitions of a broker remember together (`--max-producer-ids`); beyond it a
+ * partition that meets a new producer forgets its own producer idle longest. The per-partition
+ * bound alone let 4,096 partitions (BROKER_PARTITIONS_DEFAULT_MAX) hold some 20 GiB of made-up ids.
+ * 200,000 is about 100 MiB: 200 idempotent producers writing to each of 1,000 partitions.
+ */
+export const PRODUCER_IDS_BROKER_DEFAULT_MAX = 200_000;
+/**
  * Producer ids reserved per fsync of the allocator file: ids are unique across restarts because the
  * file always names the first id not yet handed out in a reserved block (a restart skips the rest of
  * the block). Ids are 63-bit in Kafka; 2^53 here (safe integers) is beyond any real use.

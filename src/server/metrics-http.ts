@@ -133,6 +133,12 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     return acls === undefined ? [] : [[{}, acls.size]];
   });
   registry.register(
+    "booblik_producer_ids",
+    "gauge",
+    "Idempotent producer ids all partitions remember together (at most --max-producer-ids).",
+    () => (targets.broker === undefined ? [] : [[{}, targets.broker.producerIdBudget.count]]),
+  );
+  registry.register(
     "booblik_ready",
     "gauge",
     "1 once the data directory is open and the broker listens.",

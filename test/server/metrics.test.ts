@@ -18,7 +18,14 @@ setDefaultTimeout(60_000);
 
 test("/metrics reports traffic, latency, forces and partitions", async () => {
   using dir = tempDir();
-  await using broker = await startBroker(dir.path, ["--metrics-port", "0", "--max-open-segment-files", "16"]);
+  await using broker = await startBroker(dir.path, [
+    "--metrics-port",
+    "0",
+    "--max-open-segment-files",
+    "16",
+    "--max-producer-ids",
+    "3",
+  ]);
   const metricsPort = metricsPortOf(broker.startLine);
   const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
   try {
@@ -39,6 +46,8 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     expect(metricValue(text, "booblik_fetch_copied_bytes_total")).toBe(8 + 61 + 3 * 7 + 6);
     expect(metricValue(text, "booblik_fetch_sendfile_bytes_total")).toBe(0);
     expect(metricValue(text, "booblik_connections")).toBe(1);
+    // The Producer is idempotent by default: its one producer id on partition 1.
+    expect(metricValue(text, "booblik_producer_ids")).toBe(1);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
     expect(metricValue(text, "booblik_segment_read_descriptors_closed_total")).toBe(0);

@@ -1,0 +1,69 @@
+/**
+ * The broker-wide bound on remembered idempotent producer ids (`--max-producer-ids`,
+ * producer-state.ts "Bounds"), through a real Broker on a temporary data directory: all partitions
+ * together stay within it, a partition that meets a new producer beyond it forgets its own producer
+ * idle longest (whose resend is then appended again, as after expiry) while every other producer
+ * keeps its duplicate check, a deleted topic gives its ids back, and a restart counts the same.
+ * Before 2026-12-03 only each partition was bounded (10,000 ids), so 4,096 partitions of made-up ids
+ * could hold some 20 GiB.
+ */
+import { expect, test } from "bun:test";
+import { Broker } from "../../src/broker/broker.ts";
+import { encodeBatch } from "../../src/record/batch.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+function batch(producerId: number, baseSequence: number, value: string): Uint8Array {
+  return encodeBatch([{ key: null, value: new TextEncoder().encode(value), timestamp: 1_000 }], {
+    producerId,
+    producerEpoch: 0,
+    baseSequence,
+  });
+}
+
+test("all partitions together remember at most --max-producer-ids producer ids; beyond, a partition forgets its own oldest", async () => {
+  using dir = tempDir();
+  const open = () =>
+    Broker.open({
+      dataDir: dir.path,
+      topicDefaults: { durability: "append" },
+      limits: { maxProducerIds: 4 },
+    });
+  let broker = open();
+  try {
+    broker.createTopic("a", { partitions: 1 });
+    broker.createTopic("b", { partitions: 1 });
+    for (let producerId = 1; producerId <= 4; producerId++)
+      await broker.append("a", 0, batch(producerId, 0, `a${producerId}`));
+    expect(broker.producerIdBudget.count).toBe(4);
+    // The bound is reached: a partition without producers still takes its first one (so the
+    // broker may exceed the bound by one per partition), and then forgets its own oldest.
+    await broker.append("b", 0, batch(5, 0, "b5"));
+    expect(broker.producerIdBudget.count).toBe(5);
+    await broker.append("b", 0, batch(6, 0, "b6"));
+    expect(broker.producerIdBudget.count).toBe(5);
+    await broker.append("a", 0, batch(7, 0, "a7"));
+    expect(broker.producerIdBudget.count).toBe(5);
+    // a forgot producer 1 (its oldest), b forgot producer 5: their resends are appended again.
+    expect((await broker.append("a", 0, batch(1, 0, "a1"))).duplicate).toBeFalsy();
+    expect((await broker.append("b", 0, batch(5, 0, "b5"))).duplicate).toBeFalsy();
+    // Producers still remembered keep their duplicate check: a resend gets the original offsets.
+    const resend = await broker.append("a", 0, batch(7, 0, "a7"));
+    expect(resend.duplicate).toBe(true);
+    expect(resend.firstOffset).toBe(4);
+    expect(broker.producerIdBudget.count).toBe(5);
+    // A restart counts what the partitions rebuilt, within the same bound.
+    await broker.close();
+    broker = open();
+    expect(broker.producerIdBudget.count).toBeGreaterThan(0);
+    expect(broker.producerIdBudget.count).toBeLessThanOrEqual(5);
+    const perPartition = [broker.partition("a", 0), broker.partition("b", 0)].map(
+      (p) => p.producers.producerCount,
+    );
+    expect(perPartition[0]! + perPartition[1]!).toBe(broker.producerIdBudget.count);
+    // A deleted topic gives its producer ids back.
+    await broker.deleteTopic("b");
+    expect(broker.producerIdBudget.count).toBe(perPartition[0]!);
+  } finally {
+    await broker.close();
+  }
+});
