@@ -136,8 +136,8 @@ export class OffsetsStore implements GroupStore {
   readonly replayedRecords: number;
   /** Damaged ranges of the offsets topic the replay stepped over (their commits are lost). */
   damagedRangesSkipped = 0;
-  /** First log offset of every commit appended and not yet in the map (compaction keeps them). */
-  private readonly inFlight = new Set<number>();
+  /** First log offset of every commit appended and not yet in the map, with how many (compaction keeps them). */
+  private readonly inFlight = new Map<number, number>();
   /**
    * Keys of those records ("group\0topic\0partition" for a commit, "group" for a group record),
    * with how many are in flight: a snapshot
@@ -409,14 +409,20 @@ export class OffsetsStore implements GroupStore {
     // appendInternal appends synchronously before its first await: from here the records are in
     // the log but not forced (inFlight keeps compaction away until they are in the map).
     const firstOffset = partition.log.nextOffset;
-    this.inFlight.add(firstOffset);
+    // Counted: an append that fails without writing leaves nextOffset where it was, so the next
+    // one, started before this settles, takes the same first offset. A Set let the failed one's
+    // `finally` remove the other's mark, and a compaction then deleted that commit, acknowledged
+    // a moment later (test/broker/offsets-failed-commit-compaction.test.ts).
+    this.inFlight.set(firstOffset, (this.inFlight.get(firstOffset) ?? 0) + 1);
     const keys = records.map((record) => DECODER.decode(record.key!));
     for (const key of keys) this.inFlightKeys.set(key, (this.inFlightKeys.get(key) ?? 0) + 1);
     let ack: Awaited<ReturnType<Partition["appendInternal"]>>;
     try {
       ack = await partition.appendInternal(bytes);
     } finally {
-      this.inFlight.delete(firstOffset);
+      const left = this.inFlight.get(firstOffset)! - 1;
+      if (left === 0) this.inFlight.delete(firstOffset);
+      else this.inFlight.set(firstOffset, left);
       for (const key of keys) {
         const count = this.inFlightKeys.get(key)! - 1;
         if (count === 0) this.inFlightKeys.delete(key);
@@ -463,7 +469,7 @@ export class OffsetsStore implements GroupStore {
     this.compacting = true;
     // K: below the snapshot, and below every commit not yet in the map.
     let keepFrom: number = partition.log.nextOffset;
-    for (const offset of this.inFlight) keepFrom = Math.min(keepFrom, offset);
+    for (const offset of this.inFlight.keys()) keepFrom = Math.min(keepFrom, offset);
     let snapshot: Promise<number>;
     if (records.length === 0) {
       // Nothing live: every record below K is garbage.
