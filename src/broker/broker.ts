@@ -635,6 +635,11 @@ export class Broker {
     this.checkOpen();
     const topic = this.topicNamed(name);
     if (topic.name === OFFSETS_TOPIC_NAME) throw new InternalTopicError(topic.name, "deleted");
+    // The commit point, before anything changes in memory: a failed unlink (EIO, EPERM, a read-only
+    // file system) leaves the topic as it was, served, and the error goes to the caller. Before
+    // 2026-12-03 the topic left the registry first: it was gone until the next start brought it
+    // back (test/broker/delete-topic-unlink-fails.test.ts).
+    unlinkFile(topicFilePath(this.dataDir, topic.name));
     this.topics.delete(topic.name);
     // Settles (and frees the name) only after the last directory was removed; `finally` runs even
     // when the removal failed, and a later create removes leftover directories of the name anyway.
@@ -657,17 +662,24 @@ export class Broker {
   }
 
   private async removeTopic(topic: Topic): Promise<void> {
-    // The commit point first: after this, a restart will not bring the topic back.
-    unlinkFile(topicFilePath(this.dataDir, topic.name));
-    fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
+    // The unlink (deleteTopic) made durable: after this, a restart will not bring the topic back. If
+    // it fails, a crash may: the directories stay (with the records the topic would come back
+    // with), the partitions close, and the caller gets the error.
+    let unsynced: unknown;
+    try {
+      fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
+    } catch (error) {
+      unsynced = error;
+    }
     // Then its groups' committed offsets, before the partition directories go: a topic created
     // again under the name starts with none. Until the tombstones are forced, the directories are
     // what tells the next start (after a crash) to forget them (finishOpen).
     const forgotten = await this.forgetCommitsOf(topic.name, "");
     for (const partition of topic.partitions) {
       await partition.close(false);
-      if (forgotten) partition.log.destroy();
+      if (forgotten && unsynced === undefined) partition.log.destroy();
     }
+    if (unsynced !== undefined) throw unsynced;
   }
 
   /**
