@@ -321,9 +321,23 @@ export class Broker {
     return { broker, steps: broker.loadTopics() };
   }
 
+  /**
+   * After a failed open: closes what was opened and releases the lock. A close that fails (EIO from
+   * close(2)) must neither hide the open's cause nor keep the lock: it is logged and the rest go on
+   * (test/broker/open-failure-cleanup.test.ts).
+   */
   private abandon(): void {
-    for (const topic of this.topics.values())
-      for (const partition of topic.partitions) partition.log.close(false);
+    for (const topic of this.topics.values()) {
+      for (const partition of topic.partitions) {
+        try {
+          partition.log.close(false);
+        } catch (error) {
+          console.error(
+            `booblik: while giving up the start, closing ${topic.name}-${partition.id} failed: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+      }
+    }
     this.lock.release();
   }
 
