@@ -43,6 +43,7 @@ import {
   ACL_REQUEST_ENTRIES_MAX,
   GROUP_SESSION_TIMEOUT_MS_MAX,
   GROUP_SESSION_TIMEOUT_MS_MIN,
+  OFFSETS_TOPIC_NAME,
   PARTITIONS_MAX,
 } from "../domain/limits.ts";
 import {
@@ -596,7 +597,25 @@ export class KafkaHandler {
             );
           }
           // A group's coordinator: Kafka creates __consumer_offsets at that moment; so does booblik.
-          if (keyType === 0) this.broker.ensureOffsetsTopic();
+          // While it cannot (a full disk), Kafka answers COORDINATOR_NOT_AVAILABLE and clients ask
+          // again; before 2026-12-03 the error closed the connection
+          // (test/kafka/find-coordinator-storage-error.test.ts).
+          if (keyType === 0) {
+            try {
+              this.broker.ensureOffsetsTopic();
+            } catch (error) {
+              const { message } = kafkaErrorOf(error);
+              return this.respond((writer) =>
+                encodeFindCoordinatorResponse(writer, apiVersion, correlationId, {
+                  errorCode: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+                  errorMessage: `the offsets topic ${OFFSETS_TOPIC_NAME} cannot be created: ${message}`,
+                  nodeId: -1,
+                  host: "",
+                  port: -1,
+                }),
+              );
+            }
+          }
           return this.respond((writer) =>
             encodeFindCoordinatorResponse(writer, apiVersion, correlationId, {
               errorCode: KAFKA_ERROR.NONE,
@@ -927,6 +946,11 @@ export class KafkaHandler {
         let code = kafkaErrorOf(error).code;
         if (code === KAFKA_ERROR.MESSAGE_TOO_LARGE || code === KAFKA_ERROR.POLICY_VIOLATION)
           code = KAFKA_ERROR.INVALID_COMMIT_OFFSET_SIZE;
+        // A storage error (a full disk) is NOT_COORDINATOR, as Kafka's GroupMetadataManager maps
+        // KAFKA_STORAGE_ERROR of the offsets append: clients find the coordinator again and retry.
+        // The Java consumer does not handle 56 in a commit answer: it threw "Unexpected error in
+        // commit" into the application (test/kafka/offset-commit-storage-error.test.ts).
+        if (code === KAFKA_ERROR.KAFKA_STORAGE_ERROR) code = KAFKA_ERROR.NOT_COORDINATOR;
         for (const answer of pending) answer.errorCode = code;
       }
     }
