@@ -10,7 +10,7 @@
 import { ptr } from "bun:ffi";
 import fs from "node:fs";
 import { dirname } from "node:path";
-import { IoError } from "../src/domain/errors.ts";
+import { IoError, UnsyncedReplaceError } from "../src/domain/errors.ts";
 import { EAGAIN, EINTR, errnoFromName, errnoName } from "./errno.ts";
 import {
   AT_FDCWD,
@@ -338,7 +338,11 @@ export function writeFileAtomicallyNow(
     if (fd >= 0) fs.closeSync(fd);
   }
   renameFile(temporary, path);
-  fsyncDirectory(dirname(path));
+  try {
+    fsyncDirectory(dirname(path));
+  } catch (error) {
+    throw error instanceof IoError ? new UnsyncedReplaceError(error, path) : error;
+  }
 }
 
 /**
@@ -458,7 +462,11 @@ export async function writeFileAtomically(
     await fs.promises.rm(temporary, { force: true }).catch(() => undefined); // no 0-byte leftovers
     throw fromNodeError("atomic write", error, path);
   }
-  await fsyncDirectoryAsync(dirname(path));
+  try {
+    await fsyncDirectoryAsync(dirname(path));
+  } catch (error) {
+    throw error instanceof IoError ? new UnsyncedReplaceError(error, path) : error;
+  }
   return true;
 }
 

@@ -40,6 +40,7 @@ import {
   SegmentFormatVersionError,
   TopicExistsError,
   UnknownTopicOrPartitionError,
+  UnsyncedReplaceError,
 } from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
 import {
@@ -634,6 +635,11 @@ export class Broker {
         path.join(this.dataDir, TOPICS_DIRECTORY, `${topicName}${TOPIC_TEMPORARY_FILE_SUFFIX}`),
       );
     } catch (error) {
+      // The file is in place, only its directory's sync failed: the topic exists (errors.ts).
+      if (error instanceof UnsyncedReplaceError) {
+        this.topics.set(topicName, { name: topicName, config, partitions, incarnation });
+        throw error;
+      }
       for (const partition of partitions) partition.log.destroy();
       throw error;
     }
@@ -783,7 +789,16 @@ export class Broker {
         ? ceiling
         : undefined,
     );
-    this.writeTopicFile(topic.name, config);
+    try {
+      this.writeTopicFile(topic.name, config);
+    } catch (error) {
+      // The file is in place, only its directory's sync failed: the settings hold (errors.ts).
+      if (error instanceof UnsyncedReplaceError) {
+        topic.config = config;
+        await Promise.all(topic.partitions.map((partition) => partition.reconfigure(config)));
+      }
+      throw error;
+    }
     topic.config = config;
     await Promise.all(topic.partitions.map((partition) => partition.reconfigure(config)));
     return this.describeTopic(topic.name);
@@ -819,6 +834,12 @@ export class Broker {
       fsyncDirectory(this.dataDir);
       this.writeTopicFile(topic.name, config);
     } catch (error) {
+      // The file is in place, only its directory's sync failed: the partitions exist (errors.ts).
+      if (error instanceof UnsyncedReplaceError) {
+        topic.config = config;
+        topic.partitions.push(...added);
+        throw error;
+      }
       for (const partition of added) partition.log.destroy();
       throw error;
     }

@@ -80,6 +80,26 @@ export class IoError extends BooblikError {
   }
 }
 
+/**
+ * A file replaced atomically (rename over the old one) whose directory's fsync then failed: the new
+ * content is in place, and every read sees it, but a crash may bring the old file back. Callers
+ * that mirror the file in memory apply the change before passing this on, so that the running
+ * broker shows what its next start will most likely show (before 2026-12-03 they kept the old
+ * state, and the next start applied a change its caller had been told failed:
+ * test/server/dir-fsync-failure.test.ts).
+ */
+export class UnsyncedReplaceError extends IoError {
+  constructor(cause: IoError, file: string) {
+    super(
+      cause.call,
+      cause.errno,
+      cause.errnoName,
+      cause.path,
+      `${file} was replaced and the change is in force, but its directory could not be synced: a crash may undo it`,
+    );
+  }
+}
+
 /** The errno names of a full file system: out of space (ENOSPC) or out of quota (EDQUOT). */
 function isDiskFullErrnoName(errnoName: string): boolean {
   return errnoName === "ENOSPC" || errnoName === "EDQUOT";
