@@ -47,7 +47,7 @@ import {
   PRE_LOGIN_FRAME_BYTES_MAX,
   REQUEST_MIN_BYTES_PER_SECOND,
 } from "../domain/limits.ts";
-import { KAFKA_API_NAMES, KAFKA_ERROR_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
+import { KAFKA_API, KAFKA_API_NAMES, KAFKA_ERROR_NAMES, REQUEST_HEADER_FIXED_BYTES } from "./apis.ts";
 import { releaseChunk } from "./buffers.ts";
 import { FetchBufferPool } from "./fetch-buffers.ts";
 import { KafkaHandler, type KafkaOutcome } from "./handler.ts";
@@ -185,6 +185,8 @@ class KafkaConnection {
   private readonly tls: boolean;
   private paused = false;
   closingReason: string | undefined;
+  /** The client closed with requests still buffered: its Produce requests are being applied. */
+  private draining = false;
   lastActivityMs = performance.now();
   /** When the first byte of the incomplete frame at the head arrived (undefined: none). */
   private partialSinceMs: number | undefined;
@@ -386,6 +388,7 @@ class KafkaConnection {
         this.answered();
         if (this.closingReason !== undefined) {
           if (outcome.kind === "respond") outcome.release?.();
+          if (this.draining) this.drainClosed();
           return;
         }
         if (outcome.kind === "close") {
@@ -402,6 +405,10 @@ class KafkaConnection {
       (error: unknown) => {
         latency.observe((performance.now() - startedMs) / 1000);
         this.answered();
+        if (this.draining) {
+          this.drainClosed();
+          return;
+        }
         this.close(
           `internal error answering a request: ${error instanceof Error ? error.message : String(error)}`,
         );
@@ -557,10 +564,56 @@ class KafkaConnection {
   }
 
   onClose(): void {
-    if (this.closingReason === undefined) this.closingReason = "closed by the client";
+    if (this.closingReason === undefined) {
+      this.closingReason = "closed by the client";
+      // What the client sent before its close is still applied where it matters: see drainClosed.
+      this.draining =
+        !this.listener.stopping &&
+        (this.listener.options.sasl === undefined || this.sasl.principal !== undefined);
+    }
     this.releaseBudget();
     this.releaseOutput();
     this.listener.closed(this);
+    if (this.draining) this.drainClosed();
+  }
+
+  /**
+   * After the client closed: the Produce requests it sent before its close are still applied, in
+   * order, their answers dropped; other requests are not (a Fetch would long-poll for nobody). A
+   * producer with acks=0 writes its requests and may close at once (Sarama's Close after
+   * SendMessages): before 2026-12-03 every request not yet started when the close arrived was lost,
+   * where Kafka stores them (its Selector keeps closing channels for this case;
+   * test/kafka/close-after-produce.test.ts).
+   */
+  private drainClosed(): void {
+    if (this.answeredBuffer !== undefined) return; // continues once that answer settled
+    for (;;) {
+      const size = this.headSize();
+      if (
+        size < REQUEST_HEADER_FIXED_BYTES ||
+        size > this.listener.options.maxFrameBytes ||
+        this.end - this.start < size + 4
+      ) {
+        this.draining = false;
+        return;
+      }
+      const frame = this.buffer.subarray(this.start + 4, this.start + 4 + size);
+      this.start += size + 4;
+      if (((frame[0]! << 8) | frame[1]!) !== KAFKA_API.PRODUCE) continue;
+      this.answeredBuffer = this.buffer;
+      answerOf(this, this.listener, frame).then(
+        (outcome) => {
+          this.answered();
+          if (outcome.kind === "respond") outcome.release?.();
+          this.drainClosed();
+        },
+        () => {
+          this.answered();
+          this.drainClosed();
+        },
+      );
+      return;
+    }
   }
 
   private releaseBudget(): void {

@@ -9,6 +9,7 @@ import { releaseChunk } from "../../src/kafka/buffers.ts";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { KafkaListener, type KafkaListenerOptions } from "../../src/kafka/listener.ts";
 import { encodeBatch } from "../../src/record/batch.ts";
+import { valuesOfEntries } from "../../src/record/entries.ts";
 import { AdminRateLimiter, KAFKA_ADMIN_REQUESTS } from "../../src/server/admin-rate.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
@@ -52,8 +53,8 @@ function start(options: Partial<KafkaListenerOptions> = {}): number {
   return listener.listen().port;
 }
 
-/** A Produce v8 (acks=all) of one batch holding `values`, to partition 0 of `topic`. */
-function produce(topic: string, values: Uint8Array[], correlationId: number): Uint8Array {
+/** A Produce v8 (acks=all unless `acks` says) of one batch holding `values`, to partition 0 of `topic`. */
+function produce(topic: string, values: Uint8Array[], correlationId: number, acks = -1): Uint8Array {
   const batch = encodeBatch(values.map((value) => ({ key: null, value, timestamp: 1_700_000_000_000 })));
   const head = new Expect()
     .i16(0)
@@ -61,7 +62,7 @@ function produce(topic: string, values: Uint8Array[], correlationId: number): Ui
     .i32(correlationId)
     .str("t")
     .str(null)
-    .i16(-1)
+    .i16(acks)
     .i32(30_000)
     .i32(1)
     .str(topic)
@@ -130,6 +131,37 @@ describe("ordering", () => {
     expect(correlationIds(socket.received())).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     expect(listener!.counters.requests).toBe(40);
     socket.close();
+  });
+});
+
+describe("a client that closes right after its requests", () => {
+  test("the Produce requests it sent before its close are still stored, in order, acks=0 or not", async () => {
+    const port = start();
+    broker.createTopic("quiet");
+    const socket = await rawConnect(port);
+    const encoder = new TextEncoder();
+    const burst: Uint8Array[] = [];
+    // Ten with acks=0 (what Sarama's SyncProducer with NoResponse writes before its Close), one
+    // with acks=all, and a Metadata between them, which is not answered any more.
+    for (let i = 0; i < 10; i++) burst.push(produce("quiet", [encoder.encode(`record ${i}`)], i + 1, 0));
+    burst.push(metadataAll(11));
+    burst.push(produce("quiet", [encoder.encode("record 10")], 12));
+    const bytes = new Uint8Array(burst.reduce((sum, frame) => sum + frame.length, 0));
+    let at = 0;
+    for (const frame of burst) {
+      bytes.set(frame, at);
+      at += frame.length;
+    }
+    socket.write(bytes);
+    socket.end(); // FIN right after, as a client's close does
+    // Before 2026-12-03 every request not yet started when the close arrived was dropped (the first
+    // one or two were stored); Kafka stores them all.
+    const stored = () => broker.describeTopic("quiet").partitions[0]!.nextOffset;
+    await waitUntil(() => stored() === 11, "all 11 records stored");
+    const values = valuesOfEntries(broker.read("quiet", 0, 0).records).map((value) =>
+      new TextDecoder().decode(value!),
+    );
+    expect(values).toEqual(Array.from({ length: 11 }, (_, i) => `record ${i}`));
   });
 });
 
