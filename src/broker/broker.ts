@@ -387,6 +387,17 @@ export class Broker {
   }
 
   /**
+   * Partitions stopped by a failed write or fdatasync (they refuse appends until a restart recovers
+   * them; PostgreSQL's lesson: after a failed fsync the page cache cannot be trusted). Reads work.
+   */
+  failedPartitionCount(): number {
+    let count = 0;
+    for (const topic of this.topics.values())
+      for (const partition of topic.partitions) if (partition.log.failure !== undefined) count++;
+    return count;
+  }
+
+  /**
    * Partitions that cannot take writes because the disk was full when they opened; tries each one's
    * mark again first (a small file write per read-only partition, nothing for the others).
    */
@@ -697,7 +708,16 @@ export class Broker {
     const forgotten = await this.forgetCommitsOf(topic.name, "");
     for (const partition of topic.partitions) {
       await partition.close(false);
-      if (forgotten && unsynced === undefined) partition.log.destroy();
+      if (!forgotten || unsynced !== undefined) continue;
+      try {
+        partition.log.destroy();
+      } catch (error) {
+        // The delete is done (its commit point passed); a directory left is removed by the next
+        // start, as after a crash here. Answering an error would tell the caller it failed.
+        console.error(
+          `booblik: topic ${topic.name} deleted, but its directory ${partition.log.directory} could not be removed (the next start removes it): ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
     }
     if (unsynced !== undefined) throw unsynced;
   }
@@ -731,11 +751,22 @@ export class Broker {
     if (await this.forgetCommitsOf(name, when)) this.removeDirectoriesOf(name);
   }
 
-  /** Removes every partition directory of the topic name (`<name>-<n>`). */
+  /**
+   * Removes every partition directory of the deleted topic `name` (`<name>-<n>`). A failure is
+   * logged, not thrown: the delete is done, and the next start tries again (a directory that cannot
+   * be removed must not stop a start).
+   */
   private removeDirectoriesOf(name: string): void {
     for (const entry of listDirectory(this.dataDir)) {
       const match = /^(.+)-(\d+)$/.exec(entry);
-      if (match?.[1] === name) removeDirectoryTree(path.join(this.dataDir, entry));
+      if (match?.[1] !== name) continue;
+      try {
+        removeDirectoryTree(path.join(this.dataDir, entry));
+      } catch (error) {
+        console.error(
+          `booblik: the directory ${entry} of the deleted topic ${name} could not be removed (the next start tries again): ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
     }
   }
 

@@ -133,6 +133,12 @@ export function buildRegistry(targets: MetricsTargets): MetricsRegistry {
     return acls === undefined ? [] : [[{}, acls.size]];
   });
   registry.register(
+    "booblik_failed_partitions",
+    "gauge",
+    "Partitions stopped by a failed write or fdatasync: they refuse appends until a restart; reads work.",
+    () => (targets.broker === undefined ? [] : [[{}, targets.broker.failedPartitionCount()]]),
+  );
+  registry.register(
     "booblik_producer_ids",
     "gauge",
     "Idempotent producer ids all partitions remember together (at most --max-producer-ids).",

@@ -76,3 +76,39 @@ test.skipIf(immutableUnavailable !== undefined)(
     }
   },
 );
+
+test.skipIf(immutableUnavailable !== undefined)(
+  "a delete past its commit point whose directory cannot be removed is answered as done; the next start removes the directory",
+  async () => {
+    using dir = tempDir("delete-rm-fails");
+    const segment = path.join(dir.path, "t-0", "00000000000000000000.log");
+    let broker = Broker.open({ dataDir: dir.path });
+    try {
+      broker.createTopic("t", { partitions: 1 });
+      await broker.append("t", 0, batchOfValues(["gone"]));
+      chattr("+i", segment); // the directory's removal fails (EPERM on the segment's unlink)
+      const logged: string[] = [];
+      const originalError = console.error;
+      console.error = (...args: unknown[]) => void logged.push(args.map(String).join(" "));
+      try {
+        // Before 2026-12-03 this rejected, though the topic was deleted (its file gone).
+        await broker.deleteTopic("t");
+      } finally {
+        console.error = originalError;
+        chattr("-i", segment);
+      }
+      expect(logged.some((line) => line.includes("could not be removed (the next start removes it)"))).toBe(
+        true,
+      );
+      expect(broker.listTopics()).toEqual([]);
+      expect(fs.existsSync(path.join(dir.path, "t-0"))).toBe(true);
+      await broker.close();
+      broker = Broker.open({ dataDir: dir.path });
+      expect(broker.listTopics()).toEqual([]);
+      expect(fs.existsSync(path.join(dir.path, "t-0"))).toBe(false);
+    } finally {
+      if (fs.existsSync(segment)) spawnSync("chattr", ["-i", segment]);
+      await broker.close();
+    }
+  },
+);

@@ -48,6 +48,7 @@ test("/metrics reports traffic, latency, forces and partitions", async () => {
     expect(metricValue(text, "booblik_connections")).toBe(1);
     // The Producer is idempotent by default: its one producer id on partition 1.
     expect(metricValue(text, "booblik_producer_ids")).toBe(1);
+    expect(metricValue(text, "booblik_failed_partitions")).toBe(0);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="limit"}')).toBe(16);
     expect(metricValue(text, 'booblik_segment_read_descriptors{state="open"}')).toBe(0); // nothing sealed yet
     expect(metricValue(text, "booblik_segment_read_descriptors_closed_total")).toBe(0);
