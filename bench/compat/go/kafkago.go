@@ -40,7 +40,9 @@ func kgoClient(bootstrap string) *kafka.Client {
 	return &kafka.Client{Addr: kafka.TCP(bootstrap), Timeout: 20 * time.Second, Transport: kgoTransport}
 }
 
-func kgoCtx() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), waitMax) }
+func kgoCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), waitMax)
+}
 
 func kgoCreateTopic(bootstrap, topic string, partitions int, configs ...kafka.ConfigEntry) error {
 	ctx, cancel := kgoCtx()
@@ -426,6 +428,14 @@ func registerKafkaGo(bootstrap string) {
 		return fmt.Sprintf("a Reader at LastOffset read only the 3 records written after; from 5 (inside a gzip batch) 8, exact; Conn: first 0, last 13, by time 3 and 4; Client.ListOffsets 0, 13, by time %v", timeOffsets), nil
 	})
 
+	register(label+": Conn (DialLeader) WriteMessages, WriteCompressedMessagesAt, Seek, ReadBatch", func() (string, error) {
+		return kgoConnScenario(bootstrap)
+	})
+
+	register(label+": bulk, 3000 records (lz4) read with MaxBytes 16 KiB; Writer acks none and one", func() (string, error) {
+		return kgoBulkScenario(bootstrap)
+	})
+
 	register(label+": Client IncrementalAlterConfigs, DescribeConfigs of broker 1, CreatePartitions, AlterConfigs", func() (string, error) {
 		return kgoConfigScenario(bootstrap)
 	})
@@ -749,4 +759,170 @@ func kgoConfigScenario(bootstrap string) (string, error) {
 		return "", failf("retention.ms after AlterConfigs: %q %v", got, err)
 	}
 	return rest + "; AlterConfigs retention.ms=3600000 read back", nil
+}
+
+// kgoConnScenario: the low-level kafka.Conn of kafka-go's README: DialLeader, WriteMessages,
+// WriteCompressedMessagesAt (snappy; it returns the first offset), Seek and ReadBatch.
+func kgoConnScenario(bootstrap string) (string, error) {
+	topic := topicName("kg-conn-rw")
+	if err := kgoCreateTopic(bootstrap, topic, 1); err != nil {
+		return "", err
+	}
+	ctx, cancel := kgoCtx()
+	defer cancel()
+	conn, err := kgoDialer("booblik-compat-kafka-go-leader").DialLeader(ctx, "tcp", bootstrap, topic, 0)
+	if err != nil {
+		return "", fmt.Errorf("DialLeader: %w", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(waitMax))
+	records := makeRecords("conn", 20, 1)
+	msgs := make([]kafka.Message, len(records))
+	for i, r := range records {
+		msgs[i] = toKgoMessage(r)
+	}
+	if _, err := conn.WriteMessages(msgs[:10]...); err != nil {
+		return "", fmt.Errorf("Conn.WriteMessages: %w", err)
+	}
+	_, partition, offset, _, err := conn.WriteCompressedMessagesAt(kafka.Snappy.Codec(), msgs[10:]...)
+	if err != nil {
+		return "", fmt.Errorf("Conn.WriteCompressedMessagesAt: %w", err)
+	}
+	if partition != 0 || offset != 10 {
+		return "", failf("WriteCompressedMessagesAt: partition %d offset %d, want 0 and 10", partition, offset)
+	}
+	expected := map[at]rec{}
+	for i, r := range records {
+		expected[at{0, int64(i)}] = r
+	}
+	readFrom := func(from int64) (map[at]rec, error) {
+		if _, err := conn.Seek(from, kafka.SeekAbsolute); err != nil {
+			return nil, fmt.Errorf("Seek %d: %w", from, err)
+		}
+		got := map[at]rec{}
+		for len(got) < 20-int(from) {
+			batch := conn.ReadBatch(1, 1<<20)
+			n := 0
+			for {
+				m, err := batch.ReadMessage()
+				if err != nil {
+					break
+				}
+				n++
+				got[at{0, m.Offset}] = fromKgoMessage(m)
+			}
+			if err := batch.Close(); err != nil {
+				return nil, fmt.Errorf("Batch.Close after %d records: %w", len(got), err)
+			}
+			if n == 0 {
+				return nil, failf("an empty batch after %d records", len(got))
+			}
+		}
+		return got, nil
+	}
+	got, err := readFrom(0)
+	if err != nil {
+		return "", err
+	}
+	if err := diffError(compare(expected, got)); err != nil {
+		return "", err
+	}
+	got, err = readFrom(15)
+	if err != nil {
+		return "", err
+	}
+	want := map[at]rec{}
+	for k, v := range expected {
+		if k.offset >= 15 {
+			want[k] = v
+		}
+	}
+	if err := diffError(compare(want, got)); err != nil {
+		return "", fmt.Errorf("from 15 (inside the snappy batch): %w", err)
+	}
+	stored, err := storedBatches(bootstrap, topic, 0)
+	if err != nil {
+		return "", err
+	}
+	if len(stored) != 2 || stored[0].codec.String() != "none" || stored[1].codec.String() != "snappy" {
+		return "", failf("stored batches: %+v, want one plain and one snappy", stored)
+	}
+	return "10 records by WriteMessages, 10 by WriteCompressedMessagesAt(snappy) at offset 10; ReadBatch from 0 and from 15 exact; stored as one plain and one snappy batch", nil
+}
+
+// kgoBulkScenario: 3000 records (lz4, batches of 100) read back with MaxBytes 16 KiB, so that
+// fetches end inside partitions, and by Writer acks none and one.
+func kgoBulkScenario(bootstrap string) (string, error) {
+	topic := topicName("kg-bulk")
+	if err := kgoCreateTopic(bootstrap, topic, 3); err != nil {
+		return "", err
+	}
+	expected, err := kgoWrite(bootstrap, topic, makeRecords("bulk", 3000, 3), kafka.Lz4, 300, map[int32]int64{})
+	if err != nil {
+		return "", err
+	}
+	got := map[at]rec{}
+	for p := range 3 {
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers: []string{bootstrap}, Topic: topic, Partition: p,
+			MinBytes: 1, MaxBytes: 16 << 10, MaxWait: 200 * time.Millisecond, Dialer: kgoDialer("booblik-compat-kafka-go-bulk"),
+		})
+		ctx, cancel := kgoCtx()
+		for n := 0; n < 1000; n++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				cancel()
+				r.Close()
+				return "", fmt.Errorf("partition %d: ReadMessage after %d: %w", p, n, err)
+			}
+			got[at{int32(m.Partition), m.Offset}] = fromKgoMessage(m)
+		}
+		cancel()
+		r.Close()
+	}
+	if err := diffError(compare(expected, got)); err != nil {
+		return "", err
+	}
+	batches := 0
+	for p := range int32(3) {
+		stored, err := storedBatches(bootstrap, topic, p)
+		if err != nil {
+			return "", err
+		}
+		batches += len(stored)
+	}
+	acks := topicName("kg-acks")
+	if err := kgoCreateTopic(bootstrap, acks, 1); err != nil {
+		return "", err
+	}
+	records := makeRecords("acks", 10, 1)
+	for i, required := range []kafka.RequiredAcks{kafka.RequireNone, kafka.RequireOne} {
+		w := &kafka.Writer{Addr: kafka.TCP(bootstrap), Topic: acks, RequiredAcks: required, Transport: kgoTransport, BatchTimeout: 10 * time.Millisecond}
+		msgs := []kafka.Message{}
+		for _, r := range records[i*5 : i*5+5] {
+			msgs = append(msgs, toKgoMessage(r))
+		}
+		ctx, cancel := kgoCtx()
+		err := w.WriteMessages(ctx, msgs...)
+		cancel()
+		w.Close()
+		if err != nil {
+			return "", fmt.Errorf("Writer acks %d: %w", required, err)
+		}
+	}
+	wantAcks := map[at]rec{}
+	for i, r := range records {
+		wantAcks[at{0, int64(i)}] = r
+	}
+	var gotAcks map[at]rec
+	if err := waitFor("the acks=0 records stored", func() bool {
+		gotAcks, err = kgoReadExactly(bootstrap, acks, 0, 0, 10)
+		return err == nil
+	}); err != nil {
+		return "", fmt.Errorf("%w: %v", err, err)
+	}
+	if err := diffError(compare(wantAcks, gotAcks)); err != nil {
+		return "", fmt.Errorf("acks none/one: %w", err)
+	}
+	return fmt.Sprintf("3000 records in %d lz4 batches read back exactly with MaxBytes 16 KiB; Writer acks none then one: 10 records read back", batches), nil
 }

@@ -465,6 +465,14 @@ func registerSarama(bootstrap string, newest bool) {
 		return fmt.Sprintf("300 acknowledged at 0..99 per partition; read back exactly; %d snappy batches under one producer id with consecutive sequences from 0", batches), nil
 	})
 
+	register(label+": bulk, 3000 records (lz4, AsyncProducer) read with Fetch.Default 16 KiB", func() (string, error) {
+		return saramaBulkScenario(bootstrap)
+	})
+
+	register(label+": SyncProducer acks 0 (NoResponse, closed right after sending), then acks 1", func() (string, error) {
+		return saramaAcksScenario(bootstrap)
+	})
+
 	register(label+": partition consumer from oldest, newest, an offset, out of range; GetOffset oldest/newest/by time", func() (string, error) {
 		topic := topicName("sm-offsets")
 		if err := saramaCreateTopic(bootstrap, topic, 1); err != nil {
@@ -1276,4 +1284,122 @@ func saramaConfigScenario(bootstrap string) (string, error) {
 		return "", failf("retention.ms after AlterConfig: %q %v", got, err)
 	}
 	return rest + "; AlterConfig retention.ms=3600000 read back", nil
+}
+
+// saramaBulkScenario: 3000 records (lz4) through an AsyncProducer with Sarama's default batching,
+// read back with Consumer.Fetch.Default 16 KiB (fetches ending inside partitions).
+func saramaBulkScenario(bootstrap string) (string, error) {
+	topic := topicName("sm-bulk")
+	if err := saramaCreateTopic(bootstrap, topic, 3); err != nil {
+		return "", err
+	}
+	c := saramaConfig()
+	c.Producer.Return.Successes = true
+	c.Producer.Compression = sarama.CompressionLZ4
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Flush.Frequency = 5 * time.Millisecond
+	c.Producer.Flush.Messages = 100
+	producer, err := sarama.NewAsyncProducer([]string{bootstrap}, c)
+	if err != nil {
+		return "", err
+	}
+	records := makeRecords("bulk", 3000, 3)
+	byMessage := map[*sarama.ProducerMessage]rec{}
+	inputs := make([]*sarama.ProducerMessage, len(records))
+	for i, r := range records {
+		inputs[i] = toSaramaMessage(topic, r)
+		byMessage[inputs[i]] = r
+	}
+	go func() {
+		for _, m := range inputs {
+			producer.Input() <- m
+		}
+	}()
+	expected := map[at]rec{}
+	for n := 0; n < len(records); n++ {
+		select {
+		case m := <-producer.Successes():
+			expected[at{m.Partition, m.Offset}] = byMessage[m]
+		case e := <-producer.Errors():
+			producer.AsyncClose()
+			return "", e.Err
+		case <-time.After(waitMax):
+			producer.AsyncClose()
+			return "", failf("%d of %d acknowledged", n, len(records))
+		}
+	}
+	producer.Close()
+	got, err := consumeExactly(bootstrap, topic, map[int32]int64{0: 0, 1: 0, 2: 0}, map[int32]int{0: 1000, 1: 1000, 2: 1000}, func(c *sarama.Config) {
+		c.Consumer.Fetch.Default = 16 << 10
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := diffError(compare(expected, got)); err != nil {
+		return "", err
+	}
+	batches := 0
+	for p := range int32(3) {
+		stored, err := storedBatches(bootstrap, topic, p)
+		if err != nil {
+			return "", err
+		}
+		batches += len(stored)
+	}
+	return fmt.Sprintf("3000 records in %d lz4 batches read back exactly with Fetch.Default 16 KiB", batches), nil
+}
+
+// saramaAcksScenario: 5 records by a SyncProducer with RequiredAcks NoResponse (acks 0), closed
+// right after SendMessages returned, then 5 with WaitForLocal (acks 1); all 10 must be stored.
+func saramaAcksScenario(bootstrap string) (string, error) {
+	acks := topicName("sm-acks")
+	if err := saramaCreateTopic(bootstrap, acks, 1); err != nil {
+		return "", err
+	}
+	small := makeRecords("acks", 10, 1)
+	for i, required := range []sarama.RequiredAcks{sarama.NoResponse, sarama.WaitForLocal} {
+		pc := saramaConfig()
+		pc.Producer.RequiredAcks = required
+		pc.Producer.Return.Successes = true
+		sp, err := sarama.NewSyncProducer([]string{bootstrap}, pc)
+		if err != nil {
+			return "", err
+		}
+		msgs := []*sarama.ProducerMessage{}
+		for _, r := range small[i*5 : i*5+5] {
+			msgs = append(msgs, toSaramaMessage(acks, r))
+		}
+		err = sp.SendMessages(msgs)
+		sp.Close()
+		if err != nil {
+			return "", fmt.Errorf("acks %d: %w", required, err)
+		}
+		// The acks 0 records are processed after SendMessages returned: give them a second, so
+		// that the acks 1 records come after them.
+		time.Sleep(time.Second)
+	}
+	client, err := sarama.NewClient([]string{bootstrap}, saramaConfig())
+	if err != nil {
+		return "", err
+	}
+	defer client.Close()
+	newest, err := client.GetOffset(acks, 0, sarama.OffsetNewest)
+	if err != nil {
+		return "", err
+	}
+	if newest != 10 {
+		return "", failf("%d of 10 records stored (5 sent with acks 0 by a producer closed right after SendMessages returned, then 5 with acks 1)", newest)
+	}
+	wantAcks := map[at]rec{}
+	for i, r := range small {
+		wantAcks[at{0, int64(i)}] = r
+	}
+	gotAcks, err := consumeExactly(bootstrap, acks, map[int32]int64{0: 0}, map[int32]int{0: 10})
+	if err != nil {
+		return "", fmt.Errorf("acks 0 and 1: %w", err)
+	}
+	if err := diffError(compare(wantAcks, gotAcks)); err != nil {
+		return "", fmt.Errorf("acks 0 and 1: %w", err)
+	}
+	return "acks 0 (producer closed right after) then acks 1: all 10 records stored and read back", nil
 }
