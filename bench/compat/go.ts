@@ -70,6 +70,8 @@ interface Run {
   complete: boolean;
   version: string;
   versions: string;
+  /** The OBSERVE lines: a value seen, not judged (compared between the brokers with --kafka). */
+  observed: Map<string, string>;
   target: string;
 }
 
@@ -123,6 +125,8 @@ async function runClient(client: Client, onKafka: string | undefined): Promise<R
   writeFileSync(logFile, output);
   const version = /^VERSION (.*)$/m.exec(output)?.[1] ?? CLIENTS[client];
   const versions = /^VERSIONS (.*)$/m.exec(output)?.[1] ?? "(none)";
+  const observed = new Map<string, string>();
+  for (const match of output.matchAll(/^OBSERVE (.*?) = (.*)$/gm)) observed.set(match[1]!, match[2]!);
   const rows: Row[] = output
     .split("\n")
     .filter((line) => line.startsWith("RESULT "))
@@ -140,7 +144,7 @@ async function runClient(client: Client, onKafka: string | undefined): Promise<R
   // A program that crashed or was killed prints fewer results and exits non-zero.
   const complete = rows.length > 0 && (code === 0 || count("FAIL") > 0);
   if (!complete) console.log(`the ${client} program ended with exit code ${code}:\n${output.slice(-4000)}`);
-  return { rows, complete, version, versions, target: target.name };
+  return { rows, complete, version, versions, observed, target: target.name };
 }
 
 function cell(text: string): string {
@@ -190,6 +194,18 @@ async function main(): Promise<number> {
       }
     }
     console.log(`\n${differences} scenario${differences === 1 ? "" : "s"} with a different result`);
+    console.log("\nObserved values that differ (not judged)\n");
+    console.log("| client | what | booblik | Kafka |");
+    console.log("| --- | --- | --- | --- |");
+    for (const client of clients) {
+      const ours = onBooblik.get(client)?.observed ?? new Map<string, string>();
+      const theirs = onKafka.get(client)?.observed ?? new Map<string, string>();
+      for (const what of new Set([...ours.keys(), ...theirs.keys()]))
+        if (ours.get(what) !== theirs.get(what))
+          console.log(
+            `| ${client} | ${cell(what)} | ${cell(ours.get(what) ?? "(none)")} | ${cell(theirs.get(what) ?? "(none)")} |`,
+          );
+    }
     console.log("\nRequest versions sent (client: booblik / Kafka)\n");
     for (const client of clients)
       console.log(

@@ -432,6 +432,10 @@ func registerKafkaGo(bootstrap string) {
 		return kgoConnScenario(bootstrap)
 	})
 
+	register(label+": LogAppendTime topic: Conn's append time is the broker's; the Reader's record time (observed)", func() (string, error) {
+		return kgoLogAppendTimeScenario(bootstrap)
+	})
+
 	register(label+": bulk, 3000 records (lz4) read with MaxBytes 16 KiB; Writer acks none and one", func() (string, error) {
 		return kgoBulkScenario(bootstrap)
 	})
@@ -925,4 +929,73 @@ func kgoBulkScenario(bootstrap string) (string, error) {
 		return "", fmt.Errorf("acks none/one: %w", err)
 	}
 	return fmt.Sprintf("3000 records in %d lz4 batches read back exactly with MaxBytes 16 KiB; Writer acks none then one: 10 records read back", batches), nil
+}
+
+// kgoLogAppendTimeScenario: a topic with message.timestamp.type=LogAppendTime: the append time
+// Conn.WriteCompressedMessagesAt returns is the broker's; the time a Reader reads is observed.
+func kgoLogAppendTimeScenario(bootstrap string) (string, error) {
+	topic := topicName("kg-logappend")
+	if err := kgoCreateTopic(bootstrap, topic, 1, kafka.ConfigEntry{ConfigName: "message.timestamp.type", ConfigValue: "LogAppendTime"}); err != nil {
+		return "", err
+	}
+	ctx, cancel := kgoCtx()
+	defer cancel()
+	before := time.Now().Add(-time.Second)
+	records := makeRecords("logappend", 3, 1)
+	msgs := make([]kafka.Message, len(records))
+	for i, r := range records {
+		msgs[i] = toKgoMessage(r)
+	}
+	var appendTime time.Time
+	var offset int64
+	var writeErr error
+	if err := waitFor("a write to the new topic", func() bool {
+		conn, err := kgoDialer("booblik-compat-kafka-go-leader").DialLeader(ctx, "tcp", bootstrap, topic, 0)
+		if err != nil {
+			writeErr = err
+			return false
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _, offset, appendTime, writeErr = conn.WriteCompressedMessagesAt(kafka.Gzip.Codec(), msgs...)
+		return writeErr == nil
+	}); err != nil {
+		return "", fmt.Errorf("%w: %v", err, writeErr)
+	}
+	after := time.Now().Add(time.Second)
+	observe("kafka-go LogAppendTime append time is the broker's", !appendTime.Before(before) && !appendTime.After(after))
+	if offset != 0 || appendTime.Before(before) || appendTime.After(after) {
+		return "", failf("WriteCompressedMessagesAt: offset %d, append time %v (want between %v and %v)", offset, appendTime, before, after)
+	}
+	got, err := kgoReadExactly(bootstrap, topic, 0, 0, 3)
+	if err != nil {
+		return "", err
+	}
+	// kafka-go's Reader takes each record's time from the batch's first timestamp and the record's
+	// delta (message_reader.go, readMessageV2) whatever the batch's timestamp type: on a
+	// LogAppendTime topic it reads the producer's CreateTime, as the broker keeps the first
+	// timestamp and sets the max timestamp and the type bit (Kafka's rule). Observed, not judged.
+	kinds := map[string]bool{}
+	for k, r := range got {
+		switch r.tsMs {
+		case appendTime.UnixMilli():
+			kinds["the append time"] = true
+		case records[k.offset].tsMs:
+			kinds["the producer's CreateTime"] = true
+		default:
+			return "", failf("read %v with timestamp %d: neither the append time %d nor the CreateTime %d", k, r.tsMs, appendTime.UnixMilli(), records[k.offset].tsMs)
+		}
+	}
+	read := fmt.Sprint(keysOfSet(kinds))
+	observe("kafka-go Reader's record time on a LogAppendTime topic", read)
+	return "3 records written with CreateTime in 2023 (gzip): WriteCompressedMessagesAt returned the broker's append time; the Reader read " + read, nil
+}
+
+func keysOfSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -473,6 +473,10 @@ func registerSarama(bootstrap string, newest bool) {
 		return saramaAcksScenario(bootstrap)
 	})
 
+	register(label+": LogAppendTime topic: the broker's time in the acknowledgement and the consumed records", func() (string, error) {
+		return saramaLogAppendTimeScenario(bootstrap)
+	})
+
 	register(label+": partition consumer from oldest, newest, an offset, out of range; GetOffset oldest/newest/by time", func() (string, error) {
 		topic := topicName("sm-offsets")
 		if err := saramaCreateTopic(bootstrap, topic, 1); err != nil {
@@ -602,8 +606,15 @@ func registerSarama(bootstrap string, newest bool) {
 		{"sticky", sarama.NewBalanceStrategySticky},
 	}
 	for _, s := range strategies {
-		register(label+": ConsumerGroup, two members ("+s.name+"), rebalance, commits, resume", func() (string, error) {
-			return saramaGroupScenario(bootstrap, s.name, s.strategy)
+		// range: Sarama's default offset handling (MarkMessage, commits by AutoCommit every 200 ms
+		// and on Close); the others commit synchronously after each record (session.Commit).
+		auto := s.name == "range"
+		commits := "session.Commit after each record"
+		if auto {
+			commits = "AutoCommit"
+		}
+		register(label+": ConsumerGroup, two members ("+s.name+", "+commits+"), rebalance, commits, resume", func() (string, error) {
+			return saramaGroupScenario(bootstrap, s.name, s.strategy, auto)
 		})
 	}
 
@@ -777,11 +788,12 @@ func keysOf(m map[at]rec) []at {
 // --- The consumer-group scenario ------------------------------------------------------------------
 
 type saramaMember struct {
-	name   string
-	topic  string
-	group  sarama.ConsumerGroup
-	cancel context.CancelFunc
-	done   chan struct{}
+	name       string
+	topic      string
+	autoCommit bool
+	group      sarama.ConsumerGroup
+	cancel     context.CancelFunc
+	done       chan struct{}
 
 	mu      sync.Mutex
 	claims  []int32 // the current assignment, nil between a cleanup and the next setup
@@ -821,7 +833,9 @@ func (m *saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.
 		m.records[key] = fromSaramaMessage(msg)
 		m.mu.Unlock()
 		s.MarkMessage(msg, "")
-		s.Commit()
+		if !m.autoCommit {
+			s.Commit()
+		}
 	}
 	return nil
 }
@@ -847,6 +861,7 @@ func startSaramaMember(bootstrap, group, topic, name string, strategy func() sar
 	c.ClientID = "booblik-compat-sarama-" + name
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
 	c.Consumer.Offsets.AutoCommit.Enable = false
+	c.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
 	c.Consumer.Group.Session.Timeout = 6 * time.Second
 	c.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
 	c.Consumer.Group.Rebalance.Timeout = 20 * time.Second
@@ -859,7 +874,7 @@ func startSaramaMember(bootstrap, group, topic, name string, strategy func() sar
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &saramaMember{name: name, topic: topic, group: g, cancel: cancel, done: make(chan struct{}), records: map[at]rec{}}
+	m := &saramaMember{name: name, topic: topic, autoCommit: c.Consumer.Offsets.AutoCommit.Enable, group: g, cancel: cancel, done: make(chan struct{}), records: map[at]rec{}}
 	go func() {
 		defer close(m.done)
 		for ctx.Err() == nil {
@@ -927,13 +942,14 @@ func subset(all map[at]rec, partitions []int32) map[at]rec {
 	return out
 }
 
-func saramaGroupScenario(bootstrap, strategyName string, strategy func() sarama.BalanceStrategy) (string, error) {
+func saramaGroupScenario(bootstrap, strategyName string, strategy func() sarama.BalanceStrategy, autoCommit bool) (string, error) {
+	tune := func(c *sarama.Config) { c.Consumer.Offsets.AutoCommit.Enable = autoCommit }
 	topic := topicName("sm-group-" + strategyName)
 	group := topicName("sm-g-" + strategyName)
 	if err := saramaCreateTopic(bootstrap, topic, 3); err != nil {
 		return "", err
 	}
-	a, err := startSaramaMember(bootstrap, group, topic, "A", strategy)
+	a, err := startSaramaMember(bootstrap, group, topic, "A", strategy, tune)
 	if err != nil {
 		return "", err
 	}
@@ -941,7 +957,7 @@ func saramaGroupScenario(bootstrap, strategyName string, strategy func() sarama.
 	if err := waitFor("A assigned [0 1 2]", func() bool { return fmt.Sprint(a.assignment()) == "[0 1 2]" }); err != nil {
 		return "", err
 	}
-	b, err := startSaramaMember(bootstrap, group, topic, "B", strategy)
+	b, err := startSaramaMember(bootstrap, group, topic, "B", strategy, tune)
 	if err != nil {
 		return "", err
 	}
@@ -1026,7 +1042,7 @@ func saramaGroupScenario(bootstrap, strategyName string, strategy func() sarama.
 	if err != nil {
 		return "", err
 	}
-	c, err := startSaramaMember(bootstrap, group, topic, "C", strategy)
+	c, err := startSaramaMember(bootstrap, group, topic, "C", strategy, tune)
 	if err != nil {
 		return "", err
 	}
@@ -1402,4 +1418,79 @@ func saramaAcksScenario(bootstrap string) (string, error) {
 		return "", fmt.Errorf("acks 0 and 1: %w", err)
 	}
 	return "acks 0 (producer closed right after) then acks 1: all 10 records stored and read back", nil
+}
+
+// saramaLogAppendTimeScenario: a topic with message.timestamp.type=LogAppendTime: the
+// acknowledged messages carry the broker's append time (Produce's log_append_time_ms), and so do
+// the consumed ones, instead of the producer's CreateTime.
+func saramaLogAppendTimeScenario(bootstrap string) (string, error) {
+	topic := topicName("sm-logappend")
+	admin, err := saramaAdmin(bootstrap)
+	if err != nil {
+		return "", err
+	}
+	logAppend := "LogAppendTime"
+	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1, ConfigEntries: map[string]*string{"message.timestamp.type": &logAppend}}, false)
+	admin.Close()
+	if err != nil {
+		return "", fmt.Errorf("CreateTopic: %w", err)
+	}
+	before := time.Now().Add(-time.Second)
+	var acked map[at]rec
+	var sendErr error
+	// Kafka creates the topic asynchronously: retry the first send while its partition is not led.
+	if err := waitFor("a produce to the new topic", func() bool {
+		acked, sendErr = produceSaramaTimes(bootstrap, topic, makeRecords("logappend", 3, 1))
+		return sendErr == nil
+	}); err != nil {
+		return "", fmt.Errorf("%w: %v", err, sendErr)
+	}
+	after := time.Now().Add(time.Second)
+	for k, r := range acked {
+		if r.tsMs < before.UnixMilli() || r.tsMs > after.UnixMilli() {
+			return "", failf("acknowledged %v with timestamp %d, not the broker's append time (between %d and %d)", k, r.tsMs, before.UnixMilli(), after.UnixMilli())
+		}
+	}
+	got, err := consumeExactly(bootstrap, topic, map[int32]int64{0: 0}, map[int32]int{0: 3})
+	if err != nil {
+		return "", err
+	}
+	for k, r := range got {
+		if r.tsMs < before.UnixMilli() || r.tsMs > after.UnixMilli() {
+			return "", failf("consumed %v with timestamp %d, not the broker's append time", k, r.tsMs)
+		}
+		if r.tsMs != acked[k].tsMs {
+			return "", failf("consumed %v with timestamp %d, acknowledged with %d", k, r.tsMs, acked[k].tsMs)
+		}
+	}
+	return "3 records sent with CreateTime in 2023: acknowledged and consumed with the broker's append time (the same value)", nil
+}
+
+// produceSaramaTimes: like produceSarama, but each record's timestamp is the one the producer
+// acknowledged (for a LogAppendTime topic, the broker's).
+func produceSaramaTimes(bootstrap, topic string, records []rec) (map[at]rec, error) {
+	c := saramaConfig()
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Return.Successes = true
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Retry.Max = 0
+	producer, err := sarama.NewSyncProducer([]string{bootstrap}, c)
+	if err != nil {
+		return nil, err
+	}
+	defer producer.Close()
+	msgs := make([]*sarama.ProducerMessage, len(records))
+	for i, r := range records {
+		msgs[i] = toSaramaMessage(topic, r)
+	}
+	if err := producer.SendMessages(msgs); err != nil {
+		return nil, err
+	}
+	out := map[at]rec{}
+	for i, m := range msgs {
+		r := records[i]
+		r.tsMs = m.Timestamp.UnixMilli()
+		out[at{m.Partition, m.Offset}] = r
+	}
+	return out, nil
 }
