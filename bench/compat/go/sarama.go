@@ -560,6 +560,17 @@ func registerSarama(bootstrap string, newest bool) {
 		if err := diffError(compare(all, fromOldest)); err != nil {
 			return "", fmt.Errorf("from oldest: %w", err)
 		}
+		stored, err := storedBatches(bootstrap, topic, 0)
+		if err != nil {
+			return "", err
+		}
+		inside := false
+		for _, b := range stored {
+			inside = inside || (b.firstOffset < 5 && b.firstOffset+int64(b.count) > 5 && b.codec == sarama.CompressionGZIP)
+		}
+		if !inside {
+			return "", failf("offset 5 is not inside a stored gzip batch: %+v", stored)
+		}
 		from5, err := consumeExactly(bootstrap, topic, map[int32]int64{0: 5}, map[int32]int{0: 8})
 		if err != nil {
 			return "", fmt.Errorf("from 5: %w", err)
