@@ -94,7 +94,10 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   // v3 is flexible; v4 (states filter, group state) is what the Java client needs to list groups by
   // state (`kafka-consumer-groups.sh --list --state`); v5 adds the types filter and group type.
   [KAFKA_API.LIST_GROUPS]: { min: 0, max: 5 },
-  [KAFKA_API.API_VERSIONS]: { min: 0, max: 3 },
+  // v4 is v3's layout ("Version 4 fixes KAFKA-17011, which blocked SupportedFeatures.MinVersion in
+  // the response from being 0": ApiVersionsRequest.json of kafka-clients 4.1.1). Sarama from
+  // V3_9_0_0 asks v4 first on every connection, and logged an error for each UNSUPPORTED_VERSION.
+  [KAFKA_API.API_VERSIONS]: { min: 0, max: 4 },
   [KAFKA_API.CREATE_TOPICS]: { min: 0, max: 4 },
   [KAFKA_API.DELETE_TOPICS]: { min: 0, max: 3 },
   [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 4 },

@@ -84,7 +84,7 @@ export function encodeApiVersionsResponse(
 ): void {
   const start = beginResponse(writer, correlationId, 0);
   writer.errorCode(response.errorCode);
-  const flexible = version >= 3;
+  const flexible = version >= 3; // v4 is v3's layout
   if (flexible) writer.compactArrayCount(response.apiKeys.length);
   else writer.arrayCount(response.apiKeys.length);
   for (const { apiKey, min, max } of response.apiKeys) {

@@ -769,7 +769,7 @@ describe("responses match Kafka's layouts field by field", () => {
       14: { min: 0, max: 3 },
       15: { min: 0, max: 6 },
       16: { min: 0, max: 5 },
-      18: { min: 0, max: 3 },
+      18: { min: 0, max: 4 },
       19: { min: 0, max: 4 },
       20: { min: 0, max: 3 },
       21: { min: 0, max: 1 },

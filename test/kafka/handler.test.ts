@@ -58,7 +58,7 @@ function apiList(reader: KafkaReader, compact: boolean): number[][] {
 const ADVERTISED = [...ADVERTISED_VERSIONS].map(([key, { min, max }]) => [key, min, max]);
 
 describe("ApiVersions", () => {
-  test("v0-v3 list the advertised APIs (v3 flexible: header v2 in, compact array out)", async () => {
+  test("v0-v4 list the advertised APIs (v3 and v4 flexible: header v2 in, compact array out)", async () => {
     for (const version of [0, 1, 2]) {
       const reader = await answer(header(18, version));
       expect(reader.int16("error")).toBe(0);
@@ -66,18 +66,21 @@ describe("ApiVersions", () => {
       if (version >= 1) expect(reader.int32("throttle")).toBe(0);
       reader.expectEnd("response");
     }
-    const v3 = header(18, 3).uvarint(0).cstr("librdkafka").cstr("2.0.2").uvarint(0);
-    const reader = await answer(v3);
-    expect(reader.int16("error")).toBe(0);
-    expect(apiList(reader, true)).toEqual(ADVERTISED);
-    expect(reader.int32("throttle")).toBe(0);
-    expect(reader.uvarint("tags")).toBe(0);
-    reader.expectEnd("response");
+    // v4 as Sarama 1.61 sends it with Version ≥ V3_9_0_0: v3's layout.
+    for (const version of [3, 4]) {
+      const request = header(18, version).uvarint(0).cstr("librdkafka").cstr("2.0.2").uvarint(0);
+      const reader = await answer(request);
+      expect(reader.int16("error")).toBe(0);
+      expect(apiList(reader, true)).toEqual(ADVERTISED);
+      expect(reader.int32("throttle")).toBe(0);
+      expect(reader.uvarint("tags")).toBe(0);
+      reader.expectEnd("response");
+    }
   });
 
-  test("a version above 3 gets UNSUPPORTED_VERSION in the v0 layout with the list (KIP-511)", async () => {
-    // A v4 body is unknown to booblik; it is never read.
-    const reader = await answer(header(18, 4).uvarint(0).raw([1, 2, 3]));
+  test("a version above 4 gets UNSUPPORTED_VERSION in the v0 layout with the list (KIP-511)", async () => {
+    // A v5 body is unknown to booblik; it is never read.
+    const reader = await answer(header(18, 5).uvarint(0).raw([1, 2, 3]));
     expect(reader.int16("error")).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
     expect(apiList(reader, false)).toEqual(ADVERTISED);
     reader.expectEnd("response");
@@ -85,7 +88,7 @@ describe("ApiVersions", () => {
 
   test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-10, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), DescribeGroups up to 6, ListGroups up to 5, CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
-      [18, 0, 3],
+      [18, 0, 4],
       [0, 0, 8],
       [1, 0, 11],
       [3, 0, 8],
@@ -130,7 +133,7 @@ describe("requests booblik does not answer", () => {
 
   test("an unknown API key closes the connection, naming it and what is served", async () => {
     expect(await close(header(9999, 0))).toStartWith(
-      "unknown API key 9999 (version 0); booblik serves API_VERSIONS 0-3",
+      "unknown API key 9999 (version 0); booblik serves API_VERSIONS 0-4",
     );
   });
 
