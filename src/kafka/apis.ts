@@ -39,6 +39,7 @@ export const KAFKA_API = {
   INIT_PRODUCER_ID: 22,
   CREATE_PARTITIONS: 37,
   INCREMENTAL_ALTER_CONFIGS: 44,
+  ALTER_CONFIGS: 33,
   DESCRIBE_CONFIGS: 32,
   DESCRIBE_CLUSTER: 60,
   DELETE_GROUPS: 42,
@@ -103,6 +104,9 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   [KAFKA_API.INIT_PRODUCER_ID]: { min: 0, max: 4 },
   [KAFKA_API.CREATE_PARTITIONS]: { min: 0, max: 1 },
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: { min: 0, max: 0 },
+  // The legacy replace-all form, for clients that still send it (Sarama's AlterConfig, kafka-go's
+  // Client.AlterConfigs); v1 is v0's layout, v2 flexible.
+  [KAFKA_API.ALTER_CONFIGS]: { min: 0, max: 1 },
   // DescribeCluster has only flexible versions (v0+); v2 (include_fenced_brokers) is not decoded.
   [KAFKA_API.DESCRIBE_CONFIGS]: { min: 0, max: 3 },
   [KAFKA_API.DESCRIBE_CLUSTER]: { min: 0, max: 1 },
@@ -146,6 +150,7 @@ export const FLEXIBLE_FROM: Record<KafkaApiKey, number> = {
   [KAFKA_API.INIT_PRODUCER_ID]: 2,
   [KAFKA_API.CREATE_PARTITIONS]: 2,
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: 1,
+  [KAFKA_API.ALTER_CONFIGS]: 2,
   [KAFKA_API.DESCRIBE_CONFIGS]: 4,
   [KAFKA_API.DESCRIBE_CLUSTER]: 0,
   [KAFKA_API.DELETE_GROUPS]: 2,

@@ -160,14 +160,18 @@ import {
 } from "./messages.ts";
 import { fetchRecords, type KafkaTraffic, newKafkaTraffic, produceRecords } from "./records.ts";
 import {
+  type AlterableConfig,
   type AlterConfigsResult,
   CONFIG_OPERATION,
   CONFIG_RESOURCE_BROKER,
   CONFIG_RESOURCE_TOPIC,
+  decodeAlterConfigsRequest,
   decodeCreatePartitionsRequest,
   decodeIncrementalAlterConfigsRequest,
+  encodeAlterConfigsResponse,
   encodeCreatePartitionsResponse,
   encodeIncrementalAlterConfigsResponse,
+  type IncrementalAlterConfigsRequest,
 } from "./topic-admin-messages.ts";
 
 /** This broker's node id in every answer: a single node is its own leader, controller, coordinator. */
@@ -208,6 +212,7 @@ export const ADVERTISED_VERSIONS: ReadonlyMap<KafkaApiKey, VersionRange> = new M
     // Topics that change (Broker.addPartitions).
     [KAFKA_API.CREATE_PARTITIONS, CODEC_VERSIONS[KAFKA_API.CREATE_PARTITIONS]],
     [KAFKA_API.INCREMENTAL_ALTER_CONFIGS, CODEC_VERSIONS[KAFKA_API.INCREMENTAL_ALTER_CONFIGS]],
+    [KAFKA_API.ALTER_CONFIGS, CODEC_VERSIONS[KAFKA_API.ALTER_CONFIGS]],
     // What the Java AdminClient and consumers use beyond the core set (admin-messages.ts).
     [KAFKA_API.DESCRIBE_CONFIGS, CODEC_VERSIONS[KAFKA_API.DESCRIBE_CONFIGS]],
     [KAFKA_API.DESCRIBE_CLUSTER, CODEC_VERSIONS[KAFKA_API.DESCRIBE_CLUSTER]],
@@ -579,6 +584,8 @@ export class KafkaHandler {
           return this.createPartitions(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.INCREMENTAL_ALTER_CONFIGS:
           return await this.incrementalAlterConfigs(reader, apiVersion, correlationId, clientAddress, who);
+        case KAFKA_API.ALTER_CONFIGS:
+          return await this.alterConfigs(reader, apiVersion, correlationId, clientAddress, who);
         case KAFKA_API.FIND_COORDINATOR: {
           // This node coordinates every group (and would every transaction: key_type 1 gets the
           // same answer, kafka-wire.md §1.4; InitProducerId then refuses).
@@ -1523,6 +1530,45 @@ export class KafkaHandler {
     who: Who,
   ): Promise<KafkaOutcome> {
     const request = decodeIncrementalAlterConfigsRequest(reader, version);
+    const results = await this.applyConfigChanges(request, false, clientAddress, who);
+    return this.respond((writer) =>
+      encodeIncrementalAlterConfigsResponse(writer, version, correlationId, results),
+    );
+  }
+
+  /**
+   * AlterConfigs (33), the legacy form: a resource's configs are replaced whole, as Kafka replaces
+   * a topic's dynamic configs (the ones named are set, a null value or any one not named goes back
+   * to the default). booblik's settings that cannot change on a live topic (`segment.bytes`,
+   * `booblik.write.mode`) keep their value when not named, and so does a `max.message.bytes`
+   * raised above the default (it cannot shrink: batches up to it are stored); naming them with
+   * another value is refused as in IncrementalAlterConfigs. Sarama's `AlterConfig` and kafka-go's
+   * `Client.AlterConfigs` send it (bench/compat/go.ts); before 2026-12-03 kafka-go's was answered
+   * by closing the connection.
+   */
+  private async alterConfigs(
+    reader: KafkaReader,
+    version: number,
+    correlationId: number,
+    clientAddress: string,
+    who: Who,
+  ): Promise<KafkaOutcome> {
+    const request = decodeAlterConfigsRequest(reader, version);
+    const results = await this.applyConfigChanges(request, true, clientAddress, who);
+    return this.respond((writer) => encodeAlterConfigsResponse(writer, version, correlationId, results));
+  }
+
+  /**
+   * Applies each resource's config operations (topic resources only); `replaceAll` first sets every
+   * config the resource does not name back to its default, where the live topic allows it
+   * (`alterConfigs`).
+   */
+  private async applyConfigChanges(
+    request: IncrementalAlterConfigsRequest,
+    replaceAll: boolean,
+    clientAddress: string,
+    who: Who,
+  ): Promise<AlterConfigsResult[]> {
     const results: AlterConfigsResult[] = [];
     for (const resource of request.resources) {
       const result = (errorCode: number, errorMessage: string | null) =>
@@ -1557,7 +1603,7 @@ export class KafkaHandler {
       }
       let changes: Partial<TopicConfig>;
       try {
-        changes = {};
+        changes = replaceAll ? this.defaultsOfUnnamed(resource.resourceName, resource.configs) : {};
         for (const config of resource.configs) {
           const mapping = TOPIC_CONFIGS[config.name];
           if (mapping === undefined) {
@@ -1597,9 +1643,30 @@ export class KafkaHandler {
         );
       }
     }
-    return this.respond((writer) =>
-      encodeIncrementalAlterConfigsResponse(writer, version, correlationId, results),
-    );
+    return results;
+  }
+
+  /**
+   * For AlterConfigs' replace-all: the broker's default of every topic setting `configs` does not
+   * name, leaving out those a live topic cannot take (see `alterConfigs`). An unknown topic gives
+   * none here: alterTopic then names it.
+   */
+  private defaultsOfUnnamed(topic: string, configs: readonly AlterableConfig[]): Partial<TopicConfig> {
+    let current: TopicConfig;
+    try {
+      current = this.broker.describeTopic(topic).config;
+    } catch {
+      return {};
+    }
+    const named = new Set(configs.map((config) => config.name));
+    const defaults = this.broker.topicDefaults;
+    const changes: Partial<TopicConfig> = {};
+    for (const [name, key] of Object.entries(TOPIC_CONFIG_KEYS)) {
+      if (named.has(name) || key === "segmentBytes" || key === "writeMode") continue;
+      if (key === "maxRecordBytes" && current.maxRecordBytes > defaults.maxRecordBytes) continue;
+      Object.assign(changes, { [key]: defaults[key] });
+    }
+    return changes;
   }
 
   /**

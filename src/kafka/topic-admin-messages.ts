@@ -1,7 +1,7 @@
 /**
  * Kafka's CreatePartitions (37), versions 0-1 (the non-flexible ones; v2 is flexible), decoded and
  * encoded for the listener: the Kafka face of booblik's ADD_PARTITIONS; and IncrementalAlterConfigs
- * (44), version 0, the face of ALTER_TOPIC (below). Sans I/O.
+ * (44), version 0, and AlterConfigs (33), versions 0-1, the faces of ALTER_TOPIC (below). Sans I/O.
  *
  * Layout (apache/kafka `CreatePartitionsRequest.json` / `CreatePartitionsResponse.json`; v1 only
  * changed the quota behaviour, not the bytes):
@@ -139,6 +139,63 @@ export function decodeIncrementalAlterConfigsRequest(
   const validateOnly = reader.boolean("validate_only");
   reader.expectEnd("IncrementalAlterConfigs request");
   return { resources, validateOnly };
+}
+
+/**
+ * AlterConfigs v0-1 (apache/kafka `AlterConfigsRequest.json`: "Version 1 is the same as version 0"):
+ *   request:  resources ARRAY[resource_type INT8, resource_name STRING,
+ *             configs ARRAY[name STRING, value NULLABLE_STRING]], validate_only BOOLEAN
+ *   response: throttle_time_ms INT32, responses ARRAY[error_code INT16, error_message
+ *             NULLABLE_STRING, resource_type INT8, resource_name STRING] (IncrementalAlterConfigs v0's)
+ * Decoded as IncrementalAlterConfigs resources whose every config is a SET (a null value: DELETE);
+ * the replace-all meaning is the handler's.
+ */
+export function decodeAlterConfigsRequest(
+  reader: KafkaReader,
+  _version: number,
+): IncrementalAlterConfigsRequest {
+  // resource_type (1), resource_name (2), configs (4).
+  const resourceCount = reader.arrayCount("resources", 1 + 2 + 4);
+  const resources: AlterConfigsResource[] = [];
+  for (let r = 0; r < resourceCount; r++) {
+    const resourceType = reader.int8("resource_type");
+    const resourceName = reader.string("resource_name");
+    // name (2), value (2).
+    const configCount = reader.arrayCount("configs", 2 + 2);
+    const configs: AlterableConfig[] = [];
+    for (let c = 0; c < configCount; c++) {
+      const name = reader.string("config name");
+      const value = reader.nullableString("config value");
+      configs.push({
+        name,
+        operation: value === null ? CONFIG_OPERATION.DELETE : CONFIG_OPERATION.SET,
+        value,
+      });
+    }
+    resources.push({ resourceType, resourceName, configs });
+  }
+  const validateOnly = reader.boolean("validate_only");
+  reader.expectEnd("AlterConfigs request");
+  return { resources, validateOnly };
+}
+
+export function encodeAlterConfigsResponse(
+  writer: KafkaWriter,
+  version: number,
+  correlationId: number,
+  results: readonly AlterConfigsResult[],
+): void {
+  const start = beginResponse(writer, correlationId, responseHeaderVersion(KAFKA_API.ALTER_CONFIGS, version));
+  writer.int32(0); // throttle_time_ms
+  writer.arrayCount(results.length);
+  for (const result of results) {
+    writer
+      .errorCode(result.errorCode)
+      .nullableString(result.errorMessage)
+      .int8(result.resourceType)
+      .string(result.resourceName);
+  }
+  endResponse(writer, start);
 }
 
 export function encodeIncrementalAlterConfigsResponse(

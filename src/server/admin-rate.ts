@@ -21,7 +21,7 @@ export const NATIVE_ADMIN_REQUESTS =
   "CREATE_TOPIC, DELETE_TOPIC, ALTER_TOPIC, ADD_PARTITIONS, PURGE, CREATE_ACLS, DELETE_ACLS";
 /** What the Kafka listener counts (src/kafka/handler.ts), under Kafka's names. */
 export const KAFKA_ADMIN_REQUESTS =
-  "CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, DeleteRecords, CreateAcls, DeleteAcls, Metadata auto-creating a topic";
+  "CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, DeleteRecords, CreateAcls, DeleteAcls, Metadata auto-creating a topic";
 
 interface Allowance {
   tokens: number;

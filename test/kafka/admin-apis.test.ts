@@ -542,6 +542,29 @@ describe("kafkajs 2.2.4 admin against a broker process", () => {
           ["max.message.bytes", expect.stringMatching(/^\d+$/)],
         ]);
 
+        // alterConfigs sends AlterConfigs (33), which replaces the topic's settings whole: the one
+        // named is set, retention.ms goes back to the default. Before 2026-12-03 it was not served.
+        await admin.alterConfigs({
+          validateOnly: false,
+          resources: [
+            { type: 2, name: "orders", configEntries: [{ name: "retention.bytes", value: "1048576" }] },
+          ],
+        });
+        const altered = await admin.describeConfigs({
+          resources: [{ type: 2, name: "orders", configNames: ["retention.ms", "retention.bytes"] }],
+          includeSynonyms: false,
+        });
+        expect(
+          altered.resources[0]!.configEntries.map((entry) => [
+            entry.configName,
+            entry.configValue,
+            entry.isDefault,
+          ]),
+        ).toEqual([
+          ["retention.ms", expect.not.stringMatching(/^3600000$/), true],
+          ["retention.bytes", "1048576", false],
+        ]);
+
         // A group with a commit and no members can be deleted; then it is gone.
         await admin.setOffsets({
           groupId: "g",

@@ -120,3 +120,84 @@ test("SET and DELETE change a live topic; each resource is answered on its own",
   expect(validated![0]).toBe(KAFKA_ERROR.INVALID_REQUEST);
   expect(broker.describeTopic("t").config.retentionBytes).toBe(1_048_576);
 });
+
+/** One AlterConfigs (33) request of `version` (0 or 1: the same layout); its per-resource answers. */
+async function legacyAlterConfigs(
+  version: number,
+  resources: [type: number, name: string, configs: [name: string, value: string | null][]][],
+): Promise<[code: number, message: string | null, type: number, name: string][]> {
+  const request = new Expect().i16(33).i16(version).i32(9).str("test").i32(resources.length);
+  for (const [type, name, configs] of resources) {
+    request.i8(type).str(name).i32(configs.length);
+    for (const [configName, value] of configs) request.str(configName).str(value);
+  }
+  request.i8(0); // validate_only
+  const outcome = await handler.handle(request.body());
+  if (outcome.kind !== "respond") throw new Error(`expected a response, got ${JSON.stringify(outcome)}`);
+  const reader = new KafkaReader(outcome.bytes);
+  expect(reader.int32("size")).toBe(outcome.bytes.length - 4);
+  expect(reader.int32("correlation_id")).toBe(9);
+  expect(reader.int32("throttle_time_ms")).toBe(0);
+  const count = reader.int32("responses");
+  const answers: [number, string | null, number, string][] = [];
+  for (let i = 0; i < count; i++) {
+    answers.push([
+      reader.int16("error_code"),
+      reader.nullableString("error_message"),
+      reader.int8("resource_type"),
+      reader.string("resource_name"),
+    ]);
+  }
+  reader.expectEnd("AlterConfigs response");
+  return answers;
+}
+
+test("AlterConfigs (33) v0 and v1 replace a topic's settings whole: those named are set, the others go back to the default where a live topic allows", async () => {
+  // Before 2026-12-03 AlterConfigs was not served: the connection was closed (kafka-go's
+  // Client.AlterConfigs, kafkajs's admin.alterConfigs) or the client refused (Sarama).
+  broker.createTopic("t", {
+    retentionMs: 1000,
+    retentionBytes: 5000,
+    maxRecordBytes: 2 * 1024 * 1024,
+    segmentBytes: 8 << 20,
+    durability: "force",
+  });
+  const [first] = await legacyAlterConfigs(0, [[TOPIC, "t", [["retention.bytes", "1048576"]]]]);
+  expect(first).toEqual([KAFKA_ERROR.NONE, null, TOPIC, "t"]);
+  const defaults = broker.topicDefaults;
+  expect(broker.describeTopic("t").config).toMatchObject({
+    retentionBytes: 1_048_576,
+    retentionMs: defaults.retentionMs, // not named: back to the default
+    durability: defaults.durability,
+    // Cannot change on a live topic, not named: kept.
+    segmentBytes: 8 << 20,
+    maxRecordBytes: 2 * 1024 * 1024,
+  });
+  // v1 is v0's layout; a null value is the default; a fixed setting named with another value is
+  // refused (nothing changes), as in IncrementalAlterConfigs.
+  const answers = await legacyAlterConfigs(1, [
+    [
+      TOPIC,
+      "t",
+      [
+        ["retention.ms", "60000"],
+        ["retention.bytes", null],
+      ],
+    ],
+    [TOPIC, "t", [["segment.bytes", "1048576"]]],
+    [TOPIC, "missing", [["retention.ms", "5"]]],
+    [4, "1", [["log.retention.ms", "5"]]],
+  ]);
+  expect(answers.map(([code, , type, name]) => [code, type, name])).toEqual([
+    [KAFKA_ERROR.NONE, TOPIC, "t"],
+    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
+    [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, TOPIC, "missing"],
+    [KAFKA_ERROR.INVALID_REQUEST, 4, "1"],
+  ]);
+  expect(answers[1]![1]).toMatch(/^segment\.bytes cannot change on an existing topic/);
+  expect(broker.describeTopic("t").config).toMatchObject({
+    retentionMs: 60_000,
+    retentionBytes: defaults.retentionBytes,
+    segmentBytes: 8 << 20,
+  });
+});

@@ -75,6 +75,7 @@ import {
 } from "../../src/kafka/messages.ts";
 import { decodeSaslAuthenticateRequest, decodeSaslHandshakeRequest } from "../../src/kafka/sasl.ts";
 import {
+  decodeAlterConfigsRequest,
   decodeCreatePartitionsRequest,
   decodeIncrementalAlterConfigsRequest,
 } from "../../src/kafka/topic-admin-messages.ts";
@@ -105,6 +106,7 @@ const DECODERS: Record<KafkaApiKey, Decoder> = {
   [KAFKA_API.LIST_GROUPS]: decodeListGroupsRequest,
   [KAFKA_API.CREATE_PARTITIONS]: decodeCreatePartitionsRequest,
   [KAFKA_API.INCREMENTAL_ALTER_CONFIGS]: decodeIncrementalAlterConfigsRequest,
+  [KAFKA_API.ALTER_CONFIGS]: decodeAlterConfigsRequest,
   [KAFKA_API.DESCRIBE_CONFIGS]: decodeDescribeConfigsRequest,
   [KAFKA_API.DESCRIBE_CLUSTER]: decodeDescribeClusterRequest,
   [KAFKA_API.DELETE_GROUPS]: decodeDeleteGroupsRequest,
@@ -776,6 +778,7 @@ describe("responses match Kafka's layouts field by field", () => {
       22: { min: 0, max: 4 },
       37: { min: 0, max: 1 },
       44: { min: 0, max: 0 },
+      33: { min: 0, max: 1 },
       23: { min: 0, max: 3 },
       32: { min: 0, max: 3 },
       42: { min: 0, max: 1 },

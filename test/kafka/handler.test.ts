@@ -86,7 +86,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-10, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), DescribeGroups up to 6, ListGroups up to 5, CreatePartitions 0-1, IncrementalAlterConfigs 0, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-10, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), DescribeGroups up to 6, ListGroups up to 5, CreatePartitions 0-1, IncrementalAlterConfigs 0, AlterConfigs 0-1, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 4],
       [0, 0, 8],
@@ -106,6 +106,7 @@ describe("ApiVersions", () => {
       [15, 0, 6],
       [37, 0, 1],
       [44, 0, 0],
+      [33, 0, 1],
       [32, 0, 3],
       [60, 0, 1],
       [42, 0, 1],

@@ -346,7 +346,7 @@ describe("limits and timeouts", () => {
       ["rate-11", 44],
     ]);
     expect(results[10]![2]).toStartWith(
-      "too many admin requests (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, DeleteRecords, CreateAcls, DeleteAcls, Metadata auto-creating a topic) from 127.0.0.1: the limit is 1 a second after a burst of 10",
+      "too many admin requests (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, DeleteRecords, CreateAcls, DeleteAcls, Metadata auto-creating a topic) from 127.0.0.1: the limit is 1 a second after a burst of 10",
     );
     expect(broker.listTopics().length).toBe(10);
     socket.close();
