@@ -181,6 +181,15 @@ interface Topic {
   incarnation: number;
 }
 
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Removes everything inside `directory`, keeping the directory itself. */
+function emptyDirectory(directory: string): void {
+  for (const entry of listDirectory(directory)) removeDirectoryTree(path.join(directory, entry));
+}
+
 /** Incarnations are unique within the process (nextTopicIncarnation++ per topic opened or made). */
 let nextTopicIncarnation = 1;
 
@@ -349,8 +358,11 @@ export class Broker {
         this.topics.get(OFFSETS_TOPIC_NAME)?.partitions[0],
         options.committedOffsetsBytesMax,
       );
+      this.producerIds = ProducerIdAllocator.open(this.dataDir);
+      this.aclStore = AclStore.open(this.dataDir, options.authorization);
       // A delete stopped after its commit point leaves its partition directories, and may have left
       // its groups' committed offsets: finishDelete tombstones them, then removes the directories.
+      // Last, so that nothing after it can fail the open under these appends.
       for (const name of this.interruptedTopicNames) {
         if (!this.offsetsStore.holdsCommitsOf(name)) {
           this.removeDirectoriesOf(name);
@@ -359,8 +371,6 @@ export class Broker {
         const deletion = this.finishDelete(name, "at start").finally(() => this.deletions.delete(name));
         this.deletions.set(name, deletion);
       }
-      this.producerIds = ProducerIdAllocator.open(this.dataDir);
-      this.aclStore = AclStore.open(this.dataDir, options.authorization);
     } catch (error) {
       this.abandon();
       throw error;
@@ -706,16 +716,28 @@ export class Broker {
     // again under the name starts with none. Until the tombstones are forced, the directories are
     // what tells the next start (after a crash) to forget them (finishOpen).
     const forgotten = await this.forgetCommitsOf(topic.name, "");
+    // Every partition, whatever one of them does: the delete is done (its commit point passed), and
+    // what is left is removed by the next start, as after a crash here; answering an error would
+    // tell the caller it failed.
     for (const partition of topic.partitions) {
-      await partition.close(false);
-      if (!forgotten || unsynced !== undefined) continue;
+      const directory = partition.log.directory;
       try {
-        partition.log.destroy();
+        await partition.close(false);
       } catch (error) {
-        // The delete is done (its commit point passed); a directory left is removed by the next
-        // start, as after a crash here. Answering an error would tell the caller it failed.
         console.error(
-          `booblik: topic ${topic.name} deleted, but its directory ${partition.log.directory} could not be removed (the next start removes it): ${error instanceof Error ? error.message : String(error)}`,
+          `booblik: topic ${topic.name} deleted, but closing ${directory} failed: ${messageOf(error)}`,
+        );
+      }
+      if (unsynced !== undefined) continue; // a crash may bring the topic back: its records stay
+      try {
+        if (forgotten) partition.log.destroy();
+        // The tombstones failed (a full disk, most likely, and deleting a topic is how one frees
+        // space): the records go, and the empty directory stays, the mark that makes the next start
+        // forget the commits. Before 2026-12-03 the whole directory stayed: nothing was freed.
+        else emptyDirectory(directory);
+      } catch (error) {
+        console.error(
+          `booblik: topic ${topic.name} deleted, but its directory ${directory} could not be removed (the next start removes it): ${messageOf(error)}`,
         );
       }
     }

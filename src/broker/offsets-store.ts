@@ -377,7 +377,7 @@ export class OffsetsStore implements GroupStore {
     }));
     if (this.groupRecords.has(group) || this.inFlightKeys.has(group))
       records.push({ key: ENCODER.encode(group), value: null, timestamp: nowMs });
-    if (records.length > 0) await this.appendRecords(records);
+    if (records.length > 0) await this.appendInChunks(records);
   }
 
   /**
@@ -561,19 +561,36 @@ export class OffsetsStore implements GroupStore {
       offsets.delete(key.slice(at + 1));
       if (offsets.size === 0) this.groups.delete(group);
     }
-    // A copy: a later call's keys may join it, and a success below removes only this call's.
+    // A copy: a later call's keys may join it, and each chunk forced below removes only its own.
     this.unforgotten.set(topic, new Set(keys));
     const nowMs = Date.now();
-    await this.appendRecords(
-      [...keys].map((key) => ({ key: ENCODER.encode(key), value: null, timestamp: nowMs })),
-    );
-    // Only this call's keys are durable: a later call of the topic, failed, may have set others.
-    const left = this.unforgotten.get(topic);
-    if (left !== undefined) {
-      for (const key of keys) left.delete(key);
+    const records = [...keys].map((key) => ({ key: ENCODER.encode(key), value: null, timestamp: nowMs }));
+    await this.appendInChunks(records, (chunk) => {
+      const left = this.unforgotten.get(topic);
+      if (left === undefined) return;
+      for (const record of chunk) left.delete(DECODER.decode(record.key!));
       if (left.size === 0) this.unforgotten.delete(topic);
-    }
+    });
     return keys.size;
+  }
+
+  /**
+   * Appends `records` (tombstones: each stands alone, no atomicity needed across them) in appends
+   * that each fit the offsets topic's batch limit (`snapshotChunks`), all started in one
+   * synchronous step so that they share forces; `forced` runs per chunk once its force completed.
+   * One append of them all must fit one empty segment (8 MiB): a topic committed by 100 groups on
+   * 1,000 partitions needed more, and its delete could never finish (a reviewer's run, 2026-12-03).
+   */
+  private async appendInChunks(
+    records: readonly RecordInput[],
+    forced: (chunk: readonly RecordInput[]) => void = () => {},
+  ): Promise<void> {
+    const partition = this.partitionOf();
+    await Promise.all(
+      snapshotChunks(records, partition.maxRecordBytes).map((chunk) =>
+        this.appendRecords(chunk).then(() => forced(chunk)),
+      ),
+    );
   }
 
   /** Whether anything of `topic` is committed: in the map, in flight, or with tombstones not forced. */

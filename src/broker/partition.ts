@@ -1106,17 +1106,21 @@ export class Partition {
     while (this.groupCommit.inFlight) await this.groupCommit.idle();
     await this.log.settled();
     const forcedClean = clean && this.log.failure === undefined;
-    this.log.close(clean, batch);
-    // After the final force: the snapshot describes exactly the log up to its end. A crash before it
-    // is written leaves an older snapshot (or none), and the next open replays more.
-    if (forcedClean && !this.internal) {
-      try {
-        this.producers.writeSnapshot(this.log.directory, this.log.nextOffset, batch);
-      } catch {
-        // A full disk or a failed write only costs the next open a replay of the log.
+    try {
+      this.log.close(clean, batch);
+      // After the final force: the snapshot describes exactly the log up to its end. A crash before
+      // it is written leaves an older snapshot (or none), and the next open replays more.
+      if (forcedClean && !this.internal) {
+        try {
+          this.producers.writeSnapshot(this.log.directory, this.log.nextOffset, batch);
+        } catch {
+          // A full disk or a failed write only costs the next open a replay of the log.
+        }
       }
+    } finally {
+      // The snapshot's text was taken above: the broker's count of producer ids may forget them
+      // now, also when the close failed (else the count kept them for good).
+      this.producers.release();
     }
-    // The snapshot's text was taken above: the broker's count of producer ids may forget them now.
-    this.producers.release();
   }
 }

@@ -395,6 +395,9 @@ export class ProducerStateTable {
       // In order of last append: beyond a bound (an older broker had none, or the broker's is
       // lower now) the latest are kept.
       for (const [producerId, entry] of snapshot.producers) {
+        // A damaged or edited snapshot may name an id twice: the later entry replaces it, and the
+        // count takes it once.
+        if (table.producers.delete(producerId)) table.budget.count--;
         if (table.overBound()) table.forgetOldest();
         table.producers.set(producerId, entry);
         table.budget.count++;

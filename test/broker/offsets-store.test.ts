@@ -499,7 +499,9 @@ describe("a deleted topic's commits when their tombstones cannot be written (a f
       expect(
         logged.some((line) => line.includes("could not be removed from the log") && line.includes("ENOSPC")),
       ).toBe(true);
-      expect(fs.existsSync(path.join(dir.path, "orders-0"))).toBe(true);
+      // The records are gone (a delete on a full disk frees space); the empty directory stays, the
+      // mark that makes the next start forget the commits.
+      expect(fs.readdirSync(path.join(dir.path, "orders-0"))).toEqual([]);
       await broker.close();
       // Before 2026-12-03 the directories were removed anyway, and this start gave the commit back.
       faulty.full = false;
@@ -564,6 +566,36 @@ describe("a deleted topic's commits when their tombstones cannot be written (a f
       console.error = originalError;
       await broker.close();
       restore();
+    }
+  });
+});
+
+describe("a deleted topic with more commits than one offsets segment takes", () => {
+  test("its tombstones go in appends that each fit: the delete finishes, the name can be created again, a restart keeps none", async () => {
+    using dir = tempDir();
+    // 6,000 commits with 190-byte group ids: about 1.2 MB of tombstones, above a 1 MiB segment.
+    // Before 2026-12-03 they went in one append, refused every time, so the name stayed refused
+    // and its directories stayed, across restarts (a reviewer's run).
+    const open = () => Broker.open({ dataDir: dir.path, offsetsSegmentBytes: 1 << 20 });
+    let broker = open();
+    try {
+      broker.createTopic("t", { partitions: 100 });
+      for (let g = 0; g < 60; g++)
+        await broker.offsets.commit(
+          `${"g".repeat(190)}-${g}`,
+          Array.from({ length: 100 }, (_, partition) => entry("t", partition, 1)),
+        );
+      await broker.offsets.commit("small", [entry("t", 0, 7)]);
+      await broker.deleteTopic("t");
+      expect(fs.readdirSync(dir.path).filter((name) => /^t-\d+$/.test(name))).toEqual([]);
+      broker.createTopic("t", { partitions: 100 });
+      expect(broker.offsets.committed("small", "t", 0)).toBeUndefined();
+      await broker.close();
+      broker = open();
+      expect(broker.offsets.committed("small", "t", 0)).toBeUndefined();
+      expect(broker.offsets.committed(`${"g".repeat(190)}-59`, "t", 99)).toBeUndefined();
+    } finally {
+      await broker.close();
     }
   });
 });

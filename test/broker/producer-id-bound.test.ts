@@ -8,8 +8,13 @@
  * could hold over 10 GiB.
  */
 import { expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { ioError } from "../../ffi/file.ts";
 import { Broker } from "../../src/broker/broker.ts";
+import { PRODUCER_STATE_FILE } from "../../src/broker/producer-state.ts";
 import { encodeBatch } from "../../src/record/batch.ts";
+import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 function batch(producerId: number, baseSequence: number, value: string): Uint8Array {
@@ -65,5 +70,64 @@ test("all partitions together remember at most --max-producer-ids producer ids; 
     expect(broker.producerIdBudget.count).toBe(perPartition[0]!);
   } finally {
     await broker.close();
+  }
+});
+
+test("the count follows the tables: a delete whose first close fails gives every partition's ids back, and a snapshot naming an id twice counts it once", async () => {
+  using dir = tempDir();
+  const broker = Broker.open({ dataDir: dir.path, topicDefaults: { durability: "append" } });
+  try {
+    broker.createTopic("t", { partitions: 2 });
+    for (const partition of [0, 1])
+      for (let id = 0; id < 5; id++) await broker.append("t", partition, batch(1000 + id, 0, "x"));
+    expect(broker.producerIdBudget.count).toBe(10);
+    // The first file close of the delete fails (close(2) EIO, after closing): before 2026-12-03 the
+    // delete stopped at that partition, the other one was never closed, and the count kept all 10.
+    let failOnce = true;
+    const restore = useDisk({
+      ...realDisk,
+      closeFile(fd, file) {
+        realDisk.closeFile(fd, file);
+        if (failOnce) {
+          failOnce = false;
+          throw ioError("close", 5, file, "test: a failing device");
+        }
+      },
+    });
+    const originalError = console.error;
+    console.error = () => {};
+    try {
+      await broker.deleteTopic("t");
+    } finally {
+      console.error = originalError;
+      restore();
+    }
+    expect(broker.producerIdBudget.count).toBe(0);
+  } finally {
+    await broker.close();
+  }
+  // A snapshot that names producer 7 twice (damaged or edited): one producer, counted once.
+  const second = Broker.open({ dataDir: dir.path });
+  second.createTopic("u");
+  await second.close();
+  fs.writeFileSync(
+    path.join(dir.path, "u-0", PRODUCER_STATE_FILE),
+    `${JSON.stringify({
+      version: 1,
+      nextOffset: 0,
+      producers: [
+        [7, 0, Date.now(), [0, 0, 0, 0]],
+        [7, 0, Date.now(), [0, 0, 0, 0]],
+      ],
+    })}\n`,
+  );
+  const third = Broker.open({ dataDir: dir.path });
+  try {
+    expect(third.partition("u", 0).producers.producerCount).toBe(1);
+    expect(third.producerIdBudget.count).toBe(1);
+    await third.deleteTopic("u");
+    expect(third.producerIdBudget.count).toBe(0);
+  } finally {
+    await third.close();
   }
 });

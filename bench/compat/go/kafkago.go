@@ -689,8 +689,8 @@ func kgoGroupScenario(bootstrap string) (string, error) {
 }
 
 // kgoConfigScenario: Client.IncrementalAlterConfigs and CreatePartitions, DescribeConfigs of
-// broker 1, then Client.AlterConfigs (API 33), which booblik does not serve (docs/kafka.md, "Not
-// there yet"): reported as KNOWN when kafka-go refuses it for that reason.
+// broker 1, then Client.AlterConfigs (API 33; served by booblik since 2026-12-03): reported as
+// KNOWN when the broker closes the connection on it, as one without AlterConfigs does.
 func kgoConfigScenario(bootstrap string) (string, error) {
 	topic := topicName("kg-configs")
 	if err := kgoCreateTopic(bootstrap, topic, 1); err != nil {
@@ -751,7 +751,8 @@ func kgoConfigScenario(bootstrap string) (string, error) {
 		// protocol/conn.go RoundTrip takes the map's zero value), and booblik closes the connection
 		// on an API it does not serve, as Kafka does on an unknown API key.
 		if versions.sentAny(33) && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
-			return "", errKnown{rest + "; AlterConfigs (33) is not served (docs/kafka.md, Not there yet): kafka-go sends it (v0) although ApiVersions does not list it, and the broker closes the connection: " + err.Error()}
+			// booblik served AlterConfigs (33) only from 2026-12-03; before, this was its answer.
+			return "", errKnown{rest + "; the broker does not serve AlterConfigs (33): kafka-go sends it (v0) although ApiVersions does not list it, and the broker closes the connection: " + err.Error()}
 		}
 		return "", fmt.Errorf("AlterConfigs: %w", err)
 	}

@@ -1240,9 +1240,9 @@ func saramaTransactionScenario(bootstrap string) (string, error) {
 }
 
 // saramaConfigScenario: IncrementalAlterConfig of a topic, DescribeConfig of broker 1,
-// DescribeCluster, DescribeLogDirs, then AlterConfig (AlterConfigs, API 33), which booblik does not
-// serve (docs/kafka.md, "Not there yet"): Sarama then refuses the call itself with
-// ErrUnsupportedVersion, as the API is not in the broker's ApiVersions (reported as KNOWN).
+// DescribeCluster, DescribeLogDirs, then AlterConfig (AlterConfigs, API 33; served by booblik since
+// 2026-12-03): against a broker that does not advertise it, Sarama refuses the call itself with
+// ErrUnsupportedVersion (reported as KNOWN).
 func saramaConfigScenario(bootstrap string) (string, error) {
 	topic := topicName("sm-configs")
 	if err := saramaCreateTopic(bootstrap, topic, 1); err != nil {
@@ -1302,7 +1302,8 @@ func saramaConfigScenario(bootstrap string) (string, error) {
 	other := "3600000"
 	err = admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &other}, false)
 	if errors.Is(err, sarama.ErrUnsupportedVersion) {
-		return "", errKnown{rest + "; AlterConfig: AlterConfigs (33) is not served (docs/kafka.md, Not there yet), Sarama refuses it: " + err.Error()}
+		// booblik served AlterConfigs (33) only from 2026-12-03; before, Sarama refused to send it.
+		return "", errKnown{rest + "; AlterConfig: the broker does not advertise AlterConfigs (33), Sarama refuses it: " + err.Error()}
 	}
 	if err != nil {
 		return "", fmt.Errorf("AlterConfig: %w", err)
