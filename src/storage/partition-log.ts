@@ -76,6 +76,7 @@ import {
   OffsetOutOfRangeError,
   PartitionFailedError,
   RecordTooLargeError,
+  UnsyncedReplaceError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
@@ -1010,7 +1011,15 @@ export class PartitionLog {
     if (!Number.isSafeInteger(offset) || offset > this.nextOffset)
       throw new OffsetOutOfRangeError(offset, this.logStartOffset, this.nextOffset);
     if (offset <= this.logStartOffset) return result;
-    writeLogStartNow(path.join(this.directory, LOG_START_FILE), offset);
+    let unsynced: UnsyncedReplaceError | undefined;
+    try {
+      writeLogStartNow(path.join(this.directory, LOG_START_FILE), offset);
+    } catch (error) {
+      // The file is in place, only its directory's sync failed: the start holds (errors.ts), here
+      // as at the next start, and the caller hears why after the deletion below.
+      if (!(error instanceof UnsyncedReplaceError)) throw error;
+      unsynced = error;
+    }
     this.purgedStart = offset;
     while (this.segments.length > 1 && this.segments[0]!.nextOffset <= offset) {
       const oldest = this.segments[0]!;
@@ -1024,6 +1033,7 @@ export class PartitionLog {
       result.bytesDeleted += oldest.sizeBytes;
     }
     if (result.segmentsDeleted > 0) this.removeQuarantineOfDeletedSegments();
+    if (unsynced !== undefined) throw unsynced;
     return result;
   }
 

@@ -11,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { ioError } from "../../ffi/file.ts";
 import { Broker } from "../../src/broker/broker.ts";
-import { BooblikError, OffsetOutOfRangeError } from "../../src/domain/errors.ts";
+import { BooblikError, OffsetOutOfRangeError, UnsyncedReplaceError } from "../../src/domain/errors.ts";
 import type { Offset } from "../../src/domain/ids.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { disk, useDisk } from "../../src/storage/disk.ts";
@@ -163,4 +163,35 @@ describe("purge", () => {
     expect((await broker.purge("t", 0, 25)).logStartOffset).toBe(25);
     await broker.close();
   });
+});
+
+test("a start file in place whose directory sync failed (UnsyncedReplaceError) is a purge in force: the caller hears the error, and the running broker starts where the next start will", async () => {
+  using dir = tempDir();
+  let broker = Broker.open({ dataDir: dir.path });
+  try {
+    broker.createTopic("t", { durability: "force" });
+    for (let i = 0; i < 10; i++) await broker.append("t", 0, [`v${i}`]);
+    const real = disk;
+    const restore = useDisk({
+      ...real,
+      writeFileAtomicallyNow(file, bytes) {
+        real.writeFileAtomicallyNow(file, bytes);
+        if (file.includes("log-start"))
+          throw new UnsyncedReplaceError(ioError("fsync(dir)", 5, path.dirname(file), "test"), file);
+      },
+    });
+    try {
+      await expect(broker.purge("t", 0, 5)).rejects.toBeInstanceOf(UnsyncedReplaceError);
+    } finally {
+      restore();
+    }
+    // Before 2026-12-03 the running broker kept serving offsets 0-4 (start 0) while the file, and so
+    // the next start, said 5 (a reviewer's run).
+    expect(broker.describeTopic("t").partitions[0]!.logStartOffset).toBe(5);
+    await broker.close();
+    broker = Broker.open({ dataDir: dir.path });
+    expect(broker.describeTopic("t").partitions[0]!.logStartOffset).toBe(5);
+  } finally {
+    await broker.close();
+  }
 });
