@@ -15,12 +15,41 @@ import {
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
   LOGIN_FAILURE_ADDRESSES_MAX,
+  LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX,
 } from "../domain/limits.ts";
 
 export class LoginDelays {
   private readonly failures = new Map<string, { count: number; atMs: number; heldUntilMs: number }>();
 
+  /** Logins waiting for their address's hold, per address (enterHold/leaveHold). */
+  private readonly waiting = new Map<string, number>();
+
   constructor(private readonly nowMs: () => number = () => performance.now()) {}
+
+  /**
+   * Takes a place among the logins of `address` that wait for its hold; false when
+   * LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX already do (the caller refuses this one at once). A caller
+   * that got true calls `leaveHold` exactly once: when it checks, or gives up because its
+   * connection closed or its listener stopped (a waiter nobody waits for must not run a check:
+   * that would hold the address again, for nobody).
+   */
+  enterHold(address: string): boolean {
+    const count = this.waiting.get(address) ?? 0;
+    if (count >= LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX) return false;
+    this.waiting.set(address, count + 1);
+    return true;
+  }
+
+  /** How many logins of `address` wait for its hold now. */
+  waiters(address: string): number {
+    return this.waiting.get(address) ?? 0;
+  }
+
+  leaveHold(address: string): void {
+    const count = (this.waiting.get(address) ?? 1) - 1;
+    if (count <= 0) this.waiting.delete(address);
+    else this.waiting.set(address, count);
+  }
 
   /**
    * How long a login of `address` must wait before its credentials are checked: until the delay of

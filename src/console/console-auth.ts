@@ -83,8 +83,9 @@ export class ConsoleAuth {
     }
     const basic = basicCredentials(request.headers.get("authorization"));
     if (basic !== undefined) {
-      const checked = await this.check(basic.user, basic.password, peer);
+      const checked = await this.check(basic.user, basic.password, peer, request.signal);
       if (checked === true) return { user: basic.user };
+      if (checked === "busy" || checked === "gone") return { refusal: notChecked(checked, peer) };
       return { refusal: await this.failed(peer, basic.user, "HTTP Basic", checked.delayMs) };
     }
     return {
@@ -136,7 +137,8 @@ export class ConsoleAuth {
     if (typeof user !== "string" || typeof password !== "string" || user === "") {
       return problem(400, 'a login is JSON: {"user": "…", "password": "…"}');
     }
-    const checked = await this.check(user, password, peer);
+    const checked = await this.check(user, password, peer, request.signal);
+    if (checked === "busy" || checked === "gone") return notChecked(checked, peer);
     if (checked !== true) return this.failed(peer, user, "login", checked.delayMs);
     const credentials = this.options.users().get(user)!;
     const token = randomBytes(32).toString("base64url");
@@ -168,17 +170,32 @@ export class ConsoleAuth {
    * Checks a login: true, or the failure's delay (the failure is remembered). One check at a time
    * per address, each after the address's hold (LoginDelays.holdMs): the password check runs on the
    * thread pool, so without the chain every login that waited would be checked at once when the
-   * hold ran out.
+   * hold ran out. A login that has to wait takes a place among the address's waiters ("busy" when
+   * they are all taken); one whose client went away meanwhile ("gone": `signal` aborted) checks
+   * nothing, so it neither holds the address again nor delays the logins behind it.
    */
-  private check(user: string, password: string, peer: string): Promise<true | { delayMs: number }> {
+  private check(
+    user: string,
+    password: string,
+    peer: string,
+    signal: AbortSignal,
+  ): Promise<true | { delayMs: number } | "busy" | "gone"> {
+    const delays = this.options.loginDelays;
+    const waits = this.checking.has(peer) || delays.holdMs(peer) > 0;
+    if (waits && !delays.enterHold(peer)) return Promise.resolve("busy");
     const previous = this.checking.get(peer) ?? Promise.resolve();
-    const mine = previous.then(async (): Promise<true | { delayMs: number }> => {
-      for (let holdMs = this.options.loginDelays.holdMs(peer); holdMs > 0; ) {
-        await Bun.sleep(holdMs); // the address's login delay, not a wait for a condition
-        holdMs = this.options.loginDelays.holdMs(peer);
+    const mine = previous.then(async (): Promise<true | { delayMs: number } | "gone"> => {
+      try {
+        for (let holdMs = delays.holdMs(peer); holdMs > 0; holdMs = delays.holdMs(peer)) {
+          if (signal.aborted) return "gone";
+          await Bun.sleep(holdMs); // the address's login delay, not a wait for a condition
+        }
+        if (signal.aborted) return "gone";
+      } finally {
+        if (waits) delays.leaveHold(peer);
       }
       if (await verifyPassword(this.options.users().get(user), password)) return true;
-      return { delayMs: this.options.loginDelays.failed(peer) };
+      return { delayMs: delays.failed(peer) };
     });
     const settled = mine.then(
       () => undefined,
@@ -273,4 +290,14 @@ async function readBounded(request: Request, maxBytes: number): Promise<string |
     chunks.push(chunk);
   }
   return new TextDecoder().decode(Buffer.concat(chunks));
+}
+
+/** The answer to a login that was not checked: too many of its address wait, or its client left. */
+function notChecked(why: "busy" | "gone", peer: string): Response {
+  return why === "busy"
+    ? problem(
+        429,
+        `too many logins from ${peer} are waiting for the delay after its failed ones; try again later`,
+      )
+    : problem(499, "the client went away while its login waited");
 }

@@ -349,6 +349,13 @@ export const SCRAM_MESSAGE_BYTES_MAX = 4096;
 export const AUTHENTICATION_FAILED_DELAY_MIN_MS = 100;
 export const AUTHENTICATION_FAILED_DELAY_MAX_MS = 5_000;
 export const AUTHENTICATION_FAILURE_MEMORY_MS = 60_000;
+/**
+ * Logins of one address that may wait for its hold at once (LoginDelays.enterHold), all listeners
+ * together; one more is refused at once. Each holds a connection (and a copied SCRAM step of at most
+ * SCRAM_MESSAGE_BYTES_MAX) until the hold ends; without a bound an address that opened, sent and
+ * closed connections in a loop piled them up (a reviewer's run, 2026-12-03).
+ */
+export const LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX = 16;
 
 // --- Full disk ---------------------------------------------------------------------------------
 

@@ -138,15 +138,45 @@ function answerOf(
   }
   // While the address is held after a failed login, a SaslAuthenticate waits, then asks again
   // (LoginDelays.holdMs). The frame stays valid: its buffer is kept while it is being answered.
-  const holdMs = sasl.holdMs(frame, connection.remoteAddress);
-  if (holdMs > 0)
-    return new Promise((resolve) => setTimeout(resolve, holdMs)).then(() =>
-      answerOf(connection, listener, frame),
-    );
+  if (sasl.holdMs(frame, connection.remoteAddress) > 0)
+    return heldAnswerOf(connection, listener, frame, sasl);
   const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
   if (outcome.kind === "pass")
     return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
   return Promise.resolve(outcome);
+}
+
+/**
+ * A SaslAuthenticate of an address that is held: it waits (among at most
+ * LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX of the address, else the connection is closed at once) until
+ * the hold ends, and is then taken; a connection that closed, or a listener that stops, meanwhile
+ * checks nothing.
+ */
+async function heldAnswerOf(
+  connection: KafkaConnection,
+  listener: KafkaListener,
+  frame: Uint8Array,
+  sasl: KafkaSasl,
+): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
+  const delays = sasl.options.loginDelays;
+  const address = connection.remoteAddress;
+  if (!delays.enterHold(address))
+    return {
+      kind: "close",
+      reason: `too many logins from ${address} are waiting for the delay after its failed ones`,
+    };
+  try {
+    for (let holdMs = delays.holdMs(address); holdMs > 0; holdMs = delays.holdMs(address)) {
+      await new Promise<void>((resolve) => setTimeout(resolve, holdMs).unref());
+      if (connection.isClosed || listener.stopping)
+        return { kind: "close", reason: "closed while its login waited" };
+    }
+  } finally {
+    delays.leaveHold(address);
+  }
+  const outcome = sasl.handle(frame, connection.sasl, address);
+  if (outcome.kind === "pass") return connection.handler.handle(frame, address, connection.sasl.principal);
+  return outcome;
 }
 
 class KafkaConnection {

@@ -331,6 +331,8 @@ export class BrokerServer implements ConnectionHost {
   private sweepEveryMs = 1000;
   private lastSweepMs = 0;
   private stopping = false;
+  /** AUTHENTICATE steps waiting for their address's hold (cleared by stop). */
+  private readonly heldLogins = new Set<{ timer: ReturnType<typeof setTimeout>; address: string }>();
   private readonly writer = new ByteWriter(64 * 1024);
   /**
    * Where a copying FETCH reads its records (TLS connections, `--fetch-path copy`): reused, because
@@ -1260,7 +1262,21 @@ export class BrokerServer implements ConnectionHost {
     const request = decodeAuthenticateRequest(reader);
     // While the address is held after a failure, the step waits (loginDelays.holdMs): a copy, since
     // the frame's buffer is reused once this returns.
-    if (this.loginDelays.holdMs(connection.remoteAddress) > 0) {
+    const address = connection.remoteAddress;
+    if (this.loginDelays.holdMs(address) > 0) {
+      if (!this.loginDelays.enterHold(address)) {
+        this.counters.authenticationFailures++;
+        this.fail(
+          connection,
+          slot,
+          correlationId,
+          new AuthenticationError(
+            `too many logins from ${address} are waiting for the delay after its failed ones; try again later`,
+          ),
+        );
+        connection.closeAfterAnswers("too many logins waiting");
+        return;
+      }
       this.holdAuthentication(connection, slot, correlationId, {
         mechanism: request.mechanism,
         authBytes: request.authBytes.slice(),
@@ -1270,18 +1286,32 @@ export class BrokerServer implements ConnectionHost {
     this.authenticateStep(connection, slot, correlationId, request);
   }
 
-  /** Waits until the address is no longer held (asking again after each wait), then takes the step. */
+  /**
+   * Waits until the address is no longer held (asking again after each wait), then takes the step;
+   * gives up, checking nothing, once the connection closed or the server stops.
+   */
   private holdAuthentication(
     connection: Connection,
     slot: ResponseSlot,
     correlationId: number,
     request: AuthenticateRequest,
   ): void {
-    const holdMs = this.loginDelays.holdMs(connection.remoteAddress);
-    if (holdMs > 0) {
-      setTimeout(() => this.holdAuthentication(connection, slot, correlationId, request), holdMs);
+    const address = connection.remoteAddress;
+    if (connection.closed || this.stopping) {
+      this.loginDelays.leaveHold(address);
       return;
     }
+    const holdMs = this.loginDelays.holdMs(address);
+    if (holdMs > 0) {
+      const timer = setTimeout(() => {
+        this.heldLogins.delete(held);
+        this.holdAuthentication(connection, slot, correlationId, request);
+      }, holdMs);
+      const held = { timer, address };
+      this.heldLogins.add(held);
+      return;
+    }
+    this.loginDelays.leaveHold(address);
     try {
       this.authenticateStep(connection, slot, correlationId, request);
     } catch (error) {
@@ -1656,6 +1686,12 @@ export class BrokerServer implements ConnectionHost {
   async stop(timeoutMs = SHUTDOWN_DRAIN_MS): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    // Logins waiting for their address's hold check nothing any more (their connections close).
+    for (const held of this.heldLogins) {
+      clearTimeout(held.timer);
+      this.loginDelays.leaveHold(held.address);
+    }
+    this.heldLogins.clear();
     for (const connection of this.connections) connection.finishAndClose();
     // Long polls end now, with whatever the log holds.
     for (const waiter of [...this.waiters]) waiter.answer();

@@ -1,0 +1,216 @@
+/**
+ * Logins that wait for their address's hold (src/auth/login-delays.ts) on each listener, with a
+ * clock the test moves (LoginDelays takes it), so that a hold lasts exactly until the test ends it:
+ * - at most LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX of an address wait at once; one more is refused at
+ *   once (native: AUTHENTICATION_FAILED; Kafka: the connection closes; console: 429);
+ * - a waiting login whose client went away (connection closed, request aborted) checks nothing
+ *   when the hold ends: it neither counts as a failure nor holds the address again;
+ * - the right password afterwards logs in.
+ * Before 2026-12-03 every held login was checked when the hold ended, whoever still waited for it,
+ * each failure holding the address again, and their number had no bound (a reviewer's runs).
+ */
+import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
+import { LoginDelays } from "../../src/auth/login-delays.ts";
+import { Broker } from "../../src/broker/broker.ts";
+import { parseUsers, setUser } from "../../src/broker/users-file.ts";
+import { BooblikClient } from "../../src/client/client.ts";
+import { ConsoleAuth } from "../../src/console/console-auth.ts";
+import { FETCH_RESPONSE_BYTES_MAX, LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX } from "../../src/domain/limits.ts";
+import { KafkaListener } from "../../src/kafka/listener.ts";
+import { KafkaSasl } from "../../src/kafka/sasl.ts";
+import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
+import { encodeAuthenticateRequest } from "../../src/protocol/messages.ts";
+import { InboundBudget } from "../../src/server/inbound-budget.ts";
+import { BrokerServer } from "../../src/server/server.ts";
+import { frame, type RawSocket, rawConnect, waitForResponses } from "../helpers/raw-socket.ts";
+import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
+import { Expect } from "../kafka/bytes.ts";
+
+setDefaultTimeout(30_000);
+
+const ADDRESS = "127.0.0.1";
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function users() {
+  const table = parseUsers(JSON.stringify({ version: 1, users: {} }), "test");
+  setUser(table, "alice", "correct horse");
+  return table;
+}
+
+/** LoginDelays on a clock that stands still until the test moves it. */
+function heldDelays(): { delays: LoginDelays; clock: { nowMs: number } } {
+  const clock = { nowMs: 0 };
+  return { delays: new LoginDelays(() => clock.nowMs), clock };
+}
+
+function openBroker(): Broker {
+  const dir: TempDir = tempDir("login-hold");
+  const broker = Broker.open({ dataDir: dir.path });
+  cleanups.push(() => dir[Symbol.dispose]());
+  cleanups.push(() => broker.close());
+  return broker;
+}
+
+test("native listener: at most 16 logins of an address wait; those whose connections closed check nothing", async () => {
+  const { delays, clock } = heldDelays();
+  const audit: string[] = [];
+  const server = new BrokerServer(openBroker(), {
+    hostname: ADDRESS,
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 100,
+    maxConnectionsPerAddress: 100,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    maxInboundBytes: 1 << 26,
+    fetchPath: "copy",
+    maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
+    users: users(),
+    loginDelays: delays,
+    auditLog: (line) => audit.push(line),
+  });
+  cleanups.push(() => server.stop(1_000));
+  const { port } = server.listen();
+  const failed = () => audit.filter((line) => line.includes("authentication failed")).length;
+  const attempt = (socket: RawSocket) =>
+    socket.write(
+      frame((w) =>
+        encodeAuthenticateRequest(w, 1, {
+          mechanism: "SCRAM-SHA-256",
+          authBytes: new TextEncoder().encode("x"),
+        }),
+      ),
+    );
+  // Failure 1 (a malformed first step): the address is held until the clock moves.
+  const first = await rawConnect(port);
+  attempt(first);
+  await waitUntil(() => failed() === 1, "the first failure");
+  const waiting: RawSocket[] = [];
+  for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX; i++) {
+    const socket = await rawConnect(port);
+    attempt(socket);
+    waiting.push(socket);
+  }
+  await waitUntil(() => delays.waiters(ADDRESS) === LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, "16 waiting logins");
+  // One more is refused at once.
+  const extra = await rawConnect(port);
+  attempt(extra);
+  const [refusal] = await waitForResponses(extra, 1);
+  expect(refusal).toMatchObject({ errorCode: WIRE_ERROR_CODES.AUTHENTICATION_FAILED });
+  expect(refusal!.message).toContain("are waiting for the delay after its failed ones");
+  // Their clients go; then the hold ends: none of them is checked.
+  for (const socket of waiting) socket.close();
+  clock.nowMs = 60_000;
+  await waitUntil(() => delays.waiters(ADDRESS) === 0, "the abandoned logins given up");
+  expect(failed()).toBe(1);
+  expect(delays.holdMs(ADDRESS)).toBe(0);
+  const client = await BooblikClient.connect({
+    host: ADDRESS,
+    port,
+    retries: 0,
+    user: "alice",
+    password: "correct horse",
+  });
+  client.close();
+});
+
+/** A Kafka request frame: size, api key, version, correlation id, client id "t", then `body`. */
+function kafkaRequest(apiKey: number, version: number, body: (e: Expect) => Expect): Uint8Array {
+  return body(new Expect().i16(apiKey).i16(version).i32(1).str("t")).frame();
+}
+const plainHandshake = () => kafkaRequest(17, 1, (e) => e.str("PLAIN"));
+const plainLogin = (password: string) => {
+  const message = new TextEncoder().encode(`\0alice\0${password}`);
+  return kafkaRequest(36, 0, (e) => e.i32(message.length).raw(message));
+};
+
+test("Kafka listener: at most 16 SaslAuthenticates of an address wait; those whose connections closed check nothing", async () => {
+  const { delays, clock } = heldDelays();
+  const failures: string[] = [];
+  const sasl = new KafkaSasl({
+    users,
+    plain: true,
+    loginDelays: delays,
+    decoySecret: new Uint8Array(32),
+    audit: (line) => {
+      if (line.includes("SASL authentication failed")) failures.push(line);
+    },
+    counters: { authenticationFailures: 0 },
+  });
+  const listener = new KafkaListener(openBroker(), {
+    hostname: ADDRESS,
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 100,
+    maxConnectionsPerAddress: 100,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    inboundBudget: new InboundBudget(1 << 24),
+    sasl,
+  });
+  cleanups.push(() => listener.stop());
+  const { port } = listener.listen();
+  const login = async (password: string): Promise<RawSocket> => {
+    const socket = await rawConnect(port);
+    socket.write(plainHandshake());
+    await socket.waitForBytes(1);
+    socket.write(plainLogin(password));
+    return socket;
+  };
+  const first = await login("wrong");
+  await waitUntil(() => failures.length === 1, "the first failure");
+  await first.closed;
+  const waiting: RawSocket[] = [];
+  for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX; i++) waiting.push(await login(`guess ${i}`));
+  await waitUntil(() => delays.waiters(ADDRESS) === LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, "16 waiting logins");
+  const extra = await login("guess 16");
+  await extra.closed; // refused at once: the connection closes
+  for (const socket of waiting) socket.close();
+  clock.nowMs = 60_000;
+  await waitUntil(() => delays.waiters(ADDRESS) === 0, "the abandoned logins given up");
+  expect(failures).toHaveLength(1);
+  // The right password logs in (its SaslAuthenticate answered with error 0, the connection open).
+  const right = await login("correct horse");
+  await waitUntil(() => right.received().length >= 4 + 4 + 2, "the login's answer");
+  expect(new DataView(right.received().buffer, right.received().byteOffset).getInt16(8)).toBe(0);
+  expect(right.isClosed()).toBe(false);
+  right.close();
+});
+
+test("console: at most 16 logins of an address wait (one more: 429); those whose clients left check nothing", async () => {
+  const { delays, clock } = heldDelays();
+  let failures = 0;
+  const auth = new ConsoleAuth({
+    users,
+    loginDelays: delays,
+    audit: (line) => {
+      if (line.includes("failed")) failures++;
+    },
+    secure: false,
+  });
+  const basic = (password: string, signal?: AbortSignal) =>
+    new Request("http://127.0.0.1/console/api/topics", {
+      headers: { authorization: `Basic ${btoa(`alice:${password}`)}` },
+      ...(signal === undefined ? {} : { signal }),
+    });
+  // Failure 1: its answer waits for its own delay, so it is not awaited here.
+  void auth.authenticate(basic("guess 0"), ADDRESS);
+  await waitUntil(() => failures === 1 && delays.holdMs(ADDRESS) > 0, "the first failure");
+  const gone = new AbortController();
+  const abandoned = Array.from({ length: LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX }, (_, i) =>
+    auth.authenticate(basic(`guess ${i + 1}`, gone.signal), ADDRESS),
+  );
+  await waitUntil(() => delays.waiters(ADDRESS) === LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, "16 waiting logins");
+  const extra = await auth.authenticate(basic("guess 17"), ADDRESS);
+  expect("refusal" in extra && extra.refusal.status).toBe(429);
+  gone.abort();
+  await Promise.all(abandoned);
+  expect(delays.waiters(ADDRESS)).toBe(0);
+  clock.nowMs = 60_000;
+  expect(failures).toBe(1);
+  expect(await auth.authenticate(basic("correct horse"), ADDRESS)).toEqual({ user: "alice" });
+});
