@@ -613,7 +613,7 @@ class KafkaConnection {
    * producer with acks=0 writes its requests and may close at once (Sarama's Close after
    * SendMessages): before 2026-12-03 every request not yet started when the close arrived was lost,
    * where Kafka stores them (its Selector keeps closing channels for this case;
-   * test/kafka/close-after-produce.test.ts).
+   * test/kafka/listener.test.ts, "a client that closes right after its requests").
    */
   private drainClosed(): void {
     if (this.answeredBuffer !== undefined) return; // continues once that answer settled

@@ -6,8 +6,8 @@
  * replace the start's ("close failed: EIO on <segment>" instead of what is wrong with acls.json) and
  * skip the lock's release: a second open in the same process was refused with DataDirLockedError
  * naming this very process.
- * Found by the seeded FaultyDisk simulation of the offsets store (/tmp/fault-hunt/offsets-sim.ts,
- * seeds 1, 4, 10); made deterministic here with a Disk whose close of segment files fails.
+ * Found by a seeded FaultyDisk simulation of the offsets store (not kept); made deterministic here
+ * with a Disk whose close of segment files fails.
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
