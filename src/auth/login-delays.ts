@@ -14,6 +14,7 @@ import {
   AUTHENTICATION_FAILED_DELAY_MAX_MS,
   AUTHENTICATION_FAILED_DELAY_MIN_MS,
   AUTHENTICATION_FAILURE_MEMORY_MS,
+  LOGIN_CHECK_POLL_MS,
   LOGIN_FAILURE_ADDRESSES_MAX,
   LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX,
 } from "../domain/limits.ts";
@@ -23,6 +24,8 @@ export class LoginDelays {
 
   /** Logins waiting for their address's hold, per address (enterHold/leaveHold). */
   private readonly waiting = new Map<string, number>();
+  /** Addresses whose password check runs off the event loop now (beginCheck/endCheck). */
+  private readonly checking = new Set<string>();
 
   constructor(private readonly nowMs: () => number = () => performance.now()) {}
 
@@ -61,7 +64,22 @@ export class LoginDelays {
    */
   holdMs(address: string): number {
     const last = this.failures.get(address);
-    return last === undefined ? 0 : Math.max(0, last.heldUntilMs - this.nowMs());
+    const held = last === undefined ? 0 : Math.max(0, last.heldUntilMs - this.nowMs());
+    return this.checking.has(address) ? Math.max(held, LOGIN_CHECK_POLL_MS) : held;
+  }
+
+  /**
+   * A check of `address` that runs off the event loop (the console's): until `endCheck`, the
+   * address's other logins wait (`holdMs` is at least LOGIN_CHECK_POLL_MS). The native and Kafka
+   * checks are synchronous and need none; without it a console check in flight let one of theirs
+   * run beside it, two checks per delay (a reviewer's reading, 2026-12-03).
+   */
+  beginCheck(address: string): void {
+    this.checking.add(address);
+  }
+
+  endCheck(address: string): void {
+    this.checking.delete(address);
   }
 
   /** Remembers a failure of `address`; returns how long to wait before answering it. */

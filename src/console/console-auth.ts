@@ -194,8 +194,13 @@ export class ConsoleAuth {
       } finally {
         if (waits) delays.leaveHold(peer);
       }
-      if (await verifyPassword(this.options.users().get(user), password)) return true;
-      return { delayMs: delays.failed(peer) };
+      delays.beginCheck(peer);
+      try {
+        if (await verifyPassword(this.options.users().get(user), password)) return true;
+        return { delayMs: delays.failed(peer) };
+      } finally {
+        delays.endCheck(peer);
+      }
     });
     const settled = mine.then(
       () => undefined,

@@ -356,6 +356,12 @@ export const AUTHENTICATION_FAILURE_MEMORY_MS = 60_000;
  * closed connections in a loop piled them up (a reviewer's run, 2026-12-03).
  */
 export const LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX = 16;
+/**
+ * While a password check of an address runs off the event loop (the console's PBKDF2 on the thread
+ * pool, a few ms at 4,096 iterations), its other logins ask again after this long: one check at a
+ * time per address across the listeners (LoginDelays.beginCheck).
+ */
+export const LOGIN_CHECK_POLL_MS = 5;
 
 // --- Full disk ---------------------------------------------------------------------------------
 

@@ -15,7 +15,11 @@ import { Broker } from "../../src/broker/broker.ts";
 import { parseUsers, setUser } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { ConsoleAuth } from "../../src/console/console-auth.ts";
-import { FETCH_RESPONSE_BYTES_MAX, LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX } from "../../src/domain/limits.ts";
+import {
+  FETCH_RESPONSE_BYTES_MAX,
+  LOGIN_CHECK_POLL_MS,
+  LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX,
+} from "../../src/domain/limits.ts";
 import { KafkaListener } from "../../src/kafka/listener.ts";
 import { KafkaSasl } from "../../src/kafka/sasl.ts";
 import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
@@ -213,4 +217,15 @@ test("console: at most 16 logins of an address wait (one more: 429); those whose
   clock.nowMs = 60_000;
   expect(failures).toBe(1);
   expect(await auth.authenticate(basic("correct horse"), ADDRESS)).toEqual({ user: "alice" });
+});
+
+test("a password check that runs off the event loop (the console's) holds its address until it ends: one check at a time across the listeners", () => {
+  const { delays } = heldDelays();
+  expect(delays.holdMs(ADDRESS)).toBe(0);
+  delays.beginCheck(ADDRESS);
+  // Before 2026-12-03 nothing marked it: a native or Kafka login of the address was checked beside it.
+  expect(delays.holdMs(ADDRESS)).toBe(LOGIN_CHECK_POLL_MS);
+  expect(delays.holdMs("10.0.0.9")).toBe(0);
+  delays.endCheck(ADDRESS);
+  expect(delays.holdMs(ADDRESS)).toBe(0);
 });
