@@ -316,8 +316,13 @@ def check_codec_round_trip(ctx, topic, items, reports, expected, read_from, begi
     diffs = compare(want1, read_from({fullest: 1}))
     check(not diffs, "from offset 1: " + describe_diffs(diffs))
     batches = [b for p in range(3) for b in stored_batches(ctx["bootstrap"], topic, p)]
-    codecs = sorted({b[2] for b in batches})
-    check(codecs == [codec_name], f"stored batches' codecs {codecs}")
+    # librdkafka sends a batch uncompressed when the compressed bytes are larger
+    # (rdkafka_msgset_writer.c, rd_kafka_msgset_writer_compress: "throw it away and send as
+    # uncompressed"), which a batch of one small record can be when the linger timing cuts it so
+    # (seen once with lz4 on a loaded machine, 2026-12-03): such a batch may be "none"; every batch
+    # of more records must carry the codec.
+    codecs = sorted({b[2] for b in batches if codec_name == "none" or b[1] > 1 or b[2] != "none"})
+    check(codecs == [codec_name], f"stored batches' codecs {codecs} (batches {[(b[1], b[2]) for b in batches]})")
     return (
         f"30 records, per partition {counts}, {len(batches)} batches stored as {codec_name}; "
         f"read back exactly from the beginning and from offset 1 of partition {fullest}"
