@@ -63,9 +63,23 @@ export class LoginDelays {
    * and a right guess was answered at once (test/server/authentication.test.ts).
    */
   holdMs(address: string): number {
-    const last = this.failures.get(address);
-    const held = last === undefined ? 0 : Math.max(0, last.heldUntilMs - this.nowMs());
+    const held = this.failureHoldMs(address);
     return this.checking.has(address) ? Math.max(held, LOGIN_CHECK_POLL_MS) : held;
+  }
+
+  /**
+   * Whether `address` is held by a failure (not only by a check in progress): the logins that wait
+   * then take a place (`enterHold`); those that wait only for a check in progress (a few ms) do
+   * not, so a burst of right logins from one address (a dashboard's parallel HTTP Basic requests,
+   * a service starting many clients) is never refused for it (a reviewer's run, 2026-12-03).
+   */
+  heldByFailure(address: string): boolean {
+    return this.failureHoldMs(address) > 0;
+  }
+
+  private failureHoldMs(address: string): number {
+    const last = this.failures.get(address);
+    return last === undefined ? 0 : Math.max(0, last.heldUntilMs - this.nowMs());
   }
 
   /**

@@ -181,7 +181,10 @@ export class ConsoleAuth {
     signal: AbortSignal,
   ): Promise<true | { delayMs: number } | "busy" | "gone"> {
     const delays = this.options.loginDelays;
-    const waits = this.checking.has(peer) || delays.holdMs(peer) > 0;
+    // A place among the waiters only while a failure holds the address (LoginDelays.heldByFailure):
+    // right logins queued behind a check in progress (a dashboard's parallel HTTP Basic requests)
+    // are never refused for it.
+    const waits = delays.heldByFailure(peer);
     if (waits && !delays.enterHold(peer)) return Promise.resolve("busy");
     const previous = this.checking.get(peer) ?? Promise.resolve();
     const mine = previous.then(async (): Promise<true | { delayMs: number } | "gone"> => {

@@ -1570,6 +1570,15 @@ export class KafkaHandler {
     who: Who,
   ): Promise<AlterConfigsResult[]> {
     const results: AlterConfigsResult[] = [];
+    // Kafka's ConfigAdminManager.preprocess refuses the request's shape before anything is applied:
+    // a resource named twice (both get it; before 2026-12-03 the second replace-all silently undid
+    // the first), a config named twice in one resource, a null value (in IncrementalAlterConfigs
+    // only a DELETE may have one). A reviewer's reading of Kafka 4.1.1, checked in its source.
+    const occurrences = new Map<string, number>();
+    for (const resource of request.resources) {
+      const key = `${resource.resourceType}\0${resource.resourceName}`;
+      occurrences.set(key, (occurrences.get(key) ?? 0) + 1);
+    }
     for (const resource of request.resources) {
       const result = (errorCode: number, errorMessage: string | null) =>
         results.push({
@@ -1578,6 +1587,23 @@ export class KafkaHandler {
           resourceType: resource.resourceType,
           resourceName: resource.resourceName,
         });
+      if (occurrences.get(`${resource.resourceType}\0${resource.resourceName}`)! > 1) {
+        result(KAFKA_ERROR.INVALID_REQUEST, "Each resource must appear at most once.");
+        continue;
+      }
+      if (new Set(resource.configs.map((config) => config.name)).size < resource.configs.length) {
+        result(KAFKA_ERROR.INVALID_REQUEST, "Error due to duplicate config keys");
+        continue;
+      }
+      const nulls = resource.configs
+        .filter(
+          (config) => config.value === null && (replaceAll || config.operation !== CONFIG_OPERATION.DELETE),
+        )
+        .map((config) => config.name);
+      if (nulls.length > 0) {
+        result(KAFKA_ERROR.INVALID_REQUEST, `Null value not supported for : ${nulls.join(", ")}`);
+        continue;
+      }
       if (resource.resourceType !== CONFIG_RESOURCE_TOPIC) {
         result(
           KAFKA_ERROR.INVALID_REQUEST,
@@ -1662,7 +1688,9 @@ export class KafkaHandler {
     const defaults = this.broker.topicDefaults;
     const changes: Partial<TopicConfig> = {};
     for (const [name, key] of Object.entries(TOPIC_CONFIG_KEYS)) {
-      if (named.has(name) || key === "segmentBytes" || key === "writeMode") continue;
+      // booblik's own settings (`booblik.*`) keep their value: a Kafka client does not know them,
+      // and a replace-all that only meant retention.ms must not weaken a topic's durability.
+      if (named.has(name) || name.startsWith("booblik.") || key === "segmentBytes") continue;
       if (key === "maxRecordBytes" && current.maxRecordBytes > defaults.maxRecordBytes) continue;
       Object.assign(changes, { [key]: defaults[key] });
     }

@@ -160,19 +160,29 @@ async function heldAnswerOf(
 ): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
   const delays = sasl.options.loginDelays;
   const address = connection.remoteAddress;
-  if (!delays.enterHold(address))
+  // A place among the waiters only while a failure holds the address (LoginDelays.heldByFailure).
+  const counted = delays.heldByFailure(address);
+  if (counted && !delays.enterHold(address))
     return {
       kind: "close",
       reason: `too many logins from ${address} are waiting for the delay after its failed ones`,
     };
   try {
     for (let holdMs = delays.holdMs(address); holdMs > 0; holdMs = delays.holdMs(address)) {
-      await new Promise<void>((resolve) => setTimeout(resolve, holdMs).unref());
+      // The listener's stop ends the wait at once (its stop waits for connections that answer).
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, holdMs);
+        }),
+        listener.stopped,
+      ]);
+      clearTimeout(timer);
       if (connection.isClosed || listener.stopping)
         return { kind: "close", reason: "closed while its login waited" };
     }
   } finally {
-    delays.leaveHold(address);
+    if (counted) delays.leaveHold(address);
   }
   const outcome = sasl.handle(frame, connection.sasl, address);
   if (outcome.kind === "pass") return connection.handler.handle(frame, address, connection.sasl.principal);
@@ -728,8 +738,14 @@ export class KafkaListener {
   private readonly byAddress = new Map<string, number>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   stopping = false;
+  /** Settles when `stop` begins (held logins stop waiting). */
+  readonly stopped: Promise<void>;
+  private signalStopped!: () => void;
 
   constructor(broker: Broker, options: KafkaListenerOptions) {
+    this.stopped = new Promise<void>((resolve) => {
+      this.signalStopped = resolve;
+    });
     this.broker = broker;
     this.options = options;
     this.fetchBuffers = new FetchBufferPool(options.inboundBudget.limitBytes);
@@ -930,6 +946,7 @@ export class KafkaListener {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.signalStopped();
     this.ports.stop(false);
     this.handler?.stop();
     this.tlsHandler?.stop();

@@ -332,7 +332,7 @@ export class BrokerServer implements ConnectionHost {
   private lastSweepMs = 0;
   private stopping = false;
   /** AUTHENTICATE steps waiting for their address's hold (cleared by stop). */
-  private readonly heldLogins = new Set<{ timer: ReturnType<typeof setTimeout>; address: string }>();
+  private readonly heldLogins = new Set<HeldLogin>();
   private readonly writer = new ByteWriter(64 * 1024);
   /**
    * Where a copying FETCH reads its records (TLS connections, `--fetch-path copy`): reused, because
@@ -1264,22 +1264,30 @@ export class BrokerServer implements ConnectionHost {
     // the frame's buffer is reused once this returns.
     const address = connection.remoteAddress;
     if (this.loginDelays.holdMs(address) > 0) {
-      if (!this.loginDelays.enterHold(address)) {
-        this.counters.authenticationFailures++;
+      // A place among the waiters only while a failure holds the address (LoginDelays.heldByFailure).
+      const counted = this.loginDelays.heldByFailure(address);
+      if (counted && !this.loginDelays.enterHold(address)) {
+        // Retriable: the place frees within the delay (at most AUTHENTICATION_FAILED_DELAY_MAX_MS).
         this.fail(
           connection,
           slot,
           correlationId,
-          new AuthenticationError(
+          new BooblikError(
+            "LIMIT_EXCEEDED",
             `too many logins from ${address} are waiting for the delay after its failed ones; try again later`,
+            { retriable: true },
           ),
         );
         connection.closeAfterAnswers("too many logins waiting");
         return;
       }
-      this.holdAuthentication(connection, slot, correlationId, {
-        mechanism: request.mechanism,
-        authBytes: request.authBytes.slice(),
+      this.holdAuthentication({
+        connection,
+        slot,
+        correlationId,
+        request: { mechanism: request.mechanism, authBytes: request.authBytes.slice() },
+        counted,
+        timer: undefined,
       });
       return;
     }
@@ -1288,35 +1296,45 @@ export class BrokerServer implements ConnectionHost {
 
   /**
    * Waits until the address is no longer held (asking again after each wait), then takes the step;
-   * gives up, checking nothing, once the connection closed or the server stops.
+   * gives up, checking nothing, once the connection closed, and answers BROKER_SHUTTING_DOWN when
+   * the server stops (`stop`).
    */
-  private holdAuthentication(
-    connection: Connection,
-    slot: ResponseSlot,
-    correlationId: number,
-    request: AuthenticateRequest,
-  ): void {
-    const address = connection.remoteAddress;
-    if (connection.closed || this.stopping) {
-      this.loginDelays.leaveHold(address);
+  private holdAuthentication(held: HeldLogin): void {
+    const address = held.connection.remoteAddress;
+    if (held.connection.closed || this.stopping) {
+      this.giveUpHeldLogin(held);
       return;
     }
     const holdMs = this.loginDelays.holdMs(address);
     if (holdMs > 0) {
-      const timer = setTimeout(() => {
+      held.timer = setTimeout(() => {
         this.heldLogins.delete(held);
-        this.holdAuthentication(connection, slot, correlationId, request);
+        this.holdAuthentication(held);
       }, holdMs);
-      const held = { timer, address };
       this.heldLogins.add(held);
       return;
     }
-    this.loginDelays.leaveHold(address);
+    if (held.counted) this.loginDelays.leaveHold(address);
     try {
-      this.authenticateStep(connection, slot, correlationId, request);
+      this.authenticateStep(held.connection, held.slot, held.correlationId, held.request);
     } catch (error) {
-      this.fail(connection, slot, correlationId, error);
+      this.fail(held.connection, held.slot, held.correlationId, error);
     }
+  }
+
+  /** A held login checks nothing: its place is freed, and an open connection hears the shutdown. */
+  private giveUpHeldLogin(held: HeldLogin): void {
+    if (held.timer !== undefined) clearTimeout(held.timer);
+    if (held.counted) this.loginDelays.leaveHold(held.connection.remoteAddress);
+    if (!held.connection.closed)
+      this.fail(
+        held.connection,
+        held.slot,
+        held.correlationId,
+        new BooblikError("CLOSED", "the broker is shutting down: this login was not checked", {
+          retriable: true,
+        }),
+      );
   }
 
   private authenticateStep(
@@ -1686,11 +1704,9 @@ export class BrokerServer implements ConnectionHost {
   async stop(timeoutMs = SHUTDOWN_DRAIN_MS): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    // Logins waiting for their address's hold check nothing any more (their connections close).
-    for (const held of this.heldLogins) {
-      clearTimeout(held.timer);
-      this.loginDelays.leaveHold(held.address);
-    }
+    // Logins waiting for their address's hold check nothing any more; they hear the shutdown at
+    // once, so their connections drain (a held one kept stop waiting for its whole deadline).
+    for (const held of this.heldLogins) this.giveUpHeldLogin(held);
     this.heldLogins.clear();
     for (const connection of this.connections) connection.finishAndClose();
     // Long polls end now, with whatever the log holds.
@@ -1707,6 +1723,17 @@ export class BrokerServer implements ConnectionHost {
     for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
     this.listeners.stop(true);
   }
+}
+
+/** An AUTHENTICATE step waiting for its address's hold (BrokerServer.holdAuthentication). */
+interface HeldLogin {
+  connection: Connection;
+  slot: ResponseSlot;
+  correlationId: number;
+  request: AuthenticateRequest;
+  /** It took a place among the address's waiters (a failure held the address). */
+  counted: boolean;
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
 /** The error of a FETCH or OFFSET_COMMIT of a topic replaced since the connection fetched from it. */

@@ -104,7 +104,8 @@ test("native listener: at most 16 logins of an address wait; those whose connect
   const extra = await rawConnect(port);
   attempt(extra);
   const [refusal] = await waitForResponses(extra, 1);
-  expect(refusal).toMatchObject({ errorCode: WIRE_ERROR_CODES.AUTHENTICATION_FAILED });
+  // Retriable: a place frees within the delay.
+  expect(refusal).toMatchObject({ errorCode: WIRE_ERROR_CODES.LIMIT_EXCEEDED });
   expect(refusal!.message).toContain("are waiting for the delay after its failed ones");
   // Their clients go; then the hold ends: none of them is checked.
   for (const socket of waiting) socket.close();
@@ -228,4 +229,102 @@ test("a password check that runs off the event loop (the console's) holds its ad
   expect(delays.holdMs("10.0.0.9")).toBe(0);
   delays.endCheck(ADDRESS);
   expect(delays.holdMs(ADDRESS)).toBe(0);
+});
+
+test("native listener: a stop answers the logins that wait for a hold at once (it waited out its whole deadline for them)", async () => {
+  const { delays } = heldDelays();
+  const audit: string[] = [];
+  const server = new BrokerServer(openBroker(), {
+    hostname: ADDRESS,
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 100,
+    maxConnectionsPerAddress: 100,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    maxInboundBytes: 1 << 26,
+    fetchPath: "copy",
+    maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
+    users: users(),
+    loginDelays: delays,
+    auditLog: (line) => audit.push(line),
+  });
+  const { port } = server.listen();
+  const attempt = (socket: RawSocket) =>
+    socket.write(
+      frame((w) =>
+        encodeAuthenticateRequest(w, 1, {
+          mechanism: "SCRAM-SHA-256",
+          authBytes: new TextEncoder().encode("x"),
+        }),
+      ),
+    );
+  const first = await rawConnect(port);
+  attempt(first);
+  await waitUntil(() => audit.some((line) => line.includes("authentication failed")), "the first failure");
+  const held = await rawConnect(port);
+  attempt(held);
+  await waitUntil(() => delays.waiters(ADDRESS) === 1, "the held login");
+  // The clock stands still: the hold would never end. The stop answers it and closes.
+  await server.stop(20_000);
+  const [answer] = await waitForResponses(held, 1);
+  expect(answer).toMatchObject({ errorCode: WIRE_ERROR_CODES.BROKER_SHUTTING_DOWN });
+  expect(delays.waiters(ADDRESS)).toBe(0);
+});
+
+test("Kafka listener: a stop ends the wait of held logins at once", async () => {
+  const { delays } = heldDelays();
+  let failures = 0;
+  const sasl = new KafkaSasl({
+    users,
+    plain: true,
+    loginDelays: delays,
+    decoySecret: new Uint8Array(32),
+    audit: (line) => {
+      if (line.includes("SASL authentication failed")) failures++;
+    },
+    counters: { authenticationFailures: 0 },
+  });
+  const listener = new KafkaListener(openBroker(), {
+    hostname: ADDRESS,
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 100,
+    maxConnectionsPerAddress: 100,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    inboundBudget: new InboundBudget(1 << 24),
+    sasl,
+  });
+  const { port } = listener.listen();
+  const login = async (password: string): Promise<RawSocket> => {
+    const socket = await rawConnect(port);
+    socket.write(plainHandshake());
+    await socket.waitForBytes(1);
+    socket.write(plainLogin(password));
+    return socket;
+  };
+  // Twenty failures: a hold of 76.3 s of the clock, longer than the stop's drain deadline.
+  for (let i = 0; i < 20; i++) delays.failed(ADDRESS);
+  const held = await login("guess");
+  await waitUntil(() => delays.waiters(ADDRESS) === 1, "the held login");
+  await listener.stop();
+  // Before, the wait ran on to its timer after the stop had given up on the connection.
+  expect(delays.waiters(ADDRESS)).toBe(0);
+  await held.closed;
+  expect(failures).toBe(0);
+});
+
+test("console: a burst of right logins from an address that no failure holds is never refused", async () => {
+  const { delays } = heldDelays();
+  const auth = new ConsoleAuth({ users, loginDelays: delays, audit: () => {}, secure: false });
+  const basic = () =>
+    new Request("http://127.0.0.1/console/api/topics", {
+      headers: { authorization: `Basic ${btoa("alice:correct horse")}` },
+    });
+  // 20 at once, checked one after another (each waits for the one in progress): all logged in.
+  // Before, the 17th and later got 429 ("waiting for the delay after its failed ones").
+  const answers = await Promise.all(Array.from({ length: 20 }, () => auth.authenticate(basic(), ADDRESS)));
+  expect(answers.filter((answer) => "user" in answer)).toHaveLength(20);
+  expect(delays.waiters(ADDRESS)).toBe(0);
 });

@@ -82,27 +82,34 @@ test("SET and DELETE change a live topic; each resource is answered on its own",
         ["message.timestamp.type", SET, "LogAppendTime"],
       ],
     ],
-    [TOPIC, "t", [["segment.bytes", SET, "2097152"]]],
-    [TOPIC, "t", [["cleanup.policy", SET, "compact"]]],
-    [TOPIC, "t", [["retention.ms", APPEND, "5"]]],
     [TOPIC, "missing", [["retention.ms", SET, "5"]]],
     [4, "1", [["log.retention.ms", SET, "5"]]],
   ]);
   expect(answers.map(([code, , type, name]) => [code, type, name])).toEqual([
     [KAFKA_ERROR.NONE, TOPIC, "t"],
-    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
-    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
-    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
     [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, TOPIC, "missing"],
     [KAFKA_ERROR.INVALID_REQUEST, 4, "1"],
   ]);
-  // The refusal names the setting as the client sent it (it named booblik's segmentBytes).
-  expect(answers[1]![1]).toMatch(/^segment\.bytes cannot change on an existing topic/);
-  expect(answers[2]![1]).toMatch(/topic config "cleanup.policy" is not supported/);
-  expect(answers[5]![1]).toBe(
+  expect(answers[2]![1]).toBe(
     "only topic configs (resource type 2) can change: the broker's settings are its command-line options, fixed at its start",
   );
-  expect(answers[3]![1]).toMatch(/config operation 2 on retention.ms is not supported/);
+  // One refusal per request (a resource named twice in one request is refused whole, as Kafka does).
+  const refusals = [];
+  for (const configs of [
+    [["segment.bytes", SET, "2097152"]],
+    [["cleanup.policy", SET, "compact"]],
+    [["retention.ms", APPEND, "5"]],
+  ] as Config[][])
+    refusals.push(...(await alterConfigs([[TOPIC, "t", configs]])));
+  expect(refusals.map(([code]) => code)).toEqual([
+    KAFKA_ERROR.INVALID_CONFIG,
+    KAFKA_ERROR.INVALID_CONFIG,
+    KAFKA_ERROR.INVALID_CONFIG,
+  ]);
+  // The refusal names the setting as the client sent it (it named booblik's segmentBytes).
+  expect(refusals[0]![1]).toMatch(/^segment\.bytes cannot change on an existing topic/);
+  expect(refusals[1]![1]).toMatch(/topic config "cleanup.policy" is not supported/);
+  expect(refusals[2]![1]).toMatch(/config operation 2 on retention.ms is not supported/);
   expect(broker.describeTopic("t").config).toMatchObject({
     retentionBytes: 1_048_576,
     retentionMs: 604_800_000, // DELETE: the broker's default
@@ -152,7 +159,7 @@ async function legacyAlterConfigs(
   return answers;
 }
 
-test("AlterConfigs (33) v0 and v1 replace a topic's settings whole: those named are set, the others go back to the default where a live topic allows", async () => {
+test("AlterConfigs (33) v0 and v1 replace a topic's Kafka settings whole: those named are set, the others go back to the default where a live topic allows; booblik's own keep theirs", async () => {
   // Before 2026-12-03 AlterConfigs was not served: the connection was closed (kafka-go's
   // Client.AlterConfigs, kafkajs's admin.alterConfigs) or the client refused (Sarama).
   broker.createTopic("t", {
@@ -168,36 +175,75 @@ test("AlterConfigs (33) v0 and v1 replace a topic's settings whole: those named 
   expect(broker.describeTopic("t").config).toMatchObject({
     retentionBytes: 1_048_576,
     retentionMs: defaults.retentionMs, // not named: back to the default
-    durability: defaults.durability,
+    durability: "force", // booblik's own setting, which a Kafka client cannot know: kept
     // Cannot change on a live topic, not named: kept.
     segmentBytes: 8 << 20,
     maxRecordBytes: 2 * 1024 * 1024,
   });
-  // v1 is v0's layout; a null value is the default; a fixed setting named with another value is
-  // refused (nothing changes), as in IncrementalAlterConfigs.
+  // v1 is v0's layout; a fixed setting named with another value is refused (nothing changes), as
+  // in IncrementalAlterConfigs; unknown topics and other resource types per resource.
   const answers = await legacyAlterConfigs(1, [
-    [
-      TOPIC,
-      "t",
-      [
-        ["retention.ms", "60000"],
-        ["retention.bytes", null],
-      ],
-    ],
-    [TOPIC, "t", [["segment.bytes", "1048576"]]],
+    [TOPIC, "t", [["retention.ms", "60000"]]],
     [TOPIC, "missing", [["retention.ms", "5"]]],
     [4, "1", [["log.retention.ms", "5"]]],
   ]);
   expect(answers.map(([code, , type, name]) => [code, type, name])).toEqual([
     [KAFKA_ERROR.NONE, TOPIC, "t"],
-    [KAFKA_ERROR.INVALID_CONFIG, TOPIC, "t"],
     [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, TOPIC, "missing"],
     [KAFKA_ERROR.INVALID_REQUEST, 4, "1"],
   ]);
-  expect(answers[1]![1]).toMatch(/^segment\.bytes cannot change on an existing topic/);
+  const [fixed] = await legacyAlterConfigs(1, [[TOPIC, "t", [["segment.bytes", "1048576"]]]]);
+  expect(fixed![0]).toBe(KAFKA_ERROR.INVALID_CONFIG);
+  expect(fixed![1]).toMatch(/^segment\.bytes cannot change on an existing topic/);
   expect(broker.describeTopic("t").config).toMatchObject({
     retentionMs: 60_000,
     retentionBytes: defaults.retentionBytes,
     segmentBytes: 8 << 20,
   });
+});
+
+test("the shape Kafka refuses before applying anything: a resource named twice (both refused), a config named twice, a null value (AlterConfigs; in IncrementalAlterConfigs only DELETE may have one)", async () => {
+  broker.createTopic("t", { retentionMs: 1000 });
+  // Before 2026-12-03 both were applied: the second replace-all silently undid the first.
+  const twice = await legacyAlterConfigs(0, [
+    [TOPIC, "t", [["retention.ms", "5000"]]],
+    [TOPIC, "t", [["retention.bytes", "1048576"]]],
+  ]);
+  expect(twice.map(([code, message]) => [code, message])).toEqual([
+    [KAFKA_ERROR.INVALID_REQUEST, "Each resource must appear at most once."],
+    [KAFKA_ERROR.INVALID_REQUEST, "Each resource must appear at most once."],
+  ]);
+  const [duplicateKey] = await legacyAlterConfigs(0, [
+    [
+      TOPIC,
+      "t",
+      [
+        ["retention.ms", "5000"],
+        ["retention.ms", "6000"],
+      ],
+    ],
+  ]);
+  expect(duplicateKey!.slice(0, 2)).toEqual([
+    KAFKA_ERROR.INVALID_REQUEST,
+    "Error due to duplicate config keys",
+  ]);
+  const [nullValue] = await legacyAlterConfigs(1, [[TOPIC, "t", [["retention.ms", null]]]]);
+  expect(nullValue!.slice(0, 2)).toEqual([
+    KAFKA_ERROR.INVALID_REQUEST,
+    "Null value not supported for : retention.ms",
+  ]);
+  const [nullSet] = await alterConfigs([[TOPIC, "t", [["retention.ms", SET, null]]]]);
+  expect(nullSet!.slice(0, 2)).toEqual([
+    KAFKA_ERROR.INVALID_REQUEST,
+    "Null value not supported for : retention.ms",
+  ]);
+  const incrementalTwice = await alterConfigs([
+    [TOPIC, "t", [["retention.ms", SET, "5"]]],
+    [TOPIC, "t", [["retention.ms", DELETE, null]]],
+  ]);
+  expect(incrementalTwice.map(([code]) => code)).toEqual([
+    KAFKA_ERROR.INVALID_REQUEST,
+    KAFKA_ERROR.INVALID_REQUEST,
+  ]);
+  expect(broker.describeTopic("t").config.retentionMs).toBe(1000); // nothing applied
 });
