@@ -170,9 +170,9 @@ export class ConsoleAuth {
    * Checks a login: true, or the failure's delay (the failure is remembered). One check at a time
    * per address, each after the address's hold (LoginDelays.holdMs): the password check runs on the
    * thread pool, so without the chain every login that waited would be checked at once when the
-   * hold ran out. A login that has to wait takes a place among the address's waiters ("busy" when
-   * they are all taken); one whose client went away meanwhile ("gone": `signal` aborted) checks
-   * nothing, so it neither holds the address again nor delays the logins behind it.
+   * hold ran out. A login that waits for a failure's hold takes a place among the address's
+   * waiters ("busy" when they are all taken); one whose client went away meanwhile ("gone": `signal`
+   * aborted) checks nothing, so it neither holds the address again nor delays the logins behind it.
    */
   private check(
     user: string,
