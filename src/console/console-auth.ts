@@ -28,6 +28,7 @@ import { verifyPassword } from "../auth/scram.ts";
 import type { Users } from "../broker/users-file.ts";
 import {
   CONSOLE_LOGIN_BODY_BYTES_MAX,
+  CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX,
   CONSOLE_SESSION_IDLE_MS,
   CONSOLE_SESSION_LIFETIME_MS,
   CONSOLE_SESSIONS_MAX,
@@ -64,6 +65,8 @@ export class ConsoleAuth {
   private readonly sessions = new Map<string, Session>();
   /** Per address, the end of its last login check (`check` chains them). */
   private readonly checking = new Map<string, Promise<void>>();
+  /** Per address, how many logins are in that chain (CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX). */
+  private readonly queued = new Map<string, number>();
   private readonly nowMs: () => number;
 
   constructor(private readonly options: ConsoleAuthOptions) {
@@ -181,16 +184,21 @@ export class ConsoleAuth {
     signal: AbortSignal,
   ): Promise<true | { delayMs: number } | "busy" | "gone"> {
     const delays = this.options.loginDelays;
-    // A place among the waiters only while a failure holds the address (LoginDelays.heldByFailure):
-    // right logins queued behind a check in progress (a dashboard's parallel HTTP Basic requests)
-    // are never refused for it.
-    const waits = delays.heldByFailure(peer);
-    if (waits && !delays.enterHold(peer)) return Promise.resolve("busy");
+    const queued = this.queued.get(peer) ?? 0;
+    if (queued >= CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX) return Promise.resolve("busy");
+    this.queued.set(peer, queued + 1);
     const previous = this.checking.get(peer) ?? Promise.resolve();
-    const mine = previous.then(async (): Promise<true | { delayMs: number } | "gone"> => {
+    const mine = previous.then(async (): Promise<true | { delayMs: number } | "busy" | "gone"> => {
+      // A place among the waiters while a failure holds the address (LoginDelays.heldByFailure),
+      // taken on any wait: right logins queued behind a check in progress take none.
+      let waits = false;
       try {
         for (let holdMs = delays.holdMs(peer); holdMs > 0; holdMs = delays.holdMs(peer)) {
           if (signal.aborted) return "gone";
+          if (!waits && delays.heldByFailure(peer)) {
+            if (!delays.enterHold(peer)) return "busy";
+            waits = true;
+          }
           await Bun.sleep(holdMs); // the address's login delay, not a wait for a condition
         }
         if (signal.aborted) return "gone";
@@ -209,6 +217,11 @@ export class ConsoleAuth {
       () => undefined,
       () => undefined,
     );
+    void settled.then(() => {
+      const left = (this.queued.get(peer) ?? 1) - 1;
+      if (left <= 0) this.queued.delete(peer);
+      else this.queued.set(peer, left);
+    });
     this.checking.set(peer, settled);
     void settled.then(() => {
       if (this.checking.get(peer) === settled) this.checking.delete(peer);

@@ -362,6 +362,13 @@ export const LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX = 16;
  * time per address across the listeners (LoginDelays.beginCheck).
  */
 export const LOGIN_CHECK_POLL_MS = 5;
+/**
+ * Console logins of one address queued for their check at once (they are checked one at a time):
+ * one more is answered 429. Above LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, so that a burst of right
+ * logins (a dashboard's parallel HTTP Basic requests) passes, while a flood of wrong ones cannot
+ * queue without bound before the first failure holds the address (a reviewer's run, 2026-12-03).
+ */
+export const CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX = 64;
 
 // --- Full disk ---------------------------------------------------------------------------------
 

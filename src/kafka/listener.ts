@@ -160,24 +160,20 @@ async function heldAnswerOf(
 ): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
   const delays = sasl.options.loginDelays;
   const address = connection.remoteAddress;
-  // A place among the waiters only while a failure holds the address (LoginDelays.heldByFailure).
-  const counted = delays.heldByFailure(address);
-  if (counted && !delays.enterHold(address))
-    return {
-      kind: "close",
-      reason: `too many logins from ${address} are waiting for the delay after its failed ones`,
-    };
+  // A place among the waiters while a failure holds the address (LoginDelays.heldByFailure),
+  // taken on any wait, also by a login that came while only a check was in progress.
+  let counted = false;
   try {
     for (let holdMs = delays.holdMs(address); holdMs > 0; holdMs = delays.holdMs(address)) {
-      // The listener's stop ends the wait at once (its stop waits for connections that answer).
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, holdMs);
-        }),
-        listener.stopped,
-      ]);
-      clearTimeout(timer);
+      if (!counted && delays.heldByFailure(address)) {
+        if (!delays.enterHold(address))
+          return {
+            kind: "close",
+            reason: `too many logins from ${address} are waiting for the delay after its failed ones`,
+          };
+        counted = true;
+      }
+      await listener.sleepUnlessStopped(holdMs);
       if (connection.isClosed || listener.stopping)
         return { kind: "close", reason: "closed while its login waited" };
     }
@@ -738,14 +734,10 @@ export class KafkaListener {
   private readonly byAddress = new Map<string, number>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   stopping = false;
-  /** Settles when `stop` begins (held logins stop waiting). */
-  readonly stopped: Promise<void>;
-  private signalStopped!: () => void;
+  /** Wakes of the held logins' waits (sleepUnlessStopped), all run by `stop`. */
+  private readonly stopWakes = new Set<() => void>();
 
   constructor(broker: Broker, options: KafkaListenerOptions) {
-    this.stopped = new Promise<void>((resolve) => {
-      this.signalStopped = resolve;
-    });
     this.broker = broker;
     this.options = options;
     this.fetchBuffers = new FetchBufferPool(options.inboundBudget.limitBytes);
@@ -775,6 +767,25 @@ export class KafkaListener {
 
   log(line: string): void {
     this.options.log?.(line);
+  }
+
+  /**
+   * Resolves after `ms`, or at once when `stop` begins; leaves nothing behind (a race against a
+   * promise that settles only at stop kept one reaction per wait until then: a reviewer measured
+   * the heap growing under a flood of held logins), and its timer does not keep the process alive.
+   */
+  sleepUnlessStopped(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.stopWakes.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.stopWakes.add(wake);
+    });
   }
 
   get connectionCount(): number {
@@ -946,7 +957,7 @@ export class KafkaListener {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.signalStopped();
+    for (const wake of [...this.stopWakes]) wake();
     this.ports.stop(false);
     this.handler?.stop();
     this.tlsHandler?.stop();

@@ -1264,29 +1264,13 @@ export class BrokerServer implements ConnectionHost {
     // the frame's buffer is reused once this returns.
     const address = connection.remoteAddress;
     if (this.loginDelays.holdMs(address) > 0) {
-      // A place among the waiters only while a failure holds the address (LoginDelays.heldByFailure).
-      const counted = this.loginDelays.heldByFailure(address);
-      if (counted && !this.loginDelays.enterHold(address)) {
-        // Retriable: the place frees within the delay (at most AUTHENTICATION_FAILED_DELAY_MAX_MS).
-        this.fail(
-          connection,
-          slot,
-          correlationId,
-          new BooblikError(
-            "LIMIT_EXCEEDED",
-            `too many logins from ${address} are waiting for the delay after its failed ones; try again later`,
-            { retriable: true },
-          ),
-        );
-        connection.closeAfterAnswers("too many logins waiting");
-        return;
-      }
+      // A place among the waiters while a failure holds the address (holdAuthentication takes it).
       this.holdAuthentication({
         connection,
         slot,
         correlationId,
         request: { mechanism: request.mechanism, authBytes: request.authBytes.slice() },
-        counted,
+        counted: false,
         timer: undefined,
       });
       return;
@@ -1307,6 +1291,15 @@ export class BrokerServer implements ConnectionHost {
     }
     const holdMs = this.loginDelays.holdMs(address);
     if (holdMs > 0) {
+      // A place while a failure holds the address, taken on any wait: also by a login that came
+      // while only a check was in progress (it bypassed the bound before, a reviewer's run).
+      if (!held.counted && this.loginDelays.heldByFailure(address)) {
+        if (!this.loginDelays.enterHold(address)) {
+          this.refuseWaitingLogin(held.connection, held.slot, held.correlationId);
+          return;
+        }
+        held.counted = true;
+      }
       held.timer = setTimeout(() => {
         this.heldLogins.delete(held);
         this.holdAuthentication(held);
@@ -1320,6 +1313,21 @@ export class BrokerServer implements ConnectionHost {
     } catch (error) {
       this.fail(held.connection, held.slot, held.correlationId, error);
     }
+  }
+
+  /** All places of the address's waiters are taken: refused, retriably (a place frees within the delay). */
+  private refuseWaitingLogin(connection: Connection, slot: ResponseSlot, correlationId: number): void {
+    this.fail(
+      connection,
+      slot,
+      correlationId,
+      new BooblikError(
+        "LIMIT_EXCEEDED",
+        `too many logins from ${connection.remoteAddress} are waiting for the delay after its failed ones; try again later`,
+        { retriable: true },
+      ),
+    );
+    connection.closeAfterAnswers("too many logins waiting");
   }
 
   /** A held login checks nothing: its place is freed, and an open connection hears the shutdown. */

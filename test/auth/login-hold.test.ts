@@ -2,7 +2,8 @@
  * Logins that wait for their address's hold (src/auth/login-delays.ts) on each listener, with a
  * clock the test moves (LoginDelays takes it), so that a hold lasts exactly until the test ends it:
  * - at most LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX of an address wait at once; one more is refused at
- *   once (native: AUTHENTICATION_FAILED; Kafka: the connection closes; console: 429);
+ *   once (native: a retriable LIMIT_EXCEEDED; Kafka: the connection closes); the console checks
+ *   one at a time and queues at most CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX (one more: 429);
  * - a waiting login whose client went away (connection closed, request aborted) checks nothing
  *   when the hold ends: it neither counts as a failure nor holds the address again;
  * - the right password afterwards logs in.
@@ -16,6 +17,7 @@ import { parseUsers, setUser } from "../../src/broker/users-file.ts";
 import { BooblikClient } from "../../src/client/client.ts";
 import { ConsoleAuth } from "../../src/console/console-auth.ts";
 import {
+  CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX,
   FETCH_RESPONSE_BYTES_MAX,
   LOGIN_CHECK_POLL_MS,
   LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX,
@@ -186,7 +188,7 @@ test("Kafka listener: at most 16 SaslAuthenticates of an address wait; those who
   right.close();
 });
 
-test("console: at most 16 logins of an address wait (one more: 429); those whose clients left check nothing", async () => {
+test("console: at most 64 logins of an address queue for their check (one more: 429); those whose clients left check nothing", async () => {
   const { delays, clock } = heldDelays();
   let failures = 0;
   const auth = new ConsoleAuth({
@@ -205,13 +207,16 @@ test("console: at most 16 logins of an address wait (one more: 429); those whose
   // Failure 1: its answer waits for its own delay, so it is not awaited here.
   void auth.authenticate(basic("guess 0"), ADDRESS);
   await waitUntil(() => failures === 1 && delays.holdMs(ADDRESS) > 0, "the first failure");
+  // Console checks run one at a time: the first queued login waits for the hold (taking a place),
+  // the others queue behind it, up to the bound; one more is refused at once.
   const gone = new AbortController();
-  const abandoned = Array.from({ length: LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX }, (_, i) =>
+  const abandoned = Array.from({ length: CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX }, (_, i) =>
     auth.authenticate(basic(`guess ${i + 1}`, gone.signal), ADDRESS),
   );
-  await waitUntil(() => delays.waiters(ADDRESS) === LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, "16 waiting logins");
-  const extra = await auth.authenticate(basic("guess 17"), ADDRESS);
+  await waitUntil(() => delays.waiters(ADDRESS) === 1, "the first queued login waiting for the hold");
+  const extra = await auth.authenticate(basic("one more"), ADDRESS);
   expect("refusal" in extra && extra.refusal.status).toBe(429);
+  // Their clients go: none of them is checked, and the queue empties.
   gone.abort();
   await Promise.all(abandoned);
   expect(delays.waiters(ADDRESS)).toBe(0);
@@ -327,4 +332,52 @@ test("console: a burst of right logins from an address that no failure holds is 
   const answers = await Promise.all(Array.from({ length: 20 }, () => auth.authenticate(basic(), ADDRESS)));
   expect(answers.filter((answer) => "user" in answer)).toHaveLength(20);
   expect(delays.waiters(ADDRESS)).toBe(0);
+});
+
+test("native listener: logins that came while only a check was in progress take a place once a failure holds the address (the bound held no more for them)", async () => {
+  const { delays } = heldDelays();
+  const server = new BrokerServer(openBroker(), {
+    hostname: ADDRESS,
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 100,
+    maxConnectionsPerAddress: 100,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    maxInboundBytes: 1 << 26,
+    fetchPath: "copy",
+    maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
+    users: users(),
+    loginDelays: delays,
+    auditLog: () => {},
+  });
+  cleanups.push(() => server.stop(1_000));
+  const { port } = server.listen();
+  // A console check in progress holds the address for a few ms at a time, without places.
+  delays.beginCheck(ADDRESS);
+  const sockets: RawSocket[] = [];
+  for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX + 4; i++) {
+    const socket = await rawConnect(port);
+    socket.write(
+      frame((w) =>
+        encodeAuthenticateRequest(w, 1, {
+          mechanism: "SCRAM-SHA-256",
+          authBytes: new TextEncoder().encode("x"),
+        }),
+      ),
+    );
+    sockets.push(socket);
+  }
+  expect(delays.waiters(ADDRESS)).toBe(0);
+  // The check fails: now a failure holds the address (the clock stands still), and the waiting
+  // logins take places as they wake: 16 of them; the other 4 are refused.
+  delays.failed(ADDRESS);
+  delays.endCheck(ADDRESS);
+  await waitUntil(() => sockets.filter((socket) => socket.received().length > 0).length === 4, "4 refusals");
+  expect(delays.waiters(ADDRESS)).toBe(LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX);
+  for (const socket of sockets.filter((s) => s.received().length > 0)) {
+    const [refusal] = await waitForResponses(socket, 1);
+    expect(refusal).toMatchObject({ errorCode: WIRE_ERROR_CODES.LIMIT_EXCEEDED });
+  }
+  for (const socket of sockets) socket.close();
 });
