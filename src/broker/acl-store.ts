@@ -35,8 +35,9 @@ import {
   validateAcl,
   validateFilter,
 } from "../auth/acl.ts";
-import { AuthorizationError, BooblikError, UnsyncedReplaceError } from "../domain/errors.ts";
+import { AuthorizationError, BooblikError } from "../domain/errors.ts";
 import { ACL_DECISION_CACHE_MAX, ACLS_MAX } from "../domain/limits.ts";
+import { replacedUnsyncedAsync } from "../domain/replaced.ts";
 
 export const ACLS_FILE = "acls.json";
 const FILE_VERSION = 1;
@@ -216,18 +217,13 @@ export class AclStore {
       const { next, result } = apply(this.set.acls);
       if (next.length !== this.set.acls.length || next.some((acl, i) => acl !== this.set.acls[i])) {
         const body = { version: FILE_VERSION, acls: next.map(aclToJson) };
-        try {
-          await writeFileAtomically(this.file, `${JSON.stringify(body, null, 1)}\n`);
-        } catch (error) {
-          // The file is in place, only its directory's sync failed: the ACLs hold (errors.ts).
-          if (error instanceof UnsyncedReplaceError) {
-            this.set = new AclSet(next);
-            this.decisions.clear();
-          }
-          throw error;
-        }
+        // In place also when only the directory's sync failed: then the ACLs hold (errors.ts).
+        const unsynced = await replacedUnsyncedAsync(() =>
+          writeFileAtomically(this.file, `${JSON.stringify(body, null, 1)}\n`),
+        );
         this.set = new AclSet(next);
         this.decisions.clear();
+        if (unsynced !== undefined) throw unsynced;
       }
       return result;
     };

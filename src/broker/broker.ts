@@ -40,7 +40,7 @@ import {
   SegmentFormatVersionError,
   TopicExistsError,
   UnknownTopicOrPartitionError,
-  UnsyncedReplaceError,
+  type UnsyncedReplaceError,
 } from "../domain/errors.ts";
 import { type PartitionId, type TopicName, toTopicName } from "../domain/ids.ts";
 import {
@@ -58,6 +58,7 @@ import {
   TOPIC_FILE_SUFFIX,
   TOPIC_TEMPORARY_FILE_SUFFIX,
 } from "../domain/limits.ts";
+import { replacedUnsynced } from "../domain/replaced.ts";
 import { type BatchOptions, type DecodedRecord, encodeBatches, type RecordInput } from "../record/batch.ts";
 import { batchOfValues } from "../record/entries.ts";
 import { PartitionLog } from "../storage/partition-log.ts";
@@ -639,6 +640,7 @@ export class Broker {
     if (topicName !== OFFSETS_TOPIC_NAME) this.checkLimits(topicName, config);
     const partitions: Partition[] = [];
     const incarnation = nextTopicIncarnation++;
+    let unsynced: UnsyncedReplaceError | undefined;
     try {
       for (let id = 0; id < config.partitions; id++) {
         const directory = partitionDirectory(this.dataDir, topicName, id);
@@ -647,24 +649,15 @@ export class Broker {
         partitions.push(this.openPartition(topicName, id, config, incarnation));
       }
       fsyncDirectory(this.dataDir);
-      // The commit point: the topic exists once this file does.
-      // Not the default `<topic>.json.tmp`: 249 + 9 bytes is beyond NAME_MAX. `<topic>.tmp` cannot
-      // collide with another topic's file (those end in .json) and open removes it like any `.tmp`.
-      writeFileAtomicallyNow(
-        topicFilePath(this.dataDir, topicName),
-        encodeTopicFile(topicName, config),
-        path.join(this.dataDir, TOPICS_DIRECTORY, `${topicName}${TOPIC_TEMPORARY_FILE_SUFFIX}`),
-      );
+      // The commit point: the topic exists once this file does (also when only its directory's
+      // sync failed: then it exists, and the caller hears why; errors.ts).
+      unsynced = this.writeTopicFile(topicName, config);
     } catch (error) {
-      // The file is in place, only its directory's sync failed: the topic exists (errors.ts).
-      if (error instanceof UnsyncedReplaceError) {
-        this.topics.set(topicName, { name: topicName, config, partitions, incarnation });
-        throw error;
-      }
       for (const partition of partitions) partition.log.destroy();
       throw error;
     }
     this.topics.set(topicName, { name: topicName, config, partitions, incarnation });
+    if (unsynced !== undefined) throw unsynced;
     return this.describeTopic(topicName);
   }
 
@@ -842,18 +835,12 @@ export class Broker {
         ? ceiling
         : undefined,
     );
-    try {
-      this.writeTopicFile(topic.name, config);
-    } catch (error) {
-      // The file is in place, only its directory's sync failed: the settings hold (errors.ts).
-      if (error instanceof UnsyncedReplaceError) {
-        topic.config = config;
-        await Promise.all(topic.partitions.map((partition) => partition.reconfigure(config)));
-      }
-      throw error;
-    }
+    // Written in place also when only the directory's sync failed: then the settings hold, and
+    // the caller hears why (errors.ts).
+    const unsynced = this.writeTopicFile(topic.name, config);
     topic.config = config;
     await Promise.all(topic.partitions.map((partition) => partition.reconfigure(config)));
+    if (unsynced !== undefined) throw unsynced;
     return this.describeTopic(topic.name);
   }
 
@@ -878,6 +865,7 @@ export class Broker {
     const config = validateTopicConfig({ ...topic.config, partitions }, this.topicDefaults);
     this.checkGrowth(topic.name, config, partitions - current);
     const added: Partition[] = [];
+    let unsynced: UnsyncedReplaceError | undefined;
     try {
       for (let id = current; id < partitions; id++) {
         const directory = partitionDirectory(this.dataDir, topic.name, id);
@@ -885,27 +873,31 @@ export class Broker {
         added.push(this.openPartition(topic.name, id, config, topic.incarnation));
       }
       fsyncDirectory(this.dataDir);
-      this.writeTopicFile(topic.name, config);
+      // In place also when only the directory's sync failed: then the partitions exist (errors.ts).
+      unsynced = this.writeTopicFile(topic.name, config);
     } catch (error) {
-      // The file is in place, only its directory's sync failed: the partitions exist (errors.ts).
-      if (error instanceof UnsyncedReplaceError) {
-        topic.config = config;
-        topic.partitions.push(...added);
-        throw error;
-      }
       for (const partition of added) partition.log.destroy();
       throw error;
     }
     topic.config = config;
     topic.partitions.push(...added);
+    if (unsynced !== undefined) throw unsynced;
     return this.describeTopic(topic.name);
   }
 
-  private writeTopicFile(name: TopicName, config: TopicConfig): void {
-    writeFileAtomicallyNow(
-      topicFilePath(this.dataDir, name),
-      encodeTopicFile(name, config),
-      path.join(this.dataDir, TOPICS_DIRECTORY, `${name}${TOPIC_TEMPORARY_FILE_SUFFIX}`),
+  /**
+   * Replaces the topic's file; the UnsyncedReplaceError when it is in place but its directory's
+   * sync failed (`replacedUnsynced`), any other failure thrown (nothing changed).
+   * Not the default `<topic>.json.tmp`: 249 + 9 bytes is beyond NAME_MAX. `<topic>.tmp` cannot
+   * collide with another topic's file (those end in .json) and open removes it like any `.tmp`.
+   */
+  private writeTopicFile(name: TopicName, config: TopicConfig): UnsyncedReplaceError | undefined {
+    return replacedUnsynced(() =>
+      writeFileAtomicallyNow(
+        topicFilePath(this.dataDir, name),
+        encodeTopicFile(name, config),
+        path.join(this.dataDir, TOPICS_DIRECTORY, `${name}${TOPIC_TEMPORARY_FILE_SUFFIX}`),
+      ),
     );
   }
 

@@ -76,7 +76,6 @@ import {
   OffsetOutOfRangeError,
   PartitionFailedError,
   RecordTooLargeError,
-  UnsyncedReplaceError,
 } from "../domain/errors.ts";
 import type { Offset } from "../domain/ids.ts";
 import {
@@ -85,6 +84,7 @@ import {
   FETCH_BYTES_DEFAULT,
   SEGMENT_HEADER_BYTES,
 } from "../domain/limits.ts";
+import { replacedUnsynced } from "../domain/replaced.ts";
 import { type DecodedRecord, forEachRecord, recordHeaders, recordKey, recordValue } from "../record/batch.ts";
 import {
   CHECKPOINT_FILE,
@@ -1011,15 +1011,11 @@ export class PartitionLog {
     if (!Number.isSafeInteger(offset) || offset > this.nextOffset)
       throw new OffsetOutOfRangeError(offset, this.logStartOffset, this.nextOffset);
     if (offset <= this.logStartOffset) return result;
-    let unsynced: UnsyncedReplaceError | undefined;
-    try {
-      writeLogStartNow(path.join(this.directory, LOG_START_FILE), offset);
-    } catch (error) {
-      // The file is in place, only its directory's sync failed: the start holds (errors.ts), here
-      // as at the next start, and the caller hears why after the deletion below.
-      if (!(error instanceof UnsyncedReplaceError)) throw error;
-      unsynced = error;
-    }
+    // In place also when only the directory's sync failed: then the start holds (errors.ts), here
+    // as at the next start, and the caller hears why after the deletion below.
+    const unsynced = replacedUnsynced(() =>
+      writeLogStartNow(path.join(this.directory, LOG_START_FILE), offset),
+    );
     this.purgedStart = offset;
     while (this.segments.length > 1 && this.segments[0]!.nextOffset <= offset) {
       const oldest = this.segments[0]!;
