@@ -1638,9 +1638,8 @@ export class KafkaHandler {
             );
           }
           if (config.operation === CONFIG_OPERATION.SET) {
-            if (config.value === null)
-              throw new InvalidConfigError(`SET of ${config.name} needs a value (DELETE sets the default)`);
-            Object.assign(changes, mapping(config.value));
+            // A null value was refused above, as Kafka's preprocess refuses it.
+            Object.assign(changes, mapping(config.value!));
           } else if (config.operation === CONFIG_OPERATION.DELETE) {
             const key = TOPIC_CONFIG_KEYS[config.name]!;
             Object.assign(changes, { [key]: this.broker.topicDefaults[key] });

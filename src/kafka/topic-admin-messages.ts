@@ -120,25 +120,7 @@ export function decodeIncrementalAlterConfigsRequest(
   reader: KafkaReader,
   _version: number,
 ): IncrementalAlterConfigsRequest {
-  // resource_type (1), resource_name (2), configs (4).
-  const resourceCount = reader.arrayCount("resources", 1 + 2 + 4);
-  const resources: AlterConfigsResource[] = [];
-  for (let r = 0; r < resourceCount; r++) {
-    const resourceType = reader.int8("resource_type");
-    const resourceName = reader.string("resource_name");
-    // name (2), config_operation (1), value (2).
-    const configCount = reader.arrayCount("configs", 2 + 1 + 2);
-    const configs: AlterableConfig[] = [];
-    for (let c = 0; c < configCount; c++) {
-      const name = reader.string("config name");
-      const operation = reader.int8("config_operation");
-      configs.push({ name, operation, value: reader.nullableString("config value") });
-    }
-    resources.push({ resourceType, resourceName, configs });
-  }
-  const validateOnly = reader.boolean("validate_only");
-  reader.expectEnd("IncrementalAlterConfigs request");
-  return { resources, validateOnly };
+  return decodeConfigResources(reader, true, "IncrementalAlterConfigs request");
 }
 
 /**
@@ -154,28 +136,38 @@ export function decodeAlterConfigsRequest(
   reader: KafkaReader,
   _version: number,
 ): IncrementalAlterConfigsRequest {
+  return decodeConfigResources(reader, false, "AlterConfigs request");
+}
+
+/** The two requests' common layout; IncrementalAlterConfigs carries an operation per config. */
+function decodeConfigResources(
+  reader: KafkaReader,
+  withOperation: boolean,
+  what: string,
+): IncrementalAlterConfigsRequest {
   // resource_type (1), resource_name (2), configs (4).
   const resourceCount = reader.arrayCount("resources", 1 + 2 + 4);
   const resources: AlterConfigsResource[] = [];
   for (let r = 0; r < resourceCount; r++) {
     const resourceType = reader.int8("resource_type");
     const resourceName = reader.string("resource_name");
-    // name (2), value (2).
-    const configCount = reader.arrayCount("configs", 2 + 2);
+    // name (2), config_operation (1, incremental only), value (2).
+    const configCount = reader.arrayCount("configs", withOperation ? 2 + 1 + 2 : 2 + 2);
     const configs: AlterableConfig[] = [];
     for (let c = 0; c < configCount; c++) {
       const name = reader.string("config name");
+      const operation = withOperation ? reader.int8("config_operation") : undefined;
       const value = reader.nullableString("config value");
       configs.push({
         name,
-        operation: value === null ? CONFIG_OPERATION.DELETE : CONFIG_OPERATION.SET,
+        operation: operation ?? (value === null ? CONFIG_OPERATION.DELETE : CONFIG_OPERATION.SET),
         value,
       });
     }
     resources.push({ resourceType, resourceName, configs });
   }
   const validateOnly = reader.boolean("validate_only");
-  reader.expectEnd("AlterConfigs request");
+  reader.expectEnd(what);
   return { resources, validateOnly };
 }
 
@@ -185,17 +177,7 @@ export function encodeAlterConfigsResponse(
   correlationId: number,
   results: readonly AlterConfigsResult[],
 ): void {
-  const start = beginResponse(writer, correlationId, responseHeaderVersion(KAFKA_API.ALTER_CONFIGS, version));
-  writer.int32(0); // throttle_time_ms
-  writer.arrayCount(results.length);
-  for (const result of results) {
-    writer
-      .errorCode(result.errorCode)
-      .nullableString(result.errorMessage)
-      .int8(result.resourceType)
-      .string(result.resourceName);
-  }
-  endResponse(writer, start);
+  encodeConfigResults(writer, KAFKA_API.ALTER_CONFIGS, version, correlationId, results);
 }
 
 export function encodeIncrementalAlterConfigsResponse(
@@ -204,11 +186,18 @@ export function encodeIncrementalAlterConfigsResponse(
   correlationId: number,
   results: readonly AlterConfigsResult[],
 ): void {
-  const start = beginResponse(
-    writer,
-    correlationId,
-    responseHeaderVersion(KAFKA_API.INCREMENTAL_ALTER_CONFIGS, version),
-  );
+  encodeConfigResults(writer, KAFKA_API.INCREMENTAL_ALTER_CONFIGS, version, correlationId, results);
+}
+
+/** The two responses' common layout (non-flexible versions only). */
+function encodeConfigResults(
+  writer: KafkaWriter,
+  apiKey: typeof KAFKA_API.ALTER_CONFIGS | typeof KAFKA_API.INCREMENTAL_ALTER_CONFIGS,
+  version: number,
+  correlationId: number,
+  results: readonly AlterConfigsResult[],
+): void {
+  const start = beginResponse(writer, correlationId, responseHeaderVersion(apiKey, version));
   writer.int32(0); // throttle_time_ms
   writer.arrayCount(results.length);
   for (const result of results) {
