@@ -606,7 +606,7 @@ export class KafkaHandler {
           // A group's coordinator: Kafka creates __consumer_offsets at that moment; so does booblik.
           // While it cannot (a full disk), Kafka answers COORDINATOR_NOT_AVAILABLE and clients ask
           // again; before 2026-12-03 the error closed the connection
-          // (test/kafka/find-coordinator-storage-error.test.ts).
+          // (test/kafka/offsets-full-disk.test.ts).
           if (keyType === 0) {
             try {
               this.broker.ensureOffsetsTopic();
@@ -956,7 +956,7 @@ export class KafkaHandler {
         // A storage error (a full disk) is NOT_COORDINATOR, as Kafka's GroupMetadataManager maps
         // KAFKA_STORAGE_ERROR of the offsets append: clients find the coordinator again and retry.
         // The Java consumer does not handle 56 in a commit answer: it threw "Unexpected error in
-        // commit" into the application (test/kafka/offset-commit-storage-error.test.ts).
+        // commit" into the application (test/kafka/offsets-full-disk.test.ts).
         if (code === KAFKA_ERROR.KAFKA_STORAGE_ERROR) code = KAFKA_ERROR.NOT_COORDINATOR;
         for (const answer of pending) answer.errorCode = code;
       }

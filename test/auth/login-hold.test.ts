@@ -61,9 +61,8 @@ function openBroker(): Broker {
   return broker;
 }
 
-test("native listener: at most 16 logins of an address wait; those whose connections closed check nothing", async () => {
-  const { delays, clock } = heldDelays();
-  const audit: string[] = [];
+/** A BrokerServer on port 0 with the test's users and `delays`, stopped after the test. */
+function nativeServer(delays: LoginDelays, auditLog: (line: string) => void): BrokerServer {
   const server = new BrokerServer(openBroker(), {
     hostname: ADDRESS,
     port: 0,
@@ -77,34 +76,44 @@ test("native listener: at most 16 logins of an address wait; those whose connect
     maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
     users: users(),
     loginDelays: delays,
-    auditLog: (line) => audit.push(line),
+    auditLog,
   });
   cleanups.push(() => server.stop(1_000));
+  return server;
+}
+
+/** A malformed first SCRAM step: checked, it fails at once. */
+function badAuthenticate(socket: RawSocket): void {
+  socket.write(
+    frame((w) =>
+      encodeAuthenticateRequest(w, 1, {
+        mechanism: "SCRAM-SHA-256",
+        authBytes: new TextEncoder().encode("x"),
+      }),
+    ),
+  );
+}
+
+test("native listener: at most 16 logins of an address wait; those whose connections closed check nothing", async () => {
+  const { delays, clock } = heldDelays();
+  const audit: string[] = [];
+  const server = nativeServer(delays, (line) => audit.push(line));
   const { port } = server.listen();
   const failed = () => audit.filter((line) => line.includes("authentication failed")).length;
-  const attempt = (socket: RawSocket) =>
-    socket.write(
-      frame((w) =>
-        encodeAuthenticateRequest(w, 1, {
-          mechanism: "SCRAM-SHA-256",
-          authBytes: new TextEncoder().encode("x"),
-        }),
-      ),
-    );
   // Failure 1 (a malformed first step): the address is held until the clock moves.
   const first = await rawConnect(port);
-  attempt(first);
+  badAuthenticate(first);
   await waitUntil(() => failed() === 1, "the first failure");
   const waiting: RawSocket[] = [];
   for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX; i++) {
     const socket = await rawConnect(port);
-    attempt(socket);
+    badAuthenticate(socket);
     waiting.push(socket);
   }
   await waitUntil(() => delays.waiters(ADDRESS) === LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, "16 waiting logins");
   // One more is refused at once.
   const extra = await rawConnect(port);
-  attempt(extra);
+  badAuthenticate(extra);
   const [refusal] = await waitForResponses(extra, 1);
   // Retriable: a place frees within the delay.
   expect(refusal).toMatchObject({ errorCode: WIRE_ERROR_CODES.LIMIT_EXCEEDED });
@@ -135,6 +144,32 @@ const plainLogin = (password: string) => {
   return kafkaRequest(36, 0, (e) => e.i32(message.length).raw(message));
 };
 
+/** A KafkaListener on port 0 with `sasl`, stopped after the test. */
+function kafkaListener(sasl: KafkaSasl): KafkaListener {
+  const listener = new KafkaListener(openBroker(), {
+    hostname: ADDRESS,
+    port: 0,
+    maxFrameBytes: 1 << 20,
+    maxConnections: 100,
+    maxConnectionsPerAddress: 100,
+    idleTimeoutMs: 60_000,
+    requestTimeoutMs: 30_000,
+    inboundBudget: new InboundBudget(1 << 24),
+    sasl,
+  });
+  cleanups.push(() => listener.stop());
+  return listener;
+}
+
+/** A PLAIN login on a new Kafka connection: the handshake, its answer, then SaslAuthenticate. */
+async function kafkaLogin(port: number, password: string): Promise<RawSocket> {
+  const socket = await rawConnect(port);
+  socket.write(plainHandshake());
+  await socket.waitForBytes(1);
+  socket.write(plainLogin(password));
+  return socket;
+}
+
 test("Kafka listener: at most 16 SaslAuthenticates of an address wait; those whose connections closed check nothing", async () => {
   const { delays, clock } = heldDelays();
   const failures: string[] = [];
@@ -148,40 +183,23 @@ test("Kafka listener: at most 16 SaslAuthenticates of an address wait; those who
     },
     counters: { authenticationFailures: 0 },
   });
-  const listener = new KafkaListener(openBroker(), {
-    hostname: ADDRESS,
-    port: 0,
-    maxFrameBytes: 1 << 20,
-    maxConnections: 100,
-    maxConnectionsPerAddress: 100,
-    idleTimeoutMs: 60_000,
-    requestTimeoutMs: 30_000,
-    inboundBudget: new InboundBudget(1 << 24),
-    sasl,
-  });
-  cleanups.push(() => listener.stop());
+  const listener = kafkaListener(sasl);
   const { port } = listener.listen();
-  const login = async (password: string): Promise<RawSocket> => {
-    const socket = await rawConnect(port);
-    socket.write(plainHandshake());
-    await socket.waitForBytes(1);
-    socket.write(plainLogin(password));
-    return socket;
-  };
-  const first = await login("wrong");
+  const first = await kafkaLogin(port, "wrong");
   await waitUntil(() => failures.length === 1, "the first failure");
   await first.closed;
   const waiting: RawSocket[] = [];
-  for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX; i++) waiting.push(await login(`guess ${i}`));
+  for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX; i++)
+    waiting.push(await kafkaLogin(port, `guess ${i}`));
   await waitUntil(() => delays.waiters(ADDRESS) === LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX, "16 waiting logins");
-  const extra = await login("guess 16");
+  const extra = await kafkaLogin(port, "guess 16");
   await extra.closed; // refused at once: the connection closes
   for (const socket of waiting) socket.close();
   clock.nowMs = 60_000;
   await waitUntil(() => delays.waiters(ADDRESS) === 0, "the abandoned logins given up");
   expect(failures).toHaveLength(1);
   // The right password logs in (its SaslAuthenticate answered with error 0, the connection open).
-  const right = await login("correct horse");
+  const right = await kafkaLogin(port, "correct horse");
   await waitUntil(() => right.received().length >= 4 + 4 + 2, "the login's answer");
   expect(new DataView(right.received().buffer, right.received().byteOffset).getInt16(8)).toBe(0);
   expect(right.isClosed()).toBe(false);
@@ -239,36 +257,13 @@ test("a password check that runs off the event loop (the console's) holds its ad
 test("native listener: a stop answers the logins that wait for a hold at once (it waited out its whole deadline for them)", async () => {
   const { delays } = heldDelays();
   const audit: string[] = [];
-  const server = new BrokerServer(openBroker(), {
-    hostname: ADDRESS,
-    port: 0,
-    maxFrameBytes: 1 << 20,
-    maxConnections: 100,
-    maxConnectionsPerAddress: 100,
-    idleTimeoutMs: 60_000,
-    requestTimeoutMs: 30_000,
-    maxInboundBytes: 1 << 26,
-    fetchPath: "copy",
-    maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
-    users: users(),
-    loginDelays: delays,
-    auditLog: (line) => audit.push(line),
-  });
+  const server = nativeServer(delays, (line) => audit.push(line));
   const { port } = server.listen();
-  const attempt = (socket: RawSocket) =>
-    socket.write(
-      frame((w) =>
-        encodeAuthenticateRequest(w, 1, {
-          mechanism: "SCRAM-SHA-256",
-          authBytes: new TextEncoder().encode("x"),
-        }),
-      ),
-    );
   const first = await rawConnect(port);
-  attempt(first);
+  badAuthenticate(first);
   await waitUntil(() => audit.some((line) => line.includes("authentication failed")), "the first failure");
   const held = await rawConnect(port);
-  attempt(held);
+  badAuthenticate(held);
   await waitUntil(() => delays.waiters(ADDRESS) === 1, "the held login");
   // The clock stands still: the hold would never end. The stop answers it and closes.
   await server.stop(20_000);
@@ -290,28 +285,11 @@ test("Kafka listener: a stop ends the wait of held logins at once", async () => 
     },
     counters: { authenticationFailures: 0 },
   });
-  const listener = new KafkaListener(openBroker(), {
-    hostname: ADDRESS,
-    port: 0,
-    maxFrameBytes: 1 << 20,
-    maxConnections: 100,
-    maxConnectionsPerAddress: 100,
-    idleTimeoutMs: 60_000,
-    requestTimeoutMs: 30_000,
-    inboundBudget: new InboundBudget(1 << 24),
-    sasl,
-  });
+  const listener = kafkaListener(sasl);
   const { port } = listener.listen();
-  const login = async (password: string): Promise<RawSocket> => {
-    const socket = await rawConnect(port);
-    socket.write(plainHandshake());
-    await socket.waitForBytes(1);
-    socket.write(plainLogin(password));
-    return socket;
-  };
   // Twenty failures: a hold of 76.3 s of the clock, longer than the stop's drain deadline.
   for (let i = 0; i < 20; i++) delays.failed(ADDRESS);
-  const held = await login("guess");
+  const held = await kafkaLogin(port, "guess");
   await waitUntil(() => delays.waiters(ADDRESS) === 1, "the held login");
   await listener.stop();
   // Before, the wait ran on to its timer after the stop had given up on the connection.
@@ -336,36 +314,14 @@ test("console: a burst of right logins from an address that no failure holds is 
 
 test("native listener: logins that came while only a check was in progress take a place once a failure holds the address (the bound held no more for them)", async () => {
   const { delays } = heldDelays();
-  const server = new BrokerServer(openBroker(), {
-    hostname: ADDRESS,
-    port: 0,
-    maxFrameBytes: 1 << 20,
-    maxConnections: 100,
-    maxConnectionsPerAddress: 100,
-    idleTimeoutMs: 60_000,
-    requestTimeoutMs: 30_000,
-    maxInboundBytes: 1 << 26,
-    fetchPath: "copy",
-    maxFetchBytes: FETCH_RESPONSE_BYTES_MAX,
-    users: users(),
-    loginDelays: delays,
-    auditLog: () => {},
-  });
-  cleanups.push(() => server.stop(1_000));
+  const server = nativeServer(delays, () => {});
   const { port } = server.listen();
   // A console check in progress holds the address for a few ms at a time, without places.
   delays.beginCheck(ADDRESS);
   const sockets: RawSocket[] = [];
   for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX + 4; i++) {
     const socket = await rawConnect(port);
-    socket.write(
-      frame((w) =>
-        encodeAuthenticateRequest(w, 1, {
-          mechanism: "SCRAM-SHA-256",
-          authBytes: new TextEncoder().encode("x"),
-        }),
-      ),
-    );
+    badAuthenticate(socket);
     sockets.push(socket);
   }
   expect(delays.waiters(ADDRESS)).toBe(0);

@@ -7,12 +7,12 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { ioError } from "../../ffi/file.ts";
 import { Broker } from "../../src/broker/broker.ts";
 import type { BooblikError } from "../../src/domain/errors.ts";
 import { GROUP_RECORD_BYTES_MAX, OFFSETS_TOPIC_NAME } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
-import { type Disk, realDisk, useDisk } from "../../src/storage/disk.ts";
+import { useDisk } from "../../src/storage/disk.ts";
+import { offsetsTopicFullDisk } from "../helpers/offsets-full-disk.ts";
 import { killAtEnd, LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -463,27 +463,11 @@ describe("a deleted topic's committed offsets", () => {
   });
 });
 
-/**
- * A Disk whose writes to the offsets topic's files fail with ENOSPC while `full` is set (everything
- * else is the real disk): the tombstones of a deleted topic's commits meet a full disk.
- */
-function offsetsTopicDisk(): Disk & { full: boolean } {
-  const faulty = {
-    ...realDisk,
-    full: false,
-    pwriteAll(fd: number, source: Uint8Array, start: number, end: number, position: number, file?: string) {
-      if (faulty.full && file?.includes(OFFSETS_TOPIC_NAME)) throw ioError("pwrite", 28, file);
-      realDisk.pwriteAll(fd, source, start, end, position, file);
-    },
-  };
-  return faulty;
-}
-
 describe("a deleted topic's commits when their tombstones cannot be written (a full disk)", () => {
   test("the partition directories stay, so a restart still forgets the commits, and writes the tombstones", async () => {
     using dir = tempDir();
-    const faulty = offsetsTopicDisk();
-    const restore = useDisk(faulty);
+    const full = { on: false };
+    const restore = useDisk(offsetsTopicFullDisk(full));
     const logged: string[] = [];
     const originalError = console.error;
     console.error = (...args: unknown[]) => void logged.push(args.map(String).join(" "));
@@ -492,7 +476,7 @@ describe("a deleted topic's commits when their tombstones cannot be written (a f
       broker.createTopic("orders");
       broker.createTopic("audit");
       await broker.offsets.commit("g", [entry("orders", 0, 100), entry("audit", 0, 3)]);
-      faulty.full = true;
+      full.on = true;
       // The delete itself is done (its commit point is the topic file's removal); the failure is logged.
       await broker.deleteTopic("orders");
       expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
@@ -504,7 +488,7 @@ describe("a deleted topic's commits when their tombstones cannot be written (a f
       expect(fs.readdirSync(path.join(dir.path, "orders-0"))).toEqual([]);
       await broker.close();
       // Before 2026-12-03 the directories were removed anyway, and this start gave the commit back.
-      faulty.full = false;
+      full.on = false;
       logged.length = 0;
       broker = Broker.open({ dataDir: dir.path });
       expect(broker.offsets.committed("g", "orders", 0)).toBeUndefined();
@@ -527,15 +511,15 @@ describe("a deleted topic's commits when their tombstones cannot be written (a f
 
   test("the name cannot be created again until they are written: refused with the reason while the disk is full, created once a retry wrote them", async () => {
     using dir = tempDir();
-    const faulty = offsetsTopicDisk();
-    const restore = useDisk(faulty);
+    const full = { on: false };
+    const restore = useDisk(offsetsTopicFullDisk(full));
     const originalError = console.error;
     console.error = () => {};
     let broker = Broker.open({ dataDir: dir.path });
     try {
       broker.createTopic("orders");
       await broker.offsets.commit("g", [entry("orders", 0, 100)]);
-      faulty.full = true;
+      full.on = true;
       await broker.deleteTopic("orders");
       const refusal = (() => {
         try {
@@ -553,7 +537,7 @@ describe("a deleted topic's commits when their tombstones cannot be written (a f
       // A retry on a disk still full fails again, and the create after it is refused again.
       await broker.deletion("orders");
       expect(() => broker.createTopic("orders")).toThrow("could not be removed from the log yet");
-      faulty.full = false;
+      full.on = false;
       await broker.deletion("orders");
       expect(fs.existsSync(path.join(dir.path, "orders-0"))).toBe(false);
       broker.createTopic("orders");

@@ -32,22 +32,16 @@ afterEach(async () => {
 
 type Config = [name: string, operation: number, value: string | null];
 
-/** One IncrementalAlterConfigs v0 request of `resources`; its per-resource answers. */
-async function alterConfigs(
-  resources: [type: number, name: string, configs: Config[]][],
-  validateOnly = false,
-): Promise<[code: number, message: string | null, type: number, name: string][]> {
-  const request = new Expect().i16(44).i16(0).i32(7).str("test").i32(resources.length);
-  for (const [type, name, configs] of resources) {
-    request.i8(type).str(name).i32(configs.length);
-    for (const [configName, operation, value] of configs) request.str(configName).i8(operation).str(value);
-  }
-  request.i8(validateOnly ? 1 : 0);
-  const outcome = await handler.handle(request.body());
+/** The per-resource answers of an (Incremental)AlterConfigs response (the same layout). */
+function answersOf(
+  outcome: Awaited<ReturnType<KafkaHandler["handle"]>>,
+  correlationId: number,
+  what: string,
+): [code: number, message: string | null, type: number, name: string][] {
   if (outcome.kind !== "respond") throw new Error(`expected a response, got ${JSON.stringify(outcome)}`);
   const reader = new KafkaReader(outcome.bytes);
   expect(reader.int32("size")).toBe(outcome.bytes.length - 4);
-  expect(reader.int32("correlation_id")).toBe(7);
+  expect(reader.int32("correlation_id")).toBe(correlationId);
   expect(reader.int32("throttle_time_ms")).toBe(0);
   const count = reader.int32("responses");
   const answers: [number, string | null, number, string][] = [];
@@ -59,8 +53,22 @@ async function alterConfigs(
       reader.string("resource_name"),
     ]);
   }
-  reader.expectEnd("IncrementalAlterConfigs response");
+  reader.expectEnd(what);
   return answers;
+}
+
+/** One IncrementalAlterConfigs v0 request of `resources`; its per-resource answers. */
+async function alterConfigs(
+  resources: [type: number, name: string, configs: Config[]][],
+  validateOnly = false,
+): Promise<[code: number, message: string | null, type: number, name: string][]> {
+  const request = new Expect().i16(44).i16(0).i32(7).str("test").i32(resources.length);
+  for (const [type, name, configs] of resources) {
+    request.i8(type).str(name).i32(configs.length);
+    for (const [configName, operation, value] of configs) request.str(configName).i8(operation).str(value);
+  }
+  request.i8(validateOnly ? 1 : 0);
+  return answersOf(await handler.handle(request.body()), 7, "IncrementalAlterConfigs response");
 }
 
 const TOPIC = 2;
@@ -139,24 +147,7 @@ async function legacyAlterConfigs(
     for (const [configName, value] of configs) request.str(configName).str(value);
   }
   request.i8(0); // validate_only
-  const outcome = await handler.handle(request.body());
-  if (outcome.kind !== "respond") throw new Error(`expected a response, got ${JSON.stringify(outcome)}`);
-  const reader = new KafkaReader(outcome.bytes);
-  expect(reader.int32("size")).toBe(outcome.bytes.length - 4);
-  expect(reader.int32("correlation_id")).toBe(9);
-  expect(reader.int32("throttle_time_ms")).toBe(0);
-  const count = reader.int32("responses");
-  const answers: [number, string | null, number, string][] = [];
-  for (let i = 0; i < count; i++) {
-    answers.push([
-      reader.int16("error_code"),
-      reader.nullableString("error_message"),
-      reader.int8("resource_type"),
-      reader.string("resource_name"),
-    ]);
-  }
-  reader.expectEnd("AlterConfigs response");
-  return answers;
+  return answersOf(await handler.handle(request.body()), 9, "AlterConfigs response");
 }
 
 test("AlterConfigs (33) v0 and v1 replace a topic's Kafka settings whole: those named are set, the others go back to the default where a live topic allows; booblik's own keep theirs", async () => {
