@@ -34,7 +34,7 @@
  * appended, and the log is replayed from its start. So a clean restart reads nothing of the log, and
  * a restart after a crash about one segment (Kafka's bound: it snapshots at rolls too).
  *
- * Bounds (memory, 250-500 bytes per remembered producer): PRODUCER_IDS_PER_PARTITION_MAX per
+ * Bounds (memory, about 250 bytes per remembered producer): PRODUCER_IDS_PER_PARTITION_MAX per
  * partition, and all partitions of a broker together `ProducerIdBudget.max` (`--max-producer-ids`).
  * Beyond either, a partition that meets a new producer forgets its own producer idle longest (a
  * later batch of that one is accepted as from a new producer, as after expiry). The per-partition
@@ -140,7 +140,7 @@ function producerIdAt(bytes: Uint8Array, at: number): number {
 /**
  * The producer ids all partitions of one broker remember together (`count`), and their bound: a
  * client may name any producer id at sequence 0, so without it 4,096 partitions
- * (BROKER_PARTITIONS_DEFAULT_MAX) of PRODUCER_IDS_PER_PARTITION_MAX made-up ids could take over 10 GiB.
+ * (BROKER_PARTITIONS_DEFAULT_MAX) of PRODUCER_IDS_PER_PARTITION_MAX made-up ids could take about 10 GiB.
  */
 export class ProducerIdBudget {
   count = 0;

@@ -777,10 +777,10 @@ export const PRODUCER_IDS_PER_PARTITION_MAX = 10_000;
 /**
  * Producer ids all partitions of a broker remember together (`--max-producer-ids`); beyond it a
  * partition that meets a new producer forgets its own producer idle longest. The per-partition
- * bound alone let 4,096 partitions (BROKER_PARTITIONS_DEFAULT_MAX) hold 41 million made-up ids, over
- * 10 GiB: 400,000 ids on 40 partitions took 98 MiB of heap and 227 MiB RSS in one process, 55 and
- * 158 MiB with this bound (a scratch run, 2026-12-03). 200,000 is 200 idempotent producers writing
- * to each of 1,000 partitions.
+ * bound alone let 4,096 partitions (BROKER_PARTITIONS_DEFAULT_MAX) hold 41 million made-up ids, about
+ * 10 GiB: 400,000 ids on 40 partitions took 98 MiB of heap and 222 MiB RSS, 55 and 165 MiB with this
+ * bound, about 250 bytes an id (`bun bench/producer-ids.bench.ts`, docs/benchmarks.md). 200,000 is
+ * 200 idempotent producers writing to each of 1,000 partitions.
  */
 export const PRODUCER_IDS_BROKER_DEFAULT_MAX = 200_000;
 /**

@@ -5,7 +5,7 @@
  * idle longest (whose resend is then appended again, as after expiry) while every other producer
  * keeps its duplicate check, a deleted topic gives its ids back, and a restart counts the same.
  * Before 2026-12-03 only each partition was bounded (10,000 ids), so 4,096 partitions of made-up ids
- * could hold over 10 GiB.
+ * could hold about 10 GiB.
  */
 import { expect, test } from "bun:test";
 import fs from "node:fs";
