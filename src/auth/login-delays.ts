@@ -43,6 +43,36 @@ export class LoginDelays {
     return true;
   }
 
+  /**
+   * Waits until `address` is no longer held, for a login that is about to be checked: "go" (check
+   * it now, synchronously), "busy" (a failure holds the address and all its places are taken:
+   * refuse it at once, retriably) or "gone" (`gone()` turned true: its client left or its listener
+   * stops; check nothing). A login takes a place (`enterHold`) on any wait while a failure holds
+   * the address, also one that came while only a check was in progress, and gives it back before
+   * it returns. `sleep` is the listener's (so that its stop can end the wait). The one loop every
+   * listener uses (server.ts, kafka/listener.ts, console-auth.ts).
+   */
+  async waitTurn(
+    address: string,
+    gone: () => boolean,
+    sleep: (ms: number) => Promise<void>,
+  ): Promise<"go" | "busy" | "gone"> {
+    let counted = false;
+    try {
+      for (let holdMs = this.holdMs(address); holdMs > 0; holdMs = this.holdMs(address)) {
+        if (gone()) return "gone";
+        if (!counted && this.heldByFailure(address)) {
+          if (!this.enterHold(address)) return "busy";
+          counted = true;
+        }
+        await sleep(holdMs);
+      }
+      return gone() ? "gone" : "go";
+    } finally {
+      if (counted) this.leaveHold(address);
+    }
+  }
+
   /** How many logins of `address` wait for its hold now. */
   waiters(address: string): number {
     return this.waiting.get(address) ?? 0;

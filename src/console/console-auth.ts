@@ -189,22 +189,14 @@ export class ConsoleAuth {
     this.queued.set(peer, queued + 1);
     const previous = this.checking.get(peer) ?? Promise.resolve();
     const mine = previous.then(async (): Promise<true | { delayMs: number } | "busy" | "gone"> => {
-      // A place among the waiters while a failure holds the address (LoginDelays.heldByFailure),
-      // taken on any wait: right logins queued behind a check in progress take none.
-      let waits = false;
-      try {
-        for (let holdMs = delays.holdMs(peer); holdMs > 0; holdMs = delays.holdMs(peer)) {
-          if (signal.aborted) return "gone";
-          if (!waits && delays.heldByFailure(peer)) {
-            if (!delays.enterHold(peer)) return "busy";
-            waits = true;
-          }
-          await Bun.sleep(holdMs); // the address's login delay, not a wait for a condition
-        }
-        if (signal.aborted) return "gone";
-      } finally {
-        if (waits) delays.leaveHold(peer);
-      }
+      // One at a time per address, after its hold (LoginDelays.waitTurn); a login whose client
+      // went away checks nothing.
+      const turn = await delays.waitTurn(
+        peer,
+        () => signal.aborted,
+        (ms) => Bun.sleep(ms), // the address's login delay, not a wait for a condition
+      );
+      if (turn !== "go") return turn;
       delays.beginCheck(peer);
       try {
         if (await verifyPassword(this.options.users().get(user), password)) return true;

@@ -158,28 +158,18 @@ async function heldAnswerOf(
   frame: Uint8Array,
   sasl: KafkaSasl,
 ): Promise<KafkaOutcome | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number }> {
-  const delays = sasl.options.loginDelays;
   const address = connection.remoteAddress;
-  // A place among the waiters while a failure holds the address (LoginDelays.heldByFailure),
-  // taken on any wait, also by a login that came while only a check was in progress.
-  let counted = false;
-  try {
-    for (let holdMs = delays.holdMs(address); holdMs > 0; holdMs = delays.holdMs(address)) {
-      if (!counted && delays.heldByFailure(address)) {
-        if (!delays.enterHold(address))
-          return {
-            kind: "close",
-            reason: `too many logins from ${address} are waiting for the delay after its failed ones`,
-          };
-        counted = true;
-      }
-      await listener.sleepUnlessStopped(holdMs);
-      if (connection.isClosed || listener.stopping)
-        return { kind: "close", reason: "closed while its login waited" };
-    }
-  } finally {
-    if (counted) delays.leaveHold(address);
-  }
+  const turn = await sasl.options.loginDelays.waitTurn(
+    address,
+    () => connection.isClosed || listener.stopping,
+    (ms) => listener.sleepUnlessStopped(ms),
+  );
+  if (turn === "busy")
+    return {
+      kind: "close",
+      reason: `too many logins from ${address} are waiting for the delay after its failed ones`,
+    };
+  if (turn === "gone") return { kind: "close", reason: "closed while its login waited" };
   const outcome = sasl.handle(frame, connection.sasl, address);
   if (outcome.kind === "pass") return connection.handler.handle(frame, address, connection.sasl.principal);
   return outcome;

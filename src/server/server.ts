@@ -331,8 +331,8 @@ export class BrokerServer implements ConnectionHost {
   private sweepEveryMs = 1000;
   private lastSweepMs = 0;
   private stopping = false;
-  /** AUTHENTICATE steps waiting for their address's hold (cleared by stop). */
-  private readonly heldLogins = new Set<HeldLogin>();
+  /** Wakes of the logins waiting for their address's hold (sleepUnlessStopped), run by `stop`. */
+  private readonly stopWakes = new Set<() => void>();
   private readonly writer = new ByteWriter(64 * 1024);
   /**
    * Where a copying FETCH reads its records (TLS connections, `--fetch-path copy`): reused, because
@@ -1262,87 +1262,81 @@ export class BrokerServer implements ConnectionHost {
     const request = decodeAuthenticateRequest(reader);
     // While the address is held after a failure, the step waits (loginDelays.holdMs): a copy, since
     // the frame's buffer is reused once this returns.
-    const address = connection.remoteAddress;
-    if (this.loginDelays.holdMs(address) > 0) {
-      // A place among the waiters while a failure holds the address (holdAuthentication takes it).
-      this.holdAuthentication({
-        connection,
-        slot,
-        correlationId,
-        request: { mechanism: request.mechanism, authBytes: request.authBytes.slice() },
-        counted: false,
-        timer: undefined,
-      });
+    if (this.loginDelays.holdMs(connection.remoteAddress) > 0) {
+      const held: AuthenticateRequest = {
+        mechanism: request.mechanism,
+        authBytes: request.authBytes.slice(),
+      };
+      void this.loginDelays
+        .waitTurn(
+          connection.remoteAddress,
+          () => connection.closed || this.stopping,
+          (ms) => this.sleepUnlessStopped(ms),
+        )
+        .then((turn) => this.takeHeldTurn(connection, slot, correlationId, held, turn));
       return;
     }
     this.authenticateStep(connection, slot, correlationId, request);
   }
 
   /**
-   * Waits until the address is no longer held (asking again after each wait), then takes the step;
-   * gives up, checking nothing, once the connection closed, and answers BROKER_SHUTTING_DOWN when
-   * the server stops (`stop`).
+   * The step of a login that waited for its address's hold (LoginDelays.waitTurn): taken now, or
+   * refused retriably when all the address's places were taken, or, when it is gone, nothing
+   * checked (an open connection of a stopping server hears the shutdown).
    */
-  private holdAuthentication(held: HeldLogin): void {
-    const address = held.connection.remoteAddress;
-    if (held.connection.closed || this.stopping) {
-      this.giveUpHeldLogin(held);
-      return;
-    }
-    const holdMs = this.loginDelays.holdMs(address);
-    if (holdMs > 0) {
-      // A place while a failure holds the address, taken on any wait: also by a login that came
-      // while only a check was in progress (it bypassed the bound before, a reviewer's run).
-      if (!held.counted && this.loginDelays.heldByFailure(address)) {
-        if (!this.loginDelays.enterHold(address)) {
-          this.refuseWaitingLogin(held.connection, held.slot, held.correlationId);
-          return;
-        }
-        held.counted = true;
+  private takeHeldTurn(
+    connection: Connection,
+    slot: ResponseSlot,
+    correlationId: number,
+    request: AuthenticateRequest,
+    turn: "go" | "busy" | "gone",
+  ): void {
+    if (turn === "go") {
+      try {
+        this.authenticateStep(connection, slot, correlationId, request);
+      } catch (error) {
+        this.fail(connection, slot, correlationId, error);
       }
-      held.timer = setTimeout(() => {
-        this.heldLogins.delete(held);
-        this.holdAuthentication(held);
-      }, holdMs);
-      this.heldLogins.add(held);
       return;
     }
-    if (held.counted) this.loginDelays.leaveHold(address);
-    try {
-      this.authenticateStep(held.connection, held.slot, held.correlationId, held.request);
-    } catch (error) {
-      this.fail(held.connection, held.slot, held.correlationId, error);
+    if (connection.closed) return;
+    if (turn === "busy") {
+      this.fail(
+        connection,
+        slot,
+        correlationId,
+        new BooblikError(
+          "LIMIT_EXCEEDED",
+          `too many logins from ${connection.remoteAddress} are waiting for the delay after its failed ones; try again later`,
+          { retriable: true },
+        ),
+      );
+      connection.closeAfterAnswers("too many logins waiting");
+      return;
     }
-  }
-
-  /** All places of the address's waiters are taken: refused, retriably (a place frees within the delay). */
-  private refuseWaitingLogin(connection: Connection, slot: ResponseSlot, correlationId: number): void {
     this.fail(
       connection,
       slot,
       correlationId,
-      new BooblikError(
-        "LIMIT_EXCEEDED",
-        `too many logins from ${connection.remoteAddress} are waiting for the delay after its failed ones; try again later`,
-        { retriable: true },
-      ),
+      new BooblikError("CLOSED", "the broker is shutting down: this login was not checked", {
+        retriable: true,
+      }),
     );
-    connection.closeAfterAnswers("too many logins waiting");
   }
 
-  /** A held login checks nothing: its place is freed, and an open connection hears the shutdown. */
-  private giveUpHeldLogin(held: HeldLogin): void {
-    if (held.timer !== undefined) clearTimeout(held.timer);
-    if (held.counted) this.loginDelays.leaveHold(held.connection.remoteAddress);
-    if (!held.connection.closed)
-      this.fail(
-        held.connection,
-        held.slot,
-        held.correlationId,
-        new BooblikError("CLOSED", "the broker is shutting down: this login was not checked", {
-          retriable: true,
-        }),
-      );
+  /** Resolves after `ms`, or at once when `stop` begins (held logins); the timer does not keep the process alive. */
+  private sleepUnlessStopped(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.stopWakes.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.stopWakes.add(wake);
+    });
   }
 
   private authenticateStep(
@@ -1714,8 +1708,7 @@ export class BrokerServer implements ConnectionHost {
     this.stopping = true;
     // Logins waiting for their address's hold check nothing any more; they hear the shutdown at
     // once, so their connections drain (a held one kept stop waiting for its whole deadline).
-    for (const held of this.heldLogins) this.giveUpHeldLogin(held);
-    this.heldLogins.clear();
+    for (const wake of [...this.stopWakes]) wake();
     for (const connection of this.connections) connection.finishAndClose();
     // Long polls end now, with whatever the log holds.
     for (const waiter of [...this.waiters]) waiter.answer();
@@ -1731,17 +1724,6 @@ export class BrokerServer implements ConnectionHost {
     for (const connection of [...this.connections, ...this.refused]) connection.closeGracefully();
     this.listeners.stop(true);
   }
-}
-
-/** An AUTHENTICATE step waiting for its address's hold (BrokerServer.holdAuthentication). */
-interface HeldLogin {
-  connection: Connection;
-  slot: ResponseSlot;
-  correlationId: number;
-  request: AuthenticateRequest;
-  /** It took a place among the address's waiters (a failure held the address). */
-  counted: boolean;
-  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
 /** The error of a FETCH or OFFSET_COMMIT of a topic replaced since the connection fetched from it. */
