@@ -366,7 +366,8 @@ export class Broker {
       // Last, so that nothing after it can fail the open under these appends.
       for (const name of this.interruptedTopicNames) {
         if (!this.offsetsStore.holdsCommitsOf(name)) {
-          this.removeDirectoriesOf(name);
+          // Its records go only once the unlink is durable (finishDelete, the same).
+          if (this.topicsDirectorySynced(name)) this.removeDirectoriesOf(name);
           continue;
         }
         const deletion = this.finishDelete(name, "at start").finally(() => this.deletions.delete(name));
@@ -707,8 +708,14 @@ export class Broker {
     }
     // Then its groups' committed offsets, before the partition directories go: a topic created
     // again under the name starts with none. Until the tombstones are forced, the directories are
-    // what tells the next start (after a crash) to forget them (finishOpen).
-    const forgotten = await this.forgetCommitsOf(topic.name, "");
+    // what tells the next start (after a crash) to forget them (finishOpen). Only once the delete
+    // is durable: while a crash may still bring the topic back, its groups keep their commits (it
+    // comes back with its records, and with offsets tombstoned its consumers would start over by
+    // their reset rule; before 2026-12-03 they did, test/server/dir-fsync-failure.test.ts).
+    const forgotten =
+      unsynced === undefined
+        ? await this.forgetCommitsOf(topic.name, "")
+        : this.keepCommitsOf(topic.name, `the topics directory could not be synced: ${messageOf(unsynced)}`);
     // Every partition, whatever one of them does: the delete is done (its commit point passed), and
     // what is left is removed by the next start, as after a crash here; answering an error would
     // tell the caller it failed.
@@ -759,11 +766,40 @@ export class Broker {
   }
 
   /**
+   * Leaves the committed offsets of the deleted topic `name` in place for now (`reason`: why the
+   * delete is not yet known durable), as `forgetCommitsOf` leaves them when it fails: the name goes
+   * into `unforgottenTopics`, and the next create of it or the next start finishes the delete.
+   * Returns false (not forgotten).
+   */
+  private keepCommitsOf(name: string, reason: string): false {
+    this.unforgottenTopics.set(name, reason);
+    console.error(
+      `booblik: topic ${name} deleted, but ${reason}; a crash may bring the topic back, so its records and its groups' committed offsets stay until the delete is durable. Each create of the name tries again, and so does the next start`,
+    );
+    return false;
+  }
+
+  /**
    * Finishes a delete past its commit point whose partitions are closed (found at open, or whose
-   * tombstones failed): the tombstones, then every directory of the name.
+   * tombstones or topics directory sync failed): the topics directory synced (the unlink durable),
+   * then the tombstones, then every directory of the name.
    */
   private async finishDelete(name: string, when: string): Promise<void> {
-    if (await this.forgetCommitsOf(name, when)) this.removeDirectoriesOf(name);
+    if (this.topicsDirectorySynced(name) && (await this.forgetCommitsOf(name, when)))
+      this.removeDirectoriesOf(name);
+  }
+
+  /**
+   * Syncs the topics directory, making the unlink of the deleted topic `name`'s file durable; on
+   * failure false, with `name` kept for another try (`keepCommitsOf`).
+   */
+  private topicsDirectorySynced(name: string): boolean {
+    try {
+      fsyncDirectory(path.join(this.dataDir, TOPICS_DIRECTORY));
+      return true;
+    } catch (error) {
+      return this.keepCommitsOf(name, `the topics directory could not be synced: ${messageOf(error)}`);
+    }
   }
 
   /**

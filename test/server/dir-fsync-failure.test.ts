@@ -13,6 +13,7 @@
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { spawnSync } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import type { Subprocess } from "bun";
 import {
@@ -23,9 +24,11 @@ import {
   RESOURCE_TYPE,
 } from "../../src/auth/acl.ts";
 import { BooblikClient } from "../../src/client/client.ts";
+import { batchOfValues } from "../../src/record/entries.ts";
 import { MAIN, startBroker } from "../helpers/broker-process.ts";
 import { LineReader } from "../helpers/process.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
+import { waitUntil } from "../helpers/wait.ts";
 
 setDefaultTimeout(60_000);
 
@@ -142,6 +145,66 @@ test.skipIf(straceUnavailable !== undefined)(
       expect((await client.metadata(["t"])).topics[0]!.config.retentionMs).toEqual(live.retentionMs);
       expect((await client.describeAcls(MATCH_ALL_ACLS)).length).toBe(live.acls!);
     } finally {
+      client.close();
+    }
+  },
+);
+
+test.skipIf(straceUnavailable !== undefined)(
+  "a delete whose topics directory sync fails keeps the groups' commits until it is durable",
+  async () => {
+    // Before 2026-12-03 the tombstones were written anyway: a power cut that undid the unlink (not
+    // synced) brought the topic back with its records and without its groups' commits, so its
+    // consumers started over by their reset rule. Now the commits stay until the delete is durable
+    // (the next create of the name, or the next start, syncs the directory first).
+    using dir = tempDir("dir-fsync-failure-delete");
+    const dataDir = dir.file("data");
+    const topicFile = path.join(dataDir, "topics", "t.json");
+    /** The group's commit for t/0 (OFFSET_FETCH of every topic: an unknown one is refused), or −1. */
+    const committed = async (client: BooblikClient) =>
+      (await client.fetchOffsets("g")).find((o) => o.topic === "t" && o.partition === 0)?.offset ?? -1;
+    {
+      await using broker = await startBroker(dataDir, []);
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      await client.createTopic("t", { durability: "force" });
+      await client.produce("t", 0, batchOfValues(["kept"]));
+      await client.commitOffsets("g", [{ topic: "t", partition: 0, offset: 1 }]);
+      client.close();
+    }
+    const topicFileBytes = await Bun.file(topicFile).bytes();
+    {
+      const broker = await startWithFailingDirectorySync(dataDir, path.join(dataDir, "topics"), []);
+      try {
+        const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+        await expect(client.deleteTopic("t")).rejects.toThrow("EIO");
+        // A crash may still bring the topic back: the commit is kept.
+        expect(await committed(client)).toBe(1);
+        // A create of the name tries to finish the delete first, and cannot while the sync fails.
+        await expect(client.createTopic("t")).rejects.toThrow("could not be synced");
+        client.close();
+      } finally {
+        await broker.stop(); // SIGKILL
+      }
+    }
+    // The power cut lost the unlink: the topic file is back, as the directory never synced.
+    await Bun.write(topicFile, topicFileBytes);
+    {
+      await using broker = await startBroker(dataDir, []);
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      expect(await client.listOffsets("t", 0)).toMatchObject({ nextOffset: 1 });
+      expect(await committed(client)).toBe(1);
+      client.close();
+    }
+    // Had the unlink survived instead, the next start finishes the delete: commits forgotten, and
+    // the name can be created again, empty and without them.
+    fs.rmSync(topicFile);
+    {
+      await using broker = await startBroker(dataDir, []);
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      await waitUntil(async () => (await committed(client)) === -1, "the deleted topic's commit forgotten");
+      await client.createTopic("t");
+      expect(await client.listOffsets("t", 0)).toMatchObject({ nextOffset: 0 });
+      expect(await committed(client)).toBe(-1);
       client.close();
     }
   },
