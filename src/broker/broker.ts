@@ -875,7 +875,22 @@ export class Broker {
     // the caller hears why (errors.ts).
     const unsynced = this.writeTopicFile(topic.name, config);
     topic.config = config;
-    await Promise.all(topic.partitions.map((partition) => partition.reconfigure(config)));
+    // Every partition takes the settings; one whose force under them fails (becoming `force`: an
+    // fdatasync error stops the partition) is named in an error that says the settings hold, so a
+    // caller does not retry or undo a change that is in force, here and after a restart (before
+    // 2026-12-03 the bare fdatasync error suggested nothing had changed).
+    const settled = await Promise.allSettled(
+      topic.partitions.map((partition) => partition.reconfigure(config)),
+    );
+    const failed = settled.findIndex((outcome) => outcome.status === "rejected");
+    if (failed >= 0) {
+      const reason = (settled[failed] as PromiseRejectedResult).reason;
+      throw new BooblikError(
+        reason instanceof BooblikError ? reason.code : "STORAGE_ERROR",
+        `topic ${JSON.stringify(topic.name)}'s new settings are in force (and after a restart), but partition ${failed} failed under them: ${messageOf(reason)}`,
+        { cause: reason },
+      );
+    }
     if (unsynced !== undefined) throw unsynced;
     return this.describeTopic(topic.name);
   }

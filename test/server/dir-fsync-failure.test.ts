@@ -42,11 +42,12 @@ const straceUnavailable: string | undefined = (() => {
 })();
 if (straceUnavailable !== undefined) console.warn(`test skipped: ${straceUnavailable}`);
 
-/** The broker under strace, every fsync of `directory` failing with EIO. */
+/** The broker under strace, every `syscall` (fsync by default) on `directory` failing with EIO. */
 async function startWithFailingDirectorySync(
   dataDir: string,
   directory: string,
   args: string[],
+  syscall: "fsync" | "fdatasync" = "fsync",
 ): Promise<{ port: number; stop(): Promise<void> }> {
   const child: Subprocess<"ignore", "pipe", "pipe"> = Bun.spawn(
     [
@@ -58,9 +59,9 @@ async function startWithFailingDirectorySync(
       "-P",
       directory,
       "-e",
-      "trace=fsync",
+      `trace=${syscall}`,
       "-e",
-      "inject=fsync:error=EIO",
+      `inject=${syscall}:error=EIO`,
       process.execPath,
       MAIN,
       "--data-dir",
@@ -206,6 +207,34 @@ test.skipIf(straceUnavailable !== undefined)(
       expect(await client.listOffsets("t", 0)).toMatchObject({ nextOffset: 0 });
       expect(await committed(client)).toBe(-1);
       client.close();
+    }
+  },
+);
+
+test.skipIf(straceUnavailable !== undefined)(
+  "a topic made `force` whose first force fails says its settings are in force",
+  async () => {
+    // The settings are in force (the topic file was replaced) when the force of the data written
+    // before them fails; before 2026-12-03 the answer was the bare fdatasync error, which reads as
+    // "nothing changed" to a caller about to retry or undo it.
+    using dir = tempDir("alter-force-failure");
+    const dataDir = dir.file("data");
+    // The topic is made under the fault: started under it on an existing segment, the broker stopped
+    // at its start.
+    const segment = path.join(dataDir, "t-0", `${"0".repeat(20)}.log`);
+    const broker = await startWithFailingDirectorySync(dataDir, segment, [], "fdatasync");
+    try {
+      const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port, retries: 0 });
+      await client.createTopic("t", { durability: "append" });
+      expect(fs.existsSync(segment)).toBe(true);
+      await client.produce("t", 0, batchOfValues(["unforced"]));
+      const refusal = client.alterTopic("t", { durability: "force" });
+      await expect(refusal).rejects.toThrow("new settings are in force");
+      await expect(refusal).rejects.toThrow("EIO");
+      expect((await client.metadata(["t"])).topics[0]!.config.durability).toBe("force");
+      client.close();
+    } finally {
+      await broker.stop();
     }
   },
 );
