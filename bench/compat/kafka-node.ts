@@ -122,6 +122,8 @@ export interface KafkaNodeOptions {
   parentDir?: string;
   /** Called once the JVM is spawned; resolves when the node counts as started. */
   ready?: (bootstrap: string) => Promise<void>;
+  /** Runs the server JVM under `nice -n <niceness>` (bench/compat/apps.ts on a shared machine). */
+  niceness?: number;
 }
 
 export async function startKafka(
@@ -172,7 +174,8 @@ export async function startKafka(
   const logFile = join(compatCache, "last-kafka-server.log");
   const jvmOptions = options.jvmOptions ?? [KAFKA_HEAP];
   const spawned = performance.now();
-  const child = Bun.spawn(["java", ...jvmOptions, "-cp", classpath, "kafka.Kafka", properties], {
+  const nice = options.niceness === undefined ? [] : ["nice", "-n", String(options.niceness)];
+  const child = Bun.spawn([...nice, "java", ...jvmOptions, "-cp", classpath, "kafka.Kafka", properties], {
     stdout: Bun.file(logFile),
     stderr: "pipe",
   });
