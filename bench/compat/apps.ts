@@ -795,6 +795,35 @@ async function runAll(target: string, label: string, bootstrap: string, jars: Ja
   return rows;
 }
 
+const APP_NAMES = { connect: "Kafka Connect", streams: "Kafka Streams" } as const;
+
+/**
+ * Each distinct WARN or ERROR message of a JVM log once, with its count: time stamps, ports,
+ * correlation ids, UUIDs (member and client ids) and temporary directory names cut, so that the
+ * messages of a run against Kafka and against booblik compare.
+ */
+function complaints(logFile: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  let text = "";
+  try {
+    text = readFileSync(logFile, "utf8");
+  } catch {
+    return counts;
+  }
+  for (const line of text.split("\n")) {
+    if (!/^\[[^\]]*\] (WARN|ERROR) /.test(line)) continue;
+    const message = line
+      .replace(/^\[[^\]]*\] /, "")
+      .replace(/correlation id \d+/g, "correlation id N")
+      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "UUID")
+      .replace(/127\.0\.0\.1:\d+/g, "127.0.0.1:PORT")
+      .replace(/booblik-compat-[a-z]+-[A-Za-z0-9]+/g, "booblik-compat-DIR")
+      .slice(0, 300);
+    counts.set(message, (counts.get(message) ?? 0) + 1);
+  }
+  return counts;
+}
+
 const cell = (text: string) => text.replaceAll("|", "\\|").replaceAll("\n", " ");
 
 function table(target: string, rows: Row[], logs: string): void {
@@ -823,7 +852,6 @@ async function main(): Promise<number> {
     } finally {
       await kafka.stop();
     }
-    table(`Apache Kafka ${kafkaVersion} (KRaft, one node)`, onKafka, logs("kafka"));
   }
   const brokerLog = join(compatCache, "last-apps-broker.log");
   rmSync(brokerLog, { force: true });
@@ -866,6 +894,19 @@ async function main(): Promise<number> {
       console.log(`| ${scenario} | ${cell(step!)} | ${show(a)} | ${show(b)} |`);
     }
     console.log(`\n${differences} step${differences === 1 ? "" : "s"} with a different result`);
+  }
+  for (const app of only) {
+    const ours = complaints(join(compatCache, `last-apps-${app}-${target.label}.log`));
+    console.log(`\n${APP_NAMES[app]}'s WARN and ERROR messages against ${target.name}:`);
+    for (const [message, count] of ours) console.log(`  ${count} × ${message}`);
+    if (onKafka === undefined) continue;
+    const theirs = complaints(join(compatCache, `last-apps-${app}-kafka.log`));
+    console.log(
+      `${APP_NAMES[app]}'s WARN and ERROR messages only against ${target.name}, not against Kafka:`,
+    );
+    for (const [message, count] of ours) if (!theirs.has(message)) console.log(`  ${count} × ${message}`);
+    console.log(`${APP_NAMES[app]}'s WARN and ERROR messages only against Kafka:`);
+    for (const [message, count] of theirs) if (!ours.has(message)) console.log(`  ${count} × ${message}`);
   }
   const failed = [...rows, ...(onKafka ?? [])].some((row) => !row.ok);
   return failed ? 1 : 0;
