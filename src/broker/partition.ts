@@ -88,7 +88,7 @@ import {
 /** The arena a copying read may land in (Segment.read), for the protocol layers above the broker. */
 export type { CopyBelow, ReadArena };
 
-import type { DurabilityPolicy, TimestampType, TopicConfig } from "./topic-config.ts";
+import { type DurabilityPolicy, isCompacted, type TimestampType, type TopicConfig } from "./topic-config.ts";
 
 export interface AppendAck {
   /** The offset of the first record appended. */
@@ -294,7 +294,10 @@ function giveSpareBuffer(buffer: Uint8Array): void {
 const scratchRange = newFileRange();
 const validatedHeader = newBatchHeader();
 /** validateBatches' options for validateBatch, reused: no object per batch (JS runs one at a time). */
-const validateOptions: { maxBatchBytes: number } = { maxBatchBytes: 0 };
+const validateOptions: { maxBatchBytes: number; requireKeys: boolean } = {
+  maxBatchBytes: 0,
+  requireKeys: false,
+};
 
 /**
  * Copies `source[from, to)` to `target[at]`; a small range byte by byte, without a view
@@ -331,7 +334,7 @@ export interface MaxTimestampCorrection {
  */
 export function validateBatches(
   batches: Uint8Array,
-  maxBatchBytes: number,
+  config: Pick<TopicConfig, "maxRecordBytes" | "cleanupPolicy">,
   measured?: ValidatedBatches,
   from = 0,
   to = batches.length,
@@ -360,7 +363,8 @@ export function validateBatches(
     // A BatchLength that runs past the records: validate what is there, so the error says so.
     const batchEnd = Math.min(end, start + BATCH_LENGTH_EXCLUDED_BYTES + batchLength);
     try {
-      validateOptions.maxBatchBytes = maxBatchBytes;
+      validateOptions.maxBatchBytes = config.maxRecordBytes;
+      validateOptions.requireKeys = isCompacted(config);
       validateBatch(batches, start, batchEnd, validateOptions, validatedHeader);
     } catch (error) {
       if (error instanceof InvalidBatchError) {
@@ -577,7 +581,7 @@ export class Partition {
 
   /** `append` without the internal-topic refusal: for the broker's own records (offsets-store.ts). */
   async appendInternal(batches: Uint8Array): Promise<AppendAck> {
-    const corrections = validateBatches(batches, this.config.maxRecordBytes);
+    const corrections = validateBatches(batches, this.config);
     this.writePending(); // appends stay in arrival order across paths
     return this.appendValidated(batches, corrections, this.producers.check(batches));
   }
@@ -681,7 +685,7 @@ export class Partition {
   appendQueued(batches: Uint8Array, waiter: AppendWaiter, from = 0, to = batches.length): void {
     if (this.internal) throw new InternalTopicError(this.topic, "appended to by clients");
     const measured = this.measured;
-    const corrections = validateBatches(batches, this.config.maxRecordBytes, measured, from, to);
+    const corrections = validateBatches(batches, this.config, measured, from, to);
     // Only plain batches with nothing to correct join a group: an idempotent batch is checked
     // against the producer state and recorded in it around its own log append (a group written
     // later would see neither its predecessors in the group nor a failed write), and a corrected
@@ -1046,10 +1050,12 @@ export class Partition {
   /** Applies the topic's retention to this partition, and forgets producers idle too long. */
   applyRetention(nowMs = Date.now()) {
     this.producers.expire(nowMs);
+    // A compact-only topic has no retention, as in Kafka: its latest record per key stays.
+    const retains = this.config.cleanupPolicy !== "compact";
     return this.log.applyRetention(
       {
-        retentionBytes: this.config.retentionBytes ?? undefined,
-        retentionMs: this.config.retentionMs ?? undefined,
+        retentionBytes: retains ? (this.config.retentionBytes ?? undefined) : undefined,
+        retentionMs: retains ? (this.config.retentionMs ?? undefined) : undefined,
         keepFromOffset: this.visibleNextOffset,
       },
       nowMs,

@@ -46,6 +46,22 @@ export type DurabilityPolicy = (typeof DURABILITY_POLICIES)[number];
 export const TIMESTAMP_TYPES = ["CreateTime", "LogAppendTime"] as const;
 export type TimestampType = (typeof TIMESTAMP_TYPES)[number];
 
+/**
+ * What a topic does with old records (Kafka's `cleanup.policy`):
+ * - `delete`: sealed segments go by `retentionMs` and `retentionBytes` (Kafka's default).
+ * - `compact`: Kafka keeps at least the latest record of each key and applies no retention. booblik
+ *   does not compact: it keeps every record, and applies no retention either. That gives a reader
+ *   every guarantee Kafka gives one of a compacted topic (the latest record of each key, in order,
+ *   at unchanged offsets; Kafka too leaves the active segment and recent records uncompacted, so
+ *   readers already see superseded records) but frees no space. Every record needs a key, as in
+ *   Kafka (Partition.append refuses one without).
+ * - `compact,delete`: both: retention applies, and every record needs a key.
+ * Why accepted at all: the tools that make compacted topics (Kafka Connect's internal topics, Kafka
+ * Streams' changelogs, MirrorMaker 2's offset syncs) refuse to run without them.
+ */
+export const CLEANUP_POLICIES = ["delete", "compact", "compact,delete"] as const;
+export type CleanupPolicy = (typeof CLEANUP_POLICIES)[number];
+
 export interface TopicConfig {
   partitions: number;
   durability: DurabilityPolicy;
@@ -64,6 +80,8 @@ export interface TopicConfig {
    */
   retentionMs: number | null;
   timestampType: TimestampType;
+  /** Kafka's `cleanup.policy` (CLEANUP_POLICIES): no retention when `compact`, keys required when compacted. */
+  cleanupPolicy: CleanupPolicy;
 }
 
 export const DEFAULT_TOPIC_CONFIG: Readonly<TopicConfig> = {
@@ -77,6 +95,7 @@ export const DEFAULT_TOPIC_CONFIG: Readonly<TopicConfig> = {
   retentionBytes: null,
   retentionMs: null,
   timestampType: "CreateTime",
+  cleanupPolicy: "delete",
 };
 
 const KEYS = Object.keys(DEFAULT_TOPIC_CONFIG) as (keyof TopicConfig)[];
@@ -166,6 +185,12 @@ export function validateTopicConfig(
       `timestampType must be one of ${TIMESTAMP_TYPES.join(", ")}, got ${JSON.stringify(timestampType)}`,
     );
   }
+  const cleanupPolicy = merged.cleanupPolicy;
+  if (!CLEANUP_POLICIES.includes(cleanupPolicy as CleanupPolicy)) {
+    throw new InvalidArgumentError(
+      `cleanupPolicy must be one of ${CLEANUP_POLICIES.join(", ")}, got ${JSON.stringify(cleanupPolicy)}`,
+    );
+  }
   const segmentBytes = integerIn("segmentBytes", merged.segmentBytes, SEGMENT_BYTES_MIN, SEGMENT_BYTES_MAX);
   const records = recordBytesMax(segmentBytes, ceiling);
   // Without an explicit record limit in `partial`, a small segment or frame gets the largest record
@@ -195,6 +220,7 @@ export function validateTopicConfig(
     retentionBytes: optionalLimit("retentionBytes", merged.retentionBytes),
     retentionMs: optionalLimit("retentionMs", merged.retentionMs),
     timestampType: timestampType as TimestampType,
+    cleanupPolicy: cleanupPolicy as CleanupPolicy,
   };
   // Checked above already, key by key; the segment layer's own checks must agree (a backstop).
   segmentConfig(storageConfigOf(config));
@@ -212,8 +238,20 @@ export function storageConfigOf(config: TopicConfig) {
 
 const FILE_VERSION = 1;
 
+/**
+ * The topic file's text. `cleanupPolicy` is written only when not `delete`: a file without it reads
+ * as `delete` (files written before it existed, 2026-12-03), and a binary from before then can still
+ * open the topics that do not use it.
+ */
 export function encodeTopicFile(name: TopicName, config: TopicConfig): string {
-  return `${JSON.stringify({ version: FILE_VERSION, name, config }, null, 2)}\n`;
+  const { cleanupPolicy, ...rest } = config;
+  const stored = cleanupPolicy === "delete" ? rest : config;
+  return `${JSON.stringify({ version: FILE_VERSION, name, config: stored }, null, 2)}\n`;
+}
+
+/** Whether a topic of `config` keeps at least the latest record of each key (Kafka's compacted topic). */
+export function isCompacted(config: Pick<TopicConfig, "cleanupPolicy">): boolean {
+  return config.cleanupPolicy !== "delete";
 }
 
 /** Parses a topic file; throws InvalidArgumentError naming the file when it is not one. */
@@ -239,6 +277,8 @@ export function decodeTopicFile(
     throw new InvalidArgumentError(`topic file ${filePath} has an unknown format`);
   }
   const name = toTopicName(parsed.name);
-  const config = validateTopicConfig(parsed.config as Record<string, unknown>, defaults);
+  // Not the broker's default: a file without the key predates it, and meant `delete`.
+  const stored = { cleanupPolicy: "delete", ...(parsed.config as Record<string, unknown>) };
+  const config = validateTopicConfig(stored, defaults);
   return { name, config };
 }

@@ -13,7 +13,7 @@ import "./guard.ts";
 import fs from "node:fs";
 import path from "node:path";
 import { DataDirLock } from "../broker/data-dir-lock.ts";
-import { DURABILITY_POLICIES, TIMESTAMP_TYPES } from "../broker/topic-config.ts";
+import { CLEANUP_POLICIES, DURABILITY_POLICIES, TIMESTAMP_TYPES } from "../broker/topic-config.ts";
 import { BooblikClient } from "../client/client.ts";
 import {
   type ConsumedRecord,
@@ -86,11 +86,13 @@ usage: booblik-cli [--broker host:port | --local] [--json] [--timeout 5s] <comma
                 [--write-mode file|mapped] [--segment-size 128MiB] [--retention-size 10GiB]
                 [--retention-time 7d] [--max-record-size 1MiB]
                 [--timestamp-type CreateTime|LogAppendTime]
+                [--cleanup-policy delete|compact|compact,delete]
   topics delete <name>
   topics describe <name>                its settings (timestamp type included) and partitions
   topics alter <name> [--durability append|force|interval] [--flush-interval 1s]
                 [--retention-size 10GiB|none] [--retention-time 7d|none]
                 [--max-record-size 2MiB] [--timestamp-type CreateTime|LogAppendTime]
+                [--cleanup-policy delete|compact|compact,delete]
                                         change settings of a live topic (write mode and segment
                                         size cannot change; the record size only grows)
   topics add-partitions <name> --partitions N
@@ -384,6 +386,7 @@ async function topics(parsed: Parsed): Promise<number> {
           "retention-time",
           "max-record-size",
           "timestamp-type",
+          "cleanup-policy",
           "if-not-exists",
         ]
       : [],
@@ -484,6 +487,7 @@ function topicConfig(parsed: Parsed): Record<string, unknown> {
   set("retentionBytes", flagValue(parsed, "retention-size", parseBytes));
   set("retentionMs", flagValue(parsed, "retention-time", parseDurationMs));
   set("timestampType", choiceFlag(parsed, "timestamp-type", TIMESTAMP_TYPES));
+  set("cleanupPolicy", choiceFlag(parsed, "cleanup-policy", CLEANUP_POLICIES));
   return config;
 }
 
@@ -496,6 +500,7 @@ const ALTER_FLAGS = [
   "retention-time",
   "max-record-size",
   "timestamp-type",
+  "cleanup-policy",
 ];
 
 /** `none` (no retention) or a value of `parse`. */
@@ -547,6 +552,7 @@ async function changeTopic(parsed: Parsed, action: "alter" | "add-partitions"): 
   set("retentionMs", flagValue(parsed, "retention-time", orNone(parseDurationMs)));
   set("maxRecordBytes", flagValue(parsed, "max-record-size", parseBytes));
   set("timestampType", choiceFlag(parsed, "timestamp-type", TIMESTAMP_TYPES));
+  set("cleanupPolicy", choiceFlag(parsed, "cleanup-policy", CLEANUP_POLICIES));
   if (Object.keys(changes).length === 0) {
     throw new UsageError(
       `nothing to change: give at least one of ${ALTER_FLAGS.map((f) => `--${f}`).join(", ")}`,

@@ -82,7 +82,7 @@ export function decodeDescribeConfigsRequest(reader: KafkaReader, version: numbe
 /** Kafka's DescribeConfigsResponse.ConfigSource values booblik answers. */
 export const CONFIG_SOURCE = { DYNAMIC_TOPIC_CONFIG: 1, STATIC_BROKER_CONFIG: 4, DEFAULT_CONFIG: 5 } as const;
 /** Kafka's DescribeConfigsResponse.ConfigType values booblik answers. */
-export const CONFIG_TYPE = { BOOLEAN: 1, STRING: 2, INT: 3, SHORT: 4, LONG: 5 } as const;
+export const CONFIG_TYPE = { BOOLEAN: 1, STRING: 2, INT: 3, SHORT: 4, LONG: 5, LIST: 7 } as const;
 
 export interface DescribedConfig {
   name: string;

@@ -36,7 +36,12 @@ import {
 import { Broker, type TopicDescription } from "../broker/broker.ts";
 import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
 import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
-import { DEFAULT_TOPIC_CONFIG, type TopicConfig, validateTopicConfig } from "../broker/topic-config.ts";
+import {
+  type CleanupPolicy,
+  DEFAULT_TOPIC_CONFIG,
+  type TopicConfig,
+  validateTopicConfig,
+} from "../broker/topic-config.ts";
 import { BooblikError, UnknownTopicOrPartitionError } from "../domain/errors.ts";
 import { toTopicName } from "../domain/ids.ts";
 import {
@@ -322,6 +327,7 @@ const TOPIC_CONFIGS: Record<string, (value: string) => Partial<TopicConfig>> = {
   "segment.bytes": (value) => ({ segmentBytes: kafkaInteger("segment.bytes", value) }),
   "max.message.bytes": (value) => ({ maxRecordBytes: kafkaInteger("max.message.bytes", value) }),
   "message.timestamp.type": (value) => ({ timestampType: value as TopicConfig["timestampType"] }),
+  "cleanup.policy": (value) => ({ cleanupPolicy: kafkaCleanupPolicy(value) }),
   "booblik.durability": (value) => ({ durability: value as TopicConfig["durability"] }),
   "booblik.flush.interval.ms": (value) => ({
     flushIntervalMs: kafkaInteger("booblik.flush.interval.ms", value),
@@ -336,6 +342,7 @@ const TOPIC_CONFIG_KEYS: Record<string, keyof TopicConfig> = {
   "segment.bytes": "segmentBytes",
   "max.message.bytes": "maxRecordBytes",
   "message.timestamp.type": "timestampType",
+  "cleanup.policy": "cleanupPolicy",
   "booblik.durability": "durability",
   "booblik.flush.interval.ms": "flushIntervalMs",
   "booblik.write.mode": "writeMode",
@@ -370,6 +377,11 @@ const DESCRIBED_CONFIGS: Record<string, { configType: number; documentation: str
   "message.timestamp.type": {
     configType: CONFIG_TYPE.STRING,
     documentation: "CreateTime (the producer's) or LogAppendTime (the broker's clock at append).",
+  },
+  "cleanup.policy": {
+    configType: CONFIG_TYPE.LIST,
+    documentation:
+      "delete (retention applies), compact or compact,delete. booblik never compacts: a compacted topic keeps every record (so readers still see at least the latest per key), needs a key on every record, and compact alone applies no retention.",
   },
   "booblik.durability": {
     configType: CONFIG_TYPE.STRING,
@@ -434,6 +446,21 @@ function kafkaInteger(name: string, value: string): number {
   if (!Number.isSafeInteger(parsed))
     throw new InvalidConfigError(`${name} must be an integer, got ${JSON.stringify(value)}`);
   return parsed;
+}
+
+/**
+ * Kafka's `cleanup.policy`, a list of `delete` and `compact` in any order (Kafka's LIST type: commas,
+ * spaces around them), as booblik's canonical value. An empty list (Kafka 4.x: no cleanup at all) is
+ * not one booblik has, and is refused with the rest.
+ */
+function kafkaCleanupPolicy(value: string): CleanupPolicy {
+  const policies = new Set(value.split(",").map((policy) => policy.trim()));
+  if (policies.size === 1 && policies.has("delete")) return "delete";
+  if (policies.size === 1 && policies.has("compact")) return "compact";
+  if (policies.size === 2 && policies.has("delete") && policies.has("compact")) return "compact,delete";
+  throw new InvalidConfigError(
+    `cleanup.policy must be delete, compact or compact,delete, got ${JSON.stringify(value)}`,
+  );
 }
 
 /** Kafka's −1 means "no limit", booblik's null. */

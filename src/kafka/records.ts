@@ -74,6 +74,7 @@ export function batchErrorCode(error: InvalidBatchError): number {
     case "last-offset-delta":
     case "control":
     case "sequence":
+    case "key":
       return KAFKA_ERROR.INVALID_RECORD;
     default:
       // size, batch-length, crc, int64, record: the bytes are not what the producer meant.

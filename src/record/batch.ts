@@ -133,7 +133,8 @@ export type BatchCheck =
   | "codec"
   | "sequence"
   | "int64"
-  | "record";
+  | "record"
+  | "key";
 
 /** A batch that breaks the format or a producer rule. `position` is relative to the batch start. */
 export class InvalidBatchError extends CorruptRecordError {
@@ -357,6 +358,12 @@ export interface ValidateBatchOptions {
    * the broker stores compressed batches untouched and never inflates them (kafka-wire.md §0.4).
    */
   walkCompressed?: boolean;
+  /**
+   * Refuse a record without a key (a compacted topic's rule, as Kafka's LogValidator has it: "Compacted
+   * topic cannot accept message without key"). A compressed batch is decompressed for it, as Kafka
+   * does; only compacted topics pay that.
+   */
+  requireKeys?: boolean;
 }
 
 /**
@@ -457,6 +464,17 @@ export function validateBatch(
       if (record.timestamp > recordsMaxTimestamp) recordsMaxTimestamp = record.timestamp;
     }
     header.recordsMaxTimestamp = recordsMaxTimestamp;
+  }
+  if (options.requireKeys === true) {
+    validationReader.open(bytes, start, end, header);
+    for (let record = validationReader.next(); record !== undefined; record = validationReader.next()) {
+      if (record.keyLength < 0)
+        throw new InvalidBatchError(
+          "key",
+          `record ${record.index} has no key; a compacted topic (cleanup.policy compact) keeps the latest record of each key, so every record needs one`,
+          header.codecId === CODEC_NONE ? record.recordStart - start : RECORDS_OFFSET,
+        );
+    }
   }
   return header;
 }

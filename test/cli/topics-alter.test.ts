@@ -58,12 +58,23 @@ test("topics alter changes live settings; topics add-partitions raises the count
   expect(altered.stdout).toBe(
     "altered topic t\n  durability: append\n  retentionBytes: 1048576\n  retentionMs: none\n",
   );
-  const json = await runCli([...at, "--json", "topics", "alter", "t", "--timestamp-type", "LogAppendTime"]);
+  const json = await runCli([
+    ...at,
+    "--json",
+    "topics",
+    "alter",
+    "t",
+    "--timestamp-type",
+    "LogAppendTime",
+    "--cleanup-policy",
+    "compact,delete",
+  ]);
   expect(json.exitCode).toBe(0);
   expect(JSON.parse(json.stdout)).toMatchObject({
     topic: "t",
     config: {
       timestampType: "LogAppendTime",
+      cleanupPolicy: "compact,delete",
       durability: "append",
       retentionBytes: 1_048_576,
       retentionMs: null,

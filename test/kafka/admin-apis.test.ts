@@ -117,6 +117,7 @@ describe("DescribeConfigs", () => {
       ["segment.bytes", String(defaults.segmentBytes), false, 5, 0],
       ["max.message.bytes", "2000", false, 1, 0],
       ["message.timestamp.type", "LogAppendTime", false, 1, 0],
+      ["cleanup.policy", "delete", false, 5, 0],
       ["booblik.durability", "append", false, 5, 0],
       ["booblik.flush.interval.ms", String(defaults.flushIntervalMs), false, 5, 0],
       ["booblik.write.mode", defaults.writeMode, false, 5, 0],
@@ -139,7 +140,7 @@ describe("DescribeConfigs", () => {
     const results = await describeConfigs(
       2,
       [
-        [TOPIC, "t", ["retention.bytes", "cleanup.policy"]],
+        [TOPIC, "t", ["retention.bytes", "min.compaction.lag.ms"]],
         [TOPIC, "missing", null],
         [BROKER_LOGGER, "1", null],
       ],

@@ -105,7 +105,7 @@ test("SET and DELETE change a live topic; each resource is answered on its own",
   const refusals = [];
   for (const configs of [
     [["segment.bytes", SET, "2097152"]],
-    [["cleanup.policy", SET, "compact"]],
+    [["min.compaction.lag.ms", SET, "0"]],
     [["retention.ms", APPEND, "5"]],
   ] as Config[][])
     refusals.push(...(await alterConfigs([[TOPIC, "t", configs]])));
@@ -116,7 +116,7 @@ test("SET and DELETE change a live topic; each resource is answered on its own",
   ]);
   // The refusal names the setting as the client sent it (it named booblik's segmentBytes).
   expect(refusals[0]![1]).toMatch(/^segment\.bytes cannot change on an existing topic/);
-  expect(refusals[1]![1]).toMatch(/topic config "cleanup.policy" is not supported/);
+  expect(refusals[1]![1]).toMatch(/topic config "min.compaction.lag.ms" is not supported/);
   expect(refusals[2]![1]).toMatch(/config operation 2 on retention.ms is not supported/);
   expect(broker.describeTopic("t").config).toMatchObject({
     retentionBytes: 1_048_576,

@@ -206,10 +206,12 @@ describe("topics", () => {
         creatable("a", 1),
         creatable("r3", 1, 3),
         creatable("p0", 0),
-        creatable("cfg", 1, -1, [["cleanup.policy", "compact"]]),
+        creatable("cfg", 1, -1, [["min.compaction.lag.ms", "0"]]),
         creatable("bad/name", 1),
         creatable("seg", 1, -1, [["segment.bytes", "12"]]),
         creatable("ts", 1, -1, [["message.timestamp.type", "WallClock"]]),
+        creatable("cc", 1, -1, [["cleanup.policy", "delete, compact"]]),
+        creatable("none", 1, -1, [["cleanup.policy", ""]]),
       ]),
     );
     const out = results(reader, 4);
@@ -223,11 +225,16 @@ describe("topics", () => {
       ["bad/name", KAFKA_ERROR.INVALID_TOPIC_EXCEPTION],
       ["seg", KAFKA_ERROR.INVALID_CONFIG],
       ["ts", KAFKA_ERROR.INVALID_CONFIG],
+      ["cc", 0],
+      ["none", KAFKA_ERROR.INVALID_CONFIG],
     ]);
     expect(out[3]![2]).toBe("booblik is a single broker: replication_factor must be 1 (or -1), got 3");
     expect(out[5]![2]).toStartWith(
-      'topic config "cleanup.policy" is not supported; booblik knows retention.ms',
+      'topic config "min.compaction.lag.ms" is not supported; booblik knows retention.ms',
     );
+    // Kafka's list in any order, as booblik's one value; an empty list (no cleanup at all) refused.
+    expect(broker.describeTopic("cc").config.cleanupPolicy).toBe("compact,delete");
+    expect(out[10]![2]).toBe('cleanup.policy must be delete, compact or compact,delete, got ""');
     expect(out[7]![2]).toStartWith("segmentBytes must be an integer in [256, ");
     expect(out[8]![2]).toBe('timestampType must be one of CreateTime, LogAppendTime, got "WallClock"');
     const a = broker.describeTopic("a");
@@ -239,7 +246,7 @@ describe("topics", () => {
       a.config.timestampType,
     ]).toEqual([3, 60_000, null, "force", "LogAppendTime"]);
     expect(broker.describeTopic("b").partitions.length).toBe(broker.topicDefaults.partitions);
-    expect(broker.listTopics().map((topic) => topic.name)).toEqual(["a", "b"]);
+    expect(broker.listTopics().map((topic) => topic.name)).toEqual(["a", "b", "cc"]);
 
     const again = results(await answer(create(0, [creatable("a", 1)])), 0);
     expect(again).toEqual([["a", KAFKA_ERROR.TOPIC_ALREADY_EXISTS, null]]);

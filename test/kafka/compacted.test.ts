@@ -1,0 +1,94 @@
+/**
+ * `cleanup.policy` over the Kafka listener, with the clients that set it (kafkajs 2.2.4 and kcat):
+ * a topic made compacted, as Kafka Connect and Kafka Streams make their internal topics, describes
+ * its policy; a record without a key is refused with INVALID_RECORD (87), as Kafka refuses it, also
+ * inside a compressed batch (kcat's lz4: the broker decompresses to look); keyed records are all
+ * kept and read back in order (booblik does not compact); IncrementalAlterConfigs can change it.
+ * Before 2026-12-03 CreateTopics refused `cleanup.policy` with INVALID_CONFIG.
+ */
+import { expect, setDefaultTimeout, test } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
+import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+setDefaultTimeout(60_000);
+
+const KCAT = Bun.which("kcat");
+if (KCAT === null) console.log("kafka/compacted.test.ts: kcat steps skipped: kcat is not installed");
+
+async function kcat(
+  port: number,
+  args: string[],
+  input?: string,
+): Promise<{ stdout: string; stderr: string; exitCode: number }> {
+  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], {
+    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]).finally(() => clearTimeout(timer));
+  return { stdout, stderr, exitCode };
+}
+
+test("a compacted topic from Kafka clients: described, keyless records refused, every keyed record kept", async () => {
+  using dir = tempDir("kafka-compacted");
+  await using broker = await startBroker(dir.path, ["--kafka-port", "0"]);
+  const port = await kafkaPortOf(broker);
+  const kafka = new Kafka({
+    brokers: [`127.0.0.1:${port}`],
+    clientId: "compacted",
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = kafka.producer({ retry: { retries: 0 } });
+  await producer.connect();
+  try {
+    await admin.createTopics({
+      topics: [{ topic: "state", configEntries: [{ name: "cleanup.policy", value: "compact" }] }],
+    });
+    const policy = async () =>
+      (
+        await admin.describeConfigs({
+          resources: [{ type: 2, name: "state", configNames: ["cleanup.policy"] }],
+          includeSynonyms: false,
+        })
+      ).resources[0]!.configEntries.map((entry) => [entry.configName, entry.configValue, entry.isDefault]);
+    expect(await policy()).toEqual([["cleanup.policy", "compact", false]]);
+
+    await producer.send({ topic: "state", messages: [{ key: "a", value: "1" }] });
+    await expect(producer.send({ topic: "state", messages: [{ value: "no key" }] })).rejects.toMatchObject({
+      type: "INVALID_RECORD",
+    });
+    if (KCAT !== null) {
+      // librdkafka compresses with lz4: the key is checked inside the compressed batch.
+      const keyless = await kcat(port, ["-P", "-t", "state", "-z", "lz4"], "x\ny\n");
+      expect(keyless.exitCode).not.toBe(0);
+      expect(keyless.stderr).toContain(
+        "Delivery failed for message: Broker: Broker failed to validate record",
+      );
+      const keyed = await kcat(port, ["-P", "-t", "state", "-z", "lz4", "-K:"], "a:2\nb:3\n");
+      expect(keyed.exitCode).toBe(0);
+      // Every record, the superseded a=1 included: nothing is compacted away.
+      const read = await kcat(port, ["-C", "-t", "state", "-e", "-q", "-f", "%k=%s\\n"]);
+      expect(read.stdout).toBe("a=1\na=2\nb=3\n");
+    }
+
+    // kafkajs's alterConfigs sends AlterConfigs (33), the legacy replace-all form: the settings it
+    // does not name go back to their defaults, as on Kafka.
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: 2, name: "state", configEntries: [{ name: "cleanup.policy", value: "delete" }] }],
+    });
+    expect(await policy()).toEqual([["cleanup.policy", "delete", true]]);
+    await producer.send({ topic: "state", messages: [{ value: "no key, now accepted" }] });
+  } finally {
+    await producer.disconnect();
+    await admin.disconnect();
+  }
+});
