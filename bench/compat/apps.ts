@@ -35,6 +35,7 @@
  *
  * Usage: bun run compat:apps [--kafka [--kafka-version 4.1.1]] [--only connect|streams]
  *        [--bootstrap host:port]   (another Kafka-speaking server instead of a booblik child)
+ *        [--streams-guarantee at_least_once|exactly_once_v2]   (Kafka Streams' processing.guarantee)
  */
 import {
   appendFileSync,
@@ -63,6 +64,8 @@ const { values: args } = parseArgs({
     "kafka-version": { type: "string", default: "4.1.1" },
     only: { type: "string", multiple: true },
     bootstrap: { type: "string" },
+    /** Kafka Streams' processing.guarantee (at_least_once, its default, unless given). */
+    "streams-guarantee": { type: "string", default: "at_least_once" },
   },
 });
 const kafkaVersion = args["kafka-version"]!;
@@ -658,8 +661,9 @@ async function streamsScenario(bootstrap: string, jars: Jars, label: string, che
     STREAMS_INPUT,
     STREAMS_OUTPUT,
     stateDir,
+    args["streams-guarantee"]!,
   ];
-  const scenario = "Kafka Streams";
+  const scenario = `Kafka Streams (${args["streams-guarantee"]})`;
   const step = (name: string, ok: boolean, detail: string) => check(scenario, name, ok, detail);
   const kafka = kafkaClient(bootstrap, "compat-apps-streams");
   const admin = kafka.admin();
@@ -895,18 +899,24 @@ async function main(): Promise<number> {
     }
     console.log(`\n${differences} step${differences === 1 ? "" : "s"} with a different result`);
   }
+  const list = (title: string, messages: [string, number][]) => {
+    console.log(`${title}:${messages.length === 0 ? " none" : ""}`);
+    for (const [message, count] of messages) console.log(`  ${count} × ${message}`);
+  };
   for (const app of only) {
     const ours = complaints(join(compatCache, `last-apps-${app}-${target.label}.log`));
-    console.log(`\n${APP_NAMES[app]}'s WARN and ERROR messages against ${target.name}:`);
-    for (const [message, count] of ours) console.log(`  ${count} × ${message}`);
+    console.log("");
+    list(`${APP_NAMES[app]}: WARN and ERROR messages against ${target.name}`, [...ours]);
     if (onKafka === undefined) continue;
     const theirs = complaints(join(compatCache, `last-apps-${app}-kafka.log`));
-    console.log(
-      `${APP_NAMES[app]}'s WARN and ERROR messages only against ${target.name}, not against Kafka:`,
+    list(
+      `${APP_NAMES[app]}: WARN and ERROR messages only against ${target.name}, not against Kafka`,
+      [...ours].filter(([message]) => !theirs.has(message)),
     );
-    for (const [message, count] of ours) if (!theirs.has(message)) console.log(`  ${count} × ${message}`);
-    console.log(`${APP_NAMES[app]}'s WARN and ERROR messages only against Kafka:`);
-    for (const [message, count] of theirs) if (!ours.has(message)) console.log(`  ${count} × ${message}`);
+    list(
+      `${APP_NAMES[app]}: WARN and ERROR messages only against Kafka`,
+      [...theirs].filter(([message]) => !ours.has(message)),
+    );
   }
   const failed = [...rows, ...(onKafka ?? [])].some((row) => !row.ok);
   return failed ? 1 : 0;

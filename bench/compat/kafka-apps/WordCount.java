@@ -24,7 +24,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * at_least_once, replication.factor -1: the broker's default) but the commit interval (1 s instead
  * of 30 s, so that counts appear quickly).
  *
- * Usage: WordCount <bootstrap> <application.id> <input> <output> <state.dir>
+ * Usage: WordCount <bootstrap> <application.id> <input> <output> <state.dir> [processing.guarantee]
+ * (the last one at_least_once unless given: exactly_once_v2 tries Kafka's transactions)
  *
  * Prints one line per event on stdout, read by apps.ts: `STATE <old> <new>`, `RESTORE-START
  * <topic-partition> <store> <start> <end>`, `RESTORED <topic-partition> <store> <records>`,
@@ -53,6 +54,7 @@ public final class WordCount {
     props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
     props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
     props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
+    if (args.length > 5) props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[5]);
 
     StreamsBuilder builder = new StreamsBuilder();
     KStream<String, String> lines = builder.stream(input);
