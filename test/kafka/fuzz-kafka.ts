@@ -2,33 +2,22 @@
  * The Kafka listener's fuzzer, shared by the gate (fuzz.test.ts, a bounded run) and the longer run
  * (`bun run fuzz:kafka`, fuzz.ts). Against a broker child process it opens hostile connections that
  * send mutated frames of every Kafka API booblik serves, starting from valid frames real clients
- * sent (fixtures/fuzz-templates.json: kafkajs and hand-built frames of 30 of the 32 APIs, all but the SASL ones;
- * fixtures/captured-requests.json: kcat's), plus random bytes; meanwhile a well-behaved kafkajs
+ * sent (fixtures/fuzz-templates.json: kafkajs and hand-built frames; fixtures/fuzz-templates-versions.json:
+ * every advertised (API, version), from the Java client, re-encoded and hand-built, see
+ * capture-client-templates.ts; fixtures/captured-requests.json: kcat's), plus random bytes; meanwhile a well-behaved kafkajs
  * producer appends one record per round to its own topic and must see every acknowledgement in
  * order. Everything random comes from one seed, so a seed replays the same frames in the same order
  * (the broker's answers and timings may differ; the frames sent do not).
  */
 import net from "node:net";
-import path from "node:path";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { startBroker } from "../helpers/broker-process.ts";
 import { Random } from "../helpers/random.ts";
+import { readTemplates } from "./fuzz-templates.ts";
 
-interface Template {
-  hex: string;
-}
-
-const FIXTURES = path.join(import.meta.dir, "fixtures");
-
-/** Template frame bodies (without the int32 size prefix). */
+/** Template frame bodies (without the int32 size prefix): every fixture of fuzz-templates.ts. */
 export async function loadTemplates(): Promise<Uint8Array[]> {
-  const files = ["fuzz-templates.json", "captured-requests.json"];
-  const templates: Uint8Array[] = [];
-  for (const file of files) {
-    const list = (await Bun.file(path.join(FIXTURES, file)).json()) as Template[];
-    for (const template of list) templates.push(Uint8Array.from(Buffer.from(template.hex, "hex")));
-  }
-  return templates;
+  return readTemplates().map((template) => Uint8Array.from(Buffer.from(template.hex, "hex")));
 }
 
 /** Values that make length and count fields interesting: −1 (null), 0, huge, negative. */
