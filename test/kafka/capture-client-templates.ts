@@ -398,9 +398,9 @@ try {
   // Re-encoded: every advertised version still without a frame, from the nearest captured version.
   // Sources: the Java client's frames, then the hand-built ones, then capture-fuzz-templates.ts's
   // kafkajs and hand-built frames (for an API the Java client did not send).
-  const earlier = readTemplates().filter(
-    (t) => t.source.startsWith("kafkajs") || t.source.startsWith("hand-built"),
-  );
+  // Not this script's own earlier output: a second run would re-encode from its hand-built old
+  // versions (which kafka-clients cannot read) and leave out the pairs that file already has.
+  const earlier = readTemplates(["fuzz-templates.json"]);
   const have = new Map<number, VersionTemplate[]>();
   for (const t of [...templates, ...handBuilt, ...earlier])
     have.set(t.apiKey, [...(have.get(t.apiKey) ?? []), t]);

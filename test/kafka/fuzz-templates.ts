@@ -32,9 +32,9 @@ export const TEMPLATE_FILES = [
   "captured-requests.json",
 ];
 
-export function readTemplates(): VersionTemplate[] {
+export function readTemplates(files = TEMPLATE_FILES): VersionTemplate[] {
   const templates: VersionTemplate[] = [];
-  for (const file of TEMPLATE_FILES) {
+  for (const file of files) {
     const list = JSON.parse(fs.readFileSync(path.join(FIXTURES, file), "utf8")) as {
       hex: string;
       source?: string;
