@@ -389,6 +389,10 @@ function parseArguments(argv: string[]): Record<OptionName, string> {
     if (name === undefined) throw new UsageError(`unknown option ${flag} (see --help)`);
     const value = inline ?? argv[++i];
     if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    // `--port --kafka-port off` took "--kafka-port" as the port, then refused "off" as an unknown
+    // option (a README check, 2026-12-03): a value that is one of the options is a missing value.
+    if (inline === undefined && byFlag.has(value.split("=")[0]!))
+      throw new UsageError(`${flag} needs a value, not the option ${value}`);
     values[name] = value;
     explicit.add(name);
   }
@@ -753,8 +757,10 @@ async function main(): Promise<number> {
     try {
       metrics = startMetricsServer(metricsHost, metricsPort, targets, metricsOptions(tls));
     } catch (error) {
+      // Bun's error here carries no code, only "Failed to start server. Is port N in use?".
+      const message = (error as Error).message;
       throw new UsageError(
-        `cannot serve metrics on ${metricsHost}:${metricsPort}: ${(error as Error).message}`,
+        `cannot serve metrics on ${metricsHost}:${metricsPort}: ${/in use/.test(message) ? "address already in use (choose another --metrics-port, or --metrics-port off)" : message}`,
       );
     }
   }

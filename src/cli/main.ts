@@ -212,6 +212,12 @@ function parseArgs(argv: string[]): Parsed {
       }
       const value = eq >= 0 ? argument.slice(eq + 1) : argv[++i];
       if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      // The next option taken as this one's value (`--partitions --durability force`) is a missing
+      // value; a value that really starts with -- goes after an = sign.
+      if (eq < 0 && value.startsWith("--") && value.length > 2)
+        throw new UsageError(
+          `--${name} needs a value, not the option ${value} (write --${name}=<value> for a value that starts with --)`,
+        );
       flags.set(name, value);
       if (REPEATABLE_FLAGS.has(name)) repeated.set(name, [...(repeated.get(name) ?? []), value]);
     } else {

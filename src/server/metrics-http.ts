@@ -520,6 +520,12 @@ export function startMetricsServer(
   const server = Bun.serve({
     hostname,
     port,
+    // Off, said out loud: Bun 1.4.4 sets SO_REUSEPORT when `development: false` is given (two
+    // processes with only that option both listened on one port; without it the second failed), and
+    // a second broker started with the same --metrics-port shared it silently, /metrics, /ready and
+    // the console answering for either broker in turn (a README check, 2026-12-03;
+    // test/server/metrics-port.test.ts).
+    reusePort: false,
     ...(options.tls === undefined ? {} : { tls: bunTlsOptions(options.tls) }),
     development: false,
     routes: webConsole?.routes ?? {},

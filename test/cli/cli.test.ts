@@ -244,6 +244,11 @@ describe("booblik-cli against a broker", () => {
       '--timestamp-type must be one of CreateTime, LogAppendTime, got "Now"',
     );
     expectOneLineError(
+      await cli(["topics", "create", "t", "--partitions", "--durability", "force"], { broker: port }),
+      2,
+      "--partitions needs a value, not the option --durability (write --partitions=<value> for a value that starts with --)",
+    );
+    expectOneLineError(
       await cli(["topics", "list", "--colour", "red"], { broker: port }),
       2,
       "unknown option --colour",

@@ -1,34 +1,22 @@
 /**
  * The Kafka listener's fuzzer, shared by the gate (fuzz.test.ts, a bounded run) and the longer run
  * (`bun run fuzz:kafka`, fuzz.ts). Against a broker child process it opens hostile connections that
- * send mutated frames of every Kafka API booblik serves, starting from valid frames real clients
- * sent (fixtures/fuzz-templates.json: kafkajs and hand-built frames of 30 of the 32 APIs, all but the SASL ones;
- * fixtures/captured-requests.json: kcat's), plus random bytes; meanwhile a well-behaved kafkajs
- * producer appends one record per round to its own topic and must see every acknowledgement in
- * order. Everything random comes from one seed, so a seed replays the same frames in the same order
+ * send mutated frames of every Kafka API and version booblik serves, starting from valid frames
+ * (fuzz-templates.ts: kafkajs's and hand-built ones of capture-fuzz-templates.ts; the Java client's,
+ * re-encoded and hand-built ones of every advertised version, capture-client-templates.ts; kcat's),
+ * plus random bytes; meanwhile a well-behaved kafkajs producer appends one record per round to its
+ * own topic and must see every acknowledgement in order. Everything random comes from one seed, so a seed replays the same frames in the same order
  * (the broker's answers and timings may differ; the frames sent do not).
  */
 import net from "node:net";
-import path from "node:path";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { startBroker } from "../helpers/broker-process.ts";
 import { Random } from "../helpers/random.ts";
+import { readTemplates } from "./fuzz-templates.ts";
 
-interface Template {
-  hex: string;
-}
-
-const FIXTURES = path.join(import.meta.dir, "fixtures");
-
-/** Template frame bodies (without the int32 size prefix). */
+/** Template frame bodies (without the int32 size prefix): every fixture of fuzz-templates.ts. */
 export async function loadTemplates(): Promise<Uint8Array[]> {
-  const files = ["fuzz-templates.json", "captured-requests.json"];
-  const templates: Uint8Array[] = [];
-  for (const file of files) {
-    const list = (await Bun.file(path.join(FIXTURES, file)).json()) as Template[];
-    for (const template of list) templates.push(Uint8Array.from(Buffer.from(template.hex, "hex")));
-  }
-  return templates;
+  return readTemplates().map((template) => Uint8Array.from(Buffer.from(template.hex, "hex")));
 }
 
 /** Values that make length and count fields interesting: −1 (null), 0, huge, negative. */
@@ -92,9 +80,39 @@ async function hostileConnection(port: number, frames: Uint8Array[], destroy: bo
   });
 }
 
+/**
+ * Writes one frame on a new connection and keeps it open until the broker answers (any bytes) or
+ * closes it, at most `deadlineMs`: "silent" is neither, a hang unless the frame is one Kafka does
+ * not answer (Produce acks=0) or may hold (a Fetch long poll, a JoinGroup waiting for a rebalance).
+ */
+async function watchedConnection(
+  port: number,
+  frame: Uint8Array,
+  deadlineMs: number,
+): Promise<"answered" | "closed" | "silent"> {
+  return await new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve("silent");
+    }, deadlineMs);
+    const done = (outcome: "answered" | "closed") => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(outcome);
+    };
+    socket.on("data", () => done("answered"));
+    socket.on("error", () => done("closed"));
+    socket.on("close", () => done("closed"));
+    socket.once("connect", () => socket.write(frame));
+  });
+}
+
 export interface FuzzResult {
   frames: number;
   acknowledged: number;
+  /** Watched frames (options.watch) by outcome; the silent ones themselves. */
+  watched?: { answered: number; closed: number; silent: Uint8Array[] };
 }
 
 /**
@@ -109,8 +127,16 @@ export async function fuzzKafka(options: {
   framesPerRound: number;
   goodTopic: string;
   onRound?: (round: number) => void;
+  /**
+   * Hang watch: this fraction of the frames (chosen by a second generator, so the frames a seed
+   * sends stay the same) also go on a connection of their own that waits for an answer or a close.
+   */
+  watch?: { fraction: number; deadlineMs: number };
 }): Promise<FuzzResult> {
   const random = new Random(options.seed);
+  const watchRandom = new Random((options.seed ^ 0x5eed) >>> 0);
+  const watching: Promise<void>[] = [];
+  const watched = { answered: 0, closed: 0, silent: [] as Uint8Array[] };
   const templates = await loadTemplates();
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${options.port}`],
@@ -127,6 +153,16 @@ export async function fuzzKafka(options: {
       const batch: Uint8Array[] = [];
       for (let i = 0; i < options.framesPerRound; i++) batch.push(hostileFrame(random, templates));
       frames += batch.length;
+      const watch = options.watch;
+      if (watch !== undefined)
+        for (const frame of batch)
+          if (watchRandom.next() < watch.fraction)
+            watching.push(
+              watchedConnection(options.port, frame, watch.deadlineMs).then((outcome) => {
+                if (outcome === "silent") watched.silent.push(frame);
+                else watched[outcome]++;
+              }),
+            );
       // A malformed frame closes its connection (the rest of what it sent is never read), so each
       // frame gets a connection of its own, and an unmutated one a second frame after it.
       const connections: Promise<void>[] = [];
@@ -150,8 +186,11 @@ export async function fuzzKafka(options: {
     }
   } finally {
     await producer.disconnect();
+    await Promise.all(watching);
   }
-  return { frames, acknowledged: options.rounds };
+  return options.watch === undefined
+    ? { frames, acknowledged: options.rounds }
+    : { frames, acknowledged: options.rounds, watched };
 }
 
 /** Every value of partition 0 of `topic`, read with a kafkajs consumer group from the beginning. */

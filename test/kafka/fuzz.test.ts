@@ -1,7 +1,7 @@
 /**
- * The Kafka listener under a seeded fuzzer (fuzz-kafka.ts): mutated frames of all 25 Kafka APIs
- * booblik serves, and random bytes, on hostile connections, while a well-behaved idempotent kafkajs
- * producer appends to its own topic. The broker must acknowledge every good record in order, keep
+ * The Kafka listener under a seeded fuzzer (fuzz-kafka.ts): mutated frames of every (API, version)
+ * booblik advertises (fuzz-templates.test.ts checks that each has a template), and random bytes, on
+ * hostile connections, while a well-behaved idempotent kafkajs producer appends to its own topic. The broker must acknowledge every good record in order, keep
  * them all (read back by a kafkajs consumer), log no internal error (an exception a request's
  * decoder did not turn into a clear refusal), and stop cleanly. A bounded run for the gate; the seed
  * is in the test name and BOOBLIK_SEED=<n> replays it; `bun run fuzz:kafka` runs longer.

@@ -1,10 +1,14 @@
 /**
  * The longer run of the Kafka fuzzer (fuzz-kafka.ts): `bun run fuzz:kafka [--rounds N] [--frames N]
- * [--seed S]` starts a broker child process on a temporary data directory, runs the rounds, reads the
- * good records back, and prints the seed, the frames sent, how the broker answered the hostile
- * connections (its log lines, counted by reason) and any internal error. Exit code 1 on a failure;
- * `--seed` replays one.
+ * [--seed S] [--watch F]` starts a broker child process on a temporary data directory, runs the
+ * rounds, reads the good records back, and prints the seed, the frames sent, how the broker answered
+ * the hostile connections (its log lines, counted by reason), any internal error, and the broker's
+ * RSS every FUZZ_PRINT_EVERY rounds (memory that grows without bound shows there). `--watch F`
+ * also sends a fraction F of the frames on connections that wait for an answer or a close (40 s at
+ * most) and prints the frames that got neither (a hang, unless Kafka too leaves them unanswered:
+ * Produce acks=0). Exit code 1 on a failure; `--seed` replays one.
  */
+import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { testSeed } from "../helpers/random.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -15,6 +19,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "2000" },
     frames: { type: "string", default: "12" },
     seed: { type: "string" },
+    watch: { type: "string", default: "0" },
   },
 });
 const seed = args.seed === undefined ? testSeed() : Number(args.seed) >>> 0;
@@ -27,6 +32,17 @@ console.log(`Kafka fuzzer: seed ${seed}, ${rounds} rounds of ${framesPerRound} f
 const dir = tempDir();
 const { broker, port, logLines } = await startFuzzBroker(dir.path, "fuzz-good");
 
+/** The broker child's resident set, from /proc (Linux), in MiB. */
+function rssMiB(): string {
+  try {
+    const status = fs.readFileSync(`/proc/${broker.process.pid}/status`, "utf8");
+    return (Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024).toFixed(0);
+  } catch {
+    return "?";
+  }
+}
+const watchFraction = Number(args.watch);
+console.log(`broker RSS at the start: ${rssMiB()} MiB`);
 const started = performance.now();
 let failure: unknown;
 try {
@@ -36,17 +52,35 @@ try {
     rounds,
     framesPerRound,
     goodTopic: "fuzz-good",
+    ...(watchFraction > 0 ? { watch: { fraction: watchFraction, deadlineMs: 40_000 } } : {}),
     onRound: (round) => {
       if ((round + 1) % Number(process.env.FUZZ_PRINT_EVERY ?? 500) === 0)
-        console.log(`  round ${round + 1}`);
+        console.log(`  round ${round + 1}: broker RSS ${rssMiB()} MiB`);
     },
   });
   const values = await readAllValues(port, "fuzz-good", rounds);
   const wrong = values.findIndex((value, round) => value !== `good ${round}`);
   if (values.length !== rounds || wrong !== -1) throw new Error(`good records read back wrong at ${wrong}`);
   console.log(
-    `sent ${result.frames} hostile frames; ${result.acknowledged} good records acknowledged in order and read back`,
+    `sent ${result.frames} hostile frames; ${result.acknowledged} good records acknowledged in order and read back; broker RSS ${rssMiB()} MiB`,
   );
+  if (result.watched !== undefined) {
+    const { answered, closed, silent } = result.watched;
+    console.log(
+      `watched frames: ${answered} answered, ${closed} closed, ${silent.length} neither within 40 s`,
+    );
+    // By API and version: every kind once, with the first frame of it.
+    const kinds = new Map<string, { count: number; frame: Uint8Array }>();
+    for (const frame of silent) {
+      const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+      const kind = frame.length >= 8 ? `api ${view.getInt16(4)} v${view.getInt16(6)}` : "short";
+      const seen = kinds.get(kind);
+      if (seen) seen.count++;
+      else kinds.set(kind, { count: 1, frame });
+    }
+    for (const [kind, { count, frame }] of kinds)
+      console.log(`  silent: ${count} × ${kind}, e.g. ${Buffer.from(frame).toString("hex").slice(0, 160)}`);
+  }
 } catch (error) {
   failure = error;
 }

@@ -376,6 +376,7 @@ describe("restarts and refusals", () => {
   test("a port in use and a locked data directory are refused with a clear message and exit code 1", async () => {
     using first = tempDir();
     using second = tempDir();
+    using third = tempDir();
     await using broker = await startBroker(first.path);
     const portTaken = await runBrokerExpectingFailure([
       "--data-dir",
@@ -415,6 +416,12 @@ describe("restarts and refusals", () => {
       ["--data-dir", second.path, "--max-open-segment-files", "2"],
       'max open segment files must be an integer ≥ 4, got "2"',
     );
+    // An option where a value belongs is a missing value (it was taken as the value, and the
+    // value after it refused as an unknown option: "unknown option off").
+    await refused(
+      ["--data-dir", second.path, "--port", "--kafka-port", "off"],
+      "--port needs a value, not the option --kafka-port",
+    );
     // The refused brokers left the running one alone.
     const client = await BooblikClient.connect({ host: "127.0.0.1", port: broker.port });
     expect((await client.metadata()).brokerVersion).toBe("0.1.0");
@@ -434,6 +441,24 @@ describe("restarts and refusals", () => {
     holder.close();
     expect(held.exitCode).toBe(1);
     expect(held.stderr).toContain("address already in use");
+    // The metrics port too: before 2026-12-03 a second broker with the same --metrics-port started
+    // and shared it (Bun set SO_REUSEPORT), its /metrics and /ready answering for either broker.
+    await using withMetrics = await startBroker(third.path, ["--metrics-port", "0"]);
+    const metricsPort = Number(/metrics on \S+:(\d+)/.exec(withMetrics.startLine)?.[1]);
+    const metricsTaken = await runBrokerExpectingFailure([
+      "--data-dir",
+      second.path,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--metrics-port",
+      String(metricsPort),
+    ]);
+    expect(metricsTaken.exitCode).toBe(1);
+    expect(metricsTaken.stderr).toBe(
+      `booblik: cannot serve metrics on 127.0.0.1:${metricsPort}: address already in use (choose another --metrics-port, or --metrics-port off)\n`,
+    );
   });
 
   test("--help lists every option with its environment variable", async () => {
