@@ -99,20 +99,7 @@ const STREAMS_INPUT = "wordcount-input";
 const STREAMS_OUTPUT = "wordcount-output";
 const STREAMS_LINES_FIRST = 300;
 const STREAMS_LINES_MORE = 150;
-const WORDS = [
-  "alpha",
-  "beta",
-  "gamma",
-  "delta",
-  "epsilon",
-  "zeta",
-  "eta",
-  "theta",
-  "iota",
-  "kappa",
-  "lambda",
-  "mu",
-];
+const WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split(" ");
 
 interface Row {
   scenario: string;
