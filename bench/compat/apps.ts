@@ -36,6 +36,8 @@
  * Usage: bun run compat:apps [--kafka [--kafka-version 4.1.1]] [--only connect|streams]
  *        [--bootstrap host:port]   (another Kafka-speaking server instead of a booblik child)
  *        [--streams-guarantee at_least_once|exactly_once_v2]   (Kafka Streams' processing.guarantee)
+ *        [--restart-broker]   (stop booblik and start it again on the same data directory and port
+ *        while each application is stopped, before it starts again; not done to Kafka)
  */
 import {
   appendFileSync,
@@ -66,6 +68,8 @@ const { values: args } = parseArgs({
     bootstrap: { type: "string" },
     /** Kafka Streams' processing.guarantee (at_least_once, its default, unless given). */
     "streams-guarantee": { type: "string", default: "at_least_once" },
+    /** Restart the booblik broker (same data, same port) while each application is stopped. */
+    "restart-broker": { type: "boolean", default: false },
   },
 });
 const kafkaVersion = args["kafka-version"]!;
@@ -75,6 +79,8 @@ const only = (args.only ?? [...SCENARIOS]) as Scenario[];
 for (const name of only)
   if (!SCENARIOS.includes(name)) throw new Error(`--only takes ${SCENARIOS.join(" or ")}, got ${name}`);
 if (args.kafka && args.bootstrap !== undefined) throw new Error("--kafka and --bootstrap exclude each other");
+if (args["restart-broker"] && args.bootstrap !== undefined)
+  throw new Error("--restart-broker restarts the booblik child: not with --bootstrap");
 
 const JVM = ["nice", "-n", "5", "java", "-Xmx384m"];
 /** Bound of a JVM's start up to its first useful answer (a cold JVM on two shared cores). */
@@ -337,7 +343,13 @@ function firstDifference(got: string[], expected: string[]): string {
   return `line ${at + 1}: got ${JSON.stringify(got[at])}, expected ${JSON.stringify(expected[at])}`;
 }
 
-async function connectScenario(bootstrap: string, jars: Jars, label: string, check: Check): Promise<void> {
+async function connectScenario(
+  bootstrap: string,
+  jars: Jars,
+  label: string,
+  check: Check,
+  restartBroker: RestartBroker | undefined,
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "booblik-compat-connect-"));
   const logFile = join(compatCache, `last-apps-connect-${label}.log`);
   writeFileSync(logFile, "");
@@ -522,6 +534,15 @@ async function connectScenario(bootstrap: string, jars: Jars, label: string, che
       `exit ${stopped.code} after ${seconds(stopped.ms)}; "Kafka Connect stopped" logged: ${stoppedLine}`,
     );
 
+    if (restartBroker !== undefined) {
+      const ms = await restartBroker();
+      const after = await cleanupPolicies(bootstrap, Object.values(CONNECT_INTERNAL));
+      step(
+        RESTART_STEP,
+        [...after.values()].every((p) => p === "compact"),
+        `${seconds(ms)}; then ${[...after].map(([topic, policy]) => `${topic}: ${policy}`).join(", ")}`,
+      );
+    }
     appendFileSync(
       sourceFile,
       `${numbered(CONNECT_LINES_FIRST + 1, CONNECT_LINES_FIRST + CONNECT_LINES_MORE).join("\n")}\n`,
@@ -631,7 +652,13 @@ async function readCounts(
   }
 }
 
-async function streamsScenario(bootstrap: string, jars: Jars, label: string, check: Check): Promise<void> {
+async function streamsScenario(
+  bootstrap: string,
+  jars: Jars,
+  label: string,
+  check: Check,
+  restartBroker: RestartBroker | undefined,
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "booblik-compat-streams-"));
   const stateDir = join(dir, "state");
   const logFile = join(compatCache, `last-apps-streams-${label}.log`);
@@ -730,6 +757,15 @@ async function streamsScenario(bootstrap: string, jars: Jars, label: string, che
     );
 
     rmSync(stateDir, { recursive: true, force: true });
+    if (restartBroker !== undefined) {
+      const ms = await restartBroker();
+      const after = await cleanupPolicies(bootstrap, [changelog, repartition]);
+      step(
+        RESTART_STEP,
+        after.get(changelog) === "compact" && after.get(repartition) === "delete",
+        `${seconds(ms)}; then ${[...after].map(([topic, policy]) => `${topic}: ${policy}`).join(", ")}`,
+      );
+    }
     const more = streamsLines(STREAMS_LINES_FIRST, STREAMS_LINES_MORE);
     await produce(more);
     const secondMs = await start("the application RUNNING again");
@@ -769,8 +805,18 @@ async function streamsScenario(bootstrap: string, jars: Jars, label: string, che
 // ---------------------------------------------------------------------------------------------
 
 type Check = (scenario: string, step: string, ok: boolean, detail: string) => void;
+/** Stops the broker and starts it again on the same data directory and port: the time it took. */
+type RestartBroker = () => Promise<number>;
+const RESTART_STEP =
+  "booblik restarted on the same data directory and port (--restart-broker), topic configs kept";
 
-async function runAll(target: string, label: string, bootstrap: string, jars: Jars): Promise<Row[]> {
+async function runAll(
+  target: string,
+  label: string,
+  bootstrap: string,
+  jars: Jars,
+  restartBroker?: RestartBroker,
+): Promise<Row[]> {
   const rows: Row[] = [];
   const check: Check = (scenario, step, ok, detail) => {
     rows.push({ scenario, step, ok, detail });
@@ -781,8 +827,8 @@ async function runAll(target: string, label: string, bootstrap: string, jars: Ja
       .map((l) => l.toFixed(2))
       .join(" ")}`,
   );
-  if (only.includes("connect")) await connectScenario(bootstrap, jars, label, check);
-  if (only.includes("streams")) await streamsScenario(bootstrap, jars, label, check);
+  if (only.includes("connect")) await connectScenario(bootstrap, jars, label, check, restartBroker);
+  if (only.includes("streams")) await streamsScenario(bootstrap, jars, label, check, restartBroker);
   return rows;
 }
 
@@ -831,6 +877,31 @@ function table(target: string, rows: Row[], logs: string): void {
   console.log(`\n${rows.length - failed} passed, ${failed} failed (${logs})`);
 }
 
+/**
+ * A booblik broker child on its own data directory and a fixed Kafka port, so that
+ * `--restart-broker` can stop it and start it again where the applications expect it.
+ */
+async function booblikTarget(brokerLog: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), "booblik-compat-apps-data-"));
+  const flags = ["--kafka-port", String(freePort())];
+  let child = await startBooblik(flags, { logFile: brokerLog, dataDir });
+  return {
+    name: "booblik",
+    label: "booblik",
+    bootstrap: child.bootstrap,
+    restart: async () => {
+      const started = performance.now();
+      await child.stop();
+      child = await startBooblik(flags, { logFile: brokerLog, dataDir });
+      return performance.now() - started;
+    },
+    stop: async () => {
+      await child.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 async function main(): Promise<number> {
   const jars = await appJars();
   const logs = (label: string) =>
@@ -848,16 +919,23 @@ async function main(): Promise<number> {
   rmSync(brokerLog, { force: true });
   const target =
     args.bootstrap === undefined
-      ? { name: "booblik", label: "booblik", ...(await startBooblik([], { logFile: brokerLog })) }
+      ? await booblikTarget(brokerLog)
       : {
           name: `the server at ${args.bootstrap}`,
           label: "external",
           bootstrap: args.bootstrap,
+          restart: undefined,
           stop: async () => {},
         };
   let rows: Row[];
   try {
-    rows = await runAll(target.name, target.label, target.bootstrap, jars);
+    rows = await runAll(
+      target.name,
+      target.label,
+      target.bootstrap,
+      jars,
+      args["restart-broker"] ? target.restart : undefined,
+    );
   } finally {
     await target.stop();
   }
@@ -878,6 +956,7 @@ async function main(): Promise<number> {
       const a = ours.get(key);
       const b = theirs.get(key);
       if (a?.ok === b?.ok) continue;
+      if (b === undefined && a?.step === RESTART_STEP) continue; // booblik only
       differences++;
       const [scenario, step] = key.split("\t");
       const show = (row: Row | undefined) =>

@@ -21,12 +21,14 @@ export interface BooblikChild {
  * `extraArgs`: more broker flags (e.g. `--users-file <path>` for a broker whose Kafka port wants a
  * SASL login, bench/compat/franz-go.ts --scram). `logFile`: every byte the broker prints (stdout and
  * stderr) is appended there, e.g. its `closing the connection` lines (bench/compat/python.ts).
+ * `dataDir`: the caller's data directory, kept at stop, for a restart on the same data
+ * (bench/compat/apps.ts --restart-broker); by default a temporary one, removed at stop.
  */
 export async function startBooblik(
   extraArgs: readonly string[] = [],
-  options: { logFile?: string } = {},
+  options: { logFile?: string; dataDir?: string } = {},
 ): Promise<BooblikChild> {
-  const dataDir = mkdtempSync(join(tmpdir(), "booblik-compat-"));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "booblik-compat-"));
   const child = Bun.spawn(
     [
       process.execPath,
@@ -46,7 +48,7 @@ export async function startBooblik(
   const stop = async () => {
     child.kill("SIGTERM");
     await child.exited;
-    rmSync(dataDir, { recursive: true, force: true });
+    if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
   };
   const log = (chunk: Uint8Array | string) => {
     if (options.logFile !== undefined) appendFileSync(options.logFile, chunk);
