@@ -25,7 +25,7 @@ import { DURABILITY_POLICIES, type DurabilityPolicy } from "./broker/topic-confi
 import { readUsersFile } from "./broker/users-file.ts";
 import { startGuard } from "./broker-guard.ts";
 import { ConsoleAuth } from "./console/console-auth.ts";
-import { BooblikError } from "./domain/errors.ts";
+import { BooblikError, IoError } from "./domain/errors.ts";
 import {
   ADMIN_REQUEST_BURST_SECONDS,
   ADMIN_REQUESTS_PER_SECOND_DEFAULT,
@@ -769,6 +769,12 @@ async function main(): Promise<number> {
     targets.broker = opening;
   }).catch((error: unknown) => {
     metrics?.stop(true);
+    // A data directory this user cannot write (a read-only mount, an immutable or foreign-owned
+    // directory) said only "mkdir failed: EROFS on …/topics" (a README check, 2026-12-03).
+    if (error instanceof IoError && ["EROFS", "EACCES", "EPERM"].includes(error.errnoName))
+      throw new UsageError(
+        `cannot open the data directory ${dataDir}: ${error.message} (the broker must be able to write there: check its permissions and mount, or choose another --data-dir)`,
+      );
     throw error;
   });
   const sasl =

@@ -21,6 +21,7 @@
  * operation valid for that resource type, ALLOW or DENY, a `User:` principal, a host); the set has no
  * two equal ACLs (adding one already there changes nothing, as in Kafka).
  */
+import { isIP } from "node:net";
 import { BooblikError } from "../domain/errors.ts";
 import { ACL_FIELD_BYTES_MAX } from "../domain/limits.ts";
 
@@ -251,10 +252,14 @@ export function isValidPrincipal(principal: string): boolean {
   return principal.startsWith("User:") && principal.length > "User:".length;
 }
 
-/** Throws InvalidAclError naming what is wrong with `acl`; returns it when it can be stored. */
 const UTF8 = new TextEncoder();
 
-export function validateAcl(acl: Acl): Acl {
+/**
+ * Throws InvalidAclError naming what is wrong with `acl`; returns it when it can be stored. `stored`:
+ * an ACL read back from the data directory, which skips the host rule that came after the file
+ * format (2026-12-03; an older file may hold a host that is not an address, harmless if useless).
+ */
+export function validateAcl(acl: Acl, options: { stored?: boolean } = {}): Acl {
   const type = acl.resourceType;
   if (type !== RESOURCE_TYPE.TOPIC && type !== RESOURCE_TYPE.GROUP && type !== RESOURCE_TYPE.CLUSTER) {
     throw new InvalidAclError(
@@ -293,6 +298,13 @@ export function validateAcl(acl: Acl): Acl {
     );
   }
   if (acl.host.length === 0) throw new InvalidAclError('an ACL\'s host cannot be empty ("*" for any host)');
+  // A host is matched against the client's IP address as text (hostApplies): a name such as
+  // "app.internal" would never match, and a DENY with it would protect nothing without a word (a
+  // doc-only client's finding, 2026-12-03). Kafka stores such hosts; booblik refuses them.
+  if (options.stored !== true && acl.host !== WILDCARD && isIP(acl.host) === 0)
+    throw new InvalidAclError(
+      `host ${JSON.stringify(acl.host)} is not an IP address: an ACL's host is matched against the client's IP address, so this one would never apply ("*" for any host)`,
+    );
   if (acl.permission !== ACL_PERMISSION.ALLOW && acl.permission !== ACL_PERMISSION.DENY) {
     throw new InvalidAclError(
       `permission ${permissionName(acl.permission)} cannot be stored: an ACL is ALLOW or DENY`,

@@ -89,7 +89,7 @@ export class AclStore {
       if (parsed.acls.length > ACLS_MAX) throw new Error(`${parsed.acls.length} ACLs, more than ${ACLS_MAX}`);
       acls = parsed.acls.map((entry, i) => {
         try {
-          return validateAcl(aclFromJson(entry));
+          return validateAcl(aclFromJson(entry), { stored: true });
         } catch (error) {
           throw new Error(`ACL ${i}: ${(error as Error).message}`);
         }

@@ -223,7 +223,10 @@ export class ProducerStateTable {
           else if (original.firstOffset === duplicate.nextOffset) {
             duplicate.recordCount += original.lastOffset - original.firstOffset + 1;
             duplicate.nextOffset = original.lastOffset + 1;
-          } else throw mixed(what);
+          } else
+            throw new OutOfOrderSequenceError(
+              `${what}: a resend names the batches it repeats in the order they were appended, back to back; this one was appended at offset ${original.firstOffset}, not right after the batch before it in the request (which ended before offset ${duplicate.nextOffset}); nothing appended`,
+            );
         } else {
           if (duplicate !== undefined) throw mixed(what);
           if (knownEpoch !== undefined && epoch > knownEpoch && firstSequence !== 0)

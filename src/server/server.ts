@@ -602,10 +602,14 @@ export class BrokerServer implements ConnectionHost {
       if (connection.closed) continue;
       // Called for every connection, idle or not, so that its progress clock stays current.
       const stalledMs = connection.outputStalledMs(now);
-      if (
-        !brokerStalled &&
-        (connection.idle ? now - connection.lastActivityMs > timeoutMs : stalledMs > timeoutMs)
-      ) {
+      if (!brokerStalled && connection.idle && now - connection.lastActivityMs > timeoutMs) {
+        // Nothing owed either way: a FIN, so the client reads end-of-stream; it was a reset (a
+        // doc-only client's finding, 2026-12-03), which clients log as ECONNRESET.
+        connection.closeAfterAnswers(`idle for ${timeoutMs} ms (--idle-timeout)`);
+        continue;
+      }
+      if (!brokerStalled && !connection.idle && stalledMs > timeoutMs) {
+        // A client that reads nothing of its answers: what is queued cannot leave, so a reset.
         connection.abort();
         continue;
       }

@@ -237,6 +237,9 @@ describe("validation: each bad field is refused naming it", () => {
     [{ principal: "alice" }, 'principal "alice" is not of the form User:<name>'],
     [{ principal: "User:" }, "is not of the form User:<name>"],
     [{ host: "" }, "host cannot be empty"],
+    // Matched against the client's IP address: a name never would (stored before 2026-12-03).
+    [{ host: "app.internal" }, 'host "app.internal" is not an IP address'],
+    [{ host: "999.1.1.1" }, 'host "999.1.1.1" is not an IP address'],
     [{ permission: ACL_PERMISSION.ANY }, "permission ANY cannot be stored"],
     [{ operation: OP.ANY }, "operation ANY is not valid on a TOPIC"],
     [{ operation: OP.IDEMPOTENT_WRITE }, "operation IDEMPOTENT_WRITE is not valid on a TOPIC"],
@@ -247,6 +250,11 @@ describe("validation: each bad field is refused naming it", () => {
     [{ host: "h".repeat(2000) }, "host is 2000 bytes, more than 1024"],
   ] as [Partial<Acl>, string][])("%j", (fields, message) => {
     expect(() => validateAcl(acl(fields))).toThrow(message);
+  });
+
+  test("hosts: IPv4, IPv6 and *; one read back from an older file is kept whatever it is", () => {
+    for (const host of ["10.0.0.5", "::1", "*"]) expect(validateAcl(acl({ host })).host).toBe(host);
+    expect(validateAcl(acl({ host: "app.internal" }), { stored: true }).host).toBe("app.internal");
   });
 });
 

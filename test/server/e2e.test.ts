@@ -461,6 +461,41 @@ describe("restarts and refusals", () => {
     );
   });
 
+  // `chattr +i` (immutable: mkdir inside fails with EPERM) stands in for a read-only mount or a
+  // directory of another user; it needs root and a file system that has the flag.
+  const chattrUnavailable = (() => {
+    using probe = tempDir();
+    const result = Bun.spawnSync(["chattr", "+i", probe.path]);
+    Bun.spawnSync(["chattr", "-i", probe.path]);
+    return result.exitCode === 0 ? undefined : `chattr +i failed: ${result.stderr.toString().trim()}`;
+  })();
+  if (chattrUnavailable !== undefined)
+    console.warn(`e2e.test.ts: data directory test skipped: ${chattrUnavailable}`);
+  test.skipIf(chattrUnavailable !== undefined)(
+    "a data directory the broker cannot write is refused naming it and what to check",
+    async () => {
+      using dir = tempDir();
+      Bun.spawnSync(["chattr", "+i", dir.path]);
+      try {
+        const refused = await runBrokerExpectingFailure([
+          "--data-dir",
+          dir.path,
+          "--host",
+          "127.0.0.1",
+          "--port",
+          "0",
+        ]);
+        expect(refused.exitCode).toBe(1);
+        // Before 2026-12-03 the line was only "booblik: mkdir failed: EPERM on <dir>/topics".
+        expect(refused.stderr).toBe(
+          `booblik: cannot open the data directory ${dir.path}: mkdir failed: EPERM on ${dir.path}/topics (the broker must be able to write there: check its permissions and mount, or choose another --data-dir)\n`,
+        );
+      } finally {
+        Bun.spawnSync(["chattr", "-i", dir.path]);
+      }
+    },
+  );
+
   test("--help lists every option with its environment variable", async () => {
     const help = await runBrokerExpectingFailure(["--help"]);
     expect(help.exitCode).toBe(0);

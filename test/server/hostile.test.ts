@@ -351,6 +351,20 @@ describe("unlucky clients", () => {
     busy.close();
   });
 
+  test("an idle connection is closed with a FIN (end-of-stream), not a reset", async () => {
+    // Before 2026-12-03 the idle sweep reset the connection: clients logged ECONNRESET for a close
+    // that owed them nothing.
+    using dir = tempDir();
+    await using broker = await startBroker(dir.path, ["--idle-timeout", "200ms"]);
+    const socket = net.connect(broker.port, "127.0.0.1");
+    const how = await new Promise<string>((resolve) => {
+      socket.once("end", () => resolve("end"));
+      socket.once("error", (error: NodeJS.ErrnoException) => resolve(`error ${error.code}`));
+    });
+    socket.destroy();
+    expect(how).toBe("end");
+  });
+
   test("connections beyond the limit are refused with TOO_MANY_CONNECTIONS", async () => {
     using dir = tempDir();
     await using broker = await startBroker(dir.path, ["--max-connections", "2"]);

@@ -95,6 +95,13 @@ describe("PRODUCE with a producer id (INIT_PRODUCER_ID)", () => {
       // The batch is named once (it used to be followed by "(batch 1)" a second time).
       message: `batch 1 of producer ${pid} (epoch 0, sequences 5-5): a request is either a resend of batches already appended (all of them) or new batches (none appended before); this one mixes both; nothing appended`,
     });
+    // A resend of two appended batches in the other order: refused, saying so (before 2026-12-03
+    // the message said the request mixed resends and new batches, a doc-only client's finding).
+    const reordered = new Uint8Array([...batch(pid, 0, 3, ["d", "e"]), ...batch(pid, 0, 2, ["c"])]);
+    expect(await refused(reordered)).toMatchObject({
+      code: "OUT_OF_ORDER_SEQUENCE_NUMBER",
+      message: `batch 1 of producer ${pid} (epoch 0, sequences 2-2): a resend names the batches it repeats in the order they were appended, back to back; this one was appended at offset 2, not right after the batch before it in the request (which ended before offset 5); nothing appended`,
+    });
     // A valid batch before a gap in the same request: nothing of it is appended.
     const gapped = new Uint8Array([...batch(pid, 0, 5, ["f"]), ...batch(pid, 0, 7, ["h"])]);
     expect(await refused(gapped)).toMatchObject({ code: "OUT_OF_ORDER_SEQUENCE_NUMBER" });
