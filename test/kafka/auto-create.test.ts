@@ -7,9 +7,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { type BrokerProcess, startBroker } from "../helpers/broker-process.ts";
+import { KCAT, kcat } from "../helpers/kcat.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 
-const KCAT = Bun.which("kcat");
 if (KCAT === null)
   console.log(
     "kafka/auto-create.test.ts: kcat tests skipped: kcat is not installed (apt-get install -y kcat)",
@@ -33,25 +33,6 @@ async function brokerWithKafka(extra: string[] = []): Promise<{ broker: BrokerPr
   });
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
   return { broker, kafkaPort: Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]) };
-}
-
-async function kcat(
-  port: number,
-  args: string[],
-  input?: string,
-): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], {
-    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
 }
 
 function kafka(port: number): Kafka {

@@ -17,13 +17,13 @@ import {
   runBrokerExpectingFailure,
   startBroker,
 } from "../helpers/broker-process.ts";
+import { KCAT, kcat } from "../helpers/kcat.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { Expect } from "./bytes.ts";
 
-const KCAT = Bun.which("kcat");
 if (KCAT === null)
   console.log("kafka/clients.test.ts: kcat tests skipped: kcat is not installed (apt-get install -y kcat)");
 
@@ -48,20 +48,6 @@ async function brokerWithKafka(
   const line = await broker.lines.waitFor((l) => l.includes("Kafka protocol on"), "the Kafka listener line");
   const kafkaPort = Number(/Kafka protocol on 127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
   return { broker, kafkaPort, line };
-}
-
-async function kcat(
-  port: number,
-  args: string[],
-): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], { stdout: "pipe", stderr: "pipe" });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
 }
 
 function kafkajsAdmin(port: number) {

@@ -9,31 +9,12 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { KCAT, kcat } from "../helpers/kcat.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
 setDefaultTimeout(60_000);
 
-const KCAT = Bun.which("kcat");
 if (KCAT === null) console.log("kafka/compacted.test.ts: kcat steps skipped: kcat is not installed");
-
-async function kcat(
-  port: number,
-  args: string[],
-  input?: string,
-): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], {
-    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
-}
 
 test("a compacted topic from Kafka clients: described, keyless records refused, every keyed record kept", async () => {
   using dir = tempDir("kafka-compacted");

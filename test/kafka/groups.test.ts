@@ -12,6 +12,7 @@ import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { AssignerProtocol, type Consumer, type EachMessagePayload, Kafka, logLevel } from "kafkajs";
 import { KafkaReader } from "../../src/kafka/codec.ts";
 import { type BrokerProcess, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
+import { KCAT, kcat } from "../helpers/kcat.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { LineReader } from "../helpers/process.ts";
 import { type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
@@ -22,10 +23,8 @@ import { Expect } from "./bytes.ts";
 // Rebalances take a few heartbeats, and the clients are child processes on a busy 2-core machine.
 setDefaultTimeout(90_000);
 
-const KCAT = Bun.which("kcat");
 if (KCAT === null)
   console.log("kafka/groups.test.ts: kcat tests skipped: kcat is not installed (apt-get install -y kcat)");
-const TEXT = new TextEncoder();
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -52,35 +51,14 @@ async function brokerProcess(
   };
 }
 
-async function kcat(port: number, args: string[], input?: string) {
-  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], {
-    stdin: input === undefined ? "ignore" : TEXT.encode(input),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
-}
-
 /** `kcat -G group topic -e`: consumes what the group has not committed yet, commits, leaves at EOF. */
 async function kcatGroup(port: number, group: string, topic: string): Promise<string[]> {
-  const result = await kcat(port, [
-    "-G",
-    group,
-    topic,
-    "-X",
-    "auto.offset.reset=earliest",
-    "-e",
-    "-q",
-    "-u",
-    "-f",
-    "%p:%o:%s\n",
-  ]);
+  const result = await kcat(
+    port,
+    ["-G", group, topic, "-X", "auto.offset.reset=earliest", "-e", "-q", "-u", "-f", "%p:%o:%s\n"],
+    undefined,
+    60_000,
+  ); // 60 s, as this file gave kcat before the shared helper
   expect(result.exitCode, result.stderr).toBe(0);
   return result.stdout
     .split("\n")

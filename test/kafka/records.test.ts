@@ -19,13 +19,13 @@ import { fetchRecords } from "../../src/kafka/records.ts";
 import { computeBatchCrc, decodeBatch, encodeBatch, type RecordInput } from "../../src/record/batch.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { type BrokerProcess, kafkaPortOf, metricsPortOf, startBroker } from "../helpers/broker-process.ts";
+import { KCAT, kcat } from "../helpers/kcat.ts";
 import { metricValue } from "../helpers/metrics.ts";
 import { type RawSocket, rawConnect } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { Expect } from "./bytes.ts";
 
-const KCAT = Bun.which("kcat");
 if (KCAT === null)
   console.log("kafka/records.test.ts: kcat tests skipped: kcat is not installed (apt-get install -y kcat)");
 
@@ -590,25 +590,6 @@ describe("Produce and Fetch over raw frames", () => {
     ]).toEqual([0, 70, 0, 0]);
   });
 });
-
-async function kcat(
-  port: number,
-  args: string[],
-  input?: string,
-): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-  const child = Bun.spawn([KCAT!, "-b", `127.0.0.1:${port}`, ...args], {
-    stdin: input === undefined ? "ignore" : TEXT.encode(input),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
-}
 
 async function brokerProcess(): Promise<{ broker: BrokerProcess; kafkaPort: number }> {
   const broker = await startBroker(dataDir().path, ["--kafka-port", "0"]);
