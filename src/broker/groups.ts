@@ -172,6 +172,12 @@ export interface JoinRequest {
   requireKnownMemberId: boolean;
   /** JoinGroup v5+: the static member's group instance id (KIP-345); null for a dynamic member. */
   groupInstanceId: string | null;
+  /**
+   * JoinGroup v9+ (KIP-814): a static leader that rejoins a Stable group is told it leads, with the
+   * members, and to skip the assignment; before v9 it is answered the previous leader id instead, so
+   * that it does not assign (Kafka's GroupCoordinator, both branches).
+   */
+  supportSkippingAssignment?: boolean;
 }
 
 /** One member a LeaveGroup names: by member id, or (v3+, member id "") by group instance id alone. */
@@ -184,7 +190,11 @@ export interface JoinResult {
   error: GroupError;
   generationId: number;
   protocolName: string;
+  /** The group's protocol type (JoinGroup v7+ answers it); "" with an error. */
+  protocolType: string;
   leaderId: string;
+  /** JoinGroup v9+: the leader is to skip the assignment (see JoinRequest.supportSkippingAssignment). */
+  skipAssignment: boolean;
   memberId: string;
   /**
    * Only the leader gets the members, with their group instance ids (null for dynamic ones) and
@@ -340,7 +350,16 @@ function sameProtocols(a: readonly GroupProtocol[], b: readonly GroupProtocol[])
 }
 
 function failedJoin(error: GroupError, memberId: string): JoinResult {
-  return { error, generationId: -1, protocolName: "", leaderId: "", memberId, members: [] };
+  return {
+    error,
+    generationId: -1,
+    protocolName: "",
+    protocolType: "",
+    leaderId: "",
+    skipAssignment: false,
+    memberId,
+    members: [],
+  };
 }
 
 export class GroupCoordinator {
@@ -641,17 +660,18 @@ export class GroupCoordinator {
     member.sessionTimeoutMs = request.sessionTimeoutMs;
     member.rebalanceTimeoutMs = request.rebalanceTimeoutMs;
     if (group.state === "Stable" && this.selectProtocol(group) === group.protocol) {
-      // No rebalance: the previous leader id is answered even when this member was the leader, so
-      // that it does not compute an assignment a Stable group would never hand out.
+      // No rebalance. Before JoinGroup v9 the previous leader id is answered even when this member
+      // was the leader, so that it does not compute an assignment a Stable group would never hand
+      // out; from v9 the leader is told it leads, with the members, and to skip the assignment
+      // (KIP-814: it keeps watching the metadata), as Kafka's GroupCoordinator answers both.
       this.restartSession(group, member);
+      const leads = request.supportSkippingAssignment === true && group.leaderId === newId;
       const answer: JoinResult = {
-        error: "NONE",
-        generationId: group.generationId,
-        protocolName: group.protocol,
-        leaderId: leaderBefore,
-        memberId: newId,
-        members: [],
+        ...this.joinResultFor(group, member),
+        leaderId: request.supportSkippingAssignment === true ? group.leaderId : leaderBefore,
+        skipAssignment: leads,
       };
+      if (!leads) answer.members = [];
       // Stored before the answer, as Kafka does: after a restart the instance's member must be
       // this id, or the new incarnation would be fenced (FENCED_INSTANCE_ID) by the old one's.
       return this.persist(group.id, this.storedOf(group)).then(() => answer);
@@ -850,6 +870,13 @@ export class GroupCoordinator {
     }
   }
 
+  /** The protocol type and chosen protocol of a group with members (SyncGroup v5+ answers them). */
+  protocolsOf(groupId: string): { protocolType: string; protocolName: string } | undefined {
+    const group = this.groups.get(groupId);
+    if (group === undefined || group.members.size === 0) return undefined;
+    return { protocolType: group.protocolType, protocolName: group.protocol };
+  }
+
   private joinResultFor(group: Group, member: Member): JoinResult {
     const members =
       member.id === group.leaderId
@@ -863,7 +890,9 @@ export class GroupCoordinator {
       error: "NONE",
       generationId: group.generationId,
       protocolName: group.protocol,
+      protocolType: group.protocolType,
       leaderId: group.leaderId,
+      skipAssignment: false,
       memberId: member.id,
       members,
     };
@@ -908,10 +937,21 @@ export class GroupCoordinator {
     memberId: string,
     assignments: readonly { memberId: string; assignment: Uint8Array }[],
     groupInstanceId: string | null = null,
+    /**
+     * SyncGroup v5+: the protocol type and name the member joined with (null: not given). One the
+     * group does not have is INCONSISTENT_GROUP_PROTOCOL, after the member and generation checks,
+     * as Kafka's validateSyncGroup orders them.
+     */
+    protocol: { type: string | null; name: string | null } = { type: null, name: null },
   ): Promise<SyncResult> {
     const found = this.memberOf(groupId, memberId, generationId, groupInstanceId);
     if (typeof found === "string") return Promise.resolve({ error: found, assignment: EMPTY });
     const { group, member } = found;
+    if (
+      (protocol.type !== null && protocol.type !== group.protocolType) ||
+      (protocol.name !== null && group.protocol !== "" && protocol.name !== group.protocol)
+    )
+      return Promise.resolve({ error: "INCONSISTENT_GROUP_PROTOCOL", assignment: EMPTY });
     if (group.state === "PreparingRebalance")
       return Promise.resolve({ error: "REBALANCE_IN_PROGRESS", assignment: EMPTY });
     this.restartSession(group, member);

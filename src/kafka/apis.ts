@@ -82,13 +82,17 @@ export const CODEC_VERSIONS: Record<KafkaApiKey, VersionRange> = {
   // (`kafka-get-offsets.sh --time -4`); v10 adds a timeout the request does not need here.
   [KAFKA_API.LIST_OFFSETS]: { min: 0, max: 10 },
   [KAFKA_API.METADATA]: { min: 0, max: 8 },
-  [KAFKA_API.OFFSET_COMMIT]: { min: 0, max: 7 },
-  [KAFKA_API.OFFSET_FETCH]: { min: 0, max: 5 },
-  [KAFKA_API.FIND_COORDINATOR]: { min: 0, max: 2 },
-  [KAFKA_API.JOIN_GROUP]: { min: 0, max: 5 },
-  [KAFKA_API.HEARTBEAT]: { min: 0, max: 3 },
-  [KAFKA_API.LEAVE_GROUP]: { min: 0, max: 3 },
-  [KAFKA_API.SYNC_GROUP]: { min: 0, max: 3 },
+  // The group APIs to the last version before KIP-848 and topic ids, flexible ones included: what
+  // the Java client 4.x and franz-go pick against Kafka 4.x (JoinGroup 9: KIP-814's
+  // skip_assignment; OffsetCommit 9 and OffsetFetch 8-9 and FindCoordinator 4 batch groups or carry
+  // KIP-848 member epochs, not served). Served up to the non-flexible ones until 2026-12-03.
+  [KAFKA_API.OFFSET_COMMIT]: { min: 0, max: 8 },
+  [KAFKA_API.OFFSET_FETCH]: { min: 0, max: 7 },
+  [KAFKA_API.FIND_COORDINATOR]: { min: 0, max: 3 },
+  [KAFKA_API.JOIN_GROUP]: { min: 0, max: 9 },
+  [KAFKA_API.HEARTBEAT]: { min: 0, max: 4 },
+  [KAFKA_API.LEAVE_GROUP]: { min: 0, max: 5 },
+  [KAFKA_API.SYNC_GROUP]: { min: 0, max: 5 },
   // v6 (flexible from v5) answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x does to the
   // Java client 4.x, which asks for v6 (KIP-1043).
   [KAFKA_API.DESCRIBE_GROUPS]: { min: 0, max: 6 },

@@ -182,6 +182,19 @@ export class KafkaReader {
     return value;
   }
 
+  /** COMPACT_NULLABLE_BYTES (unsigned varint length + 1, 0 = null) as a view into the frame. */
+  compactNullableBytes(field: string): Uint8Array | null {
+    const at = this.position;
+    const lengthPlusOne = this.uvarint(field);
+    if (lengthPlusOne === 0) return null;
+    const length = lengthPlusOne - 1;
+    if (length < 0) throw new KafkaProtocolError(`${field} at byte ${at} has length ${length}`, at);
+    this.need(length, field);
+    const value = this.bytes.subarray(this.position, this.position + length);
+    this.position += length;
+    return value;
+  }
+
   /**
    * An ARRAY count (−1 = null only when `nullable`). The count is refused when the bytes left could
    * not hold that many elements of at least `elementBytesMin` bytes each: a 4-byte count must never
@@ -399,6 +412,85 @@ export class KafkaWriter {
   /** The bytes written so far (a view, valid until the next write or reset). */
   written(): Uint8Array {
     return this.bytes.subarray(0, this.position);
+  }
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * The fields of one version of a request, read in that version's forms: STRING or COMPACT_STRING,
+ * ARRAY or COMPACT_ARRAY, and a TAG_BUFFER where a flexible version (KIP-482) has one. For decoders
+ * that serve both kinds of versions with one body (group-messages.ts).
+ */
+export class VersionedReader {
+  constructor(
+    readonly reader: KafkaReader,
+    readonly flexible: boolean,
+  ) {}
+
+  string(field: string): string {
+    return this.flexible ? this.reader.compactString(field) : this.reader.string(field);
+  }
+
+  nullableString(field: string): string | null {
+    return this.flexible ? this.reader.compactNullableString(field) : this.reader.nullableString(field);
+  }
+
+  /** BYTES (a null one read as empty, as the group APIs treat it): a view into the frame. */
+  bytes(field: string): Uint8Array {
+    return (
+      (this.flexible ? this.reader.compactNullableBytes(field) : this.reader.nullableBytes(field)) ?? NO_BYTES
+    );
+  }
+
+  /** An array's count (−1: null, only when `nullable`); see KafkaReader.arrayCount. */
+  count(field: string, elementBytesMin: number, nullable = false): number {
+    return this.flexible
+      ? this.reader.compactArrayCount(field, elementBytesMin, nullable)
+      : this.reader.arrayCount(field, elementBytesMin, nullable);
+  }
+
+  /** The TAG_BUFFER of a flexible version (its fields mean nothing here); nothing otherwise. */
+  tags(field: string): void {
+    if (this.flexible) this.reader.skipTaggedFields(field);
+  }
+}
+
+/** The writer's side of VersionedReader. */
+export class VersionedWriter {
+  constructor(
+    readonly writer: KafkaWriter,
+    readonly flexible: boolean,
+  ) {}
+
+  string(value: string): this {
+    if (this.flexible) this.writer.compactString(value);
+    else this.writer.string(value);
+    return this;
+  }
+
+  nullableString(value: string | null): this {
+    if (this.flexible) this.writer.compactNullableString(value);
+    else this.writer.nullableString(value);
+    return this;
+  }
+
+  bytes(value: Uint8Array): this {
+    if (this.flexible) this.writer.compactBytes(value);
+    else this.writer.nullableBytes(value);
+    return this;
+  }
+
+  count(count: number): this {
+    if (this.flexible) this.writer.compactArrayCount(count);
+    else this.writer.arrayCount(count);
+    return this;
+  }
+
+  /** An empty TAG_BUFFER in a flexible version; nothing otherwise. */
+  tags(): this {
+    if (this.flexible) this.writer.emptyTaggedFields();
+    return this;
   }
 }
 

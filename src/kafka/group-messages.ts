@@ -1,13 +1,16 @@
 /**
  * Request decoders and response encoders of the Kafka group APIs booblik's listener speaks, sans
- * I/O: OffsetCommit (8) 0-7, OffsetFetch (9) 0-5, JoinGroup (11) 0-5, Heartbeat (12) 0-3,
- * LeaveGroup (13) 0-3, SyncGroup (14) 0-3, DescribeGroups (15) 0-6, ListGroups (16) 0-5: the
+ * I/O: OffsetCommit (8) 0-8, OffsetFetch (9) 0-7, JoinGroup (11) 0-9, Heartbeat (12) 0-4,
+ * LeaveGroup (13) 0-5, SyncGroup (14) 0-5, DescribeGroups (15) 0-6, ListGroups (16) 0-5: the
  * non-flexible versions, which cover what kcat (librdkafka 2.0.2) and kafkajs 2.2.4 send
- * (kafka-wire.md §1.2), and DescribeGroups' flexible v5-6: at v6 an unknown group is
- * GROUP_ID_NOT_FOUND (KIP-1043), the answer the Java client 4.x turns into
- * GroupIdNotFoundException as Kafka 4.x gives it (the differential run, docs/kafka.md), and
- * ListGroups' flexible v3-5: v4's states filter and group state, v5's types filter and group type,
- * which the Java client needs to list groups by state (`kafka-consumer-groups.sh --list --state`).
+ * (kafka-wire.md §1.2), and the flexible ones up to what the Java client 4.1.1 picks against Kafka
+ * (JoinGroup 9 with KIP-814's skip_assignment, SyncGroup 5 with protocol type and name, OffsetFetch
+ * 7 with require_stable; one body per API, VersionedReader/VersionedWriter choosing the field forms),
+ * not the versions that batch groups (OffsetFetch 8+) or carry KIP-848 member epochs
+ * (OffsetCommit 9+). DescribeGroups' v6 answers an unknown group GROUP_ID_NOT_FOUND (KIP-1043), the
+ * answer the Java client 4.x turns into GroupIdNotFoundException as Kafka 4.x gives it (the
+ * differential run, docs/kafka.md); ListGroups' v4-5 filter by state and type, which the Java
+ * client needs to list groups by state (`kafka-consumer-groups.sh --list --state`).
  * FindCoordinator is in messages.ts. Field lists follow apache/kafka's message JSON files (clients/src/main/resources/common/message/<Name>Request.json and
  * <Name>Response.json); "(vN+)" marks a field that exists from version N on.
  *
@@ -22,21 +25,16 @@ import {
   type KafkaApiKey,
   responseHeaderVersion,
 } from "./apis.ts";
-import type { KafkaReader, KafkaWriter } from "./codec.ts";
+import { type KafkaReader, type KafkaWriter, VersionedReader, VersionedWriter } from "./codec.ts";
 
 const STRING_BYTES_MIN = 2;
 /** A compact string's length varint (1 byte at least). */
 const COMPACT_STRING_BYTES_MIN = 1;
 const INT32_BYTES = 4;
 const BYTES_MIN = 4;
-const EMPTY = new Uint8Array(0);
 
 function begin(writer: KafkaWriter, apiKey: KafkaApiKey, version: number, correlationId: number): number {
   return beginResponse(writer, correlationId, responseHeaderVersion(apiKey, version));
-}
-
-function bytes(reader: KafkaReader, field: string): Uint8Array {
-  return reader.nullableBytes(field) ?? EMPTY;
 }
 
 // --- JoinGroup (11) ------------------------------------------------------------------------------
@@ -51,21 +49,37 @@ export interface JoinGroupRequest {
   groupInstanceId: string | null;
   protocolType: string;
   protocols: { name: string; metadata: Uint8Array }[];
+  /** (v8+) why the member (re)joins; null before v8 or when not given. */
+  reason: string | null;
+}
+
+/** The field forms of `version` of `apiKey` (flexible or not). */
+function fieldsOf(reader: KafkaReader, apiKey: KafkaApiKey, version: number): VersionedReader {
+  return new VersionedReader(reader, isFlexible(apiKey, version));
+}
+
+function fieldWriter(writer: KafkaWriter, apiKey: KafkaApiKey, version: number): VersionedWriter {
+  return new VersionedWriter(writer, isFlexible(apiKey, version));
 }
 
 export function decodeJoinGroupRequest(reader: KafkaReader, version: number): JoinGroupRequest {
-  const groupId = reader.string("group_id");
+  const f = fieldsOf(reader, KAFKA_API.JOIN_GROUP, version);
+  const stringMin = f.flexible ? COMPACT_STRING_BYTES_MIN : STRING_BYTES_MIN;
+  const groupId = f.string("group_id");
   const sessionTimeoutMs = reader.int32("session_timeout_ms");
   const rebalanceTimeoutMs = version >= 1 ? reader.int32("rebalance_timeout_ms") : sessionTimeoutMs;
-  const memberId = reader.string("member_id");
-  const groupInstanceId = version >= 5 ? reader.nullableString("group_instance_id") : null;
-  const protocolType = reader.string("protocol_type");
-  const count = reader.arrayCount("protocols", STRING_BYTES_MIN + BYTES_MIN);
+  const memberId = f.string("member_id");
+  const groupInstanceId = version >= 5 ? f.nullableString("group_instance_id") : null;
+  const protocolType = f.string("protocol_type");
+  const count = f.count("protocols", stringMin + (f.flexible ? 2 : BYTES_MIN));
   const protocols: JoinGroupRequest["protocols"] = [];
   for (let i = 0; i < count; i++) {
-    const name = reader.string("protocol name");
-    protocols.push({ name, metadata: bytes(reader, "protocol metadata") });
+    const name = f.string("protocol name");
+    protocols.push({ name, metadata: f.bytes("protocol metadata") });
+    f.tags("protocol");
   }
+  const reason = version >= 8 ? f.nullableString("reason") : null;
+  f.tags("JoinGroup request");
   reader.expectEnd("JoinGroup request");
   return {
     groupId,
@@ -75,14 +89,20 @@ export function decodeJoinGroupRequest(reader: KafkaReader, version: number): Jo
     groupInstanceId,
     protocolType,
     protocols,
+    reason,
   };
 }
 
 export interface JoinGroupResponse {
   errorCode: number;
   generationId: number;
+  /** "" with an error: null from v7 (nullable there), "" before, as Kafka answers. */
   protocolName: string;
+  /** (v7+) the group's protocol type; "" with an error (null on the wire). */
+  protocolType: string;
   leader: string;
+  /** (v9+) KIP-814: the leader is to skip the assignment. */
+  skipAssignment: boolean;
   memberId: string;
   /** (group_instance_id: v5+) */
   members: readonly { memberId: string; groupInstanceId: string | null; metadata: Uint8Array }[];
@@ -95,15 +115,23 @@ export function encodeJoinGroupResponse(
   response: JoinGroupResponse,
 ): void {
   const start = begin(writer, KAFKA_API.JOIN_GROUP, version, correlationId);
+  const w = fieldWriter(writer, KAFKA_API.JOIN_GROUP, version);
   if (version >= 2) writer.int32(0); // throttle_time_ms
   writer.errorCode(response.errorCode).int32(response.generationId);
-  writer.string(response.protocolName).string(response.leader).string(response.memberId);
-  writer.arrayCount(response.members.length);
+  if (version >= 7) {
+    w.nullableString(response.protocolType === "" ? null : response.protocolType);
+    w.nullableString(response.protocolName === "" ? null : response.protocolName);
+  } else w.string(response.protocolName);
+  w.string(response.leader);
+  if (version >= 9) writer.boolean(response.skipAssignment);
+  w.string(response.memberId);
+  w.count(response.members.length);
   for (const member of response.members) {
-    writer.string(member.memberId);
-    if (version >= 5) writer.nullableString(member.groupInstanceId);
-    writer.nullableBytes(member.metadata);
+    w.string(member.memberId);
+    if (version >= 5) w.nullableString(member.groupInstanceId);
+    w.bytes(member.metadata).tags();
   }
+  w.tags();
   endResponse(writer, start);
 }
 
@@ -115,33 +143,52 @@ export interface SyncGroupRequest {
   memberId: string;
   /** (v3+) */
   groupInstanceId: string | null;
+  /** (v5+) the protocol type and name the member joined with; null when not given. */
+  protocolType: string | null;
+  protocolName: string | null;
   assignments: { memberId: string; assignment: Uint8Array }[];
 }
 
 export function decodeSyncGroupRequest(reader: KafkaReader, version: number): SyncGroupRequest {
-  const groupId = reader.string("group_id");
+  const f = fieldsOf(reader, KAFKA_API.SYNC_GROUP, version);
+  const stringMin = f.flexible ? COMPACT_STRING_BYTES_MIN : STRING_BYTES_MIN;
+  const groupId = f.string("group_id");
   const generationId = reader.int32("generation_id");
-  const memberId = reader.string("member_id");
-  const groupInstanceId = version >= 3 ? reader.nullableString("group_instance_id") : null;
-  const count = reader.arrayCount("assignments", STRING_BYTES_MIN + BYTES_MIN);
+  const memberId = f.string("member_id");
+  const groupInstanceId = version >= 3 ? f.nullableString("group_instance_id") : null;
+  const protocolType = version >= 5 ? f.nullableString("protocol_type") : null;
+  const protocolName = version >= 5 ? f.nullableString("protocol_name") : null;
+  const count = f.count("assignments", stringMin + (f.flexible ? 2 : BYTES_MIN));
   const assignments: SyncGroupRequest["assignments"] = [];
   for (let i = 0; i < count; i++) {
-    const id = reader.string("assignment member_id");
-    assignments.push({ memberId: id, assignment: bytes(reader, "assignment") });
+    const id = f.string("assignment member_id");
+    assignments.push({ memberId: id, assignment: f.bytes("assignment") });
+    f.tags("assignment");
   }
+  f.tags("SyncGroup request");
   reader.expectEnd("SyncGroup request");
-  return { groupId, generationId, memberId, groupInstanceId, assignments };
+  return { groupId, generationId, memberId, groupInstanceId, protocolType, protocolName, assignments };
 }
 
 export function encodeSyncGroupResponse(
   writer: KafkaWriter,
   version: number,
   correlationId: number,
-  response: { errorCode: number; assignment: Uint8Array },
+  response: {
+    errorCode: number;
+    assignment: Uint8Array;
+    /** (v5+) the group's protocol type and chosen protocol; null with an error. */
+    protocolType?: string | null;
+    protocolName?: string | null;
+  },
 ): void {
   const start = begin(writer, KAFKA_API.SYNC_GROUP, version, correlationId);
+  const w = fieldWriter(writer, KAFKA_API.SYNC_GROUP, version);
   if (version >= 1) writer.int32(0); // throttle_time_ms
-  writer.errorCode(response.errorCode).nullableBytes(response.assignment);
+  writer.errorCode(response.errorCode);
+  if (version >= 5)
+    w.nullableString(response.protocolType ?? null).nullableString(response.protocolName ?? null);
+  w.bytes(response.assignment).tags();
   endResponse(writer, start);
 }
 
@@ -156,10 +203,12 @@ export interface HeartbeatRequest {
 }
 
 export function decodeHeartbeatRequest(reader: KafkaReader, version: number): HeartbeatRequest {
-  const groupId = reader.string("group_id");
+  const f = fieldsOf(reader, KAFKA_API.HEARTBEAT, version);
+  const groupId = f.string("group_id");
   const generationId = reader.int32("generation_id");
-  const memberId = reader.string("member_id");
-  const groupInstanceId = version >= 3 ? reader.nullableString("group_instance_id") : null;
+  const memberId = f.string("member_id");
+  const groupInstanceId = version >= 3 ? f.nullableString("group_instance_id") : null;
+  f.tags("Heartbeat request");
   reader.expectEnd("Heartbeat request");
   return { groupId, generationId, memberId, groupInstanceId };
 }
@@ -173,6 +222,7 @@ export function encodeHeartbeatResponse(
   const start = begin(writer, KAFKA_API.HEARTBEAT, version, correlationId);
   if (version >= 1) writer.int32(0); // throttle_time_ms
   writer.errorCode(errorCode);
+  fieldWriter(writer, KAFKA_API.HEARTBEAT, version).tags();
   endResponse(writer, start);
 }
 
@@ -182,22 +232,27 @@ export interface LeaveGroupRequest {
   groupId: string;
   /**
    * v0-2: the one member_id (no instance id); v3+: the members array, where a member may be named
-   * by group_instance_id alone (member_id "").
+   * by group_instance_id alone (member_id ""); v5+ each with an optional reason (read, not used).
    */
   members: { memberId: string; groupInstanceId: string | null }[];
 }
 
 export function decodeLeaveGroupRequest(reader: KafkaReader, version: number): LeaveGroupRequest {
-  const groupId = reader.string("group_id");
+  const f = fieldsOf(reader, KAFKA_API.LEAVE_GROUP, version);
+  const stringMin = f.flexible ? COMPACT_STRING_BYTES_MIN : STRING_BYTES_MIN;
+  const groupId = f.string("group_id");
   const members: LeaveGroupRequest["members"] = [];
-  if (version < 3) members.push({ memberId: reader.string("member_id"), groupInstanceId: null });
+  if (version < 3) members.push({ memberId: f.string("member_id"), groupInstanceId: null });
   else {
-    const count = reader.arrayCount("members", STRING_BYTES_MIN + STRING_BYTES_MIN);
+    const count = f.count("members", stringMin + stringMin);
     for (let i = 0; i < count; i++) {
-      const memberId = reader.string("member_id");
-      members.push({ memberId, groupInstanceId: reader.nullableString("group_instance_id") });
+      const memberId = f.string("member_id");
+      members.push({ memberId, groupInstanceId: f.nullableString("group_instance_id") });
+      if (version >= 5) f.nullableString("reason");
+      f.tags("member");
     }
   }
+  f.tags("LeaveGroup request");
   reader.expectEnd("LeaveGroup request");
   return { groupId, members };
 }
@@ -212,13 +267,18 @@ export function encodeLeaveGroupResponse(
   },
 ): void {
   const start = begin(writer, KAFKA_API.LEAVE_GROUP, version, correlationId);
+  const w = fieldWriter(writer, KAFKA_API.LEAVE_GROUP, version);
   if (version >= 1) writer.int32(0); // throttle_time_ms
   writer.errorCode(response.errorCode);
   if (version >= 3) {
-    writer.arrayCount(response.members.length);
-    for (const member of response.members)
-      writer.string(member.memberId).nullableString(member.groupInstanceId).errorCode(member.errorCode);
+    w.count(response.members.length);
+    for (const member of response.members) {
+      w.string(member.memberId).nullableString(member.groupInstanceId);
+      writer.errorCode(member.errorCode);
+      w.tags();
+    }
   }
+  w.tags();
   endResponse(writer, start);
 }
 
@@ -239,28 +299,35 @@ export interface OffsetCommitRequest {
 }
 
 export function decodeOffsetCommitRequest(reader: KafkaReader, version: number): OffsetCommitRequest {
-  const groupId = reader.string("group_id");
+  const f = fieldsOf(reader, KAFKA_API.OFFSET_COMMIT, version);
+  const stringMin = f.flexible ? COMPACT_STRING_BYTES_MIN : STRING_BYTES_MIN;
+  const groupId = f.string("group_id");
   const generationId = version >= 1 ? reader.int32("generation_id") : -1;
-  const memberId = version >= 1 ? reader.string("member_id") : "";
+  const memberId = version >= 1 ? f.string("member_id") : "";
   if (version >= 2 && version <= 4) reader.int64("retention_time_ms");
-  const groupInstanceId = version >= 7 ? reader.nullableString("group_instance_id") : null;
-  const partitionBytes = 4 + 8 + (version >= 6 ? 4 : 0) + (version === 1 ? 8 : 0) + 2;
-  const topicCount = reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES);
+  const groupInstanceId = version >= 7 ? f.nullableString("group_instance_id") : null;
+  // partition_index, committed_offset, (v6+) leader epoch, (v1) timestamp, metadata (its length).
+  const partitionBytes =
+    4 + 8 + (version >= 6 ? 4 : 0) + (version === 1 ? 8 : 0) + (f.flexible ? 2 : STRING_BYTES_MIN);
+  const topicCount = f.count("topics", stringMin + (f.flexible ? 1 : INT32_BYTES));
   const topics: OffsetCommitRequest["topics"] = [];
   for (let t = 0; t < topicCount; t++) {
-    const name = reader.string("topic name");
-    const count = reader.arrayCount("partitions", partitionBytes);
+    const name = f.string("topic name");
+    const count = f.count("partitions", partitionBytes);
     const partitions: OffsetCommitRequest["topics"][number]["partitions"] = [];
     for (let p = 0; p < count; p++) {
       const partition = reader.int32("partition_index");
       const offset = reader.int64("committed_offset");
       const leaderEpoch = version >= 6 ? reader.int32("committed_leader_epoch") : -1;
       if (version === 1) reader.int64("commit_timestamp");
-      const metadata = reader.nullableString("committed_metadata");
+      const metadata = f.nullableString("committed_metadata");
+      f.tags("partition");
       partitions.push({ partition, offset, leaderEpoch, metadata });
     }
+    f.tags("topic");
     topics.push({ name, partitions });
   }
+  f.tags("OffsetCommit request");
   reader.expectEnd("OffsetCommit request");
   return { groupId, generationId, memberId, groupInstanceId, topics };
 }
@@ -277,13 +344,18 @@ export function encodeOffsetCommitResponse(
   topics: readonly PartitionErrors[],
 ): void {
   const start = begin(writer, KAFKA_API.OFFSET_COMMIT, version, correlationId);
+  const w = fieldWriter(writer, KAFKA_API.OFFSET_COMMIT, version);
   if (version >= 3) writer.int32(0); // throttle_time_ms
-  writer.arrayCount(topics.length);
+  w.count(topics.length);
   for (const topic of topics) {
-    writer.string(topic.name).arrayCount(topic.partitions.length);
-    for (const partition of topic.partitions)
+    w.string(topic.name).count(topic.partitions.length);
+    for (const partition of topic.partitions) {
       writer.int32(partition.partition).errorCode(partition.errorCode);
+      w.tags();
+    }
+    w.tags();
   }
+  w.tags();
   endResponse(writer, start);
 }
 
@@ -293,24 +365,34 @@ export interface OffsetFetchRequest {
   groupId: string;
   /** null (v2+): every partition the group committed. */
   topics: { name: string; partitions: number[] }[] | null;
+  /**
+   * (v7+) wait for pending transactional commits (UNSTABLE_OFFSET_COMMIT until they settle). booblik
+   * has no transactions, so no commit is ever pending: read and answered like any OffsetFetch.
+   */
+  requireStable: boolean;
 }
 
 export function decodeOffsetFetchRequest(reader: KafkaReader, version: number): OffsetFetchRequest {
-  const groupId = reader.string("group_id");
-  const count = reader.arrayCount("topics", STRING_BYTES_MIN + INT32_BYTES, version >= 2);
+  const f = fieldsOf(reader, KAFKA_API.OFFSET_FETCH, version);
+  const stringMin = f.flexible ? COMPACT_STRING_BYTES_MIN : STRING_BYTES_MIN;
+  const groupId = f.string("group_id");
+  const count = f.count("topics", stringMin + (f.flexible ? 1 : INT32_BYTES), version >= 2);
   let topics: OffsetFetchRequest["topics"] = null;
   if (count >= 0) {
     topics = [];
     for (let t = 0; t < count; t++) {
-      const name = reader.string("topic name");
-      const partitionCount = reader.arrayCount("partition_indexes", INT32_BYTES);
+      const name = f.string("topic name");
+      const partitionCount = f.count("partition_indexes", INT32_BYTES);
       const partitions: number[] = [];
       for (let p = 0; p < partitionCount; p++) partitions.push(reader.int32("partition_index"));
+      f.tags("topic");
       topics.push({ name, partitions });
     }
   }
+  const requireStable = version >= 7 ? reader.boolean("require_stable") : false;
+  f.tags("OffsetFetch request");
   reader.expectEnd("OffsetFetch request");
-  return { groupId, topics };
+  return { groupId, topics, requireStable };
 }
 
 export interface OffsetFetchPartition {
@@ -332,17 +414,22 @@ export function encodeOffsetFetchResponse(
   },
 ): void {
   const start = begin(writer, KAFKA_API.OFFSET_FETCH, version, correlationId);
+  const w = fieldWriter(writer, KAFKA_API.OFFSET_FETCH, version);
   if (version >= 3) writer.int32(0); // throttle_time_ms
-  writer.arrayCount(response.topics.length);
+  w.count(response.topics.length);
   for (const topic of response.topics) {
-    writer.string(topic.name).arrayCount(topic.partitions.length);
+    w.string(topic.name).count(topic.partitions.length);
     for (const partition of topic.partitions) {
       writer.int32(partition.partition).int64(partition.offset);
       if (version >= 5) writer.int32(partition.leaderEpoch);
-      writer.nullableString(partition.metadata).errorCode(partition.errorCode);
+      w.nullableString(partition.metadata);
+      writer.errorCode(partition.errorCode);
+      w.tags();
     }
+    w.tags();
   }
   if (version >= 2) writer.errorCode(response.errorCode);
+  w.tags();
   endResponse(writer, start);
 }
 

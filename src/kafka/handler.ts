@@ -686,11 +686,17 @@ export class KafkaHandler {
             request.memberId,
             request.assignments,
             request.groupInstanceId,
+            { type: request.protocolType, name: request.protocolName },
           );
+          // v5+ answers the group's protocol type and name (the Java client checks them against
+          // its own); null with an error, as Kafka answers.
+          const protocols = result.error === "NONE" ? this.groups.protocolsOf(request.groupId) : undefined;
           return this.respond((writer) =>
             encodeSyncGroupResponse(writer, apiVersion, correlationId, {
               errorCode: GROUP_ERROR_CODES[result.error],
               assignment: result.assignment,
+              protocolType: protocols?.protocolType ?? null,
+              protocolName: protocols?.protocolName ?? null,
             }),
           );
         }
@@ -877,7 +883,9 @@ export class KafkaHandler {
           errorCode: refusal.code,
           generationId: -1,
           protocolName: "",
+          protocolType: "",
           leader: "",
+          skipAssignment: false,
           memberId: request.memberId,
           members: [],
         }),
@@ -894,13 +902,16 @@ export class KafkaHandler {
       clientHost: `/${clientAddress}`,
       requireKnownMemberId: version >= 4,
       groupInstanceId: request.groupInstanceId,
+      supportSkippingAssignment: version >= 9,
     });
     return this.respond((writer) =>
       encodeJoinGroupResponse(writer, version, correlationId, {
         errorCode: GROUP_ERROR_CODES[result.error],
         generationId: result.generationId,
         protocolName: result.protocolName,
+        protocolType: result.protocolType,
         leader: result.leaderId,
+        skipAssignment: result.skipAssignment,
         memberId: result.memberId,
         members: result.members,
       }),

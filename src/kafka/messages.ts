@@ -549,8 +549,11 @@ export interface FindCoordinatorRequest {
 }
 
 export function decodeFindCoordinatorRequest(reader: KafkaReader, version: number): FindCoordinatorRequest {
-  const key = reader.string("key");
+  // v3 is flexible (compact strings, tag buffers); v4 (a batch of keys) is not served.
+  const flexible = isFlexible(KAFKA_API.FIND_COORDINATOR, version);
+  const key = flexible ? reader.compactString("key") : reader.string("key");
   const keyType = version >= 1 ? reader.int8("key_type") : 0;
+  if (flexible) reader.skipTaggedFields("FindCoordinator request");
   reader.expectEnd("FindCoordinator request");
   return { key, keyType };
 }
@@ -570,10 +573,18 @@ export function encodeFindCoordinatorResponse(
   response: FindCoordinatorResponse,
 ): void {
   const start = begin(writer, KAFKA_API.FIND_COORDINATOR, version, correlationId);
+  const flexible = isFlexible(KAFKA_API.FIND_COORDINATOR, version);
   if (version >= 1) writer.int32(0); // throttle_time_ms
   writer.errorCode(response.errorCode);
-  if (version >= 1) writer.nullableString(response.errorMessage);
-  writer.int32(response.nodeId).string(response.host).int32(response.port);
+  if (version >= 1) {
+    if (flexible) writer.compactNullableString(response.errorMessage);
+    else writer.nullableString(response.errorMessage);
+  }
+  writer.int32(response.nodeId);
+  if (flexible) writer.compactString(response.host);
+  else writer.string(response.host);
+  writer.int32(response.port);
+  if (flexible) writer.emptyTaggedFields();
   finish(writer, start);
 }
 

@@ -432,6 +432,41 @@ describe("static membership (KIP-345)", () => {
     expect((await a3).members.map((m) => m.groupInstanceId).sort()).toEqual(["i-a", "i-b", null].sort());
   });
 
+  test("the leader restarted, JoinGroup v9 (KIP-814): it is told it leads, with the members, and to skip the assignment; a follower is not", async () => {
+    const groups = coordinator();
+    const { a, b } = await stableStaticPair(groups);
+    const a2 = await groups.join(join({ groupInstanceId: "i-a", supportSkippingAssignment: true }));
+    expect([a2.error, a2.generationId, a2.leaderId, a2.skipAssignment, a2.protocolType]).toEqual([
+      "NONE",
+      2,
+      a2.memberId,
+      true,
+      "consumer",
+    ]);
+    expect(a2.leaderId).not.toBe(a.memberId);
+    expect(a2.members.map((m) => m.groupInstanceId).sort()).toEqual(["i-a", "i-b"]);
+    // Still no rebalance: the group keeps its generation and assignment.
+    expect(groups.describe("g")).toMatchObject({ state: "Stable", generationId: 2 });
+    expect(text((await groups.sync("g", 2, a2.memberId, [], "i-a")).assignment)).toBe("a:0");
+    const b2 = await groups.join(join({ groupInstanceId: "i-b", supportSkippingAssignment: true }));
+    expect([b2.leaderId, b2.skipAssignment, b2.members]).toEqual([a2.memberId, false, []]);
+    expect(b2.memberId).not.toBe(b.memberId);
+  });
+
+  test("SyncGroup v5's protocol type and name: one the group does not have is INCONSISTENT_GROUP_PROTOCOL, after the member check", async () => {
+    const groups = coordinator();
+    const { a } = await stableStaticPair(groups);
+    const sync = (id: string, type: string | null, name: string | null) =>
+      groups.sync("g", 2, id, [], "i-a", { type, name });
+    expect((await sync(a.memberId, "consumer", "range")).error).toBe("NONE");
+    expect((await sync(a.memberId, null, null)).error).toBe("NONE");
+    expect((await sync(a.memberId, "connect", "range")).error).toBe("INCONSISTENT_GROUP_PROTOCOL");
+    expect((await sync(a.memberId, "consumer", "roundrobin")).error).toBe("INCONSISTENT_GROUP_PROTOCOL");
+    expect((await groups.sync("g", 2, "nobody", [], null, { type: "connect", name: null })).error).toBe(
+      "UNKNOWN_MEMBER_ID",
+    );
+  });
+
   test("a replacement must share a protocol with the member it replaces; one that changes the group's protocol rebalances; one during a rebalance fences the parked join and waits in its place; one in CompletingRebalance rebalances", async () => {
     const meta = bytes("");
     const groups = coordinator();

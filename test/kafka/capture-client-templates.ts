@@ -369,7 +369,7 @@ try {
     templates.push(template);
   }
 
-  // Hand-built: AlterConfigs 0-1 (one layout) and SaslHandshake v0.
+  // Hand-built: AlterConfigs 0-1 (one layout), OffsetFetch v6 and SaslHandshake v0.
   const handBuilt: VersionTemplate[] = [];
   for (const version of [0, 1]) {
     const body = new Expect()
@@ -389,6 +389,30 @@ try {
       .body();
     handBuilt.push(hand(KAFKA_API.ALTER_CONFIGS, version, body));
   }
+  // OffsetFetch v6 (flexible, before v7's require_stable): the Java client sends v7 with
+  // require_stable set, which kafka-clients will not write at v6 (a non-default field), so the
+  // re-encoder cannot make it. Request header v2 (client id, then a tag buffer), group "tpl", the
+  // topic tpl-a's partition 0, tag buffers.
+  handBuilt.push(
+    hand(
+      KAFKA_API.OFFSET_FETCH,
+      6,
+      new Expect()
+        .i16(KAFKA_API.OFFSET_FETCH)
+        .i16(6)
+        .i32(7)
+        .str("tpl")
+        .uvarint(0)
+        .cstr("tpl")
+        .uvarint(2)
+        .cstr("tpl-a")
+        .uvarint(2)
+        .i32(0)
+        .uvarint(0)
+        .uvarint(0)
+        .body(),
+    ),
+  );
   const handshakeV0 = hand(
     KAFKA_API.SASL_HANDSHAKE,
     0,

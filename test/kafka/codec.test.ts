@@ -756,19 +756,19 @@ describe("responses match Kafka's layouts field by field", () => {
     }
   });
 
-  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, DescribeGroups, ListGroups, DescribeLogDirs and ElectLeaders", () => {
+  test("the codec's version table ends every API at its last non-flexible version but ApiVersions, DescribeCluster, InitProducerId, ListOffsets, the group APIs, DescribeLogDirs and ElectLeaders", () => {
     expect(CODEC_VERSIONS).toEqual({
       0: { min: 0, max: 8 },
       1: { min: 0, max: 11 },
       2: { min: 0, max: 10 },
       3: { min: 0, max: 8 },
-      8: { min: 0, max: 7 },
-      9: { min: 0, max: 5 },
-      10: { min: 0, max: 2 },
-      11: { min: 0, max: 5 },
-      12: { min: 0, max: 3 },
-      13: { min: 0, max: 3 },
-      14: { min: 0, max: 3 },
+      8: { min: 0, max: 8 },
+      9: { min: 0, max: 7 },
+      10: { min: 0, max: 3 },
+      11: { min: 0, max: 9 },
+      12: { min: 0, max: 4 },
+      13: { min: 0, max: 5 },
+      14: { min: 0, max: 5 },
       15: { min: 0, max: 6 },
       16: { min: 0, max: 5 },
       18: { min: 0, max: 4 },
@@ -802,9 +802,19 @@ describe("responses match Kafka's layouts field by field", () => {
       // ElectLeaders: the Java AdminClient's newest, v2, as for DescribeLogDirs. DescribeGroups:
       // v6 answers an unknown group GROUP_ID_NOT_FOUND, as Kafka 4.x answers the Java client.
       // ListGroups: v4's states filter is what `kafka-consumer-groups.sh --list --state` needs.
+      // The classic group APIs: the versions the Java client 4.x and franz-go pick against Kafka
+      // (JoinGroup 9, SyncGroup 5, Heartbeat 4, LeaveGroup 5, OffsetCommit 8, OffsetFetch 7,
+      // FindCoordinator 3), since 2026-12-03.
       expect([apiKey, flexibleMax]).toEqual([
         apiKey,
         apiKey === KAFKA_API.API_VERSIONS ||
+          apiKey === KAFKA_API.JOIN_GROUP ||
+          apiKey === KAFKA_API.SYNC_GROUP ||
+          apiKey === KAFKA_API.HEARTBEAT ||
+          apiKey === KAFKA_API.LEAVE_GROUP ||
+          apiKey === KAFKA_API.OFFSET_COMMIT ||
+          apiKey === KAFKA_API.OFFSET_FETCH ||
+          apiKey === KAFKA_API.FIND_COORDINATOR ||
           apiKey === KAFKA_API.DESCRIBE_GROUPS ||
           apiKey === KAFKA_API.LIST_GROUPS ||
           apiKey === KAFKA_API.DESCRIBE_CLUSTER ||
@@ -867,13 +877,46 @@ describe("static membership fields (KIP-345)", () => {
       errorCode: 0,
       generationId: 3,
       protocolName: "range",
+      protocolType: "consumer",
       leader: "i-1-x",
+      skipAssignment: true,
       memberId: "i-1-x",
       members,
     };
     const e = new Expect().i32(5).i32(0).i16(0).i32(3).str("range").str("i-1-x").str("i-1-x").i32(2);
     e.str("i-1-x").str("i-1").i32(1).i8(1).str("c-y").str(null).i32(1).i8(2);
     expect(encoded((w) => encodeJoinGroupResponse(w, 5, 5, join))).toEqual(e.frame());
+    // v9 (flexible: header v1 with its tag buffer, compact strings, tag buffers; v7's protocol
+    // type; v9's skip_assignment), byte by byte from JoinGroupResponse.json of kafka-clients 4.1.1.
+    const e9 = new Expect().i32(5).uvarint(0).i32(0).i16(0).i32(3).cstr("consumer").cstr("range");
+    e9.cstr("i-1-x").i8(1).cstr("i-1-x").uvarint(3);
+    e9.cstr("i-1-x").cstr("i-1").uvarint(2).i8(1).uvarint(0);
+    e9.cstr("c-y").cstr(null).uvarint(2).i8(2).uvarint(0).uvarint(0);
+    expect(encoded((w) => encodeJoinGroupResponse(w, 9, 5, join))).toEqual(e9.frame());
+    // v7+ with an error: protocol type and name are null.
+    const failed = {
+      ...join,
+      errorCode: 25,
+      generationId: -1,
+      protocolName: "",
+      protocolType: "",
+      leader: "",
+      skipAssignment: false,
+      members: [],
+    };
+    const e7 = new Expect()
+      .i32(5)
+      .uvarint(0)
+      .i32(0)
+      .i16(25)
+      .i32(-1)
+      .cstr(null)
+      .cstr(null)
+      .cstr("")
+      .cstr("i-1-x")
+      .uvarint(1)
+      .uvarint(0);
+    expect(encoded((w) => encodeJoinGroupResponse(w, 7, 5, failed))).toEqual(e7.frame());
     const leave = new Expect().i32(6).i32(0).i16(0).i32(1).str("").str("i-1").i16(82);
     expect(
       encoded((w) =>

@@ -86,7 +86,7 @@ describe("ApiVersions", () => {
     reader.expectEnd("response");
   });
 
-  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-10, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1), DescribeGroups up to 6, ListGroups up to 5, CreatePartitions 0-1, IncrementalAlterConfigs 0, AlterConfigs 0-1, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
+  test("the advertised ranges: Produce 0-8 (∋ 3) and Fetch 0-11 (∋ 4) for librdkafka's MsgVer2, Metadata 0-8, ListOffsets 0-10, CreateTopics 0-4, DeleteTopics 0-3, the group APIs from 0 (librdkafka's BrokerBalancedConsumer needs JoinGroup 0 and OffsetFetch 1) to JoinGroup 9, SyncGroup 5, Heartbeat 4, LeaveGroup 5, OffsetCommit 8, OffsetFetch 7 and FindCoordinator 3, DescribeGroups up to 6, ListGroups up to 5, CreatePartitions 0-1, IncrementalAlterConfigs 0, AlterConfigs 0-1, DescribeConfigs 0-3, DescribeCluster 0-1, DeleteGroups 0-1, OffsetDelete 0, OffsetForLeaderEpoch 0-3, DeleteRecords 0-1, DescribeLogDirs 0-4, ElectLeaders 0-2, InitProducerId 0-4, DescribeAcls, CreateAcls and DeleteAcls 0-1, SaslHandshake 0-1, SaslAuthenticate 0-1", () => {
     expect(ADVERTISED).toEqual([
       [18, 0, 4],
       [0, 0, 8],
@@ -95,13 +95,13 @@ describe("ApiVersions", () => {
       [2, 0, 10],
       [19, 0, 4],
       [20, 0, 3],
-      [10, 0, 2],
-      [11, 0, 5],
-      [14, 0, 3],
-      [12, 0, 3],
-      [13, 0, 3],
-      [8, 0, 7],
-      [9, 0, 5],
+      [10, 0, 3],
+      [11, 0, 9],
+      [14, 0, 5],
+      [12, 0, 4],
+      [13, 0, 5],
+      [8, 0, 8],
+      [9, 0, 7],
       [16, 0, 5],
       [15, 0, 6],
       [37, 0, 1],
@@ -145,8 +145,11 @@ describe("requests booblik does not answer", () => {
     expect(await close(header(0, 9))).toBe(
       "PRODUCE (API key 0) version 9 is not supported: served in versions 0-8",
     );
-    expect(await close(header(11, 6))).toBe(
-      "JOIN_GROUP (API key 11) version 6 is not supported: served in versions 0-5",
+    expect(await close(header(11, 10))).toBe(
+      "JOIN_GROUP (API key 11) version 10 is not supported: served in versions 0-9",
+    );
+    expect(await close(header(9, 8))).toBe(
+      "OFFSET_FETCH (API key 9) version 8 is not supported: served in versions 0-7",
     );
   });
 
