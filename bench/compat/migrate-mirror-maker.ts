@@ -12,9 +12,11 @@
  *    restamped them would show); group `billing` committed at 40 / 50 / 60 and group `audit` at
  *    the end of each partition (a consumer that caught up before the move);
  * 2. MirrorMaker 2: booblik → kafka, IdentityReplicationPolicy (topic names kept), checkpoints
- *    emitted and group offsets synced every second, its offset-syncs topic on Kafka (booblik has no
- *    compacted topics), no ACL sync (booblik serves no ACL API here), booblik's own topic settings
- *    not copied (the configuration is printed, and is the one in docs/kafka.md, which says why);
+ *    emitted and group offsets synced every second, its offset-syncs topic where
+ *    `--offset-syncs-location source|target` puts it (`offset-syncs.topic.location`; `source`,
+ *    MirrorMaker's default, by default: made compacted on booblik), no ACL sync (booblik without an
+ *    authorizer answers DescribeAcls SECURITY_DISABLED), booblik's own topic settings not copied
+ *    (the configuration is printed, and is the one in docs/kafka.md, which says why);
  * 3. waits until Kafka has every record, then checks each one (partition, offset, key, value,
  *    headers, timestamp) byte for byte against booblik;
  * 4. waits until the groups' offsets appear on Kafka (written there by MirrorMaker's checkpoint
@@ -23,21 +25,59 @@
  *    translated to MirrorMaker's last offset sync at or below it, by MirrorMaker's design: printed,
  *    not checked) and that a kafkajs consumer of each group on Kafka starts every partition at that
  *    offset with booblik's record there, or reads nothing at the end;
- * 5. new keyed records from a kafkajs producer land on the same partitions on both.
+ * 5. new keyed records from a kafkajs producer land on the same partitions on both;
+ * 6. MirrorMaker's offset-syncs topic exists on the cluster `--offset-syncs-location` names
+ *    (`mm2-offset-syncs.kafka.internal` on booblik, `mm2-offset-syncs.booblik.internal` on Kafka),
+ *    with cleanup.policy=compact (DescribeConfigs), and the other cluster has none;
+ * 7. MirrorMaker's log holds none of the lines of a broken offset-syncs topic or a failed task
+ *    (`Unable to create topic`, `Failure sending offset sync`, `Could not look up partition
+ *    metadata`, a task's uncaught exception).
  *
- * MirrorMaker's log goes to $BOOBLIK_COMPAT_CACHE/last-mirror-maker.log; every WARN and ERROR line
- * of it is printed at the end, each distinct message once with its count (BOOBLIK_MM2_DEBUG=logger,…
+ * MirrorMaker's log goes to $BOOBLIK_COMPAT_CACHE/last-mirror-maker-<location>.log; every WARN and
+ * ERROR line of it is printed at the end, each distinct message once with its count (BOOBLIK_MM2_DEBUG=logger,…
  * sets those loggers to DEBUG, e.g. org.apache.kafka.clients.NetworkClient for every request and
  * answer). Prints each step and a final PASS or FAIL line; exit code 1 on a failure.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type IHeaders, Kafka, logLevel } from "kafkajs";
+import { parseArgs } from "node:util";
+import { ConfigResourceTypes, type IHeaders, Kafka, logLevel } from "kafkajs";
 import { startBooblik } from "./booblik.ts";
 import { compatCache, mirrorJars, serverJars, startKafka } from "./kafka-node.ts";
 
+// `--with` is migrate.ts's, which imports this script with its own arguments.
+const { values: args } = parseArgs({
+  options: {
+    "offset-syncs-location": { type: "string", default: "source" },
+    with: { type: "string" },
+  },
+});
+const offsetSyncsLocation = args["offset-syncs-location"];
+if (offsetSyncsLocation !== "source" && offsetSyncsLocation !== "target")
+  throw new Error(
+    `--offset-syncs-location takes source or target, got ${JSON.stringify(offsetSyncsLocation)}`,
+  );
+
 const KAFKA_VERSION = "4.1.1";
+/**
+ * MirrorMaker's offset-syncs topic of the flow booblik → kafka: named after the other cluster of the
+ * flow than the one holding it (`MirrorSourceConfig.offsetSyncsTopic`).
+ */
+const OFFSET_SYNCS_TOPIC =
+  offsetSyncsLocation === "source" ? "mm2-offset-syncs.kafka.internal" : "mm2-offset-syncs.booblik.internal";
+/**
+ * MirrorMaker's log lines that mean its offset syncs or one of its tasks broke (each seen in the
+ * first run of 2026-12-01, when booblik refused the compacted offset-syncs topic), and must not
+ * appear.
+ */
+const BROKEN = [
+  "Unable to create topic",
+  "Failure sending offset sync",
+  "Could not look up partition metadata",
+  "Task threw an uncaught and unrecoverable exception",
+  "Task is being killed and will not recover",
+] as const;
 const TOPIC = "orders";
 const PARTITIONS = 3;
 const RECORDS = 300;
@@ -142,7 +182,7 @@ function check(what: string, ok: boolean, detail = ""): void {
 }
 
 /** The MirrorMaker 2 configuration (dedicated mode), as docs/kafka.md gives it. */
-function mirrorConfig(source: string, target: string): string {
+function mirrorConfig(source: string, target: string, location: "source" | "target"): string {
   return [
     "clusters = booblik, kafka",
     `booblik.bootstrap.servers = ${source}`,
@@ -157,10 +197,12 @@ function mirrorConfig(source: string, target: string): string {
     "emit.checkpoints.interval.seconds = 1",
     "sync.group.offsets.enabled = true",
     "sync.group.offsets.interval.seconds = 1",
-    // booblik cannot make MirrorMaker's compacted offset-syncs topic (no cleanup.policy=compact,
-    // CreateTopics answers INVALID_CONFIG): keep it on Kafka, so booblik is only read from.
-    "offset-syncs.topic.location = target",
-    // booblik serves no ACL APIs here (DescribeAcls is UNSUPPORTED_VERSION): nothing to copy.
+    // Where MirrorMaker keeps its offset-syncs topic (compacted): `source`, its default, makes it on
+    // booblik (refused before 2026-12-03, when booblik took no cleanup.policy); `target` keeps it on
+    // Kafka, so booblik is only read from.
+    `offset-syncs.topic.location = ${location}`,
+    // booblik without an authorizer answers DescribeAcls SECURITY_DISABLED, as Kafka does: no ACL
+    // to copy, and the sync would only log that.
     "sync.topic.acls.enabled = false",
     // booblik's own settings (booblik.durability, …) mean nothing to Kafka, which refuses them and
     // with them the whole config sync of the topic; the rest is MirrorMaker's default exclude list.
@@ -190,7 +232,7 @@ const lib = await serverJars(KAFKA_VERSION);
 const mirrorLib = await mirrorJars(KAFKA_VERSION);
 const kafka = await startKafka(lib, KAFKA_VERSION);
 const mirrorDir = mkdtempSync(join(tmpdir(), "booblik-compat-mm2-"));
-const mirrorLog = join(compatCache, "last-mirror-maker.log");
+const mirrorLog = join(compatCache, `last-mirror-maker-${offsetSyncsLocation}.log`);
 let mirror: ReturnType<typeof Bun.spawn> | undefined;
 console.log(
   `load average ${loadavg()
@@ -244,7 +286,7 @@ try {
 
   // 2. MirrorMaker 2, dedicated mode, driving only the flows into `kafka`.
   const properties = join(mirrorDir, "mm2.properties");
-  writeFileSync(properties, mirrorConfig(booblik.bootstrap, kafka.bootstrap));
+  writeFileSync(properties, mirrorConfig(booblik.bootstrap, kafka.bootstrap, offsetSyncsLocation));
   // INFO to stdout (the log file), the layout of Kafka's own config/connect-log4j2.yaml.
   const log4j = join(mirrorDir, "log4j2.properties");
   writeFileSync(
@@ -408,6 +450,47 @@ try {
     JSON.stringify(landed[0]) === JSON.stringify(landed[1]),
     landed[0]!.join(","),
   );
+
+  // 6. MirrorMaker's offset-syncs topic: on the cluster it was told, compacted, and only there.
+  for (const [cluster, admin] of [
+    ["source", sourceAdmin],
+    ["target", targetAdmin],
+  ] as const) {
+    const name = cluster === "source" ? "booblik" : "Kafka";
+    const topics = await admin.listTopics();
+    if (cluster !== offsetSyncsLocation) {
+      const found = topics.filter((t) => t.startsWith("mm2-offset-syncs."));
+      check(
+        `no offset-syncs topic on ${name} (the ${cluster} cluster)`,
+        found.length === 0,
+        found.join(", "),
+      );
+      continue;
+    }
+    const exists = topics.includes(OFFSET_SYNCS_TOPIC);
+    if (!exists) {
+      check(`${OFFSET_SYNCS_TOPIC} on ${name} (the ${cluster} cluster)`, false, "absent");
+      continue;
+    }
+    const { resources } = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [
+        { type: ConfigResourceTypes.TOPIC, name: OFFSET_SYNCS_TOPIC, configNames: ["cleanup.policy"] },
+      ],
+    });
+    const [resource] = resources;
+    const policy =
+      resource === undefined || resource.errorCode !== 0
+        ? `error ${resource?.errorCode}`
+        : resource.configEntries.find((e) => e.configName === "cleanup.policy")?.configValue;
+    const partitions = await admin.fetchTopicOffsets(OFFSET_SYNCS_TOPIC);
+    check(
+      `${OFFSET_SYNCS_TOPIC} on ${name} (the ${cluster} cluster) with cleanup.policy=compact`,
+      policy === "compact",
+      `cleanup.policy (DescribeConfigs): ${policy}, ` +
+        `end offsets ${partitions.map((p) => `${p.partition}:${p.high}`).join(" ")}`,
+    );
+  }
   await sourceAdmin.disconnect();
   await targetAdmin.disconnect();
 } catch (error) {
@@ -436,6 +519,12 @@ for (const line of readFileSync(mirrorLog, "utf8").split("\n")) {
 }
 console.log(`\nMirrorMaker's WARN and ERROR messages (log: ${mirrorLog}):`);
 for (const [message, count] of complaints) console.log(`  ${count} × ${message}`);
+// 7. No line of a broken offset-syncs topic or a failed task, at any level.
+const logText = readFileSync(mirrorLog, "utf8");
+for (const marker of BROKEN) {
+  const count = logText.split(marker).length - 1;
+  check(`MirrorMaker's log has no "${marker}"`, count === 0, count === 0 ? "" : `${count} lines`);
+}
 console.log(
   `load average ${loadavg()
     .map((l) => l.toFixed(2))

@@ -19,19 +19,28 @@
  *
  * `--with mirror-maker`: the same move with MirrorMaker 2 instead of the kcat pipe (records with
  * headers, timestamps and any bytes; group offsets translated by MirrorMaker): runs
- * bench/compat/migrate-mirror-maker.ts, which says what it checks.
+ * bench/compat/migrate-mirror-maker.ts, which says what it checks (and takes
+ * `--offset-syncs-location source|target`).
  */
 import { parseArgs } from "node:util";
 import { Kafka, logLevel } from "kafkajs";
 import { startBooblik } from "./booblik.ts";
 import { serverJars, startKafka } from "./kafka-node.ts";
 
-const { values: options } = parseArgs({ options: { with: { type: "string", default: "kcat" } } });
+const { values: options } = parseArgs({
+  options: {
+    with: { type: "string", default: "kcat" },
+    // migrate-mirror-maker.ts's own option, read there.
+    "offset-syncs-location": { type: "string" },
+  },
+});
 if (options.with === "mirror-maker") {
   // That script runs on import and ends the process with its own exit code.
   await import("./migrate-mirror-maker.ts");
 } else if (options.with !== "kcat") {
   throw new Error(`--with takes kcat (the default) or mirror-maker, got ${JSON.stringify(options.with)}`);
+} else if (options["offset-syncs-location"] !== undefined) {
+  throw new Error("--offset-syncs-location is MirrorMaker's: it goes with --with mirror-maker");
 }
 
 const KAFKA_VERSION = "4.1.1";
