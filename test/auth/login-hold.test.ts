@@ -134,6 +134,35 @@ test("native listener: at most 16 logins of an address wait; those whose connect
   client.close();
 });
 
+test("native listener: logins whose clients closed normally (a FIN, not a reset) while they waited check nothing either", async () => {
+  // Found by the login fuzzer (test/auth/fuzz-login.ts): clients that close the usual way (a FIN:
+  // Node's destroy, Java's and Go's close) left their held logins in place; each was checked when
+  // the hold ended, failed, and held the address again, for nobody: a right login of the address
+  // waited behind up to 16 such checks (16 x 5 s) instead of one hold.
+  const { delays, clock } = heldDelays();
+  const audit: string[] = [];
+  const server = nativeServer(delays, (line) => audit.push(line));
+  const { port } = server.listen();
+  const failed = () => audit.filter((line) => line.includes("authentication failed")).length;
+  const first = await rawConnect(port);
+  badAuthenticate(first);
+  await waitUntil(() => failed() === 1, "the first failure");
+  const waiting: RawSocket[] = [];
+  for (let i = 0; i < 4; i++) {
+    const socket = await rawConnect(port);
+    badAuthenticate(socket);
+    waiting.push(socket);
+  }
+  await waitUntil(() => delays.waiters(ADDRESS) === 4, "4 waiting logins");
+  for (const socket of waiting) socket.end();
+  clock.nowMs = 60_000;
+  // (A check that ran would fail and hold the address again on the standing clock: the others
+  // would wait for good. So: until they are given up, or one of them was checked.)
+  await waitUntil(() => delays.waiters(ADDRESS) === 0 || failed() > 1, "the abandoned logins given up");
+  expect(failed()).toBe(1);
+  expect(delays.holdMs(ADDRESS)).toBe(0);
+});
+
 /** A Kafka request frame: size, api key, version, correlation id, client id "t", then `body`. */
 function kafkaRequest(apiKey: number, version: number, body: (e: Expect) => Expect): Uint8Array {
   return body(new Expect().i16(apiKey).i16(version).i32(1).str("t")).frame();
