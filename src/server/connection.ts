@@ -550,6 +550,14 @@ export class Connection implements BudgetWaiter {
     this.updateReading();
   }
 
+  /**
+   * The client sent its FIN: it sends nothing more (it may still read its answers: a half-close,
+   * or it closed altogether; the broker cannot tell which).
+   */
+  get clientFinished(): boolean {
+    return this.readClosed;
+  }
+
   /** The client half-closed its side: answer what it asked, then close ours. */
   onEnd(): void {
     this.readClosed = true;

@@ -1274,7 +1274,12 @@ export class BrokerServer implements ConnectionHost {
       void this.loginDelays
         .waitTurn(
           connection.remoteAddress,
-          () => connection.closed || this.stopping,
+          // A client that sent its FIN counts as gone too: that is how clients close (Node's
+          // destroy, Java's and Go's close), and one that only half-closed can send nothing after
+          // the login, so checking it would serve nobody. Checked anyway, its failure held the
+          // address again for nobody: a right login waited behind up to 16 of them (the login
+          // fuzzer, test/auth/fuzz-login.ts; test/auth/login-hold.test.ts).
+          () => connection.closed || connection.clientFinished || this.stopping,
           (ms) => this.sleepUnlessStopped(ms),
         )
         .then((turn) => this.takeHeldTurn(connection, slot, correlationId, held, turn));
@@ -1304,6 +1309,20 @@ export class BrokerServer implements ConnectionHost {
       return;
     }
     if (connection.closed) return;
+    if (turn === "gone" && !this.stopping) {
+      // Its client sent its FIN while it waited (see authenticate): answered, as a half-closed
+      // connection's requests are, but not checked, not counted as a failure, not delayed.
+      this.fail(
+        connection,
+        slot,
+        correlationId,
+        new AuthenticationError(
+          "the client closed its side of the connection while this login waited: not checked",
+        ),
+      );
+      connection.closeAfterAnswers("closed while its login waited");
+      return;
+    }
     if (turn === "busy") {
       this.fail(
         connection,

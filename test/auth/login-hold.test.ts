@@ -11,6 +11,7 @@
  * each failure holding the address again, and their number had no bound (a reviewer's runs).
  */
 import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
+import net from "node:net";
 import { LoginDelays } from "../../src/auth/login-delays.ts";
 import { Broker } from "../../src/broker/broker.ts";
 import { parseUsers, setUser } from "../../src/broker/users-file.ts";
@@ -28,7 +29,7 @@ import { WIRE_ERROR_CODES } from "../../src/protocol/error-codes.ts";
 import { encodeAuthenticateRequest } from "../../src/protocol/messages.ts";
 import { InboundBudget } from "../../src/server/inbound-budget.ts";
 import { BrokerServer } from "../../src/server/server.ts";
-import { frame, type RawSocket, rawConnect, waitForResponses } from "../helpers/raw-socket.ts";
+import { frame, type RawSocket, rawConnect, responses, waitForResponses } from "../helpers/raw-socket.ts";
 import { type TempDir, tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
 import { Expect } from "../kafka/bytes.ts";
@@ -124,6 +125,63 @@ test("native listener: at most 16 logins of an address wait; those whose connect
   await waitUntil(() => delays.waiters(ADDRESS) === 0, "the abandoned logins given up");
   expect(failed()).toBe(1);
   expect(delays.holdMs(ADDRESS)).toBe(0);
+  const client = await BooblikClient.connect({
+    host: ADDRESS,
+    port,
+    retries: 0,
+    user: "alice",
+    password: "correct horse",
+  });
+  client.close();
+});
+
+test("native listener: logins whose clients closed normally (a FIN, not a reset) while they waited check nothing either", async () => {
+  // Found by the login fuzzer (test/auth/fuzz-login.ts): clients that close the usual way (a FIN:
+  // Node's destroy, Java's and Go's close) left their held logins in place; each was checked when
+  // the hold ended, failed, and held the address again, for nobody: a right login of the address
+  // waited behind up to 16 such checks (16 x 5 s) instead of one hold.
+  const { delays, clock } = heldDelays();
+  const audit: string[] = [];
+  const server = nativeServer(delays, (line) => audit.push(line));
+  const { port } = server.listen();
+  const failed = () => audit.filter((line) => line.includes("authentication failed")).length;
+  const first = await rawConnect(port);
+  badAuthenticate(first);
+  await waitUntil(() => failed() === 1, "the first failure");
+  const waiting: RawSocket[] = [];
+  for (let i = 0; i < 3; i++) {
+    const socket = await rawConnect(port);
+    badAuthenticate(socket);
+    waiting.push(socket);
+  }
+  // And one that only half-closes (node:net, allowHalfOpen): it goes on reading.
+  const halfClosed: Buffer[] = [];
+  const reader = net.connect({ host: ADDRESS, port, allowHalfOpen: true });
+  reader.on("data", (chunk: Buffer) => halfClosed.push(chunk));
+  const readerClosed = new Promise<void>((resolve) => reader.on("close", () => resolve()));
+  await new Promise<void>((resolve) => reader.once("connect", () => resolve()));
+  reader.write(
+    frame((w) =>
+      encodeAuthenticateRequest(w, 1, {
+        mechanism: "SCRAM-SHA-256",
+        authBytes: new TextEncoder().encode("x"),
+      }),
+    ),
+  );
+  await waitUntil(() => delays.waiters(ADDRESS) === 4, "4 waiting logins");
+  for (const socket of waiting) socket.end();
+  reader.end();
+  clock.nowMs = 60_000;
+  // (A check that ran would fail and hold the address again on the standing clock: the others
+  // would wait for good. So: until they are given up, or one of them was checked.)
+  await waitUntil(() => delays.waiters(ADDRESS) === 0 || failed() > 1, "the abandoned logins given up");
+  expect(failed()).toBe(1);
+  expect(delays.holdMs(ADDRESS)).toBe(0);
+  // A client that only half-closed still reads: it is told its login was not checked.
+  await readerClosed;
+  const [answer] = responses(Buffer.concat(halfClosed));
+  expect(answer).toMatchObject({ errorCode: WIRE_ERROR_CODES.AUTHENTICATION_FAILED });
+  expect(answer!.message).toContain("while this login waited: not checked");
   const client = await BooblikClient.connect({
     host: ADDRESS,
     port,
