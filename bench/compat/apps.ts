@@ -56,7 +56,7 @@ import { parseArgs } from "node:util";
 import { ConfigResourceTypes, Kafka, logLevel } from "kafkajs";
 import { freePort } from "../lib/processes.ts";
 import { startBooblik } from "./booblik.ts";
-import { compatCache, serverJars, startKafka } from "./kafka-node.ts";
+import { compatCache, copyMavenDependencies, serverJars, startKafka } from "./kafka-node.ts";
 import { runCommand as run } from "./run-command.ts";
 
 const HERE = import.meta.dir;
@@ -136,21 +136,7 @@ async function appJars(): Promise<Jars> {
   } catch {}
   if (!present) {
     console.log(`fetching Kafka Connect and Kafka Streams ${kafkaVersion} with Maven into ${base}`);
-    await run(
-      [
-        "mvn",
-        "-B",
-        "-q",
-        `-Dmaven.repo.local=${join(compatCache, "m2")}`,
-        `-Dkafka.version=${kafkaVersion}`,
-        "-f",
-        join(HERE, "kafka-apps", "pom.xml"),
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        `-DoutputDirectory=${lib}`,
-      ],
-      "mvn dependency:copy-dependencies",
-    );
+    await copyMavenDependencies(join(HERE, "kafka-apps", "pom.xml"), kafkaVersion, lib);
     // The FileStream connectors are a plugin: on plugin.path, not on the worker's class path.
     mkdirSync(join(plugins, "connect-file"), { recursive: true });
     renameSync(join(lib, pluginJar), join(plugins, "connect-file", pluginJar));

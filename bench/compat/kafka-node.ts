@@ -24,6 +24,35 @@ import { runCommand as run } from "./run-command.ts";
 
 const HERE = import.meta.dir;
 export const compatCache = process.env.BOOBLIK_COMPAT_CACHE ?? join(homedir(), ".cache", "booblik-compat");
+/**
+ * Copies the dependencies of the Maven project `pom` (a pom.xml of bench/compat taking the Kafka
+ * version as its `kafka.version` property) from Maven Central into `lib`, through the compat cache's
+ * local repository; `runtimeOnly` leaves out test and provided scopes. One place for the command
+ * every compat script runs (kafka-clients, the server, MirrorMaker, Connect and Streams).
+ */
+export async function copyMavenDependencies(
+  pom: string,
+  kafkaVersion: string,
+  lib: string,
+  runtimeOnly = true,
+): Promise<void> {
+  await run(
+    [
+      "mvn",
+      "-B",
+      "-q",
+      `-Dmaven.repo.local=${join(compatCache, "m2")}`,
+      `-Dkafka.version=${kafkaVersion}`,
+      "-f",
+      pom,
+      "dependency:copy-dependencies",
+      ...(runtimeOnly ? ["-DincludeScope=runtime"] : []),
+      `-DoutputDirectory=${lib}`,
+    ],
+    "mvn dependency:copy-dependencies",
+  );
+}
+
 /** Bound of Kafka's start (a cold JVM on two shared cores takes tens of seconds). */
 const KAFKA_START_MS_MAX = 180_000;
 const KAFKA_HEAP = "-Xmx512m";
@@ -36,21 +65,7 @@ export async function serverJars(kafkaVersion: string): Promise<string> {
   } catch {}
   if (!present) {
     console.log(`fetching Apache Kafka ${kafkaVersion} (kafka_2.13, kafka-tools) with Maven into ${lib}`);
-    await run(
-      [
-        "mvn",
-        "-B",
-        "-q",
-        `-Dmaven.repo.local=${join(compatCache, "m2")}`,
-        `-Dkafka.version=${kafkaVersion}`,
-        "-f",
-        join(HERE, "kafka-server", "pom.xml"),
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        `-DoutputDirectory=${lib}`,
-      ],
-      "mvn dependency:copy-dependencies",
-    );
+    await copyMavenDependencies(join(HERE, "kafka-server", "pom.xml"), kafkaVersion, lib);
   }
   return lib;
 }
@@ -68,21 +83,7 @@ export async function mirrorJars(kafkaVersion: string): Promise<string> {
   } catch {}
   if (!present) {
     console.log(`fetching MirrorMaker 2 ${kafkaVersion} (connect-mirror) with Maven into ${lib}`);
-    await run(
-      [
-        "mvn",
-        "-B",
-        "-q",
-        `-Dmaven.repo.local=${join(compatCache, "m2")}`,
-        `-Dkafka.version=${kafkaVersion}`,
-        "-f",
-        join(HERE, "kafka-mirror", "pom.xml"),
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        `-DoutputDirectory=${lib}`,
-      ],
-      "mvn dependency:copy-dependencies",
-    );
+    await copyMavenDependencies(join(HERE, "kafka-mirror", "pom.xml"), kafkaVersion, lib);
   }
   return lib;
 }

@@ -20,6 +20,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startBooblik } from "./booblik.ts";
+import { copyMavenDependencies } from "./kafka-node.ts";
 import { runCommand as run } from "./run-command.ts";
 
 const HERE = import.meta.dir;
@@ -48,20 +49,7 @@ async function clientJars(): Promise<string> {
   })();
   if (!present) {
     console.log(`fetching kafka-clients ${kafkaVersion} with Maven into ${lib}`);
-    await run(
-      [
-        "mvn",
-        "-B",
-        "-q",
-        `-Dmaven.repo.local=${join(cache, "m2")}`,
-        `-Dkafka.version=${kafkaVersion}`,
-        "-f",
-        join(HERE, "java", "pom.xml"),
-        "dependency:copy-dependencies",
-        `-DoutputDirectory=${lib}`,
-      ],
-      "mvn dependency:copy-dependencies",
-    );
+    await copyMavenDependencies(join(HERE, "java", "pom.xml"), kafkaVersion, lib, false);
   }
   return lib;
 }

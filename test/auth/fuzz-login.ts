@@ -55,6 +55,7 @@ import { BooblikClient } from "../../src/client/client.ts";
 import { Consumer } from "../../src/client/consumer.ts";
 import { Producer as NativeProducer } from "../../src/client/producer.ts";
 import { type BrokerProcess, kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { readValuesWithKafkajs } from "../helpers/kafkajs-read.ts";
 import { Random } from "../helpers/random.ts";
 
 export const USER = "alice";
@@ -994,27 +995,13 @@ export async function createGoodTopics(ports: { kafka: number; native: number })
 }
 
 /** Every value of partition 0 of GOOD_TOPIC, read by a SASL kafkajs consumer. */
-export async function readGoodValues(port: number, count: number): Promise<string[]> {
-  const consumer = goodKafka(port, "login-fuzz-reader").consumer({
-    groupId: `login-fuzz-${process.pid}`,
-    sessionTimeout: 6000,
-  });
-  await consumer.connect();
-  const values: string[] = [];
-  try {
-    await consumer.subscribe({ topics: [GOOD_TOPIC], fromBeginning: true });
-    await new Promise<void>((resolve) => {
-      void consumer.run({
-        eachMessage: async ({ message }) => {
-          values.push(message.value?.toString() ?? "");
-          if (values.length === count) resolve();
-        },
-      });
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return values;
+export function readGoodValues(port: number, count: number): Promise<string[]> {
+  return readValuesWithKafkajs(
+    goodKafka(port, "login-fuzz-reader"),
+    `login-fuzz-${process.pid}`,
+    GOOD_TOPIC,
+    count,
+  );
 }
 
 // --- The run -----------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 import net from "node:net";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { startBroker } from "../helpers/broker-process.ts";
+import { readValuesWithKafkajs } from "../helpers/kafkajs-read.ts";
 import { Random } from "../helpers/random.ts";
 import { readTemplates } from "./fuzz-templates.ts";
 
@@ -194,29 +195,13 @@ export async function fuzzKafka(options: {
 }
 
 /** Every value of partition 0 of `topic`, read with a kafkajs consumer group from the beginning. */
-export async function readAllValues(port: number, topic: string, count: number): Promise<string[]> {
+export function readAllValues(port: number, topic: string, count: number): Promise<string[]> {
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${port}`],
     clientId: "fuzz-reader",
     logLevel: logLevel.NOTHING,
   });
-  const consumer = kafka.consumer({ groupId: `fuzz-reader-${process.pid}`, sessionTimeout: 6000 });
-  await consumer.connect();
-  const values: string[] = [];
-  try {
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await new Promise<void>((resolve) => {
-      void consumer.run({
-        eachMessage: async ({ message }) => {
-          values.push(message.value?.toString() ?? "");
-          if (values.length === count) resolve();
-        },
-      });
-    });
-  } finally {
-    await consumer.disconnect();
-  }
-  return values;
+  return readValuesWithKafkajs(kafka, `fuzz-reader-${process.pid}`, topic, count);
 }
 
 /**
