@@ -38,8 +38,41 @@ const IPV4_MAPPED = /^::ffff:\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i;
 
 /** Does an ACL's host apply to a client at `host` (already `clientHost`)? */
 function hostApplies(aclHost: string, host: string): boolean {
-  return aclHost === host || aclHost === WILDCARD || clientHost(aclHost) === host;
+  return aclHost === host || aclHost === WILDCARD || canonicalHost(aclHost) === host;
 }
+
+/**
+ * An ACL's host as the broker spells a client's address: an IPv6 address in its compressed,
+ * lower-case form (`0:0:0:0:0:0:0:1`, Kafka's Java spelling, is `::1`; `FE80::A` is `fe80::a`), an
+ * IPv4-mapped one in any spelling (`::ffff:7f00:1`) as its IPv4 address (clientHost). validateAcl
+ * accepts every spelling isIP does; compared as text, all but one never applied, so a DENY with
+ * them protected nothing (review of 2026-12-03). Anything else is returned unchanged.
+ */
+function canonicalHost(aclHost: string): string {
+  if (!aclHost.includes(":")) return aclHost;
+  let canonical = canonicalHosts.get(aclHost);
+  if (canonical === undefined) {
+    canonical = aclHost;
+    try {
+      // The WHATWG URL parser writes an IPv6 address in RFC 5952's form (::ffff:127.0.0.1 too: hex).
+      canonical = new URL(`http://[${aclHost}]/`).hostname.slice(1, -1);
+    } catch {
+      // Not an address the URL parser takes (a zone id): compared as written.
+    }
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+    if (mapped !== null) {
+      const high = Number.parseInt(mapped[1]!, 16);
+      const low = Number.parseInt(mapped[2]!, 16);
+      canonical = `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+    }
+    // Bounded: the hosts of the ACLs in force, at most ACLS_MAX of them; stale ones go all at once.
+    if (canonicalHosts.size >= CANONICAL_HOSTS_MAX) canonicalHosts.clear();
+    canonicalHosts.set(aclHost, canonical);
+  }
+  return canonical;
+}
+const canonicalHosts = new Map<string, string>();
+const CANONICAL_HOSTS_MAX = 20_000;
 
 /** Kafka's ResourceType codes (org.apache.kafka.common.resource.ResourceType). */
 export const RESOURCE_TYPE = {

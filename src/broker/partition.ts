@@ -45,7 +45,7 @@
  * them need a force.
  */
 import type { AtomicWriteBatch } from "../../ffi/file.ts";
-import { InternalTopicError, OffsetOutOfRangeError } from "../domain/errors.ts";
+import { InternalTopicError, OffsetOutOfRangeError, PolicyViolationError } from "../domain/errors.ts";
 import type { Offset, PartitionId, TopicName } from "../domain/ids.ts";
 import {
   COALESCED_APPEND_BYTES_MAX,
@@ -1069,6 +1069,13 @@ export class Partition {
    */
   checkPurgeable(beforeOffset: number): number {
     if (this.internal) throw new InternalTopicError(this.topic, "purged");
+    // Kafka's Partition.deleteRecordsOnLeader refuses a topic whose cleanup.policy lacks `delete`
+    // (PolicyViolationException, before the offset check): a purge would take the latest record of
+    // keys away, the one promise a compacted topic makes its readers (review of 2026-12-03).
+    if (this.config.cleanupPolicy === "compact")
+      throw new PolicyViolationError(
+        `cannot purge ${this.topic}/${this.id}: its cleanup.policy is compact (the latest record of each key stays), so its records cannot be deleted; Kafka refuses the same`,
+      );
     const visible = this.visibleNextOffset;
     const target = beforeOffset === -1 ? visible : beforeOffset;
     if (!Number.isSafeInteger(target) || target < 0 || target > visible) {

@@ -290,6 +290,16 @@ export class InternalTopicError extends BooblikError {
 }
 
 /**
+ * A request the topic's settings forbid (Kafka's PolicyViolationException): DeleteRecords on a
+ * compact-only topic. INVALID_ARGUMENT on the native protocol, POLICY_VIOLATION (44) on Kafka's.
+ */
+export class PolicyViolationError extends BooblikError {
+  constructor(message: string) {
+    super("INVALID_ARGUMENT", message);
+  }
+}
+
+/**
  * An idempotent producer's batch does not continue its sequence on this partition (a gap, or a
  * sequence that is neither the next one nor one of the batches remembered): Kafka's
  * OUT_OF_ORDER_SEQUENCE_NUMBER. Nothing of the request was appended.

@@ -6,7 +6,7 @@
  * code a Kafka client knows (an unknown or non-booblik error is UNKNOWN_SERVER_ERROR, never a
  * thrown exception), and the message is passed on unchanged.
  */
-import { BooblikError, InternalTopicError } from "../domain/errors.ts";
+import { BooblikError, InternalTopicError, PolicyViolationError } from "../domain/errors.ts";
 import { KAFKA_ERROR } from "./apis.ts";
 
 /** A Kafka error code and the message for responses that carry one. */
@@ -26,6 +26,7 @@ export function kafkaErrorOf(error: unknown): KafkaError {
   const message = error.message;
   // Kafka's answer to a produce to an internal topic (ReplicaManager: "Cannot append to internal topic").
   if (error instanceof InternalTopicError) return { code: KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, message };
+  if (error instanceof PolicyViolationError) return { code: KAFKA_ERROR.POLICY_VIOLATION, message };
   switch (error.code) {
     case "UNKNOWN_TOPIC_OR_PARTITION":
       return { code: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, message };

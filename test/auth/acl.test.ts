@@ -339,3 +339,29 @@ describe("the store (acls.json)", () => {
     expect(store.size).toBe(ACLS_MAX);
   });
 });
+
+// docs/security.md: a host that is not an address the broker sees "is refused (it would never
+// match, so a DENY with it would protect nothing)", and "an ACL written with the `::ffff:` form
+// applies to that address too". An IPv6 address in another spelling passed validateAcl (isIP says 6)
+// and then never matched, hostApplies comparing the text: a DENY for the Java form of ::1 (what
+// Kafka's own broker matches, InetAddress.getHostAddress), for upper-case hex, or for the hex form
+// of an IPv4-mapped address protected nothing.
+describe("review 2026-12-03: an IPv6 host in another spelling of the client's address", () => {
+  test.each([
+    ["0:0:0:0:0:0:0:1", "::1"],
+    ["0000:0000:0000:0000:0000:0000:0000:0001", "::1"],
+    ["FE80::A", "fe80::a"],
+    ["::ffff:7f00:1", "127.0.0.1"],
+    ["::FFFF:7F00:0001", "127.0.0.1"],
+  ])("a DENY for host %s applies to a client at %s (or is refused)", (host, client) => {
+    let valid: Acl;
+    try {
+      valid = validateAcl(acl({ host, permission: ACL_PERMISSION.DENY }));
+    } catch {
+      return; // refused: nothing stored that would silently never apply
+    }
+    const set = new AclSet([acl({}), valid]);
+    expect(set.allows("User:alice", client, OP.READ, topic("orders"))).toBe(false);
+    expect(set.allows("User:alice", HOST, OP.READ, topic("orders"))).toBe(true);
+  });
+});

@@ -238,3 +238,23 @@ test("the shape Kafka refuses before applying anything: a resource named twice (
   ]);
   expect(broker.describeTopic("t").config.retentionMs).toBe(1000); // nothing applied
 });
+
+// Kafka 4.1.1's ConfigAdminManager.prepareIncrementalConfigs: APPEND (2) and SUBTRACT (3) apply to a
+// LIST config, and `cleanup.policy` is one (booblik's DescribeConfigs answers its type LIST, 7):
+// APPEND compact to delete gives delete,compact; SUBTRACT delete from that gives compact. Only a
+// non-list config refuses them ("Config value append is not allowed for config key").
+test("APPEND and SUBTRACT change cleanup.policy, a list config, as Kafka applies them", async () => {
+  broker.createTopic("t", {});
+  const SUBTRACT = 3;
+  expect((await alterConfigs([[TOPIC, "t", [["cleanup.policy", APPEND, "compact"]]]]))[0]).toEqual([
+    KAFKA_ERROR.NONE,
+    null,
+    TOPIC,
+    "t",
+  ]);
+  expect(broker.describeTopic("t").config.cleanupPolicy).toBe("compact,delete");
+  expect((await alterConfigs([[TOPIC, "t", [["cleanup.policy", SUBTRACT, "delete"]]]]))[0]![0]).toBe(
+    KAFKA_ERROR.NONE,
+  );
+  expect(broker.describeTopic("t").config.cleanupPolicy).toBe("compact");
+});

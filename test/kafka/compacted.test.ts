@@ -73,3 +73,58 @@ test("a compacted topic from Kafka clients: described, keyless records refused, 
     await admin.disconnect();
   }
 });
+
+// Kafka's Partition.deleteRecordsOnLeader: `if (!leaderLog.config.delete) throw new
+// PolicyViolationException("Records of partition ... can not be deleted due to the configured
+// policy")`: DeleteRecords on a compact-only topic is POLICY_VIOLATION (44), nothing purged (a purge
+// would take away the latest record of keys, the one promise a compacted topic makes its readers);
+// `compact,delete` includes delete and is purged as usual.
+test("DeleteRecords on a compact-only topic is POLICY_VIOLATION, as Kafka answers; compact,delete is purged", async () => {
+  using dir = tempDir("kafka-compacted-purge");
+  await using broker = await startBroker(dir.path, ["--kafka-port", "0"]);
+  const port = await kafkaPortOf(broker);
+  const kafka = new Kafka({
+    brokers: [`127.0.0.1:${port}`],
+    clientId: "compacted",
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = kafka.producer({ retry: { retries: 0 } });
+  await producer.connect();
+  try {
+    await admin.createTopics({
+      topics: [
+        { topic: "state", configEntries: [{ name: "cleanup.policy", value: "compact" }] },
+        { topic: "both", configEntries: [{ name: "cleanup.policy", value: "compact,delete" }] },
+      ],
+    });
+    for (const topic of ["state", "both"])
+      await producer.send({
+        topic,
+        messages: [
+          { key: "a", value: "1" },
+          { key: "b", value: "2" },
+        ],
+      });
+    await admin.fetchTopicMetadata({ topics: ["state", "both"] }); // kafkajs finds the leaders there
+    type Refusal = { cause?: { partitions?: { partition: number; error: { type: string } }[] } };
+    const refused = (await admin
+      .deleteTopicRecords({ topic: "state", partitions: [{ partition: 0, offset: "-1" }] })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      )) as Refusal | undefined;
+    expect(refused?.cause?.partitions?.map((p) => [p.partition, p.error.type])).toEqual([
+      [0, "POLICY_VIOLATION"],
+    ]);
+    const low = async (topic: string) => (await admin.fetchTopicOffsets(topic)).map((p) => [p.low, p.high]);
+    expect(await low("state")).toEqual([["0", "2"]]);
+    await admin.fetchTopicMetadata({ topics: ["both"] });
+    await admin.deleteTopicRecords({ topic: "both", partitions: [{ partition: 0, offset: "1" }] });
+    expect(await low("both")).toEqual([["1", "2"]]);
+  } finally {
+    await producer.disconnect();
+    await admin.disconnect();
+  }
+});
