@@ -17,6 +17,8 @@ export {
 } from "./broker/broker.ts";
 export type { AppendAck, FileLease, PurgeResult } from "./broker/partition.ts";
 export {
+  CLEANUP_POLICIES,
+  type CleanupPolicy,
   DEFAULT_TOPIC_CONFIG,
   DURABILITY_POLICIES,
   type DurabilityPolicy,

@@ -23,7 +23,7 @@
  */
 import { isIP } from "node:net";
 import { BooblikError } from "../domain/errors.ts";
-import { ACL_FIELD_BYTES_MAX } from "../domain/limits.ts";
+import { ACL_CANONICAL_HOSTS_MAX, ACL_FIELD_BYTES_MAX } from "../domain/limits.ts";
 
 /**
  * A client's address as ACL hosts, audit lines and per-address limits name it: an IPv4 address
@@ -66,13 +66,12 @@ function canonicalHost(aclHost: string): string {
       canonical = `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
     }
     // Bounded: the hosts of the ACLs in force, at most ACLS_MAX of them; stale ones go all at once.
-    if (canonicalHosts.size >= CANONICAL_HOSTS_MAX) canonicalHosts.clear();
+    if (canonicalHosts.size >= ACL_CANONICAL_HOSTS_MAX) canonicalHosts.clear();
     canonicalHosts.set(aclHost, canonical);
   }
   return canonical;
 }
 const canonicalHosts = new Map<string, string>();
-const CANONICAL_HOSTS_MAX = 20_000;
 
 /** Kafka's ResourceType codes (org.apache.kafka.common.resource.ResourceType). */
 export const RESOURCE_TYPE = {

@@ -324,6 +324,13 @@ export const ACLS_MAX = 10_000;
  * hostile count is refused before anything is allocated for it.
  */
 export const ACL_REQUEST_ENTRIES_MAX = 1_000;
+/**
+ * ACL hosts kept in their canonical spelling (auth/acl.ts canonicalHost, one entry per distinct host
+ * of an ACL in force, at most ACLS_MAX of them); beyond this the cache is emptied and refilled, so
+ * hosts of removed ACLs cannot make it grow without bound.
+ */
+export const ACL_CANONICAL_HOSTS_MAX = 20_000;
+
 /** Longest resource name, principal or host in an ACL (bytes of UTF-8; a topic name is at most 249). */
 export const ACL_FIELD_BYTES_MAX = 1024;
 /**
