@@ -8,7 +8,7 @@
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
-import { kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
+import { type BrokerProcess, kafkaPortOf, startBroker } from "../helpers/broker-process.ts";
 import { KCAT, kcat } from "../helpers/kcat.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 
@@ -16,9 +16,8 @@ setDefaultTimeout(60_000);
 
 if (KCAT === null) console.log("kafka/compacted.test.ts: kcat steps skipped: kcat is not installed");
 
-test("a compacted topic from Kafka clients: described, keyless records refused, every keyed record kept", async () => {
-  using dir = tempDir("kafka-compacted");
-  await using broker = await startBroker(dir.path, ["--kafka-port", "0"]);
+/** A kafkajs admin and producer (no retries: a refusal must reach the test) on the broker's Kafka port. */
+async function connectClients(broker: BrokerProcess) {
   const port = await kafkaPortOf(broker);
   const kafka = new Kafka({
     brokers: [`127.0.0.1:${port}`],
@@ -29,6 +28,13 @@ test("a compacted topic from Kafka clients: described, keyless records refused, 
   await admin.connect();
   const producer = kafka.producer({ retry: { retries: 0 } });
   await producer.connect();
+  return { port, kafka, admin, producer };
+}
+
+test("a compacted topic from Kafka clients: described, keyless records refused, every keyed record kept", async () => {
+  using dir = tempDir("kafka-compacted");
+  await using broker = await startBroker(dir.path, ["--kafka-port", "0"]);
+  const { port, admin, producer } = await connectClients(broker);
   try {
     await admin.createTopics({
       topics: [{ topic: "state", configEntries: [{ name: "cleanup.policy", value: "compact" }] }],
@@ -82,16 +88,7 @@ test("a compacted topic from Kafka clients: described, keyless records refused, 
 test("DeleteRecords on a compact-only topic is POLICY_VIOLATION, as Kafka answers; compact,delete is purged", async () => {
   using dir = tempDir("kafka-compacted-purge");
   await using broker = await startBroker(dir.path, ["--kafka-port", "0"]);
-  const port = await kafkaPortOf(broker);
-  const kafka = new Kafka({
-    brokers: [`127.0.0.1:${port}`],
-    clientId: "compacted",
-    logLevel: logLevel.NOTHING,
-  });
-  const admin = kafka.admin();
-  await admin.connect();
-  const producer = kafka.producer({ retry: { retries: 0 } });
-  await producer.connect();
+  const { admin, producer } = await connectClients(broker);
   try {
     await admin.createTopics({
       topics: [
