@@ -524,7 +524,7 @@ export function startMetricsServer(
     // processes with only that option both listened on one port; without it the second failed), and
     // a second broker started with the same --metrics-port shared it silently, /metrics, /ready and
     // the console answering for either broker in turn (a README check, 2026-12-03;
-    // test/server/metrics-port.test.ts).
+    // test/server/e2e.test.ts, "a port in use …").
     reusePort: false,
     ...(options.tls === undefined ? {} : { tls: bunTlsOptions(options.tls) }),
     development: false,
