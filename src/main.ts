@@ -10,6 +10,7 @@
 // First, and as a bare import (which the import sorter leaves where it is): evaluated before any
 // module that reads a setting while it loads (src/start-guard.ts).
 import "./broker-guard.ts";
+import fs from "node:fs";
 import path from "node:path";
 import { crc32cImplementation } from "../ffi/crc32c.ts";
 import { LoginDelays } from "./auth/login-delays.ts";
@@ -765,6 +766,21 @@ async function main(): Promise<number> {
     }
   }
   const authorization = authorizer === "acl" ? { superUsers } : undefined;
+  // A first start that fails at a listener (a port in use) left the data directory it had just made
+  // (its lock and an empty topics/; a README check, 2026-12-03): removed again, but only while it
+  // holds nothing but that skeleton, so a topic a client made in the moment between listeners stays.
+  const dataDirMadeNow = !fs.existsSync(dataDir);
+  const removeUnusedDataDir = (): void => {
+    if (!dataDirMadeNow) return;
+    try {
+      const entries = fs.readdirSync(dataDir);
+      if (entries.some((entry) => entry !== ".lock" && entry !== "topics")) return;
+      if (entries.includes("topics") && fs.readdirSync(path.join(dataDir, "topics")).length > 0) return;
+      fs.rmSync(dataDir, { recursive: true });
+    } catch {
+      // Left as it is: the next start takes it like any data directory.
+    }
+  };
   const broker = await Broker.openAsync({ dataDir, topicDefaults, limits, authorization }, (opening) => {
     targets.broker = opening;
   }).catch((error: unknown) => {
@@ -816,6 +832,7 @@ async function main(): Promise<number> {
     address = server.listen();
   } catch (error) {
     await broker.close();
+    removeUnusedDataDir();
     metrics?.stop(true);
     const code = (error as { code?: string }).code;
     const reason =
@@ -837,6 +854,7 @@ async function main(): Promise<number> {
     } catch (error) {
       await server.stop();
       await broker.close();
+      removeUnusedDataDir();
       metrics?.stop(true);
       const code = (error as { code?: string }).code;
       throw new UsageError(
@@ -910,6 +928,7 @@ async function main(): Promise<number> {
       if (kafkaAddress !== undefined) await kafka.stop();
       await server.stop();
       await broker.close();
+      removeUnusedDataDir();
       metrics?.stop(true);
       const code = (error as { code?: string }).code;
       throw new UsageError(

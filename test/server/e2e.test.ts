@@ -7,6 +7,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import fs from "node:fs";
 import net from "node:net";
+import path from "node:path";
 import { BooblikClient } from "../../src/client/client.ts";
 import { OffsetOutOfRangeError } from "../../src/domain/errors.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
@@ -388,6 +389,20 @@ describe("restarts and refusals", () => {
     ]);
     expect(portTaken.exitCode).toBe(1);
     expect(portTaken.stderr).toContain(`cannot listen on 127.0.0.1:${broker.port}: address already in use`);
+    // A data directory the failed start made is removed again; one that was there stays (before
+    // 2026-12-03 a new one was left behind, holding a lock file and an empty topics/).
+    const made = path.join(second.path, "new-data");
+    const refusedFresh = await runBrokerExpectingFailure([
+      "--data-dir",
+      made,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(broker.port),
+    ]);
+    expect(refusedFresh.exitCode).toBe(1);
+    expect(fs.existsSync(made)).toBe(false);
+    expect(fs.existsSync(second.path)).toBe(true);
     expect(portTaken.stdout).not.toContain("listening");
     // Each refusal: exit code 1 and a message that says why.
     const refused = async (args: string[], message: string) => {
