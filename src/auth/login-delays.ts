@@ -150,3 +150,35 @@ export class LoginDelays {
     return heldUntilMs - now;
   }
 }
+
+/**
+ * The sleeps of one listener's held logins (LoginDelays.waitTurn's `sleep`): each resolves after its
+ * time, or at once when the listener stops (`wakeAll`), and leaves nothing behind when it ends (a race
+ * against a promise that settles only at stop kept one reaction per wait until then: a reviewer
+ * measured the heap growing under a flood of held logins). The timers do not keep the process alive.
+ * One for the native server and one for the Kafka listener (they were two copies).
+ */
+export class StoppableSleeps {
+  private readonly wakes = new Set<() => void>();
+  private stopped = false;
+
+  sleep(ms: number): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakes.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.wakes.add(wake);
+    });
+  }
+
+  /** Ends every sleep now, and every later one at once. */
+  wakeAll(): void {
+    this.stopped = true;
+    for (const wake of [...this.wakes]) wake();
+  }
+}

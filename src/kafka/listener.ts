@@ -32,6 +32,7 @@
 import type { Socket } from "bun";
 import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep } from "../../ffi/file-send.ts";
 import { clientHost } from "../auth/acl.ts";
+import { StoppableSleeps } from "../auth/login-delays.ts";
 import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
@@ -724,8 +725,8 @@ export class KafkaListener {
   private readonly byAddress = new Map<string, number>();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   stopping = false;
-  /** Wakes of the held logins' waits (sleepUnlessStopped), all run by `stop`. */
-  private readonly stopWakes = new Set<() => void>();
+  /** The held logins' waits (sleepUnlessStopped), all ended by `stop`. */
+  private readonly heldSleeps = new StoppableSleeps();
 
   constructor(broker: Broker, options: KafkaListenerOptions) {
     this.broker = broker;
@@ -759,23 +760,9 @@ export class KafkaListener {
     this.options.log?.(line);
   }
 
-  /**
-   * Resolves after `ms`, or at once when `stop` begins; leaves nothing behind (a race against a
-   * promise that settles only at stop kept one reaction per wait until then: a reviewer measured
-   * the heap growing under a flood of held logins), and its timer does not keep the process alive.
-   */
+  /** Resolves after `ms`, or at once when `stop` begins (held logins; StoppableSleeps). */
   sleepUnlessStopped(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.stopWakes.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      timer.unref();
-      this.stopWakes.add(wake);
-    });
+    return this.heldSleeps.sleep(ms);
   }
 
   get connectionCount(): number {
@@ -947,7 +934,7 @@ export class KafkaListener {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    for (const wake of [...this.stopWakes]) wake();
+    this.heldSleeps.wakeAll();
     this.ports.stop(false);
     this.handler?.stop();
     this.tlsHandler?.stop();

@@ -27,7 +27,7 @@ import {
   describeAcl,
   RESOURCE_TYPE,
 } from "../auth/acl.ts";
-import { LoginDelays } from "../auth/login-delays.ts";
+import { LoginDelays, StoppableSleeps } from "../auth/login-delays.ts";
 import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
 import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, type ListeningPort, ListeningPorts } from "../auth/tls-ports.ts";
@@ -331,8 +331,8 @@ export class BrokerServer implements ConnectionHost {
   private sweepEveryMs = 1000;
   private lastSweepMs = 0;
   private stopping = false;
-  /** Wakes of the logins waiting for their address's hold (sleepUnlessStopped), run by `stop`. */
-  private readonly stopWakes = new Set<() => void>();
+  /** The waits of logins held for their address (StoppableSleeps), all ended by `stop`. */
+  private readonly heldSleeps = new StoppableSleeps();
   private readonly writer = new ByteWriter(64 * 1024);
   /**
    * Where a copying FETCH reads its records (TLS connections, `--fetch-path copy`): reused, because
@@ -1280,7 +1280,7 @@ export class BrokerServer implements ConnectionHost {
           // address again for nobody: a right login waited behind up to 16 of them (the login
           // fuzzer, test/auth/fuzz-login.ts; test/auth/login-hold.test.ts).
           () => connection.closed || connection.clientFinished || this.stopping,
-          (ms) => this.sleepUnlessStopped(ms),
+          (ms) => this.heldSleeps.sleep(ms),
         )
         .then((turn) => this.takeHeldTurn(connection, slot, correlationId, held, turn));
       return;
@@ -1345,21 +1345,6 @@ export class BrokerServer implements ConnectionHost {
         retriable: true,
       }),
     );
-  }
-
-  /** Resolves after `ms`, or at once when `stop` begins (held logins); the timer does not keep the process alive. */
-  private sleepUnlessStopped(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.stopWakes.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      timer.unref();
-      this.stopWakes.add(wake);
-    });
   }
 
   private authenticateStep(
@@ -1731,7 +1716,7 @@ export class BrokerServer implements ConnectionHost {
     this.stopping = true;
     // Logins waiting for their address's hold check nothing any more; they hear the shutdown at
     // once, so their connections drain (a held one kept stop waiting for its whole deadline).
-    for (const wake of [...this.stopWakes]) wake();
+    this.heldSleeps.wakeAll();
     for (const connection of this.connections) connection.finishAndClose();
     // Long polls end now, with whatever the log holds.
     for (const waiter of [...this.waiters]) waiter.answer();
