@@ -95,16 +95,35 @@ function badAuthenticate(socket: RawSocket): void {
   );
 }
 
-test("native listener: at most 16 logins of an address wait; those whose connections closed check nothing", async () => {
+/**
+ * A native server on held delays (heldDelays) with one failed login of ADDRESS (a malformed first
+ * step): the address is held until the test moves the clock. `failed` counts the audited failures.
+ */
+async function heldNativeServer() {
   const { delays, clock } = heldDelays();
   const audit: string[] = [];
   const server = nativeServer(delays, (line) => audit.push(line));
   const { port } = server.listen();
   const failed = () => audit.filter((line) => line.includes("authentication failed")).length;
-  // Failure 1 (a malformed first step): the address is held until the clock moves.
-  const first = await rawConnect(port);
-  badAuthenticate(first);
+  badAuthenticate(await rawConnect(port));
   await waitUntil(() => failed() === 1, "the first failure");
+  return { delays, clock, port, failed };
+}
+
+/** The right password logs in (the hold over). */
+async function loginAsAlice(port: number): Promise<void> {
+  const client = await BooblikClient.connect({
+    host: ADDRESS,
+    port,
+    retries: 0,
+    user: "alice",
+    password: "correct horse",
+  });
+  client.close();
+}
+
+test("native listener: at most 16 logins of an address wait; those whose connections closed check nothing", async () => {
+  const { delays, clock, port, failed } = await heldNativeServer();
   const waiting: RawSocket[] = [];
   for (let i = 0; i < LOGIN_HOLD_WAITERS_PER_ADDRESS_MAX; i++) {
     const socket = await rawConnect(port);
@@ -125,14 +144,7 @@ test("native listener: at most 16 logins of an address wait; those whose connect
   await waitUntil(() => delays.waiters(ADDRESS) === 0, "the abandoned logins given up");
   expect(failed()).toBe(1);
   expect(delays.holdMs(ADDRESS)).toBe(0);
-  const client = await BooblikClient.connect({
-    host: ADDRESS,
-    port,
-    retries: 0,
-    user: "alice",
-    password: "correct horse",
-  });
-  client.close();
+  await loginAsAlice(port);
 });
 
 test("native listener: logins whose clients closed normally (a FIN, not a reset) while they waited check nothing either", async () => {
@@ -140,14 +152,7 @@ test("native listener: logins whose clients closed normally (a FIN, not a reset)
   // Node's destroy, Java's and Go's close) left their held logins in place; each was checked when
   // the hold ended, failed, and held the address again, for nobody: a right login of the address
   // waited behind up to 16 such checks (16 x 5 s) instead of one hold.
-  const { delays, clock } = heldDelays();
-  const audit: string[] = [];
-  const server = nativeServer(delays, (line) => audit.push(line));
-  const { port } = server.listen();
-  const failed = () => audit.filter((line) => line.includes("authentication failed")).length;
-  const first = await rawConnect(port);
-  badAuthenticate(first);
-  await waitUntil(() => failed() === 1, "the first failure");
+  const { delays, clock, port, failed } = await heldNativeServer();
   const waiting: RawSocket[] = [];
   for (let i = 0; i < 3; i++) {
     const socket = await rawConnect(port);
@@ -182,14 +187,7 @@ test("native listener: logins whose clients closed normally (a FIN, not a reset)
   const [answer] = responses(Buffer.concat(halfClosed));
   expect(answer).toMatchObject({ errorCode: WIRE_ERROR_CODES.AUTHENTICATION_FAILED });
   expect(answer!.message).toContain("while this login waited: not checked");
-  const client = await BooblikClient.connect({
-    host: ADDRESS,
-    port,
-    retries: 0,
-    user: "alice",
-    password: "correct horse",
-  });
-  client.close();
+  await loginAsAlice(port);
 });
 
 /** A Kafka request frame: size, api key, version, correlation id, client id "t", then `body`. */
