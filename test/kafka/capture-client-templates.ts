@@ -289,26 +289,11 @@ for (const v of [0, 1])
     header(KAFKA_API.OFFSET_FOR_LEADER_EPOCH, version).i32(1).str("tpl-a").i32(1).i32(0).i32(0).body();
 OLD_VERSIONS[`${KAFKA_API.DESCRIBE_ACLS}/0`] = (version) =>
   header(KAFKA_API.DESCRIBE_ACLS, version).i8(1).str(null).str(null).str(null).i8(1).i8(1).body();
-OLD_VERSIONS[`${KAFKA_API.CREATE_ACLS}/0`] = (version) =>
-  header(KAFKA_API.CREATE_ACLS, version)
-    .i32(1)
-    .i8(2)
-    .str("tpl-x")
-    .str("User:tpl")
-    .str("*")
-    .i8(3)
-    .i8(3)
-    .body();
-OLD_VERSIONS[`${KAFKA_API.DELETE_ACLS}/0`] = (version) =>
-  header(KAFKA_API.DELETE_ACLS, version)
-    .i32(1)
-    .i8(2)
-    .str("tpl-x")
-    .str("User:tpl")
-    .str("*")
-    .i8(3)
-    .i8(3)
-    .body();
+// CreateAcls v0 (one creation) and DeleteAcls v0 (one filter) name the same fields: a TOPIC, tpl-x,
+// User:tpl from any host, READ, ALLOW.
+for (const apiKey of [KAFKA_API.CREATE_ACLS, KAFKA_API.DELETE_ACLS])
+  OLD_VERSIONS[`${apiKey}/0`] = (version) =>
+    header(apiKey, version).i32(1).i8(2).str("tpl-x").str("User:tpl").str("*").i8(3).i8(3).body();
 OLD_VERSIONS[`${KAFKA_API.DESCRIBE_CONFIGS}/0`] = (version) =>
   header(KAFKA_API.DESCRIBE_CONFIGS, version).i32(1).i8(2).str("tpl-a").i32(-1).body();
 OLD_VERSIONS[`${KAFKA_API.DESCRIBE_LOG_DIRS}/0`] = (version) =>
