@@ -723,24 +723,32 @@ async function streamsScenario(
       [...policies].map(([topic, policy]) => `${topic}: ${policy}`).join(", "),
     );
 
+    /** The output read to the counts of `lines`, checked as the step `name`. */
+    const countsStep = async (name: string, lines: string[]) => {
+      const expected = countWords(lines);
+      const read = await readCounts(bootstrap, expected);
+      step(
+        name,
+        read.ok,
+        read.ok
+          ? `${showCounts(read.counts)} (${seconds(read.ms)})`
+          : `got ${showCounts(read.counts)}; expected ${showCounts(expected)}`,
+      );
+    };
+    /** SIGTERM, and the application's CLOSED line, as the step `name`. */
+    const stopStep = async (name: string) => {
+      const stopped = await stop();
+      step(
+        name,
+        !stopped.killed && stopped.closed === "CLOSED true",
+        `exit ${stopped.code} after ${seconds(stopped.ms)}; ${stopped.closed ?? "no CLOSED line"}`,
+      );
+    };
+
     const first = streamsLines(0, STREAMS_LINES_FIRST);
     await produce(first);
-    const expectedFirst = countWords(first);
-    const read = await readCounts(bootstrap, expectedFirst);
-    step(
-      `the output holds the count of each word of ${first.length} lines`,
-      read.ok,
-      read.ok
-        ? `${showCounts(read.counts)} (${seconds(read.ms)})`
-        : `got ${showCounts(read.counts)}; expected ${showCounts(expectedFirst)}`,
-    );
-
-    const stopped = await stop();
-    step(
-      "SIGTERM closes the application cleanly",
-      !stopped.killed && stopped.closed === "CLOSED true",
-      `exit ${stopped.code} after ${seconds(stopped.ms)}; ${stopped.closed ?? "no CLOSED line"}`,
-    );
+    await countsStep(`the output holds the count of each word of ${first.length} lines`, first);
+    await stopStep("SIGTERM closes the application cleanly");
 
     rmSync(stateDir, { recursive: true, force: true });
     if (restartBroker !== undefined) {
@@ -763,21 +771,11 @@ async function streamsScenario(
       `${seconds(secondMs)}; ${records} records restored from ${restored.map((line) => line.split(" ")[1]).join(", ") || "no partition"}`,
     );
 
-    const expectedAll = countWords([...first, ...more]);
-    const readAll = await readCounts(bootstrap, expectedAll);
-    step(
-      `the output holds the count of each word over all ${first.length + more.length} lines`,
-      readAll.ok,
-      readAll.ok
-        ? `${showCounts(readAll.counts)} (${seconds(readAll.ms)})`
-        : `got ${showCounts(readAll.counts)}; expected ${showCounts(expectedAll)}`,
-    );
-    const last = await stop();
-    step(
-      "SIGTERM closes it cleanly again",
-      !last.killed && last.closed === "CLOSED true",
-      `exit ${last.code} after ${seconds(last.ms)}; ${last.closed ?? "no CLOSED line"}`,
-    );
+    await countsStep(`the output holds the count of each word over all ${first.length + more.length} lines`, [
+      ...first,
+      ...more,
+    ]);
+    await stopStep("SIGTERM closes it cleanly again");
   } catch (error) {
     step("(aborted)", false, (error as Error).message.split("\n")[0]!);
   } finally {
