@@ -5,7 +5,8 @@
  * guessing through the Kafka port is as slow as through the native one.
  *
  * Checks of one address's logins are one at a time while it is held (`holdMs`): every listener
- * asks before it checks credentials.
+ * asks before it checks credentials, and waits out the hold in its StoppableSleeps (ended at once
+ * when that listener stops).
  *
  * Invariant: the table holds at most LOGIN_FAILURE_ADDRESSES_MAX addresses, whatever addresses an
  * attacker brings (the oldest are forgotten first).
