@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { type ProcessRun, runToEnd } from "./process.ts";
 
 export const JAVA = Bun.which("java");
 const JARS = path.join(
@@ -40,17 +41,6 @@ export async function kafkaMain(
   args: string[],
   input?: string,
   timeoutMs = 120_000,
-): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-  const child = Bun.spawn([JAVA!, "-Xmx256m", "-cp", `${JARS}/*`, mainClass, ...args], {
-    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
+): Promise<ProcessRun> {
+  return runToEnd([JAVA!, "-Xmx256m", "-cp", `${JARS}/*`, mainClass, ...args], input, timeoutMs);
 }

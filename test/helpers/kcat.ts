@@ -4,13 +4,9 @@
  * its output. A run that outlives `timeoutMs` is killed, so a hung client fails its test instead
  * of the whole suite.
  */
-export const KCAT = Bun.which("kcat");
+import { type ProcessRun, runToEnd } from "./process.ts";
 
-export interface KcatRun {
-  stdout: string;
-  stderr: string;
-  exitCode: number;
-}
+export const KCAT = Bun.which("kcat");
 
 /** Runs `kcat -b 127.0.0.1:<port> <args>`, with `input` on its stdin when given. */
 export async function kcat(
@@ -18,18 +14,7 @@ export async function kcat(
   args: string[],
   input?: string,
   timeoutMs = 30_000,
-): Promise<KcatRun> {
+): Promise<ProcessRun> {
   if (KCAT === null) throw new Error("kcat is not installed (apt-get install -y kcat)");
-  const child = Bun.spawn([KCAT, "-b", `127.0.0.1:${port}`, ...args], {
-    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-  const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]).finally(() => clearTimeout(timer));
-  return { stdout, stderr, exitCode };
+  return runToEnd([KCAT, "-b", `127.0.0.1:${port}`, ...args], input, timeoutMs);
 }

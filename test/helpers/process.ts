@@ -68,3 +68,33 @@ export class LineReader {
     }
   }
 }
+
+/** A finished child process's output and exit code (`runToEnd`). */
+export interface ProcessRun {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/**
+ * Runs `argv` to its end with `input` on its standard input (none: ignored), its output collected;
+ * killed after `timeoutMs`, so a hung tool fails its test instead of the suite (kcat, Kafka's tools).
+ */
+export async function runToEnd(
+  argv: string[],
+  input: string | undefined,
+  timeoutMs: number,
+): Promise<ProcessRun> {
+  const child = Bun.spawn(argv, {
+    stdin: input === undefined ? "ignore" : new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]).finally(() => clearTimeout(timer));
+  return { stdout, stderr, exitCode };
+}
