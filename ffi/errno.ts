@@ -5,6 +5,7 @@
 const ERRNO_NAMES: Record<number, string> = {
   1: "EPERM",
   2: "ENOENT",
+  3: "ESRCH",
   4: "EINTR",
   5: "EIO",
   9: "EBADF",
@@ -35,6 +36,7 @@ const ERRNO_NAMES: Record<number, string> = {
   122: "EDQUOT",
 };
 
+export const ESRCH = 3;
 export const EINTR = 4;
 export const EAGAIN = 11;
 export const ENOSPC = 28;

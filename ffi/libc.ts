@@ -34,6 +34,7 @@ const library = dlopen("libc.so.6", {
   poll: { args: [ptr, u64f, i32], returns: i32 },
   renameat2: { args: [i32, ptr, i32, ptr, u32], returns: i32 },
   posix_fadvise: { args: [i32, i64f, i64f, i32], returns: i32 },
+  sched_setscheduler: { args: [i32, i32, ptr], returns: i32 },
   __errno_location: { args: [], returns: ptr },
 });
 
@@ -74,6 +75,8 @@ export interface Libc {
   ): number;
   /** Returns the error number itself (0 on success), not −1 and errno. */
   posix_fadvise(fd: number, position: number, lengthBytes: number, advice: number): number;
+  /** `pid` is a thread id on Linux: the policy applies to that one thread. */
+  sched_setscheduler(threadId: number, policy: number, parameters: NodeJS.TypedArray): number;
   __errno_location(): Pointer | null;
 }
 

@@ -55,6 +55,7 @@ import { KafkaListener } from "./kafka/listener.ts";
 import { KafkaSasl } from "./kafka/sasl.ts";
 import { largestProducibleBatchBytes } from "./protocol/messages.ts";
 import { AdminRateLimiter, KAFKA_ADMIN_REQUESTS } from "./server/admin-rate.ts";
+import { COMPILER_PRIORITIES, CompilerThreadPriority } from "./server/compiler-threads.ts";
 import { type MetricsTargets, startMetricsServer } from "./server/metrics-http.ts";
 import { BROKER_VERSION, BrokerServer, type FetchPath } from "./server/server.ts";
 import { sealedReadDescriptors } from "./storage/read-descriptors.ts";
@@ -278,6 +279,12 @@ const OPTIONS = {
     env: "BOOBLIK_KAFKA_FETCH_PATH",
     fallback: "copy",
     help: `how Kafka Fetch sends records on plain connections: copy (every batch read and CRC-checked) | sendfile (batches of ${KAFKA_SENDFILE_BATCH_BYTES_MIN / 1024} KiB and more zero-copy, unchecked: for consumers that check CRCs)`,
+  },
+  compilerPriority: {
+    flag: "--compiler-priority",
+    env: "BOOBLIK_COMPILER_PRIORITY",
+    fallback: "idle",
+    help: "CPU priority of JavaScriptCore's compiler threads: idle (SCHED_IDLE: a request never waits behind a compilation) | normal (compile sooner on a machine whose every core is busy)",
   },
   tlsCert: {
     flag: "--tls-cert",
@@ -560,6 +567,7 @@ async function main(): Promise<number> {
       "--kafka-fetch-path sendfile cannot be combined with TLS only: sendfile would send records in clear text around the encryption (with --kafka-tls-port the plain --kafka-port can use it)",
     );
   }
+  const compilerPriority = choice("--compiler-priority", values.compilerPriority, COMPILER_PRIORITIES);
   const maxConnections = parseInteger("max connections", values.maxConnections, 1);
   const maxOpenSegmentFiles =
     values.maxOpenSegmentFiles === "auto"
@@ -938,6 +946,15 @@ async function main(): Promise<number> {
       );
     }
   }
+  // Before the start line, so its first sweep has run when a client can connect.
+  const compilerThreads =
+    compilerPriority === "idle"
+      ? CompilerThreadPriority.start((message) =>
+          console.error(
+            `booblik: compiler threads stay at normal priority (--compiler-priority idle could not be applied): ${message}`,
+          ),
+        )
+      : undefined;
   targets.server = server;
   targets.ready = true;
   // Before the start line: a supervisor (or a test) may send SIGTERM as soon as it reads it.
@@ -951,6 +968,7 @@ async function main(): Promise<number> {
     const startMs = performance.now();
     try {
       targets.ready = false;
+      compilerThreads?.stop();
       await kafka?.stop();
       await server.stop();
       await broker.close();
