@@ -88,7 +88,8 @@ export class LoginDelays {
   /**
    * How long a login of `address` must wait before its credentials are checked: until the delay of
    * the address's last failure ran out. A caller waits that long and asks again (another check may
-   * have failed meanwhile), and checks only at 0, synchronously, so an address gets one check per
+   * have failed meanwhile), and starts its check only at 0, in the same turn (a check that runs off
+   * the event loop marks the address with `beginCheck` first), so an address gets one check per
    * delay however many connections it opens. Without it the delay slowed only each connection's own
    * answer: an address guessed on up to CONNECTIONS_PER_ADDRESS_DEFAULT (256) connections at once,
    * and a right guess was answered at once (test/server/authentication.test.ts).
@@ -114,10 +115,11 @@ export class LoginDelays {
   }
 
   /**
-   * A check of `address` that runs off the event loop (the console's): until `endCheck`, the
-   * address's other logins wait (`holdMs` is at least LOGIN_CHECK_POLL_MS). The native and Kafka
-   * checks are synchronous and need none; without it a console check in flight let one of theirs
-   * run beside it, two checks per delay (a reviewer's reading, 2026-12-03).
+   * A check of `address` that runs off the event loop (the console's, and the Kafka listener's SASL
+   * PLAIN): until `endCheck`, the address's other logins wait (`holdMs` is at least
+   * LOGIN_CHECK_POLL_MS). The native and Kafka SCRAM checks are synchronous and need none; without
+   * it a check in flight let another one run beside it, two checks per delay (a reviewer's reading,
+   * 2026-12-03).
    */
   beginCheck(address: string): void {
     this.checking.add(address);

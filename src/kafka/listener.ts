@@ -142,6 +142,7 @@ function answerOf(
   if (sasl.holdMs(frame, connection.remoteAddress) > 0)
     return heldAnswerOf(connection, listener, frame, sasl);
   const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
+  if (outcome instanceof Promise) return outcome; // a PLAIN check, off the event loop
   if (outcome.kind === "pass")
     return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
   return Promise.resolve(outcome);
@@ -172,6 +173,7 @@ async function heldAnswerOf(
     };
   if (turn === "gone") return { kind: "close", reason: "closed while its login waited" };
   const outcome = sasl.handle(frame, connection.sasl, address);
+  if (outcome instanceof Promise) return outcome;
   if (outcome.kind === "pass") return connection.handler.handle(frame, address, connection.sasl.principal);
   return outcome;
 }

@@ -29,7 +29,7 @@ import {
   SCRAM_MECHANISMS,
   type ScramMechanism,
   ScramServer,
-  verifyPasswordSync,
+  verifyPassword,
 } from "../auth/scram.ts";
 import type { Users } from "../broker/users-file.ts";
 import { SASL_PLAIN_MESSAGE_BYTES_MAX, SCRAM_MESSAGE_BYTES_MAX } from "../domain/limits.ts";
@@ -86,6 +86,8 @@ export type SaslOutcome =
   | KafkaOutcome
   | { kind: "pass" }
   | { kind: "fail"; bytes: Uint8Array; reason: string; delayMs: number };
+/** An outcome that answers the request itself (a PLAIN check's, which arrives later). */
+export type SaslAnswer = Exclude<SaslOutcome, { kind: "pass" }>;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Encoder = new TextEncoder();
@@ -112,9 +114,10 @@ export class KafkaSasl {
 
   /**
    * Decides a request of a connection that has not logged in: "pass" (ApiVersions, to the handler),
-   * an answer, or a close.
+   * an answer, or a close. A PLAIN SaslAuthenticate is answered later (a promise): its password
+   * check runs off the event loop.
    */
-  handle(frame: Uint8Array, session: SaslSession, clientAddress: string): SaslOutcome {
+  handle(frame: Uint8Array, session: SaslSession, clientAddress: string): SaslOutcome | Promise<SaslAnswer> {
     let apiKey: number;
     let apiVersion: number;
     try {
@@ -197,55 +200,120 @@ export class KafkaSasl {
     version: number,
     authBytes: Uint8Array,
     clientAddress: string,
-  ): SaslOutcome {
+  ): SaslAnswer | Promise<SaslAnswer> {
     let reply: Uint8Array;
     try {
       const mechanism = session.mechanism;
       if (mechanism === undefined) throw new AuthenticationError("SaslAuthenticate before SaslHandshake");
-      if (mechanism === "PLAIN") {
-        session.principal = this.plain(authBytes);
-        reply = new Uint8Array(0);
+      if (mechanism === "PLAIN") return this.plain(session, correlationId, version, authBytes, clientAddress);
+      if (authBytes.length > SCRAM_MESSAGE_BYTES_MAX) {
+        throw new AuthenticationError(`a SCRAM message of ${authBytes.length} bytes is too long`);
+      }
+      const message = decodeUtf8(authBytes, "a SCRAM message");
+      const scramMechanism = mechanism as ScramMechanism;
+      if (session.scram === undefined) {
+        const users = this.options.users();
+        session.scram = new ScramServer(
+          scramMechanism,
+          (user) => users.get(user)?.get(scramMechanism),
+          this.options.decoySecret,
+          undefined,
+          "endsWith",
+        );
+        reply = utf8Encoder.encode(session.scram.first(message));
       } else {
-        if (authBytes.length > SCRAM_MESSAGE_BYTES_MAX) {
-          throw new AuthenticationError(`a SCRAM message of ${authBytes.length} bytes is too long`);
-        }
-        const message = decodeUtf8(authBytes, "a SCRAM message");
-        const scramMechanism = mechanism as ScramMechanism;
-        if (session.scram === undefined) {
-          const users = this.options.users();
-          session.scram = new ScramServer(
-            scramMechanism,
-            (user) => users.get(user)?.get(scramMechanism),
-            this.options.decoySecret,
-            undefined,
-            "endsWith",
-          );
-          reply = utf8Encoder.encode(session.scram.first(message));
-        } else {
-          const { serverFinal, user } = session.scram.final(message);
-          session.scram = undefined;
-          session.principal = user;
-          reply = utf8Encoder.encode(serverFinal);
-        }
+        const { serverFinal, user } = session.scram.final(message);
+        session.scram = undefined;
+        session.principal = user;
+        reply = utf8Encoder.encode(serverFinal);
       }
     } catch (error) {
       if (!(error instanceof AuthenticationError)) throw error;
-      session.scram = undefined;
-      this.options.counters.authenticationFailures++;
-      this.audit(clientAddress, undefined, `SASL authentication failed: ${error.message}`);
-      return {
-        kind: "fail",
-        bytes: authenticateResponse(
-          correlationId,
-          version,
-          SASL_ERROR.SASL_AUTHENTICATION_FAILED,
-          `Authentication failed: ${error.message}`,
-          new Uint8Array(0),
-        ),
-        reason: `SASL authentication failed: ${error.message}`,
-        delayMs: this.options.loginDelays.failed(clientAddress),
-      };
+      return this.failed(session, correlationId, version, clientAddress, error);
     }
+    return this.answered(session, correlationId, version, clientAddress, reply);
+  }
+
+  /**
+   * RFC 4616: [authzid] NUL authcid NUL passwd; checked against the stored SCRAM credential. The
+   * check derives the password's keys (PBKDF2, the credential's iterations, once per stored
+   * mechanism: milliseconds of CPU) on the thread pool, not on the event loop, where a flood of
+   * PLAIN logins would have stalled every connection. The address counts as checking meanwhile
+   * (LoginDelays.beginCheck), so its other logins wait: one check per address at a time, as before.
+   */
+  private plain(
+    session: SaslSession,
+    correlationId: number,
+    version: number,
+    authBytes: Uint8Array,
+    clientAddress: string,
+  ): SaslAnswer | Promise<SaslAnswer> {
+    let user: string;
+    let password: string;
+    try {
+      if (authBytes.length > SASL_PLAIN_MESSAGE_BYTES_MAX) {
+        throw new AuthenticationError(`a PLAIN message of ${authBytes.length} bytes is too long`);
+      }
+      const parts = decodeUtf8(authBytes, "a PLAIN message").split("\u0000");
+      if (parts.length !== 3)
+        throw new AuthenticationError("malformed PLAIN message: authzid NUL user NUL password");
+      let authzid: string;
+      [authzid, user, password] = parts as [string, string, string];
+      if (authzid !== "" && authzid !== user) {
+        throw new AuthenticationError("PLAIN authorization id must be empty or the user itself");
+      }
+    } catch (error) {
+      if (!(error instanceof AuthenticationError)) throw error;
+      return this.failed(session, correlationId, version, clientAddress, error);
+    }
+    const delays = this.options.loginDelays;
+    delays.beginCheck(clientAddress);
+    // Constant-time, and as slow for an unknown user as for a known one (scram.ts).
+    return verifyPassword(this.options.users().get(user), password)
+      .then((right): SaslAnswer => {
+        if (!right) {
+          const wrong = new AuthenticationError("authentication failed: unknown user or wrong password");
+          return this.failed(session, correlationId, version, clientAddress, wrong);
+        }
+        session.principal = user;
+        return this.answered(session, correlationId, version, clientAddress, new Uint8Array(0));
+      })
+      .finally(() => delays.endCheck(clientAddress));
+  }
+
+  /** A failed login: audited, counted, answered after the address's delay (which it extends). */
+  private failed(
+    session: SaslSession,
+    correlationId: number,
+    version: number,
+    clientAddress: string,
+    error: AuthenticationError,
+  ): SaslAnswer {
+    session.scram = undefined;
+    this.options.counters.authenticationFailures++;
+    this.audit(clientAddress, undefined, `SASL authentication failed: ${error.message}`);
+    return {
+      kind: "fail",
+      bytes: authenticateResponse(
+        correlationId,
+        version,
+        SASL_ERROR.SASL_AUTHENTICATION_FAILED,
+        `Authentication failed: ${error.message}`,
+        new Uint8Array(0),
+      ),
+      reason: `SASL authentication failed: ${error.message}`,
+      delayMs: this.options.loginDelays.failed(clientAddress),
+    };
+  }
+
+  /** A step that succeeded: the login's audit line once it completes, and the reply. */
+  private answered(
+    session: SaslSession,
+    correlationId: number,
+    version: number,
+    clientAddress: string,
+    reply: Uint8Array,
+  ): SaslAnswer {
     if (session.principal !== undefined) {
       this.audit(clientAddress, session.principal, `logged in (SASL ${session.mechanism})`);
     }
@@ -253,23 +321,6 @@ export class KafkaSasl {
       kind: "respond",
       bytes: authenticateResponse(correlationId, version, KAFKA_ERROR.NONE, null, reply),
     };
-  }
-
-  /** RFC 4616: [authzid] NUL authcid NUL passwd; checked against the stored SCRAM credential. */
-  private plain(authBytes: Uint8Array): string {
-    if (authBytes.length > SASL_PLAIN_MESSAGE_BYTES_MAX) {
-      throw new AuthenticationError(`a PLAIN message of ${authBytes.length} bytes is too long`);
-    }
-    const parts = decodeUtf8(authBytes, "a PLAIN message").split("\u0000");
-    if (parts.length !== 3)
-      throw new AuthenticationError("malformed PLAIN message: authzid NUL user NUL password");
-    const [authzid, user, password] = parts as [string, string, string];
-    if (authzid !== "" && authzid !== user) {
-      throw new AuthenticationError("PLAIN authorization id must be empty or the user itself");
-    }
-    // Constant-time, and as slow for an unknown user as for a known one (scram.ts).
-    if (verifyPasswordSync(this.options.users().get(user), password)) return user;
-    throw new AuthenticationError("authentication failed: unknown user or wrong password");
   }
 
   private audit(clientAddress: string, user: string | undefined, what: string): void {

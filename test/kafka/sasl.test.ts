@@ -413,6 +413,56 @@ describe("SASL exchanges in raw frames", () => {
   });
 });
 
+test("a PLAIN login's password check runs off the event loop: another connection is answered meanwhile", async () => {
+  using dir = tempDir();
+  const file = dir.file("users.json");
+  const users = readUsersFileOrEmpty(file);
+  // About a second of PBKDF2 for the broker (both mechanisms), so the check is long enough to see.
+  setUser(users, "slow", "correct horse", undefined, 1_000_000);
+  writeUsersFile(file, users);
+  await using broker = await startBroker(dir.file("data"), [
+    "--users-file",
+    file,
+    "--kafka-port",
+    "0",
+    "--sasl-plain-without-tls",
+    "yes",
+  ]);
+  const { port } = await kafkaPortOf(broker);
+  const login = await rawConnect(port);
+  login.write(handshake(1, "PLAIN"));
+  let at = (await nextResponse(login, 0)).next;
+  const other = await rawConnect(port);
+  const apiVersions = (id: number) => new Expect().i16(18).i16(0).i32(id).str("raw").frame();
+  let otherAt = 0;
+  let loginAnswered = false;
+  login.write(authenticate(2, "\u0000slow\u0000correct horse"));
+  const answer = nextResponse(login, at).then((response) => {
+    loginAnswered = true;
+    return response;
+  });
+  // ApiVersions round trips on the other connection (served before a login) while the check runs.
+  // When the check ran on the event loop (before), the broker read nothing else until it ended: the
+  // round trips that finished before the login's answer were the one or two it read first.
+  let whileChecking = 0;
+  for (let id = 1; !loginAnswered; id++) {
+    other.write(apiVersions(id));
+    const response = await nextResponse(other, otherAt);
+    expect(response.correlationId).toBe(id);
+    otherAt = response.next;
+    if (!loginAnswered) whileChecking++;
+  }
+  expect(whileChecking).toBeGreaterThanOrEqual(20);
+  const loggedIn = await answer;
+  expect(readAuthenticate(loggedIn.body).errorCode).toBe(0);
+  at = loggedIn.next;
+  await broker.lines.waitFor(
+    (l) => l.includes('user "slow"') && l.includes("logged in (SASL PLAIN)"),
+    "the audit line",
+  );
+  expect(await broker.stop()).toBe(0);
+});
+
 test("seeded fuzzer: mutated SASL exchanges, closed early, never crash the broker; a real login works afterwards", async () => {
   const seed = testSeed();
   const random = new Random(seed);
