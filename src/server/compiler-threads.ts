@@ -1,31 +1,40 @@
 /**
- * Keeps JavaScriptCore's compiler threads off the CPU the event loop is waiting for: every thread
- * of this process named `JITWorker` is put in SCHED_IDLE, so that a request's wake-up preempts a
- * compilation instead of queueing behind it (`--compiler-priority idle`, the broker's default).
+ * Keeps JavaScriptCore's compiler threads off the CPU the event loop is waiting for, when asked
+ * (`--compiler-priority idle`; the default, `normal`, leaves them alone): every thread of this
+ * process named `JITWorker` is put in SCHED_IDLE, so that a request's wake-up preempts a
+ * compilation instead of queueing behind it.
  *
  * Why (docs/benchmarks.md, "The latency tail was the broker's own compiler", 2026-12-03): at 50 K
  * records/s of 100 B (1,000 requests/s) the broker's hot functions reach JavaScriptCore's top tier
- * slowly, so its compiler threads keep compiling 10-50 ms of CPU per second for the first minute,
- * in pieces of up to 29 ms (`answerFetch`, `dispatch`, `encodeProduceResponse` at 6-14 s into a run,
- * BUN_JSC_reportFTLCompileTimes). `perf sched timehist` showed the event loops of the broker and its
- * clients waiting 0.5-3.7 ms behind a compiler thread on their CPU while the thread ran; nice 19 did
- * not change the latency tail (the kernel lets a running task finish its slice), SCHED_IDLE halved
- * it (p99 from due 0.47-0.75 ms against 0.93-1.47 ms at 50 K records/s, `append`, two cores).
+ * slowly, so its compiler threads kept compiling 0-59 ms of CPU per second through a 15 s run, in
+ * pieces of up to 29 ms (`answerFetch`, `dispatch`, `encodeProduceResponse` at 7-14 s into it,
+ * BUN_JSC_reportFTLCompileTimes). `perf sched timehist` showed the event loops of the broker and
+ * its clients waiting 0.4-3.7 ms behind a compiler thread on their CPU while it ran; nice 19 did not
+ * change the latency tail (a running task keeps its slice), SCHED_IDLE halved it under `append`
+ * (p99 from due 0.78 against 1.65 ms at 50 K records/s, two cores, bench/network.bench.ts latency).
  *
- * The cost: a SCHED_IDLE thread gets a CPU only when no normal thread wants it (or a weight of 3
- * against 1,024 when every CPU is busy), so on a machine whose every core is saturated, compilation
- * waits and the broker runs in a lower tier for longer; `--compiler-priority normal` leaves the
- * threads as they are.
+ * Why it is not the default: when every core is busy (two busy loops beside the same run), a
+ * SCHED_IDLE thread gets almost no CPU, and JavaScriptCore's collector stops the compiler threads
+ * before it collects (Heap::stopThePeriphery waits for each to reach a safepoint, a reviewer's
+ * reading of JSC's source): the event loop then waited for a compiler thread that could not run,
+ * and records took 0.9-1.9 s at p99 against 3.5-5.9 ms with `normal` (2026-12-03 19:45 UTC). So
+ * `idle` is for a machine whose cores are never all busy, and it is measured, not assumed, there.
  *
- * Owns: one repeating timer and the set of thread ids already looked at.
+ * Owns: one repeating timer and what it knows of each thread id.
  * Invariants:
  * - Only threads of this process are changed, and only those JavaScriptCore names `JITWorker`; the
  *   main thread never is (it would run only when the machine is otherwise idle).
- * - A thread is looked at once: the kernel keeps a thread's policy for its life. A thread still
- *   carrying the process's own name (not yet named by the code it runs) is looked at again on the
- *   next sweep. Ids of ended threads are forgotten, so a reused id is looked at again.
- * - JavaScriptCore starts compiler threads on demand and ends idle ones, so new ones are found by a
- *   sweep every COMPILER_THREADS_SWEEP_MS: a new thread runs at normal priority until then.
+ * - A thread is changed once it carried the compiler's name on two sweeps in a row: a thread that
+ *   a compiler thread starts carries its creator's name until it names itself (a reviewer saw one
+ *   of mimalloc's, 2026-12-03), and a thread put in SCHED_IDLE by mistake could not be put back
+ *   (that needs RLIMIT_NICE or CAP_SYS_NICE). A compiler thread therefore runs at normal priority
+ *   for up to two sweep intervals after it starts. Threads a changed thread creates start in
+ *   SCHED_OTHER (SCHED_RESET_ON_FORK, ffi/threads.ts).
+ * - A thread is changed at most once: the kernel keeps a thread's policy for its life. A thread
+ *   still carrying the process's own name (not yet named by the code it runs) is looked at again on
+ *   the next sweep. Ids of ended threads are forgotten, so a reused id is looked at again.
+ * - JavaScriptCore starts compiler threads on demand and ends those idle for about 10 s, so new
+ *   ones are found by a sweep every COMPILER_THREADS_SWEEP_MS.
  * - A failure of the system call other than "no such thread" stops the sweeps and is reported once
  *   (the broker runs on, as with `normal`).
  */
@@ -40,9 +49,14 @@ export type CompilerPriority = (typeof COMPILER_PRIORITIES)[number];
 const COMPILER_THREAD_NAME = "JITWorker";
 const TASK_DIRECTORY = "/proc/self/task";
 
+type ThreadState = "idle" | "candidate" | "other";
+
 export class CompilerThreadPriority {
-  /** Thread id → whether it was put in SCHED_IDLE (false: another named thread, left alone). */
-  private seen = new Map<string, boolean>();
+  /**
+   * Thread id → what it is: put in SCHED_IDLE, named as a compiler thread on one sweep so far
+   * (changed if it still is on the next), or another named thread, left alone.
+   */
+  private seen = new Map<string, ThreadState>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly mainThreadId = String(process.pid);
   private readonly unnamed: string;
@@ -73,13 +87,6 @@ export class CompilerThreadPriority {
     this.timer.unref();
   }
 
-  /** Compiler threads put in SCHED_IDLE and still running. */
-  get idleThreads(): number {
-    let count = 0;
-    for (const idle of this.seen.values()) if (idle) count++;
-    return count;
-  }
-
   stop(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
@@ -94,11 +101,11 @@ export class CompilerThreadPriority {
       this.fail(`cannot list ${TASK_DIRECTORY}: ${(error as Error).message}`);
       return;
     }
-    const seen = new Map<string, boolean>();
+    const seen = new Map<string, ThreadState>();
     for (const threadId of threadIds) {
       if (threadId === this.mainThreadId) continue;
       const known = this.seen.get(threadId);
-      if (known !== undefined) {
+      if (known === "idle" || known === "other") {
         seen.set(threadId, known);
         continue;
       }
@@ -110,11 +117,15 @@ export class CompilerThreadPriority {
       }
       if (name === this.unnamed) continue; // not named yet: look again next time
       if (!name.startsWith(COMPILER_THREAD_NAME)) {
-        seen.set(threadId, false);
+        seen.set(threadId, "other");
+        continue;
+      }
+      if (known === undefined) {
+        seen.set(threadId, "candidate");
         continue;
       }
       try {
-        if (setIdleScheduling(Number(threadId))) seen.set(threadId, true);
+        if (setIdleScheduling(Number(threadId))) seen.set(threadId, "idle");
       } catch (error) {
         this.fail((error as Error).message);
         return;
