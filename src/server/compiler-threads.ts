@@ -17,7 +17,7 @@
  * SCHED_IDLE thread gets almost no CPU, and JavaScriptCore's collector stops the compiler threads
  * before it collects (Heap::stopThePeriphery waits for each to reach a safepoint, a reviewer's
  * reading of JSC's source): the event loop then waited for a compiler thread that could not run,
- * and records took 0.9-1.9 s at p99 against 3.5-5.9 ms with `normal` (2026-12-03 19:45 UTC). So
+ * and records took 0.9-1.9 s at p99 against 3.5-5.9 ms with `normal` (2026-12-03 19:35 UTC). So
  * `idle` is for a machine whose cores are never all busy, and it is measured, not assumed, there.
  *
  * Owns: one repeating timer and what it knows of each thread id.
