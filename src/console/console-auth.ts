@@ -1,7 +1,7 @@
 /**
  * Logins to the web console when the broker has users (--users-file): the same users and passwords
  * as the native and Kafka listeners (docs/security.md), checked against their stored SCRAM
- * credentials (src/auth/scram.ts verifyPassword). The page logs in once (POST /console/api/login
+ * credentials (src/auth/scram.ts verifyPassword, through auth/password-checks.ts). The page logs in once (POST /console/api/login
  * with a user and a password as JSON) and gets a session cookie; scripts may send HTTP Basic with
  * every request instead.
  *
@@ -24,7 +24,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { LoginDelays } from "../auth/login-delays.ts";
-import { verifyPassword } from "../auth/scram.ts";
+import { passwordChecks } from "../auth/password-checks.ts";
 import type { Users } from "../broker/users-file.ts";
 import {
   CONSOLE_LOGIN_BODY_BYTES_MAX,
@@ -32,6 +32,7 @@ import {
   CONSOLE_SESSION_IDLE_MS,
   CONSOLE_SESSION_LIFETIME_MS,
   CONSOLE_SESSIONS_MAX,
+  PASSWORD_CHECKS_WAITING_MAX,
 } from "../domain/limits.ts";
 import { JSON_HEADERS, problem } from "./answers.ts";
 
@@ -88,7 +89,8 @@ export class ConsoleAuth {
     if (basic !== undefined) {
       const checked = await this.check(basic.user, basic.password, peer, request.signal);
       if (checked === true) return { user: basic.user };
-      if (checked === "busy" || checked === "gone") return { refusal: notChecked(checked, peer) };
+      if (checked === "busy" || checked === "gone" || checked === "full")
+        return { refusal: notChecked(checked, peer) };
       return { refusal: await this.failed(peer, basic.user, "HTTP Basic", checked.delayMs) };
     }
     return {
@@ -141,7 +143,7 @@ export class ConsoleAuth {
       return problem(400, 'a login is JSON: {"user": "…", "password": "…"}');
     }
     const checked = await this.check(user, password, peer, request.signal);
-    if (checked === "busy" || checked === "gone") return notChecked(checked, peer);
+    if (checked === "busy" || checked === "gone" || checked === "full") return notChecked(checked, peer);
     if (checked !== true) return this.failed(peer, user, "login", checked.delayMs);
     const credentials = this.options.users().get(user)!;
     const token = randomBytes(32).toString("base64url");
@@ -182,13 +184,13 @@ export class ConsoleAuth {
     password: string,
     peer: string,
     signal: AbortSignal,
-  ): Promise<true | { delayMs: number } | "busy" | "gone"> {
+  ): Promise<true | { delayMs: number } | "busy" | "gone" | "full"> {
     const delays = this.options.loginDelays;
     const queued = this.queued.get(peer) ?? 0;
     if (queued >= CONSOLE_LOGIN_QUEUE_PER_ADDRESS_MAX) return Promise.resolve("busy");
     this.queued.set(peer, queued + 1);
     const previous = this.checking.get(peer) ?? Promise.resolve();
-    const mine = previous.then(async (): Promise<true | { delayMs: number } | "busy" | "gone"> => {
+    const mine = previous.then(async (): Promise<true | { delayMs: number } | "busy" | "gone" | "full"> => {
       // One at a time per address, after its hold (LoginDelays.waitTurn); a login whose client
       // went away checks nothing.
       const turn = await delays.waitTurn(
@@ -197,9 +199,12 @@ export class ConsoleAuth {
         (ms) => Bun.sleep(ms), // the address's login delay, not a wait for a condition
       );
       if (turn !== "go") return turn;
+      // One check at a time in the process (auth/password-checks.ts).
+      const checked = passwordChecks.check(this.options.users().get(user), password);
+      if (checked === undefined) return "full";
       delays.beginCheck(peer);
       try {
-        if (await verifyPassword(this.options.users().get(user), password)) return true;
+        if (await checked) return true;
         return { delayMs: delays.failed(peer) };
       } finally {
         delays.endCheck(peer);
@@ -305,12 +310,20 @@ async function readBounded(request: Request, maxBytes: number): Promise<string |
   return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
-/** The answer to a login that was not checked: too many of its address wait, or its client left. */
-function notChecked(why: "busy" | "gone", peer: string): Response {
-  return why === "busy"
-    ? problem(
-        429,
-        `too many logins from ${peer} are waiting for the delay after its failed ones; try again later`,
-      )
-    : problem(499, "the client went away while its login waited");
+/**
+ * The answer to a login that was not checked: too many of its address wait, too many password
+ * checks wait in the process, or its client left.
+ */
+function notChecked(why: "busy" | "gone" | "full", peer: string): Response {
+  if (why === "busy")
+    return problem(
+      429,
+      `too many logins from ${peer} are waiting for the delay after its failed ones; try again later`,
+    );
+  if (why === "full")
+    return problem(
+      429,
+      `too many password checks are waiting (${PASSWORD_CHECKS_WAITING_MAX}); the login was not checked; try again later`,
+    );
+  return problem(499, "the client went away while its login waited");
 }

@@ -890,6 +890,16 @@ export const FETCH_CHECK_BUFFER_MAX_BYTES = 1024 * 1024 + 8;
 
 /** Client addresses whose recent failed logins are remembered (login-delays.ts); oldest forgotten. */
 export const LOGIN_FAILURE_ADDRESSES_MAX = 10_000;
+/**
+ * Password checks that derive keys (SASL PLAIN, the console's login: PBKDF2 on the runtime's thread
+ * pool) running at once in the process, and waiting beyond those (src/auth/password-checks.ts). One
+ * at a time leaves the pool's other thread (Bun 1.4.4 runs two, "Bun Pool 0" and "Bun Pool 1", on
+ * this 2-core machine) to the broker's pooled fdatasync, which a reviewer measured queued 568 ms
+ * behind six derivations of 300,000 rounds; a right login waits behind at most 64 checks (3.1 ms each at 4,096 rounds
+ * and both mechanisms, measured: about 0.2 s).
+ */
+export const PASSWORD_CHECKS_RUNNING_MAX = 1;
+export const PASSWORD_CHECKS_WAITING_MAX = 64;
 /** A SASL PLAIN message longer than this is malformed (authzid, user and password are short). */
 export const SASL_PLAIN_MESSAGE_BYTES_MAX = 4096;
 

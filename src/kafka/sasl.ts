@@ -24,15 +24,14 @@
  *   with --sasl-plain-without-tls yes.
  */
 import type { LoginDelays } from "../auth/login-delays.ts";
-import {
-  AuthenticationError,
-  SCRAM_MECHANISMS,
-  type ScramMechanism,
-  ScramServer,
-  verifyPassword,
-} from "../auth/scram.ts";
+import { passwordChecks } from "../auth/password-checks.ts";
+import { AuthenticationError, SCRAM_MECHANISMS, type ScramMechanism, ScramServer } from "../auth/scram.ts";
 import type { Users } from "../broker/users-file.ts";
-import { SASL_PLAIN_MESSAGE_BYTES_MAX, SCRAM_MESSAGE_BYTES_MAX } from "../domain/limits.ts";
+import {
+  PASSWORD_CHECKS_WAITING_MAX,
+  SASL_PLAIN_MESSAGE_BYTES_MAX,
+  SCRAM_MESSAGE_BYTES_MAX,
+} from "../domain/limits.ts";
 import {
   beginResponse,
   CODEC_VERSIONS,
@@ -266,10 +265,18 @@ export class KafkaSasl {
       if (!(error instanceof AuthenticationError)) throw error;
       return this.failed(session, correlationId, version, clientAddress, error);
     }
+    // Constant-time, and as slow for an unknown user as for a known one (scram.ts); one check at a
+    // time in the process (password-checks.ts).
+    const checked = passwordChecks.check(this.options.users().get(user), password);
+    if (checked === undefined) {
+      return {
+        kind: "close",
+        reason: `too many password checks are waiting (${PASSWORD_CHECKS_WAITING_MAX}): the login of ${clientAddress} was not checked; try again`,
+      };
+    }
     const delays = this.options.loginDelays;
     delays.beginCheck(clientAddress);
-    // Constant-time, and as slow for an unknown user as for a known one (scram.ts).
-    return verifyPassword(this.options.users().get(user), password)
+    return checked
       .then((right): SaslAnswer => {
         if (!right) {
           const wrong = new AuthenticationError("authentication failed: unknown user or wrong password");
