@@ -207,7 +207,7 @@ const SETTLE_QUIET_COMPILER_MS = 10;
  */
 async function settleCompiler(
   broker: BrokerHandle,
-  policy: string,
+  policy: "append" | "force" | "interval",
   rate: number,
   maxSeconds: number,
 ): Promise<number> {
@@ -217,7 +217,7 @@ async function settleCompiler(
   let quietChunks = 0;
   // A topic per chunk: the load's consumer reads its topic from offset 0.
   for (let chunk = 0; quietChunks < 2 && (performance.now() - startedMs) / 1000 < maxSeconds; chunk++) {
-    await admin.createTopic(`settle-${chunk}`, { durability: policy as "append" | "force" | "interval" });
+    await admin.createTopic(`settle-${chunk}`, { durability: policy });
     const before = threadsCpuSeconds(broker.pid, "JITWorker");
     await runLoad(path.join(LOAD, "latency.ts"), [
       String(broker.port),
