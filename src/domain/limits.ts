@@ -849,6 +849,14 @@ export const COALESCED_SPARE_BUFFERS_MAX = 4;
 export const FORCE_ON_LOOP_SLOW_MS = 10;
 export const FORCE_ON_LOOP_BACKOFF_MS = 1000;
 /**
+ * The longest a partition waits, after a force on the loop, for the senders that force answered
+ * before it forces again (src/broker/partition.ts, the gather); the wait is also never longer than
+ * that force took. Forces on this disk take 0.17 ms at the median (bench/load/fdatasync.ts), so
+ * the force's own time is the bound there; this caps it for a slow disk, where a force near
+ * FORCE_ON_LOOP_SLOW_MS would otherwise let a partition wait as long.
+ */
+export const FORCE_GATHER_MAX_MS = 1;
+/**
  * How often the broker looks for new JavaScriptCore compiler threads to put in SCHED_IDLE, under
  * `--compiler-priority idle` (src/server/compiler-threads.ts). A sweep lists /proc/self/task (about
  * 15 threads; 11 µs measured by a reviewer) and reads the name of each thread it has not placed; a

@@ -55,7 +55,7 @@ import type { Socket } from "bun";
 import { FILE_SEND_FAILED, type FileSendCounters, sendFileStep, socketFd } from "../../ffi/file-send.ts";
 import { peerHungUp } from "../../ffi/socket.ts";
 import { clientHost } from "../auth/acl.ts";
-import type { FileLease } from "../broker/partition.ts";
+import type { AppendSender, FileLease, Partition } from "../broker/partition.ts";
 import {
   CLOSE_LINGER_MS,
   INBOUND_FREE_BYTES,
@@ -157,8 +157,11 @@ export interface ConnectionHost {
   responded(apiKey: number, elapsedMs: number): void;
 }
 
-export class Connection implements BudgetWaiter {
+export class Connection implements BudgetWaiter, AppendSender {
   readonly socket: Socket<Connection>;
+  /** Written by partitions only (Partition's gather before a force on the loop). */
+  answeredBy: Partition | undefined = undefined;
+  answeredByForce = 0;
   readonly host: ConnectionHost;
   /** The client's address, for the per-address connection limit. */
   readonly remoteAddress: string;

@@ -33,7 +33,14 @@ import type { ClientPrincipalRule, TlsFiles } from "../auth/tls.ts";
 import { type CertificateLoginTarget, type ListeningPort, ListeningPorts } from "../auth/tls-ports.ts";
 import type { Broker } from "../broker/broker.ts";
 import { Histogram } from "../broker/metrics.ts";
-import type { AppendWaiter, CopyBelow, Partition, ReadArena, VisibleWaiter } from "../broker/partition.ts";
+import type {
+  AppendSender,
+  AppendWaiter,
+  CopyBelow,
+  Partition,
+  ReadArena,
+  VisibleWaiter,
+} from "../broker/partition.ts";
 import type { Users } from "../broker/users-file.ts";
 import { BooblikError, OffsetOutOfRangeError } from "../domain/errors.ts";
 import {
@@ -261,6 +268,10 @@ function answerFetchWait(wait: FetchWait): void {
 class ProduceWaiter implements AppendWaiter {
   private readonly server: BrokerServer;
   connection: Connection | undefined = undefined;
+  /** The connection, as the partition's gather sees it (Partition's AppendSender). */
+  get sender(): AppendSender | undefined {
+    return this.connection;
+  }
   slot: ResponseSlot | undefined = undefined;
   correlationId = 0;
   recordsBytes = 0;

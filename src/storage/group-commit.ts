@@ -21,7 +21,8 @@
  * event-loop turn into one group per partition (src/broker/partition.ts); when a turn has one
  * partition to force, it forces that group right there (`forceNowOrEnqueue`) and answers, as Redis
  * does under `appendfsync always`: whatever arrives during the fdatasync is read in the next turn and
- * rides the next force. Likewise, when a force on the thread pool completes and waiters queued behind
+ * rides the next force (the partition may first wait a few turns for the connections that force
+ * answered: its "gather", src/broker/partition.ts). Likewise, when a force on the thread pool completes and waiters queued behind
  * it while no other group commit has a force on the pool, the next force runs at once on the loop
  * instead of going back to the pool: without that, a busy partition whose force once went to the pool
  * (several partitions in one turn, a slow force) would never leave it, since every later group

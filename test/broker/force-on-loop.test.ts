@@ -14,9 +14,13 @@
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Broker } from "../../src/broker/broker.ts";
-import type { AppendWaiter, Partition } from "../../src/broker/partition.ts";
+import type { AppendSender, AppendWaiter, Partition } from "../../src/broker/partition.ts";
 import { IoError, PartitionFailedError } from "../../src/domain/errors.ts";
-import { FORCE_ON_LOOP_BACKOFF_MS, FORCE_ON_LOOP_SLOW_MS } from "../../src/domain/limits.ts";
+import {
+  FORCE_GATHER_MAX_MS,
+  FORCE_ON_LOOP_BACKOFF_MS,
+  FORCE_ON_LOOP_SLOW_MS,
+} from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -36,6 +40,8 @@ let poolSyncs = 0;
 let failNextLoopSync = false;
 /** Set by a test: the next fdatasync on the loop takes this long first. */
 let slowNextLoopSyncMs = 0;
+/** Set by a test: every fdatasync of a segment file on the loop takes this long first (busy). */
+let slowLoopSyncsMs = 0;
 /** Set by a test: every pool fdatasync of a segment file takes this long first. */
 let slowPoolSyncMs = 0;
 /** Set by a test: a pool fdatasync of a file whose path contains a key waits for the key's gate. */
@@ -69,6 +75,11 @@ const restoreDisk = useDisk({
         Bun.sleepSync(slowNextLoopSyncMs);
         slowNextLoopSyncMs = 0;
       }
+      if (slowLoopSyncsMs > 0) console.log("SYNC", performance.now().toFixed(3));
+      if (slowLoopSyncsMs > 0) {
+        const untilMs = performance.now() + slowLoopSyncsMs;
+        while (performance.now() < untilMs);
+      }
     }
     if (!path?.endsWith(".log")) realDisk.datasyncNow(fd, path);
     if (path !== undefined) recordSync(path, start, true);
@@ -88,6 +99,7 @@ afterEach(() => {
   failNextLoopSync = false;
   slowNextLoopSyncMs = 0;
   slowPoolSyncMs = 0;
+  slowLoopSyncsMs = 0;
   gates.clear();
 });
 process.on("exit", restoreDisk);
@@ -106,16 +118,22 @@ function segmentPath(partition: Partition): string {
   return path;
 }
 
-/** Appends one record through the PRODUCE path's appendQueued, recording when it is told. */
-function append(partition: Partition, value: string): Told {
+/**
+ * Appends one record through the PRODUCE path's appendQueued, recording when it is told; from
+ * `sender` when given (a connection, as the gather sees it), calling `then` once told.
+ */
+function append(partition: Partition, value: string, sender?: AppendSender, then?: () => void): Told {
   const path = segmentPath(partition);
   const told: Told = { waiter: undefined as unknown as AppendWaiter, writesBefore: writes.get(path)!.length };
   told.waiter = {
+    sender,
     appended(firstOffset, _recordCount, durability) {
       told.outcome = { firstOffset, durability, at: ++seq };
+      then?.();
     },
     appendFailed(error) {
       told.outcome = { error, at: ++seq };
+      then?.();
     },
   };
   partition.appendQueued(batchOfValues([value]), told.waiter);
@@ -331,6 +349,101 @@ describe("forcing on the event loop", () => {
       expectForcedBeforeTold(partition, [...slow, ...stalled, ...later]);
     } finally {
       slowPoolSyncMs = 0;
+      await broker.close();
+    }
+  });
+
+  /** A sender as the server's connections are: nothing awaited yet. */
+  function sender(): AppendSender {
+    return { answeredBy: undefined, answeredByForce: 0 };
+  }
+
+  /**
+   * `run` in the first event-loop turn at least `ms` after now: a client in another process that
+   * sends its next request that long after its answer (its request reaches the broker's loop in the
+   * first turn after it arrived, as a socket's would).
+   */
+  function afterMs(ms: number, run: () => void): void {
+    const dueMs = performance.now() + ms;
+    const poll = (): void => {
+      if (performance.now() >= dueMs) run();
+      else setImmediate(poll);
+    };
+    setImmediate(poll);
+  }
+
+  test("the senders a force on the loop answered are waited for, a turn at a time, before the next force", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = await forcedPartition(broker, "gather");
+      // Forces of 3 ms (not slow: below FORCE_ON_LOOP_SLOW_MS), so the gather waits up to
+      // FORCE_GATHER_MAX_MS for the senders the last force answered.
+      slowLoopSyncsMs = 3;
+      const rounds = 20;
+      const senders = Array.from({ length: 8 }, () => sender());
+      const all: Told[][] = senders.map(() => []);
+      const loopBefore = loopSyncs;
+      // Half the senders append again 0.2 ms after their answer, half 0.5 ms after it (both within
+      // the window): without the gather the first half is forced alone, the second half arrives
+      // during that force and rides the next one, and so on: two forces a round.
+      const earlyMs = FORCE_GATHER_MAX_MS / 5;
+      const lateMs = FORCE_GATHER_MAX_MS / 2;
+      const next = (index: number, round: number): void => {
+        if (round === rounds) return;
+        const then = () => afterMs(index % 2 === 0 ? earlyMs : lateMs, () => next(index, round + 1));
+        console.log("APPEND", index, round, performance.now().toFixed(3));
+        all[index]!.push(append(partition, `s${index}.${round}`, senders[index], then));
+      };
+      for (let index = 0; index < senders.length; index++) next(index, 0);
+      await waitUntil(
+        () => all.every((told) => told.length === rounds && told.every((t) => t.outcome !== undefined)),
+        "every round of every sender answered",
+      );
+      const forces = loopSyncs - loopBefore;
+      // One force a round when every round is gathered; a missed gather (a sender delayed past the
+      // window on a loaded machine) costs one more.
+      expect(forces).toBeGreaterThanOrEqual(rounds);
+      expect(forces).toBeLessThan(rounds * 1.5);
+      expectForcedBeforeTold(partition, all.flat());
+      // Each sender's appends in its own order.
+      for (const told of all) {
+        const offsets = told.map((t) => (t.outcome as { firstOffset: number }).firstOffset);
+        expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+      }
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("a sender that stops appending holds the next force back for the window only; one that moves to another partition not at all", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const p = await forcedPartition(broker, "stays");
+      const q = await forcedPartition(broker, "moves");
+      const stays = sender();
+      const stops = sender();
+      const moves = sender();
+      const loopBefore = loopSyncs;
+      const first = [append(p, "stays0", stays), append(p, "stops0", stops), append(p, "moves0", moves)];
+      await waitUntil(() => first.every((told) => told.outcome !== undefined), "the first round answered");
+      expect(loopSyncs - loopBefore).toBe(1);
+      // `moves` now appends to another partition, and `stops` never again: `stays` keeps appending
+      // to the first and is answered every time (the gather gives up after its window).
+      const moved = append(q, "moves1", moves);
+      const later: Told[] = [];
+      for (let round = 1; round <= 5; round++) {
+        const told = append(p, `stays${round}`, stays);
+        later.push(told);
+        await waitUntil(() => told.outcome !== undefined, `round ${round} of the sender that stays answered`);
+      }
+      await waitUntil(() => moved.outcome !== undefined, "the moved append answered");
+      expectForcedBeforeTold(p, [...first, ...later]);
+      expectForcedBeforeTold(q, [moved]);
+      expect(stops.answeredBy).toBe(p);
+      expect(moves.answeredBy).toBe(q);
+    } finally {
       await broker.close();
     }
   });
