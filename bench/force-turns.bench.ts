@@ -117,8 +117,9 @@ try {
           const turns = counts.get("syscalls:sys_enter_epoll_pwait2") ?? Number.NaN;
           const perTurn = (event: string) => ((counts.get(event) ?? Number.NaN) / turns).toFixed(2);
           const forces = counts.get("syscalls:sys_enter_fdatasync") ?? 0;
+          // Under `append` the few fdatasyncs are the directory's and background forces, not groups.
           const perForce =
-            forces === 0
+            policy === "append" || forces === 0
               ? "-"
               : ((counts.get("syscalls:sys_enter_recvfrom") ?? Number.NaN) / forces).toFixed(1);
           console.log(
