@@ -5,7 +5,9 @@
  * on the loop once that one completed; a slow force sends the next ones to the pool, until one there
  * is fast again (FORCE_ON_LOOP_BACKOFF_MS at most). Whatever path a force takes, no waiter is told
  * before an fdatasync that started after its bytes were written returned, and a failed fdatasync
- * refuses the whole group. Real files through the embedded broker;
+ * refuses the whole group. After a force on the loop the partition waits for the senders that force
+ * answered before it forces again (the gather), for a window only. Real files through the embedded
+ * broker (and, for the gather, once through the server with a load generator in another process);
  * the storage's Disk seam records every segment pwrite and fdatasync in one sequence. The seam
  * leaves out the real fdatasync of segment files: on a loaded machine one takes 10-100 ms, which
  * would trip the back-off (FORCE_ON_LOOP_SLOW_MS) and make the path a force takes depend on the
@@ -13,6 +15,7 @@
  * records survive a power cut is test/power-loss's job.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import path from "node:path";
 import { Broker } from "../../src/broker/broker.ts";
 import type { AppendSender, AppendWaiter, Partition } from "../../src/broker/partition.ts";
 import { IoError, PartitionFailedError } from "../../src/domain/errors.ts";
@@ -22,6 +25,7 @@ import {
   FORCE_ON_LOOP_SLOW_MS,
 } from "../../src/domain/limits.ts";
 import { batchOfValues } from "../../src/record/entries.ts";
+import { BrokerServer } from "../../src/server/server.ts";
 import { realDisk, useDisk } from "../../src/storage/disk.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
 import { waitUntil } from "../helpers/wait.ts";
@@ -444,6 +448,59 @@ describe("forcing on the event loop", () => {
       expect(stops.answeredBy).toBe(p);
       expect(moves.answeredBy).toBe(q);
     } finally {
+      await broker.close();
+    }
+  });
+
+  test("through the server: 16 connections with one PRODUCE in flight each, in another process, share a force", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    const server = new BrokerServer(broker, {
+      hostname: "127.0.0.1",
+      port: 0,
+      maxFrameBytes: 1 << 20,
+      maxConnections: 32,
+      maxConnectionsPerAddress: 32,
+      idleTimeoutMs: 60_000,
+      requestTimeoutMs: 30_000,
+      maxInboundBytes: 1 << 26,
+      fetchPath: "sendfile",
+      maxFetchBytes: 1 << 20,
+    });
+    try {
+      const { port } = server.listen();
+      const partition = await forcedPartition(broker, "served");
+      // Forces of 3 ms: the load generator's next requests (it answers within a fraction of that)
+      // arrive during the force that follows, unless the partition waits for them.
+      slowLoopSyncsMs = 3;
+      const loopBefore = partition.groupCommit.loopForceCount;
+      const offsetBefore = partition.log.nextOffset;
+      // The benchmarks' load generator: 16 connections, one 100 B record per request, one request in
+      // flight each, for 2 s; it checks every answer and exits 1 on any error.
+      const load = Bun.spawn(
+        [
+          process.execPath,
+          path.join(import.meta.dir, "../../bench/load/produce-pipelined.ts"),
+          String(port),
+          "served",
+          "100",
+          "1",
+          "16",
+          "2",
+          "1",
+        ],
+        { stdout: "ignore", stderr: "inherit" },
+      );
+      expect(await load.exited).toBe(0);
+      const requests = partition.log.nextOffset - offsetBefore;
+      const forces = partition.groupCommit.loopForceCount - loopBefore;
+      expect(forces).toBeGreaterThan(0);
+      // Without the gather the connections split into two halves that alternate: about 8 requests a
+      // force (docs/benchmarks.md, "The gather"); with it close to 16.
+      expect(requests / forces).toBeGreaterThan(12);
+    } finally {
+      slowLoopSyncsMs = 0;
+      await server.stop(1_000);
       await broker.close();
     }
   });
