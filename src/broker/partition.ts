@@ -65,6 +65,7 @@ import {
   ENTRY_HEADER_BYTES,
   FETCH_BYTES_DEFAULT,
   FORCE_GATHER_MAX_MS,
+  FORCE_GATHER_SKIP_MAX,
   FORCE_ON_LOOP_BACKOFF_MS,
   FORCE_ON_LOOP_SLOW_MS,
   PRODUCE_COPY_LOOP_BYTES_MAX,
@@ -528,6 +529,9 @@ export class Partition {
   private gatherReturned = 0;
   private gatherSinceMs = 0;
   private gatherForMs = 0;
+  /** Forces on the loop still to run without a gather, and how many the last failed gather set. */
+  private gatherSkip = 0;
+  private gatherBackoff = 0;
   private readonly measured: ValidatedBatches = { offsetCount: 0, batchCount: 0 };
 
   constructor(
@@ -810,17 +814,20 @@ export class Partition {
     let nowMs = -1;
     for (let i = 0; i < partitions.length; i++) {
       const partition = partitions[i]!;
-      if (partition.gatherReturned < partition.gatherSenders && partition.pendingWaiters.length > 0) {
-        if (nowMs < 0) nowMs = performance.now();
-        if (nowMs - partition.gatherSinceMs < partition.gatherForMs) {
-          // Wait a turn more for the senders the last force answered (the header's gather).
-          Partition.turnPartitions.push(partition);
-          if (!Partition.turnScheduled) {
-            Partition.turnScheduled = true;
-            setImmediate(Partition.flushTurn);
+      if (partition.gatherSenders > 0 && partition.pendingWaiters.length > 0) {
+        if (partition.gatherReturned < partition.gatherSenders) {
+          if (nowMs < 0) nowMs = performance.now();
+          if (nowMs - partition.gatherSinceMs < partition.gatherForMs) {
+            // Wait a turn more for the senders the last force answered (the header's gather).
+            Partition.turnPartitions.push(partition);
+            if (!Partition.turnScheduled) {
+              Partition.turnScheduled = true;
+              setImmediate(Partition.flushTurn);
+            }
+            continue;
           }
-          continue;
         }
+        partition.gatherEnded();
       }
       partition.flushScheduled = false;
       let group: ForcedGroup | undefined;
@@ -856,13 +863,34 @@ export class Partition {
     this.groupCommit.forceNowOrEnqueue(group);
     // Answered now (forced on the loop): wait for its senders before the next force, for at most
     // as long as this one took. Queued for the pool: no gather (forces there overlap arrivals).
-    this.gatherForceId = group.answeredSenders >= 0 ? group.id : 0;
-    this.gatherSenders = Math.max(group.answeredSenders, 0);
+    // After a failed gather, the next forces run without one (gatherEnded).
+    const gather = group.answeredSenders > 0 && this.gatherSkip === 0;
+    if (group.answeredSenders > 0 && this.gatherSkip > 0) this.gatherSkip--;
+    this.gatherForceId = gather ? group.id : 0;
+    this.gatherSenders = gather ? group.answeredSenders : 0;
     this.gatherReturned = 0;
-    if (this.gatherSenders > 0) {
+    if (gather) {
       this.gatherSinceMs = performance.now();
       this.gatherForMs = Math.min(this.gatherSinceMs - startMs, FORCE_GATHER_MAX_MS);
     }
+  }
+
+  /**
+   * The gather of the last force ends (its senders are back, or its window closed): one that saw
+   * fewer than half of them back failed, and then the next 1, 2, 4, … forces (doubling with each
+   * failure in a row, FORCE_GATHER_SKIP_MAX at most) run without one. Senders that do not come back
+   * within a force's time are not waiting for their answer to send again (producers that send on
+   * their own clock, not one request in flight each): waiting for them only delays the requests
+   * already pending, which an open-loop load measured (docs/benchmarks.md, "The gather").
+   */
+  private gatherEnded(): void {
+    if (this.gatherReturned * 2 >= this.gatherSenders) this.gatherBackoff = 0;
+    else {
+      this.gatherBackoff = Math.min(Math.max(1, this.gatherBackoff * 2), FORCE_GATHER_SKIP_MAX);
+      this.gatherSkip = this.gatherBackoff;
+    }
+    this.gatherSenders = 0;
+    this.gatherForceId = 0;
   }
 
   /**

@@ -21,6 +21,7 @@ import type { AppendSender, AppendWaiter, Partition } from "../../src/broker/par
 import { IoError, PartitionFailedError } from "../../src/domain/errors.ts";
 import {
   FORCE_GATHER_MAX_MS,
+  FORCE_GATHER_SKIP_MAX,
   FORCE_ON_LOOP_BACKOFF_MS,
   FORCE_ON_LOOP_SLOW_MS,
 } from "../../src/domain/limits.ts";
@@ -79,7 +80,6 @@ const restoreDisk = useDisk({
         Bun.sleepSync(slowNextLoopSyncMs);
         slowNextLoopSyncMs = 0;
       }
-      if (slowLoopSyncsMs > 0) console.log("SYNC", performance.now().toFixed(3));
       if (slowLoopSyncsMs > 0) {
         const untilMs = performance.now() + slowLoopSyncsMs;
         while (performance.now() < untilMs);
@@ -396,7 +396,6 @@ describe("forcing on the event loop", () => {
       const next = (index: number, round: number): void => {
         if (round === rounds) return;
         const then = () => afterMs(index % 2 === 0 ? earlyMs : lateMs, () => next(index, round + 1));
-        console.log("APPEND", index, round, performance.now().toFixed(3));
         all[index]!.push(append(partition, `s${index}.${round}`, senders[index], then));
       };
       for (let index = 0; index < senders.length; index++) next(index, 0);
@@ -447,6 +446,45 @@ describe("forcing on the event loop", () => {
       expectForcedBeforeTold(q, [moved]);
       expect(stops.answeredBy).toBe(p);
       expect(moves.answeredBy).toBe(q);
+    } finally {
+      await broker.close();
+    }
+  });
+
+  test("after a gather whose senders did not come back, the next forces do not wait: 1, then 2, … (backing off)", async () => {
+    using dir = tempDir();
+    const broker = Broker.open({ dataDir: dir.path });
+    try {
+      const partition = await forcedPartition(broker, "open-loop");
+      // Forces of 3 ms: a gather waits up to FORCE_GATHER_MAX_MS (1 ms), hundreds of turns.
+      slowLoopSyncsMs = 3;
+      /** Event-loop turns from one append by a new sender until it is told. */
+      const turnsUntilTold = async (value: string): Promise<number> => {
+        const told = append(partition, value, sender());
+        let turns = 0;
+        while (told.outcome === undefined) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          turns++;
+        }
+        return turns;
+      };
+      const first = Array.from({ length: 8 }, (_, i) => append(partition, `closed${i}`, sender()));
+      await waitUntil(() => first.every((told) => told.outcome !== undefined), "the first force answered");
+      const answeredMs = performance.now();
+      await waitUntil(
+        () => performance.now() > answeredMs + FORCE_GATHER_MAX_MS,
+        "the gather's window closed",
+      );
+      // Producers on their own clock: every later append comes from a sender no force answered, and
+      // the answered ones do not send again. "a" comes after the window: no wait, but the gather
+      // saw none of its eight senders back, so it failed and the next force ("a"'s) skips its
+      // gather; "b" does not wait either. "b"'s force gathers again: "c" waits its window, fails,
+      // and the next two forces skip theirs ("d", "e"); "f" waits again.
+      const turns: number[] = [];
+      for (const value of ["a", "b", "c", "d", "e", "f"]) turns.push(await turnsUntilTold(value));
+      const waited = turns.map((n) => n > 5);
+      expect(waited).toEqual([false, false, true, false, false, true]);
+      expect(FORCE_GATHER_SKIP_MAX).toBeGreaterThanOrEqual(2);
     } finally {
       await broker.close();
     }
