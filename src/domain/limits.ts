@@ -857,13 +857,15 @@ export const FORCE_ON_LOOP_BACKOFF_MS = 1000;
  */
 export const FORCE_GATHER_MAX_MS = 1;
 /**
- * After a gather in which fewer than half of the awaited senders came back, a partition's next
- * forces run without one: 1 after the first failure, doubling with each failure in a row, up to
- * this many (src/broker/partition.ts, gatherEnded). 256 forces are 40-150 ms at this disk's
- * 0.17-0.6 ms per force, so a load that keeps failing pays one window in 256 forces, and a load
- * that turns into one request in flight per connection gathers again within about that long.
+ * After a gather in which fewer than three quarters of the awaited senders came back, a
+ * partition's next forces run without one: 1 after the first failure, doubling with each failure
+ * in a row (a success halves the count), up to this many (src/broker/partition.ts, gatherEnded).
+ * At 2,000-5,000 forces a second on this disk, 4,096 forces are 1-2 s: a load whose producers send
+ * on their own clock then pays one gather's window in 4,096 forces, below its p99.9 (with 256 the
+ * probes showed there: docs/benchmarks.md, "The gather"), and a load that turns into one request in
+ * flight per connection gathers again within that long.
  */
-export const FORCE_GATHER_SKIP_MAX = 256;
+export const FORCE_GATHER_SKIP_MAX = 4096;
 /**
  * How often the broker looks for new JavaScriptCore compiler threads to put in SCHED_IDLE, under
  * `--compiler-priority idle` (src/server/compiler-threads.ts). A sweep lists /proc/self/task (about
