@@ -36,6 +36,7 @@ import {
 import { Broker, type TopicDescription } from "../broker/broker.ts";
 import { type CoordinatorOptions, GroupCoordinator, type GroupError } from "../broker/groups.ts";
 import { groupIdProblem, metadataProblem, type OffsetCommitEntry } from "../broker/offsets-store.ts";
+import type { AppendSender } from "../broker/partition.ts";
 import {
   type CleanupPolicy,
   DEFAULT_TOPIC_CONFIG,
@@ -282,6 +283,8 @@ interface Who {
   host: string;
   /** The SASL user name, for audit lines (undefined: anonymous). */
   user: string | undefined;
+  /** The connection, for the gather before a force (src/broker/partition.ts); none in tests. */
+  sender: AppendSender | undefined;
 }
 
 /** Kafka's code for each outcome of the group coordinator. */
@@ -519,11 +522,17 @@ export class KafkaHandler {
   }
 
   /** Answers one request frame (the bytes after its 4-byte size). */
-  async handle(frame: Uint8Array, clientAddress = "", user?: string): Promise<KafkaOutcome> {
+  async handle(
+    frame: Uint8Array,
+    clientAddress = "",
+    user?: string,
+    sender?: AppendSender,
+  ): Promise<KafkaOutcome> {
     const who: Who = {
       principal: user === undefined ? ANONYMOUS_PRINCIPAL : `User:${user}`,
       host: clientAddress,
       user,
+      sender,
     };
     let peeked: ReturnType<typeof peekRequestHeader>;
     try {
@@ -1139,6 +1148,7 @@ export class KafkaHandler {
       request,
       (topic) => this.refused(who, ACL_OPERATION.WRITE, RESOURCE_TYPE.TOPIC, topic),
       this.traffic,
+      who.sender,
     );
     // acks=0: Kafka sends no response at all. A failed partition closes the connection instead, the
     // only way to tell such a producer (KafkaApis.handleProduceRequest: "closing connection due to

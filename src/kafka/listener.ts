@@ -38,6 +38,7 @@ import { type CertificateLoginTarget, ListeningPorts } from "../auth/tls-ports.t
 import type { Broker } from "../broker/broker.ts";
 import type { CoordinatorOptions } from "../broker/groups.ts";
 import { Histogram } from "../broker/metrics.ts";
+import type { AppendSender, Partition } from "../broker/partition.ts";
 import {
   INBOUND_FREE_BYTES,
   INBOUND_INITIAL_BYTES,
@@ -135,7 +136,7 @@ function answerOf(
   const sasl = listener.options.sasl;
   // The principal the ACLs see (src/auth/acl.ts): the SASL user, none before (or without) a login.
   if (sasl === undefined || connection.sasl.principal !== undefined) {
-    return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
+    return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal, connection);
   }
   // While the address is held after a failed login, a SaslAuthenticate waits, then asks again
   // (LoginDelays.holdMs). The frame stays valid: its buffer is kept while it is being answered.
@@ -144,7 +145,7 @@ function answerOf(
   const outcome = sasl.handle(frame, connection.sasl, connection.remoteAddress);
   if (outcome instanceof Promise) return outcome; // a PLAIN check, off the event loop
   if (outcome.kind === "pass")
-    return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal);
+    return connection.handler.handle(frame, connection.remoteAddress, connection.sasl.principal, connection);
   return Promise.resolve(outcome);
 }
 
@@ -174,12 +175,16 @@ async function heldAnswerOf(
   if (turn === "gone") return { kind: "close", reason: "closed while its login waited" };
   const outcome = sasl.handle(frame, connection.sasl, address);
   if (outcome instanceof Promise) return outcome;
-  if (outcome.kind === "pass") return connection.handler.handle(frame, address, connection.sasl.principal);
+  if (outcome.kind === "pass")
+    return connection.handler.handle(frame, address, connection.sasl.principal, connection);
   return outcome;
 }
 
-class KafkaConnection {
+class KafkaConnection implements AppendSender {
   readonly socket: Socket<KafkaConnection>;
+  /** Written by partitions only (Partition's gather before a force on the loop). */
+  answeredBy: Partition | undefined = undefined;
+  answeredByForce = 0;
   /** Login progress (only used when the listener requires SASL). */
   readonly sasl = new SaslSession();
   readonly remoteAddress: string;

@@ -27,7 +27,8 @@
  */
 import { preadFull } from "../../ffi/file.ts";
 import type { Broker } from "../broker/broker.ts";
-import type { FileLease, Partition, ReadArena } from "../broker/partition.ts";
+import type { AppendAck, AppendSender, FileLease, Partition, ReadArena } from "../broker/partition.ts";
+import type { Offset } from "../domain/ids.ts";
 import {
   ENTRY_HEADER_BYTES,
   FETCH_ANSWER_FREE_BYTES,
@@ -155,6 +156,8 @@ export async function produceRecords(
   /** The ACL refusal of a topic (TOPIC_AUTHORIZATION_FAILED), asked once per topic; none: allowed. */
   refuse: (topic: string) => KafkaError | undefined = () => undefined,
   traffic: KafkaTraffic = newKafkaTraffic(),
+  /** The connection, for the gather before a force (src/broker/partition.ts). */
+  sender?: AppendSender,
 ): Promise<ProduceTopicResponse[]> {
   const acksValid = request.acks === -1 || request.acks === 0 || request.acks === 1;
   const topics = request.topics.map((topic) => {
@@ -184,7 +187,7 @@ export async function produceRecords(
           return failed(data.index, kafkaErrorOf(error));
         }
         try {
-          const ack = await partition.append(data.records!);
+          const ack = await appendQueuedAck(partition, data.records!, sender);
           traffic.produceRecords += ack.recordCount;
           traffic.produceBytes += data.records!.length;
           return {
@@ -207,6 +210,28 @@ export async function produceRecords(
   for (const topic of topics)
     answered.push({ name: topic.name, partitions: await Promise.all(topic.partitions) });
   return answered;
+}
+
+/**
+ * `Partition.appendQueued` as a promise: a small batch without a producer id joins the turn's
+ * coalesced group with the native PRODUCEs (one pwrite per partition per turn and, under `force`,
+ * one force, with the gather for the connections it answered); any other takes `append`'s path.
+ * What it refuses, it refuses as `append` does (thrown here, so the promise rejects).
+ */
+function appendQueuedAck(
+  partition: Partition,
+  records: Uint8Array,
+  sender: AppendSender | undefined,
+): Promise<AppendAck> {
+  return new Promise<AppendAck>((resolve, reject) => {
+    partition.appendQueued(records, {
+      sender,
+      appended(firstOffset, recordCount, durability, logAppendTimeMs) {
+        resolve({ firstOffset: firstOffset as Offset, recordCount, durability, logAppendTimeMs });
+      },
+      appendFailed: reject,
+    });
+  });
 }
 
 /** Kafka's "the fetch session is unknown": booblik keeps no fetch sessions (KIP-227). */

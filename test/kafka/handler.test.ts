@@ -916,3 +916,50 @@ describe("groups and committed offsets over bytes", () => {
     ]).toEqual([1, "__consumer_offsets", 1, 0, KAFKA_ERROR.INVALID_TOPIC_EXCEPTION]);
   });
 });
+
+describe("Produce", () => {
+  /** A Produce v3 (acks −1) of one batch of one record to partition 0 of `topic`. */
+  function produceV3(topic: string, value: number, correlationId: number): Uint8Array {
+    const batch = encodeBatch([{ key: null, value: new Uint8Array([value]), timestamp: 0 }]);
+    return header(0, 3, correlationId)
+      .str(null)
+      .i16(-1)
+      .i32(1000)
+      .i32(1)
+      .str(topic)
+      .i32(1)
+      .i32(0)
+      .i32(batch.length)
+      .raw(batch)
+      .body();
+  }
+
+  test("Produces of one event-loop turn join one coalesced group, as the native PRODUCE's do (one write, and one force under `force`)", async () => {
+    broker.createTopic("joined", { durability: "force" });
+    const partition = broker.partition("joined", 0);
+    const outcomes = [handler.handle(produceV3("joined", 1, 1)), handler.handle(produceV3("joined", 2, 2))];
+    // Whatever the handler awaits before the append runs as microtasks; the group is written at
+    // the end of the turn (Partition.flushTurn, an immediate). Before, each Produce wrote its own
+    // batch at once (`Partition.append`), so the log's end had moved by now.
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(Number(partition.log.nextOffset)).toBe(0);
+    const baseOffsets: number[] = [];
+    for (const outcome of await Promise.all(outcomes)) {
+      if (outcome.kind !== "respond") throw new Error(`expected a response, got ${outcome.kind}`);
+      const reader = new KafkaReader(outcome.bytes);
+      reader.int32("size");
+      reader.int32("correlation_id");
+      expect([
+        reader.int32("topics"),
+        reader.string("name"),
+        reader.int32("partitions"),
+        reader.int32("p"),
+      ]).toEqual([1, "joined", 1, 0]);
+      expect(reader.int16("error")).toBe(KAFKA_ERROR.NONE);
+      baseOffsets.push(reader.int64("base_offset"));
+    }
+    expect(baseOffsets).toEqual([0, 1]);
+    expect(Number(partition.log.nextOffset)).toBe(2);
+    expect(partition.visibleNextOffset).toBe(2);
+  });
+});
