@@ -2,9 +2,10 @@
  * Produce and Fetch over the broker layer: what a Kafka producer's batches become on append, and
  * what a Kafka consumer gets from the stored entries.
  *
- * Produce: each partition's record set goes to `Partition.append` as it came (a view into the
- * request frame), where it is validated (common.md §4: `validateBatch`, whole request or nothing)
- * and stamped. Before that, the Kafka rules the broker layer does not know: magic 2 only (a magic 0/1
+ * Produce: each partition's record set goes to `Partition.appendQueued` as it came (a view into the
+ * request frame), where it is validated (common.md §4: `validateBatch`, whole request or nothing),
+ * copied into the turn's coalesced group shared with the native PRODUCEs (or, idempotent, corrected
+ * or large, appended on `append`'s path) and stamped. Before that, the Kafka rules the broker layer does not know: magic 2 only (a magic 0/1
  * MessageSet of a pre-0.11 client is refused with UNSUPPORTED_FOR_MESSAGE_FORMAT), exactly one batch
  * per partition (Kafka's LogValidator rule for magic 2), no transactional batch (no transactions).
  * Rejections map to Kafka's codes by the check that failed (`batchErrorCode`).
