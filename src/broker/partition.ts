@@ -46,7 +46,7 @@
  * - `interval`: acknowledged once written; a timer forces every `flushIntervalMs` if anything is
  *   unforced.
  *
- * Coalesced appends (`appendQueued`, the server's PRODUCE path; issue 13): a small append is
+ * Coalesced appends (`appendQueued`, the Produce path of both listeners; issue 13): a small append is
  * validated at once (so its refusal is its own), copied into the partition's pending group, and
  * written together with every other one that arrived in the same event-loop turn: one
  * `PartitionLog.append` (one pwrite) and, under `force`, one group-commit request per group. Appends
@@ -185,7 +185,7 @@ class SegmentLease implements FileLease {
  */
 export interface AppendWaiter {
   /**
-   * Who sent the append (the server's connection), for the gather before a force on the loop (see
+   * Who sent the append (a connection of either listener), for the gather before a force on the loop (see
    * the header); undefined when there is no such sender (then the partition never waits for it).
    */
   readonly sender?: AppendSender | undefined;
@@ -743,7 +743,7 @@ export class Partition {
   }
 
   /**
-   * `append` for the server's PRODUCE path: validates `batches` now (a refusal throws, as `append`
+   * `append` for the Produce path of both listeners: validates `batches` now (a refusal throws, as `append`
    * rejects), and tells `waiter` once the topic's policy is satisfied. A small append joins the
    * pending group written at the end of this event-loop turn (see the header); `batches` is copied,
    * so it may be reused once this returns. A larger one is written at once (after the pending
