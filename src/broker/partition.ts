@@ -527,13 +527,12 @@ export class Partition {
   private static turnScheduled = false;
   /**
    * The gather (see the header): the last group forced on the loop, how many distinct senders it
-   * answered, how many of them have appended here since, when it ended and how long it took.
+   * answered, how many of them have appended here since, and until when they are waited for.
    */
   private gatherForceId = 0;
   private gatherSenders = 0;
   private gatherReturned = 0;
-  private gatherSinceMs = 0;
-  private gatherForMs = 0;
+  private gatherUntilMs = 0;
   /** Forces on the loop still to run without a gather, and how many the last failed gather set. */
   private gatherSkip = 0;
   private gatherBackoff = 0;
@@ -795,11 +794,16 @@ export class Partition {
     this.pendingCounts.push(measured.offsetCount);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      Partition.turnPartitions.push(this);
-      if (!Partition.turnScheduled) {
-        Partition.turnScheduled = true;
-        setImmediate(Partition.flushTurn);
-      }
+      Partition.inNextTurn(this);
+    }
+  }
+
+  /** Puts `partition` in the list `flushTurn` writes, and schedules that turn's end once. */
+  private static inNextTurn(partition: Partition): void {
+    Partition.turnPartitions.push(partition);
+    if (!Partition.turnScheduled) {
+      Partition.turnScheduled = true;
+      setImmediate(Partition.flushTurn);
     }
   }
 
@@ -822,13 +826,9 @@ export class Partition {
       if (partition.gatherSenders > 0 && partition.pendingWaiters.length > 0) {
         if (partition.gatherReturned < partition.gatherSenders) {
           if (nowMs < 0) nowMs = performance.now();
-          if (nowMs - partition.gatherSinceMs < partition.gatherForMs) {
+          if (nowMs < partition.gatherUntilMs) {
             // Wait a turn more for the senders the last force answered (the header's gather).
-            Partition.turnPartitions.push(partition);
-            if (!Partition.turnScheduled) {
-              Partition.turnScheduled = true;
-              setImmediate(Partition.flushTurn);
-            }
+            Partition.inNextTurn(partition);
             continue;
           }
         }
@@ -875,8 +875,8 @@ export class Partition {
     this.gatherSenders = gather ? group.answeredSenders : 0;
     this.gatherReturned = 0;
     if (gather) {
-      this.gatherSinceMs = performance.now();
-      this.gatherForMs = Math.min(this.gatherSinceMs - startMs, FORCE_GATHER_MAX_MS);
+      const endMs = performance.now();
+      this.gatherUntilMs = endMs + Math.min(endMs - startMs, FORCE_GATHER_MAX_MS);
     }
   }
 

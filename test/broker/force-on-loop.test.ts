@@ -424,28 +424,55 @@ describe("forcing on the event loop", () => {
     const broker = Broker.open({ dataDir: dir.path });
     try {
       const p = await forcedPartition(broker, "stays");
-      const q = await forcedPartition(broker, "moves");
+      // Not forced: its own appends never block the loop, so what `p` waits for shows alone.
+      broker.createTopic("moves", { durability: "append" });
+      const q = broker.partition("moves", 0);
+      await broker.append("moves", 0, batchOfValues(["warm-up"]));
+      // Forces of 3 ms: a gather waits up to FORCE_GATHER_MAX_MS (1 ms), hundreds of turns.
+      slowLoopSyncsMs = 3;
+      /** Event-loop turns from `told`'s append until it is told. */
+      const turnsUntilTold = async (told: Told): Promise<number> => {
+        let turns = 0;
+        while (told.outcome === undefined) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          turns++;
+        }
+        return turns;
+      };
+      /** One force on `on` answering `senders`, then, right after (inside the window), `next`. */
+      const roundThen = async (on: Partition, senders: AppendSender[], next: () => Told): Promise<Told> => {
+        const first = senders.map((from, i) => append(on, `first${i}`, from));
+        await waitUntil(
+          () => first.every((told) => told.outcome !== undefined),
+          "the first force answered",
+          10_000,
+          0,
+        );
+        return next();
+      };
+      // `moves` appends to another partition, then `stays` to the first: nobody left to wait for
+      // (were `moves` still awaited, `stays` would wait the window).
       const stays = sender();
-      const stops = sender();
       const moves = sender();
-      const loopBefore = loopSyncs;
-      const first = [append(p, "stays0", stays), append(p, "stops0", stops), append(p, "moves0", moves)];
-      await waitUntil(() => first.every((told) => told.outcome !== undefined), "the first round answered");
-      expect(loopSyncs - loopBefore).toBe(1);
-      // `moves` now appends to another partition, and `stops` never again: `stays` keeps appending
-      // to the first and is answered every time (the gather gives up after its window).
-      const moved = append(q, "moves1", moves);
-      const later: Told[] = [];
-      for (let round = 1; round <= 5; round++) {
-        const told = append(p, `stays${round}`, stays);
-        later.push(told);
-        await waitUntil(() => told.outcome !== undefined, `round ${round} of the sender that stays answered`);
-      }
-      await waitUntil(() => moved.outcome !== undefined, "the moved append answered");
-      expectForcedBeforeTold(p, [...first, ...later]);
-      expectForcedBeforeTold(q, [moved]);
-      expect(stops.answeredBy).toBe(p);
-      expect(moves.answeredBy).toBe(q);
+      const afterMove = await roundThen(p, [stays, moves], () => {
+        append(q, "moved", moves);
+        return append(p, "stays-after-move", stays);
+      });
+      const afterMoveTurns = await turnsUntilTold(afterMove);
+      // `stops` never appends again: `stays` waits for it, for the window only, and is answered (on
+      // a partition of its own: `p`'s gather state, back-off included, is the first case's).
+      const r = await forcedPartition(broker, "stops");
+      const stays2 = sender();
+      const stops = sender();
+      const afterStop = await roundThen(r, [stays2, stops], () => append(r, "stays-after-stop", stays2));
+      const afterStopTurns = await turnsUntilTold(afterStop);
+      expect(afterMoveTurns).toBeLessThanOrEqual(5);
+      expect(afterStopTurns).toBeGreaterThan(5);
+      expect(stops.answeredBy).toBe(r);
+      // Cleared by its move (its partition under `append` forces nothing that would stamp it again).
+      expect(moves.answeredBy).toBeUndefined();
+      expectForcedBeforeTold(p, [afterMove]);
+      expectForcedBeforeTold(r, [afterStop]);
     } finally {
       await broker.close();
     }
